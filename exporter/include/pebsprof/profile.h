@@ -1,0 +1,102 @@
+/*
+ * The exporter's profile model: resolved, aggregated samples of one event over one time
+ * window, with deduplicated mappings, locations and function names. The collector fills it;
+ * the writers (pprof, folded, flame graph, OTLP) read it. Knows nothing of BPF or /proc.
+ *
+ * Ownership: the profile copies every string it is given; pointers it returns stay valid
+ * until pp_profile_free(). Ids are 1-based; 0 means "none".
+ */
+#ifndef PEBSPROF_PROFILE_H
+#define PEBSPROF_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum pp_frame_kind {
+	PP_FRAME_NATIVE = 1, /* user-space machine code; address is the ELF virtual address */
+	PP_FRAME_KERNEL = 2, /* kernel; address is the kernel virtual address */
+	PP_FRAME_DATA = 3,   /* data object touched by a memory sample (leaf-most, synthetic) */
+};
+
+struct pp_profile_desc {
+	const char *event;	 /* event name as the user asked for it, e.g. "cpu-clock" */
+	const char *value_type;	 /* second sample type: "cpu" for cpu-clock, else the event */
+	const char *value_unit;	 /* "nanoseconds" for cpu-clock, else "count" */
+	uint64_t period;	 /* nominal sampling period in value_unit */
+	uint64_t start_unix_ns;	 /* wall-clock start of the window */
+	uint64_t duration_ns;	 /* wall-clock length of the window */
+};
+
+struct pp_mapping_info {
+	uint64_t start;	      /* runtime start address */
+	uint64_t limit;	      /* runtime end address (exclusive) */
+	uint64_t file_offset; /* file offset of start */
+	const char *filename; /* path as the process sees it, or "[kernel.kallsyms]" */
+	const char *build_id; /* lower-case hex GNU build id, or "" */
+};
+
+struct pp_location_info {
+	uint32_t mapping_id; /* 0 for none */
+	uint64_t address;    /* ELF virtual address (native), kernel address (kernel) */
+	const char *function; /* symbol name, or "[unknown]"-style placeholder; never NULL */
+	enum pp_frame_kind kind;
+};
+
+#define PP_SAMPLE_MAX_LABELS 8
+
+/* A string label attached to a sample (low cardinality only: never raw addresses). */
+struct pp_label {
+	const char *key;
+	const char *value;
+};
+
+struct pp_sample_info {
+	const uint32_t *locations; /* location ids, leaf first */
+	uint32_t nlocations;
+	uint32_t pid;		  /* process id (tgid) */
+	uint32_t tid;		  /* thread id */
+	const char *thread_name;  /* comm of the thread; never NULL */
+	const char *process_name; /* executable name of the process; never NULL */
+	const struct pp_label *labels;
+	uint32_t nlabels;
+	uint64_t count;		 /* number of samples aggregated here */
+	uint64_t value;		 /* sum of their periods, in desc.value_unit */
+	uint64_t first_time_unix_ns; /* wall-clock time of the first aggregated sample */
+};
+
+struct pp_profile;
+
+/* Returns NULL with errno set on failure. Copies desc's strings. */
+struct pp_profile *pp_profile_new(const struct pp_profile_desc *desc);
+void pp_profile_free(struct pp_profile *p);
+
+const struct pp_profile_desc *pp_profile_get_desc(const struct pp_profile *p);
+void pp_profile_set_window(struct pp_profile *p, uint64_t start_unix_ns, uint64_t duration_ns);
+
+/* Interns a mapping; same (start, limit, file_offset, filename, build_id) returns the same id.
+ * Returns 0 on allocation failure. */
+uint32_t pp_profile_intern_mapping(struct pp_profile *p, const struct pp_mapping_info *m);
+
+/* Interns a location; same (mapping_id, address, function, kind) returns the same id.
+ * Returns 0 on allocation failure. */
+uint32_t pp_profile_intern_location(struct pp_profile *p, const struct pp_location_info *loc);
+
+/*
+ * Adds count samples with the given summed value. Samples with identical locations, pid,
+ * tid, thread name, process name and labels are aggregated into one. Returns 0 or -errno
+ * (-EINVAL for an unknown location id or too many labels, -ENOMEM).
+ */
+int pp_profile_add_sample(struct pp_profile *p, const struct pp_sample_info *s);
+
+/* Read access for the writers. Indexes are 0-based; ids 1-based. */
+size_t pp_profile_sample_count(const struct pp_profile *p);
+const struct pp_sample_info *pp_profile_get_sample(const struct pp_profile *p, size_t i);
+size_t pp_profile_location_count(const struct pp_profile *p);
+const struct pp_location_info *pp_profile_get_location(const struct pp_profile *p, uint32_t id);
+size_t pp_profile_mapping_count(const struct pp_profile *p);
+const struct pp_mapping_info *pp_profile_get_mapping(const struct pp_profile *p, uint32_t id);
+uint64_t pp_profile_total_count(const struct pp_profile *p);
+uint64_t pp_profile_total_value(const struct pp_profile *p);
+
+#endif /* PEBSPROF_PROFILE_H */

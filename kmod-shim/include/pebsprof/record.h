@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The record ABI between the in-kernel shim (kmod-shim/src/shim.bpf.c) and the collector.
+ *
+ * Rules: fixed-width fields only, explicit padding, a {type, version, size} header first, the
+ * variable-length stack tail last. Fields are only ever appended; any layout change bumps
+ * PP_RECORD_ABI_VERSION. The _Static_asserts below break both builds on drift.
+ *
+ * Included by the BPF program and by user space alike; it needs only the uapi types.
+ */
+#ifndef PEBSPROF_RECORD_H
+#define PEBSPROF_RECORD_H
+
+#include <linux/types.h>
+
+#define PP_RECORD_ABI_VERSION 1
+
+/* Record types carried in pp_rec_hdr.type. */
+#define PP_REC_SAMPLE 1
+
+/* Maximum frames per stack the shim can take (perf_event_max_stack default). */
+#define PP_MAX_STACK_DEPTH 127
+
+/* pp_sample.flags */
+#define PP_SF_KERNEL_IP (1u << 0)	/* ip is a kernel address */
+#define PP_SF_MEM_FIELDS (1u << 1)	/* addr/data_src/weight/phys_addr were read */
+#define PP_SF_HAS_SAMPLE_FLAGS (1u << 2) /* sample_flags is the kernel's perf_sample_data one */
+#define PP_SF_KSTACK_TRUNC (1u << 3)	/* kernel stack hit the configured depth */
+#define PP_SF_USTACK_TRUNC (1u << 4)	/* user stack hit the configured depth */
+#define PP_SF_KSTACK_ERR (1u << 5)	/* bpf_get_stack failed for the kernel stack */
+#define PP_SF_USTACK_ERR (1u << 6)	/* bpf_get_stack failed for the user stack */
+
+struct pp_rec_hdr {
+	__u16 type;    /* PP_REC_* */
+	__u16 version; /* PP_RECORD_ABI_VERSION of the writer */
+	__u32 size;    /* bytes of this record, header and stack tail included */
+};
+
+/*
+ * One perf sample. tgid is the process id user space sees (getpid()), tid the thread id
+ * (gettid()); the kernel calls them tgid and pid.
+ */
+struct pp_sample {
+	struct pp_rec_hdr hdr;
+	__u32 tgid;
+	__u32 tid;
+	__u64 time_ns;	    /* bpf_ktime_get_ns(): CLOCK_MONOTONIC at the PMI */
+	__u64 cgroup_id;    /* cgroup v2 id of the task (kernfs inode number) */
+	__u64 ip;	    /* precise ip from the sample registers */
+	__u64 period;	    /* event period of this sample (data->period) */
+	__u64 addr;	    /* data linear address (memory events) */
+	__u64 data_src;	    /* union perf_mem_data_src value */
+	__u64 weight;	    /* union perf_sample_weight value (var1_dw = load latency) */
+	__u64 phys_addr;    /* data physical address, 0 where unknown */
+	__u64 sample_flags; /* perf_sample_data.sample_flags (6.1+), see PP_SF_HAS_SAMPLE_FLAGS */
+	__u32 cpu;
+	__u32 event_cookie; /* bpf attach cookie: which opened event produced this sample */
+	__u16 flags;	    /* PP_SF_* */
+	__u16 nr_kstack;    /* kernel frames in stack[0 .. nr_kstack) */
+	__u16 nr_ustack;    /* user frames in stack[nr_kstack .. nr_kstack + nr_ustack) */
+	__u16 _pad0;
+	char comm[16]; /* thread name at sample time */
+	__u64 stack[];	/* leaf first; kernel frames then user frames */
+};
+
+_Static_assert(sizeof(struct pp_rec_hdr) == 8, "pp_rec_hdr layout");
+_Static_assert(sizeof(struct pp_sample) == 120, "pp_sample layout");
+_Static_assert(__builtin_offsetof(struct pp_sample, ip) == 32, "pp_sample.ip offset");
+_Static_assert(__builtin_offsetof(struct pp_sample, data_src) == 56, "pp_sample.data_src offset");
+_Static_assert(__builtin_offsetof(struct pp_sample, cpu) == 88, "pp_sample.cpu offset");
+_Static_assert(__builtin_offsetof(struct pp_sample, nr_kstack) == 98, "pp_sample.nr_kstack offset");
+_Static_assert(__builtin_offsetof(struct pp_sample, stack) == 120, "pp_sample.stack offset");
+
+/* Largest record the shim writes. */
+#define PP_SAMPLE_MAX_SIZE (sizeof(struct pp_sample) + 2 * PP_MAX_STACK_DEPTH * sizeof(__u64))
+
+/* Indexes of the per-CPU counter array map "counters". Never renumber; append only. */
+enum pp_counter {
+	PP_CNT_SAMPLES = 0,   /* program invocations */
+	PP_CNT_EMITTED,	      /* records written to the ring buffer */
+	PP_CNT_FILTERED,      /* samples dropped by the tgid filter */
+	PP_CNT_RB_FULL,	      /* bpf_ringbuf_output failed: ring buffer full or contended */
+	PP_CNT_KSTACK_TRUNC,  /* kernel stack truncated at max depth */
+	PP_CNT_USTACK_TRUNC,  /* user stack truncated at max depth */
+	PP_CNT_KSTACK_ERR,    /* kernel stack could not be taken */
+	PP_CNT_USTACK_ERR,    /* user stack could not be taken */
+	PP_CNT_SCRATCH_MISS,  /* per-CPU scratch buffer unavailable */
+	PP_CNT_FORK_TRACKED,  /* child processes added to the tgid filter */
+	PP_CNT_FILTER_FULL,   /* tgid filter map full: a child could not be tracked */
+	PP_CNT__MAX,
+};
+
+/*
+ * Load-time configuration, a const volatile global in the shim's .rodata. The verifier
+ * treats it as constant, so disabled branches (stacks, memory fields) cost nothing.
+ */
+struct pp_shim_config {
+	__u32 abi_version;	 /* PP_RECORD_ABI_VERSION, checked by the loader */
+	__u32 kstack_depth;	 /* 0 disables kernel stacks; <= PP_MAX_STACK_DEPTH */
+	__u32 ustack_depth;	 /* 0 disables user stacks; <= PP_MAX_STACK_DEPTH */
+	__u32 read_mem_fields;	 /* read addr/data_src/weight/phys_addr */
+	__u32 filter_tgids;	 /* only emit samples of tgids in the target_tgids map */
+	__u32 use_attach_cookie; /* kernel has bpf_get_attach_cookie for perf_event (5.15+) */
+	__u64 wakeup_bytes;	 /* force a consumer wake-up once this much data is pending */
+};
+
+_Static_assert(sizeof(struct pp_shim_config) == 32, "pp_shim_config layout");
+
+#endif /* PEBSPROF_RECORD_H */

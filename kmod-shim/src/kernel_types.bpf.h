@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The few kernel-internal types the shim reads, declared CO-RE relocatable instead of a
+ * multi-megabyte vmlinux.h: libbpf matches them by name and field name against the running
+ * kernel's BTF, so offsets are right on every kernel. The "___" flavours describe layouts of
+ * older kernels; libbpf strips the suffix when matching.
+ */
+#ifndef PEBSPROF_KERNEL_TYPES_BPF_H
+#define PEBSPROF_KERNEL_TYPES_BPF_H
+
+#include <linux/types.h>
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+/* 5.12+: weight is a union; var1_dw holds the load latency. */
+union perf_sample_weight {
+	__u64 full;
+	struct {
+		__u32 var1_dw;
+		__u16 var2_w;
+		__u16 var3_w;
+	};
+};
+
+union perf_mem_data_src {
+	__u64 val;
+};
+
+struct perf_sample_data {
+	__u64 sample_flags; /* 6.1+ */
+	__u64 period;
+	__u64 addr;
+	union perf_sample_weight weight;
+	union perf_mem_data_src data_src;
+	__u64 phys_addr; /* visible to BPF from 6.3, when perf_prepare_sample runs first */
+};
+
+/* Before 5.12 weight was a plain u64. */
+struct perf_sample_data___u64_weight {
+	__u64 weight;
+};
+
+struct bpf_perf_event_data_kern {
+	void *regs;
+	struct perf_sample_data *data;
+	void *event;
+};
+
+struct task_struct {
+	int pid;
+	int tgid;
+};
+
+#pragma clang attribute pop
+
+#endif /* PEBSPROF_KERNEL_TYPES_BPF_H */

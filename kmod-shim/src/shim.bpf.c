@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The in-kernel shim: a perf_event program that turns each sample into one pp_sample record
+ * in a BPF ring buffer (ABI in include/pebsprof/record.h).
+ *
+ * Built twice from this source (see CMakeLists.txt):
+ *   PP_SHIM_KCTX=1  reads perf_sample_data through bpf_cast_to_kern_ctx (kernel 6.2+);
+ *   PP_SHIM_KCTX=0  reads it with BPF_CORE_READ on the kernel context (older kernels; needs
+ *                   CAP_PERFMON for the verifier's allow_ptr_leaks).
+ * Never a plain load through a cast ctx: the verifier rewrites it into a pt_regs read.
+ */
+#include <linux/bpf.h>
+#include <linux/bpf_perf_event.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "kernel_types.bpf.h"
+#include <pebsprof/record.h>
+
+#ifndef PP_SHIM_KCTX
+#define PP_SHIM_KCTX 0
+#endif
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile struct pp_shim_config shim_config = {
+	.abi_version = PP_RECORD_ABI_VERSION,
+	.kstack_depth = PP_MAX_STACK_DEPTH,
+	.ustack_depth = PP_MAX_STACK_DEPTH,
+	.wakeup_bytes = 256 * 1024,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 * 1024 * 1024); /* resized by the loader */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PP_CNT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* One record under construction per CPU: too large for the 512-byte BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8[PP_SAMPLE_MAX_SIZE]);
+} scratch SEC(".maps");
+
+/* Processes to profile when shim_config.filter_tgids is set; children are added on fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} target_tgids SEC(".maps");
+
+#if PP_SHIM_KCTX
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+#endif
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void read_mem_fields(struct bpf_perf_event_data *ctx, struct pp_sample *rec)
+{
+#if PP_SHIM_KCTX
+	struct bpf_perf_event_data_kern *kctx = bpf_cast_to_kern_ctx(ctx);
+	struct perf_sample_data *data = kctx->data;
+
+	rec->addr = data->addr;
+	rec->data_src = data->data_src.val;
+	rec->weight = data->weight.full;
+	if (bpf_core_field_exists(data->phys_addr))
+		rec->phys_addr = data->phys_addr;
+	if (bpf_core_field_exists(data->sample_flags)) {
+		rec->sample_flags = data->sample_flags;
+		rec->flags |= PP_SF_HAS_SAMPLE_FLAGS;
+	}
+#else
+	struct bpf_perf_event_data_kern *kctx = (void *)ctx;
+	struct perf_sample_data *data = BPF_CORE_READ(kctx, data);
+
+	rec->addr = BPF_CORE_READ(data, addr);
+	rec->data_src = BPF_CORE_READ(data, data_src.val);
+	if (bpf_core_type_exists(union perf_sample_weight)) {
+		rec->weight = BPF_CORE_READ(data, weight.full);
+	} else {
+		struct perf_sample_data___u64_weight *old = (void *)data;
+
+		rec->weight = BPF_CORE_READ(old, weight);
+	}
+	if (bpf_core_field_exists(data->phys_addr))
+		rec->phys_addr = BPF_CORE_READ(data, phys_addr);
+	if (bpf_core_field_exists(data->sample_flags)) {
+		rec->sample_flags = BPF_CORE_READ(data, sample_flags);
+		rec->flags |= PP_SF_HAS_SAMPLE_FLAGS;
+	}
+#endif
+	rec->flags |= PP_SF_MEM_FIELDS;
+}
+
+/* Returns the number of frames written to dst, and flags truncation or failure. */
+static __always_inline __u32 take_stack(struct bpf_perf_event_data *ctx, __u64 *dst, __u32 depth,
+					__u64 stack_flags, struct pp_sample *rec, __u16 trunc_flag,
+					__u16 err_flag, __u32 trunc_counter, __u32 err_counter)
+{
+	long n;
+
+	if (depth == 0)
+		return 0;
+	if (depth > PP_MAX_STACK_DEPTH)
+		depth = PP_MAX_STACK_DEPTH;
+	n = bpf_get_stack(ctx, dst, depth * sizeof(__u64), stack_flags);
+	if (n < 0) {
+		rec->flags |= err_flag;
+		count(err_counter);
+		return 0;
+	}
+	n /= sizeof(__u64);
+	if (n >= depth) {
+		rec->flags |= trunc_flag;
+		count(trunc_counter);
+	}
+	return n;
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct pp_sample *rec;
+	__u32 zero = 0, nk, nu, size;
+	__u64 avail;
+
+	count(PP_CNT_SAMPLES);
+	if (shim_config.filter_tgids && !bpf_map_lookup_elem(&target_tgids, &tgid)) {
+		count(PP_CNT_FILTERED);
+		return 0;
+	}
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!rec) {
+		count(PP_CNT_SCRATCH_MISS);
+		return 0;
+	}
+
+	rec->hdr.type = PP_REC_SAMPLE;
+	rec->hdr.version = PP_RECORD_ABI_VERSION;
+	rec->tgid = tgid;
+	rec->tid = (__u32)pid_tgid;
+	rec->time_ns = bpf_ktime_get_ns();
+	rec->cgroup_id = bpf_get_current_cgroup_id();
+	rec->ip = PT_REGS_IP(&ctx->regs);
+	rec->period = ctx->sample_period;
+	rec->addr = 0;
+	rec->data_src = 0;
+	rec->weight = 0;
+	rec->phys_addr = 0;
+	rec->sample_flags = 0;
+	rec->cpu = bpf_get_smp_processor_id();
+	rec->event_cookie = shim_config.use_attach_cookie ? (__u32)bpf_get_attach_cookie(ctx) : 0;
+	rec->flags = (__s64)rec->ip < 0 ? PP_SF_KERNEL_IP : 0;
+	rec->_pad0 = 0;
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+
+	if (shim_config.read_mem_fields)
+		read_mem_fields(ctx, rec);
+
+	/* With PERF_SAMPLE_CALLCHAIN requested these come from data->callchain (PMI registers). */
+	nk = take_stack(ctx, rec->stack, shim_config.kstack_depth, 0, rec, PP_SF_KSTACK_TRUNC,
+			PP_SF_KSTACK_ERR, PP_CNT_KSTACK_TRUNC, PP_CNT_KSTACK_ERR);
+	if (nk > PP_MAX_STACK_DEPTH)
+		nk = PP_MAX_STACK_DEPTH;
+	nu = take_stack(ctx, rec->stack + nk, shim_config.ustack_depth, BPF_F_USER_STACK, rec,
+			PP_SF_USTACK_TRUNC, PP_SF_USTACK_ERR, PP_CNT_USTACK_TRUNC,
+			PP_CNT_USTACK_ERR);
+	if (nu > PP_MAX_STACK_DEPTH)
+		nu = PP_MAX_STACK_DEPTH;
+	rec->nr_kstack = nk;
+	rec->nr_ustack = nu;
+
+	size = sizeof(*rec) + (nk + nu) * sizeof(__u64);
+	if (size > PP_SAMPLE_MAX_SIZE)
+		return 0;
+	rec->hdr.size = size;
+
+	/* Batched wake-ups: the consumer also polls on a timeout, so nothing waits forever. */
+	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	if (bpf_ringbuf_output(&events, rec, size,
+			       avail >= shim_config.wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+								 : BPF_RB_NO_WAKEUP)) {
+		count(PP_CNT_RB_FULL);
+		return 0;
+	}
+	count(PP_CNT_EMITTED);
+	return 0; /* 0: no perf output of its own, no perf mmap buffer needed */
+}
+
+/* Keeps the tgid filter following `record -- CMD` and `-p PID` into their child processes. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 parent_tgid = parent->tgid;
+	__u32 child_tgid = child->tgid;
+	__u8 one = 1;
+
+	if (!shim_config.filter_tgids || parent_tgid == child_tgid)
+		return 0;
+	if (!bpf_map_lookup_elem(&target_tgids, &parent_tgid))
+		return 0;
+	if (bpf_map_update_elem(&target_tgids, &child_tgid, &one, BPF_ANY))
+		count(PP_CNT_FILTER_FULL);
+	else
+		count(PP_CNT_FORK_TRACKED);
+	return 0;
+}
