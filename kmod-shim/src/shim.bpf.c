@@ -24,10 +24,10 @@
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile struct pp_shim_config shim_config = {
-	.abi_version = PP_RECORD_ABI_VERSION,
-	.kstack_depth = PP_MAX_STACK_DEPTH,
-	.ustack_depth = PP_MAX_STACK_DEPTH,
-	.wakeup_bytes = 256 * 1024,
+    .abi_version = PP_RECORD_ABI_VERSION,
+    .kstack_depth = PP_MAX_STACK_DEPTH,
+    .ustack_depth = PP_MAX_STACK_DEPTH,
+    .wakeup_bytes = 256 * 1024,
 };
 
 struct {
@@ -221,5 +221,42 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		count(PP_CNT_FILTER_FULL);
 	else
 		count(PP_CNT_FORK_TRACKED);
+	return 0;
+}
+
+static __always_inline void emit_task_event(__u32 tgid, __u32 kind)
+{
+	struct pp_task_event ev = {
+	    .hdr = {.type = PP_REC_TASK, .version = PP_RECORD_ABI_VERSION, .size = sizeof(ev)},
+	    .tgid = tgid,
+	    .kind = kind,
+	    .time_ns = bpf_ktime_get_ns(),
+	};
+
+	if (shim_config.filter_tgids && !bpf_map_lookup_elem(&target_tgids, &tgid))
+		return;
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))
+		count(PP_CNT_TASK_RB_FULL);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *task)
+{
+	emit_task_event(task->tgid, PP_TASK_EXEC);
+	return 0;
+}
+
+/* Fires per thread; only the thread-group leader's exit ends the process. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	if (task->pid != task->tgid)
+		return 0;
+	emit_task_event(tgid, PP_TASK_EXIT);
+	/* The pid may be reused by an unrelated process. */
+	if (shim_config.filter_tgids)
+		bpf_map_delete_elem(&target_tgids, &tgid);
 	return 0;
 }

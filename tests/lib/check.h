@@ -42,8 +42,9 @@ extern int pp_test_failed_checks;
 	do {                                                                                       \
 		uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                   \
 		if (a_ != b_) {                                                                    \
-			fprintf(stderr, "  %s:%d: CHECK_EQ failed: %s == %s (0x%" PRIx64          \
-					" != 0x%" PRIx64 ")\n",                                    \
+			fprintf(stderr,                                                            \
+				"  %s:%d: CHECK_EQ failed: %s == %s (0x%" PRIx64 " != 0x%" PRIx64  \
+				")\n",                                                             \
 				__FILE__, __LINE__, #a, #b, a_, b_);                               \
 			pp_test_failed_checks++;                                                   \
 		}                                                                                  \
@@ -53,9 +54,9 @@ extern int pp_test_failed_checks;
 	do {                                                                                       \
 		const char *a_ = (a), *b_ = (b);                                                   \
 		if (!a_ || !b_ || strcmp(a_, b_) != 0) {                                           \
-			fprintf(stderr, "  %s:%d: CHECK_STR failed: %s == %s (\"%s\" != \"%s\")\n",  \
-				__FILE__, __LINE__, #a, #b, a_ ? a_ : "(null)",                    \
-				b_ ? b_ : "(null)");                                               \
+			fprintf(                                                                   \
+			    stderr, "  %s:%d: CHECK_STR failed: %s == %s (\"%s\" != \"%s\")\n",    \
+			    __FILE__, __LINE__, #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)");   \
 			pp_test_failed_checks++;                                                   \
 		}                                                                                  \
 	} while (0)

@@ -20,12 +20,12 @@ enum pp_frame_kind {
 };
 
 struct pp_profile_desc {
-	const char *event;	 /* event name as the user asked for it, e.g. "cpu-clock" */
-	const char *value_type;	 /* second sample type: "cpu" for cpu-clock, else the event */
-	const char *value_unit;	 /* "nanoseconds" for cpu-clock, else "count" */
-	uint64_t period;	 /* nominal sampling period in value_unit */
-	uint64_t start_unix_ns;	 /* wall-clock start of the window */
-	uint64_t duration_ns;	 /* wall-clock length of the window */
+	const char *event;	/* event name as the user asked for it, e.g. "cpu-clock" */
+	const char *value_type; /* second sample type: "cpu" for cpu-clock, else the event */
+	const char *value_unit; /* "nanoseconds" for cpu-clock, else "count" */
+	uint64_t period;	/* nominal sampling period in value_unit */
+	uint64_t start_unix_ns; /* wall-clock start of the window */
+	uint64_t duration_ns;	/* wall-clock length of the window */
 };
 
 struct pp_mapping_info {
@@ -37,8 +37,8 @@ struct pp_mapping_info {
 };
 
 struct pp_location_info {
-	uint32_t mapping_id; /* 0 for none */
-	uint64_t address;    /* ELF virtual address (native), kernel address (kernel) */
+	uint32_t mapping_id;  /* 0 for none */
+	uint64_t address;     /* ELF virtual address (native), kernel address (kernel) */
 	const char *function; /* symbol name, or "[unknown]"-style placeholder; never NULL */
 	enum pp_frame_kind kind;
 };
@@ -60,8 +60,8 @@ struct pp_sample_info {
 	const char *process_name; /* executable name of the process; never NULL */
 	const struct pp_label *labels;
 	uint32_t nlabels;
-	uint64_t count;		 /* number of samples aggregated here */
-	uint64_t value;		 /* sum of their periods, in desc.value_unit */
+	uint64_t count;		     /* number of samples aggregated here */
+	uint64_t value;		     /* sum of their periods, in desc.value_unit */
 	uint64_t first_time_unix_ns; /* wall-clock time of the first aggregated sample */
 };
 

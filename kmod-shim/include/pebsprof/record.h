@@ -16,19 +16,20 @@
 #define PP_RECORD_ABI_VERSION 1
 
 /* Record types carried in pp_rec_hdr.type. */
-#define PP_REC_SAMPLE 1
+#define PP_REC_SAMPLE 1 /* struct pp_sample */
+#define PP_REC_TASK 2	/* struct pp_task_event */
 
 /* Maximum frames per stack the shim can take (perf_event_max_stack default). */
 #define PP_MAX_STACK_DEPTH 127
 
 /* pp_sample.flags */
-#define PP_SF_KERNEL_IP (1u << 0)	/* ip is a kernel address */
-#define PP_SF_MEM_FIELDS (1u << 1)	/* addr/data_src/weight/phys_addr were read */
+#define PP_SF_KERNEL_IP (1u << 0)	 /* ip is a kernel address */
+#define PP_SF_MEM_FIELDS (1u << 1)	 /* addr/data_src/weight/phys_addr were read */
 #define PP_SF_HAS_SAMPLE_FLAGS (1u << 2) /* sample_flags is the kernel's perf_sample_data one */
-#define PP_SF_KSTACK_TRUNC (1u << 3)	/* kernel stack hit the configured depth */
-#define PP_SF_USTACK_TRUNC (1u << 4)	/* user stack hit the configured depth */
-#define PP_SF_KSTACK_ERR (1u << 5)	/* bpf_get_stack failed for the kernel stack */
-#define PP_SF_USTACK_ERR (1u << 6)	/* bpf_get_stack failed for the user stack */
+#define PP_SF_KSTACK_TRUNC (1u << 3)	 /* kernel stack hit the configured depth */
+#define PP_SF_USTACK_TRUNC (1u << 4)	 /* user stack hit the configured depth */
+#define PP_SF_KSTACK_ERR (1u << 5)	 /* bpf_get_stack failed for the kernel stack */
+#define PP_SF_USTACK_ERR (1u << 6)	 /* bpf_get_stack failed for the user stack */
 
 struct pp_rec_hdr {
 	__u16 type;    /* PP_REC_* */
@@ -60,7 +61,7 @@ struct pp_sample {
 	__u16 nr_ustack;    /* user frames in stack[nr_kstack .. nr_kstack + nr_ustack) */
 	__u16 _pad0;
 	char comm[16]; /* thread name at sample time */
-	__u64 stack[];	/* leaf first; kernel frames then user frames */
+	__u64 stack[]; /* leaf first; kernel frames then user frames */
 };
 
 _Static_assert(sizeof(struct pp_rec_hdr) == 8, "pp_rec_hdr layout");
@@ -71,22 +72,37 @@ _Static_assert(__builtin_offsetof(struct pp_sample, cpu) == 88, "pp_sample.cpu o
 _Static_assert(__builtin_offsetof(struct pp_sample, nr_kstack) == 98, "pp_sample.nr_kstack offset");
 _Static_assert(__builtin_offsetof(struct pp_sample, stack) == 120, "pp_sample.stack offset");
 
+/* pp_task_event.kind */
+#define PP_TASK_EXEC 1 /* the process replaced its image: cached maps are stale */
+#define PP_TASK_EXIT 2 /* the process (its thread-group leader) exited */
+
+/* A process life-cycle event, so the collector's process cache follows exec, exit, pid reuse. */
+struct pp_task_event {
+	struct pp_rec_hdr hdr;
+	__u32 tgid;
+	__u32 kind;    /* PP_TASK_* */
+	__u64 time_ns; /* bpf_ktime_get_ns() */
+};
+
+_Static_assert(sizeof(struct pp_task_event) == 24, "pp_task_event layout");
+
 /* Largest record the shim writes. */
 #define PP_SAMPLE_MAX_SIZE (sizeof(struct pp_sample) + 2 * PP_MAX_STACK_DEPTH * sizeof(__u64))
 
 /* Indexes of the per-CPU counter array map "counters". Never renumber; append only. */
 enum pp_counter {
-	PP_CNT_SAMPLES = 0,   /* program invocations */
-	PP_CNT_EMITTED,	      /* records written to the ring buffer */
-	PP_CNT_FILTERED,      /* samples dropped by the tgid filter */
-	PP_CNT_RB_FULL,	      /* bpf_ringbuf_output failed: ring buffer full or contended */
-	PP_CNT_KSTACK_TRUNC,  /* kernel stack truncated at max depth */
-	PP_CNT_USTACK_TRUNC,  /* user stack truncated at max depth */
-	PP_CNT_KSTACK_ERR,    /* kernel stack could not be taken */
-	PP_CNT_USTACK_ERR,    /* user stack could not be taken */
-	PP_CNT_SCRATCH_MISS,  /* per-CPU scratch buffer unavailable */
-	PP_CNT_FORK_TRACKED,  /* child processes added to the tgid filter */
-	PP_CNT_FILTER_FULL,   /* tgid filter map full: a child could not be tracked */
+	PP_CNT_SAMPLES = 0,  /* program invocations */
+	PP_CNT_EMITTED,	     /* records written to the ring buffer */
+	PP_CNT_FILTERED,     /* samples dropped by the tgid filter */
+	PP_CNT_RB_FULL,	     /* bpf_ringbuf_output failed: ring buffer full or contended */
+	PP_CNT_KSTACK_TRUNC, /* kernel stack truncated at max depth */
+	PP_CNT_USTACK_TRUNC, /* user stack truncated at max depth */
+	PP_CNT_KSTACK_ERR,   /* kernel stack could not be taken */
+	PP_CNT_USTACK_ERR,   /* user stack could not be taken */
+	PP_CNT_SCRATCH_MISS, /* per-CPU scratch buffer unavailable */
+	PP_CNT_FORK_TRACKED, /* child processes added to the tgid filter */
+	PP_CNT_FILTER_FULL,  /* tgid filter map full: a child could not be tracked */
+	PP_CNT_TASK_RB_FULL, /* a task event could not be written */
 	PP_CNT__MAX,
 };
 

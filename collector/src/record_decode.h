@@ -1,0 +1,48 @@
+/*
+ * Decoder of the shim's ring-buffer records (ABI: kmod-shim/include/pebsprof/record.h).
+ * Checks length, type and version before touching any field, copies the fixed part out (the
+ * buffer may be unaligned, e.g. fuzz input), and counts each rejection reason.
+ */
+#ifndef PP_RECORD_DECODE_H
+#define PP_RECORD_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pebsprof/record.h>
+
+struct pp_decode_stats {
+	uint64_t samples;     /* valid sample records */
+	uint64_t tasks;	      /* valid task records */
+	uint64_t too_short;   /* shorter than a header, or than its type's fixed part */
+	uint64_t bad_size;    /* header size disagrees with the bytes received */
+	uint64_t bad_type;    /* unknown record type */
+	uint64_t bad_version; /* written by an incompatible shim */
+	uint64_t bad_stack;   /* stack counts beyond the record or the maximum depth */
+};
+
+enum pp_decoded_kind {
+	PP_DECODED_SAMPLE = PP_REC_SAMPLE,
+	PP_DECODED_TASK = PP_REC_TASK,
+};
+
+struct pp_decoded {
+	enum pp_decoded_kind kind;
+	union {
+		struct pp_sample sample; /* fixed part; frames via pp_decoded_frame() */
+		struct pp_task_event task;
+	};
+	const unsigned char *stack_bytes; /* borrowed from the input buffer */
+};
+
+/*
+ * Decodes one record of len bytes. Returns 0 and fills *out, or -EPROTO (malformed; the
+ * reason is counted in *stats) or -EOPNOTSUPP (unknown type or version, counted).
+ */
+int pp_record_decode(const void *buf, size_t len, struct pp_decoded *out,
+		     struct pp_decode_stats *stats);
+
+/* Frame i of a decoded sample: kernel frames first (0 .. nr_kstack), then user frames. */
+uint64_t pp_decoded_frame(const struct pp_decoded *d, uint32_t i);
+
+#endif /* PP_RECORD_DECODE_H */

@@ -1,0 +1,71 @@
+/*
+ * Loads the in-kernel shim, attaches it to opened perf events and drains its ring buffer.
+ *
+ * Two builds of the shim exist (kmod-shim/CMakeLists.txt): "kctx" reads sample data through
+ * bpf_cast_to_kern_ctx (6.2+), "core" through BPF_CORE_READ on the kernel context. The loader
+ * picks kctx where the running kernel's BTF has the kfunc.
+ */
+#ifndef PP_SHIM_LOADER_H
+#define PP_SHIM_LOADER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pebsprof/record.h>
+
+enum pp_shim_variant {
+	PP_SHIM_AUTO = 0,
+	PP_SHIM_KCTX,
+	PP_SHIM_CORE,
+};
+
+struct pp_shim_opts {
+	enum pp_shim_variant variant;
+	uint32_t kstack_depth; /* 0 disables kernel stacks */
+	uint32_t ustack_depth; /* 0 disables user stacks */
+	int read_mem_fields;
+	int filter_tgids;
+	int track_tasks;	/* exec/exit/fork programs (needed with filter_tgids) */
+	uint64_t ringbuf_bytes; /* power of two, >= page size; 0 = default (8 MiB) */
+	uint64_t wakeup_bytes;	/* 0 = ringbuf_bytes / 4 */
+};
+
+struct pp_shim;
+
+/* Callback per record; returning non-zero stops the current poll. */
+typedef int (*pp_shim_record_fn)(void *ctx, const void *data, size_t len);
+
+/*
+ * Opens, configures and loads the shim (the verifier runs here). Returns NULL with errno set
+ * and a one-line explanation in err on failure.
+ */
+struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t errlen);
+void pp_shim_free(struct pp_shim *shim);
+
+enum pp_shim_variant pp_shim_loaded_variant(const struct pp_shim *shim);
+const char *pp_shim_variant_name(enum pp_shim_variant v);
+/* Whether records carry the attach cookie (kernel supports bpf_get_attach_cookie here). */
+int pp_shim_has_cookie(const struct pp_shim *shim);
+
+/* Adds a process to the tgid filter. Returns 0 or -errno. */
+int pp_shim_add_target(struct pp_shim *shim, uint32_t tgid);
+
+/* Attaches the sample program to an opened (disabled) perf event fd and enables it. */
+int pp_shim_attach(struct pp_shim *shim, int perf_fd, uint32_t cookie);
+/* Detaches every perf event (sampling stops); records already written can still be drained. */
+void pp_shim_detach_all(struct pp_shim *shim);
+
+/*
+ * Consumes records with cb, waiting up to timeout_ms for data. Returns the number of records
+ * consumed or -errno (-EINTR when a signal interrupted the wait).
+ */
+int pp_shim_poll(struct pp_shim *shim, int timeout_ms, pp_shim_record_fn cb, void *ctx);
+
+/* Sums the per-CPU counters into out[PP_CNT__MAX]. */
+int pp_shim_read_counters(const struct pp_shim *shim, uint64_t out[PP_CNT__MAX]);
+const char *pp_counter_name(enum pp_counter c);
+
+/* Whether the running kernel's BTF has the bpf_cast_to_kern_ctx kfunc (6.2+). */
+int pp_kernel_has_cast_to_kern_ctx(void);
+
+#endif /* PP_SHIM_LOADER_H */
