@@ -1,0 +1,168 @@
+/* The record decoder on valid, truncated, inconsistent and garbage records. */
+#include <errno.h>
+#include <stddef.h>
+
+#include "check.h"
+#include "record_decode.h"
+
+static size_t make_sample(unsigned char *buf, uint16_t nk, uint16_t nu)
+{
+	struct pp_sample s;
+	size_t size = sizeof(s) + ((size_t)nk + nu) * sizeof(uint64_t);
+
+	memset(&s, 0, sizeof(s));
+	s.hdr.type = PP_REC_SAMPLE;
+	s.hdr.version = PP_RECORD_ABI_VERSION;
+	s.hdr.size = (uint32_t)size;
+	s.tgid = 4242;
+	s.tid = 4243;
+	s.ip = 0x401136;
+	s.period = 1000000;
+	s.addr = 0x7ffd0000beefull;
+	s.data_src = 0x1e05080021ull;
+	s.cpu = 1;
+	s.nr_kstack = nk;
+	s.nr_ustack = nu;
+	memcpy(s.comm, "worker-thread-1x", 16); /* not NUL-terminated on purpose */
+	memcpy(buf, &s, sizeof(s));
+	for (uint16_t i = 0; i < nk + nu; i++) {
+		uint64_t f = (i < nk ? 0xffffffff81000000ull : 0x400000ull) + i;
+
+		memcpy(buf + sizeof(s) + i * sizeof(f), &f, sizeof(f));
+	}
+	return size;
+}
+
+TEST(valid_sample_with_stacks)
+{
+	unsigned char buf[PP_SAMPLE_MAX_SIZE + 8];
+	struct pp_decode_stats st = { 0 };
+	struct pp_decoded d;
+	size_t len = make_sample(buf + 1, 3, 5); /* odd offset: decoding must not need alignment */
+
+	REQUIRE(pp_record_decode(buf + 1, len, &d, &st) == 0);
+	CHECK(d.kind == PP_DECODED_SAMPLE);
+	CHECK_EQ_U64(d.sample.tgid, 4242);
+	CHECK_EQ_U64(d.sample.tid, 4243);
+	CHECK_EQ_U64(d.sample.ip, 0x401136);
+	CHECK_EQ_U64(d.sample.data_src, 0x1e05080021ull);
+	CHECK_EQ_U64(pp_decoded_frame(&d, 0), 0xffffffff81000000ull);
+	CHECK_EQ_U64(pp_decoded_frame(&d, 2), 0xffffffff81000002ull);
+	CHECK_EQ_U64(pp_decoded_frame(&d, 3), 0x400003ull);
+	CHECK_EQ_U64(pp_decoded_frame(&d, 7), 0x400007ull);
+	CHECK_STR(d.sample.comm, "worker-thread-1"); /* terminated by the decoder */
+	CHECK_EQ_U64(st.samples, 1);
+}
+
+TEST(ring_buffer_padding_is_accepted)
+{
+	/* The ring buffer rounds records up to 8 bytes; len may exceed hdr.size. */
+	unsigned char buf[PP_SAMPLE_MAX_SIZE + 16] = { 0 };
+	struct pp_decode_stats st = { 0 };
+	struct pp_decoded d;
+	size_t len = make_sample(buf, 0, 1);
+
+	CHECK(pp_record_decode(buf, len + 8, &d, &st) == 0);
+}
+
+TEST(truncated_records)
+{
+	unsigned char buf[PP_SAMPLE_MAX_SIZE];
+	struct pp_decode_stats st = { 0 };
+	struct pp_decoded d;
+	size_t len = make_sample(buf, 2, 2);
+
+	CHECK(pp_record_decode(buf, 0, &d, &st) == -EPROTO);
+	CHECK(pp_record_decode(buf, 7, &d, &st) == -EPROTO);
+	CHECK_EQ_U64(st.too_short, 2);
+	/* Header claims more than was received. */
+	CHECK(pp_record_decode(buf, len - 1, &d, &st) == -EPROTO);
+	CHECK_EQ_U64(st.bad_size, 1);
+	CHECK(pp_record_decode(NULL, 0, &d, &st) == -EPROTO);
+}
+
+TEST(inconsistent_stack_counts)
+{
+	unsigned char buf[PP_SAMPLE_MAX_SIZE + 64];
+	struct pp_decode_stats st = { 0 };
+	struct pp_decoded d;
+	size_t len = make_sample(buf, 2, 2);
+	struct pp_sample s;
+
+	memcpy(&s, buf, sizeof(s));
+	s.nr_ustack = 3; /* one frame more than the record holds */
+	memcpy(buf, &s, sizeof(s));
+	CHECK(pp_record_decode(buf, len, &d, &st) == -EPROTO);
+	s.nr_ustack = 2;
+	s.nr_kstack = PP_MAX_STACK_DEPTH + 1;
+	memcpy(buf, &s, sizeof(s));
+	CHECK(pp_record_decode(buf, len, &d, &st) == -EPROTO);
+	CHECK_EQ_U64(st.bad_stack, 2);
+	/* A sample header smaller than the fixed part. */
+	s.hdr.size = sizeof(s) - 8;
+	s.nr_kstack = s.nr_ustack = 0;
+	memcpy(buf, &s, sizeof(s));
+	CHECK(pp_record_decode(buf, sizeof(s), &d, &st) == -EPROTO);
+	CHECK_EQ_U64(st.too_short, 1);
+}
+
+TEST(unknown_type_and_version)
+{
+	unsigned char buf[PP_SAMPLE_MAX_SIZE];
+	struct pp_decode_stats st = { 0 };
+	struct pp_decoded d;
+	size_t len = make_sample(buf, 0, 0);
+	struct pp_rec_hdr h;
+
+	memcpy(&h, buf, sizeof(h));
+	h.version = PP_RECORD_ABI_VERSION + 1;
+	memcpy(buf, &h, sizeof(h));
+	CHECK(pp_record_decode(buf, len, &d, &st) == -EOPNOTSUPP);
+	CHECK_EQ_U64(st.bad_version, 1);
+	h.version = PP_RECORD_ABI_VERSION;
+	h.type = 77;
+	memcpy(buf, &h, sizeof(h));
+	CHECK(pp_record_decode(buf, len, &d, &st) == -EOPNOTSUPP);
+	CHECK_EQ_U64(st.bad_type, 1);
+	CHECK_EQ_U64(st.samples, 0);
+}
+
+TEST(task_events)
+{
+	struct pp_task_event ev = { .hdr = { PP_REC_TASK, PP_RECORD_ABI_VERSION, sizeof(ev) },
+				    .tgid = 99,
+				    .kind = PP_TASK_EXEC };
+	struct pp_decode_stats st = { 0 };
+	struct pp_decoded d;
+
+	REQUIRE(pp_record_decode(&ev, sizeof(ev), &d, &st) == 0);
+	CHECK(d.kind == PP_DECODED_TASK);
+	CHECK_EQ_U64(d.task.tgid, 99);
+	ev.kind = 42;
+	CHECK(pp_record_decode(&ev, sizeof(ev), &d, &st) == -EOPNOTSUPP);
+	ev.kind = PP_TASK_EXIT;
+	ev.hdr.size = sizeof(ev) - 1;
+	CHECK(pp_record_decode(&ev, sizeof(ev), &d, &st) == -EPROTO);
+}
+
+TEST(abi_layout)
+{
+	CHECK_EQ_U64(sizeof(struct pp_sample), 120);
+	CHECK_EQ_U64(offsetof(struct pp_sample, tgid), 8);
+	CHECK_EQ_U64(offsetof(struct pp_sample, time_ns), 16);
+	CHECK_EQ_U64(offsetof(struct pp_sample, ip), 32);
+	CHECK_EQ_U64(offsetof(struct pp_sample, comm), 104);
+	CHECK_EQ_U64(offsetof(struct pp_sample, stack), 120);
+	CHECK_EQ_U64(sizeof(struct pp_task_event), 24);
+}
+
+TEST_LIST = {
+	{ "valid_sample_with_stacks", valid_sample_with_stacks },
+	{ "ring_buffer_padding_is_accepted", ring_buffer_padding_is_accepted },
+	{ "truncated_records", truncated_records },
+	{ "inconsistent_stack_counts", inconsistent_stack_counts },
+	{ "unknown_type_and_version", unknown_type_and_version },
+	{ "task_events", task_events },
+	{ "abi_layout", abi_layout },
+};
+TEST_MAIN()
