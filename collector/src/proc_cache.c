@@ -1,0 +1,781 @@
+/*
+ * The per-process cache: a hash table of processes keyed by tgid with two LRU lists (live and
+ * exited, so exited processes are evicted first), a small direct-mapped negative cache of pids
+ * found gone, and per-process rate limits on rereading /proc. Everything is read relative to a
+ * configurable proc root so tests can point it at fixture trees.
+ */
+#include "proc_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_PROC_ROOT "/proc"
+#define DEFAULT_NEG_CAPACITY 256
+#define DEFAULT_NEG_TTL_NS 1000000000ull
+#define DEFAULT_RELOAD_GAP_NS 200000000ull
+#define DEFAULT_MAX_MAPS_BYTES (64u << 20)
+#define STAT_BUF_LEN 4096
+#define PF_KTHREAD_FLAG 0x00200000u /* include/linux/sched.h PF_KTHREAD */
+#define DELETED_SUFFIX " (deleted)"
+
+struct link {
+	struct link *prev, *next;
+};
+
+struct node {
+	struct pp_proc proc;
+	struct node *hnext;
+	struct link lru;
+	uint64_t checked_ns; /* last pid-reuse check of an exited entry */
+};
+
+struct neg_slot {
+	uint32_t pid;
+	uint32_t used;
+	uint64_t expires_ns;
+};
+
+struct pp_proc_cache {
+	char *root;
+	size_t capacity, count;
+	struct node **buckets;
+	unsigned bucket_bits;
+	struct link live, exited; /* next = most recently used */
+	struct neg_slot *neg;
+	unsigned neg_bits;
+	uint64_t neg_ttl_ns, reload_gap_ns;
+	size_t max_maps_bytes;
+	uint64_t (*now_fn)(void *ctx);
+	void *clock_ctx;
+	uint64_t generation_seq;
+	char *scratch;
+	size_t scratch_cap;
+	struct pp_proc_cache_stats st;
+};
+
+static uint64_t monotonic_ns(void *ctx)
+{
+	struct timespec ts;
+
+	(void)ctx;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(const struct pp_proc_cache *c)
+{
+	return c->now_fn(c->clock_ctx);
+}
+
+static unsigned hash_pid(uint32_t pid, unsigned bits)
+{
+	return (uint32_t)(pid * 0x9E3779B1u) >> (32 - bits);
+}
+
+static unsigned bits_for(size_t n)
+{
+	unsigned bits = 4;
+
+	while (bits < 30 && ((size_t)1 << bits) < n)
+		bits++;
+	return bits;
+}
+
+/* ---- LRU lists ---- */
+
+static void list_init(struct link *head)
+{
+	head->prev = head->next = head;
+}
+
+static void list_del(struct link *l)
+{
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	l->prev = l->next = l;
+}
+
+static void list_add_front(struct link *head, struct link *l)
+{
+	l->next = head->next;
+	l->prev = head;
+	head->next->prev = l;
+	head->next = l;
+}
+
+static struct node *node_of_link(struct link *l)
+{
+	return (struct node *)((char *)l - offsetof(struct node, lru));
+}
+
+static struct node *node_of_proc(const struct pp_proc *p)
+{
+	return (struct node *)((char *)(uintptr_t)p - offsetof(struct node, proc));
+}
+
+static void touch(struct pp_proc_cache *c, struct node *n)
+{
+	list_del(&n->lru);
+	list_add_front(n->proc.flags & PP_PROC_F_EXITED ? &c->exited : &c->live, &n->lru);
+}
+
+/* ---- hash table ---- */
+
+static struct node *lookup(const struct pp_proc_cache *c, uint32_t pid)
+{
+	struct node *n = c->buckets[hash_pid(pid, c->bucket_bits)];
+
+	while (n && n->proc.pid != pid)
+		n = n->hnext;
+	return n;
+}
+
+static void proc_release(struct pp_proc *p)
+{
+	free(p->exe);
+	p->exe = NULL;
+	pp_maps_fini(&p->maps);
+}
+
+static void node_remove(struct pp_proc_cache *c, struct node *n)
+{
+	struct node **pp = &c->buckets[hash_pid(n->proc.pid, c->bucket_bits)];
+
+	while (*pp && *pp != n)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = n->hnext;
+	list_del(&n->lru);
+	proc_release(&n->proc);
+	free(n);
+	c->count--;
+}
+
+static void evict_one(struct pp_proc_cache *c)
+{
+	struct link *victim = c->exited.prev != &c->exited ? c->exited.prev : c->live.prev;
+
+	if (victim == &c->live)
+		return;
+	node_remove(c, node_of_link(victim));
+	c->st.evictions++;
+}
+
+/* ---- negative cache ---- */
+
+static struct neg_slot *neg_slot(struct pp_proc_cache *c, uint32_t pid)
+{
+	return &c->neg[hash_pid(pid, c->neg_bits)];
+}
+
+static void neg_insert(struct pp_proc_cache *c, uint32_t pid, uint64_t now)
+{
+	struct neg_slot *s = neg_slot(c, pid);
+
+	if (s->used && s->pid != pid && s->expires_ns > now)
+		c->st.negative_evictions++;
+	s->pid = pid;
+	s->used = 1;
+	s->expires_ns = now + c->neg_ttl_ns;
+}
+
+static int neg_hit(struct pp_proc_cache *c, uint32_t pid, uint64_t now)
+{
+	struct neg_slot *s = neg_slot(c, pid);
+
+	return s->used && s->pid == pid && s->expires_ns > now;
+}
+
+static void neg_forget(struct pp_proc_cache *c, uint32_t pid)
+{
+	struct neg_slot *s = neg_slot(c, pid);
+
+	if (s->used && s->pid == pid)
+		s->used = 0;
+}
+
+/* ---- reading the proc root ---- */
+
+static int proc_file(const struct pp_proc_cache *c, uint32_t pid, const char *name, char *out,
+		     size_t outlen)
+{
+	int n = snprintf(out, outlen, "%s/%u/%s", c->root, pid, name);
+
+	if (n < 0 || (size_t)n >= outlen)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* A vanished process shows as ENOENT on open, ESRCH on read of some files. */
+static int gone_errno(int err)
+{
+	return err == ENOENT || err == ESRCH ? -ESRCH : -err;
+}
+
+/*
+ * Read up to cap bytes of a proc file into buf. *len gets the byte count. When grow is set,
+ * buf is the cache's scratch buffer and grows (up to c->max_maps_bytes).
+ */
+static int read_proc_file(struct pp_proc_cache *c, const char *path, char **buf, size_t *cap,
+			  int grow, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t used = 0;
+	int err = 0;
+
+	if (fd < 0)
+		return gone_errno(errno);
+	for (;;) {
+		ssize_t r;
+
+		if (used == *cap) {
+			size_t ncap;
+			char *nb;
+
+			if (!grow || *cap >= c->max_maps_bytes)
+				break; /* truncated: keep what fits */
+			ncap = *cap ? *cap * 2 : 65536;
+			if (ncap > c->max_maps_bytes)
+				ncap = c->max_maps_bytes;
+			nb = realloc(*buf, ncap);
+			if (!nb) {
+				err = -ENOMEM;
+				break;
+			}
+			*buf = nb;
+			*cap = ncap;
+		}
+		r = read(fd, *buf + used, *cap - used);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err = gone_errno(errno);
+			break;
+		}
+		if (r == 0)
+			break;
+		used += (size_t)r;
+	}
+	close(fd);
+	*len = used;
+	return err;
+}
+
+static int read_stat(struct pp_proc_cache *c, uint32_t pid, struct pp_proc_stat *st)
+{
+	char path[4096], stackbuf[STAT_BUF_LEN];
+	char *buf = stackbuf;
+	size_t cap = sizeof(stackbuf), len;
+	int err;
+
+	err = proc_file(c, pid, "stat", path, sizeof(path));
+	if (err)
+		return err;
+	err = read_proc_file(c, path, &buf, &cap, 0, &len);
+	if (err)
+		return err;
+	/* An empty read means the task went away between open and read. */
+	if (len == 0)
+		return -ESRCH;
+	return pp_proc_stat_parse(buf, len, st);
+}
+
+static void read_comm(struct pp_proc_cache *c, uint32_t pid, struct pp_proc *p)
+{
+	char path[4096], stackbuf[PP_PROC_COMM_LEN + 1];
+	char *buf = stackbuf;
+	size_t cap = sizeof(stackbuf) - 1, len;
+
+	if (proc_file(c, pid, "comm", path, sizeof(path)) ||
+	    read_proc_file(c, path, &buf, &cap, 0, &len) || len == 0)
+		return; /* keep the name from stat */
+	if (buf[len - 1] == '\n')
+		len--;
+	if (len >= sizeof(p->comm))
+		len = sizeof(p->comm) - 1;
+	memcpy(p->comm, buf, len);
+	p->comm[len] = '\0';
+}
+
+static int read_exe(struct pp_proc_cache *c, uint32_t pid, struct pp_proc *p)
+{
+	char path[4096], target[4096];
+	const size_t sl = sizeof(DELETED_SUFFIX) - 1;
+	ssize_t n;
+
+	if (proc_file(c, pid, "exe", path, sizeof(path)))
+		return -ENAMETOOLONG;
+	n = readlink(path, target, sizeof(target));
+	if (n < 0 || (size_t)n >= sizeof(target)) {
+		if (n < 0 && errno == ESRCH)
+			return -ESRCH;
+		p->flags |= PP_PROC_F_NO_EXE;
+		n = 0;
+	}
+	if ((size_t)n >= sl && memcmp(target + n - sl, DELETED_SUFFIX, sl) == 0) {
+		p->flags |= PP_PROC_F_EXE_DELETED;
+		n -= (ssize_t)sl;
+	}
+	target[n] = '\0';
+	p->exe = strdup(target);
+	return p->exe ? 0 : -ENOMEM;
+}
+
+/* Read and parse maps into *out. -ESRCH when the process is gone. */
+static int read_maps(struct pp_proc_cache *c, uint32_t pid, struct pp_maps *out)
+{
+	char path[4096];
+	size_t len;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = proc_file(c, pid, "maps", path, sizeof(path));
+	if (err)
+		return err;
+	err = read_proc_file(c, path, &c->scratch, &c->scratch_cap, 1, &len);
+	if (err)
+		return err;
+	err = pp_maps_parse(c->scratch, len, out);
+	if (!err)
+		c->st.maps_bad_lines += out->bad_lines;
+	return err;
+}
+
+/* Read everything about pid into *p (zeroed first). On failure *p holds nothing to release. */
+static int load_proc(struct pp_proc_cache *c, uint32_t pid, struct pp_proc *p, uint64_t now)
+{
+	struct pp_proc_stat st;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	c->st.loads++;
+	err = read_stat(c, pid, &st);
+	if (err)
+		goto out_err;
+	p->pid = pid;
+	p->start_time = st.start_time;
+	memcpy(p->comm, st.comm, sizeof(p->comm));
+	read_comm(c, pid, p);
+	if (st.flags & PF_KTHREAD_FLAG) {
+		/* Kernel threads have no exe and empty maps; nothing more to read. */
+		p->flags |= PP_PROC_F_KTHREAD | PP_PROC_F_NO_EXE;
+		p->exe = strdup("");
+		if (!p->exe) {
+			err = -ENOMEM;
+			goto out_err;
+		}
+	} else {
+		err = read_exe(c, pid, p);
+		if (err)
+			goto out_release;
+		err = read_maps(c, pid, &p->maps);
+		if (err == -ESRCH || err == -ENOMEM)
+			goto out_release;
+		if (err)
+			p->flags |= PP_PROC_F_NO_MAPS; /* keep the rest; lookups will miss */
+	}
+	p->loaded_ns = now;
+	p->maps_loaded_ns = now;
+	p->generation = ++c->generation_seq;
+	return 0;
+
+out_release:
+	proc_release(p);
+out_err:
+	if (err == -ESRCH)
+		c->st.gone++;
+	else
+		c->st.load_errors++;
+	return err;
+}
+
+/* Replace a cached entry's contents with a fresh load (exec or pid reuse). */
+static int reload_node(struct pp_proc_cache *c, struct node *n, uint64_t now)
+{
+	struct pp_proc fresh;
+	int err = load_proc(c, n->proc.pid, &fresh, now);
+
+	if (err)
+		return err;
+	if (fresh.start_time != n->proc.start_time)
+		c->st.pid_reuse++;
+	proc_release(&n->proc);
+	n->proc = fresh;
+	touch(c, n);
+	return 0;
+}
+
+/* ---- public API ---- */
+
+struct pp_proc_cache *pp_proc_cache_new(const struct pp_proc_cache_opts *opts)
+{
+	struct pp_proc_cache *c;
+	size_t neg_cap;
+
+	if (!opts || opts->capacity == 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->capacity = opts->capacity;
+	c->root = strdup(opts->proc_root ? opts->proc_root : DEFAULT_PROC_ROOT);
+	c->bucket_bits = bits_for(opts->capacity);
+	c->buckets = calloc((size_t)1 << c->bucket_bits, sizeof(c->buckets[0]));
+	neg_cap = opts->negative_capacity ? opts->negative_capacity : DEFAULT_NEG_CAPACITY;
+	c->neg_bits = bits_for(neg_cap);
+	c->neg = calloc((size_t)1 << c->neg_bits, sizeof(c->neg[0]));
+	if (!c->root || !c->buckets || !c->neg) {
+		pp_proc_cache_free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->neg_ttl_ns = opts->negative_ttl_ns ? opts->negative_ttl_ns : DEFAULT_NEG_TTL_NS;
+	c->reload_gap_ns =
+	    opts->reload_min_gap_ns ? opts->reload_min_gap_ns : DEFAULT_RELOAD_GAP_NS;
+	c->max_maps_bytes = opts->max_maps_bytes ? opts->max_maps_bytes : DEFAULT_MAX_MAPS_BYTES;
+	c->now_fn = opts->now_ns ? opts->now_ns : monotonic_ns;
+	c->clock_ctx = opts->clock_ctx;
+	list_init(&c->live);
+	list_init(&c->exited);
+	return c;
+}
+
+void pp_proc_cache_free(struct pp_proc_cache *c)
+{
+	if (!c)
+		return;
+	if (c->buckets) {
+		while (c->live.next && c->live.next != &c->live)
+			node_remove(c, node_of_link(c->live.next));
+		while (c->exited.next && c->exited.next != &c->exited)
+			node_remove(c, node_of_link(c->exited.next));
+	}
+	free(c->buckets);
+	free(c->neg);
+	free(c->scratch);
+	free(c->root);
+	free(c);
+}
+
+static const struct pp_proc *get_cached(struct pp_proc_cache *c, struct node *n, uint64_t now)
+{
+	int err;
+
+	c->st.hits++;
+	if (n->proc.flags & PP_PROC_F_STALE) {
+		err = reload_node(c, n, now);
+		if (err == -ESRCH) {
+			/* Exec'ed and then gone: the pre-exec contents describe nothing queued. */
+			uint32_t pid = n->proc.pid;
+
+			node_remove(c, n);
+			neg_insert(c, pid, now);
+			errno = ESRCH;
+			return NULL;
+		}
+		if (err) {
+			errno = -err;
+			return NULL;
+		}
+		return &n->proc;
+	}
+	if ((n->proc.flags & PP_PROC_F_EXITED) && now - n->checked_ns >= c->reload_gap_ns) {
+		struct pp_proc_stat st;
+
+		n->checked_ns = now;
+		/*
+		 * Samples of the exited process may still be queued, so the entry is kept unless
+		 * a different process now owns the pid.
+		 */
+		if (read_stat(c, n->proc.pid, &st) == 0 && st.start_time != n->proc.start_time)
+			(void)reload_node(c, n, now);
+	}
+	touch(c, n);
+	return &n->proc;
+}
+
+const struct pp_proc *pp_proc_cache_get(struct pp_proc_cache *c, uint32_t pid)
+{
+	struct pp_proc fresh;
+	struct node *n;
+	uint64_t now;
+	int err;
+
+	if (!c) {
+		errno = EINVAL;
+		return NULL;
+	}
+	now = now_ns(c);
+	n = lookup(c, pid);
+	if (n)
+		return get_cached(c, n, now);
+	if (neg_hit(c, pid, now)) {
+		c->st.negative_hits++;
+		errno = ESRCH;
+		return NULL;
+	}
+	c->st.misses++;
+	err = load_proc(c, pid, &fresh, now);
+	if (err) {
+		if (err == -ESRCH)
+			neg_insert(c, pid, now);
+		errno = -err;
+		return NULL;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n) {
+		proc_release(&fresh);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (c->count >= c->capacity)
+		evict_one(c);
+	n->proc = fresh;
+	n->hnext = c->buckets[hash_pid(pid, c->bucket_bits)];
+	c->buckets[hash_pid(pid, c->bucket_bits)] = n;
+	list_init(&n->lru);
+	list_add_front(&c->live, &n->lru);
+	c->count++;
+	return &n->proc;
+}
+
+static void mark_exited(struct pp_proc_cache *c, struct node *n, uint64_t now)
+{
+	n->proc.flags |= PP_PROC_F_EXITED;
+	n->checked_ns = now;
+	touch(c, n);
+}
+
+/*
+ * Reread the maps of a live entry. The pid is checked first: when it is gone or belongs to a
+ * new process, the entry's process has exited and keeps its last maps.
+ */
+static void reload_maps(struct pp_proc_cache *c, struct node *n, uint64_t now)
+{
+	struct pp_proc_stat st;
+	struct pp_maps maps;
+	int err;
+
+	n->proc.maps_loaded_ns = now;
+	err = read_stat(c, n->proc.pid, &st);
+	if (err == -ESRCH || (!err && st.start_time != n->proc.start_time)) {
+		mark_exited(c, n, now);
+		return;
+	}
+	if (err)
+		return;
+	err = read_maps(c, n->proc.pid, &maps);
+	if (err == -ESRCH) {
+		mark_exited(c, n, now);
+		return;
+	}
+	if (err)
+		return;
+	pp_maps_fini(&n->proc.maps);
+	n->proc.maps = maps;
+	n->proc.flags &= ~(uint32_t)PP_PROC_F_NO_MAPS;
+}
+
+const struct pp_map_entry *pp_proc_cache_find_map(struct pp_proc_cache *c,
+						  const struct pp_proc *proc, uint64_t addr)
+{
+	const struct pp_map_entry *e;
+	struct node *n;
+	uint64_t now;
+
+	if (!c || !proc) {
+		errno = EINVAL;
+		return NULL;
+	}
+	e = pp_maps_find(&proc->maps, addr);
+	if (e)
+		return e;
+	n = node_of_proc(proc);
+	if (n->proc.flags & (PP_PROC_F_EXITED | PP_PROC_F_KTHREAD)) {
+		errno = ENOENT;
+		return NULL;
+	}
+	now = now_ns(c);
+	if (now - n->proc.maps_loaded_ns < c->reload_gap_ns) {
+		c->st.reloads_suppressed++;
+		errno = ENOENT;
+		return NULL;
+	}
+	c->st.reloads_for_unplaced_addr++;
+	reload_maps(c, n, now);
+	e = pp_maps_find(&n->proc.maps, addr);
+	if (!e)
+		errno = ENOENT;
+	return e;
+}
+
+void pp_proc_cache_on_exec(struct pp_proc_cache *c, uint32_t pid)
+{
+	struct node *n;
+
+	if (!c)
+		return;
+	neg_forget(c, pid);
+	n = lookup(c, pid);
+	if (n)
+		n->proc.flags |= PP_PROC_F_STALE;
+}
+
+void pp_proc_cache_on_exit(struct pp_proc_cache *c, uint32_t pid)
+{
+	struct node *n;
+
+	if (!c)
+		return;
+	n = lookup(c, pid);
+	if (n && !(n->proc.flags & PP_PROC_F_EXITED))
+		mark_exited(c, n, now_ns(c));
+}
+
+void pp_proc_cache_on_fork(struct pp_proc_cache *c, uint32_t pid)
+{
+	struct node *n;
+
+	if (!c)
+		return;
+	neg_forget(c, pid);
+	n = lookup(c, pid);
+	if (n) {
+		/* Whatever was cached under this pid is a previous process. */
+		n->proc.flags |= PP_PROC_F_STALE;
+		if (!(n->proc.flags & PP_PROC_F_EXITED))
+			mark_exited(c, n, now_ns(c));
+	}
+}
+
+void pp_proc_cache_get_stats(const struct pp_proc_cache *c, struct pp_proc_cache_stats *out)
+{
+	if (!out)
+		return;
+	if (!c) {
+		memset(out, 0, sizeof(*out));
+		return;
+	}
+	*out = c->st;
+}
+
+size_t pp_proc_cache_count(const struct pp_proc_cache *c)
+{
+	return c ? c->count : 0;
+}
+
+int pp_proc_path_in_root(const char *proc_root, uint32_t pid, const char *path, char *out,
+			 size_t outlen)
+{
+	int n;
+
+	if (!path || path[0] != '/' || !out || outlen == 0)
+		return -EINVAL;
+	n = snprintf(out, outlen, "%s/%u/root%s", proc_root ? proc_root : DEFAULT_PROC_ROOT, pid,
+		     path);
+	if (n < 0)
+		return -EINVAL;
+	if ((size_t)n >= outlen) {
+		out[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+/* ---- /proc/PID/stat ---- */
+
+static int parse_u64_field(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n == 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t d;
+
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		d = (uint64_t)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+int pp_proc_stat_parse(const char *buf, size_t len, struct pp_proc_stat *out)
+{
+	const char *open, *close = NULL, *p, *end = buf + len;
+	uint64_t v;
+	size_t n;
+	int field;
+
+	if (!buf || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	open = memchr(buf, '(', len);
+	if (!open)
+		return -EINVAL;
+	for (p = end; p > open + 1;) {
+		p--;
+		if (*p == ')') {
+			close = p;
+			break;
+		}
+	}
+	if (!close)
+		return -EINVAL;
+	n = (size_t)(close - open - 1);
+	if (n >= sizeof(out->comm))
+		n = sizeof(out->comm) - 1;
+	memcpy(out->comm, open + 1, n);
+	out->comm[n] = '\0';
+
+	/* Fields after the comm, numbered as in proc(5): state is field 3. */
+	p = close + 1;
+	for (field = 3; field <= 22; field++) {
+		const char *tok;
+
+		while (p < end && *p == ' ')
+			p++;
+		tok = p;
+		while (p < end && *p != ' ' && *p != '\n')
+			p++;
+		n = (size_t)(p - tok);
+		if (n == 0)
+			return -EINVAL;
+		switch (field) {
+		case 3:
+			if (n != 1)
+				return -EINVAL;
+			out->state = tok[0];
+			break;
+		case 4:
+			if (parse_u64_field(tok, n, &v) || v > UINT32_MAX)
+				return -EINVAL;
+			out->ppid = (uint32_t)v;
+			break;
+		case 9:
+			if (parse_u64_field(tok, n, &v) || v > UINT32_MAX)
+				return -EINVAL;
+			out->flags = (uint32_t)v;
+			break;
+		case 22:
+			if (parse_u64_field(tok, n, &v))
+				return -EINVAL;
+			out->start_time = v;
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+}

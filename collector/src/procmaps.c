@@ -1,0 +1,320 @@
+/*
+ * /proc/PID/maps parser. The kernel prints each VMA as
+ *   "%08lx-%08lx %c%c%c%c %08llx %02x:%02x %lu " then, when the VMA has a name, padding and
+ * the name (show_vma_header_prefix / show_map_vma). The parser is lenient about spacing, strict
+ * about every numeric field, and skips (and counts) a line it cannot read rather than failing
+ * the whole table: one odd line must not cost the symbols of a whole process.
+ */
+#include "procmaps.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DELETED_SUFFIX " (deleted)"
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Parse 1..maxdigits hex digits at *p (< end). Advances *p. Returns 0 or -1. */
+static int parse_hex(const char **p, const char *end, unsigned maxdigits, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	unsigned n = 0;
+	int d;
+
+	while (s < end && (d = hexval(*s)) >= 0) {
+		if (++n > maxdigits)
+			return -1;
+		v = (v << 4) | (uint64_t)d;
+		s++;
+	}
+	if (n == 0)
+		return -1;
+	*p = s;
+	*out = v;
+	return 0;
+}
+
+static int parse_dec(const char **p, const char *end, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+
+	if (s >= end || *s < '0' || *s > '9')
+		return -1;
+	while (s < end && *s >= '0' && *s <= '9') {
+		uint64_t d = (uint64_t)(*s - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+		s++;
+	}
+	*p = s;
+	*out = v;
+	return 0;
+}
+
+/* At least one blank is required between fields; more are tolerated. */
+static int skip_blanks(const char **p, const char *end)
+{
+	const char *s = *p;
+
+	while (s < end && (*s == ' ' || *s == '\t'))
+		s++;
+	if (s == *p)
+		return -1;
+	*p = s;
+	return 0;
+}
+
+static int parse_perms(const char **p, const char *end, uint8_t *perms)
+{
+	const char *s = *p;
+	uint8_t v = 0;
+
+	if (end - s < 4)
+		return -1;
+	if (s[0] == 'r')
+		v |= PP_MAP_READ;
+	else if (s[0] != '-')
+		return -1;
+	if (s[1] == 'w')
+		v |= PP_MAP_WRITE;
+	else if (s[1] != '-')
+		return -1;
+	if (s[2] == 'x')
+		v |= PP_MAP_EXEC;
+	else if (s[2] != '-')
+		return -1;
+	if (s[3] == 's')
+		v |= PP_MAP_SHARED;
+	else if (s[3] != 'p')
+		return -1;
+	*perms = v;
+	*p = s + 4;
+	return 0;
+}
+
+static int has_prefix(const char *s, size_t n, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+
+	return n >= pl && memcmp(s, prefix, pl) == 0;
+}
+
+static int equals(const char *s, size_t n, const char *lit)
+{
+	return n == strlen(lit) && memcmp(s, lit, n) == 0;
+}
+
+static uint8_t classify(const char *s, size_t n)
+{
+	if (n == 0)
+		return PP_MAP_KIND_ANON;
+	if (s[0] == '/')
+		return PP_MAP_KIND_FILE;
+	if (equals(s, n, "[heap]"))
+		return PP_MAP_KIND_HEAP;
+	if (equals(s, n, "[stack]") || has_prefix(s, n, "[stack:"))
+		return PP_MAP_KIND_STACK;
+	if (equals(s, n, "[vdso]"))
+		return PP_MAP_KIND_VDSO;
+	if (equals(s, n, "[vvar]") || equals(s, n, "[vvar_vclock]"))
+		return PP_MAP_KIND_VVAR;
+	if (equals(s, n, "[vsyscall]"))
+		return PP_MAP_KIND_VSYSCALL;
+	if (has_prefix(s, n, "[anon:") || has_prefix(s, n, "[anon_shmem:"))
+		return PP_MAP_KIND_ANON;
+	return PP_MAP_KIND_OTHER;
+}
+
+/*
+ * Copy the name into the string pool, undoing the kernel's "\ooo" escape of '\n' (the only
+ * character seq_file_path escapes in maps). Returns the number of bytes written before the NUL.
+ */
+static size_t copy_path(char *dst, const char *s, size_t n)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '\\' && i + 3 < n && s[i + 1] == '0' && s[i + 2] == '1' &&
+		    s[i + 3] == '2') {
+			dst[o++] = '\n';
+			i += 3;
+			continue;
+		}
+		dst[o++] = s[i];
+	}
+	dst[o] = '\0';
+	return o;
+}
+
+/*
+ * Parse one line [p, end) (no newline inside). On success fills e and appends the path to the
+ * pool at *pool, advancing it. Returns 0, or -1 for a malformed line.
+ */
+static int parse_line(const char *p, const char *end, struct pp_map_entry *e, char **pool)
+{
+	uint64_t v;
+	const char *name;
+	size_t n;
+
+	memset(e, 0, sizeof(*e));
+	if (parse_hex(&p, end, 16, &e->start) || p >= end || *p++ != '-')
+		return -1;
+	if (parse_hex(&p, end, 16, &e->end) || skip_blanks(&p, end))
+		return -1;
+	if (e->start >= e->end)
+		return -1;
+	if (parse_perms(&p, end, &e->perms) || skip_blanks(&p, end))
+		return -1;
+	if (parse_hex(&p, end, 16, &e->offset) || skip_blanks(&p, end))
+		return -1;
+	if (parse_hex(&p, end, 8, &v) || p >= end || *p++ != ':')
+		return -1;
+	e->dev_major = (uint32_t)v;
+	if (parse_hex(&p, end, 8, &v))
+		return -1;
+	e->dev_minor = (uint32_t)v;
+	if (skip_blanks(&p, end) || parse_dec(&p, end, &e->inode))
+		return -1;
+	/* The inode ends the line or is followed by blanks (and then perhaps a name). */
+	if (p < end && *p != ' ' && *p != '\t')
+		return -1;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	name = p;
+	n = (size_t)(end - p);
+	if (memchr(name, '\0', n))
+		return -1;
+	if (n >= sizeof(DELETED_SUFFIX) - 1 &&
+	    memcmp(name + n - (sizeof(DELETED_SUFFIX) - 1), DELETED_SUFFIX,
+		   sizeof(DELETED_SUFFIX) - 1) == 0) {
+		e->deleted = 1;
+		n -= sizeof(DELETED_SUFFIX) - 1;
+	}
+	e->kind = classify(name, n);
+	e->path = *pool;
+	*pool += copy_path(*pool, name, n) + 1;
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct pp_map_entry *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	return 0;
+}
+
+/* Sort when the input was out of order, then drop entries that overlap a kept one. */
+static void normalize(struct pp_maps *m)
+{
+	size_t kept = 0;
+
+	for (size_t i = 1; i < m->n; i++) {
+		if (m->entries[i].start < m->entries[i - 1].start) {
+			qsort(m->entries, m->n, sizeof(m->entries[0]), cmp_entry);
+			m->resorted = 1;
+			break;
+		}
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		if (kept && m->entries[i].start < m->entries[kept - 1].end) {
+			m->bad_lines++;
+			continue;
+		}
+		m->entries[kept++] = m->entries[i];
+	}
+	m->n = kept;
+}
+
+int pp_maps_parse(const char *buf, size_t len, struct pp_maps *out)
+{
+	const char *p, *end;
+	size_t lines = 0;
+	char *pool;
+
+	if (!out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (!buf && len)
+		return -EINVAL;
+	if (len == 0)
+		return 0;
+
+	end = buf + len;
+	for (p = buf; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		lines++;
+		p = nl ? nl + 1 : end;
+	}
+	out->entries = calloc(lines, sizeof(out->entries[0]));
+	/* Each line's name plus its NUL fits in the line's own bytes (the header is longer). */
+	out->strings = malloc(len + 1);
+	if (!out->entries || !out->strings) {
+		pp_maps_fini(out);
+		return -ENOMEM;
+	}
+	pool = out->strings;
+
+	for (p = buf; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
+
+		if (parse_line(p, eol, &out->entries[out->n], &pool) == 0)
+			out->n++;
+		else
+			out->bad_lines++;
+		p = nl ? nl + 1 : end;
+	}
+	normalize(out);
+	return 0;
+}
+
+void pp_maps_fini(struct pp_maps *m)
+{
+	if (!m)
+		return;
+	free(m->entries);
+	free(m->strings);
+	memset(m, 0, sizeof(*m));
+}
+
+const struct pp_map_entry *pp_maps_find(const struct pp_maps *m, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!m || !m->n)
+		return NULL;
+	/* Find the last entry with start <= addr. */
+	hi = m->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->entries[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	if (addr < m->entries[lo - 1].end)
+		return &m->entries[lo - 1];
+	return NULL;
+}

@@ -1,0 +1,383 @@
+/*
+ * Tests of the /proc/PID/maps parser: real-world maps text (PIE binary, shared libraries,
+ * pseudo mappings, deleted files, names with spaces), malformed lines, buffers without a
+ * trailing newline or NUL, and the live /proc/self/maps of this test binary.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "procmaps.h"
+
+/* From a real x86-64 process (addresses as printed by the kernel, padding included). */
+static const char real_maps[] =
+    "55eda498c000-55eda498e000 r--p 00000000 fe:00 247134                     /usr/bin/cat\n"
+    "55eda498e000-55eda4993000 r-xp 00002000 fe:00 247134                     /usr/bin/cat\n"
+    "55eda4993000-55eda4996000 r--p 00007000 fe:00 247134                     /usr/bin/cat\n"
+    "55eda4997000-55eda4998000 rw-p 0000a000 fe:00 247134                     /usr/bin/cat\n"
+    "55ede25db000-55ede25fc000 rw-p 00000000 00:00 0                          [heap]\n"
+    "7f0119d5e000-7f0119d80000 rw-p 00000000 00:00 0 \n"
+    "7f0119de1000-7f0119e07000 r--p 00000000 fe:00 332835                     "
+    "/usr/lib/x86_64-linux-gnu/libc.so.6\n"
+    "7f0119e07000-7f0119f5d000 r-xp 00026000 fe:00 332835                     "
+    "/usr/lib/x86_64-linux-gnu/libc.so.6\n"
+    "7f0119fc6000-7f0119fcd000 r--s 00000000 fe:00 332280                     "
+    "/usr/lib/x86_64-linux-gnu/gconv/gconv-modules.cache\n"
+    "7f0119fd0000-7f0119fd4000 r--p 00000000 00:00 0                          [vvar]\n"
+    "7f0119fd4000-7f0119fd6000 r--p 00000000 00:00 0                          [vvar_vclock]\n"
+    "7f0119fd6000-7f0119fd8000 r-xp 00000000 00:00 0                          [vdso]\n"
+    "7fff56f14000-7fff56f35000 rw-p 00000000 00:00 0                          [stack]\n"
+    "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n";
+
+TEST(parses_real_maps)
+{
+	struct pp_maps m;
+	const struct pp_map_entry *e;
+
+	REQUIRE(pp_maps_parse(real_maps, strlen(real_maps), &m) == 0);
+	CHECK_EQ_U64(m.n, 14);
+	CHECK_EQ_U64(m.bad_lines, 0);
+	CHECK_EQ_U64(m.resorted, 0);
+
+	e = &m.entries[1];
+	CHECK_EQ_U64(e->start, 0x55eda498e000ull);
+	CHECK_EQ_U64(e->end, 0x55eda4993000ull);
+	CHECK_EQ_U64(e->offset, 0x2000);
+	CHECK_EQ_U64(e->perms, PP_MAP_READ | PP_MAP_EXEC);
+	CHECK_EQ_U64(e->dev_major, 0xfe);
+	CHECK_EQ_U64(e->dev_minor, 0);
+	CHECK_EQ_U64(e->inode, 247134);
+	CHECK_EQ_U64(e->deleted, 0);
+	CHECK_EQ_U64(e->kind, PP_MAP_KIND_FILE);
+	CHECK_STR(e->path, "/usr/bin/cat");
+
+	CHECK_STR(m.entries[4].path, "[heap]");
+	CHECK_EQ_U64(m.entries[4].kind, PP_MAP_KIND_HEAP);
+	CHECK_EQ_U64(m.entries[4].perms, PP_MAP_READ | PP_MAP_WRITE);
+	/* Anonymous: the kernel leaves a trailing blank and no name. */
+	CHECK_STR(m.entries[5].path, "");
+	CHECK_EQ_U64(m.entries[5].kind, PP_MAP_KIND_ANON);
+	CHECK_EQ_U64(m.entries[8].perms, PP_MAP_READ | PP_MAP_SHARED);
+	CHECK_EQ_U64(m.entries[9].kind, PP_MAP_KIND_VVAR);
+	CHECK_EQ_U64(m.entries[10].kind, PP_MAP_KIND_VVAR);
+	CHECK_EQ_U64(m.entries[11].kind, PP_MAP_KIND_VDSO);
+	CHECK_EQ_U64(m.entries[12].kind, PP_MAP_KIND_STACK);
+
+	e = &m.entries[13];
+	CHECK_EQ_U64(e->start, 0xffffffffff600000ull);
+	CHECK_EQ_U64(e->end, 0xffffffffff601000ull);
+	CHECK_EQ_U64(e->perms, PP_MAP_EXEC);
+	CHECK_EQ_U64(e->kind, PP_MAP_KIND_VSYSCALL);
+	CHECK_STR(e->path, "[vsyscall]");
+
+	/* Lookups: first byte, last byte, one past the end, gaps, below and above everything. */
+	e = pp_maps_find(&m, 0x55eda498e000ull);
+	CHECK(e == &m.entries[1]);
+	e = pp_maps_find(&m, 0x55eda4992fffull);
+	CHECK(e == &m.entries[1]);
+	CHECK(pp_maps_find(&m, 0x55eda4993000ull) == &m.entries[2]);
+	CHECK(pp_maps_find(&m, 0x55eda4996800ull) == NULL); /* gap before the rw- segment */
+	CHECK(pp_maps_find(&m, 0x1000) == NULL);
+	CHECK(pp_maps_find(&m, 0xffffffffff600abcull) == &m.entries[13]);
+	CHECK(pp_maps_find(&m, 0xffffffffff601000ull) == NULL);
+	CHECK(pp_maps_find(&m, UINT64_MAX) == NULL);
+	CHECK_EQ_U64(pp_map_file_offset(&m.entries[7], 0x7f0119e07010ull), 0x26010);
+	pp_maps_fini(&m);
+	CHECK(m.entries == NULL && m.n == 0);
+}
+
+TEST(names_deleted_spaces_anon)
+{
+	static const char text[] =
+	    "00400000-00401000 r-xp 00000000 08:01 1234                               "
+	    "/opt/my app/bin/server (deleted)\n"
+	    "00600000-00601000 r--p 00000000 08:01 99                                 "
+	    "/home/u/dir with  two  spaces/lib x.so\n"
+	    "7f0000000000-7f0000100000 rw-p 00000000 00:00 0                          "
+	    "[anon:libc_malloc]\n"
+	    "7f0000200000-7f0000300000 rw-s 00000000 00:01 4321                       "
+	    "[anon_shmem:shared ring]\n"
+	    "7f0000400000-7f0000401000 r-xp 00000000 00:01 77                         "
+	    "/memfd:jit-code (deleted)\n"
+	    "7f0000500000-7f0000501000 rw-s 00000000 00:0e 12                         "
+	    "anon_inode:[perf_event]\n"
+	    "7f0000600000-7f0000601000 r--p 00000000 103:02 88                        "
+	    "/data/new\\012line\n"
+	    "7f0000700000-7f0000701000 r--p 00000000 08:01 89                         "
+	    "/tmp/(deleted)\n"
+	    "7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          "
+	    "[stack:4242]\n";
+	struct pp_maps m;
+
+	REQUIRE(pp_maps_parse(text, strlen(text), &m) == 0);
+	REQUIRE(m.n == 9);
+	CHECK_EQ_U64(m.bad_lines, 0);
+	CHECK_STR(m.entries[0].path, "/opt/my app/bin/server");
+	CHECK_EQ_U64(m.entries[0].deleted, 1);
+	CHECK_EQ_U64(m.entries[0].kind, PP_MAP_KIND_FILE);
+	CHECK_STR(m.entries[1].path, "/home/u/dir with  two  spaces/lib x.so");
+	CHECK_EQ_U64(m.entries[1].deleted, 0);
+	CHECK_STR(m.entries[2].path, "[anon:libc_malloc]");
+	CHECK_EQ_U64(m.entries[2].kind, PP_MAP_KIND_ANON);
+	CHECK_STR(m.entries[3].path, "[anon_shmem:shared ring]");
+	CHECK_EQ_U64(m.entries[3].kind, PP_MAP_KIND_ANON);
+	CHECK_EQ_U64(m.entries[3].perms, PP_MAP_READ | PP_MAP_WRITE | PP_MAP_SHARED);
+	CHECK_STR(m.entries[4].path, "/memfd:jit-code");
+	CHECK_EQ_U64(m.entries[4].deleted, 1);
+	CHECK_EQ_U64(m.entries[4].kind, PP_MAP_KIND_FILE);
+	CHECK_STR(m.entries[5].path, "anon_inode:[perf_event]");
+	CHECK_EQ_U64(m.entries[5].kind, PP_MAP_KIND_OTHER);
+	/* Majors above 0xff print with more digits; the kernel escapes '\n' in names. */
+	CHECK_EQ_U64(m.entries[6].dev_major, 0x103);
+	CHECK_EQ_U64(m.entries[6].dev_minor, 2);
+	CHECK_STR(m.entries[6].path, "/data/new\nline");
+	/* " (deleted)" must be a suffix after a blank, not any "(deleted)". */
+	CHECK_STR(m.entries[7].path, "/tmp/(deleted)");
+	CHECK_EQ_U64(m.entries[7].deleted, 0);
+	CHECK_EQ_U64(m.entries[8].kind, PP_MAP_KIND_STACK);
+	pp_maps_fini(&m);
+}
+
+TEST(malformed_lines_are_skipped_and_counted)
+{
+	static const char text[] =
+	    "00400000-00401000 r-xp 00000000 08:01 1234 /bin/good1\n"
+	    "garbage\n"
+	    "\n"
+	    "00500000 00501000 r-xp 00000000 08:01 1 /bin/no-dash\n"
+	    "00600000-00601000 rwxq 00000000 08:01 1 /bin/bad-perm\n"
+	    "00700000-00701000 r-x 00000000 08:01 1 /bin/short-perm\n"
+	    "00800000-00801000 r-xp 0000zz00 08:01 1 /bin/bad-offset\n"
+	    "00900000-00901000 r-xp 00000000 0801 1 /bin/bad-dev\n"
+	    "00a00000-00a01000 r-xp 00000000 08:01 x1 /bin/bad-inode\n"
+	    "00b00000-00b01000 r-xp 00000000 08:01 12abc /bin/inode-junk\n"
+	    "00c00000-00b01000 r-xp 00000000 08:01 1 /bin/end-before-start\n"
+	    "00d00000-00d00000 r-xp 00000000 08:01 1 /bin/empty-range\n"
+	    "10000000000000000-10000000000001000 r-xp 00000000 08:01 1 /bin/17-digits\n"
+	    "00e00000-00e01000 r-xp 00000000 08:01 99999999999999999999999 /bin/inode-ovf\n"
+	    "00f00000-00f01000 r-xp 00000000 08:01 1\n"
+	    "01000000-01001000 r-xp 00000000 08:01 1234 /bin/good3\n";
+	struct pp_maps m;
+
+	REQUIRE(pp_maps_parse(text, strlen(text), &m) == 0);
+	CHECK_EQ_U64(m.n, 3);
+	CHECK_EQ_U64(m.bad_lines, 13);
+	REQUIRE(m.n == 3);
+	CHECK_STR(m.entries[0].path, "/bin/good1");
+	CHECK_STR(m.entries[1].path, "");
+	CHECK_EQ_U64(m.entries[1].start, 0xf00000);
+	CHECK_STR(m.entries[2].path, "/bin/good3");
+	CHECK(pp_maps_find(&m, 0x1000800) == &m.entries[2]);
+	CHECK(pp_maps_find(&m, 0x500800) == NULL);
+	pp_maps_fini(&m);
+}
+
+TEST(no_trailing_newline_no_nul)
+{
+	static const char line[] = "7f00-8f00 r-xp 00000010 08:01 42    /lib/a.so";
+	/* The copy has no NUL and is followed by bytes that would extend the name if read. */
+	char *buf = malloc(sizeof(line) + 8);
+	struct pp_maps m;
+	size_t len = sizeof(line) - 1;
+
+	REQUIRE(buf != NULL);
+	memcpy(buf, line, len);
+	memcpy(buf + len, "XXXXXXXX", 8);
+	REQUIRE(pp_maps_parse(buf, len, &m) == 0);
+	REQUIRE(m.n == 1);
+	CHECK_STR(m.entries[0].path, "/lib/a.so");
+	CHECK_EQ_U64(m.entries[0].offset, 0x10);
+	pp_maps_fini(&m);
+
+	/* Cut in the middle of the inode: the inode is what was there, no name. */
+	REQUIRE(pp_maps_parse(buf, 31, &m) == 0);
+	REQUIRE(m.n == 1);
+	CHECK_EQ_U64(m.entries[0].inode, 4);
+	CHECK_STR(m.entries[0].path, "");
+	pp_maps_fini(&m);
+
+	/* Cut inside the device: malformed. */
+	REQUIRE(pp_maps_parse(buf, 27, &m) == 0);
+	CHECK_EQ_U64(m.n, 0);
+	CHECK_EQ_U64(m.bad_lines, 1);
+	pp_maps_fini(&m);
+	free(buf);
+}
+
+TEST(empty_input_and_bad_args)
+{
+	struct pp_maps m;
+
+	REQUIRE(pp_maps_parse("", 0, &m) == 0);
+	CHECK_EQ_U64(m.n, 0);
+	CHECK_EQ_U64(m.bad_lines, 0);
+	CHECK(pp_maps_find(&m, 0) == NULL);
+	pp_maps_fini(&m);
+	REQUIRE(pp_maps_parse(NULL, 0, &m) == 0);
+	CHECK_EQ_U64(m.n, 0);
+	pp_maps_fini(&m);
+	CHECK(pp_maps_parse(NULL, 5, &m) == -EINVAL);
+	CHECK(pp_maps_parse("x", 1, NULL) == -EINVAL);
+	CHECK(pp_maps_find(NULL, 0) == NULL);
+	pp_maps_fini(NULL);
+	REQUIRE(pp_maps_parse("\n", 1, &m) == 0);
+	CHECK_EQ_U64(m.n, 0);
+	CHECK_EQ_U64(m.bad_lines, 1);
+	pp_maps_fini(&m);
+}
+
+TEST(unsorted_and_overlapping_input)
+{
+	static const char text[] = "3000-4000 r-xp 00000000 08:01 3 /c\n"
+				   "1000-2000 r-xp 00000000 08:01 1 /a\n"
+				   "2000-3000 r-xp 00000000 08:01 2 /b\n"
+				   "1800-2800 r-xp 00000000 08:01 9 /overlaps\n";
+	struct pp_maps m;
+
+	REQUIRE(pp_maps_parse(text, strlen(text), &m) == 0);
+	CHECK_EQ_U64(m.resorted, 1);
+	REQUIRE(m.n == 3);
+	CHECK_EQ_U64(m.bad_lines, 1);
+	CHECK_STR(m.entries[0].path, "/a");
+	CHECK_STR(m.entries[1].path, "/b");
+	CHECK_STR(m.entries[2].path, "/c");
+	CHECK_STR(pp_maps_find(&m, 0x1fff)->path, "/a");
+	CHECK_STR(pp_maps_find(&m, 0x2000)->path, "/b");
+	CHECK_STR(pp_maps_find(&m, 0x3fff)->path, "/c");
+	CHECK(pp_maps_find(&m, 0xfff) == NULL);
+	pp_maps_fini(&m);
+}
+
+/* Every lookup over a larger table agrees with a linear scan. */
+TEST(find_matches_linear_scan)
+{
+	char *text = malloc(200 * 80);
+	size_t len = 0;
+	struct pp_maps m;
+
+	REQUIRE(text != NULL);
+	for (unsigned i = 0; i < 200; i++) {
+		/* Mappings of varying size with gaps every third. */
+		uint64_t start = 0x10000ull + i * 0x10000ull;
+		uint64_t end = start + (i % 3 == 0 ? 0x10000ull : 0x1000ull * (1 + i % 7));
+
+		len += (size_t)snprintf(text + len, 80, "%lx-%lx r-xp 00000000 08:01 %u /lib%u\n",
+					(unsigned long)start, (unsigned long)end, i, i);
+	}
+	REQUIRE(pp_maps_parse(text, len, &m) == 0);
+	REQUIRE(m.n == 200);
+	for (uint64_t a = 0; a < 0x10000ull * 202; a += 0x321) {
+		const struct pp_map_entry *want = NULL;
+
+		for (size_t i = 0; i < m.n; i++) {
+			if (a >= m.entries[i].start && a < m.entries[i].end) {
+				want = &m.entries[i];
+				break;
+			}
+		}
+		CHECK(pp_maps_find(&m, a) == want);
+	}
+	pp_maps_fini(&m);
+	free(text);
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+	size_t cap = 1 << 16, used = 0;
+	char *buf = malloc(cap);
+	int fd = open(path, O_RDONLY);
+
+	if (!buf || fd < 0) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (used == cap) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + used, cap - used);
+		if (r <= 0)
+			break;
+		used += (size_t)r;
+	}
+	close(fd);
+	*len = used;
+	return buf;
+}
+
+/* A function of this binary whose address must land in an executable mapping of it. */
+static int __attribute__((noinline)) marker_function(int x)
+{
+	return x * 3 + 1;
+}
+
+TEST(live_self_maps)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	size_t len;
+	char *text;
+	struct pp_maps m;
+	const struct pp_map_entry *e;
+	int (*volatile fp)(int) = marker_function;
+
+	REQUIRE(n > 0);
+	exe[n] = '\0';
+	text = read_all("/proc/self/maps", &len);
+	if (!text)
+		SKIP("/proc/self/maps is not readable");
+	REQUIRE(pp_maps_parse(text, len, &m) == 0);
+	CHECK(m.n > 5);
+	CHECK_EQ_U64(m.bad_lines, 0);
+	/* The kernel lists mappings in ascending order, without overlaps. */
+	CHECK_EQ_U64(m.resorted, 0);
+	for (size_t i = 1; i < m.n; i++)
+		CHECK(m.entries[i - 1].end <= m.entries[i].start);
+
+	e = pp_maps_find(&m, (uint64_t)(uintptr_t)fp);
+	REQUIRE(e != NULL);
+	CHECK(e->perms & PP_MAP_EXEC);
+	CHECK(e->perms & PP_MAP_READ);
+	CHECK_EQ_U64(e->kind, PP_MAP_KIND_FILE);
+	CHECK_STR(e->path, exe);
+	CHECK(fp(1) == 4);
+
+	/* libc's code, found through a libc function, is an executable file mapping. */
+	e = pp_maps_find(&m, (uint64_t)(uintptr_t)&getppid);
+	REQUIRE(e != NULL);
+	CHECK(e->perms & PP_MAP_EXEC);
+	CHECK(strstr(e->path, "libc.so") != NULL || strstr(e->path, "libc-") != NULL);
+
+	/* A stack variable lives in [stack] (the main thread's stack). */
+	e = pp_maps_find(&m, (uint64_t)(uintptr_t)&len);
+	REQUIRE(e != NULL);
+	CHECK_EQ_U64(e->kind, PP_MAP_KIND_STACK);
+	pp_maps_fini(&m);
+	free(text);
+}
+
+TEST_LIST = {
+    {"parses_real_maps", parses_real_maps},
+    {"names_deleted_spaces_anon", names_deleted_spaces_anon},
+    {"malformed_lines_are_skipped_and_counted", malformed_lines_are_skipped_and_counted},
+    {"no_trailing_newline_no_nul", no_trailing_newline_no_nul},
+    {"empty_input_and_bad_args", empty_input_and_bad_args},
+    {"unsorted_and_overlapping_input", unsorted_and_overlapping_input},
+    {"find_matches_linear_scan", find_matches_linear_scan},
+    {"live_self_maps", live_self_maps},
+};
+TEST_MAIN()
