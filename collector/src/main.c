@@ -1,8 +1,48 @@
-/* pebsprof: subcommand dispatch. */
+/* pebsprof: one binary, subcommands. Exit codes: 0 ok, 1 runtime failure, 2 usage error. */
 #include <stdio.h>
+#include <string.h>
 
-int main(void)
+#include "cli_util.h"
+#include "cmd_record.h"
+#include "probe.h"
+
+static void usage(FILE *f)
 {
-	fprintf(stderr, "pebsprof: not built yet\n");
-	return 1;
+	fprintf(f, "usage: pebsprof <command> [options]\n"
+		   "\n"
+		   "A continuous, precise profiler for Linux: eBPF on perf events (Intel PEBS,\n"
+		   "AMD IBS, or plain sampling), symbolized and aggregated profiles.\n"
+		   "\n"
+		   "commands:\n"
+		   "  probe    what this machine can sample and why\n"
+		   "  record   a bounded capture written to pprof, folded or SVG files\n"
+		   "\n"
+		   "`pebsprof <command> --help` describes each command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		usage(stderr);
+		return PP_EXIT_USAGE;
+	}
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return PP_EXIT_OK;
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("pebsprof %s\n", PP_VERSION);
+		return PP_EXIT_OK;
+	}
+	if (!strcmp(cmd, "record"))
+		return pp_cmd_record(argc - 1, argv + 1);
+	if (!strcmp(cmd, "probe"))
+		return pp_probe_run(argc - 1, argv + 1);
+	fprintf(stderr,
+		"pebsprof: unknown command '%s'; the commands are probe and record (see "
+		"pebsprof --help)\n",
+		cmd);
+	return PP_EXIT_USAGE;
 }

@@ -1,0 +1,30 @@
+/* Small helpers shared by the subcommands: strict number parsing and output validation. */
+#ifndef PP_CLI_UTIL_H
+#define PP_CLI_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit codes of every subcommand (DESIGN.md). */
+#define PP_EXIT_OK 0
+#define PP_EXIT_RUNTIME 1
+#define PP_EXIT_USAGE 2
+
+/* Parses a whole decimal string into [min, max]. Returns 0 or -EINVAL / -ERANGE. */
+int pp_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* Parses seconds, fractions allowed ("2.5"), into nanoseconds; must be > 0. */
+int pp_parse_seconds(const char *s, uint64_t *out_ns);
+
+enum pp_output_format {
+	PP_OUT_UNKNOWN = 0,
+	PP_OUT_PPROF,  /* .pb.gz */
+	PP_OUT_FOLDED, /* .folded */
+	PP_OUT_SVG,    /* .svg */
+};
+
+/* The format an output path asks for by its extension. */
+enum pp_output_format pp_output_format_of(const char *path);
+/* Checks that the directory of path exists and is writable. Returns 0 or -errno. */
+int pp_output_dir_writable(const char *path);
+
+#endif /* PP_CLI_UTIL_H */

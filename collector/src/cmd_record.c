@@ -1,0 +1,673 @@
+/*
+ * `pebsprof record`: a bounded capture, like `perf record`. Opens the events the ladder
+ * picks, loads the shim, optionally starts a command (profiled with its children through the
+ * shim's tgid filter), drains the ring buffer into a profile, and writes each -o output.
+ */
+#define _GNU_SOURCE /* pipe2 */
+#include "cmd_record.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pebsprof/profile.h>
+#include <pebsprof/writers.h>
+
+#include "cli_util.h"
+#include "events.h"
+#include "kallsyms.h"
+#include "log.h"
+#include "session.h"
+#include "shim_loader.h"
+#include "sysinfo.h"
+
+#define MAX_OUTPUTS 16
+#define DEFAULT_FREQ_HZ 99
+#define POLL_INTERVAL_MS 100
+
+struct record_args {
+	const char *event;
+	uint64_t freq_hz;
+	uint64_t period;
+	uint64_t duration_ns; /* 0: until the command exits or Ctrl-C */
+	int64_t pid;	      /* -1: none */
+	int system_wide;
+	uint32_t stack_depth;
+	uint32_t ldlat;
+	int no_kernel_stacks;
+	const char *outputs[MAX_OUTPUTS];
+	size_t noutputs;
+	size_t top;
+	char **command; /* argv of the command, or NULL */
+	const char *proc_root;
+	int verbose;
+	int quiet;
+};
+
+static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t child_exited;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void on_sigchld(int sig)
+{
+	(void)sig;
+	child_exited = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: pebsprof record [-e EVENT] [-F HZ | -c PERIOD] [-d SECONDS] [-p PID | -a]\n"
+	    "                       [-o FILE]... [-- CMD ARGS]\n"
+	    "\n"
+	    "Samples this machine, a process or a command, and writes profiles.\n"
+	    "\n"
+	    "  -e, --event EVENT     auto (default: best precise source, else cpu-clock),\n"
+	    "                        cpu-clock, cycles, instructions, mem-loads, mem-stores,\n"
+	    "                        or a raw event pmu/config=...,config1=.../\n"
+	    "  -F, --freq HZ         samples per second per CPU (default %d)\n"
+	    "  -c, --period N        sample every N events instead of a frequency\n"
+	    "  -d, --duration SECS   stop after SECS seconds (default: until the command exits\n"
+	    "                        or Ctrl-C; 10 s system-wide without a command)\n"
+	    "  -p, --pid PID         profile this process and its future children\n"
+	    "  -a, --all-cpus        profile the whole machine (default without -p or a command)\n"
+	    "  -o, --output FILE     write FILE; repeatable; format by extension:\n"
+	    "                        .pb.gz (pprof), .folded (folded stacks), .svg (flame graph)\n"
+	    "      --stack-depth N   frames per stack, 1..%d (default %d)\n"
+	    "      --no-kernel-stacks  user stacks only\n"
+	    "      --ldlat CYCLES    load-latency threshold for mem-loads (default 30)\n"
+	    "      --top N           functions in the summary (default 15; 0 = none)\n"
+	    "      --proc-root DIR   where /proc is (default /proc)\n"
+	    "  -q, --quiet           no progress line and no summary\n"
+	    "  -v, --verbose         debug logging (libbpf and verifier messages)\n"
+	    "  -h, --help            this text\n"
+	    "\n"
+	    "With -- CMD ARGS the command is started, profiled with its children, and its exit\n"
+	    "status is returned. Ctrl-C ends a capture early and still writes the outputs.\n",
+	    DEFAULT_FREQ_HZ, PP_MAX_STACK_DEPTH, PP_MAX_STACK_DEPTH);
+}
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "pebsprof record: %s (see pebsprof record --help)\n", msg);
+	return PP_EXIT_USAGE;
+}
+
+static int parse_args(int argc, char **argv, struct record_args *a)
+{
+	enum { OPT_STACK_DEPTH = 256, OPT_NO_KSTACK, OPT_LDLAT, OPT_TOP, OPT_PROC_ROOT };
+	static const struct option longopts[] = {
+	    {"event", required_argument, NULL, 'e'},
+	    {"freq", required_argument, NULL, 'F'},
+	    {"period", required_argument, NULL, 'c'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"pid", required_argument, NULL, 'p'},
+	    {"all-cpus", no_argument, NULL, 'a'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"stack-depth", required_argument, NULL, OPT_STACK_DEPTH},
+	    {"no-kernel-stacks", no_argument, NULL, OPT_NO_KSTACK},
+	    {"ldlat", required_argument, NULL, OPT_LDLAT},
+	    {"top", required_argument, NULL, OPT_TOP},
+	    {"proc-root", required_argument, NULL, OPT_PROC_ROOT},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	uint64_t v;
+	int c;
+
+	a->event = "auto";
+	a->pid = -1;
+	a->stack_depth = PP_MAX_STACK_DEPTH;
+	a->ldlat = 30;
+	a->top = 15;
+	a->proc_root = "/proc";
+	optind = 1;
+	opterr = 0;
+	/* '+': stop at the first non-option, so a command's own options stay its own. */
+	while ((c = getopt_long(argc, argv, "+:e:F:c:d:p:ao:qvh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'e':
+			a->event = optarg;
+			break;
+		case 'F':
+			if (pp_parse_u64(optarg, 1, 1000000, &v))
+				return usage_error("bad frequency '%s': give samples per second, "
+						   "1..1000000",
+						   optarg);
+			a->freq_hz = v;
+			break;
+		case 'c':
+			if (pp_parse_u64(optarg, 1, (1ull << 62), &v))
+				return usage_error("bad period '%s': give a positive event count",
+						   optarg);
+			a->period = v;
+			break;
+		case 'd':
+			if (pp_parse_seconds(optarg, &v))
+				return usage_error(
+				    "bad duration '%s': give seconds > 0, e.g. 10 or 2.5", optarg);
+			a->duration_ns = v;
+			break;
+		case 'p':
+			if (pp_parse_u64(optarg, 1, 0x3fffffff, &v))
+				return usage_error("bad pid '%s': give a process id", optarg);
+			a->pid = (int64_t)v;
+			break;
+		case 'a':
+			a->system_wide = 1;
+			break;
+		case 'o':
+			if (a->noutputs == MAX_OUTPUTS)
+				return usage_error("too many -o outputs (at most %s)", "16");
+			if (pp_output_format_of(optarg) == PP_OUT_UNKNOWN)
+				return usage_error("unknown output format '%s': use a .pb.gz "
+						   "(pprof), .folded or .svg file name",
+						   optarg);
+			a->outputs[a->noutputs++] = optarg;
+			break;
+		case OPT_STACK_DEPTH:
+			if (pp_parse_u64(optarg, 1, PP_MAX_STACK_DEPTH, &v))
+				return usage_error("bad --stack-depth '%s': give 1..127", optarg);
+			a->stack_depth = (uint32_t)v;
+			break;
+		case OPT_NO_KSTACK:
+			a->no_kernel_stacks = 1;
+			break;
+		case OPT_LDLAT:
+			if (pp_parse_u64(optarg, 1, 65535, &v))
+				return usage_error("bad --ldlat '%s': give cycles, 1..65535",
+						   optarg);
+			a->ldlat = (uint32_t)v;
+			break;
+		case OPT_TOP:
+			if (pp_parse_u64(optarg, 0, 100000, &v))
+				return usage_error("bad --top '%s': give a count", optarg);
+			a->top = (size_t)v;
+			break;
+		case OPT_PROC_ROOT:
+			a->proc_root = optarg;
+			break;
+		case 'q':
+			a->quiet = 1;
+			break;
+		case 'v':
+			a->verbose = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return -1;
+		case ':':
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		a->command = &argv[optind];
+	if (a->freq_hz && a->period)
+		return usage_error("%s",
+				   "-F and -c exclude each other: give a frequency or a period");
+	if (a->command && a->pid >= 0)
+		return usage_error("%s", "-p and a command exclude each other");
+	if (a->system_wide && (a->pid >= 0 || a->command))
+		return usage_error("%s", "-a profiles every process: drop -p or the command");
+	if (!a->freq_hz && !a->period)
+		a->freq_hz = DEFAULT_FREQ_HZ;
+	if (!a->command && a->pid < 0) {
+		a->system_wide = 1;
+		if (!a->duration_ns)
+			a->duration_ns = 10ull * 1000000000ull;
+	}
+	return 0;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Forks the command stopped on a pipe: it execs only once the events are attached, so its
+ * first instructions are profiled. exec failure comes back over a CLOEXEC pipe.
+ */
+struct child {
+	pid_t pid;
+	int go_fd;  /* write end: release the child */
+	int err_fd; /* read end: errno of a failed exec */
+};
+
+static int start_child(char **argv, struct child *ch)
+{
+	int go[2], err[2];
+	pid_t pid;
+
+	if (pipe2(go, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char c;
+		int e;
+
+		close(go[1]);
+		close(err[0]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(err[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(err[1]);
+	ch->pid = pid;
+	ch->go_fd = go[1];
+	ch->err_fd = err[0];
+	return 0;
+}
+
+/* Releases the child; returns 0 once it exec'ed, or -errno of the failed exec. */
+static int release_child(struct child *ch)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (write(ch->go_fd, "g", 1) != 1)
+		return -errno;
+	close(ch->go_fd);
+	ch->go_fd = -1;
+	n = read(ch->err_fd, &e, sizeof(e));
+	close(ch->err_fd);
+	ch->err_fd = -1;
+	if (n == (ssize_t)sizeof(e))
+		return -e;
+	return 0;
+}
+
+static int collect_cb(void *ctx, const void *data, size_t len)
+{
+	pp_session_handle_record(ctx, data, len);
+	return 0;
+}
+
+static const char *format_name(enum pp_output_format f)
+{
+	switch (f) {
+	case PP_OUT_PPROF:
+		return "pprof";
+	case PP_OUT_FOLDED:
+		return "folded stacks";
+	case PP_OUT_SVG:
+		return "flame graph";
+	default:
+		return "?";
+	}
+}
+
+static int write_outputs(const struct record_args *a, const struct pp_profile *profile)
+{
+	int failed = 0;
+
+	for (size_t i = 0; i < a->noutputs; i++) {
+		enum pp_output_format f = pp_output_format_of(a->outputs[i]);
+		int ret;
+
+		switch (f) {
+		case PP_OUT_PPROF:
+			ret = pp_pprof_write_file(profile, a->outputs[i]);
+			break;
+		case PP_OUT_FOLDED:
+			ret = pp_folded_write_file(profile, a->outputs[i]);
+			break;
+		case PP_OUT_SVG:
+			ret = pp_flamegraph_write_file(profile, a->outputs[i], "pebsprof record");
+			break;
+		default:
+			ret = -EINVAL;
+		}
+		if (ret) {
+			pp_error("cannot write %s to %s: %s; check the path and free space",
+				 format_name(f), a->outputs[i], strerror(-ret));
+			failed = 1;
+		} else if (!a->quiet) {
+			fprintf(stderr, "pebsprof: wrote %s to %s\n", format_name(f),
+				a->outputs[i]);
+		}
+	}
+	return failed ? -EIO : 0;
+}
+
+static void print_summary(const struct record_args *a, const struct pp_profile *profile,
+			  const uint64_t counters[PP_CNT__MAX], const struct pp_session_stats *st,
+			  double seconds)
+{
+	uint64_t lost = counters[PP_CNT_RB_FULL] + counters[PP_CNT_SCRATCH_MISS];
+
+	if (a->quiet)
+		return;
+	if (a->top && pp_profile_sample_count(profile))
+		pp_report_print_top(profile, stdout, a->top);
+	printf("\n%llu samples in %.1f s; lost %llu (ring buffer full %llu); stacks truncated: "
+	       "kernel %llu, user %llu; decode errors %llu; process gone %llu\n",
+	       (unsigned long long)st->samples, seconds, (unsigned long long)lost,
+	       (unsigned long long)counters[PP_CNT_RB_FULL],
+	       (unsigned long long)counters[PP_CNT_KSTACK_TRUNC],
+	       (unsigned long long)counters[PP_CNT_USTACK_TRUNC],
+	       (unsigned long long)(st->decode.too_short + st->decode.bad_size +
+				    st->decode.bad_type + st->decode.bad_version +
+				    st->decode.bad_stack),
+	       (unsigned long long)st->samples_no_process);
+}
+
+static int exit_status_of(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return PP_EXIT_RUNTIME;
+}
+
+int pp_cmd_record(int argc, char **argv)
+{
+	struct record_args a = {0};
+	struct pp_sys_opts sys_opts = {0};
+	struct pp_sys *sys = NULL;
+	struct pp_event_set *events = NULL;
+	struct pp_shim *shim = NULL;
+	struct pp_profile *profile = NULL;
+	struct pp_session *session = NULL;
+	struct pp_kallsyms *ksyms = NULL;
+	struct child ch = {.pid = -1, .go_fd = -1, .err_fd = -1};
+	struct pp_session_stats st;
+	uint64_t counters[PP_CNT__MAX] = {0};
+	char err[1024] = "";
+	int ret, status = PP_EXIT_RUNTIME, child_status = -1;
+	uint64_t start_mono, deadline = 0, last_progress = 0;
+	int tty = isatty(STDERR_FILENO);
+
+	ret = parse_args(argc, argv, &a);
+	if (ret)
+		return ret < 0 ? PP_EXIT_OK : ret;
+	if (a.verbose)
+		pp_log_set_level(PP_LOG_DEBUG);
+	pp_log_hook_libbpf();
+
+	for (size_t i = 0; i < a.noutputs; i++) {
+		ret = pp_output_dir_writable(a.outputs[i]);
+		if (ret) {
+			pp_error("cannot write output %s: %s; choose a writable directory",
+				 a.outputs[i], strerror(-ret));
+			return PP_EXIT_RUNTIME;
+		}
+	}
+	if (a.pid >= 0 && kill((pid_t)a.pid, 0) && errno == ESRCH) {
+		fprintf(stderr,
+			"pebsprof record: no process with pid %lld; check the pid with ps\n",
+			(long long)a.pid);
+		return PP_EXIT_USAGE;
+	}
+
+	sys_opts.probe_bpf = 1;
+	sys = pp_sys_new(&sys_opts);
+	if (!sys) {
+		pp_error("cannot inspect this system: %s", strerror(errno));
+		return PP_EXIT_RUNTIME;
+	}
+	if (!sys->is_root &&
+	    !(pp_sys_has_cap(sys, PP_CAP_BPF) && pp_sys_has_cap(sys, PP_CAP_PERFMON)) &&
+	    !pp_sys_has_cap(sys, PP_CAP_SYS_ADMIN)) {
+		pp_error("missing privileges: loading the BPF shim needs root, or CAP_BPF and "
+			 "CAP_PERFMON (CAP_SYS_ADMIN where perf_event_paranoid > 2); run with "
+			 "sudo");
+		goto out;
+	}
+	if (!sys->btf_vmlinux) {
+		pp_error(
+		    "this kernel has no BTF (/sys/kernel/btf/vmlinux missing): pebsprof needs "
+		    "a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.8+ distro kernels have it)");
+		goto out;
+	}
+	if (sys->has_perf_event_prog == PP_FEAT_NO || sys->has_ringbuf == PP_FEAT_NO) {
+		pp_error("this kernel lacks BPF %s: pebsprof needs Linux 5.8 or newer",
+			 sys->has_ringbuf == PP_FEAT_NO ? "ring buffers" : "perf_event programs");
+		goto out;
+	}
+
+	/* Events first: a bad event is a usage error and nothing is loaded for it. */
+	{
+		struct pp_event_request req = {
+		    .spec = a.event,
+		    .freq_hz = a.freq_hz,
+		    .period = a.period,
+		    .ldlat = a.ldlat,
+		    .stack_depth = a.stack_depth,
+		    .want_kstack = !a.no_kernel_stacks,
+		    .want_ustack = 1,
+		    .pid = -1,
+		};
+
+		ret = pp_events_open(&req, sys, NULL, NULL, &events, err, sizeof(err));
+		if (ret) {
+			pp_error("%s", err);
+			status = ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME;
+			goto out;
+		}
+	}
+	if (!a.quiet)
+		for (size_t i = 0; i < events->nr_events; i++)
+			fprintf(stderr, "pebsprof: %s\n", events->events[i].why);
+
+	{
+		const struct pp_event_info *ev = &events->events[0];
+		struct pp_profile_desc desc = {
+		    .event = ev->name,
+		    .value_type = ev->value_type,
+		    .value_unit = ev->value_unit,
+		    .period = ev->period,
+		};
+		struct pp_shim_opts sopts = {
+		    .kstack_depth = a.no_kernel_stacks ? 0 : a.stack_depth,
+		    .ustack_depth = a.stack_depth,
+		    .read_mem_fields = ev->mem,
+		    .filter_tgids = !a.system_wide,
+		    .track_tasks = 1,
+		};
+		struct pp_session_opts sess = {
+		    .proc_root = a.proc_root,
+		    .precise_ip = ev->precise_ip > 0,
+		};
+
+		profile = pp_profile_new(&desc);
+		if (!profile) {
+			pp_error("out of memory");
+			goto out;
+		}
+		shim = pp_shim_load(&sopts, err, sizeof(err));
+		if (!shim) {
+			pp_error("%s", err);
+			goto out;
+		}
+		ksyms = pp_kallsyms_load(a.proc_root);
+		if (!ksyms && !a.no_kernel_stacks)
+			pp_warn(
+			    "kernel frames stay unnamed: cannot read %s/kallsyms addresses (%s); "
+			    "run as root or lower kernel.kptr_restrict",
+			    a.proc_root, strerror(errno));
+		sess.kallsyms = ksyms;
+		sess.mono_to_wall_ns =
+		    (int64_t)clock_ns(CLOCK_REALTIME) - (int64_t)clock_ns(CLOCK_MONOTONIC);
+		session = pp_session_new(&sess, profile);
+		if (!session) {
+			pp_error("out of memory");
+			goto out;
+		}
+	}
+
+	signal(SIGINT, on_stop_signal);
+	signal(SIGTERM, on_stop_signal);
+	if (a.command) {
+		signal(SIGCHLD, on_sigchld);
+		ret = start_child(a.command, &ch);
+		if (ret) {
+			pp_error("cannot start %s: %s", a.command[0], strerror(-ret));
+			goto out;
+		}
+		ret = pp_shim_add_target(shim, (uint32_t)ch.pid);
+	} else if (a.pid >= 0) {
+		ret = pp_shim_add_target(shim, (uint32_t)a.pid);
+	}
+	if (ret) {
+		pp_error("cannot set the process filter: %s", strerror(-ret));
+		goto out;
+	}
+
+	for (size_t i = 0; i < events->nr_fds; i++) {
+		const struct pp_event_fd *efd = &events->fds[i];
+
+		if (efd->group_leader) {
+			/* mem-loads-aux leaders carry no program; enabling them starts the group.
+			 */
+			if (ioctl(efd->fd, PERF_EVENT_IOC_ENABLE, 0)) {
+				pp_error("cannot enable the event group on CPU %d: %s", efd->cpu,
+					 strerror(errno));
+				goto out;
+			}
+			continue;
+		}
+		ret = pp_shim_attach(shim, efd->fd, efd->cookie);
+		if (ret) {
+			pp_error("cannot attach the BPF shim to %s on CPU %d: %s%s",
+				 events->events[efd->cookie].name, efd->cpu, strerror(-ret),
+				 ret == -EPROTO ? " (precise event without a full callchain)" : "");
+			goto out;
+		}
+	}
+
+	start_mono = clock_ns(CLOCK_MONOTONIC);
+	pp_profile_set_window(profile, clock_ns(CLOCK_REALTIME), 0);
+	if (a.duration_ns)
+		deadline = start_mono + a.duration_ns;
+	if (a.command) {
+		ret = release_child(&ch);
+		if (ret) {
+			fprintf(stderr,
+				"pebsprof record: cannot run %s: %s; check the command name "
+				"and PATH\n",
+				a.command[0], strerror(-ret));
+			waitpid(ch.pid, NULL, 0);
+			ch.pid = -1;
+			status = PP_EXIT_USAGE;
+			goto out;
+		}
+	}
+
+	while (!stop_requested) {
+		uint64_t now;
+
+		ret = pp_shim_poll(shim, POLL_INTERVAL_MS, collect_cb, session);
+		if (ret < 0 && ret != -EINTR) {
+			pp_error("reading the BPF ring buffer failed: %s", strerror(-ret));
+			goto out;
+		}
+		if (ch.pid > 0 && child_exited) {
+			int ws;
+			pid_t w = waitpid(ch.pid, &ws, WNOHANG);
+
+			child_exited = 0;
+			if (w == ch.pid) {
+				child_status = exit_status_of(ws);
+				ch.pid = -1;
+				break;
+			}
+		}
+		if (a.pid >= 0 && kill((pid_t)a.pid, 0) && errno == ESRCH)
+			break;
+		now = clock_ns(CLOCK_MONOTONIC);
+		if (deadline && now >= deadline)
+			break;
+		if (tty && !a.quiet && now - last_progress >= 1000000000ull) {
+			pp_session_get_stats(session, &st);
+			fprintf(stderr, "\r\033[Kpebsprof: recording %.0f s, %llu samples",
+				(double)(now - start_mono) / 1e9, (unsigned long long)st.samples);
+			last_progress = now;
+		}
+	}
+	if (tty && !a.quiet && last_progress)
+		fprintf(stderr, "\r\033[K");
+
+	/* Stop sampling, then drain what is already in the ring buffer. */
+	pp_shim_detach_all(shim);
+	while (pp_shim_poll(shim, 0, collect_cb, session) > 0)
+		;
+	pp_profile_set_window(profile, pp_profile_get_desc(profile)->start_unix_ns,
+			      clock_ns(CLOCK_MONOTONIC) - start_mono);
+	pp_shim_read_counters(shim, counters);
+	pp_session_get_stats(session, &st);
+
+	if (ch.pid > 0) {
+		/* Interrupted: the command got the same Ctrl-C; collect its status. */
+		int ws;
+
+		if (waitpid(ch.pid, &ws, 0) == ch.pid)
+			child_status = exit_status_of(ws);
+		ch.pid = -1;
+	}
+
+	ret = write_outputs(&a, profile);
+	print_summary(&a, profile, counters, &st,
+		      (double)pp_profile_get_desc(profile)->duration_ns / 1e9);
+	if (ret)
+		status = PP_EXIT_RUNTIME;
+	else
+		status = child_status >= 0 ? child_status : PP_EXIT_OK;
+
+out:
+	if (ch.pid > 0) {
+		kill(ch.pid, SIGKILL);
+		waitpid(ch.pid, NULL, 0);
+	}
+	if (ch.go_fd >= 0)
+		close(ch.go_fd);
+	if (ch.err_fd >= 0)
+		close(ch.err_fd);
+	pp_session_free(session);
+	pp_shim_free(shim);
+	pp_event_set_free(events);
+	pp_kallsyms_free(ksyms);
+	pp_profile_free(profile);
+	pp_sys_free(sys);
+	return status;
+}

@@ -1,0 +1,381 @@
+/* The sample pipeline: decode -> process -> symbolize -> aggregate. See session.h. */
+#include "session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "elf_symbols.h"
+#include "kallsyms.h"
+#include "proc_cache.h"
+#include "symcache.h"
+
+#define DEFAULT_MAX_PROCESSES 4096
+#define DEFAULT_MAX_SYMBOL_FILES 512
+#define DEFAULT_MAX_CACHED_FRAMES (1u << 18)
+#define MAX_FRAMES (2 * PP_MAX_STACK_DEPTH + 1)
+
+/* (pid, process generation, address) -> location id of the current profile. */
+struct frame_slot {
+	uint64_t addr;
+	uint64_t generation;
+	uint32_t pid;
+	uint32_t location; /* 0: empty slot */
+};
+
+struct pp_session {
+	struct pp_session_opts opts;
+	char *proc_root;
+	struct pp_profile *profile;
+	struct pp_proc_cache *procs;
+	struct pp_symcache *syms;
+	struct frame_slot *frames;
+	size_t frames_cap, frames_used;
+	uint32_t kernel_mapping;
+	struct pp_session_stats stats;
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static struct frame_slot *frame_slot(struct pp_session *s, uint32_t pid, uint64_t gen,
+				     uint64_t addr)
+{
+	size_t mask = s->frames_cap - 1;
+	size_t i = mix64(addr ^ ((uint64_t)pid << 32) ^ (gen * 0x9e3779b97f4a7c15ull)) & mask;
+
+	for (;;) {
+		struct frame_slot *slot = &s->frames[i];
+
+		if (!slot->location ||
+		    (slot->addr == addr && slot->pid == pid && slot->generation == gen))
+			return slot;
+		i = (i + 1) & mask;
+	}
+}
+
+static void frame_cache_reset(struct pp_session *s)
+{
+	memset(s->frames, 0, s->frames_cap * sizeof(*s->frames));
+	s->frames_used = 0;
+}
+
+static void frame_cache_put(struct pp_session *s, struct frame_slot *slot, uint32_t pid,
+			    uint64_t gen, uint64_t addr, uint32_t location)
+{
+	/* Keep the table at most 3/4 full so probes stay short; start over when it fills. */
+	if ((s->frames_used + 1) * 4 > s->frames_cap * 3) {
+		frame_cache_reset(s);
+		s->stats.frame_cache_resets++;
+		slot = frame_slot(s, pid, gen, addr);
+	}
+	slot->addr = addr;
+	slot->pid = pid;
+	slot->generation = gen;
+	slot->location = location;
+	s->frames_used++;
+}
+
+struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_profile *profile)
+{
+	struct pp_proc_cache_opts popts = {0};
+	struct pp_session *s = calloc(1, sizeof(*s));
+	size_t cap = 1;
+
+	if (!s)
+		return NULL;
+	s->opts = *opts;
+	s->proc_root = strdup(opts->proc_root ? opts->proc_root : "/proc");
+	popts.proc_root = s->proc_root;
+	popts.capacity = opts->max_processes ? opts->max_processes : DEFAULT_MAX_PROCESSES;
+	s->procs = pp_proc_cache_new(&popts);
+	s->syms = pp_symcache_new(opts->max_symbol_files ? opts->max_symbol_files
+							 : DEFAULT_MAX_SYMBOL_FILES);
+	while (cap <
+	       (opts->max_cached_frames ? opts->max_cached_frames : DEFAULT_MAX_CACHED_FRAMES))
+		cap <<= 1;
+	s->frames_cap = cap < 16 ? 16 : cap;
+	s->frames = calloc(s->frames_cap, sizeof(*s->frames));
+	if (!s->proc_root || !s->procs || !s->syms || !s->frames) {
+		pp_session_free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->profile = profile;
+	return s;
+}
+
+void pp_session_free(struct pp_session *s)
+{
+	if (!s)
+		return;
+	pp_proc_cache_free(s->procs);
+	pp_symcache_free(s->syms);
+	free(s->frames);
+	free(s->proc_root);
+	free(s);
+}
+
+void pp_session_set_profile(struct pp_session *s, struct pp_profile *profile)
+{
+	s->profile = profile;
+	s->kernel_mapping = 0;
+	frame_cache_reset(s);
+}
+
+void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *out)
+{
+	*out = s->stats;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash && slash[1] ? slash + 1 : path;
+}
+
+static uint32_t kernel_location(struct pp_session *s, uint64_t addr)
+{
+	struct frame_slot *slot = frame_slot(s, 0, 0, addr);
+	struct pp_location_info loc = {0};
+	const char *name = NULL;
+	uint32_t id;
+
+	if (slot->location) {
+		s->stats.frames_cached++;
+		return slot->location;
+	}
+	if (!s->kernel_mapping) {
+		struct pp_mapping_info m = {
+		    .start = 0,
+		    .limit = UINT64_MAX,
+		    .filename = "[kernel.kallsyms]",
+		    .build_id = s->opts.kernel_build_id ? s->opts.kernel_build_id : "",
+		};
+		s->kernel_mapping = pp_profile_intern_mapping(s->profile, &m);
+	}
+	if (s->opts.kallsyms)
+		name = pp_kallsyms_lookup(s->opts.kallsyms, addr, NULL, NULL);
+	if (!name) {
+		s->stats.frames_no_symbol++;
+		name = "[kernel]";
+	}
+	loc.mapping_id = s->kernel_mapping;
+	loc.address = addr;
+	loc.function = name;
+	loc.kind = PP_FRAME_KERNEL;
+	id = pp_profile_intern_location(s->profile, &loc);
+	if (id)
+		frame_cache_put(s, slot, 0, 0, addr, id);
+	return id;
+}
+
+/* The symbol table of the file behind a mapping, reached through the process's root. */
+static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const struct pp_proc *p,
+						    const struct pp_map_entry *m)
+{
+	char path[4096];
+	struct stat st;
+
+	if (pp_proc_path_in_root(s->proc_root, p->pid, m->path, path, sizeof(path)))
+		return NULL;
+	/*
+	 * The file at the path must be the one mapped (same inode). If it was replaced or
+	 * deleted since, read the mapped file itself through map_files.
+	 */
+	if (m->deleted || stat(path, &st) || st.st_ino != m->inode) {
+		snprintf(path, sizeof(path), "%s/%u/map_files/%llx-%llx", s->proc_root, p->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+	}
+	return pp_symcache_get_file(s->syms, path, NULL);
+}
+
+static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uint64_t addr)
+{
+	struct frame_slot *slot;
+	const struct pp_map_entry *m;
+	const struct pp_elf_symbols *syms = NULL;
+	struct pp_location_info loc = {0};
+	struct pp_mapping_info mi = {0};
+	char placeholder[300];
+	uint64_t vaddr = addr;
+	const char *name = NULL;
+	uint32_t id;
+
+	if (!p) {
+		loc.address = addr;
+		loc.function = "[unknown]";
+		loc.kind = PP_FRAME_NATIVE;
+		return pp_profile_intern_location(s->profile, &loc);
+	}
+	slot = frame_slot(s, p->pid, p->generation, addr);
+	if (slot->location) {
+		s->stats.frames_cached++;
+		return slot->location;
+	}
+	m = pp_proc_cache_find_map(s->procs, p, addr);
+	if (!m) {
+		s->stats.frames_unmapped++;
+		name = "[unknown]";
+	} else if (m->kind == PP_MAP_KIND_FILE) {
+		syms = mapping_symbols(s, p, m);
+		if (!syms) {
+			s->stats.frames_no_file++;
+		} else if (pp_elf_symbols_map_addr(syms, addr, m->start, m->offset, &vaddr) == 0) {
+			name = pp_elf_symbols_lookup(syms, vaddr, NULL);
+		}
+		if (!name) {
+			if (syms)
+				s->stats.frames_no_symbol++;
+			snprintf(placeholder, sizeof(placeholder), "[%s]", base_name(m->path));
+			name = placeholder;
+		}
+		mi.start = m->start;
+		mi.limit = m->end;
+		mi.file_offset = m->offset;
+		mi.filename = m->path;
+		mi.build_id = syms ? pp_elf_symbols_build_id(syms) : "";
+		loc.mapping_id = pp_profile_intern_mapping(s->profile, &mi);
+	} else {
+		s->stats.frames_no_symbol++;
+		switch (m->kind) {
+		case PP_MAP_KIND_VDSO:
+			name = "[vdso]";
+			break;
+		case PP_MAP_KIND_HEAP:
+		case PP_MAP_KIND_STACK:
+		case PP_MAP_KIND_ANON:
+			name = "[anonymous code]"; /* JIT or other generated code */
+			break;
+		default:
+			name = "[unknown]";
+		}
+	}
+	loc.address = vaddr;
+	loc.function = name;
+	loc.kind = PP_FRAME_NATIVE;
+	id = pp_profile_intern_location(s->profile, &loc);
+	if (id) {
+		/* find_map may have reloaded the maps; the slot pointer is still ours. */
+		frame_cache_put(s, frame_slot(s, p->pid, p->generation, addr), p->pid,
+				p->generation, addr, id);
+	}
+	return id;
+}
+
+static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
+{
+	const struct pp_sample *rec = &d->sample;
+	uint32_t locs[MAX_FRAMES], n = 0;
+	uint32_t nk = rec->nr_kstack, nu = rec->nr_ustack;
+	int in_kernel = !!(rec->flags & PP_SF_KERNEL_IP);
+	const struct pp_proc *proc = NULL;
+	struct pp_sample_info si = {0};
+	char process_name[PP_PROC_COMM_LEN + 2];
+	int ret;
+
+	if (rec->tgid) {
+		proc = pp_proc_cache_get(s->procs, rec->tgid);
+		if (!proc)
+			s->stats.samples_no_process++;
+	}
+
+	/* Kernel frames, leaf first. The precise ip replaces the PMI ip at the leaf. */
+	for (uint32_t i = 0; i < nk; i++) {
+		uint64_t addr = pp_decoded_frame(d, i);
+
+		if (i == 0 && in_kernel && s->opts.precise_ip)
+			addr = rec->ip;
+		locs[n] = kernel_location(s, addr);
+		if (locs[n])
+			n++;
+		s->stats.frames++;
+	}
+	if (in_kernel && nk == 0) {
+		locs[n] = kernel_location(s, rec->ip);
+		if (locs[n])
+			n++;
+		s->stats.frames++;
+	}
+	if (!in_kernel && nu == 0) {
+		locs[n] = user_location(s, proc, rec->ip);
+		if (locs[n])
+			n++;
+		s->stats.frames++;
+	}
+	for (uint32_t i = 0; i < nu; i++) {
+		uint64_t addr = pp_decoded_frame(d, nk + i);
+		int leaf = i == 0 && !in_kernel;
+
+		if (leaf && s->opts.precise_ip)
+			addr = rec->ip;
+		/* Return addresses point after the call: look up the call instruction itself. */
+		if (!leaf && addr)
+			addr -= 1;
+		locs[n] = user_location(s, proc, addr);
+		if (locs[n])
+			n++;
+		s->stats.frames++;
+		/* With proc cache reloads, proc may be stale: fetch it again (cheap hit). */
+		if (rec->tgid && proc)
+			proc = pp_proc_cache_get(s->procs, rec->tgid);
+	}
+
+	if (proc && proc->exe && proc->exe[0])
+		snprintf(process_name, sizeof(process_name), "%s", base_name(proc->exe));
+	else if (proc && proc->comm[0])
+		snprintf(process_name, sizeof(process_name), "[%s]", proc->comm);
+	else
+		snprintf(process_name, sizeof(process_name), "%s",
+			 rec->tgid ? rec->comm : "[idle]");
+
+	si.locations = locs;
+	si.nlocations = n;
+	si.pid = rec->tgid;
+	si.tid = rec->tid;
+	si.thread_name = rec->comm;
+	si.process_name = process_name;
+	si.count = 1;
+	si.value = rec->period;
+	si.first_time_unix_ns = (uint64_t)((int64_t)rec->time_ns + s->opts.mono_to_wall_ns);
+	ret = pp_profile_add_sample(s->profile, &si);
+	if (ret) {
+		s->stats.add_errors++;
+		return ret;
+	}
+	s->stats.samples++;
+	return 0;
+}
+
+int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
+{
+	if (d->kind == PP_DECODED_TASK) {
+		s->stats.task_events++;
+		if (d->task.kind == PP_TASK_EXEC)
+			pp_proc_cache_on_exec(s->procs, d->task.tgid);
+		else
+			pp_proc_cache_on_exit(s->procs, d->task.tgid);
+		return 0;
+	}
+	return handle_sample(s, d);
+}
+
+int pp_session_handle_record(struct pp_session *s, const void *data, size_t len)
+{
+	struct pp_decoded d;
+	int ret = pp_record_decode(data, len, &d, &s->stats.decode);
+
+	if (ret)
+		return ret;
+	return pp_session_handle_decoded(s, &d);
+}

@@ -1,0 +1,61 @@
+/*
+ * The collector's sample pipeline: decoded shim records -> process metadata -> symbolized
+ * frames -> the aggregated profile. One session per capture (record) or window (run);
+ * single-threaded, fed by the ring-buffer drain.
+ */
+#ifndef PP_SESSION_H
+#define PP_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pebsprof/profile.h>
+
+#include "record_decode.h"
+
+struct pp_session_opts {
+	const char *proc_root;	  /* NULL: "/proc" */
+	size_t max_processes;	  /* process cache bound; 0: 4096 */
+	size_t max_symbol_files;  /* symbol cache bound; 0: 512 */
+	size_t max_cached_frames; /* (pid, address) -> location cache bound; 0: 1 << 18 */
+	/* CLOCK_REALTIME - CLOCK_MONOTONIC, to turn record times into wall-clock times. */
+	int64_t mono_to_wall_ns;
+	/* The events are precise: the record's ip replaces the first callchain entry (PMI ip). */
+	int precise_ip;
+	/* Kernel symbols; NULL: no kernel symbolization ("[kernel]" frames). Borrowed. */
+	const struct pp_kallsyms *kallsyms;
+	/* Kernel build id (hex) for the kernel mapping, or NULL. */
+	const char *kernel_build_id;
+};
+
+struct pp_session_stats {
+	struct pp_decode_stats decode;
+	uint64_t samples;	     /* samples added to the profile */
+	uint64_t samples_no_process; /* process gone before we could read it */
+	uint64_t frames;	     /* frames symbolized (cache hits included) */
+	uint64_t frames_cached;	     /* answered by the frame cache */
+	uint64_t frames_unmapped;    /* user address in no mapping */
+	uint64_t frames_no_symbol;   /* mapped, but no symbol covers it */
+	uint64_t frames_no_file;     /* the mapped file could not be read */
+	uint64_t frame_cache_resets; /* the frame cache was full and started over */
+	uint64_t task_events;	     /* exec/exit records seen */
+	uint64_t add_errors;	     /* samples the profile refused (memory) */
+};
+
+struct pp_session;
+
+/* Returns NULL with errno set. The profile is borrowed; samples are added to it. */
+struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_profile *profile);
+void pp_session_free(struct pp_session *s);
+
+/* Points the session at a new profile (a new window); caches that hold ids are reset. */
+void pp_session_set_profile(struct pp_session *s, struct pp_profile *profile);
+
+/* Handles one raw ring-buffer record. Returns 0 or -errno; malformed records are counted. */
+int pp_session_handle_record(struct pp_session *s, const void *data, size_t len);
+/* Handles one decoded record (tests feed synthetic records here). */
+int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d);
+
+void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *out);
+
+#endif /* PP_SESSION_H */
