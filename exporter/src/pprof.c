@@ -1,0 +1,461 @@
+/*
+ * pprof encoder: turns the profile model into a perftools.profiles.Profile with protobuf-c,
+ * and writes it gzipped (what `go tool pprof` and Pyroscope read). The message tree borrows
+ * the profile's strings and lives only for the duration of one encode.
+ */
+#include <pebsprof/writers.h>
+
+#include "fileio.h"
+#include "htab.h"
+#include "pprof/profile.pb-c.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
+
+struct strtab {
+	const char **strs;
+	uint32_t n, cap;
+	struct pp_htab idx;
+};
+
+static bool strtab_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct strtab *t = ctx;
+
+	return strcmp(t->strs[idx], key) == 0;
+}
+
+/* Returns the string's index in the table (adding it), or -1 on allocation failure. */
+static int64_t strtab_add(struct strtab *t, const char *s)
+{
+	uint64_t h = pp_hash_str(PP_HASH_SEED, s);
+	uint32_t i = pp_htab_find(&t->idx, h, strtab_eq, t, s);
+
+	if (i != PP_HTAB_NONE)
+		return i;
+	if (t->n == t->cap) {
+		uint32_t ncap = t->cap ? t->cap * 2 : 256;
+		const char **n = realloc(t->strs, (size_t)ncap * sizeof(*n));
+
+		if (!n)
+			return -1;
+		t->strs = n;
+		t->cap = ncap;
+	}
+	if (pp_htab_insert(&t->idx, h, t->n))
+		return -1;
+	t->strs[t->n] = s;
+	return t->n++;
+}
+
+/* A pprof Function is one (name, kind): the same symbol in kernel and user space differs. */
+struct func_key {
+	const char *name;
+	enum pp_frame_kind kind;
+};
+
+struct enc {
+	const struct pp_profile *p;
+	struct strtab st;
+	bool failed;
+
+	struct func_key *fkeys;
+	uint32_t nfuncs;
+	struct pp_htab fidx;
+
+	Perftools__Profiles__ValueType vt[3];
+	Perftools__Profiles__ValueType *vtp[2];
+	Perftools__Profiles__Mapping *maps;
+	Perftools__Profiles__Mapping **mapp;
+	Perftools__Profiles__Location *locs;
+	Perftools__Profiles__Location **locp;
+	Perftools__Profiles__Line *lines;
+	Perftools__Profiles__Line **linep;
+	Perftools__Profiles__Function *funcs;
+	Perftools__Profiles__Function **funcp;
+	Perftools__Profiles__Sample *samples;
+	Perftools__Profiles__Sample **samplep;
+	uint64_t *loc_ids;
+	int64_t *values;
+	Perftools__Profiles__Label *labels;
+	Perftools__Profiles__Label **labelp;
+};
+
+static int64_t S(struct enc *e, const char *s)
+{
+	int64_t i = strtab_add(&e->st, s);
+
+	if (i < 0) {
+		e->failed = true;
+		return 0;
+	}
+	return i;
+}
+
+static bool func_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct enc *e = ctx;
+	const struct func_key *k = key;
+
+	return e->fkeys[idx].name == k->name && e->fkeys[idx].kind == k->kind;
+}
+
+static void enc_fini(struct enc *e)
+{
+	free(e->st.strs);
+	pp_htab_fini(&e->st.idx);
+	free(e->fkeys);
+	pp_htab_fini(&e->fidx);
+	free(e->maps);
+	free(e->mapp);
+	free(e->locs);
+	free(e->locp);
+	free(e->lines);
+	free(e->linep);
+	free(e->funcs);
+	free(e->funcp);
+	free(e->samples);
+	free(e->samplep);
+	free(e->loc_ids);
+	free(e->values);
+	free(e->labels);
+	free(e->labelp);
+}
+
+static void *xcalloc(struct enc *e, size_t n, size_t sz)
+{
+	void *r = calloc(n ? n : 1, sz);
+
+	if (!r)
+		e->failed = true;
+	return r;
+}
+
+static int build_mappings(struct enc *e, Perftools__Profiles__Profile *msg, uint32_t *kmap_id)
+{
+	const struct pp_profile *p = e->p;
+	size_t nmaps = pp_profile_mapping_count(p), nlocs = pp_profile_location_count(p);
+	uint64_t kmin = UINT64_MAX, kmax = 0;
+	bool need_kmap = false;
+
+	for (uint32_t id = 1; id <= nlocs; id++) {
+		const struct pp_location_info *l = pp_profile_get_location(p, id);
+
+		if (l->kind == PP_FRAME_KERNEL && l->mapping_id == 0) {
+			need_kmap = true;
+			if (l->address < kmin)
+				kmin = l->address;
+			if (l->address > kmax)
+				kmax = l->address;
+		}
+	}
+	msg->n_mapping = nmaps + need_kmap;
+	e->maps = xcalloc(e, msg->n_mapping, sizeof(*e->maps));
+	e->mapp = xcalloc(e, msg->n_mapping, sizeof(*e->mapp));
+	if (e->failed)
+		return -ENOMEM;
+	for (size_t i = 0; i < nmaps; i++) {
+		const struct pp_mapping_info *m = pp_profile_get_mapping(p, (uint32_t)i + 1);
+		Perftools__Profiles__Mapping *pm = &e->maps[i];
+
+		perftools__profiles__mapping__init(pm);
+		pm->id = i + 1;
+		pm->memory_start = m->start;
+		pm->memory_limit = m->limit;
+		pm->file_offset = m->file_offset;
+		pm->filename = S(e, m->filename);
+		pm->build_id = S(e, m->build_id);
+		pm->has_functions = 1;
+		e->mapp[i] = pm;
+	}
+	*kmap_id = 0;
+	if (need_kmap) {
+		Perftools__Profiles__Mapping *pm = &e->maps[nmaps];
+
+		/* The collector normally names the kernel mapping; this covers callers that don't.
+		 */
+		perftools__profiles__mapping__init(pm);
+		pm->id = nmaps + 1;
+		pm->memory_start = kmin;
+		pm->memory_limit = kmax == UINT64_MAX ? kmax : kmax + 1;
+		pm->filename = S(e, KERNEL_MAPPING_NAME);
+		pm->build_id = S(e, "");
+		pm->has_functions = 1;
+		e->mapp[nmaps] = pm;
+		*kmap_id = (uint32_t)pm->id;
+	}
+	msg->mapping = e->mapp;
+	return e->failed ? -ENOMEM : 0;
+}
+
+static int build_locations(struct enc *e, Perftools__Profiles__Profile *msg, uint32_t kmap_id)
+{
+	const struct pp_profile *p = e->p;
+	size_t nlocs = pp_profile_location_count(p);
+
+	e->locs = xcalloc(e, nlocs, sizeof(*e->locs));
+	e->locp = xcalloc(e, nlocs, sizeof(*e->locp));
+	e->lines = xcalloc(e, nlocs, sizeof(*e->lines));
+	e->linep = xcalloc(e, nlocs, sizeof(*e->linep));
+	/* At most one function per location. */
+	e->funcs = xcalloc(e, nlocs, sizeof(*e->funcs));
+	e->funcp = xcalloc(e, nlocs, sizeof(*e->funcp));
+	e->fkeys = xcalloc(e, nlocs, sizeof(*e->fkeys));
+	if (e->failed || pp_htab_init(&e->fidx, (uint32_t)nlocs))
+		return -ENOMEM;
+
+	for (size_t i = 0; i < nlocs; i++) {
+		const struct pp_location_info *l = pp_profile_get_location(p, (uint32_t)i + 1);
+		Perftools__Profiles__Location *pl = &e->locs[i];
+		struct func_key k = {.name = l->function, .kind = l->kind};
+		uint64_t h = pp_hash_u64(pp_hash_u64(PP_HASH_SEED, (uintptr_t)k.name), k.kind);
+		uint32_t mapping_id = l->mapping_id;
+		uint32_t fi = pp_htab_find(&e->fidx, h, func_eq, e, &k);
+
+		if (!mapping_id && l->kind == PP_FRAME_KERNEL)
+			mapping_id = kmap_id;
+		if (fi == PP_HTAB_NONE) {
+			Perftools__Profiles__Function *pf = &e->funcs[e->nfuncs];
+			const struct pp_mapping_info *m = pp_profile_get_mapping(p, mapping_id);
+
+			fi = e->nfuncs;
+			if (pp_htab_insert(&e->fidx, h, fi))
+				return -ENOMEM;
+			e->fkeys[fi] = k;
+			perftools__profiles__function__init(pf);
+			pf->id = fi + 1;
+			pf->name = S(e, l->function);
+			pf->system_name = pf->name;
+			if (m)
+				pf->filename = S(e, m->filename);
+			else if (l->kind == PP_FRAME_KERNEL)
+				pf->filename = S(e, KERNEL_MAPPING_NAME);
+			e->funcp[fi] = pf;
+			e->nfuncs++;
+		}
+		perftools__profiles__line__init(&e->lines[i]);
+		e->lines[i].function_id = fi + 1;
+		e->linep[i] = &e->lines[i];
+
+		perftools__profiles__location__init(pl);
+		pl->id = i + 1;
+		pl->mapping_id = mapping_id;
+		pl->address = l->address;
+		pl->n_line = 1;
+		pl->line = &e->linep[i];
+		e->locp[i] = pl;
+	}
+	msg->n_location = nlocs;
+	msg->location = e->locp;
+	msg->n_function = e->nfuncs;
+	msg->function = e->funcp;
+	return e->failed ? -ENOMEM : 0;
+}
+
+static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
+{
+	const struct pp_profile *p = e->p;
+	size_t nsamples = pp_profile_sample_count(p), nlocids = 0, nlabels = 0;
+	size_t li = 0, lab = 0;
+	int64_t k_pid, k_tid, k_thread, k_process;
+
+	for (size_t i = 0; i < nsamples; i++) {
+		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
+
+		nlocids += s->nlocations;
+		nlabels += 4 + s->nlabels;
+	}
+	e->samples = xcalloc(e, nsamples, sizeof(*e->samples));
+	e->samplep = xcalloc(e, nsamples, sizeof(*e->samplep));
+	e->loc_ids = xcalloc(e, nlocids, sizeof(*e->loc_ids));
+	e->values = xcalloc(e, nsamples * 2, sizeof(*e->values));
+	e->labels = xcalloc(e, nlabels, sizeof(*e->labels));
+	e->labelp = xcalloc(e, nlabels, sizeof(*e->labelp));
+	if (e->failed)
+		return -ENOMEM;
+
+	k_pid = S(e, "pid");
+	k_tid = S(e, "tid");
+	k_thread = S(e, "thread_name");
+	k_process = S(e, "process_name");
+	for (size_t i = 0; i < nsamples; i++) {
+		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
+		Perftools__Profiles__Sample *ps = &e->samples[i];
+		Perftools__Profiles__Label **sl = &e->labelp[lab];
+
+		perftools__profiles__sample__init(ps);
+		ps->n_location_id = s->nlocations;
+		ps->location_id = s->nlocations ? &e->loc_ids[li] : NULL;
+		for (uint32_t j = 0; j < s->nlocations; j++)
+			e->loc_ids[li++] = s->locations[j];
+		ps->n_value = 2;
+		ps->value = &e->values[i * 2];
+		ps->value[0] = (int64_t)s->count;
+		ps->value[1] = (int64_t)s->value;
+
+		for (uint32_t j = 0; j < 4 + s->nlabels; j++) {
+			Perftools__Profiles__Label *pl = &e->labels[lab];
+
+			perftools__profiles__label__init(pl);
+			switch (j) {
+			case 0:
+				pl->key = k_pid;
+				pl->num = s->pid;
+				break;
+			case 1:
+				pl->key = k_tid;
+				pl->num = s->tid;
+				break;
+			case 2:
+				pl->key = k_thread;
+				pl->str = S(e, s->thread_name);
+				break;
+			case 3:
+				pl->key = k_process;
+				pl->str = S(e, s->process_name);
+				break;
+			default:
+				pl->key = S(e, s->labels[j - 4].key);
+				pl->str = S(e, s->labels[j - 4].value);
+				break;
+			}
+			e->labelp[lab++] = pl;
+		}
+		ps->n_label = 4 + s->nlabels;
+		ps->label = sl;
+		e->samplep[i] = ps;
+	}
+	msg->n_sample = nsamples;
+	msg->sample = e->samplep;
+	return e->failed ? -ENOMEM : 0;
+}
+
+int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
+{
+	Perftools__Profiles__Profile msg;
+	const struct pp_profile_desc *d;
+	struct enc e;
+	uint32_t kmap_id = 0;
+	size_t len;
+	uint8_t *buf;
+	int err;
+
+	if (!p || !out || !out_len)
+		return -EINVAL;
+	*out = NULL;
+	*out_len = 0;
+	d = pp_profile_get_desc(p);
+	memset(&e, 0, sizeof(e));
+	e.p = p;
+	perftools__profiles__profile__init(&msg);
+
+	S(&e, ""); /* pprof requires string_table[0] == "" */
+	for (int i = 0; i < 3; i++)
+		perftools__profiles__value_type__init(&e.vt[i]);
+	e.vt[0].type = S(&e, "samples");
+	e.vt[0].unit = S(&e, "count");
+	e.vt[1].type = S(&e, d->value_type);
+	e.vt[1].unit = S(&e, d->value_unit);
+	e.vt[2] = e.vt[1];
+	e.vtp[0] = &e.vt[0];
+	e.vtp[1] = &e.vt[1];
+	msg.n_sample_type = 2;
+	msg.sample_type = e.vtp;
+	msg.period_type = &e.vt[2];
+	msg.period = (int64_t)d->period;
+	msg.time_nanos = (int64_t)d->start_unix_ns;
+	msg.duration_nanos = (int64_t)d->duration_ns;
+
+	err = build_mappings(&e, &msg, &kmap_id);
+	if (!err)
+		err = build_locations(&e, &msg, kmap_id);
+	if (!err)
+		err = build_samples(&e, &msg);
+	if (!err && e.failed)
+		err = -ENOMEM;
+	if (err)
+		goto out;
+
+	/* protobuf-c wants char **; it only reads the strings. */
+	msg.n_string_table = e.st.n;
+	msg.string_table = (char **)e.st.strs;
+	len = perftools__profiles__profile__get_packed_size(&msg);
+	buf = malloc(len ? len : 1);
+	if (!buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (perftools__profiles__profile__pack(&msg, buf) != len) {
+		free(buf);
+		err = -EIO;
+		goto out;
+	}
+	*out = buf;
+	*out_len = len;
+out:
+	enc_fini(&e);
+	return err;
+}
+
+/* Deflates with a gzip wrapper (windowBits 15 + 16). *gz is malloc'ed. */
+static int gzip_bytes(const uint8_t *in, size_t in_len, uint8_t **gz, size_t *gz_len)
+{
+	z_stream zs;
+	uLong bound;
+	uint8_t *buf;
+	int zr;
+
+	memset(&zs, 0, sizeof(zs));
+	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK)
+		return -ENOMEM;
+	if (in_len > UINT32_MAX) {
+		deflateEnd(&zs);
+		return -EFBIG;
+	}
+	bound = deflateBound(&zs, (uLong)in_len) + 32;
+	buf = malloc(bound);
+	if (!buf) {
+		deflateEnd(&zs);
+		return -ENOMEM;
+	}
+	zs.next_in = (Bytef *)in;
+	zs.avail_in = (uInt)in_len;
+	zs.next_out = buf;
+	zs.avail_out = (uInt)bound;
+	zr = deflate(&zs, Z_FINISH);
+	if (zr != Z_STREAM_END) {
+		deflateEnd(&zs);
+		free(buf);
+		return -EIO;
+	}
+	*gz_len = zs.total_out;
+	deflateEnd(&zs);
+	*gz = buf;
+	return 0;
+}
+
+int pp_pprof_write_file(const struct pp_profile *p, const char *path)
+{
+	uint8_t *raw = NULL, *gz = NULL;
+	size_t raw_len = 0, gz_len = 0;
+	int err;
+
+	if (!p || !path)
+		return -EINVAL;
+	err = pp_pprof_encode(p, &raw, &raw_len);
+	if (err)
+		return err;
+	err = gzip_bytes(raw, raw_len, &gz, &gz_len);
+	free(raw);
+	if (err)
+		return err;
+	err = pp_file_write_bytes(path, gz, gz_len);
+	free(gz);
+	return err;
+}

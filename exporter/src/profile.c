@@ -1,0 +1,446 @@
+/*
+ * The profile model: interned mappings, locations and strings, and samples aggregated by
+ * (stack, pid, tid, thread name, process name, labels). Every string is copied once into a
+ * string intern table, so keys compare by pointer and the writers can group by pointer.
+ * Elements are allocated one by one (not in a growing array of structs) because pointers
+ * handed out must stay valid while the profile grows.
+ */
+#include <pebsprof/profile.h>
+
+#include "htab.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sample_node {
+	struct pp_sample_info info;
+	/* locations and labels follow in the same allocation */
+};
+
+struct pp_profile {
+	struct pp_profile_desc desc;
+
+	char **strs; /* interned strings */
+	uint32_t nstrs, cap_strs;
+	struct pp_htab str_idx;
+
+	struct pp_mapping_info **maps;
+	uint32_t nmaps, cap_maps;
+	struct pp_htab map_idx;
+
+	struct pp_location_info **locs;
+	uint32_t nlocs, cap_locs;
+	struct pp_htab loc_idx;
+
+	struct sample_node **samples;
+	uint32_t nsamples, cap_samples;
+	struct pp_htab sample_idx;
+
+	uint64_t total_count;
+	uint64_t total_value;
+};
+
+/* Grows a pointer array (doubling) so index n fits; evaluates to 0 or -ENOMEM. */
+#define RESERVE(arr, cap, n)                                                                       \
+	({                                                                                         \
+		int r_ = 0;                                                                        \
+		if ((n) >= (cap)) {                                                                \
+			uint32_t nc_ = (cap) ? (cap)*2 : 64;                                       \
+			__typeof__(arr) na_ = (cap) >= (1u << 30)                                  \
+						  ? NULL                                           \
+						  : realloc((arr), (size_t)nc_ * sizeof(*(arr)));  \
+			if (na_) {                                                                 \
+				(arr) = na_;                                                       \
+				(cap) = nc_;                                                       \
+			} else {                                                                   \
+				r_ = -ENOMEM;                                                      \
+			}                                                                          \
+		}                                                                                  \
+		r_;                                                                                \
+	})
+
+static bool str_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct pp_profile *p = ctx;
+
+	return strcmp(p->strs[idx], key) == 0;
+}
+
+/* Returns the profile's own copy of s, or NULL on allocation failure. */
+static const char *intern_str(struct pp_profile *p, const char *s)
+{
+	uint64_t h = pp_hash_str(PP_HASH_SEED, s);
+	uint32_t idx = pp_htab_find(&p->str_idx, h, str_eq, p, s);
+	char *copy;
+
+	if (idx != PP_HTAB_NONE)
+		return p->strs[idx];
+	if (RESERVE(p->strs, p->cap_strs, p->nstrs))
+		return NULL;
+	copy = strdup(s);
+	if (!copy)
+		return NULL;
+	if (pp_htab_insert(&p->str_idx, h, p->nstrs)) {
+		free(copy);
+		return NULL;
+	}
+	p->strs[p->nstrs++] = copy;
+	return copy;
+}
+
+struct pp_profile *pp_profile_new(const struct pp_profile_desc *desc)
+{
+	struct pp_profile *p;
+
+	if (!desc || !desc->event) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->desc = *desc;
+	p->desc.event = intern_str(p, desc->event);
+	p->desc.value_type = intern_str(p, desc->value_type ? desc->value_type : desc->event);
+	p->desc.value_unit = intern_str(p, desc->value_unit ? desc->value_unit : "count");
+	if (!p->desc.event || !p->desc.value_type || !p->desc.value_unit) {
+		pp_profile_free(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return p;
+}
+
+void pp_profile_free(struct pp_profile *p)
+{
+	if (!p)
+		return;
+	for (uint32_t i = 0; i < p->nsamples; i++)
+		free(p->samples[i]);
+	free(p->samples);
+	pp_htab_fini(&p->sample_idx);
+	for (uint32_t i = 0; i < p->nlocs; i++)
+		free(p->locs[i]);
+	free(p->locs);
+	pp_htab_fini(&p->loc_idx);
+	for (uint32_t i = 0; i < p->nmaps; i++)
+		free(p->maps[i]);
+	free(p->maps);
+	pp_htab_fini(&p->map_idx);
+	for (uint32_t i = 0; i < p->nstrs; i++)
+		free(p->strs[i]);
+	free(p->strs);
+	pp_htab_fini(&p->str_idx);
+	free(p);
+}
+
+const struct pp_profile_desc *pp_profile_get_desc(const struct pp_profile *p)
+{
+	return p ? &p->desc : NULL;
+}
+
+void pp_profile_set_window(struct pp_profile *p, uint64_t start_unix_ns, uint64_t duration_ns)
+{
+	if (!p)
+		return;
+	p->desc.start_unix_ns = start_unix_ns;
+	p->desc.duration_ns = duration_ns;
+}
+
+/* Mapping keys hold interned strings, so pointer equality is string equality. */
+static uint64_t hash_mapping(const struct pp_mapping_info *m)
+{
+	uint64_t h = PP_HASH_SEED;
+
+	h = pp_hash_u64(h, m->start);
+	h = pp_hash_u64(h, m->limit);
+	h = pp_hash_u64(h, m->file_offset);
+	h = pp_hash_u64(h, (uintptr_t)m->filename);
+	return pp_hash_u64(h, (uintptr_t)m->build_id);
+}
+
+static bool mapping_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct pp_profile *p = ctx;
+	const struct pp_mapping_info *a = p->maps[idx], *b = key;
+
+	return a->start == b->start && a->limit == b->limit && a->file_offset == b->file_offset &&
+	       a->filename == b->filename && a->build_id == b->build_id;
+}
+
+uint32_t pp_profile_intern_mapping(struct pp_profile *p, const struct pp_mapping_info *m)
+{
+	struct pp_mapping_info key, *copy;
+	uint32_t idx;
+	uint64_t h;
+
+	if (!p || !m) {
+		errno = EINVAL;
+		return 0;
+	}
+	key = *m;
+	key.filename = intern_str(p, m->filename ? m->filename : "");
+	key.build_id = intern_str(p, m->build_id ? m->build_id : "");
+	if (!key.filename || !key.build_id)
+		goto nomem;
+	h = hash_mapping(&key);
+	idx = pp_htab_find(&p->map_idx, h, mapping_eq, p, &key);
+	if (idx != PP_HTAB_NONE)
+		return idx + 1;
+	if (RESERVE(p->maps, p->cap_maps, p->nmaps))
+		goto nomem;
+	copy = malloc(sizeof(*copy));
+	if (!copy)
+		goto nomem;
+	*copy = key;
+	if (pp_htab_insert(&p->map_idx, h, p->nmaps)) {
+		free(copy);
+		goto nomem;
+	}
+	p->maps[p->nmaps++] = copy;
+	return p->nmaps;
+nomem:
+	errno = ENOMEM;
+	return 0;
+}
+
+static uint64_t hash_location(const struct pp_location_info *l)
+{
+	uint64_t h = PP_HASH_SEED;
+
+	h = pp_hash_u64(h, l->mapping_id);
+	h = pp_hash_u64(h, l->address);
+	h = pp_hash_u64(h, (uintptr_t)l->function);
+	return pp_hash_u64(h, (uint64_t)l->kind);
+}
+
+static bool location_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct pp_profile *p = ctx;
+	const struct pp_location_info *a = p->locs[idx], *b = key;
+
+	return a->mapping_id == b->mapping_id && a->address == b->address &&
+	       a->function == b->function && a->kind == b->kind;
+}
+
+uint32_t pp_profile_intern_location(struct pp_profile *p, const struct pp_location_info *loc)
+{
+	struct pp_location_info key, *copy;
+	uint32_t idx;
+	uint64_t h;
+
+	if (!p || !loc || !loc->function || loc->mapping_id > p->nmaps ||
+	    (loc->kind != PP_FRAME_NATIVE && loc->kind != PP_FRAME_KERNEL &&
+	     loc->kind != PP_FRAME_DATA)) {
+		errno = EINVAL;
+		return 0;
+	}
+	key = *loc;
+	key.function = intern_str(p, loc->function);
+	if (!key.function)
+		goto nomem;
+	h = hash_location(&key);
+	idx = pp_htab_find(&p->loc_idx, h, location_eq, p, &key);
+	if (idx != PP_HTAB_NONE)
+		return idx + 1;
+	if (RESERVE(p->locs, p->cap_locs, p->nlocs))
+		goto nomem;
+	copy = malloc(sizeof(*copy));
+	if (!copy)
+		goto nomem;
+	*copy = key;
+	if (pp_htab_insert(&p->loc_idx, h, p->nlocs)) {
+		free(copy);
+		goto nomem;
+	}
+	p->locs[p->nlocs++] = copy;
+	return p->nlocs;
+nomem:
+	errno = ENOMEM;
+	return 0;
+}
+
+static uint64_t hash_sample(const struct pp_sample_info *s)
+{
+	uint64_t h = PP_HASH_SEED;
+
+	h = pp_hash_bytes(h, s->locations, (size_t)s->nlocations * sizeof(*s->locations));
+	h = pp_hash_u64(h, ((uint64_t)s->pid << 32) | s->tid);
+	h = pp_hash_u64(h, (uintptr_t)s->thread_name);
+	h = pp_hash_u64(h, (uintptr_t)s->process_name);
+	for (uint32_t i = 0; i < s->nlabels; i++) {
+		h = pp_hash_u64(h, (uintptr_t)s->labels[i].key);
+		h = pp_hash_u64(h, (uintptr_t)s->labels[i].value);
+	}
+	return h;
+}
+
+static bool sample_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct pp_profile *p = ctx;
+	const struct pp_sample_info *a = &p->samples[idx]->info, *b = key;
+
+	if (a->nlocations != b->nlocations || a->pid != b->pid || a->tid != b->tid ||
+	    a->thread_name != b->thread_name || a->process_name != b->process_name ||
+	    a->nlabels != b->nlabels)
+		return false;
+	for (uint32_t i = 0; i < a->nlabels; i++) {
+		if (a->labels[i].key != b->labels[i].key ||
+		    a->labels[i].value != b->labels[i].value)
+			return false;
+	}
+	return memcmp(a->locations, b->locations, (size_t)a->nlocations * sizeof(uint32_t)) == 0;
+}
+
+static int label_cmp(const struct pp_label *a, const struct pp_label *b)
+{
+	int c = strcmp(a->key, b->key);
+
+	return c ? c : strcmp(a->value, b->value);
+}
+
+/* Allocates a stored copy of a sample whose strings are already interned. */
+static struct sample_node *sample_node_new(const struct pp_sample_info *s)
+{
+	size_t locs_sz = (size_t)s->nlocations * sizeof(uint32_t);
+	size_t labels_off = sizeof(struct sample_node) + locs_sz;
+	struct sample_node *n;
+	uint32_t *locs;
+
+	labels_off =
+	    (labels_off + _Alignof(struct pp_label) - 1) & ~(size_t)(_Alignof(struct pp_label) - 1);
+	n = malloc(labels_off + (size_t)s->nlabels * sizeof(struct pp_label));
+	if (!n)
+		return NULL;
+	n->info = *s;
+	locs = (uint32_t *)(n + 1);
+	if (locs_sz)
+		memcpy(locs, s->locations, locs_sz);
+	n->info.locations = s->nlocations ? locs : NULL;
+	if (s->nlabels) {
+		struct pp_label *labels = (struct pp_label *)((char *)n + labels_off);
+
+		memcpy(labels, s->labels, (size_t)s->nlabels * sizeof(*labels));
+		n->info.labels = labels;
+	} else {
+		n->info.labels = NULL;
+	}
+	return n;
+}
+
+int pp_profile_add_sample(struct pp_profile *p, const struct pp_sample_info *s)
+{
+	struct pp_label labels[PP_SAMPLE_MAX_LABELS];
+	struct pp_sample_info key;
+	struct sample_node *n;
+	uint32_t idx;
+	uint64_t h;
+
+	if (!p || !s || !s->thread_name || !s->process_name || s->nlabels > PP_SAMPLE_MAX_LABELS ||
+	    (s->nlocations && !s->locations) || (s->nlabels && !s->labels))
+		return -EINVAL;
+	if (s->nlocations > (1u << 24))
+		return -EINVAL;
+	for (uint32_t i = 0; i < s->nlocations; i++) {
+		if (s->locations[i] == 0 || s->locations[i] > p->nlocs)
+			return -EINVAL;
+	}
+	key = *s;
+	key.thread_name = intern_str(p, s->thread_name);
+	key.process_name = intern_str(p, s->process_name);
+	if (!key.thread_name || !key.process_name)
+		return -ENOMEM;
+	/* Labels are kept sorted so the same set given in another order aggregates. */
+	for (uint32_t i = 0; i < s->nlabels; i++) {
+		struct pp_label l;
+		uint32_t j;
+
+		if (!s->labels[i].key || !s->labels[i].value)
+			return -EINVAL;
+		l.key = intern_str(p, s->labels[i].key);
+		l.value = intern_str(p, s->labels[i].value);
+		if (!l.key || !l.value)
+			return -ENOMEM;
+		for (j = i; j > 0 && label_cmp(&labels[j - 1], &l) > 0; j--)
+			labels[j] = labels[j - 1];
+		labels[j] = l;
+	}
+	key.labels = labels;
+
+	h = hash_sample(&key);
+	idx = pp_htab_find(&p->sample_idx, h, sample_eq, p, &key);
+	if (idx != PP_HTAB_NONE) {
+		struct pp_sample_info *agg = &p->samples[idx]->info;
+
+		agg->count += s->count;
+		agg->value += s->value;
+		/* 0 means the caller did not know the time; it must not win the minimum. */
+		if (s->first_time_unix_ns &&
+		    (!agg->first_time_unix_ns || s->first_time_unix_ns < agg->first_time_unix_ns))
+			agg->first_time_unix_ns = s->first_time_unix_ns;
+	} else {
+		if (RESERVE(p->samples, p->cap_samples, p->nsamples))
+			return -ENOMEM;
+		n = sample_node_new(&key);
+		if (!n)
+			return -ENOMEM;
+		if (pp_htab_insert(&p->sample_idx, h, p->nsamples)) {
+			free(n);
+			return -ENOMEM;
+		}
+		p->samples[p->nsamples++] = n;
+	}
+	p->total_count += s->count;
+	p->total_value += s->value;
+	return 0;
+}
+
+size_t pp_profile_sample_count(const struct pp_profile *p)
+{
+	return p ? p->nsamples : 0;
+}
+
+const struct pp_sample_info *pp_profile_get_sample(const struct pp_profile *p, size_t i)
+{
+	if (!p || i >= p->nsamples)
+		return NULL;
+	return &p->samples[i]->info;
+}
+
+size_t pp_profile_location_count(const struct pp_profile *p)
+{
+	return p ? p->nlocs : 0;
+}
+
+const struct pp_location_info *pp_profile_get_location(const struct pp_profile *p, uint32_t id)
+{
+	if (!p || id == 0 || id > p->nlocs)
+		return NULL;
+	return p->locs[id - 1];
+}
+
+size_t pp_profile_mapping_count(const struct pp_profile *p)
+{
+	return p ? p->nmaps : 0;
+}
+
+const struct pp_mapping_info *pp_profile_get_mapping(const struct pp_profile *p, uint32_t id)
+{
+	if (!p || id == 0 || id > p->nmaps)
+		return NULL;
+	return p->maps[id - 1];
+}
+
+uint64_t pp_profile_total_count(const struct pp_profile *p)
+{
+	return p ? p->total_count : 0;
+}
+
+uint64_t pp_profile_total_value(const struct pp_profile *p)
+{
+	return p ? p->total_value : 0;
+}
