@@ -189,6 +189,25 @@ static int build_mappings(struct enc *e, Perftools__Profiles__Profile *msg, uint
 		e->mapp[nmaps] = pm;
 		*kmap_id = (uint32_t)pm->id;
 	}
+	/*
+	 * pprof treats the first mapping as the main binary (it names the profile after it), so
+	 * file mappings go first and pseudo ones such as "[kernel.kallsyms]" last; ids stay.
+	 */
+	{
+		size_t w = 0;
+
+		for (int pass = 0; pass < 2; pass++) {
+			for (size_t i = 0; i < msg->n_mapping; i++) {
+				const char *name =
+				    i < nmaps ? pp_profile_get_mapping(p, (uint32_t)i + 1)->filename
+					      : KERNEL_MAPPING_NAME;
+				int pseudo = name[0] == '[' || name[0] == '\0';
+
+				if (pseudo == pass)
+					e->mapp[w++] = &e->maps[i];
+			}
+		}
+	}
 	msg->mapping = e->mapp;
 	return e->failed ? -ENOMEM : 0;
 }
