@@ -36,8 +36,10 @@ def collect(fds):
         fields = {}
         for f in m.field:
             oneof = m.oneof_decl[f.oneof_index].name if f.HasField("oneof_index") else None
+            # An explicit packed option changes the bytes on the wire.
+            packed = f.options.packed if f.options.HasField("packed") else None
             fields[f.number] = (f.name, f.type, f.type_name, f.label, oneof,
-                                f.proto3_optional)
+                                f.proto3_optional, "packed=%s" % packed)
         messages[name] = fields
         for n in m.nested_type:
             walk_msg(name + ".", n)

@@ -10,6 +10,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 # "our proto_path|our file|reference proto_path|reference file"
 PAIRS=(
 	"$PP_SOURCE_DIR/proto|pprof/profile.proto|$PP_REFERENCE_DIR/pprof/proto|profile.proto"
+	"$PP_SOURCE_DIR/proto|opentelemetry/proto/common/v1/common.proto|$PP_REFERENCE_DIR/opentelemetry-proto|opentelemetry/proto/common/v1/common.proto"
+	"$PP_SOURCE_DIR/proto|opentelemetry/proto/resource/v1/resource.proto|$PP_REFERENCE_DIR/opentelemetry-proto|opentelemetry/proto/resource/v1/resource.proto"
+	"$PP_SOURCE_DIR/proto|opentelemetry/proto/profiles/v1development/profiles.proto|$PP_REFERENCE_DIR/opentelemetry-proto|opentelemetry/proto/profiles/v1development/profiles.proto"
+	"$PP_SOURCE_DIR/proto|opentelemetry/proto/collector/profiles/v1development/profiles_service.proto|$PP_REFERENCE_DIR/opentelemetry-proto|opentelemetry/proto/collector/profiles/v1development/profiles_service.proto"
 )
 
 if ! command -v protoc >/dev/null; then
