@@ -1,0 +1,124 @@
+/*
+ * Symbol tables of ELF files (executables, shared libraries, 32- and 64-bit), read with libelf:
+ * the GNU build id, function symbols and data objects sorted by address, and the PT_LOAD
+ * segments that turn a file offset seen in /proc/PID/maps into an ELF virtual address. A table
+ * is immutable once built and keeps no file open, so the symbol cache can share it.
+ */
+#ifndef PP_COLLECTOR_ELF_SYMBOLS_H
+#define PP_COLLECTOR_ELF_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A build id note holds at most this many bytes here (SHA-1 is 20; longer ids are cut). */
+#define PP_BUILD_ID_MAX_BYTES 64
+/* Room for the lower-case hex form and its NUL. */
+#define PP_BUILD_ID_HEX_SIZE (2 * PP_BUILD_ID_MAX_BYTES + 1)
+
+/* Segment permission bits (the ELF PF_* values). */
+#define PP_ELF_SEG_X 0x1
+#define PP_ELF_SEG_W 0x2
+#define PP_ELF_SEG_R 0x4
+
+/* One PT_LOAD program header. */
+struct pp_elf_segment {
+	uint64_t vaddr;
+	uint64_t memsz;
+	uint64_t offset; /* file offset */
+	uint64_t filesz;
+	uint32_t flags; /* PP_ELF_SEG_* */
+};
+
+/* One symbol as the tables keep it: [start, end) is what lookups match. */
+struct pp_elf_symbol {
+	uint64_t start;
+	uint64_t end; /* start + st_size, or the next symbol / section end for zero-size ones */
+	const char *name;
+};
+
+struct pp_elf_symbols;
+
+/*
+ * Build the table of the ELF file at path / behind fd (the fd is read with pread-style access
+ * and not closed; its offset is not used) / in len bytes at buf (copied, so buf may be freed
+ * after the call). On failure return NULL with errno set:
+ *   ENOEXEC  not an ELF file (bad magic, class, version, too short for a header);
+ *   EINVAL   an ELF header whose program or section headers, or symbol / string tables, lie
+ *            outside the file (truncated or corrupt);
+ *   ENOMEM, or the errno of open(2) / fstat(2) for a path.
+ * An ELF file with no symbols at all is not an error: it yields empty tables.
+ */
+struct pp_elf_symbols *pp_elf_symbols_open_path(const char *path);
+struct pp_elf_symbols *pp_elf_symbols_open_fd(int fd);
+struct pp_elf_symbols *pp_elf_symbols_open_mem(const void *buf, size_t len);
+
+/* Release a table. NULL is a no-op. */
+void pp_elf_symbols_free(struct pp_elf_symbols *s);
+
+/*
+ * Read only the build id of the ELF file behind fd (cheaper than building the table: notes
+ * only). Writes the lower-case hex id, or "" when the file has none, into out (out_size >= 1).
+ * Returns 0, -ENOEXEC / -EINVAL as above, or -ENOSPC when out is too small for the id.
+ */
+int pp_elf_read_build_id_fd(int fd, char *out, size_t out_size);
+
+/* The lower-case hex GNU build id, "" when the file has none. Borrowed from s. */
+const char *pp_elf_symbols_build_id(const struct pp_elf_symbols *s);
+
+/*
+ * The name of the function symbol covering vaddr (an ELF virtual address, see
+ * pp_elf_file_offset_to_vaddr), or NULL when none does (before the first symbol, in padding
+ * between functions, past the end). *sym_start (may be NULL) gets the symbol's address, so
+ * vaddr - *sym_start is the offset into the function. The name is borrowed from s.
+ */
+const char *pp_elf_symbols_lookup(const struct pp_elf_symbols *s, uint64_t vaddr,
+				  uint64_t *sym_start);
+
+/*
+ * Same for data objects (STT_OBJECT in allocated, non-executable sections: .data, .bss,
+ * .rodata, ...). Thread-local variables (STT_TLS) are placed at the address of their
+ * initialisation image (PT_TLS p_vaddr + st_value), so a data address resolves to them only
+ * inside .tdata/.tbss.
+ */
+const char *pp_elf_symbols_lookup_data(const struct pp_elf_symbols *s, uint64_t vaddr,
+				       uint64_t *sym_start);
+
+/*
+ * Translate a file offset into the ELF virtual address it is loaded at: for a sampled address
+ * addr in a mapping {start, offset} of this file, file_offset = addr - start + offset. The
+ * PT_LOAD segment whose file bytes contain file_offset decides (an executable one wins when
+ * two claim it; a segment's zero-filled tail past p_filesz is tried last). Returns 0 and sets
+ * *vaddr, or -ENOENT when no segment contains the offset.
+ */
+int pp_elf_file_offset_to_vaddr(const struct pp_elf_symbols *s, uint64_t file_offset,
+				uint64_t *vaddr);
+
+/* pp_elf_file_offset_to_vaddr(s, addr - map_start + map_offset, vaddr), range-checked. */
+int pp_elf_symbols_map_addr(const struct pp_elf_symbols *s, uint64_t addr, uint64_t map_start,
+			    uint64_t map_offset, uint64_t *vaddr);
+
+/* Function symbols, sorted by start, deduplicated (one name per address). Borrowed from s. */
+size_t pp_elf_symbols_count(const struct pp_elf_symbols *s);
+const struct pp_elf_symbol *pp_elf_symbols_get(const struct pp_elf_symbols *s, size_t i);
+/* Data symbols, likewise. */
+size_t pp_elf_symbols_data_count(const struct pp_elf_symbols *s);
+const struct pp_elf_symbol *pp_elf_symbols_data_get(const struct pp_elf_symbols *s, size_t i);
+
+/* The PT_LOAD segments in program header order. */
+size_t pp_elf_symbols_segment_count(const struct pp_elf_symbols *s);
+const struct pp_elf_segment *pp_elf_symbols_segment(const struct pp_elf_symbols *s, size_t i);
+
+/* ELFCLASS32 or ELFCLASS64 (1 or 2); e_type (ET_EXEC = 2, ET_DYN = 3, ...). */
+int pp_elf_symbols_class(const struct pp_elf_symbols *s);
+int pp_elf_symbols_type(const struct pp_elf_symbols *s);
+
+/* Whether the file had a .symtab (not stripped): without it only .dynsym names are known. */
+int pp_elf_symbols_has_symtab(const struct pp_elf_symbols *s);
+
+/*
+ * The file name in .gnu_debuglink when the file has no .symtab (where separate debug info
+ * would be), "" otherwise. Only noted: nothing fetches or opens it.
+ */
+const char *pp_elf_symbols_debuglink(const struct pp_elf_symbols *s);
+
+#endif /* PP_COLLECTOR_ELF_SYMBOLS_H */

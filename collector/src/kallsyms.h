@@ -1,0 +1,54 @@
+/*
+ * Kernel symbols from the text of /proc/kallsyms ("ffffffff81000000 T _stext", module symbols
+ * with a "\t[module]" suffix): the text symbols, sorted, so a kernel stack address resolves to
+ * a function name and, for module code, the module it lives in.
+ */
+#ifndef PP_COLLECTOR_KALLSYMS_H
+#define PP_COLLECTOR_KALLSYMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pp_kallsyms;
+
+/*
+ * Parse len bytes of kallsyms text (need not be NUL-terminated; the last line may lack its
+ * newline). Keeps text symbols (types t, T, w, W), core kernel and module alike; lines that do
+ * not parse are skipped and counted. Returns NULL with errno:
+ *   EPERM   every text symbol has address 0: kptr_restrict hides addresses from this reader
+ *           (run as root with CAP_SYSLOG, or lower kernel.kptr_restrict);
+ *   ENOENT  no text symbol in the input;
+ *   EINVAL  buf is NULL with len > 0;  ENOMEM.
+ */
+struct pp_kallsyms *pp_kallsyms_parse(const char *buf, size_t len);
+
+/*
+ * Read and parse <proc_root>/kallsyms; proc_root NULL means "/proc" (a test or a container
+ * with the host's /proc mounted elsewhere passes its own). Errors as pp_kallsyms_parse, plus
+ * the errno of open(2) / read(2).
+ */
+struct pp_kallsyms *pp_kallsyms_load(const char *proc_root);
+
+/* Release. NULL is a no-op. */
+void pp_kallsyms_free(struct pp_kallsyms *k);
+
+/*
+ * The name of the text symbol covering addr, or NULL. A symbol extends to the next one; the
+ * last symbol of the core kernel or of a module extends at most to the end of the next page.
+ * *sym_start (may be NULL) gets its address; *module (may be NULL) gets the module name, or
+ * NULL for the core kernel. Returned strings are borrowed from k.
+ */
+const char *pp_kallsyms_lookup(const struct pp_kallsyms *k, uint64_t addr, uint64_t *sym_start,
+			       const char **module);
+
+/*
+ * The address of the kept symbol named name (first match; a linear scan, for tests and setup,
+ * not per sample). Returns 0, or -ENOENT.
+ */
+int pp_kallsyms_find(const struct pp_kallsyms *k, const char *name, uint64_t *addr);
+
+/* Symbols kept (after dropping duplicate addresses), and input lines that did not parse. */
+size_t pp_kallsyms_count(const struct pp_kallsyms *k);
+size_t pp_kallsyms_bad_lines(const struct pp_kallsyms *k);
+
+#endif /* PP_COLLECTOR_KALLSYMS_H */

@@ -1,0 +1,469 @@
+/*
+ * The symbol table cache: entries per file identity (or per path, for a path that could not
+ * even be stat'ed) in one LRU list and one hash table; tables are reference-counted and, when
+ * they have a build id, also hashed by it so entries for copies of one binary share a table.
+ */
+#include "symcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A file's identity: all fields 64-bit, so the struct has no padding to hash. */
+struct file_key {
+	uint64_t dev;
+	uint64_t ino;
+	uint64_t size;
+	int64_t mtime_sec;
+	int64_t mtime_nsec;
+};
+
+struct table {
+	struct pp_elf_symbols *syms;
+	size_t refs;
+	uint32_t hash;
+	bool in_id_hash;
+	struct table *hnext;
+};
+
+struct entry {
+	struct entry *lru_prev, *lru_next; /* lru_next goes towards older entries */
+	struct entry *hnext;
+	uint32_t hash;
+	bool by_path; /* a remembered failure for a path stat(2) could not reach */
+	struct file_key key;
+	char *path;	     /* by_path entries only */
+	struct table *tab;   /* NULL: a remembered failure */
+	int err;	     /* failures: the errno to report */
+	uint64_t expires_ns; /* failures: forgotten after this */
+};
+
+struct pp_symcache {
+	size_t max_files;
+	size_t n;
+	size_t nbuckets; /* a power of two, for both hashes */
+	struct entry **buckets;
+	struct table **id_buckets;
+	struct entry *lru_head, *lru_tail;
+	uint64_t negative_ttl_ns;
+	struct pp_symcache_stats stats;
+};
+
+static uint32_t fnv1a(const void *p, size_t len, uint32_t h)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+#define FNV_SEED 2166136261u
+
+static uint32_t key_hash(const struct file_key *k)
+{
+	return fnv1a(k, sizeof(*k), FNV_SEED);
+}
+
+static uint32_t path_hash(const char *path)
+{
+	/* Seeded apart from key hashes; the by_path flag settles any collision anyway. */
+	return fnv1a(path, strlen(path), FNV_SEED ^ 0x5bd1e995u);
+}
+
+static uint32_t id_hash(const char *id)
+{
+	return fnv1a(id, strlen(id), FNV_SEED);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void key_from_stat(const struct stat *st, struct file_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->dev = (uint64_t)st->st_dev;
+	k->ino = (uint64_t)st->st_ino;
+	k->size = (uint64_t)st->st_size;
+	k->mtime_sec = (int64_t)st->st_mtim.tv_sec;
+	k->mtime_nsec = (int64_t)st->st_mtim.tv_nsec;
+}
+
+struct pp_symcache *pp_symcache_new(size_t max_files)
+{
+	struct pp_symcache *c;
+	size_t nb = 16;
+
+	if (max_files == 0 || max_files > SIZE_MAX / 4) {
+		errno = EINVAL;
+		return NULL;
+	}
+	while (nb < max_files * 2)
+		nb *= 2;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		goto out_nomem;
+	c->buckets = calloc(nb, sizeof(*c->buckets));
+	c->id_buckets = calloc(nb, sizeof(*c->id_buckets));
+	if (!c->buckets || !c->id_buckets)
+		goto out_free;
+	c->nbuckets = nb;
+	c->max_files = max_files;
+	c->negative_ttl_ns = (uint64_t)PP_SYMCACHE_NEGATIVE_TTL_MS_DEFAULT * 1000000u;
+	return c;
+
+out_free:
+	free(c->buckets);
+	free(c->id_buckets);
+	free(c);
+out_nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void table_put(struct pp_symcache *c, struct table *t)
+{
+	if (!t || --t->refs > 0)
+		return;
+	if (t->in_id_hash) {
+		struct table **pp = &c->id_buckets[t->hash & (c->nbuckets - 1)];
+
+		while (*pp && *pp != t)
+			pp = &(*pp)->hnext;
+		if (*pp)
+			*pp = t->hnext;
+	}
+	pp_elf_symbols_free(t->syms);
+	free(t);
+}
+
+static struct table *table_by_id(struct pp_symcache *c, const char *id)
+{
+	uint32_t h = id_hash(id);
+
+	for (struct table *t = c->id_buckets[h & (c->nbuckets - 1)]; t; t = t->hnext) {
+		if (t->hash == h && strcmp(pp_elf_symbols_build_id(t->syms), id) == 0)
+			return t;
+	}
+	return NULL;
+}
+
+static struct table *table_new(struct pp_symcache *c, struct pp_elf_symbols *syms)
+{
+	struct table *t = calloc(1, sizeof(*t));
+	const char *id = pp_elf_symbols_build_id(syms);
+
+	if (!t)
+		return NULL;
+	t->syms = syms;
+	t->refs = 1;
+	if (id[0]) {
+		struct table **b;
+
+		t->hash = id_hash(id);
+		b = &c->id_buckets[t->hash & (c->nbuckets - 1)];
+		t->hnext = *b;
+		*b = t;
+		t->in_id_hash = true;
+	}
+	return t;
+}
+
+static void lru_unlink(struct pp_symcache *c, struct entry *e)
+{
+	if (e->lru_prev)
+		e->lru_prev->lru_next = e->lru_next;
+	else
+		c->lru_head = e->lru_next;
+	if (e->lru_next)
+		e->lru_next->lru_prev = e->lru_prev;
+	else
+		c->lru_tail = e->lru_prev;
+	e->lru_prev = e->lru_next = NULL;
+}
+
+static void lru_push_front(struct pp_symcache *c, struct entry *e)
+{
+	e->lru_prev = NULL;
+	e->lru_next = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->lru_prev = e;
+	c->lru_head = e;
+	if (!c->lru_tail)
+		c->lru_tail = e;
+}
+
+static void entry_remove(struct pp_symcache *c, struct entry *e)
+{
+	struct entry **pp = &c->buckets[e->hash & (c->nbuckets - 1)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+	lru_unlink(c, e);
+	table_put(c, e->tab);
+	free(e->path);
+	free(e);
+	c->n--;
+}
+
+/* Insert e (hash set), evicting the least recently used entry when full. */
+static void entry_insert(struct pp_symcache *c, struct entry *e)
+{
+	struct entry **b;
+
+	while (c->n >= c->max_files && c->lru_tail) {
+		entry_remove(c, c->lru_tail);
+		c->stats.evictions++;
+	}
+	b = &c->buckets[e->hash & (c->nbuckets - 1)];
+	e->hnext = *b;
+	*b = e;
+	lru_push_front(c, e);
+	c->n++;
+}
+
+static struct entry *find_key(struct pp_symcache *c, const struct file_key *k)
+{
+	uint32_t h = key_hash(k);
+
+	for (struct entry *e = c->buckets[h & (c->nbuckets - 1)]; e; e = e->hnext) {
+		if (e->hash == h && !e->by_path && memcmp(&e->key, k, sizeof(*k)) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+static struct entry *find_path(struct pp_symcache *c, const char *path)
+{
+	uint32_t h = path_hash(path);
+
+	for (struct entry *e = c->buckets[h & (c->nbuckets - 1)]; e; e = e->hnext) {
+		if (e->hash == h && e->by_path && strcmp(e->path, path) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/*
+ * Remember a failure (by file key, or by path when key is NULL) unless failures are not
+ * remembered. Allocation failure only costs the memory of it.
+ */
+static void remember_failure(struct pp_symcache *c, const struct file_key *key, const char *path,
+			     int err, uint64_t now)
+{
+	struct entry *e;
+
+	if (c->negative_ttl_ns == 0)
+		return;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return;
+	if (key) {
+		e->key = *key;
+		e->hash = key_hash(key);
+	} else {
+		e->path = strdup(path);
+		if (!e->path) {
+			free(e);
+			return;
+		}
+		e->by_path = true;
+		e->hash = path_hash(path);
+	}
+	e->err = err;
+	e->expires_ns =
+	    now > UINT64_MAX - c->negative_ttl_ns ? UINT64_MAX : now + c->negative_ttl_ns;
+	entry_insert(c, e);
+}
+
+/* A live entry (hit) or NULL; an expired failure is dropped on the way. */
+static struct entry *live(struct pp_symcache *c, struct entry *e, uint64_t now)
+{
+	if (e && !e->tab && now >= e->expires_ns) {
+		entry_remove(c, e);
+		return NULL;
+	}
+	return e;
+}
+
+/* Open the file for a miss: an entry holding its table, or NULL with errno set. */
+static struct entry *load(struct pp_symcache *c, const char *path, const struct file_key *key,
+			  uint64_t now)
+{
+	char id[PP_BUILD_ID_HEX_SIZE];
+	struct pp_elf_symbols *syms;
+	struct table *tab = NULL;
+	struct file_key k = *key;
+	struct stat st;
+	struct entry *e;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		goto out_fail;
+	}
+	/* The file may have been replaced since stat(2): the open file is what we describe. */
+	if (fstat(fd, &st) == 0)
+		key_from_stat(&st, &k);
+	e = find_key(c, &k);
+	if (e && e->tab) {
+		close(fd);
+		lru_unlink(c, e);
+		lru_push_front(c, e);
+		return e;
+	}
+	if (e)
+		entry_remove(c, e);
+	err = -pp_elf_read_build_id_fd(fd, id, sizeof(id));
+	if (err) {
+		close(fd);
+		goto out_fail;
+	}
+	if (id[0])
+		tab = table_by_id(c, id);
+	if (tab) {
+		tab->refs++;
+		c->stats.shared_by_build_id++;
+	} else {
+		syms = pp_elf_symbols_open_fd(fd);
+		if (!syms) {
+			err = errno;
+			close(fd);
+			goto out_fail;
+		}
+		c->stats.opens++;
+		tab = table_new(c, syms);
+		if (!tab) {
+			pp_elf_symbols_free(syms);
+			close(fd);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	close(fd);
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		table_put(c, tab);
+		errno = ENOMEM;
+		return NULL;
+	}
+	e->key = k;
+	e->hash = key_hash(&k);
+	e->tab = tab;
+	entry_insert(c, e);
+	return e;
+
+out_fail:
+	c->stats.open_failures++;
+	remember_failure(c, &k, path, err, now);
+	errno = err;
+	return NULL;
+}
+
+const struct pp_elf_symbols *pp_symcache_get_file(struct pp_symcache *c, const char *path,
+						  const char *expected_build_id)
+{
+	struct file_key key;
+	struct stat st;
+	struct entry *e;
+	uint64_t now;
+	const char *id;
+
+	if (!c || !path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	now = now_ns();
+	if (stat(path, &st) != 0) {
+		int err = errno;
+
+		e = live(c, find_path(c, path), now);
+		if (e) {
+			c->stats.hits++;
+			c->stats.negative_hits++;
+			lru_unlink(c, e);
+			lru_push_front(c, e);
+			errno = e->err;
+			return NULL;
+		}
+		c->stats.misses++;
+		c->stats.open_failures++;
+		remember_failure(c, NULL, path, err, now);
+		errno = err;
+		return NULL;
+	}
+	key_from_stat(&st, &key);
+	e = live(c, find_key(c, &key), now);
+	if (e) {
+		c->stats.hits++;
+		lru_unlink(c, e);
+		lru_push_front(c, e);
+		if (!e->tab) {
+			c->stats.negative_hits++;
+			errno = e->err;
+			return NULL;
+		}
+	} else {
+		c->stats.misses++;
+		e = load(c, path, &key, now);
+		if (!e)
+			return NULL;
+	}
+	id = pp_elf_symbols_build_id(e->tab->syms);
+	if (expected_build_id && expected_build_id[0] && strcasecmp(expected_build_id, id) != 0) {
+		c->stats.build_id_mismatch++;
+		errno = ESTALE;
+		return NULL;
+	}
+	return e->tab->syms;
+}
+
+void pp_symcache_set_negative_ttl_ms(struct pp_symcache *c, uint64_t ttl_ms)
+{
+	if (c)
+		c->negative_ttl_ns =
+		    ttl_ms > UINT64_MAX / 1000000u ? UINT64_MAX : ttl_ms * 1000000u;
+}
+
+void pp_symcache_free(struct pp_symcache *c)
+{
+	if (!c)
+		return;
+	while (c->lru_head)
+		entry_remove(c, c->lru_head);
+	free(c->buckets);
+	free(c->id_buckets);
+	free(c);
+}
+
+size_t pp_symcache_size(const struct pp_symcache *c)
+{
+	return c ? c->n : 0;
+}
+
+void pp_symcache_get_stats(const struct pp_symcache *c, struct pp_symcache_stats *out)
+{
+	if (!out)
+		return;
+	if (!c) {
+		memset(out, 0, sizeof(*out));
+		return;
+	}
+	*out = c->stats;
+}

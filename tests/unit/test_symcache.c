@@ -1,0 +1,323 @@
+/*
+ * Tests of the symbol table cache with real ELF files built at test time: a file found again
+ * by inode (hard link, /proc/self/root path), copies shared by build id, LRU eviction, refusal
+ * of a binary whose build id differs from the expected one (ESTALE), and remembered failures.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "symcache.h"
+
+static char g_dir[512];
+static int g_state;
+static const char *g_skip_reason;
+
+static void cleanup_dir(void)
+{
+	char cmd[600];
+
+	if (g_dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "  could not remove %s\n", g_dir);
+	}
+}
+
+static int sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void path_of(char *out, size_t size, const char *name)
+{
+	snprintf(out, size, "%s/%s", g_dir, name);
+}
+
+/* Three executables (a, b, c) that differ in code and so in build id; one non-ELF file. */
+static int fixture(void)
+{
+	if (g_state)
+		return g_state;
+	g_state = -1;
+	if (sh("cc --version >/dev/null 2>&1") != 0) {
+		g_skip_reason = "no working cc to build test binaries";
+		return g_state;
+	}
+	snprintf(g_dir, sizeof(g_dir), "%s/pp-symcache-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(g_dir)) {
+		g_dir[0] = '\0';
+		g_skip_reason = "cannot create a temporary directory";
+		return g_state;
+	}
+	atexit(cleanup_dir);
+	g_skip_reason = "cc failed to build the test binaries";
+	for (int v = 0; v < 3; v++) {
+		if (sh("cd '%s' && printf 'int pp_variant_%d(int x) { return x * %d; }\\n"
+		       "int main(int c, char **v) { (void)v; return pp_variant_%d(c); }\\n' > %c.c "
+		       "&& cc -O1 -Wl,--build-id -o %c %c.c",
+		       g_dir, v, v + 2, v, 'a' + v, 'a' + v, 'a' + v))
+			return g_state;
+	}
+	if (sh("cd '%s' && echo 'not an ELF file' > text.txt", g_dir))
+		return g_state;
+	g_skip_reason = NULL;
+	g_state = 1;
+	return g_state;
+}
+
+#define NEED_FIXTURE()                                                                             \
+	do {                                                                                       \
+		if (fixture() != 1)                                                                \
+			SKIP(g_skip_reason);                                                       \
+	} while (0)
+
+static struct pp_symcache_stats stats(const struct pp_symcache *c)
+{
+	struct pp_symcache_stats st;
+
+	pp_symcache_get_stats(c, &st);
+	return st;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+TEST(same_file_by_inode)
+{
+	char a[PATH_MAX], link[PATH_MAX], via_root[PATH_MAX + 32];
+	const struct pp_elf_symbols *s1, *s2, *s3;
+	struct pp_symcache *c;
+
+	NEED_FIXTURE();
+	path_of(a, sizeof(a), "a");
+	path_of(link, sizeof(link), "a.hardlink");
+	REQUIRE(sh("ln -f '%s' '%s'", a, link) == 0);
+	snprintf(via_root, sizeof(via_root), "/proc/self/root%s", a);
+	c = pp_symcache_new(8);
+	REQUIRE(c != NULL);
+	s1 = pp_symcache_get_file(c, a, NULL);
+	REQUIRE(s1 != NULL);
+	CHECK(pp_elf_symbols_lookup(s1, pp_elf_symbols_get(s1, 0)->start, NULL) != NULL);
+	CHECK_EQ_U64(stats(c).misses, 1);
+	CHECK_EQ_U64(stats(c).opens, 1);
+	s2 = pp_symcache_get_file(c, a, NULL);
+	s3 = pp_symcache_get_file(c, link, NULL);
+	CHECK(s2 == s1);
+	CHECK(s3 == s1);
+	s3 = pp_symcache_get_file(c, via_root, NULL);
+	CHECK(s3 == s1);
+	CHECK_EQ_U64(stats(c).hits, 3);
+	CHECK_EQ_U64(stats(c).opens, 1);
+	CHECK_EQ_U64(pp_symcache_size(c), 1);
+	pp_symcache_free(c);
+	pp_symcache_free(NULL);
+}
+
+TEST(copies_share_a_table_by_build_id)
+{
+	char a[PATH_MAX], copy[PATH_MAX];
+	const struct pp_elf_symbols *s1, *s2;
+	struct pp_symcache *c;
+
+	NEED_FIXTURE();
+	path_of(a, sizeof(a), "a");
+	path_of(copy, sizeof(copy), "a.copy");
+	REQUIRE(sh("cp '%s' '%s'", a, copy) == 0);
+	c = pp_symcache_new(8);
+	REQUIRE(c != NULL);
+	s1 = pp_symcache_get_file(c, a, NULL);
+	s2 = pp_symcache_get_file(c, copy, pp_elf_symbols_build_id(s1));
+	REQUIRE(s1 != NULL);
+	CHECK(s2 == s1);
+	CHECK_EQ_U64(stats(c).misses, 2);
+	CHECK_EQ_U64(stats(c).opens, 1);
+	CHECK_EQ_U64(stats(c).shared_by_build_id, 1);
+	CHECK_EQ_U64(pp_symcache_size(c), 2);
+	pp_symcache_free(c);
+}
+
+TEST(build_id_mismatch_is_estale)
+{
+	char a[PATH_MAX], b[PATH_MAX], victim[PATH_MAX], id_a[PP_BUILD_ID_HEX_SIZE],
+	    id_b[PP_BUILD_ID_HEX_SIZE], upper[PP_BUILD_ID_HEX_SIZE];
+	const struct pp_elf_symbols *s;
+	struct pp_symcache *c;
+
+	NEED_FIXTURE();
+	path_of(a, sizeof(a), "a");
+	path_of(b, sizeof(b), "b");
+	path_of(victim, sizeof(victim), "replaced");
+	REQUIRE(sh("cp '%s' '%s'", a, victim) == 0);
+	c = pp_symcache_new(8);
+	REQUIRE(c != NULL);
+	s = pp_symcache_get_file(c, a, NULL);
+	REQUIRE(s != NULL);
+	snprintf(id_a, sizeof(id_a), "%s", pp_elf_symbols_build_id(s));
+	s = pp_symcache_get_file(c, b, NULL);
+	REQUIRE(s != NULL);
+	snprintf(id_b, sizeof(id_b), "%s", pp_elf_symbols_build_id(s));
+	REQUIRE(strlen(id_a) == 40 && strcmp(id_a, id_b) != 0);
+
+	errno = 0;
+	CHECK(pp_symcache_get_file(c, a, id_b) == NULL);
+	CHECK_EQ_U64(errno, ESTALE);
+	CHECK_EQ_U64(stats(c).build_id_mismatch, 1);
+	/* The right id, in either case, and "no id to check" both succeed. */
+	for (size_t i = 0; i <= strlen(id_a); i++)
+		upper[i] = (char)(id_a[i] >= 'a' && id_a[i] <= 'f' ? id_a[i] - 32 : id_a[i]);
+	CHECK(pp_symcache_get_file(c, a, upper) != NULL);
+	CHECK(pp_symcache_get_file(c, a, "") != NULL);
+	CHECK(pp_symcache_get_file(c, a, id_a) != NULL);
+
+	/* A binary replaced in place (a process still runs the old one): refused, not reused. */
+	s = pp_symcache_get_file(c, victim, id_a);
+	CHECK(s != NULL);
+	REQUIRE(sh("cat '%s' > '%s'", b, victim) == 0);
+	errno = 0;
+	CHECK(pp_symcache_get_file(c, victim, id_a) == NULL);
+	CHECK_EQ_U64(errno, ESTALE);
+	s = pp_symcache_get_file(c, victim, NULL);
+	REQUIRE(s != NULL);
+	CHECK_STR(pp_elf_symbols_build_id(s), id_b);
+	CHECK_EQ_U64(stats(c).build_id_mismatch, 2);
+	pp_symcache_free(c);
+}
+
+TEST(lru_eviction)
+{
+	char a[PATH_MAX], b[PATH_MAX], cc[PATH_MAX];
+	struct pp_symcache *c;
+
+	NEED_FIXTURE();
+	path_of(a, sizeof(a), "a");
+	path_of(b, sizeof(b), "b");
+	path_of(cc, sizeof(cc), "c");
+	CHECK(pp_symcache_new(0) == NULL);
+	CHECK_EQ_U64(errno, EINVAL);
+	c = pp_symcache_new(2);
+	REQUIRE(c != NULL);
+	CHECK(pp_symcache_get_file(c, a, NULL) != NULL);
+	CHECK(pp_symcache_get_file(c, b, NULL) != NULL);
+	/* a becomes the most recently used, so c's arrival evicts b. */
+	CHECK(pp_symcache_get_file(c, a, NULL) != NULL);
+	CHECK(pp_symcache_get_file(c, cc, NULL) != NULL);
+	CHECK_EQ_U64(stats(c).evictions, 1);
+	CHECK_EQ_U64(pp_symcache_size(c), 2);
+	CHECK_EQ_U64(stats(c).opens, 3);
+	CHECK(pp_symcache_get_file(c, a, NULL) != NULL);
+	CHECK_EQ_U64(stats(c).opens, 3); /* a stayed */
+	CHECK(pp_symcache_get_file(c, b, NULL) != NULL);
+	CHECK_EQ_U64(stats(c).opens, 4); /* b had gone */
+	CHECK_EQ_U64(stats(c).evictions, 2);
+	CHECK_EQ_U64(pp_symcache_size(c), 2);
+	CHECK_EQ_U64(stats(c).hits, 2);
+	CHECK_EQ_U64(stats(c).misses, 4);
+	pp_symcache_free(c);
+}
+
+TEST(failures_are_remembered)
+{
+	char missing[PATH_MAX], text[PATH_MAX], a[PATH_MAX];
+	struct pp_symcache *c;
+
+	NEED_FIXTURE();
+	path_of(missing, sizeof(missing), "appears-later");
+	path_of(text, sizeof(text), "text.txt");
+	path_of(a, sizeof(a), "a");
+	c = pp_symcache_new(8);
+	REQUIRE(c != NULL);
+
+	/* A missing file: one failure, then answered from the cache. */
+	CHECK(pp_symcache_get_file(c, missing, NULL) == NULL);
+	CHECK_EQ_U64(errno, ENOENT);
+	CHECK(pp_symcache_get_file(c, missing, NULL) == NULL);
+	CHECK_EQ_U64(errno, ENOENT);
+	CHECK_EQ_U64(stats(c).open_failures, 1);
+	CHECK_EQ_U64(stats(c).negative_hits, 1);
+
+	/* A file that is not ELF: same, with its own errno. */
+	CHECK(pp_symcache_get_file(c, text, NULL) == NULL);
+	CHECK_EQ_U64(errno, ENOEXEC);
+	CHECK(pp_symcache_get_file(c, text, NULL) == NULL);
+	CHECK_EQ_U64(errno, ENOEXEC);
+	CHECK_EQ_U64(stats(c).open_failures, 2);
+	CHECK_EQ_U64(stats(c).negative_hits, 2);
+
+	/* Once the interval passes, the file is tried again. */
+	pp_symcache_set_negative_ttl_ms(c, 20);
+	CHECK(pp_symcache_get_file(c, "/nonexistent/pp-other", NULL) == NULL);
+	CHECK_EQ_U64(stats(c).open_failures, 3);
+	CHECK(pp_symcache_get_file(c, "/nonexistent/pp-other", NULL) == NULL);
+	CHECK_EQ_U64(stats(c).open_failures, 3);
+	sleep_ms(40);
+	CHECK(pp_symcache_get_file(c, "/nonexistent/pp-other", NULL) == NULL);
+	CHECK_EQ_U64(stats(c).open_failures, 4);
+
+	/* A file that shows up is used at once (its identity is new). */
+	REQUIRE(sh("cp '%s' '%s'", a, missing) == 0);
+	CHECK(pp_symcache_get_file(c, missing, NULL) != NULL);
+
+	/* With remembering off, every call tries again. */
+	pp_symcache_set_negative_ttl_ms(c, 0);
+	CHECK(pp_symcache_get_file(c, "/nonexistent/pp-third", NULL) == NULL);
+	CHECK(pp_symcache_get_file(c, "/nonexistent/pp-third", NULL) == NULL);
+	CHECK_EQ_U64(stats(c).open_failures, 6);
+	CHECK(pp_symcache_get_file(c, NULL, NULL) == NULL);
+	CHECK_EQ_U64(errno, EINVAL);
+	pp_symcache_free(c);
+}
+
+TEST(many_files_stay_bounded)
+{
+	char a[PATH_MAX], b[PATH_MAX], cc[PATH_MAX];
+	const char *paths[3] = {a, b, cc};
+	struct pp_symcache *c;
+
+	NEED_FIXTURE();
+	path_of(a, sizeof(a), "a");
+	path_of(b, sizeof(b), "b");
+	path_of(cc, sizeof(cc), "c");
+	/* One slot: every switch of file evicts, and tables are freed (ASan would see leaks). */
+	c = pp_symcache_new(1);
+	REQUIRE(c != NULL);
+	for (int i = 0; i < 30; i++) {
+		const struct pp_elf_symbols *s = pp_symcache_get_file(c, paths[i % 3], NULL);
+
+		CHECK(s != NULL);
+		CHECK(pp_symcache_size(c) == 1);
+	}
+	CHECK_EQ_U64(stats(c).evictions, 29);
+	CHECK_EQ_U64(stats(c).opens, 30);
+	pp_symcache_free(c);
+}
+
+TEST_LIST = {
+    {"same_file_by_inode", same_file_by_inode},
+    {"copies_share_a_table_by_build_id", copies_share_a_table_by_build_id},
+    {"build_id_mismatch_is_estale", build_id_mismatch_is_estale},
+    {"lru_eviction", lru_eviction},
+    {"failures_are_remembered", failures_are_remembered},
+    {"many_files_stay_bounded", many_files_stay_bounded},
+};
+TEST_MAIN()
