@@ -34,11 +34,13 @@ int pp_parse_seconds(const char *s, uint64_t *out_ns)
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (*end || errno)
+	if (*end)
 		return -EINVAL;
+	if (errno)
+		return -ERANGE;
 	if (!(v > 0) || v > 365.0 * 24 * 3600)
 		return -ERANGE;
-	*out_ns = (uint64_t)(v * 1e9);
+	*out_ns = (uint64_t)(v * 1e9 + 0.5);
 	return *out_ns ? 0 : -ERANGE;
 }
 

@@ -28,11 +28,12 @@ enum pp_decoded_kind {
 
 struct pp_decoded {
 	enum pp_decoded_kind kind;
+	const unsigned char *stack_bytes; /* borrowed from the input buffer */
+	/* Last: pp_sample ends in a flexible array (the frames stay in the input buffer). */
 	union {
 		struct pp_sample sample; /* fixed part; frames via pp_decoded_frame() */
 		struct pp_task_event task;
 	};
-	const unsigned char *stack_bytes; /* borrowed from the input buffer */
 };
 
 /*

@@ -284,6 +284,9 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	char process_name[PP_PROC_COMM_LEN + 2];
 	int ret;
 
+	/* Records built by hand (not by pp_record_decode) must respect the shim's bounds too. */
+	if (nk > PP_MAX_STACK_DEPTH || nu > PP_MAX_STACK_DEPTH)
+		return -EINVAL;
 	if (rec->tgid) {
 		proc = pp_proc_cache_get(s->procs, rec->tgid);
 		if (!proc)
@@ -294,8 +297,11 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	for (uint32_t i = 0; i < nk; i++) {
 		uint64_t addr = pp_decoded_frame(d, i);
 
-		if (i == 0 && in_kernel && s->opts.precise_ip)
+		if (i == 0 && in_kernel && s->opts.precise_ip && rec->ip)
 			addr = rec->ip;
+		/* Return addresses point after the call: name the call instruction's function. */
+		if (i > 0 && addr)
+			addr -= 1;
 		locs[n] = kernel_location(s, addr);
 		if (locs[n])
 			n++;
@@ -317,9 +323,8 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		uint64_t addr = pp_decoded_frame(d, nk + i);
 		int leaf = i == 0 && !in_kernel;
 
-		if (leaf && s->opts.precise_ip)
+		if (leaf && s->opts.precise_ip && rec->ip)
 			addr = rec->ip;
-		/* Return addresses point after the call: look up the call instruction itself. */
 		if (!leaf && addr)
 			addr -= 1;
 		locs[n] = user_location(s, proc, addr);

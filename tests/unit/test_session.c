@@ -1,0 +1,846 @@
+/*
+ * Tests of the sample pipeline (session.c): synthetic shim records whose user frames are real
+ * addresses of functions in this very binary, so the real /proc/self/maps, the real ELF symbol
+ * table and build id of the test executable are what gets used; kernel frames resolve through
+ * a small fixture kallsyms. Assertions go through the profile's read API.
+ */
+#define _GNU_SOURCE /* gettid, dl_iterate_phdr */
+#include <errno.h>
+#include <link.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "kallsyms.h"
+#include "session.h"
+
+/*
+ * Functions whose addresses the records carry. noipa keeps GCC from cloning (foo.isra.0),
+ * folding identical bodies or inferring anything across the call, so the names in .symtab are
+ * exactly these and the call in sess_caller_outer stays a real call.
+ */
+#if defined(__clang__)
+#define SESS_FN __attribute__((noinline, used, optnone))
+#else
+#define SESS_FN __attribute__((noinline, noipa, used))
+#endif
+
+static volatile uint64_t sink;
+static volatile uintptr_t captured_ret;
+
+SESS_FN static uint64_t sess_leaf_alpha(uint64_t x)
+{
+	for (int i = 0; i < 7; i++)
+		sink += x * 3 + (uint64_t)i;
+	return sink;
+}
+
+SESS_FN static uint64_t sess_leaf_beta(uint64_t x)
+{
+	for (int i = 0; i < 11; i++)
+		sink ^= x * 5 + (uint64_t)i;
+	return sink;
+}
+
+SESS_FN static uint64_t sess_mid_gamma(uint64_t x)
+{
+	for (int i = 0; i < 13; i++)
+		sink -= x * 7 + (uint64_t)i;
+	return sink;
+}
+
+SESS_FN static uint64_t sess_root_delta(uint64_t x)
+{
+	for (int i = 0; i < 17; i++)
+		sink += x * 11 ^ (uint64_t)i;
+	return sink;
+}
+
+SESS_FN static void sess_capture_ret(void)
+{
+	captured_ret = (uintptr_t)__builtin_return_address(0);
+	sink += 1;
+}
+
+/* Work after the call keeps it from being a tail call: the return address is inside. */
+SESS_FN static uint64_t sess_caller_outer(uint64_t x)
+{
+	sink += x;
+	sess_capture_ret();
+	sink *= 3;
+	return sink + x;
+}
+
+#define FN_ADDR(f) ((uint64_t)(uintptr_t) & (f))
+
+/* Fixture kernel: three text symbols after _stext. */
+#define K_STEXT 0xffffffff81000000ull
+#define K_ALPHA 0xffffffff81001000ull
+#define K_BETA 0xffffffff81002000ull
+#define K_GAMMA 0xffffffff81003000ull
+static const char fixture_kallsyms[] = "ffffffff81000000 T _stext\n"
+				       "ffffffff81001000 T sess_kfunc_alpha\n"
+				       "ffffffff81002000 t sess_kfunc_beta\n"
+				       "ffffffff81003000 T sess_kfunc_gamma\n";
+
+#define NO_SUCH_PID 0x3ffffff0u
+#define TIME_NS 5000000000ull
+#define MONO_TO_WALL 1700000000000000000ll
+
+/* A decoded sample and the stack tail it points into. Not to be copied once built. */
+struct rec {
+	unsigned char stack[2 * PP_MAX_STACK_DEPTH * sizeof(uint64_t)];
+	struct pp_decoded d; /* last: its sample ends in a flexible array */
+};
+
+static void put_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/*
+ * A sample of tgid/tid with kernel frames then user frames, leaf first. It counts as taken in
+ * the kernel when it has kernel frames; ip is the leaf-most frame.
+ */
+static void make_sample(struct rec *r, uint32_t tgid, uint32_t tid, uint64_t period,
+			const uint64_t *kf, uint16_t nk, const uint64_t *uf, uint16_t nu)
+{
+	memset(r, 0, sizeof(*r));
+	r->d.kind = PP_DECODED_SAMPLE;
+	r->d.sample.hdr.type = PP_REC_SAMPLE;
+	r->d.sample.hdr.version = PP_RECORD_ABI_VERSION;
+	r->d.sample.hdr.size =
+	    (uint32_t)(sizeof(struct pp_sample) + ((size_t)nk + nu) * sizeof(uint64_t));
+	r->d.sample.tgid = tgid;
+	r->d.sample.tid = tid;
+	r->d.sample.time_ns = TIME_NS;
+	r->d.sample.period = period;
+	r->d.sample.cpu = 1;
+	r->d.sample.nr_kstack = nk;
+	r->d.sample.nr_ustack = nu;
+	r->d.sample.flags = nk ? PP_SF_KERNEL_IP : 0;
+	r->d.sample.ip = nk ? kf[0] : nu ? uf[0] : 0;
+	snprintf(r->d.sample.comm, sizeof(r->d.sample.comm), "sess-worker");
+	for (uint16_t i = 0; i < nk; i++)
+		put_le64(r->stack + (size_t)i * 8, kf[i]);
+	for (uint16_t i = 0; i < nu; i++)
+		put_le64(r->stack + ((size_t)nk + i) * 8, uf[i]);
+	r->d.stack_bytes = r->stack;
+}
+
+static struct pp_profile *new_profile(void)
+{
+	struct pp_profile_desc desc = {
+	    .event = "cpu-clock",
+	    .value_type = "cpu",
+	    .value_unit = "nanoseconds",
+	    .period = 1000000,
+	};
+
+	return pp_profile_new(&desc);
+}
+
+static uint32_t own_pid(void)
+{
+	return (uint32_t)getpid();
+}
+
+static uint32_t own_tid(void)
+{
+	return (uint32_t)gettid();
+}
+
+static const char *loc_name(const struct pp_profile *p, uint32_t id)
+{
+	const struct pp_location_info *l = pp_profile_get_location(p, id);
+
+	return l ? l->function : NULL;
+}
+
+/* The aggregated sample of tid, or NULL. */
+static const struct pp_sample_info *sample_of_tid(const struct pp_profile *p, uint32_t tid)
+{
+	for (size_t i = 0; i < pp_profile_sample_count(p); i++) {
+		const struct pp_sample_info *si = pp_profile_get_sample(p, i);
+
+		if (si->tid == tid)
+			return si;
+	}
+	return NULL;
+}
+
+static int bias_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(uint64_t *)data = (uint64_t)info->dlpi_addr;
+	return 1; /* the first object is the executable */
+}
+
+/* Runtime address minus this is the ELF virtual address in the test executable. */
+static uint64_t load_bias(void)
+{
+	uint64_t bias = 0;
+
+	dl_iterate_phdr(bias_cb, &bias);
+	return bias;
+}
+
+static int exe_path(char *out, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", out, len - 1);
+
+	if (n <= 0)
+		return -1;
+	out[n] = '\0';
+	return 0;
+}
+
+struct sess_fixture {
+	struct pp_profile *prof;
+	struct pp_session *s;
+	struct pp_kallsyms *ks;
+};
+
+static int fixture_init(struct sess_fixture *f, struct pp_session_opts *opts, int with_kallsyms)
+{
+	memset(f, 0, sizeof(*f));
+	if (with_kallsyms) {
+		f->ks = pp_kallsyms_parse(fixture_kallsyms, strlen(fixture_kallsyms));
+		if (!f->ks)
+			return -1;
+		opts->kallsyms = f->ks;
+	}
+	opts->mono_to_wall_ns = MONO_TO_WALL;
+	f->prof = new_profile();
+	if (!f->prof)
+		return -1;
+	f->s = pp_session_new(opts, f->prof);
+	return f->s ? 0 : -1;
+}
+
+static void fixture_fini(struct sess_fixture *f)
+{
+	pp_session_free(f->s);
+	pp_profile_free(f->prof);
+	pp_kallsyms_free(f->ks);
+}
+
+TEST(user_stack_resolves_leaf_first)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct rec r;
+	uint64_t bias = load_bias();
+	uint64_t uf[3] = {FN_ADDR(sess_leaf_alpha) + 4, FN_ADDR(sess_mid_gamma) + 8,
+			  FN_ADDR(sess_root_delta) + 8};
+	char exe[PATH_MAX];
+	const char *base;
+
+	REQUIRE(exe_path(exe, sizeof(exe)) == 0);
+	base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 3);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	REQUIRE(pp_profile_sample_count(f.prof) == 1);
+	const struct pp_sample_info *si = pp_profile_get_sample(f.prof, 0);
+	REQUIRE(si->nlocations == 3);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_leaf_alpha");
+	CHECK_STR(loc_name(f.prof, si->locations[1]), "sess_mid_gamma");
+	CHECK_STR(loc_name(f.prof, si->locations[2]), "sess_root_delta");
+	/* Locations hold ELF virtual addresses; callers the call instruction's (ret - 1). */
+	CHECK_EQ_U64(pp_profile_get_location(f.prof, si->locations[0])->address, uf[0] - bias);
+	CHECK_EQ_U64(pp_profile_get_location(f.prof, si->locations[1])->address, uf[1] - 1 - bias);
+	CHECK_EQ_U64(pp_profile_get_location(f.prof, si->locations[2])->address, uf[2] - 1 - bias);
+	for (uint32_t i = 0; i < 3; i++) {
+		CHECK(pp_profile_get_location(f.prof, si->locations[i])->kind == PP_FRAME_NATIVE);
+		CHECK(pp_profile_get_location(f.prof, si->locations[i])->mapping_id != 0);
+	}
+	CHECK_EQ_U64(si->pid, own_pid());
+	CHECK_EQ_U64(si->tid, own_tid());
+	CHECK_EQ_U64(si->count, 1);
+	CHECK_EQ_U64(si->value, 1000);
+	CHECK_EQ_U64(si->first_time_unix_ns, TIME_NS + (uint64_t)MONO_TO_WALL);
+	CHECK_STR(si->thread_name, "sess-worker");
+	CHECK_STR(si->process_name, base);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.samples, 1);
+	CHECK_EQ_U64(st.frames, 3);
+	CHECK_EQ_U64(st.frames_unmapped, 0);
+	CHECK_EQ_U64(st.frames_no_symbol, 0);
+	CHECK_EQ_U64(st.frames_no_file, 0);
+	CHECK_EQ_U64(st.samples_no_process, 0);
+	fixture_fini(&f);
+}
+
+TEST(return_address_resolves_to_caller)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct rec r;
+
+	captured_ret = 0;
+	sess_caller_outer(5);
+	REQUIRE(captured_ret > FN_ADDR(sess_caller_outer));
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+
+	/* A real return address taken by __builtin_return_address inside the callee. */
+	uint64_t uf[2] = {FN_ADDR(sess_capture_ret) + 4, (uint64_t)captured_ret};
+	make_sample(&r, own_pid(), 1, 1, NULL, 0, uf, 2);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+
+	/*
+	 * A caller frame exactly at a function's start is the return address of a call that
+	 * ended the function before it: it must not be attributed to the one that starts there.
+	 * As a leaf the same address is that function.
+	 */
+	uint64_t uf2[2] = {FN_ADDR(sess_leaf_beta), FN_ADDR(sess_leaf_beta)};
+	make_sample(&r, own_pid(), 2, 1, NULL, 0, uf2, 2);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+
+	const struct pp_sample_info *a = sample_of_tid(f.prof, 1);
+	const struct pp_sample_info *b = sample_of_tid(f.prof, 2);
+	REQUIRE(a && b);
+	REQUIRE(a->nlocations == 2 && b->nlocations == 2);
+	CHECK_STR(loc_name(f.prof, a->locations[0]), "sess_capture_ret");
+	CHECK_STR(loc_name(f.prof, a->locations[1]), "sess_caller_outer");
+	CHECK_STR(loc_name(f.prof, b->locations[0]), "sess_leaf_beta");
+	REQUIRE(loc_name(f.prof, b->locations[1]) != NULL);
+	CHECK(strcmp(loc_name(f.prof, b->locations[1]), "sess_leaf_beta") != 0);
+	fixture_fini(&f);
+}
+
+TEST(identical_stacks_aggregate_tids_stay_apart)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct rec r;
+	uint64_t uf[3] = {FN_ADDR(sess_leaf_beta) + 4, FN_ADDR(sess_mid_gamma) + 8,
+			  FN_ADDR(sess_root_delta) + 8};
+
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	make_sample(&r, own_pid(), 100, 1000, NULL, 0, uf, 3);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.frames_cached, 0);
+
+	make_sample(&r, own_pid(), 100, 2500, NULL, 0, uf, 3);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	pp_session_get_stats(f.s, &st);
+	/* The second sample's frames all come from the frame cache. */
+	CHECK_EQ_U64(st.frames, 6);
+	CHECK_EQ_U64(st.frames_cached, 3);
+	REQUIRE(pp_profile_sample_count(f.prof) == 1);
+	const struct pp_sample_info *si = pp_profile_get_sample(f.prof, 0);
+	CHECK_EQ_U64(si->count, 2);
+	CHECK_EQ_U64(si->value, 3500);
+	CHECK_EQ_U64(pp_profile_location_count(f.prof), 3);
+
+	make_sample(&r, own_pid(), 101, 700, NULL, 0, uf, 3);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	CHECK_EQ_U64(pp_profile_sample_count(f.prof), 2);
+	const struct pp_sample_info *a = sample_of_tid(f.prof, 100);
+	const struct pp_sample_info *b = sample_of_tid(f.prof, 101);
+	REQUIRE(a && b);
+	CHECK_EQ_U64(a->count, 2);
+	CHECK_EQ_U64(a->value, 3500);
+	CHECK_EQ_U64(b->count, 1);
+	CHECK_EQ_U64(b->value, 700);
+	/* Same stack, same location ids. */
+	REQUIRE(b->nlocations == 3);
+	for (uint32_t i = 0; i < 3; i++)
+		CHECK_EQ_U64(a->locations[i], b->locations[i]);
+	CHECK_EQ_U64(pp_profile_total_count(f.prof), 3);
+	CHECK_EQ_U64(pp_profile_total_value(f.prof), 4200);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.samples, 3);
+	fixture_fini(&f);
+}
+
+/* The build id readelf reports for path: 1 found, 0 none, -1 readelf could not run. */
+static int readelf_build_id(const char *path, char *out, size_t len)
+{
+	char cmd[PATH_MAX + 64], line[512];
+	int found = 0, status;
+	FILE *fp;
+
+	if (strchr(path, '\''))
+		return -1;
+	snprintf(cmd, sizeof(cmd), "readelf -n '%s' 2>/dev/null", path);
+	fp = popen(cmd, "r");
+	if (!fp)
+		return -1;
+	while (fgets(line, sizeof(line), fp)) {
+		const char *p = strstr(line, "Build ID:");
+
+		if (!p || found)
+			continue;
+		p += strlen("Build ID:");
+		while (*p == ' ')
+			p++;
+		snprintf(out, len, "%s", p);
+		out[strcspn(out, " \r\n")] = '\0';
+		found = 1;
+	}
+	status = pclose(fp);
+	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -1;
+	return found;
+}
+
+TEST(mapping_is_the_test_binary_with_its_build_id)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct rec r;
+	uint64_t uf[1] = {FN_ADDR(sess_leaf_alpha) + 4};
+	char exe[PATH_MAX], want[256] = "";
+	int have;
+
+	REQUIRE(exe_path(exe, sizeof(exe)) == 0);
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	make_sample(&r, own_pid(), own_tid(), 1, NULL, 0, uf, 1);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	REQUIRE(pp_profile_sample_count(f.prof) == 1);
+	const struct pp_sample_info *si = pp_profile_get_sample(f.prof, 0);
+	REQUIRE(si->nlocations == 1);
+	const struct pp_location_info *loc = pp_profile_get_location(f.prof, si->locations[0]);
+	REQUIRE(loc && loc->mapping_id);
+	const struct pp_mapping_info *m = pp_profile_get_mapping(f.prof, loc->mapping_id);
+	REQUIRE(m);
+	CHECK_STR(m->filename, exe);
+	CHECK(m->start <= uf[0] && uf[0] < m->limit);
+	CHECK_EQ_U64(pp_profile_mapping_count(f.prof), 1);
+
+	have = readelf_build_id(exe, want, sizeof(want));
+	if (have < 0) {
+		fixture_fini(&f);
+		SKIP("readelf -n could not run on the test binary; build id not cross-checked");
+	}
+	/* No note: the profile must say "" rather than invent one. */
+	CHECK_STR(m->build_id, have ? want : "");
+	if (have)
+		CHECK(strlen(m->build_id) >= 16);
+	fixture_fini(&f);
+}
+
+TEST(kernel_frames_resolve_through_kallsyms)
+{
+	struct pp_session_opts opts = {.kernel_build_id = "0123456789abcdef"};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct rec r;
+	uint64_t kf[2] = {K_ALPHA + 0x10, K_BETA + 0x20};
+	uint64_t uf[1] = {FN_ADDR(sess_leaf_alpha) + 4};
+
+	REQUIRE(fixture_init(&f, &opts, 1) == 0);
+	make_sample(&r, own_pid(), 10, 1, kf, 2, uf, 1);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	const struct pp_sample_info *si = sample_of_tid(f.prof, 10);
+	REQUIRE(si && si->nlocations == 3);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_kfunc_alpha");
+	CHECK_STR(loc_name(f.prof, si->locations[1]), "sess_kfunc_beta");
+	CHECK_STR(loc_name(f.prof, si->locations[2]), "sess_leaf_alpha");
+	const struct pp_location_info *k0 = pp_profile_get_location(f.prof, si->locations[0]);
+	const struct pp_location_info *k1 = pp_profile_get_location(f.prof, si->locations[1]);
+	const struct pp_location_info *u0 = pp_profile_get_location(f.prof, si->locations[2]);
+	CHECK(k0->kind == PP_FRAME_KERNEL);
+	CHECK(k1->kind == PP_FRAME_KERNEL);
+	CHECK(u0->kind == PP_FRAME_NATIVE);
+	CHECK_EQ_U64(k0->address, kf[0]);
+	REQUIRE(k0->mapping_id && k0->mapping_id == k1->mapping_id);
+	CHECK(u0->mapping_id != k0->mapping_id);
+	const struct pp_mapping_info *km = pp_profile_get_mapping(f.prof, k0->mapping_id);
+	REQUIRE(km);
+	CHECK_STR(km->filename, "[kernel.kallsyms]");
+	CHECK_STR(km->build_id, "0123456789abcdef");
+
+	/* The same stack again: kernel and user frames alike come from the frame cache. */
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.frames_cached, 3);
+	CHECK_EQ_U64(sample_of_tid(f.prof, 10)->count, 2);
+	CHECK_EQ_U64(pp_profile_location_count(f.prof), 3);
+
+	/* Below the first symbol: no name, a placeholder and a count. */
+	uint64_t kf2[1] = {K_STEXT - 0x100000};
+	make_sample(&r, own_pid(), 11, 1, kf2, 1, NULL, 0);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, 11);
+	REQUIRE(si && si->nlocations == 1);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "[kernel]");
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.frames_no_symbol, 1);
+
+	/* In the kernel without a kernel stack: the ip is the one frame. */
+	make_sample(&r, 0, 0, 1, NULL, 0, NULL, 0);
+	r.d.sample.flags = PP_SF_KERNEL_IP;
+	r.d.sample.ip = K_GAMMA + 0x40;
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, 0);
+	REQUIRE(si && si->nlocations == 1);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_kfunc_gamma");
+	CHECK_STR(si->process_name, "[idle]");
+	fixture_fini(&f);
+}
+
+TEST(kernel_frames_without_kallsyms_are_placeholders)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct rec r;
+	uint64_t kf[1] = {K_ALPHA + 0x10};
+
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	make_sample(&r, own_pid(), 12, 1, kf, 1, NULL, 0);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	const struct pp_sample_info *si = sample_of_tid(f.prof, 12);
+	REQUIRE(si && si->nlocations == 1);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "[kernel]");
+	CHECK(pp_profile_get_location(f.prof, si->locations[0])->kind == PP_FRAME_KERNEL);
+	const struct pp_mapping_info *km = pp_profile_get_mapping(
+	    f.prof, pp_profile_get_location(f.prof, si->locations[0])->mapping_id);
+	REQUIRE(km);
+	CHECK_STR(km->build_id, "");
+	fixture_fini(&f);
+}
+
+TEST(sample_of_vanished_process_is_kept)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct rec r;
+	uint64_t uf[2] = {FN_ADDR(sess_leaf_alpha) + 4, FN_ADDR(sess_mid_gamma) + 8};
+
+	if (kill((pid_t)NO_SUCH_PID, 0) == 0 || errno != ESRCH)
+		SKIP("pid 0x3ffffff0 exists on this machine");
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID, 300, NULL, 0, uf, 2);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	REQUIRE(pp_profile_sample_count(f.prof) == 1);
+	const struct pp_sample_info *si = pp_profile_get_sample(f.prof, 0);
+	REQUIRE(si->nlocations == 2);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "[unknown]");
+	CHECK_STR(loc_name(f.prof, si->locations[1]), "[unknown]");
+	CHECK_EQ_U64(si->pid, NO_SUCH_PID);
+	CHECK_EQ_U64(si->value, 300);
+	/* With no process to read, the thread's comm names it. */
+	CHECK_STR(si->process_name, "sess-worker");
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.samples_no_process, 1);
+	CHECK_EQ_U64(st.samples, 1);
+	fixture_fini(&f);
+}
+
+TEST(unmapped_address_is_unknown)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct rec r;
+	/* Page zero is never mapped (vm.mmap_min_addr). */
+	uint64_t uf[2] = {0x10, FN_ADDR(sess_root_delta) + 8};
+
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	make_sample(&r, own_pid(), own_tid(), 1, NULL, 0, uf, 2);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	REQUIRE(pp_profile_sample_count(f.prof) == 1);
+	const struct pp_sample_info *si = pp_profile_get_sample(f.prof, 0);
+	REQUIRE(si->nlocations == 2);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "[unknown]");
+	CHECK_STR(loc_name(f.prof, si->locations[1]), "sess_root_delta");
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.frames_unmapped, 1);
+	CHECK_EQ_U64(st.samples_no_process, 0);
+	fixture_fini(&f);
+}
+
+/* Feeds one sample to a fresh session and returns the leaf's name in buf. */
+static int leaf_name(int precise, struct rec *r, char *buf, size_t len)
+{
+	struct pp_session_opts opts = {.precise_ip = precise};
+	struct sess_fixture f;
+	int ret = -1;
+
+	if (fixture_init(&f, &opts, 1) == 0 && pp_session_handle_decoded(f.s, &r->d) == 0 &&
+	    pp_profile_sample_count(f.prof) == 1) {
+		const struct pp_sample_info *si = pp_profile_get_sample(f.prof, 0);
+
+		if (si->nlocations >= 2) {
+			snprintf(buf, len, "%s", loc_name(f.prof, si->locations[0]));
+			ret = (int)si->nlocations;
+		}
+	}
+	fixture_fini(&f);
+	return ret;
+}
+
+TEST(precise_ip_replaces_the_leaf)
+{
+	struct rec r;
+	char name[128];
+	uint64_t uf[2] = {FN_ADDR(sess_leaf_alpha) + 4, FN_ADDR(sess_mid_gamma) + 8};
+	uint64_t kf[2] = {K_ALPHA + 8, K_BETA + 8};
+
+	/* User leaf: the PMI ip says alpha, the precise ip says beta. */
+	make_sample(&r, own_pid(), own_tid(), 1, NULL, 0, uf, 2);
+	r.d.sample.ip = FN_ADDR(sess_leaf_beta) + 4;
+	CHECK(leaf_name(0, &r, name, sizeof(name)) == 2);
+	CHECK_STR(name, "sess_leaf_alpha");
+	CHECK(leaf_name(1, &r, name, sizeof(name)) == 2);
+	CHECK_STR(name, "sess_leaf_beta");
+
+	/* Kernel leaf likewise; the user frames after it are callers, not replaced. */
+	make_sample(&r, own_pid(), own_tid(), 1, kf, 2, uf, 2);
+	r.d.sample.ip = K_GAMMA + 8;
+	CHECK(leaf_name(0, &r, name, sizeof(name)) == 4);
+	CHECK_STR(name, "sess_kfunc_alpha");
+	CHECK(leaf_name(1, &r, name, sizeof(name)) == 4);
+	CHECK_STR(name, "sess_kfunc_gamma");
+}
+
+static void encode_task(unsigned char *buf, uint32_t tgid, uint32_t kind)
+{
+	struct pp_task_event t;
+
+	memset(&t, 0, sizeof(t));
+	t.hdr.type = PP_REC_TASK;
+	t.hdr.version = PP_RECORD_ABI_VERSION;
+	t.hdr.size = sizeof(t);
+	t.tgid = tgid;
+	t.kind = kind;
+	t.time_ns = TIME_NS;
+	memcpy(buf, &t, sizeof(t));
+}
+
+TEST(task_records_are_counted)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct pp_decoded d;
+	struct rec r;
+	unsigned char raw[sizeof(struct pp_task_event)];
+	uint64_t uf[1] = {FN_ADDR(sess_leaf_beta) + 4};
+
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	/* Cache the process, then say it exec'ed: the reload must still resolve our frames. */
+	make_sample(&r, own_pid(), 20, 1, NULL, 0, uf, 1);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+
+	memset(&d, 0, sizeof(d));
+	d.kind = PP_DECODED_TASK;
+	d.task.hdr.type = PP_REC_TASK;
+	d.task.hdr.version = PP_RECORD_ABI_VERSION;
+	d.task.hdr.size = sizeof(d.task);
+	d.task.tgid = own_pid();
+	d.task.kind = PP_TASK_EXEC;
+	CHECK(pp_session_handle_decoded(f.s, &d) == 0);
+	d.task.tgid = NO_SUCH_PID;
+	d.task.kind = PP_TASK_EXIT;
+	CHECK(pp_session_handle_decoded(f.s, &d) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.task_events, 2);
+
+	encode_task(raw, NO_SUCH_PID, PP_TASK_EXIT);
+	CHECK(pp_session_handle_record(f.s, raw, sizeof(raw)) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.task_events, 3);
+	CHECK_EQ_U64(st.decode.tasks, 1);
+
+	make_sample(&r, own_pid(), 21, 1, NULL, 0, uf, 1);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	const struct pp_sample_info *si = sample_of_tid(f.prof, 21);
+	REQUIRE(si && si->nlocations == 1);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_leaf_beta");
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.samples, 2);
+	fixture_fini(&f);
+}
+
+/* A raw sample record as the shim writes it; returns its size. */
+static size_t encode_sample(unsigned char *buf, uint32_t tgid, uint32_t tid, const uint64_t *uf,
+			    uint16_t nu)
+{
+	struct pp_sample s;
+
+	memset(&s, 0, sizeof(s));
+	s.hdr.type = PP_REC_SAMPLE;
+	s.hdr.version = PP_RECORD_ABI_VERSION;
+	s.hdr.size = (uint32_t)(sizeof(s) + nu * sizeof(uint64_t));
+	s.tgid = tgid;
+	s.tid = tid;
+	s.ip = uf[0];
+	s.period = 42;
+	s.nr_ustack = nu;
+	memcpy(s.comm, "raw-record-comm!", 16); /* not terminated: the decoder must end it */
+	memcpy(buf, &s, sizeof(s));
+	for (uint16_t i = 0; i < nu; i++)
+		put_le64(buf + sizeof(s) + (size_t)i * 8, uf[i]);
+	return s.hdr.size;
+}
+
+TEST(garbage_records_are_rejected_and_counted)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	unsigned char buf[PP_SAMPLE_MAX_SIZE];
+	struct pp_rec_hdr h;
+	uint64_t uf[2] = {FN_ADDR(sess_leaf_alpha) + 4, FN_ADDR(sess_root_delta) + 8};
+	size_t len;
+
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	CHECK(pp_session_handle_record(f.s, "abc", 3) < 0);
+	memset(buf, 0xa5, 64);
+	CHECK(pp_session_handle_record(f.s, buf, 64) < 0);
+	h = (struct pp_rec_hdr){.type = 99, .version = PP_RECORD_ABI_VERSION, .size = 16};
+	memcpy(buf, &h, sizeof(h));
+	CHECK(pp_session_handle_record(f.s, buf, 16) == -EOPNOTSUPP);
+	len = encode_sample(buf, own_pid(), own_tid(), uf, 2);
+	buf[2] = PP_RECORD_ABI_VERSION + 1; /* hdr.version, low byte */
+	CHECK(pp_session_handle_record(f.s, buf, len) < 0);
+	len = encode_sample(buf, own_pid(), own_tid(), uf, 2);
+	CHECK(pp_session_handle_record(f.s, buf, len - 8) < 0); /* cut short of its size */
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.decode.too_short, 1);
+	CHECK_EQ_U64(st.decode.bad_size, 2);
+	CHECK_EQ_U64(st.decode.bad_type, 1);
+	CHECK_EQ_U64(st.decode.bad_version, 1);
+	CHECK_EQ_U64(st.samples, 0);
+	CHECK_EQ_U64(pp_profile_sample_count(f.prof), 0);
+
+	/* The raw path end to end. */
+	CHECK(pp_session_handle_record(f.s, buf, len) == 0);
+	REQUIRE(pp_profile_sample_count(f.prof) == 1);
+	const struct pp_sample_info *si = pp_profile_get_sample(f.prof, 0);
+	REQUIRE(si->nlocations == 2);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_leaf_alpha");
+	CHECK_STR(loc_name(f.prof, si->locations[1]), "sess_root_delta");
+	CHECK_STR(si->thread_name, "raw-record-comm");
+	CHECK_EQ_U64(si->value, 42);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.decode.samples, 1);
+	CHECK_EQ_U64(st.samples, 1);
+	fixture_fini(&f);
+}
+
+#define CACHE_SAMPLES 64
+
+TEST(small_frame_cache_resets_and_names_stay_right)
+{
+	struct pp_session_opts opts = {.max_cached_frames = 16};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct rec r;
+	static const char *const names[4] = {"sess_leaf_alpha", "sess_leaf_beta", "sess_mid_gamma",
+					     "sess_root_delta"};
+	const uint64_t fns[4] = {FN_ADDR(sess_leaf_alpha), FN_ADDR(sess_leaf_beta),
+				 FN_ADDR(sess_mid_gamma), FN_ADDR(sess_root_delta)};
+
+	REQUIRE(fixture_init(&f, &opts, 1) == 0);
+	/* 64 distinct kernel addresses, all in sess_kfunc_alpha, over 4 user callers. */
+	for (uint32_t i = 0; i < CACHE_SAMPLES; i++) {
+		uint64_t kf[1] = {K_ALPHA + i};
+		uint64_t uf[1] = {fns[i % 4] + 4};
+
+		make_sample(&r, own_pid(), 1000 + i, 1, kf, 1, uf, 1);
+		CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	}
+	pp_session_get_stats(f.s, &st);
+	CHECK(st.frame_cache_resets > 0);
+	CHECK_EQ_U64(st.frames, 2 * CACHE_SAMPLES);
+	CHECK_EQ_U64(pp_profile_sample_count(f.prof), CACHE_SAMPLES);
+	for (uint32_t i = 0; i < CACHE_SAMPLES; i++) {
+		const struct pp_sample_info *si = sample_of_tid(f.prof, 1000 + i);
+
+		REQUIRE(si && si->nlocations == 2);
+		CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_kfunc_alpha");
+		CHECK_EQ_U64(pp_profile_get_location(f.prof, si->locations[0])->address,
+			     K_ALPHA + i);
+		CHECK_STR(loc_name(f.prof, si->locations[1]), names[i % 4]);
+	}
+	/* Evicted frames come back as the same interned locations, not duplicates. */
+	CHECK_EQ_U64(pp_profile_location_count(f.prof), CACHE_SAMPLES + 4);
+	{
+		uint64_t kf[1] = {K_ALPHA};
+		uint64_t uf[1] = {fns[0] + 4};
+
+		make_sample(&r, own_pid(), 1000, 1, kf, 1, uf, 1);
+		CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	}
+	CHECK_EQ_U64(pp_profile_location_count(f.prof), CACHE_SAMPLES + 4);
+	CHECK_EQ_U64(pp_profile_sample_count(f.prof), CACHE_SAMPLES);
+	CHECK_EQ_U64(sample_of_tid(f.prof, 1000)->count, 2);
+	fixture_fini(&f);
+}
+
+TEST(new_profile_drops_cached_ids)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct pp_profile *p2;
+	struct rec r;
+	uint64_t kf[1] = {K_BETA + 4};
+	uint64_t uf[2] = {FN_ADDR(sess_leaf_beta) + 4, FN_ADDR(sess_root_delta) + 8};
+
+	REQUIRE(fixture_init(&f, &opts, 1) == 0);
+	/* Fill the first profile with other locations so stale ids would point elsewhere. */
+	for (uint32_t i = 0; i < 8; i++) {
+		uint64_t other[1] = {K_GAMMA + i};
+
+		make_sample(&r, own_pid(), 1, 1, other, 1, NULL, 0);
+		CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	}
+	make_sample(&r, own_pid(), 2, 1, kf, 1, uf, 2);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+
+	p2 = new_profile();
+	REQUIRE(p2);
+	pp_session_set_profile(f.s, p2);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	REQUIRE(pp_profile_sample_count(p2) == 1);
+	const struct pp_sample_info *si = pp_profile_get_sample(p2, 0);
+	REQUIRE(si->nlocations == 3);
+	CHECK_STR(loc_name(p2, si->locations[0]), "sess_kfunc_beta");
+	CHECK_STR(loc_name(p2, si->locations[1]), "sess_leaf_beta");
+	CHECK_STR(loc_name(p2, si->locations[2]), "sess_root_delta");
+	CHECK_EQ_U64(pp_profile_location_count(p2), 3);
+	/* The kernel mapping is interned again in the new profile. */
+	const struct pp_location_info *k = pp_profile_get_location(p2, si->locations[0]);
+	REQUIRE(k && pp_profile_get_mapping(p2, k->mapping_id));
+	CHECK_STR(pp_profile_get_mapping(p2, k->mapping_id)->filename, "[kernel.kallsyms]");
+	pp_session_free(f.s);
+	f.s = NULL; /* fixture_fini frees NULL: a no-op */
+	pp_profile_free(p2);
+	fixture_fini(&f);
+}
+
+TEST_LIST = {
+    {"user_stack_resolves_leaf_first", user_stack_resolves_leaf_first},
+    {"return_address_resolves_to_caller", return_address_resolves_to_caller},
+    {"identical_stacks_aggregate_tids_stay_apart", identical_stacks_aggregate_tids_stay_apart},
+    {"mapping_is_the_test_binary_with_its_build_id", mapping_is_the_test_binary_with_its_build_id},
+    {"kernel_frames_resolve_through_kallsyms", kernel_frames_resolve_through_kallsyms},
+    {"kernel_frames_without_kallsyms_are_placeholders",
+     kernel_frames_without_kallsyms_are_placeholders},
+    {"sample_of_vanished_process_is_kept", sample_of_vanished_process_is_kept},
+    {"unmapped_address_is_unknown", unmapped_address_is_unknown},
+    {"precise_ip_replaces_the_leaf", precise_ip_replaces_the_leaf},
+    {"task_records_are_counted", task_records_are_counted},
+    {"garbage_records_are_rejected_and_counted", garbage_records_are_rejected_and_counted},
+    {"small_frame_cache_resets_and_names_stay_right",
+     small_frame_cache_resets_and_names_stay_right},
+    {"new_profile_drops_cached_ids", new_profile_drops_cached_ids},
+};
+
+TEST_MAIN()
