@@ -316,6 +316,30 @@ static int release_child(struct child *ch)
 	return 0;
 }
 
+/* Whether argv0 names something execvp can run, so a typo fails before anything is loaded. */
+static int command_runnable(const char *argv0)
+{
+	const char *path = getenv("PATH");
+	char candidate[4096];
+
+	if (strchr(argv0, '/'))
+		return access(argv0, X_OK) ? -errno : 0;
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t len = strcspn(path, ":");
+
+		snprintf(candidate, sizeof(candidate), "%.*s/%s", (int)len, len ? path : ".",
+			 argv0);
+		if (access(candidate, X_OK) == 0)
+			return 0;
+		path += len;
+		if (*path == ':')
+			path++;
+	}
+	return -ENOENT;
+}
+
 static int collect_cb(void *ctx, const void *data, size_t len)
 {
 	pp_session_handle_record(ctx, data, len);
@@ -438,6 +462,17 @@ int pp_cmd_record(int argc, char **argv)
 			"pebsprof record: no process with pid %lld; check the pid with ps\n",
 			(long long)a.pid);
 		return PP_EXIT_USAGE;
+	}
+
+	if (a.command) {
+		ret = command_runnable(a.command[0]);
+		if (ret) {
+			fprintf(
+			    stderr,
+			    "pebsprof record: cannot run %s: %s; check the command name and PATH\n",
+			    a.command[0], strerror(-ret));
+			return PP_EXIT_USAGE;
+		}
 	}
 
 	sys_opts.probe_bpf = 1;

@@ -1,0 +1,435 @@
+/*
+ * The probe report (see probe.h). It states facts and the reasons behind the auto choice;
+ * the same fields appear in the text and JSON forms so scripts and people read one truth.
+ */
+#include "probe.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const mem_events[] = {"mem-loads", "mem-stores", "mem-loads-aux"};
+#define NR_MEM_EVENTS (sizeof(mem_events) / sizeof(mem_events[0]))
+
+void pp_probe_json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", out);
+			break;
+		case '\\':
+			fputs("\\\\", out);
+			break;
+		case '\n':
+			fputs("\\n", out);
+			break;
+		case '\r':
+			fputs("\\r", out);
+			break;
+		case '\t':
+			fputs("\\t", out);
+			break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				fprintf(out, "\\u%04x", *p);
+			else
+				fputc(*p, out);
+		}
+	}
+	fputc('"', out);
+}
+
+char *pp_probe_cpulist_str(const int *cpus, size_t nr, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	if (!len)
+		return buf;
+	buf[0] = '\0';
+	for (size_t i = 0; i < nr;) {
+		size_t j = i;
+		int n;
+
+		while (j + 1 < nr && cpus[j + 1] == cpus[j] + 1)
+			j++;
+		if (j == i)
+			n = snprintf(buf + off, len - off, "%s%d", off ? "," : "", cpus[i]);
+		else
+			n = snprintf(buf + off, len - off, "%s%d-%d", off ? "," : "", cpus[i],
+				     cpus[j]);
+		if (n < 0 || (size_t)n >= len - off) {
+			buf[off] = '\0';
+			break;
+		}
+		off += (size_t)n;
+		i = j + 1;
+	}
+	return buf;
+}
+
+static int has_hw_pmu(const struct pp_sys *sys)
+{
+	const struct pp_pmu *core[8];
+
+	return pp_pmu_core_pmus(sys->pmus, core, 8) > 0 || pp_pmu_find(sys->pmus, "ibs_op");
+}
+
+/* Who may load and attach the shim (notes §5.1): CAP_BPF + CAP_PERFMON, or CAP_SYS_ADMIN;
+ * paranoid 3 (Debian) needs CAP_SYS_ADMIN for any perf event. */
+static const char *privilege_verdict(const struct pp_sys *sys)
+{
+	int admin = pp_sys_has_cap(sys, PP_CAP_SYS_ADMIN);
+	int bpf = pp_sys_has_cap(sys, PP_CAP_BPF) || admin;
+	int perfmon = pp_sys_has_cap(sys, PP_CAP_PERFMON) || admin;
+
+	if (!sys->cap_eff_known)
+		return "unknown (CapEff unreadable)";
+	if (sys->perf_event_paranoid >= 3 && !admin)
+		return "insufficient: perf_event_paranoid=3 requires CAP_SYS_ADMIN";
+	if (!bpf || !perfmon)
+		return "insufficient: loading perf_event BPF programs needs CAP_BPF and "
+		       "CAP_PERFMON (or CAP_SYS_ADMIN)";
+	return "sufficient";
+}
+
+static void sysctl_text(FILE *out, const char *name, int64_t v)
+{
+	if (v == PP_SYSCTL_UNKNOWN)
+		fprintf(out, "  %-28s unknown\n", name);
+	else
+		fprintf(out, "  %-28s %lld\n", name, (long long)v);
+}
+
+static void sysctl_json(FILE *out, const char *name, int64_t v, int last)
+{
+	fprintf(out, "\"%s\":", name);
+	if (v == PP_SYSCTL_UNKNOWN)
+		fputs("null", out);
+	else
+		fprintf(out, "%lld", (long long)v);
+	if (!last)
+		fputc(',', out);
+}
+
+static void feat_json(FILE *out, const char *name, int feat, int last)
+{
+	fprintf(out, "\"%s\":%s%s", name,
+		feat == PP_FEAT_YES  ? "true"
+		: feat == PP_FEAT_NO ? "false"
+				     : "null",
+		last ? "" : ",");
+}
+
+static int run_auto(const struct pp_sys *sys, pp_perf_open_fn open_fn, void *open_ctx,
+		    struct pp_event_set **set, char *err, size_t errlen)
+{
+	struct pp_event_request req = {
+	    .spec = "auto",
+	    .stack_depth = 127,
+	    .want_kstack = 1,
+	    .want_ustack = 1,
+	    .pid = -1,
+	    .dry_run = 1,
+	};
+
+	return pp_events_open(&req, sys, open_fn, open_ctx, set, err, errlen);
+}
+
+static void report_text(const struct pp_sys *sys, const struct pp_event_set *set, int auto_err,
+			const char *err, FILE *out)
+{
+	const struct pp_pmu_set *pmus = sys->pmus;
+	char buf[2048];
+
+	fprintf(out, "kernel\n");
+	fprintf(out, "  %-28s %s\n", "release", sys->kernel_release);
+	fprintf(out, "  %-28s %s\n", "BTF (vmlinux)", pp_feat_str(sys->btf_vmlinux));
+	fprintf(out, "  %-28s %s\n", "bpf_cast_to_kern_ctx",
+		pp_feat_str(sys->has_cast_to_kern_ctx));
+	fprintf(out, "  %-28s %s\n", "BPF ring buffer", pp_feat_str(sys->has_ringbuf));
+	fprintf(out, "  %-28s %s\n", "perf_event BPF programs",
+		pp_feat_str(sys->has_perf_event_prog));
+	fprintf(out, "  %-28s %s\n", "bpf_get_attach_cookie", pp_feat_str(sys->has_attach_cookie));
+	fprintf(out, "sysctl\n");
+	sysctl_text(out, "perf_event_paranoid", sys->perf_event_paranoid);
+	sysctl_text(out, "perf_event_max_sample_rate", sys->max_sample_rate);
+	sysctl_text(out, "perf_event_max_stack", sys->max_stack);
+	sysctl_text(out, "kptr_restrict", sys->kptr_restrict);
+	fprintf(out, "privileges\n");
+	fprintf(out, "  %-28s %s\n", "root", sys->is_root ? "yes" : "no");
+	fprintf(out, "  %-28s %s\n", "capabilities", pp_sys_caps_str(sys, buf, sizeof(buf)));
+	fprintf(out, "  %-28s %s\n", "for BPF perf sampling", privilege_verdict(sys));
+	fprintf(out, "cpus\n  %-28s %s (%zu)\n", "online",
+		pp_probe_cpulist_str(pmus->online, pmus->nr_online, buf, sizeof(buf)),
+		pmus->nr_online);
+	fprintf(out, "pmus (%s/bus/event_source/devices)\n", sys->sysfs_root);
+	for (size_t i = 0; i < pmus->nr_pmus; i++) {
+		const struct pp_pmu *p = &pmus->pmus[i];
+
+		fprintf(out, "  %s: type %u, %s", p->name, p->type, pp_pmu_kind_str(p->kind));
+		if (p->nr_cpus)
+			fprintf(out, ", cpus %s",
+				pp_probe_cpulist_str(p->cpus, p->nr_cpus, buf, sizeof(buf)));
+		if (p->max_precise >= 0)
+			fprintf(out, ", max_precise %d", p->max_precise);
+		if (p->pmu_name[0])
+			fprintf(out, ", pmu_name %s", p->pmu_name);
+		fputc('\n', out);
+		if (p->kind == PP_PMU_INTEL_CORE || p->kind == PP_PMU_AMD_CORE)
+			for (size_t m = 0; m < NR_MEM_EVENTS; m++) {
+				const char *enc = pp_pmu_event(p, mem_events[m]);
+
+				fprintf(out, "    %-14s %s\n", mem_events[m],
+					enc ? enc : "(absent)");
+			}
+		if (p->kind == PP_PMU_AMD_IBS_OP || p->kind == PP_PMU_AMD_IBS_FETCH) {
+			fprintf(out, "    formats:");
+			for (size_t f = 0; f < p->nr_formats; f++)
+				fprintf(out, " %s", p->formats[f].name);
+			fprintf(out, "\n    caps:");
+			for (size_t f = 0; f < p->nr_caps; f++)
+				fprintf(out, " %s", p->caps[f].name);
+			fputc('\n', out);
+		}
+	}
+	if (!has_hw_pmu(sys))
+		fprintf(out,
+			"hardware PMU: none (no cpu, cpu_core, cpu_atom or ibs_op under "
+			"%s/bus/event_source/devices; a virtual machine?): no precise sampling "
+			"here, use -e cpu-clock\n",
+			sys->sysfs_root);
+	if (auto_err) {
+		fprintf(out, "auto would pick: nothing: %s\n", err);
+		return;
+	}
+	for (size_t i = 0; i < set->nr_events; i++) {
+		const struct pp_event_info *e = &set->events[i];
+
+		fprintf(out,
+			"auto would pick: %s on %s (type %u, config 0x%llx, precise_ip %d) "
+			"because %s\n",
+			e->name, e->pmu, e->type, (unsigned long long)e->config, e->precise_ip,
+			e->why);
+	}
+}
+
+static void json_cpus(FILE *out, const int *cpus, size_t nr)
+{
+	fputc('[', out);
+	for (size_t i = 0; i < nr; i++)
+		fprintf(out, "%s%d", i ? "," : "", cpus[i]);
+	fputc(']', out);
+}
+
+static void report_json(const struct pp_sys *sys, const struct pp_event_set *set, int auto_err,
+			const char *err, FILE *out)
+{
+	const struct pp_pmu_set *pmus = sys->pmus;
+	int first = 1;
+
+	fputs("{\"kernel\":{\"release\":", out);
+	pp_probe_json_string(out, sys->kernel_release);
+	fputc(',', out);
+	feat_json(out, "btf", sys->btf_vmlinux, 0);
+	feat_json(out, "cast_to_kern_ctx", sys->has_cast_to_kern_ctx, 0);
+	feat_json(out, "ringbuf", sys->has_ringbuf, 0);
+	feat_json(out, "perf_event_prog", sys->has_perf_event_prog, 0);
+	feat_json(out, "attach_cookie", sys->has_attach_cookie, 1);
+	fputs("},\"sysctl\":{", out);
+	sysctl_json(out, "perf_event_paranoid", sys->perf_event_paranoid, 0);
+	sysctl_json(out, "perf_event_max_sample_rate", sys->max_sample_rate, 0);
+	sysctl_json(out, "perf_event_max_stack", sys->max_stack, 0);
+	sysctl_json(out, "kptr_restrict", sys->kptr_restrict, 1);
+	fprintf(out,
+		"},\"privileges\":{\"root\":%s,\"capabilities\":", sys->is_root ? "true" : "false");
+	if (!sys->cap_eff_known) {
+		fputs("null", out);
+	} else {
+		fputc('[', out);
+		for (unsigned int b = 0; b < 64; b++) {
+			char name[32];
+
+			if (!((sys->cap_eff >> b) & 1))
+				continue;
+			snprintf(name, sizeof(name), "%s", pp_cap_name(b) ? pp_cap_name(b) : "");
+			if (!name[0])
+				snprintf(name, sizeof(name), "cap_%u", b);
+			if (!first)
+				fputc(',', out);
+			first = 0;
+			pp_probe_json_string(out, name);
+		}
+		fputc(']', out);
+	}
+	fputs(",\"verdict\":", out);
+	pp_probe_json_string(out, privilege_verdict(sys));
+	fputs("},\"online_cpus\":", out);
+	json_cpus(out, pmus->online, pmus->nr_online);
+	fputs(",\"pmus\":[", out);
+	for (size_t i = 0; i < pmus->nr_pmus; i++) {
+		const struct pp_pmu *p = &pmus->pmus[i];
+
+		fputs(i ? ",{\"name\":" : "{\"name\":", out);
+		pp_probe_json_string(out, p->name);
+		fprintf(out, ",\"type\":%u,\"kind\":", p->type);
+		pp_probe_json_string(out, pp_pmu_kind_str(p->kind));
+		fputs(",\"cpus\":", out);
+		if (p->nr_cpus)
+			json_cpus(out, p->cpus, p->nr_cpus);
+		else
+			fputs("null", out);
+		fputs(",\"max_precise\":", out);
+		if (p->max_precise >= 0)
+			fprintf(out, "%d", p->max_precise);
+		else
+			fputs("null", out);
+		fputs(",\"pmu_name\":", out);
+		if (p->pmu_name[0])
+			pp_probe_json_string(out, p->pmu_name);
+		else
+			fputs("null", out);
+		fputs(",\"memory_events\":{", out);
+		for (size_t m = 0; m < NR_MEM_EVENTS; m++) {
+			const char *enc = pp_pmu_event(p, mem_events[m]);
+
+			fprintf(out, "%s\"%s\":", m ? "," : "", mem_events[m]);
+			if (enc)
+				pp_probe_json_string(out, enc);
+			else
+				fputs("null", out);
+		}
+		fputs("},\"formats\":[", out);
+		for (size_t f = 0; f < p->nr_formats; f++) {
+			if (f)
+				fputc(',', out);
+			pp_probe_json_string(out, p->formats[f].name);
+		}
+		fputs("],\"caps\":{", out);
+		for (size_t f = 0; f < p->nr_caps; f++) {
+			if (f)
+				fputc(',', out);
+			pp_probe_json_string(out, p->caps[f].name);
+			fputc(':', out);
+			pp_probe_json_string(out, p->caps[f].value);
+		}
+		fputs("}}", out);
+	}
+	fprintf(out,
+		"],\"hardware_pmu\":%s,\"auto\":{\"error\":", has_hw_pmu(sys) ? "true" : "false");
+	if (auto_err)
+		pp_probe_json_string(out, err);
+	else
+		fputs("null", out);
+	fputs(",\"events\":[", out);
+	for (size_t i = 0; !auto_err && i < set->nr_events; i++) {
+		const struct pp_event_info *e = &set->events[i];
+
+		fputs(i ? ",{\"event\":" : "{\"event\":", out);
+		pp_probe_json_string(out, e->name);
+		fputs(",\"pmu\":", out);
+		pp_probe_json_string(out, e->pmu);
+		fprintf(out,
+			",\"type\":%u,\"config\":%llu,\"config1\":%llu,\"config2\":%llu,"
+			"\"precise_ip\":%d,\"memory\":%s,\"value_type\":",
+			e->type, (unsigned long long)e->config, (unsigned long long)e->config1,
+			(unsigned long long)e->config2, e->precise_ip, e->mem ? "true" : "false");
+		pp_probe_json_string(out, e->value_type);
+		fputs(",\"value_unit\":", out);
+		pp_probe_json_string(out, e->value_unit);
+		fputs(",\"why\":", out);
+		pp_probe_json_string(out, e->why);
+		fputc('}', out);
+	}
+	fputs("]}}\n", out);
+}
+
+int pp_probe_report(const struct pp_sys *sys, pp_perf_open_fn open_fn, void *open_ctx, int json,
+		    FILE *out)
+{
+	struct pp_event_set *set = NULL;
+	char err[1024] = "";
+	int r = run_auto(sys, open_fn, open_ctx, &set, err, sizeof(err));
+
+	if (json)
+		report_json(sys, set, r, err, out);
+	else
+		report_text(sys, set, r, err, out);
+	pp_event_set_free(set);
+	if (fflush(out) != 0 || ferror(out))
+		return -EIO;
+	return 0;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: pebsprof probe [--json] [--sysfs-root DIR] [--procfs-root DIR]\n"
+		"\n"
+		"Report what this machine can sample and why: kernel and BPF features, perf\n"
+		"sysctls, privileges, PMUs with max_precise and memory events, and the event\n"
+		"`auto` would pick (decided by opening and closing it on the first CPU).\n"
+		"\n"
+		"  --json              print JSON instead of text\n"
+		"  --sysfs-root DIR    read PMUs and BTF below DIR instead of /sys\n"
+		"  --procfs-root DIR   read sysctls and capabilities below DIR instead of /proc\n"
+		"  -h, --help          show this help\n"
+		"\n"
+		"Exit status: 0 report written, 1 runtime failure, 2 usage error.\n");
+}
+
+int pp_probe_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"sysfs-root", required_argument, NULL, 's'},
+	    {"procfs-root", required_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct pp_sys_opts so = {.probe_bpf = 1};
+	struct pp_sys *sys;
+	int json = 0, c, r;
+
+	optind = 0; /* glibc: full re-initialisation, so the subcommand can run more than once */
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 's':
+			so.sysfs_root = optarg;
+			break;
+		case 'p':
+			so.procfs_root = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "pebsprof probe: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	sys = pp_sys_new(&so);
+	if (!sys) {
+		fprintf(stderr, "pebsprof probe: cannot gather system facts: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	r = pp_probe_report(sys, NULL, NULL, json, stdout);
+	pp_sys_free(sys);
+	if (r) {
+		fprintf(stderr, "pebsprof probe: writing the report failed: %s\n", strerror(-r));
+		return 1;
+	}
+	return 0;
+}

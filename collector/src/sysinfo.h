@@ -1,0 +1,86 @@
+/*
+ * What the running kernel and process can do for a profiler: kernel release, BTF, the BPF
+ * features the shim depends on (ring buffer, perf_event programs, attach cookies,
+ * bpf_cast_to_kern_ctx), the perf sysctls, capabilities, and the PMUs (pmu.h). Every root
+ * (/sys, /proc) is configurable so tests can use recorded trees.
+ */
+#ifndef PP_COLLECTOR_SYSINFO_H
+#define PP_COLLECTOR_SYSINFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pmu.h"
+
+/* Tri-state feature answers. */
+#define PP_FEAT_UNKNOWN (-1)
+#define PP_FEAT_NO 0
+#define PP_FEAT_YES 1
+
+/* Sysctl values that could not be read. */
+#define PP_SYSCTL_UNKNOWN INT64_MIN
+
+#define PP_CAP_SYS_PTRACE 19
+#define PP_CAP_SYS_ADMIN 21
+#define PP_CAP_SYS_RESOURCE 24
+#define PP_CAP_PERFMON 38
+#define PP_CAP_BPF 39
+
+struct pp_sys_opts {
+	const char *sysfs_root;	    /* NULL = "/sys" */
+	const char *procfs_root;    /* NULL = "/proc" */
+	const char *kernel_release; /* NULL = uname(2) */
+	int probe_bpf;		    /* run the libbpf feature probes (loads tiny programs) */
+};
+
+struct pp_sys {
+	char sysfs_root[256];
+	char procfs_root[256];
+	char kernel_release[128];
+	int kernel_major, kernel_minor; /* 0 when the release does not parse */
+
+	int btf_vmlinux;	  /* <sysfs>/kernel/btf/vmlinux exists */
+	int has_cast_to_kern_ctx; /* kfunc bpf_cast_to_kern_ctx in vmlinux BTF */
+	int has_ringbuf;	  /* BPF_MAP_TYPE_RINGBUF (PP_FEAT_*; UNKNOWN without probe_bpf) */
+	int has_perf_event_prog;  /* BPF_PROG_TYPE_PERF_EVENT */
+	int has_attach_cookie;	  /* bpf_get_attach_cookie from perf_event programs */
+
+	int64_t perf_event_paranoid; /* PP_SYSCTL_UNKNOWN when unreadable */
+	int64_t max_sample_rate;     /* perf_event_max_sample_rate */
+	int64_t max_stack;	     /* perf_event_max_stack */
+	int64_t kptr_restrict;
+
+	uint64_t cap_eff; /* CapEff bits from <procfs>/self/status */
+	int cap_eff_known;
+	int is_root; /* effective uid 0 */
+
+	struct pp_pmu_set *pmus; /* owned; never NULL after pp_sys_new */
+};
+
+/*
+ * Gather everything. A missing PMU directory is not an error (an empty set is stored: the
+ * machine has no perf events); unreadable sysctls become PP_SYSCTL_UNKNOWN. Returns NULL
+ * and sets errno only on allocation failure. Free with pp_sys_free().
+ */
+struct pp_sys *pp_sys_new(const struct pp_sys_opts *opts);
+void pp_sys_free(struct pp_sys *sys);
+
+/* Parse the CapEff line out of a /proc/<pid>/status buffer. Returns 0 or -ENOENT/-EINVAL. */
+int pp_sys_parse_capeff(const char *buf, size_t len, uint64_t *cap_eff);
+
+/* Name of capability bit (e.g. "CAP_PERFMON"); NULL for unknown bits. */
+const char *pp_cap_name(unsigned int bit);
+
+/* Whether the process holds capability bit (0 when CapEff is unknown). */
+int pp_sys_has_cap(const struct pp_sys *sys, unsigned int bit);
+
+/*
+ * Write the names of the set capabilities, comma separated, into buf ("none" when empty,
+ * "unknown" when CapEff could not be read). Returns buf.
+ */
+char *pp_sys_caps_str(const struct pp_sys *sys, char *buf, size_t len);
+
+/* "yes" / "no" / "unknown" for a PP_FEAT_* value. */
+const char *pp_feat_str(int feat);
+
+#endif /* PP_COLLECTOR_SYSINFO_H */
