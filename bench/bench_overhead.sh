@@ -1,0 +1,194 @@
+#!/bin/bash
+# What sampling costs: pebsprof's in-kernel BPF time per sample, its user-space CPU per sample
+# against `perf record -g` on the same busy machine, and the peak memory of both.
+# See bench/README.md for what each figure means. Needs root.
+#
+# usage: bench/bench_overhead.sh [-b BUILD_DIR] [-d SECONDS] [-F HZ] [-k]
+#   -b  build directory holding collector/pebsprof and tests/pp_workload (default: build)
+#   -d  seconds per capture (default 20)
+#   -F  sampling frequency per CPU (default 10000)
+#   -k  keep the work directory (profiles, perf.data, logs)
+
+set -u
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$SRC/build
+SECS=20
+HZ=10000
+KEEP=0
+while getopts "b:d:F:kh" opt; do
+	case $opt in
+	b) BUILD=$(cd "$OPTARG" && pwd) ;;
+	d) SECS=$OPTARG ;;
+	F) HZ=$OPTARG ;;
+	k) KEEP=1 ;;
+	*)
+		sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+		exit 2
+		;;
+	esac
+done
+PEBSPROF=${PEBSPROF:-$BUILD/collector/pebsprof}
+WORKLOAD=$BUILD/tests/pp_workload
+PATH=$PATH:/usr/sbin:/sbin
+
+die() {
+	echo "bench_overhead: $*" >&2
+	exit 1
+}
+[ "$(id -u)" -eq 0 ] || die "needs root (BPF, perf events, sysctls); run under sudo"
+[ -x "$PEBSPROF" ] || die "no pebsprof at $PEBSPROF (build it, or pass -b BUILD_DIR)"
+[ -x "$WORKLOAD" ] || die "no workload at $WORKLOAD (build target pp_workload)"
+for tool in perf bpftool /usr/bin/time python3; do
+	command -v $tool >/dev/null || die "$tool is missing (apt-get install linux-perf bpftool time)"
+done
+case $SECS$HZ in *[!0-9]*) die "-d and -F want whole numbers" ;; esac
+
+W=$(mktemp -d /tmp/pp-bench.XXXXXX)
+NCPU=$(nproc)
+RATE_F=/proc/sys/kernel/perf_event_max_sample_rate
+PCT_F=/proc/sys/kernel/perf_cpu_time_max_percent
+STATS_F=/proc/sys/kernel/bpf_stats_enabled
+OLD_RATE=$(cat $RATE_F)
+OLD_PCT=$(cat $PCT_F)
+OLD_STATS=$(cat $STATS_F)
+LOAD_PIDS=
+
+restore() {
+	local p
+	for p in $LOAD_PIDS; do
+		kill "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	echo "$OLD_RATE" >$RATE_F
+	echo "$OLD_PCT" >$PCT_F
+	echo "$OLD_STATS" >$STATS_F
+	if [ $KEEP = 1 ]; then echo "work directory kept: $W"; else rm -rf "$W"; fi
+}
+trap restore EXIT
+trap 'exit 130' INT TERM
+
+# The kernel refuses frequencies above perf_event_max_sample_rate, and lowers that limit by
+# itself when sample handling exceeds perf_cpu_time_max_percent of CPU time ("perf:
+# interrupt took too long"). Raise it if needed; report any lowering after each run.
+SET_RATE=$OLD_RATE
+if [ "$OLD_RATE" -lt "$HZ" ]; then
+	SET_RATE=$((HZ * 2))
+	echo "$SET_RATE" >$RATE_F
+fi
+echo 1 >$STATS_F
+DMESG_MARK=$(dmesg 2>/dev/null | wc -l)
+
+check_rate() {
+	local now
+	now=$(cat $RATE_F)
+	if [ "$now" -lt "$SET_RATE" ]; then
+		echo "note: after $1 the kernel lowered perf_event_max_sample_rate $SET_RATE -> $now" \
+			"(perf_cpu_time_max_percent=$OLD_PCT); figures below are at the lowered rate"
+		echo "$SET_RATE" >$RATE_F
+		LOWERED="$LOWERED $1:$now"
+	fi
+}
+LOWERED=
+
+# Busy CPUs: one workload per CPU, running past both captures.
+for _ in $(seq "$NCPU"); do
+	"$WORKLOAD" $((SECS * 2 + 30)) &
+	LOAD_PIDS="$LOAD_PIDS $!"
+done
+sleep 1
+
+# --- pebsprof ----------------------------------------------------------------------------
+PP_CMD="$PEBSPROF record -e cpu-clock -a -F $HZ -d $SECS -o $W/pp.pb.gz"
+/usr/bin/time -f "%U %S %M" -o "$W/pp.time" $PP_CMD >"$W/pp.out" 2>"$W/pp.err" &
+TPID=$!
+# The BPF program's counters vanish when pebsprof unloads it: read them while it runs.
+: >"$W/bpf.last"
+for _ in $(seq $((SECS * 2 + 20))); do
+	kill -0 $TPID 2>/dev/null || break
+	bpftool prog show --json 2>/dev/null | python3 -c '
+import json, sys
+best = None
+for p in json.load(sys.stdin):
+    if p.get("name", "").startswith("on_sample") and p.get("run_cnt"):
+        if best is None or p["run_cnt"] > best["run_cnt"]:
+            best = p
+if best:
+    print(best["id"], best["run_time_ns"], best["run_cnt"])
+' >"$W/bpf.now" 2>/dev/null && [ -s "$W/bpf.now" ] && cp "$W/bpf.now" "$W/bpf.last"
+	sleep 0.5
+done
+wait $TPID
+PP_RC=$?
+check_rate pebsprof
+[ $PP_RC -eq 0 ] || {
+	cat "$W/pp.err" >&2
+	die "pebsprof exited $PP_RC"
+}
+
+# Samples pebsprof delivered: counted by Go's pprof in the written profile (independent of
+# what pebsprof says it did).
+export GOCACHE=$W/gocache HOME=${HOME:-$W}
+PP_SAMPLES=$(go tool pprof -symbolize=none -raw "$W/pp.pb.gz" 2>/dev/null |
+	awk '/^Samples:/{s=1; getline; next} /^Locations/{s=0} s && /^ *[0-9]+ +[0-9]+:/{n+=$1} END{print n+0}')
+
+# --- perf ----------------------------------------------------------------------------------
+PERF_CMD="perf record -e cpu-clock -a -g -F $HZ -o $W/perf.data -- sleep $SECS"
+/usr/bin/time -f "%U %S %M" -o "$W/perf.time" $PERF_CMD >"$W/perf.out" 2>"$W/perf.err"
+PERF_RC=$?
+check_rate perf
+[ $PERF_RC -eq 0 ] || {
+	cat "$W/perf.err" >&2
+	die "perf record exited $PERF_RC"
+}
+PERF_SAMPLES=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$W/perf.err" | tail -n1)
+[ -n "$PERF_SAMPLES" ] || PERF_SAMPLES=$(perf report -i "$W/perf.data" --stats 2>/dev/null |
+	awk '/SAMPLE events:/{print $3; exit}')
+
+# --- table -----------------------------------------------------------------------------------
+read -r BPF_ID BPF_NS BPF_CNT <"$W/bpf.last" 2>/dev/null
+read -r PP_U PP_S PP_RSS <"$W/pp.time"
+read -r PF_U PF_S PF_RSS <"$W/perf.time"
+python3 - "$NCPU" "$HZ" "$SECS" "${BPF_NS:-0}" "${BPF_CNT:-0}" "$PP_U" "$PP_S" "$PP_RSS" \
+	"${PP_SAMPLES:-0}" "$PF_U" "$PF_S" "$PF_RSS" "${PERF_SAMPLES:-0}" <<'EOF'
+import sys
+ncpu, hz, secs = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+bpf_ns, bpf_cnt = int(sys.argv[4]), int(sys.argv[5])
+pu, ps, prss, psamp = float(sys.argv[6]), float(sys.argv[7]), int(sys.argv[8]), int(sys.argv[9])
+fu, fs, frss, fsamp = float(sys.argv[10]), float(sys.argv[11]), int(sys.argv[12]), int(sys.argv[13])
+want = ncpu * hz * secs
+a = bpf_ns / bpf_cnt / 1000 if bpf_cnt else float("nan")
+b = (pu + ps) * 1e6 / psamp if psamp else float("nan")
+c = (fu + fs) * 1e6 / fsamp if fsamp else float("nan")
+d = b / c if c == c and c else float("nan")
+def verdict(ok, v=0.0):
+    return "n/a" if v != v else ("ok" if ok else "MISSED")
+print(f"\n{ncpu} CPUs busy, cpu-clock at {hz} Hz per CPU for {secs} s "
+      f"(ideal {want} samples per tool)\n")
+print(f"{'':44s} {'pebsprof':>12s} {'perf -g':>12s}  target")
+print(f"{'samples delivered':44s} {psamp:12d} {fsamp:12d}")
+print(f"{'  as % of ideal':44s} {100*psamp/want:11.1f}% {100*fsamp/want:11.1f}%")
+print(f"{'user + sys CPU (s)':44s} {pu+ps:12.2f} {fu+fs:12.2f}")
+print(f"{'(a) BPF program time per sample (us)':44s} {a:12.3f} {'-':>12s}  <= 2   {verdict(a <= 2, a)}"
+      f"   [{bpf_cnt} runs]")
+print(f"{'(b,c) user-space CPU per sample (us)':44s} {b:12.3f} {c:12.3f}")
+print(f"{'(d) ratio pebsprof / perf':44s} {d:12.3f} {'':12s}  <= 0.5 {verdict(d <= 0.5, d)}")
+print(f"{'(e) peak RSS (MiB)':44s} {prss/1024:12.1f} {frss/1024:12.1f}  <= 64  "
+      f"{verdict(prss / 1024 <= 64)}")
+EOF
+echo
+echo "commands:"
+echo "  load:     $NCPU x $WORKLOAD $((SECS * 2 + 30))"
+echo "  sysctl:   kernel.bpf_stats_enabled=1, kernel.perf_event_max_sample_rate=$SET_RATE" \
+	"(was $OLD_RATE), kernel.perf_cpu_time_max_percent=$OLD_PCT (restored on exit)"
+echo "  (a)       bpftool prog show --json   # run_time_ns / run_cnt of on_sample, read while loaded"
+echo "  (b,e)     /usr/bin/time -f '%U %S %M' $PP_CMD"
+echo "            go tool pprof -raw pp.pb.gz   # samples counted in the written profile"
+echo "  (c,e)     /usr/bin/time -f '%U %S %M' $PERF_CMD"
+if [ -n "$LOWERED" ]; then
+	echo "kernel lowered the sample rate during:$LOWERED"
+fi
+if dmesg 2>/dev/null | tail -n +"$((DMESG_MARK + 1))" | grep -q 'perf: interrupt took too long'; then
+	echo "dmesg: $(dmesg | tail -n +"$((DMESG_MARK + 1))" | grep 'perf: interrupt took too long' | tail -n1)"
+fi
+echo "pebsprof summary:"
+sed 's/^/  /' "$W/pp.out" | head -n 20

@@ -1,0 +1,150 @@
+# Shared shell helpers for the pebsprof integration tests (sourced, not run).
+#
+# A test sources this file, calls the pp_require_* guards (each exits 77 with the reason
+# when the machine cannot run the test), records findings with pp_ok / pp_fail, and ends
+# with pp_finish, which exits 1 if anything failed. Temporary files live under $PP_TMP,
+# removed on exit unless PP_KEEP_TMP=1 (then the path is printed for post-mortems).
+
+PP_FAILS=0
+PP_CHECKS=0
+PP_SOURCE_DIR=${PP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+PP_BUILD_DIR=${PP_BUILD_DIR:-$PP_SOURCE_DIR/build}
+PP_TEST_BIN_DIR=${PP_TEST_BIN_DIR:-$PP_BUILD_DIR/tests}
+PEBSPROF=${PEBSPROF:-$PP_BUILD_DIR/collector/pebsprof}
+PP_HELPER="$PP_SOURCE_DIR/tests/integration/pprof_shares.py"
+PP_WORKLOAD="$PP_TEST_BIN_DIR/pp_workload"
+# Debian's interpreter: the tests need only its standard library.
+PP_PYTHON=${PP_PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
+
+PP_TMP=$(mktemp -d /tmp/pp-it.XXXXXX)
+chmod 755 "$PP_TMP"
+pp_cleanup() {
+	local pid
+	for pid in ${PP_BG_PIDS:-}; do
+		kill -KILL "$pid" 2>/dev/null
+	done
+	if [ "${PP_KEEP_TMP:-0}" = 1 ]; then
+		echo "kept temporary files in $PP_TMP"
+	else
+		rm -rf "$PP_TMP"
+	fi
+}
+trap pp_cleanup EXIT
+
+pp_log() { echo "== $*"; }
+pp_ok() {
+	PP_CHECKS=$((PP_CHECKS + 1))
+	echo "ok: $*"
+}
+pp_fail() {
+	PP_CHECKS=$((PP_CHECKS + 1))
+	PP_FAILS=$((PP_FAILS + 1))
+	echo "FAIL: $*"
+}
+pp_skip() {
+	echo "skipped: $*"
+	exit 77
+}
+
+# pp_check DESCRIPTION CMD...: a check that passes when CMD exits 0; CMD's output is shown.
+pp_check() {
+	local what=$1
+	shift
+	if "$@"; then
+		pp_ok "$what"
+	else
+		pp_fail "$what"
+	fi
+}
+
+pp_finish() {
+	echo "$PP_CHECKS checks, $PP_FAILS failed"
+	[ "$PP_FAILS" -eq 0 ] || exit 1
+	exit 0
+}
+
+pp_require_root() {
+	[ "$(id -u)" -eq 0 ] || pp_skip "needs root (BPF and perf events); run under sudo"
+}
+
+pp_require_bpf() {
+	[ -r /sys/kernel/btf/vmlinux ] || pp_skip "kernel has no BTF (/sys/kernel/btf/vmlinux)"
+	if command -v bpftool >/dev/null || [ -x /usr/sbin/bpftool ]; then
+		PATH=$PATH:/usr/sbin bpftool prog list >/dev/null 2>&1 ||
+			pp_skip "the bpf() system call is unavailable here (bpftool prog list failed)"
+	fi
+}
+
+# perf_event_open for a software event: without it nothing can sample.
+pp_require_perf_events() {
+	[ -e /proc/sys/kernel/perf_event_paranoid ] ||
+		pp_skip "kernel built without perf events (/proc/sys/kernel/perf_event_paranoid missing)"
+	if command -v perf >/dev/null; then
+		perf stat -e cpu-clock -x, -- true >/dev/null 2>&1 ||
+			pp_skip "perf_event_open(cpu-clock) fails here (perf stat -e cpu-clock true)"
+	fi
+}
+
+pp_require_pebsprof() {
+	[ -x "$PEBSPROF" ] || {
+		echo "FAIL: pebsprof binary not found at '$PEBSPROF' (set PEBSPROF or build it)"
+		exit 1
+	}
+	[ -x "$PP_WORKLOAD" ] || {
+		echo "FAIL: workload not found at '$PP_WORKLOAD' (build target pp_workload)"
+		exit 1
+	}
+}
+
+pp_require_go_pprof() {
+	command -v go >/dev/null || pp_skip "go tool pprof unavailable (apt-get install golang-go)"
+	export GOCACHE=${GOCACHE:-$PP_TMP/gocache} HOME=${HOME:-$PP_TMP}
+	# pprof would try to reach a symbol server for unsymbolized addresses: never here.
+	export PPROF_BINARY_PATH=/nonexistent PPROF_TMPDIR=$PP_TMP
+}
+
+# pp_pprof_raw FILE.pb.gz OUT: decode with Go's pprof; nonzero if it cannot.
+pp_pprof_raw() {
+	go tool pprof -symbolize=none -raw "$1" >"$2" 2>"$2.err"
+}
+
+# pp_run OUTPREFIX CMD...: run CMD with stdout/stderr to OUTPREFIX.{out,err}; sets PP_RC.
+pp_run() {
+	local pfx=$1
+	shift
+	"$@" >"$pfx.out" 2>"$pfx.err"
+	PP_RC=$?
+}
+
+# pp_wait_pid PID SECONDS: wait for a background child; sets PP_RC, or 124 after SECONDS
+# (the child is then killed).
+pp_wait_pid() {
+	local pid=$1 limit=$(($2 * 10)) i=0
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt $limit ]; do
+		# a child that has exited but is not yet reaped still answers kill -0
+		[ -r "/proc/$pid/stat" ] && [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] &&
+			break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ $i -ge $limit ]; then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		PP_RC=124
+		return
+	fi
+	wait "$pid"
+	PP_RC=$?
+}
+
+# pp_py ARGS...: the profile helper (pprof_shares.py), output indented.
+pp_py() {
+	"$PP_PYTHON" "$PP_HELPER" "$@" 2>&1 | sed 's/^/    /'
+	return "${PIPESTATUS[0]}"
+}
+
+# pp_show FILE [N]: show the first N lines of a file, indented, to explain a failure.
+pp_show() {
+	[ -s "$1" ] && head -n "${2:-10}" "$1" | sed 's/^/    | /'
+	return 0
+}
