@@ -512,8 +512,14 @@ const struct pp_proc *pp_proc_cache_get(struct pp_proc_cache *c, uint32_t pid)
 		errno = EINVAL;
 		return NULL;
 	}
-	now = now_ns(c);
 	n = lookup(c, pid);
+	/* The common case, a live cached process, needs no clock read (this runs per sample). */
+	if (n && !(n->proc.flags & (PP_PROC_F_STALE | PP_PROC_F_EXITED))) {
+		c->st.hits++;
+		touch(c, n);
+		return &n->proc;
+	}
+	now = now_ns(c);
 	if (n)
 		return get_cached(c, n, now);
 	if (neg_hit(c, pid, now)) {

@@ -14,7 +14,7 @@
 
 #define DEFAULT_MAX_PROCESSES 4096
 #define DEFAULT_MAX_SYMBOL_FILES 512
-#define DEFAULT_MAX_CACHED_FRAMES (1u << 18)
+#define DEFAULT_MAX_CACHED_FRAMES (1u << 16)
 #define MAX_FRAMES (2 * PP_MAX_STACK_DEPTH + 1)
 
 /* (pid, process generation, address) -> location id of the current profile. */
@@ -331,9 +331,6 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		if (locs[n])
 			n++;
 		s->stats.frames++;
-		/* With proc cache reloads, proc may be stale: fetch it again (cheap hit). */
-		if (rec->tgid && proc)
-			proc = pp_proc_cache_get(s->procs, rec->tgid);
 	}
 
 	if (proc && proc->exe && proc->exe[0])

@@ -17,7 +17,7 @@ struct pp_session_opts {
 	const char *proc_root;	  /* NULL: "/proc" */
 	size_t max_processes;	  /* process cache bound; 0: 4096 */
 	size_t max_symbol_files;  /* symbol cache bound; 0: 512 */
-	size_t max_cached_frames; /* (pid, address) -> location cache bound; 0: 1 << 18 */
+	size_t max_cached_frames; /* (pid, address) -> location cache bound; 0: 1 << 16 */
 	/* CLOCK_REALTIME - CLOCK_MONOTONIC, to turn record times into wall-clock times. */
 	int64_t mono_to_wall_ns;
 	/* The events are precise: the record's ip replaces the first callchain entry (PMI ip). */

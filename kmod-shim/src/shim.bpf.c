@@ -175,9 +175,15 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (shim_config.read_mem_fields)
 		read_mem_fields(ctx, rec);
 
-	/* With PERF_SAMPLE_CALLCHAIN requested these come from data->callchain (PMI registers). */
-	nk = take_stack(ctx, rec->stack, shim_config.kstack_depth, 0, rec, PP_SF_KSTACK_TRUNC,
-			PP_SF_KSTACK_ERR, PP_CNT_KSTACK_TRUNC, PP_CNT_KSTACK_ERR);
+	/*
+	 * With PERF_SAMPLE_CALLCHAIN requested these come from data->callchain (PMI registers).
+	 * A sample taken in user mode has no kernel frames: skip the helper call.
+	 */
+	nk = 0;
+	if (rec->flags & PP_SF_KERNEL_IP)
+		nk = take_stack(ctx, rec->stack, shim_config.kstack_depth, 0, rec,
+				PP_SF_KSTACK_TRUNC, PP_SF_KSTACK_ERR, PP_CNT_KSTACK_TRUNC,
+				PP_CNT_KSTACK_ERR);
 	if (nk > PP_MAX_STACK_DEPTH)
 		nk = PP_MAX_STACK_DEPTH;
 	nu = take_stack(ctx, rec->stack + nk, shim_config.ustack_depth, BPF_F_USER_STACK, rec,
