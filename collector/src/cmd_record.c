@@ -667,6 +667,8 @@ int pp_cmd_record(int argc, char **argv)
 	pp_shim_detach_all(shim);
 	while (pp_shim_poll(shim, 0, collect_cb, session) > 0)
 		;
+	if (pp_session_flush(session))
+		pp_warn("some samples could not be added to the profile: out of memory");
 	pp_profile_set_window(profile, pp_profile_get_desc(profile)->start_unix_ns,
 			      clock_ns(CLOCK_MONOTONIC) - start_mono);
 	pp_shim_read_counters(shim, counters);

@@ -25,8 +25,28 @@ struct frame_slot {
 	uint32_t location; /* 0: empty slot */
 };
 
+/*
+ * A raw stack seen before: its symbolized form and the samples aggregated onto it since the
+ * last flush. Keyed by everything that decides the symbolized sample.
+ */
+struct raw_stack {
+	uint64_t hash;
+	uint64_t generation; /* the process's, so an exec never reuses old names */
+	uint64_t count, value, first_time;
+	uint32_t tgid, tid;
+	uint16_t flags, nframes; /* PP_SF_KERNEL_IP; raw frames below */
+	uint16_t nk, nlocs;
+	char comm[16];
+	char process_name[PP_PROC_COMM_LEN + 2];
+	uint64_t ip;
+	uint64_t *frames;
+	uint32_t *locs;
+};
+
 struct pp_session {
 	struct pp_session_opts opts;
+	struct raw_stack *raw; /* open addressing, raw_cap slots (power of two) */
+	size_t raw_cap, raw_used;
 	char *proc_root;
 	struct pp_profile *profile;
 	struct pp_proc_cache *procs;
@@ -85,6 +105,105 @@ static void frame_cache_put(struct pp_session *s, struct frame_slot *slot, uint3
 	s->frames_used++;
 }
 
+static void raw_clear(struct pp_session *s)
+{
+	for (size_t i = 0; i < s->raw_cap; i++) {
+		free(s->raw[i].frames);
+		free(s->raw[i].locs);
+	}
+	if (s->raw)
+		memset(s->raw, 0, s->raw_cap * sizeof(*s->raw));
+	s->raw_used = 0;
+}
+
+static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation)
+{
+	const struct pp_sample *rec = &d->sample;
+	uint32_t n = (uint32_t)rec->nr_kstack + rec->nr_ustack;
+	uint64_t h = mix64(((uint64_t)rec->tgid << 32 | rec->tid) ^ generation);
+	uint64_t comm[2];
+
+	memcpy(comm, rec->comm, sizeof(comm));
+	h = mix64(h ^ comm[0]) ^ mix64(comm[1] + rec->flags);
+	h = mix64(h ^ rec->ip ^ ((uint64_t)rec->nr_kstack << 48));
+	for (uint32_t i = 0; i < n; i++)
+		h = mix64(h ^ pp_decoded_frame(d, i));
+	return h | 1; /* 0 marks an empty slot */
+}
+
+static int raw_matches(const struct raw_stack *e, const struct pp_decoded *d, uint64_t hash,
+		       uint64_t generation)
+{
+	const struct pp_sample *rec = &d->sample;
+
+	if (e->hash != hash || e->tgid != rec->tgid || e->tid != rec->tid ||
+	    e->generation != generation || e->ip != rec->ip ||
+	    e->flags != (rec->flags & PP_SF_KERNEL_IP) || e->nk != rec->nr_kstack ||
+	    e->nframes != rec->nr_kstack + rec->nr_ustack ||
+	    memcmp(e->comm, rec->comm, sizeof(e->comm)))
+		return 0;
+	for (uint32_t i = 0; i < e->nframes; i++)
+		if (e->frames[i] != pp_decoded_frame(d, i))
+			return 0;
+	return 1;
+}
+
+static struct raw_stack *raw_slot(struct pp_session *s, const struct pp_decoded *d, uint64_t hash,
+				  uint64_t generation)
+{
+	size_t mask = s->raw_cap - 1;
+
+	for (size_t i = hash & mask;; i = (i + 1) & mask) {
+		struct raw_stack *e = &s->raw[i];
+
+		if (!e->hash || raw_matches(e, d, hash, generation))
+			return e;
+	}
+}
+
+static int raw_add_to_profile(struct pp_session *s, const struct raw_stack *e)
+{
+	struct pp_sample_info si = {
+	    .locations = e->locs,
+	    .nlocations = e->nlocs,
+	    .pid = e->tgid,
+	    .tid = e->tid,
+	    .thread_name = e->comm,
+	    .process_name = e->process_name,
+	    .count = e->count,
+	    .value = e->value,
+	    .first_time_unix_ns = e->first_time,
+	};
+	int ret;
+
+	if (!e->count)
+		return 0;
+	ret = pp_profile_add_sample(s->profile, &si);
+	if (ret)
+		s->stats.add_errors += e->count;
+	return ret;
+}
+
+int pp_session_flush(struct pp_session *s)
+{
+	int first_err = 0;
+
+	if (!s->raw_used)
+		return 0;
+	for (size_t i = 0; i < s->raw_cap; i++) {
+		int ret;
+
+		if (!s->raw[i].hash)
+			continue;
+		ret = raw_add_to_profile(s, &s->raw[i]);
+		if (ret && !first_err)
+			first_err = ret;
+	}
+	raw_clear(s);
+	s->stats.raw_stack_flushes++;
+	return first_err;
+}
+
 struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_profile *profile)
 {
 	struct pp_proc_cache_opts popts = {0};
@@ -110,6 +229,20 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (opts->raw_stack_entries) {
+		size_t rc = 16;
+
+		/* At most half full, so probes stay short. */
+		while (rc < opts->raw_stack_entries * 2)
+			rc <<= 1;
+		s->raw = calloc(rc, sizeof(*s->raw));
+		if (!s->raw) {
+			pp_session_free(s);
+			errno = ENOMEM;
+			return NULL;
+		}
+		s->raw_cap = rc;
+	}
 	s->profile = profile;
 	return s;
 }
@@ -118,6 +251,8 @@ void pp_session_free(struct pp_session *s)
 {
 	if (!s)
 		return;
+	raw_clear(s);
+	free(s->raw);
 	pp_proc_cache_free(s->procs);
 	pp_symcache_free(s->syms);
 	free(s->frames);
@@ -127,6 +262,7 @@ void pp_session_free(struct pp_session *s)
 
 void pp_session_set_profile(struct pp_session *s, struct pp_profile *profile)
 {
+	pp_session_flush(s);
 	s->profile = profile;
 	s->kernel_mapping = 0;
 	frame_cache_reset(s);
@@ -273,6 +409,48 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	return id;
 }
 
+/* Keeps a newly symbolized raw stack; flushes the table first when it is full. */
+static int raw_store(struct pp_session *s, struct raw_stack *e, const struct pp_decoded *d,
+		     uint64_t hash, uint64_t generation, const struct pp_sample_info *si)
+{
+	const struct pp_sample *rec = &d->sample;
+	uint32_t n = (uint32_t)rec->nr_kstack + rec->nr_ustack;
+
+	if (s->raw_used + 1 > s->raw_cap / 2) {
+		pp_session_flush(s);
+		e = raw_slot(s, d, hash, generation);
+	}
+	e->frames = malloc((n ? n : 1) * sizeof(*e->frames));
+	e->locs = malloc((si->nlocations ? si->nlocations : 1) * sizeof(*e->locs));
+	if (!e->frames || !e->locs) {
+		free(e->frames);
+		free(e->locs);
+		e->frames = NULL;
+		e->locs = NULL;
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		e->frames[i] = pp_decoded_frame(d, i);
+	memcpy(e->locs, si->locations, si->nlocations * sizeof(*e->locs));
+	e->hash = hash;
+	e->generation = generation;
+	e->count = si->count;
+	e->value = si->value;
+	e->first_time = si->first_time_unix_ns;
+	e->tgid = rec->tgid;
+	e->tid = rec->tid;
+	e->flags = rec->flags & PP_SF_KERNEL_IP;
+	e->nframes = (uint16_t)n;
+	e->nk = rec->nr_kstack;
+	e->nlocs = (uint16_t)si->nlocations;
+	e->ip = rec->ip;
+	memcpy(e->comm, rec->comm, sizeof(e->comm));
+	e->comm[sizeof(e->comm) - 1] = '\0';
+	snprintf(e->process_name, sizeof(e->process_name), "%s", si->process_name);
+	s->raw_used++;
+	return 0;
+}
+
 static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 {
 	const struct pp_sample *rec = &d->sample;
@@ -280,6 +458,8 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	uint32_t nk = rec->nr_kstack, nu = rec->nr_ustack;
 	int in_kernel = !!(rec->flags & PP_SF_KERNEL_IP);
 	const struct pp_proc *proc = NULL;
+	struct raw_stack *raw = NULL;
+	uint64_t hash = 0;
 	struct pp_sample_info si = {0};
 	char process_name[PP_PROC_COMM_LEN + 2];
 	int ret;
@@ -291,6 +471,19 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		proc = pp_proc_cache_get(s->procs, rec->tgid);
 		if (!proc)
 			s->stats.samples_no_process++;
+	}
+	if (s->raw) {
+		uint64_t gen = proc ? proc->generation : 0;
+
+		hash = raw_hash(d, gen);
+		raw = raw_slot(s, d, hash, gen);
+		if (raw->hash) {
+			raw->count++;
+			raw->value += rec->period;
+			s->stats.raw_stack_hits++;
+			s->stats.samples++;
+			return 0;
+		}
 	}
 
 	/* Kernel frames, leaf first. The precise ip replaces the PMI ip at the leaf. */
@@ -350,6 +543,14 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	si.count = 1;
 	si.value = rec->period;
 	si.first_time_unix_ns = (uint64_t)((int64_t)rec->time_ns + s->opts.mono_to_wall_ns);
+	if (raw) {
+		ret = raw_store(s, raw, d, hash, proc ? proc->generation : 0, &si);
+		if (ret == 0) {
+			s->stats.samples++;
+			return 0;
+		}
+		/* Out of memory for the table: add this sample directly. */
+	}
 	ret = pp_profile_add_sample(s->profile, &si);
 	if (ret) {
 		s->stats.add_errors++;

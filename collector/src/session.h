@@ -26,6 +26,13 @@ struct pp_session_opts {
 	const struct pp_kallsyms *kallsyms;
 	/* Kernel build id (hex) for the kernel mapping, or NULL. */
 	const char *kernel_build_id;
+	/*
+	 * 0: every sample is symbolized and added to the profile at once. N > 0: samples are
+	 * first aggregated by their raw stack (addresses, pid, tid, comm) in a table of at most
+	 * N stacks; a stack is symbolized once, on first sight, and repeats cost one hash
+	 * lookup. The table reaches the profile on pp_session_flush() or when it is full.
+	 */
+	size_t raw_stack_entries;
 };
 
 struct pp_session_stats {
@@ -40,6 +47,8 @@ struct pp_session_stats {
 	uint64_t frame_cache_resets; /* the frame cache was full and started over */
 	uint64_t task_events;	     /* exec/exit records seen */
 	uint64_t add_errors;	     /* samples the profile refused (memory) */
+	uint64_t raw_stack_hits;     /* samples aggregated onto an already seen raw stack */
+	uint64_t raw_stack_flushes;  /* times the raw-stack table was emptied into the profile */
 };
 
 struct pp_session;
@@ -48,7 +57,16 @@ struct pp_session;
 struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_profile *profile);
 void pp_session_free(struct pp_session *s);
 
-/* Points the session at a new profile (a new window); caches that hold ids are reset. */
+/*
+ * Adds the samples held in the raw-stack table to the profile (see raw_stack_entries).
+ * Returns 0 or the first -errno the profile gave.
+ */
+int pp_session_flush(struct pp_session *s);
+
+/*
+ * Flushes into the current profile, then points the session at a new one (a new window);
+ * caches that hold ids are reset.
+ */
 void pp_session_set_profile(struct pp_session *s, struct pp_profile *profile);
 
 /* Handles one raw ring-buffer record. Returns 0 or -errno; malformed records are counted. */

@@ -13,7 +13,7 @@
 #include "shim_core.skel.h"
 #include "shim_kctx.skel.h"
 
-#define DEFAULT_RINGBUF_BYTES (8ull << 20)
+#define DEFAULT_RINGBUF_BYTES (4ull << 20)
 #define MAX_LINKS_GROWTH 64
 
 struct pp_shim {

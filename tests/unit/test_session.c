@@ -825,6 +825,83 @@ TEST(new_profile_drops_cached_ids)
 	fixture_fini(&f);
 }
 
+/*
+ * Raw-stack aggregation: repeats of a raw stack are counted without symbolizing again, a
+ * full table flushes, and after pp_session_flush the profile holds exactly what direct mode
+ * gives for the same samples.
+ */
+static void feed_mixed(struct pp_session *s)
+{
+	uint64_t a[3] = {FN_ADDR(sess_leaf_alpha) + 2, FN_ADDR(sess_mid_gamma) + 5,
+			 FN_ADDR(sess_root_delta) + 5};
+	uint64_t b[3] = {FN_ADDR(sess_leaf_beta) + 2, FN_ADDR(sess_mid_gamma) + 5,
+			 FN_ADDR(sess_root_delta) + 5};
+	struct rec r;
+
+	for (int i = 0; i < 5; i++) {
+		make_sample(&r, own_pid(), own_tid(), 100, NULL, 0, a, 3);
+		pp_session_handle_decoded(s, &r.d);
+	}
+	for (int i = 0; i < 3; i++) {
+		make_sample(&r, own_pid(), own_tid() + 1, 10, NULL, 0, b, 3);
+		pp_session_handle_decoded(s, &r.d);
+	}
+	/* Distinct leaf addresses inside one function: raw stacks differ, names do not. */
+	for (uint64_t off = 0; off < 12; off++) {
+		a[0] = FN_ADDR(sess_leaf_alpha) + off;
+		make_sample(&r, own_pid(), own_tid(), 1, NULL, 0, a, 3);
+		pp_session_handle_decoded(s, &r.d);
+	}
+}
+
+static uint64_t value_of_leaf(const struct pp_profile *p, const char *leaf, uint64_t *count)
+{
+	uint64_t v = 0;
+
+	*count = 0;
+	for (size_t i = 0; i < pp_profile_sample_count(p); i++) {
+		const struct pp_sample_info *si = pp_profile_get_sample(p, i);
+
+		if (si->nlocations && !strcmp(loc_name(p, si->locations[0]), leaf)) {
+			v += si->value;
+			*count += si->count;
+		}
+	}
+	return v;
+}
+
+TEST(raw_stack_aggregation_matches_direct_mode)
+{
+	struct pp_session_opts direct_opts = {0}, raw_opts = {.raw_stack_entries = 4};
+	struct sess_fixture direct, raw;
+	struct pp_session_stats st;
+	uint64_t dc, rc;
+
+	REQUIRE(fixture_init(&direct, &direct_opts, 0) == 0);
+	REQUIRE(fixture_init(&raw, &raw_opts, 0) == 0);
+	feed_mixed(direct.s);
+	feed_mixed(raw.s);
+	pp_session_get_stats(raw.s, &st);
+	/* 4 repeats of stack a and 2 of stack b were counted without symbolizing. */
+	CHECK(st.raw_stack_hits >= 6);
+	/* 14 distinct raw stacks through a 4-stack table: it had to flush on its own. */
+	CHECK(st.raw_stack_flushes >= 1);
+	CHECK_EQ_U64(st.samples, 20);
+	CHECK(pp_session_flush(raw.s) == 0);
+	CHECK_EQ_U64(pp_profile_total_count(raw.prof), 20);
+	CHECK_EQ_U64(pp_profile_total_count(raw.prof), pp_profile_total_count(direct.prof));
+	CHECK_EQ_U64(pp_profile_total_value(raw.prof), pp_profile_total_value(direct.prof));
+	CHECK_EQ_U64(value_of_leaf(raw.prof, "sess_leaf_alpha", &rc),
+		     value_of_leaf(direct.prof, "sess_leaf_alpha", &dc));
+	CHECK_EQ_U64(rc, dc);
+	CHECK_EQ_U64(rc, 17);
+	CHECK_EQ_U64(value_of_leaf(raw.prof, "sess_leaf_beta", &rc), 30);
+	CHECK_EQ_U64(rc, 3);
+	CHECK_EQ_U64(pp_profile_sample_count(raw.prof), pp_profile_sample_count(direct.prof));
+	fixture_fini(&direct);
+	fixture_fini(&raw);
+}
+
 TEST_LIST = {
     {"user_stack_resolves_leaf_first", user_stack_resolves_leaf_first},
     {"return_address_resolves_to_caller", return_address_resolves_to_caller},
@@ -841,6 +918,7 @@ TEST_LIST = {
     {"small_frame_cache_resets_and_names_stay_right",
      small_frame_cache_resets_and_names_stay_right},
     {"new_profile_drops_cached_ids", new_profile_drops_cached_ids},
+    {"raw_stack_aggregation_matches_direct_mode", raw_stack_aggregation_matches_direct_mode},
 };
 
 TEST_MAIN()
