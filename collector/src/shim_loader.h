@@ -26,7 +26,7 @@ struct pp_shim_opts {
 	int read_mem_fields;
 	int filter_tgids;
 	int track_tasks;	/* exec/exit/fork programs (needed with filter_tgids) */
-	uint64_t ringbuf_bytes; /* power of two, >= page size; 0 = default (8 MiB) */
+	uint64_t ringbuf_bytes; /* power of two, >= page size; 0 = default (4 MiB) */
 	uint64_t wakeup_bytes;	/* 0 = ringbuf_bytes / 4 */
 };
 
