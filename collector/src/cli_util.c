@@ -59,6 +59,8 @@ enum pp_output_format pp_output_format_of(const char *path)
 		return PP_OUT_FOLDED;
 	if (ends_with(path, ".svg"))
 		return PP_OUT_SVG;
+	if (ends_with(path, ".otlp.pb"))
+		return PP_OUT_OTLP;
 	return PP_OUT_UNKNOWN;
 }
 

@@ -20,6 +20,7 @@ enum pp_output_format {
 	PP_OUT_PPROF,  /* .pb.gz */
 	PP_OUT_FOLDED, /* .folded */
 	PP_OUT_SVG,    /* .svg */
+	PP_OUT_OTLP,   /* .otlp.pb: an OTLP ExportProfilesServiceRequest */
 };
 
 /* The format an output path asks for by its extension. */

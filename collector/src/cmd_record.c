@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pebsprof/otlp.h>
 #include <pebsprof/profile.h>
 #include <pebsprof/writers.h>
 
@@ -185,9 +186,10 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 			if (a->noutputs == MAX_OUTPUTS)
 				return usage_error("too many -o outputs (at most %s)", "16");
 			if (pp_output_format_of(optarg) == PP_OUT_UNKNOWN)
-				return usage_error("unknown output format '%s': use a .pb.gz "
-						   "(pprof), .folded or .svg file name",
-						   optarg);
+				return usage_error(
+				    "unknown output format '%s': use a .pb.gz "
+				    "(pprof), .otlp.pb (OTLP), .folded or .svg file name",
+				    optarg);
 			a->outputs[a->noutputs++] = optarg;
 			break;
 		case OPT_STACK_DEPTH:
@@ -355,9 +357,41 @@ static const char *format_name(enum pp_output_format f)
 		return "folded stacks";
 	case PP_OUT_SVG:
 		return "flame graph";
+	case PP_OUT_OTLP:
+		return "OTLP profiles";
 	default:
 		return "?";
 	}
+}
+
+/* The OTLP request `pebsprof run` would send for this capture, with the OTel environment. */
+static int write_otlp(const struct pp_profile *profile, const char *path)
+{
+	const struct pp_profile *profiles[1] = {profile};
+	const char *env_attrs = getenv("OTEL_RESOURCE_ATTRIBUTES");
+	struct pp_otlp_resource res = {
+	    .service_name = getenv("OTEL_SERVICE_NAME"),
+	    .node_name = getenv("NODE_NAME"),
+	    .scope_version = PP_VERSION,
+	};
+	struct pp_label *attrs = NULL;
+	uint32_t nattrs = 0;
+	char host[256] = "", err[256];
+	int ret;
+
+	if (gethostname(host, sizeof(host) - 1) == 0)
+		res.host_name = host;
+	if (env_attrs && *env_attrs) {
+		/* The OTel SDK rule: a malformed variable is reported and ignored as a whole. */
+		if (pp_otlp_parse_resource_attributes(env_attrs, strlen(env_attrs), &attrs, &nattrs,
+						      err, sizeof(err)))
+			pp_warn("ignoring OTEL_RESOURCE_ATTRIBUTES: %s", err);
+	}
+	res.extra_attrs = attrs;
+	res.n_extra = nattrs;
+	ret = pp_otlp_write_file(profiles, 1, &res, path);
+	pp_otlp_free_attributes(attrs);
+	return ret;
 }
 
 static int write_outputs(const struct record_args *a, const struct pp_profile *profile)
@@ -377,6 +411,9 @@ static int write_outputs(const struct record_args *a, const struct pp_profile *p
 			break;
 		case PP_OUT_SVG:
 			ret = pp_flamegraph_write_file(profile, a->outputs[i], "pebsprof record");
+			break;
+		case PP_OUT_OTLP:
+			ret = write_otlp(profile, a->outputs[i]);
 			break;
 		default:
 			ret = -EINVAL;

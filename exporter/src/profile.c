@@ -293,7 +293,8 @@ static bool sample_eq(const void *ctx, uint32_t idx, const void *key)
 		    a->labels[i].value != b->labels[i].value)
 			return false;
 	}
-	return memcmp(a->locations, b->locations, (size_t)a->nlocations * sizeof(uint32_t)) == 0;
+	return !a->nlocations ||
+	       memcmp(a->locations, b->locations, (size_t)a->nlocations * sizeof(uint32_t)) == 0;
 }
 
 static int label_cmp(const struct pp_label *a, const struct pp_label *b)
