@@ -304,22 +304,23 @@ int pp_shim_poll(struct pp_shim *shim, int timeout_ms, pp_shim_record_fn cb, voi
 int pp_shim_read_counters(const struct pp_shim *shim, uint64_t out[PP_CNT__MAX])
 {
 	int ncpus = libbpf_num_possible_cpus();
+	size_t per_cpu = PP_CNT__MAX * sizeof(uint64_t);
+	uint32_t zero = 0;
 	uint64_t *vals;
-	int ret = 0;
+	int ret;
 
 	if (ncpus <= 0)
 		return ncpus < 0 ? ncpus : -EINVAL;
-	vals = calloc((size_t)ncpus, sizeof(*vals));
+	/* One value per CPU holding every counter (see the shim's struct pp_counters). */
+	vals = calloc((size_t)ncpus, per_cpu);
 	if (!vals)
 		return -ENOMEM;
+	ret = bpf_map__lookup_elem(shim->counters, &zero, sizeof(zero), vals,
+				   (size_t)ncpus * per_cpu, 0);
 	for (uint32_t k = 0; k < PP_CNT__MAX; k++) {
 		out[k] = 0;
-		ret = bpf_map__lookup_elem(shim->counters, &k, sizeof(k), vals,
-					   (size_t)ncpus * sizeof(*vals), 0);
-		if (ret)
-			break;
-		for (int c = 0; c < ncpus; c++)
-			out[k] += vals[c];
+		for (int c = 0; !ret && c < ncpus; c++)
+			out[k] += vals[(size_t)c * PP_CNT__MAX + k];
 	}
 	free(vals);
 	return ret;

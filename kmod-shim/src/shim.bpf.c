@@ -35,11 +35,16 @@ struct {
 	__uint(max_entries, 8 * 1024 * 1024); /* resized by the loader */
 } events SEC(".maps");
 
+/* All counters of a CPU in one value: one map lookup per sample, not one per counter. */
+struct pp_counters {
+	__u64 v[PP_CNT__MAX];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PP_CNT__MAX);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct pp_counters);
 } counters SEC(".maps");
 
 /* One record under construction per CPU: too large for the 512-byte BPF stack. */
@@ -62,12 +67,22 @@ struct {
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 #endif
 
+static __always_inline struct pp_counters *cpu_counters(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&counters, &zero);
+}
+
+static __always_inline void count_in(struct pp_counters *c, __u32 idx)
+{
+	if (c && idx < PP_CNT__MAX)
+		c->v[idx] += 1;
+}
+
 static __always_inline void count(__u32 idx)
 {
-	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
-
-	if (v)
-		*v += 1;
+	count_in(cpu_counters(), idx);
 }
 
 static __always_inline void read_mem_fields(struct bpf_perf_event_data *ctx, struct pp_sample *rec)
@@ -111,7 +126,8 @@ static __always_inline void read_mem_fields(struct bpf_perf_event_data *ctx, str
 /* Returns the number of frames written to dst, and flags truncation or failure. */
 static __always_inline __u32 take_stack(struct bpf_perf_event_data *ctx, __u64 *dst, __u32 depth,
 					__u64 stack_flags, struct pp_sample *rec, __u16 trunc_flag,
-					__u16 err_flag, __u32 trunc_counter, __u32 err_counter)
+					__u16 err_flag, struct pp_counters *cnt,
+					__u32 trunc_counter, __u32 err_counter)
 {
 	long n;
 
@@ -122,13 +138,13 @@ static __always_inline __u32 take_stack(struct bpf_perf_event_data *ctx, __u64 *
 	n = bpf_get_stack(ctx, dst, depth * sizeof(__u64), stack_flags);
 	if (n < 0) {
 		rec->flags |= err_flag;
-		count(err_counter);
+		count_in(cnt, err_counter);
 		return 0;
 	}
 	n /= sizeof(__u64);
 	if (n >= depth) {
 		rec->flags |= trunc_flag;
-		count(trunc_counter);
+		count_in(cnt, trunc_counter);
 	}
 	return n;
 }
@@ -139,17 +155,18 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	struct pp_sample *rec;
+	struct pp_counters *cnt = cpu_counters();
 	__u32 zero = 0, nk, nu, size;
 	__u64 avail;
 
-	count(PP_CNT_SAMPLES);
+	count_in(cnt, PP_CNT_SAMPLES);
 	if (shim_config.filter_tgids && !bpf_map_lookup_elem(&target_tgids, &tgid)) {
-		count(PP_CNT_FILTERED);
+		count_in(cnt, PP_CNT_FILTERED);
 		return 0;
 	}
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec) {
-		count(PP_CNT_SCRATCH_MISS);
+		count_in(cnt, PP_CNT_SCRATCH_MISS);
 		return 0;
 	}
 
@@ -182,12 +199,12 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	nk = 0;
 	if (rec->flags & PP_SF_KERNEL_IP)
 		nk = take_stack(ctx, rec->stack, shim_config.kstack_depth, 0, rec,
-				PP_SF_KSTACK_TRUNC, PP_SF_KSTACK_ERR, PP_CNT_KSTACK_TRUNC,
+				PP_SF_KSTACK_TRUNC, PP_SF_KSTACK_ERR, cnt, PP_CNT_KSTACK_TRUNC,
 				PP_CNT_KSTACK_ERR);
 	if (nk > PP_MAX_STACK_DEPTH)
 		nk = PP_MAX_STACK_DEPTH;
 	nu = take_stack(ctx, rec->stack + nk, shim_config.ustack_depth, BPF_F_USER_STACK, rec,
-			PP_SF_USTACK_TRUNC, PP_SF_USTACK_ERR, PP_CNT_USTACK_TRUNC,
+			PP_SF_USTACK_TRUNC, PP_SF_USTACK_ERR, cnt, PP_CNT_USTACK_TRUNC,
 			PP_CNT_USTACK_ERR);
 	if (nu > PP_MAX_STACK_DEPTH)
 		nu = PP_MAX_STACK_DEPTH;
@@ -204,10 +221,10 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (bpf_ringbuf_output(&events, rec, size,
 			       avail >= shim_config.wakeup_bytes ? BPF_RB_FORCE_WAKEUP
 								 : BPF_RB_NO_WAKEUP)) {
-		count(PP_CNT_RB_FULL);
+		count_in(cnt, PP_CNT_RB_FULL);
 		return 0;
 	}
-	count(PP_CNT_EMITTED);
+	count_in(cnt, PP_CNT_EMITTED);
 	return 0; /* 0: no perf output of its own, no perf mmap buffer needed */
 }
 
