@@ -97,10 +97,37 @@ for _ in $(seq "$NCPU"); do
 done
 sleep 1
 
+# CPU time (ns) a process has run so far, all threads: the first field of schedstat.
+cpu_ns() {
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{n += $1} END {print n + 0}'
+}
+# steady_window PARENT OUT: the tool runs as the child of /usr/bin/time (PARENT); record its
+# CPU time 3 s after start and 1 s before the end, so start-up (symbol tables, kallsyms) and
+# the final write are left out: what remains is the cost of sampling itself.
+steady_window() {
+	local parent=$1 out=$2 pid="" t0 c0 t1 c1
+	for _ in $(seq 50); do
+		pid=$(pgrep -P "$parent" | head -n1)
+		[ -n "$pid" ] && break
+		sleep 0.1
+	done
+	[ -n "$pid" ] || return 0
+	sleep 3
+	t0=$(date +%s%N)
+	c0=$(cpu_ns "$pid")
+	sleep $((SECS - 4))
+	t1=$(date +%s%N)
+	c1=$(cpu_ns "$pid")
+	echo "$((t1 - t0)) $((c1 - c0))" >"$out"
+}
+
 # --- pebsprof ----------------------------------------------------------------------------
 PP_CMD="$PEBSPROF record -e cpu-clock -a -F $HZ -d $SECS -o $W/pp.pb.gz"
 /usr/bin/time -f "%U %S %M" -o "$W/pp.time" $PP_CMD >"$W/pp.out" 2>"$W/pp.err" &
 TPID=$!
+: >"$W/pp.steady"
+steady_window $TPID "$W/pp.steady" &
+SPID=$!
 # The BPF program's counters vanish when pebsprof unloads it: read them while it runs.
 : >"$W/bpf.last"
 for _ in $(seq $((SECS * 2 + 20))); do
@@ -119,6 +146,7 @@ if best:
 done
 wait $TPID
 PP_RC=$?
+wait $SPID 2>/dev/null
 check_rate pebsprof
 [ $PP_RC -eq 0 ] || {
 	cat "$W/pp.err" >&2
@@ -133,8 +161,14 @@ PP_SAMPLES=$(go tool pprof -symbolize=none -raw "$W/pp.pb.gz" 2>/dev/null |
 
 # --- perf ----------------------------------------------------------------------------------
 PERF_CMD="perf record -e cpu-clock -a -g -F $HZ -o $W/perf.data -- sleep $SECS"
-/usr/bin/time -f "%U %S %M" -o "$W/perf.time" $PERF_CMD >"$W/perf.out" 2>"$W/perf.err"
+/usr/bin/time -f "%U %S %M" -o "$W/perf.time" $PERF_CMD >"$W/perf.out" 2>"$W/perf.err" &
+TPID=$!
+: >"$W/perf.steady"
+steady_window $TPID "$W/perf.steady" &
+SPID=$!
+wait $TPID
 PERF_RC=$?
+wait $SPID 2>/dev/null
 check_rate perf
 [ $PERF_RC -eq 0 ] || {
 	cat "$W/perf.err" >&2
@@ -148,13 +182,17 @@ PERF_SAMPLES=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$W/perf.err" | tail -n1
 read -r BPF_ID BPF_NS BPF_CNT <"$W/bpf.last" 2>/dev/null
 read -r PP_U PP_S PP_RSS <"$W/pp.time"
 read -r PF_U PF_S PF_RSS <"$W/perf.time"
+read -r PP_WIN_NS PP_WIN_CPU <"$W/pp.steady"
+read -r PF_WIN_NS PF_WIN_CPU <"$W/perf.steady"
 python3 - "$NCPU" "$HZ" "$SECS" "${BPF_NS:-0}" "${BPF_CNT:-0}" "$PP_U" "$PP_S" "$PP_RSS" \
-	"${PP_SAMPLES:-0}" "$PF_U" "$PF_S" "$PF_RSS" "${PERF_SAMPLES:-0}" <<'EOF'
+	"${PP_SAMPLES:-0}" "$PF_U" "$PF_S" "$PF_RSS" "${PERF_SAMPLES:-0}" \
+	"${PP_WIN_NS:-0}" "${PP_WIN_CPU:-0}" "${PF_WIN_NS:-0}" "${PF_WIN_CPU:-0}" <<'EOF'
 import sys
 ncpu, hz, secs = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 bpf_ns, bpf_cnt = int(sys.argv[4]), int(sys.argv[5])
 pu, ps, prss, psamp = float(sys.argv[6]), float(sys.argv[7]), int(sys.argv[8]), int(sys.argv[9])
 fu, fs, frss, fsamp = float(sys.argv[10]), float(sys.argv[11]), int(sys.argv[12]), int(sys.argv[13])
+pwin, pwcpu, fwin, fwcpu = (int(x) for x in sys.argv[14:18])
 want = ncpu * hz * secs
 a = bpf_ns / bpf_cnt / 1000 if bpf_cnt else float("nan")
 b = (pu + ps) * 1e6 / psamp if psamp else float("nan")
@@ -171,7 +209,17 @@ print(f"{'user + sys CPU (s)':44s} {pu+ps:12.2f} {fu+fs:12.2f}")
 print(f"{'(a) BPF program time per sample (us)':44s} {a:12.3f} {'-':>12s}  <= 2   {verdict(a <= 2, a)}"
       f"   [{bpf_cnt} runs]")
 print(f"{'(b,c) user-space CPU per sample (us)':44s} {b:12.3f} {c:12.3f}")
-print(f"{'(d) ratio pebsprof / perf':44s} {d:12.3f} {'':12s}  <= 0.5 {verdict(d <= 0.5, d)}")
+print(f"{'(d) ratio pebsprof / perf, whole run':44s} {d:12.3f} {'':12s}  <= 0.5 {verdict(d <= 0.5, d)}")
+# Steady state: CPU used inside the window, over the samples the window held (delivered rate
+# of the whole run times the window length).
+def steady(win_ns, win_cpu, samples):
+    if not win_ns or not samples:
+        return float("nan")
+    return win_cpu / 1000 / (samples / secs * win_ns / 1e9)
+bs, cs = steady(pwin, pwcpu, psamp), steady(fwin, fwcpu, fsamp)
+ds = bs / cs if cs == cs and cs else float("nan")
+print(f"{'(b,c) steady-state CPU per sample (us)':44s} {bs:12.3f} {cs:12.3f}")
+print(f"{'(d) ratio pebsprof / perf, steady state':44s} {ds:12.3f} {'':12s}  <= 0.5 {verdict(ds <= 0.5, ds)}")
 print(f"{'(e) peak RSS (MiB)':44s} {prss/1024:12.1f} {frss/1024:12.1f}  <= 64  "
       f"{verdict(prss / 1024 <= 64)}")
 EOF

@@ -436,6 +436,12 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 {
 	uint64_t lost = counters[PP_CNT_RB_FULL] + counters[PP_CNT_SCRATCH_MISS];
 
+	pp_debug("pipeline: %llu samples, %llu on known raw stacks, %llu flushes; frames %llu "
+		 "(%llu cached, %llu unmapped, %llu without symbol, %llu file unreadable)",
+		 (unsigned long long)st->samples, (unsigned long long)st->raw_stack_hits,
+		 (unsigned long long)st->raw_stack_flushes, (unsigned long long)st->frames,
+		 (unsigned long long)st->frames_cached, (unsigned long long)st->frames_unmapped,
+		 (unsigned long long)st->frames_no_symbol, (unsigned long long)st->frames_no_file);
 	if (a->quiet)
 		return;
 	if (a->top && pp_profile_sample_count(profile))
@@ -580,6 +586,7 @@ int pp_cmd_record(int argc, char **argv)
 		struct pp_session_opts sess = {
 		    .proc_root = a.proc_root,
 		    .precise_ip = ev->precise_ip > 0,
+		    .raw_stack_entries = 1 << 16,
 		};
 
 		profile = pp_profile_new(&desc);
