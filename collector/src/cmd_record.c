@@ -582,6 +582,9 @@ int pp_cmd_record(int argc, char **argv)
 		    .read_mem_fields = ev->mem,
 		    .filter_tgids = !a.system_wide,
 		    .track_tasks = 1,
+		    /* Decided by the system probe already: spares a second parse of vmlinux BTF. */
+		    .variant =
+			sys->has_cast_to_kern_ctx == PP_FEAT_YES ? PP_SHIM_KCTX : PP_SHIM_CORE,
 		};
 		struct pp_session_opts sess = {
 		    .proc_root = a.proc_root,

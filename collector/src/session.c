@@ -45,7 +45,7 @@ struct raw_stack {
 
 struct pp_session {
 	struct pp_session_opts opts;
-	struct raw_stack *raw; /* open addressing, raw_cap slots (power of two) */
+	struct raw_stack **raw; /* open addressing, raw_cap slots (power of two) */
 	size_t raw_cap, raw_used;
 	char *proc_root;
 	struct pp_profile *profile;
@@ -107,12 +107,10 @@ static void frame_cache_put(struct pp_session *s, struct frame_slot *slot, uint3
 
 static void raw_clear(struct pp_session *s)
 {
-	for (size_t i = 0; i < s->raw_cap; i++) {
-		free(s->raw[i].frames);
-		free(s->raw[i].locs);
+	for (size_t i = 0; s->raw_used && i < s->raw_cap; i++) {
+		free(s->raw[i]); /* frames and locs live in the same allocation */
+		s->raw[i] = NULL;
 	}
-	if (s->raw)
-		memset(s->raw, 0, s->raw_cap * sizeof(*s->raw));
 	s->raw_used = 0;
 }
 
@@ -148,16 +146,17 @@ static int raw_matches(const struct raw_stack *e, const struct pp_decoded *d, ui
 	return 1;
 }
 
-static struct raw_stack *raw_slot(struct pp_session *s, const struct pp_decoded *d, uint64_t hash,
-				  uint64_t generation)
+/* The slot holding this raw stack, or the empty slot where it belongs. */
+static struct raw_stack **raw_slot(struct pp_session *s, const struct pp_decoded *d, uint64_t hash,
+				   uint64_t generation)
 {
 	size_t mask = s->raw_cap - 1;
 
 	for (size_t i = hash & mask;; i = (i + 1) & mask) {
-		struct raw_stack *e = &s->raw[i];
+		struct raw_stack **slot = &s->raw[i];
 
-		if (!e->hash || raw_matches(e, d, hash, generation))
-			return e;
+		if (!*slot || raw_matches(*slot, d, hash, generation))
+			return slot;
 	}
 }
 
@@ -193,9 +192,9 @@ int pp_session_flush(struct pp_session *s)
 	for (size_t i = 0; i < s->raw_cap; i++) {
 		int ret;
 
-		if (!s->raw[i].hash)
+		if (!s->raw[i])
 			continue;
-		ret = raw_add_to_profile(s, &s->raw[i]);
+		ret = raw_add_to_profile(s, s->raw[i]);
 		if (ret && !first_err)
 			first_err = ret;
 	}
@@ -410,25 +409,23 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 }
 
 /* Keeps a newly symbolized raw stack; flushes the table first when it is full. */
-static int raw_store(struct pp_session *s, struct raw_stack *e, const struct pp_decoded *d,
+static int raw_store(struct pp_session *s, struct raw_stack **slot, const struct pp_decoded *d,
 		     uint64_t hash, uint64_t generation, const struct pp_sample_info *si)
 {
 	const struct pp_sample *rec = &d->sample;
 	uint32_t n = (uint32_t)rec->nr_kstack + rec->nr_ustack;
+	struct raw_stack *e;
 
 	if (s->raw_used + 1 > s->raw_cap / 2) {
 		pp_session_flush(s);
-		e = raw_slot(s, d, hash, generation);
+		slot = raw_slot(s, d, hash, generation);
 	}
-	e->frames = malloc((n ? n : 1) * sizeof(*e->frames));
-	e->locs = malloc((si->nlocations ? si->nlocations : 1) * sizeof(*e->locs));
-	if (!e->frames || !e->locs) {
-		free(e->frames);
-		free(e->locs);
-		e->frames = NULL;
-		e->locs = NULL;
+	/* One allocation: the entry, its raw frames, then its location ids. */
+	e = malloc(sizeof(*e) + n * sizeof(*e->frames) + si->nlocations * sizeof(*e->locs));
+	if (!e)
 		return -ENOMEM;
-	}
+	e->frames = (uint64_t *)(e + 1);
+	e->locs = (uint32_t *)(e->frames + n);
 	for (uint32_t i = 0; i < n; i++)
 		e->frames[i] = pp_decoded_frame(d, i);
 	memcpy(e->locs, si->locations, si->nlocations * sizeof(*e->locs));
@@ -447,6 +444,7 @@ static int raw_store(struct pp_session *s, struct raw_stack *e, const struct pp_
 	memcpy(e->comm, rec->comm, sizeof(e->comm));
 	e->comm[sizeof(e->comm) - 1] = '\0';
 	snprintf(e->process_name, sizeof(e->process_name), "%s", si->process_name);
+	*slot = e;
 	s->raw_used++;
 	return 0;
 }
@@ -458,7 +456,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	uint32_t nk = rec->nr_kstack, nu = rec->nr_ustack;
 	int in_kernel = !!(rec->flags & PP_SF_KERNEL_IP);
 	const struct pp_proc *proc = NULL;
-	struct raw_stack *raw = NULL;
+	struct raw_stack **raw = NULL;
 	uint64_t hash = 0;
 	struct pp_sample_info si = {0};
 	char process_name[PP_PROC_COMM_LEN + 2];
@@ -477,9 +475,9 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 
 		hash = raw_hash(d, gen);
 		raw = raw_slot(s, d, hash, gen);
-		if (raw->hash) {
-			raw->count++;
-			raw->value += rec->period;
+		if (*raw) {
+			(*raw)->count++;
+			(*raw)->value += rec->period;
 			s->stats.raw_stack_hits++;
 			s->stats.samples++;
 			return 0;
