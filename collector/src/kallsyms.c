@@ -248,19 +248,21 @@ static void finish(struct builder *b)
 	}
 }
 
-struct pp_kallsyms *pp_kallsyms_parse(const char *buf, size_t len)
-{
-	struct builder b = {0};
-	struct pp_kallsyms *k;
-	size_t zero_lines = 0, bad = 0;
-	const char *p = buf, *end = buf + len;
-	int err = 0;
+struct parse_state {
+	struct builder b;
+	size_t zero_lines, bad;
+	int err;
+};
 
-	if (!buf && len) {
-		errno = EINVAL;
-		return NULL;
-	}
-	while (p && p < end && !err) {
+/*
+ * Parses the complete lines in [p, end); with final set, a last line without its newline
+ * too. Returns the bytes consumed (a trailing partial line is left for the next chunk).
+ */
+static size_t parse_lines(struct parse_state *st, const char *p, const char *end, int final)
+{
+	const char *start = p;
+
+	while (p < end && !st->err) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *eol = nl ? nl : end;
 		const char *name, *mod;
@@ -268,119 +270,118 @@ struct pp_kallsyms *pp_kallsyms_parse(const char *buf, size_t len)
 		uint64_t addr = 0;
 		char type;
 
+		if (!nl && !final)
+			break;
 		if (eol > p) {
 			switch (
 			    parse_line(p, eol, &addr, &type, &name, &name_len, &mod, &mod_len)) {
 			case LINE_BAD:
-				bad++;
+				st->bad++;
 				break;
 			case LINE_OTHER:
 				break;
 			case LINE_TEXT_ZERO:
-				zero_lines++;
+				st->zero_lines++;
 				break;
 			case LINE_TEXT:
-				err = add_sym(&b, addr, type, name, name_len, mod, mod_len);
+				st->err = add_sym(&st->b, addr, type, name, name_len, mod, mod_len);
 				break;
 			}
 		}
 		p = nl ? nl + 1 : end;
 	}
-	if (!err && b.n == 0)
-		err = zero_lines ? -EPERM : -ENOENT;
+	return (size_t)(p - start);
+}
+
+static struct pp_kallsyms *parse_finish(struct parse_state *st)
+{
+	struct pp_kallsyms *k;
+	int err = st->err;
+
+	if (!err && st->b.n == 0)
+		err = st->zero_lines ? -EPERM : -ENOENT;
 	k = err ? NULL : calloc(1, sizeof(*k));
 	if (!err && !k)
 		err = -ENOMEM;
 	if (err) {
-		free(b.syms);
-		free(b.names);
+		free(st->b.syms);
+		free(st->b.names);
 		errno = -err;
 		return NULL;
 	}
-	finish(&b);
-	k->syms = b.syms;
-	k->n = b.n;
-	k->names = b.names;
-	k->bad_lines = bad;
+	finish(&st->b);
+	k->syms = st->b.syms;
+	k->n = st->b.n;
+	k->names = st->b.names;
+	k->bad_lines = st->bad;
 	return k;
 }
 
-static int read_all(const char *path, char **out, size_t *out_len)
+struct pp_kallsyms *pp_kallsyms_parse(const char *buf, size_t len)
 {
-	size_t len = 0, cap = 1u << 20;
-	char *buf = malloc(cap);
-	int fd, err = 0;
+	struct parse_state st = {0};
 
-	if (!buf)
-		return -ENOMEM;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		free(buf);
-		return err;
+	if (!buf && len) {
+		errno = EINVAL;
+		return NULL;
 	}
-	for (;;) {
-		ssize_t r;
-
-		if (len == cap) {
-			char *nb;
-
-			if (cap >= MAX_FILE_BYTES) {
-				err = -EFBIG;
-				break;
-			}
-			nb = realloc(buf, cap * 2);
-			if (!nb) {
-				err = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		if (r == 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	*out = buf;
-	*out_len = len;
-	return 0;
+	if (buf)
+		parse_lines(&st, buf, buf + len, 1);
+	return parse_finish(&st);
 }
 
 struct pp_kallsyms *pp_kallsyms_load(const char *proc_root)
 {
-	struct pp_kallsyms *k;
+	/*
+	 * Streamed through a fixed buffer: the text is several MiB and only text symbols are
+	 * kept, so reading it whole would only cost page faults and copies.
+	 */
+	enum { CHUNK = 1 << 20 };
+	struct parse_state st = {0};
 	char path[4096];
-	char *buf = NULL;
-	size_t len = 0;
-	int n, err;
+	size_t have = 0;
+	char *buf;
+	int n, fd;
 
 	n = snprintf(path, sizeof(path), "%s/kallsyms", proc_root ? proc_root : "/proc");
 	if (n < 0 || (size_t)n >= sizeof(path)) {
 		errno = ENAMETOOLONG;
 		return NULL;
 	}
-	err = read_all(path, &buf, &len);
-	if (err) {
-		errno = -err;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(CHUNK);
+	if (!buf) {
+		close(fd);
+		errno = ENOMEM;
 		return NULL;
 	}
-	k = pp_kallsyms_parse(buf, len);
-	err = errno;
+	for (;;) {
+		ssize_t r = read(fd, buf + have, CHUNK - have);
+		size_t used;
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			st.err = -errno;
+			break;
+		}
+		have += (size_t)r;
+		used = parse_lines(&st, buf, buf + have, r == 0);
+		if (r == 0 || st.err)
+			break;
+		if (used == 0 && have == CHUNK) {
+			st.bad++; /* a line longer than the buffer: skip it */
+			have = 0;
+			continue;
+		}
+		memmove(buf, buf + used, have - used);
+		have -= used;
+	}
 	free(buf);
-	errno = err;
-	return k;
+	close(fd);
+	return parse_finish(&st);
 }
 
 void pp_kallsyms_free(struct pp_kallsyms *k)
