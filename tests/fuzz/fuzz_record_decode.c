@@ -8,7 +8,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct pp_decode_stats st = { 0 };
+	struct pp_decode_stats st = {0};
 	struct pp_decoded d;
 	volatile uint64_t sink = 0;
 

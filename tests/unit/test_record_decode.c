@@ -36,7 +36,7 @@ static size_t make_sample(unsigned char *buf, uint16_t nk, uint16_t nu)
 TEST(valid_sample_with_stacks)
 {
 	unsigned char buf[PP_SAMPLE_MAX_SIZE + 8];
-	struct pp_decode_stats st = { 0 };
+	struct pp_decode_stats st = {0};
 	struct pp_decoded d;
 	size_t len = make_sample(buf + 1, 3, 5); /* odd offset: decoding must not need alignment */
 
@@ -57,8 +57,8 @@ TEST(valid_sample_with_stacks)
 TEST(ring_buffer_padding_is_accepted)
 {
 	/* The ring buffer rounds records up to 8 bytes; len may exceed hdr.size. */
-	unsigned char buf[PP_SAMPLE_MAX_SIZE + 16] = { 0 };
-	struct pp_decode_stats st = { 0 };
+	unsigned char buf[PP_SAMPLE_MAX_SIZE + 16] = {0};
+	struct pp_decode_stats st = {0};
 	struct pp_decoded d;
 	size_t len = make_sample(buf, 0, 1);
 
@@ -68,7 +68,7 @@ TEST(ring_buffer_padding_is_accepted)
 TEST(truncated_records)
 {
 	unsigned char buf[PP_SAMPLE_MAX_SIZE];
-	struct pp_decode_stats st = { 0 };
+	struct pp_decode_stats st = {0};
 	struct pp_decoded d;
 	size_t len = make_sample(buf, 2, 2);
 
@@ -84,7 +84,7 @@ TEST(truncated_records)
 TEST(inconsistent_stack_counts)
 {
 	unsigned char buf[PP_SAMPLE_MAX_SIZE + 64];
-	struct pp_decode_stats st = { 0 };
+	struct pp_decode_stats st = {0};
 	struct pp_decoded d;
 	size_t len = make_sample(buf, 2, 2);
 	struct pp_sample s;
@@ -109,7 +109,7 @@ TEST(inconsistent_stack_counts)
 TEST(unknown_type_and_version)
 {
 	unsigned char buf[PP_SAMPLE_MAX_SIZE];
-	struct pp_decode_stats st = { 0 };
+	struct pp_decode_stats st = {0};
 	struct pp_decoded d;
 	size_t len = make_sample(buf, 0, 0);
 	struct pp_rec_hdr h;
@@ -129,10 +129,10 @@ TEST(unknown_type_and_version)
 
 TEST(task_events)
 {
-	struct pp_task_event ev = { .hdr = { PP_REC_TASK, PP_RECORD_ABI_VERSION, sizeof(ev) },
-				    .tgid = 99,
-				    .kind = PP_TASK_EXEC };
-	struct pp_decode_stats st = { 0 };
+	struct pp_task_event ev = {.hdr = {PP_REC_TASK, PP_RECORD_ABI_VERSION, sizeof(ev)},
+				   .tgid = 99,
+				   .kind = PP_TASK_EXEC};
+	struct pp_decode_stats st = {0};
 	struct pp_decoded d;
 
 	REQUIRE(pp_record_decode(&ev, sizeof(ev), &d, &st) == 0);
@@ -157,12 +157,12 @@ TEST(abi_layout)
 }
 
 TEST_LIST = {
-	{ "valid_sample_with_stacks", valid_sample_with_stacks },
-	{ "ring_buffer_padding_is_accepted", ring_buffer_padding_is_accepted },
-	{ "truncated_records", truncated_records },
-	{ "inconsistent_stack_counts", inconsistent_stack_counts },
-	{ "unknown_type_and_version", unknown_type_and_version },
-	{ "task_events", task_events },
-	{ "abi_layout", abi_layout },
+    {"valid_sample_with_stacks", valid_sample_with_stacks},
+    {"ring_buffer_padding_is_accepted", ring_buffer_padding_is_accepted},
+    {"truncated_records", truncated_records},
+    {"inconsistent_stack_counts", inconsistent_stack_counts},
+    {"unknown_type_and_version", unknown_type_and_version},
+    {"task_events", task_events},
+    {"abi_layout", abi_layout},
 };
 TEST_MAIN()
