@@ -126,7 +126,7 @@ static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation)
 	h = mix64(h ^ rec->ip ^ ((uint64_t)rec->nr_kstack << 48));
 	for (uint32_t i = 0; i < n; i++)
 		h = mix64(h ^ pp_decoded_frame(d, i));
-	return h | 1; /* 0 marks an empty slot */
+	return h ? h : 1; /* 0 marks an empty slot */
 }
 
 static int raw_matches(const struct raw_stack *e, const struct pp_decoded *d, uint64_t hash,
