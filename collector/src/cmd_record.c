@@ -519,6 +519,7 @@ int pp_cmd_record(int argc, char **argv)
 	}
 
 	sys_opts.probe_bpf = 1;
+	sys_opts.skip_kfunc_probe = 1; /* decided from kallsyms below */
 	sys = pp_sys_new(&sys_opts);
 	if (!sys) {
 		pp_error("cannot inspect this system: %s", strerror(errno));
@@ -582,9 +583,6 @@ int pp_cmd_record(int argc, char **argv)
 		    .read_mem_fields = ev->mem,
 		    .filter_tgids = !a.system_wide,
 		    .track_tasks = 1,
-		    /* Decided by the system probe already: spares a second parse of vmlinux BTF. */
-		    .variant =
-			sys->has_cast_to_kern_ctx == PP_FEAT_YES ? PP_SHIM_KCTX : PP_SHIM_CORE,
 		};
 		struct pp_session_opts sess = {
 		    .proc_root = a.proc_root,
@@ -597,17 +595,29 @@ int pp_cmd_record(int argc, char **argv)
 			pp_error("out of memory");
 			goto out;
 		}
-		shim = pp_shim_load(&sopts, err, sizeof(err));
-		if (!shim) {
-			pp_error("%s", err);
-			goto out;
-		}
 		ksyms = pp_kallsyms_load(a.proc_root);
 		if (!ksyms && !a.no_kernel_stacks)
 			pp_warn(
 			    "kernel frames stay unnamed: cannot read %s/kallsyms addresses (%s); "
 			    "run as root or lower kernel.kptr_restrict",
 			    a.proc_root, strerror(errno));
+		/*
+		 * bpf_cast_to_kern_ctx (6.2+) is a kernel function, so kallsyms tells whether the
+		 * kctx variant loads; without kallsyms the loader asks vmlinux BTF itself.
+		 */
+		if (ksyms) {
+			uint64_t kfunc_addr;
+
+			sopts.variant =
+			    pp_kallsyms_find(ksyms, "bpf_cast_to_kern_ctx", &kfunc_addr) == 0
+				? PP_SHIM_KCTX
+				: PP_SHIM_CORE;
+		}
+		shim = pp_shim_load(&sopts, err, sizeof(err));
+		if (!shim) {
+			pp_error("%s", err);
+			goto out;
+		}
 		sess.kallsyms = ksyms;
 		sess.mono_to_wall_ns =
 		    (int64_t)clock_ns(CLOCK_REALTIME) - (int64_t)clock_ns(CLOCK_MONOTONIC);

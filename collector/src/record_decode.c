@@ -61,11 +61,3 @@ int pp_record_decode(const void *buf, size_t len, struct pp_decoded *out,
 		return -EOPNOTSUPP;
 	}
 }
-
-uint64_t pp_decoded_frame(const struct pp_decoded *d, uint32_t i)
-{
-	uint64_t v;
-
-	memcpy(&v, d->stack_bytes + (size_t)i * sizeof(v), sizeof(v));
-	return v;
-}

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <pebsprof/record.h>
 
@@ -43,7 +44,16 @@ struct pp_decoded {
 int pp_record_decode(const void *buf, size_t len, struct pp_decoded *out,
 		     struct pp_decode_stats *stats);
 
-/* Frame i of a decoded sample: kernel frames first (0 .. nr_kstack), then user frames. */
-uint64_t pp_decoded_frame(const struct pp_decoded *d, uint32_t i);
+/*
+ * Frame i of a decoded sample: kernel frames first (0 .. nr_kstack), then user frames.
+ * Inline: the pipeline reads every frame of every sample.
+ */
+static inline uint64_t pp_decoded_frame(const struct pp_decoded *d, uint32_t i)
+{
+	uint64_t v;
+
+	memcpy(&v, d->stack_bytes + (size_t)i * sizeof(v), sizeof(v));
+	return v;
+}
 
 #endif /* PP_RECORD_DECODE_H */

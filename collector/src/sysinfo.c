@@ -230,7 +230,7 @@ static void probe_bpf(struct pp_sys *sys)
 	libbpf_set_print(old);
 }
 
-static void probe_btf(struct pp_sys *sys)
+static void probe_btf(struct pp_sys *sys, int skip_kfunc_probe)
 {
 	char path[PATH_MAX];
 	struct btf *btf;
@@ -242,6 +242,10 @@ static void probe_btf(struct pp_sys *sys)
 		return;
 	}
 	sys->btf_vmlinux = PP_FEAT_YES;
+	if (skip_kfunc_probe) {
+		sys->has_cast_to_kern_ctx = PP_FEAT_UNKNOWN;
+		return;
+	}
 	btf = btf__parse(path, NULL);
 	if (!btf) {
 		sys->has_cast_to_kern_ctx = PP_FEAT_UNKNOWN;
@@ -283,7 +287,7 @@ struct pp_sys *pp_sys_new(const struct pp_sys_opts *opts)
 		sys->kernel_major = sys->kernel_minor = 0;
 
 	sys->has_ringbuf = sys->has_perf_event_prog = sys->has_attach_cookie = PP_FEAT_UNKNOWN;
-	probe_btf(sys);
+	probe_btf(sys, opts->skip_kfunc_probe);
 	if (opts->probe_bpf)
 		probe_bpf(sys);
 

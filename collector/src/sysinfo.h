@@ -31,6 +31,11 @@ struct pp_sys_opts {
 	const char *procfs_root;    /* NULL = "/proc" */
 	const char *kernel_release; /* NULL = uname(2) */
 	int probe_bpf;		    /* run the libbpf feature probes (loads tiny programs) */
+	/*
+	 * Leave has_cast_to_kern_ctx UNKNOWN instead of parsing vmlinux BTF for it (about
+	 * 12 ms): for callers that can tell from kallsyms, which they read anyway.
+	 */
+	int skip_kfunc_probe;
 };
 
 struct pp_sys {
