@@ -38,7 +38,7 @@ die() {
 [ "$(id -u)" -eq 0 ] || die "needs root (BPF, perf events, sysctls); run under sudo"
 [ -x "$PEBSPROF" ] || die "no pebsprof at $PEBSPROF (build it, or pass -b BUILD_DIR)"
 [ -x "$WORKLOAD" ] || die "no workload at $WORKLOAD (build target pp_workload)"
-for tool in perf bpftool /usr/bin/time python3; do
+for tool in perf bpftool python3; do
 	command -v $tool >/dev/null || die "$tool is missing (apt-get install linux-perf bpftool time)"
 done
 case $SECS$HZ in *[!0-9]*) die "-d and -F want whole numbers" ;; esac
@@ -101,7 +101,21 @@ sleep 1
 cpu_ns() {
 	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{n += $1} END {print n + 0}'
 }
-# steady_window PARENT OUT: the tool runs as the child of /usr/bin/time (PARENT); record its
+# cputime OUT CMD...: runs CMD and writes "user_s sys_s maxrss_kib" of it to OUT, from
+# getrusage(RUSAGE_CHILDREN) in microseconds (/usr/bin/time prints only 10 ms steps, which is
+# too coarse for runs that use a fraction of a second).
+cputime() {
+	local out=$1
+	shift
+	python3 -c '
+import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:])
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1], "w").write("%.6f %.6f %d\n" % (r.ru_utime, r.ru_stime, r.ru_maxrss))
+sys.exit(rc)' "$out" "$@"
+}
+
+# steady_window PARENT OUT: the tool runs as the child of cputime's python (PARENT); record its
 # CPU time 3 s after start and 1 s before the end, so start-up (symbol tables, kallsyms) and
 # the final write are left out: what remains is the cost of sampling itself.
 steady_window() {
@@ -123,7 +137,7 @@ steady_window() {
 
 # --- pebsprof ----------------------------------------------------------------------------
 PP_CMD="$PEBSPROF record -e cpu-clock -a -F $HZ -d $SECS -o $W/pp.pb.gz"
-/usr/bin/time -f "%U %S %M" -o "$W/pp.time" $PP_CMD >"$W/pp.out" 2>"$W/pp.err" &
+cputime "$W/pp.time" $PP_CMD >"$W/pp.out" 2>"$W/pp.err" &
 TPID=$!
 : >"$W/pp.steady"
 steady_window $TPID "$W/pp.steady" &
@@ -157,7 +171,7 @@ PP_SAMPLES=$(go tool pprof -symbolize=none -raw "$W/pp.pb.gz" 2>/dev/null |
 
 # --- perf ----------------------------------------------------------------------------------
 PERF_CMD="perf record -e cpu-clock -a -g -F $HZ -o $W/perf.data -- sleep $SECS"
-/usr/bin/time -f "%U %S %M" -o "$W/perf.time" $PERF_CMD >"$W/perf.out" 2>"$W/perf.err" &
+cputime "$W/perf.time" $PERF_CMD >"$W/perf.out" 2>"$W/perf.err" &
 TPID=$!
 : >"$W/perf.steady"
 steady_window $TPID "$W/perf.steady" &
@@ -226,9 +240,9 @@ echo "  load:     $NCPU x $WORKLOAD $((SECS * 2 + 30))"
 echo "  sysctl:   kernel.bpf_stats_enabled=1, kernel.perf_event_max_sample_rate=$SET_RATE" \
 	"(was $OLD_RATE), kernel.perf_cpu_time_max_percent=$OLD_PCT (restored on exit)"
 echo "  (a)       bpftool prog show --json   # run_time_ns / run_cnt of on_sample, read while loaded"
-echo "  (b,e)     /usr/bin/time -f '%U %S %M' $PP_CMD"
+echo "  (b,e)     getrusage(RUSAGE_CHILDREN) around: $PP_CMD"
 echo "            go tool pprof -raw pp.pb.gz   # samples counted in the written profile"
-echo "  (c,e)     /usr/bin/time -f '%U %S %M' $PERF_CMD"
+echo "  (c,e)     getrusage(RUSAGE_CHILDREN) around: $PERF_CMD"
 if [ -n "$LOWERED" ]; then
 	echo "kernel lowered the sample rate during:$LOWERED"
 fi
