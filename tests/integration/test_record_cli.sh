@@ -154,4 +154,15 @@ else
 	pp_show "$T/probej.out"
 fi
 
+# --- on a terminal, a progress line while it runs ---------------------------------------------
+if command -v script >/dev/null; then
+	script -qec "$PEBSPROF record -a -d 2.5 -o $T/tty.pb.gz" /dev/null >"$T/tty.out" 2>&1
+	pp_check "on a TTY: a progress line with the sample count" \
+		grep -qE 'recording [0-9]+ s, [0-9]+ samples' "$T/tty.out"
+	"$PEBSPROF" record -a -d 1.5 -o "$T/notty.pb.gz" >"$T/notty.out" 2>&1
+	pp_check "not on a TTY: no progress line" bash -c "! grep -q 'recording ' '$T/notty.out'"
+else
+	echo "  (script(1) missing: the TTY progress check is skipped)"
+fi
+
 pp_finish
