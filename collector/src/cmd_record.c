@@ -52,6 +52,7 @@ struct record_args {
 	size_t top;
 	char **command; /* argv of the command, or NULL */
 	const char *proc_root;
+	const char *sysfs_root;
 	int verbose;
 	int quiet;
 };
@@ -96,6 +97,7 @@ static void usage(FILE *f)
 	    "      --ldlat CYCLES    load-latency threshold for mem-loads (default 30)\n"
 	    "      --top N           functions in the summary (default 15; 0 = none)\n"
 	    "      --proc-root DIR   where /proc is (default /proc)\n"
+	    "      --sysfs-root DIR  where /sys is (default /sys): PMUs, BTF\n"
 	    "  -q, --quiet           no progress line and no summary\n"
 	    "  -v, --verbose         debug logging (libbpf and verifier messages)\n"
 	    "  -h, --help            this text\n"
@@ -119,7 +121,14 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 
 static int parse_args(int argc, char **argv, struct record_args *a)
 {
-	enum { OPT_STACK_DEPTH = 256, OPT_NO_KSTACK, OPT_LDLAT, OPT_TOP, OPT_PROC_ROOT };
+	enum {
+		OPT_STACK_DEPTH = 256,
+		OPT_NO_KSTACK,
+		OPT_LDLAT,
+		OPT_TOP,
+		OPT_PROC_ROOT,
+		OPT_SYSFS_ROOT
+	};
 	static const struct option longopts[] = {
 	    {"event", required_argument, NULL, 'e'},
 	    {"freq", required_argument, NULL, 'F'},
@@ -133,6 +142,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	    {"ldlat", required_argument, NULL, OPT_LDLAT},
 	    {"top", required_argument, NULL, OPT_TOP},
 	    {"proc-root", required_argument, NULL, OPT_PROC_ROOT},
+	    {"sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
@@ -213,6 +223,9 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 			break;
 		case OPT_PROC_ROOT:
 			a->proc_root = optarg;
+			break;
+		case OPT_SYSFS_ROOT:
+			a->sysfs_root = optarg;
 			break;
 		case 'q':
 			a->quiet = 1;
@@ -518,6 +531,7 @@ int pp_cmd_record(int argc, char **argv)
 		}
 	}
 
+	sys_opts.sysfs_root = a.sysfs_root;
 	sys_opts.probe_bpf = 1;
 	sys_opts.skip_kfunc_probe = 1; /* decided from kallsyms below */
 	sys = pp_sys_new(&sys_opts);
@@ -534,9 +548,9 @@ int pp_cmd_record(int argc, char **argv)
 		goto out;
 	}
 	if (!sys->btf_vmlinux) {
-		pp_error(
-		    "this kernel has no BTF (/sys/kernel/btf/vmlinux missing): pebsprof needs "
-		    "a kernel built with CONFIG_DEBUG_INFO_BTF=y (5.8+ distro kernels have it)");
+		pp_error("this kernel has no BTF (%s/kernel/btf/vmlinux missing): pebsprof needs a "
+			 "kernel built with CONFIG_DEBUG_INFO_BTF=y (5.8+ distro kernels have it)",
+			 sys->sysfs_root);
 		goto out;
 	}
 	if (sys->has_perf_event_prog == PP_FEAT_NO || sys->has_ringbuf == PP_FEAT_NO) {

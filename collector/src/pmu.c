@@ -8,55 +8,15 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fsutil.h"
+
 #define FILE_BUF 4096
-
-/* snprintf for paths; truncation leaves a path that simply will not open. */
-static void pathf(char *dst, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void pathf(char *dst, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (vsnprintf(dst, size, fmt, ap) >= (int)size)
-		dst[0] = '\0';
-	va_end(ap);
-}
-
-/* Read a small sysfs file into buf (NUL-terminated). Returns bytes read or -errno. */
-static ssize_t read_small(const char *path, char *buf, size_t size)
-{
-	ssize_t n, total = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while ((size_t)total < size - 1) {
-		n = read(fd, buf + total, size - 1 - (size_t)total);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			n = -errno;
-			close(fd);
-			return n;
-		}
-		if (n == 0)
-			break;
-		total += n;
-	}
-	close(fd);
-	buf[total] = '\0';
-	return total;
-}
 
 /* Copy buf[0..len) without surrounding whitespace into dst (truncating to size). */
 static void copy_trimmed(char *dst, size_t size, const char *buf, size_t len)
@@ -362,8 +322,8 @@ static int load_formats(struct pp_pmu *pmu, const char *dir)
 		struct pp_pmu_format *f = &pmu->formats[pmu->nr_formats];
 		ssize_t len;
 
-		pathf(path, sizeof(path), "%s/%s", dir, names[i]);
-		len = read_small(path, buf, sizeof(buf));
+		pp_pathf(path, sizeof(path), "%s/%s", dir, names[i]);
+		len = pp_read_small_file(path, buf, sizeof(buf));
 		if (len < 0 || pp_pmu_format_parse(buf, (size_t)len, f)) {
 			pmu->nr_dropped++;
 			continue;
@@ -395,8 +355,8 @@ static int load_events(struct pp_pmu *pmu, const char *dir)
 		/* events/<name>.scale, .unit, .snapshot describe an event; they are not one */
 		if (strchr(names[i], '.'))
 			continue;
-		pathf(path, sizeof(path), "%s/%s", dir, names[i]);
-		len = read_small(path, buf, sizeof(buf));
+		pp_pathf(path, sizeof(path), "%s/%s", dir, names[i]);
+		len = pp_read_small_file(path, buf, sizeof(buf));
 		if (len < 0 || (size_t)len >= PP_PMU_EVENT_LEN) {
 			pmu->nr_dropped++;
 			continue;
@@ -426,8 +386,8 @@ static int load_caps(struct pp_pmu *pmu, const char *dir)
 		struct pp_pmu_cap *c = &pmu->caps[pmu->nr_caps];
 		ssize_t len;
 
-		pathf(path, sizeof(path), "%s/%s", dir, names[i]);
-		len = read_small(path, buf, sizeof(buf));
+		pp_pathf(path, sizeof(path), "%s/%s", dir, names[i]);
+		len = pp_read_small_file(path, buf, sizeof(buf));
 		if (len < 0) {
 			pmu->nr_dropped++;
 			continue;
@@ -454,19 +414,19 @@ static int load_pmu(struct pp_pmu *pmu, const char *devices, const char *name)
 	snprintf(pmu->name, sizeof(pmu->name), "%s", name);
 	pmu->kind = pp_pmu_classify(name);
 	pmu->max_precise = -1;
-	pathf(dir, sizeof(dir), "%s/%s", devices, name);
+	pp_pathf(dir, sizeof(dir), "%s/%s", devices, name);
 
-	pathf(path, sizeof(path), "%s/type", dir);
-	len = read_small(path, buf, sizeof(buf));
+	pp_pathf(path, sizeof(path), "%s/type", dir);
+	len = pp_read_small_file(path, buf, sizeof(buf));
 	if (len < 0 || parse_uint(buf, (size_t)len, &pos, &type) || type > UINT32_MAX)
 		return 1;
 	pmu->type = (uint32_t)type;
 
-	pathf(path, sizeof(path), "%s/cpus", dir);
-	len = read_small(path, buf, sizeof(buf));
+	pp_pathf(path, sizeof(path), "%s/cpus", dir);
+	len = pp_read_small_file(path, buf, sizeof(buf));
 	if (len < 0) {
-		pathf(path, sizeof(path), "%s/cpumask", dir);
-		len = read_small(path, buf, sizeof(buf));
+		pp_pathf(path, sizeof(path), "%s/cpumask", dir);
+		len = pp_read_small_file(path, buf, sizeof(buf));
 	}
 	if (len >= 0) {
 		err = pp_cpulist_parse(buf, (size_t)len, &pmu->cpus, &pmu->nr_cpus);
@@ -476,14 +436,14 @@ static int load_pmu(struct pp_pmu *pmu, const char *devices, const char *name)
 			pmu->nr_dropped++;
 	}
 
-	pathf(path, sizeof(path), "%s/format", dir);
+	pp_pathf(path, sizeof(path), "%s/format", dir);
 	err = load_formats(pmu, path);
 	if (!err) {
-		pathf(path, sizeof(path), "%s/events", dir);
+		pp_pathf(path, sizeof(path), "%s/events", dir);
 		err = load_events(pmu, path);
 	}
 	if (!err) {
-		pathf(path, sizeof(path), "%s/caps", dir);
+		pp_pathf(path, sizeof(path), "%s/caps", dir);
 		err = load_caps(pmu, path);
 	}
 	if (err)
@@ -512,7 +472,7 @@ struct pp_pmu_set *pp_pmu_scan(const char *sysfs_root)
 	set = calloc(1, sizeof(*set));
 	if (!set)
 		return NULL;
-	pathf(devices, sizeof(devices), "%s/bus/event_source/devices", sysfs_root);
+	pp_pathf(devices, sizeof(devices), "%s/bus/event_source/devices", sysfs_root);
 	names = list_dir_err(devices, PP_PMU_MAX_PMUS, &n, &set->nr_dropped, &err);
 	/* No event_source bus at all is a machine without perf events, not a scan failure. */
 	if (err == -ENOENT)
@@ -547,8 +507,8 @@ struct pp_pmu_set *pp_pmu_scan(const char *sysfs_root)
 			if (set->pmus[i].kind == PP_PMU_INTEL_CORE)
 				set->pmus[i].kind = PP_PMU_AMD_CORE;
 
-	pathf(path, sizeof(path), "%s/devices/system/cpu/online", sysfs_root);
-	len = read_small(path, buf, sizeof(buf));
+	pp_pathf(path, sizeof(path), "%s/devices/system/cpu/online", sysfs_root);
+	len = pp_read_small_file(path, buf, sizeof(buf));
 	if (len >= 0) {
 		err = pp_cpulist_parse(buf, (size_t)len, &set->online, &set->nr_online);
 		if (err)

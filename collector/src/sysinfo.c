@@ -10,7 +10,6 @@
 #include <bpf/libbpf.h>
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,19 +18,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-/* snprintf for paths; truncation leaves a path that simply will not open. */
-static void pathf(char *dst, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void pathf(char *dst, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (vsnprintf(dst, size, fmt, ap) >= (int)size)
-		dst[0] = '\0';
-	va_end(ap);
-}
+#include "fsutil.h"
 
 static const char *const cap_names[] = {
     "CAP_CHOWN",
@@ -164,33 +151,13 @@ char *pp_sys_caps_str(const struct pp_sys *sys, char *buf, size_t len)
 	return buf;
 }
 
-static ssize_t read_text(const char *path, char *buf, size_t size)
-{
-	ssize_t n, total = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while ((size_t)total < size - 1) {
-		n = read(fd, buf + total, size - 1 - (size_t)total);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		total += n;
-	}
-	close(fd);
-	buf[total] = '\0';
-	return total;
-}
-
 static int64_t read_sysctl(const struct pp_sys *sys, const char *name)
 {
 	char path[PATH_MAX], buf[64], *end;
 	long long v;
 
-	pathf(path, sizeof(path), "%s/sys/kernel/%s", sys->procfs_root, name);
-	if (read_text(path, buf, sizeof(buf)) <= 0)
+	pp_pathf(path, sizeof(path), "%s/sys/kernel/%s", sys->procfs_root, name);
+	if (pp_read_small_file(path, buf, sizeof(buf)) <= 0)
 		return PP_SYSCTL_UNKNOWN;
 	errno = 0;
 	v = strtoll(buf, &end, 10);
@@ -235,7 +202,7 @@ static void probe_btf(struct pp_sys *sys, int skip_kfunc_probe)
 	char path[PATH_MAX];
 	struct btf *btf;
 
-	pathf(path, sizeof(path), "%s/kernel/btf/vmlinux", sys->sysfs_root);
+	pp_pathf(path, sizeof(path), "%s/kernel/btf/vmlinux", sys->sysfs_root);
 	if (access(path, R_OK) != 0) {
 		sys->btf_vmlinux = PP_FEAT_NO;
 		sys->has_cast_to_kern_ctx = PP_FEAT_NO;
@@ -296,8 +263,8 @@ struct pp_sys *pp_sys_new(const struct pp_sys_opts *opts)
 	sys->max_stack = read_sysctl(sys, "perf_event_max_stack");
 	sys->kptr_restrict = read_sysctl(sys, "kptr_restrict");
 
-	pathf(path, sizeof(path), "%s/self/status", sys->procfs_root);
-	len = read_text(path, buf, sizeof(buf));
+	pp_pathf(path, sizeof(path), "%s/self/status", sys->procfs_root);
+	len = pp_read_small_file(path, buf, sizeof(buf));
 	if (len > 0 && pp_sys_parse_capeff(buf, (size_t)len, &sys->cap_eff) == 0)
 		sys->cap_eff_known = 1;
 	sys->is_root = geteuid() == 0;

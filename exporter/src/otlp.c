@@ -9,6 +9,7 @@
 
 #include "fileio.h"
 #include "htab.h"
+#include "strtab.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 
 #include <errno.h>
@@ -101,9 +102,7 @@ struct enc {
 	struct arena ar;
 	int err; /* first failure, sticky */
 
-	const char **strs; /* string_table, borrowed */
-	uint32_t nstrs, cap_strs;
-	struct pp_htab str_idx;
+	struct pp_strtab strs; /* string_table, borrowed */
 
 	struct vec maps, locs, funcs, attrs, stacks, res;
 
@@ -198,45 +197,16 @@ static void vec_fini(struct vec *v)
 
 /* ---- strings ---- */
 
-static bool str_eq(const void *ctx, uint32_t idx, const void *key)
-{
-	const struct enc *e = ctx;
-
-	return strcmp(e->strs[idx], key) == 0;
-}
-
 /* Index of s in string_table (added if new); 0 on failure, which e->err records. */
 static int32_t S(struct enc *e, const char *s)
 {
-	uint64_t h = pp_hash_str(PP_HASH_SEED, s);
-	uint32_t i = pp_htab_find(&e->str_idx, h, str_eq, e, s);
+	int32_t i = pp_strtab_add(&e->strs, s);
 
-	if (i != PP_HTAB_NONE)
-		return (int32_t)i;
-	if (e->nstrs >= INT32_MAX) {
-		fail(e, -E2BIG);
+	if (i < 0) {
+		fail(e, i);
 		return 0;
 	}
-	if (e->nstrs == e->cap_strs) {
-		uint32_t ncap = e->cap_strs ? e->cap_strs * 2 : 256;
-		const char **n;
-
-		if (e->cap_strs >= (1u << 30))
-			ncap = INT32_MAX;
-		n = realloc(e->strs, (size_t)ncap * sizeof(*n));
-		if (!n) {
-			fail(e, -ENOMEM);
-			return 0;
-		}
-		e->strs = n;
-		e->cap_strs = ncap;
-	}
-	if (pp_htab_insert(&e->str_idx, h, e->nstrs)) {
-		fail(e, -ENOMEM);
-		return 0;
-	}
-	e->strs[e->nstrs] = s;
-	return (int32_t)e->nstrs++;
+	return i;
 }
 
 /* ---- attributes (KeyValueAndUnit, values inline) ---- */
@@ -876,8 +846,7 @@ out:
 static void enc_fini(struct enc *e)
 {
 	arena_fini(&e->ar);
-	free(e->strs);
-	pp_htab_fini(&e->str_idx);
+	pp_strtab_fini(&e->strs);
 	vec_fini(&e->maps);
 	vec_fini(&e->locs);
 	vec_fini(&e->funcs);
@@ -895,8 +864,10 @@ static int add_zero_entries(struct enc *e)
 	PROF(Function) *f = alloc(e, sizeof(*f));
 	PROF(KeyValueAndUnit) *a = alloc(e, sizeof(*a));
 	PROF(Stack) *s = alloc(e, sizeof(*s));
+	int err = pp_strtab_init(&e->strs);
 
-	S(e, "");
+	if (err)
+		fail(e, err);
 	if (!m || !l || !f || !a || !s)
 		return e->err;
 	PROF_FN(mapping__init)(m);
@@ -972,8 +943,8 @@ int pp_otlp_encode(const struct pp_profile *const *profiles, size_t nprofiles,
 	dict.n_function_table = e.funcs.n;
 	dict.link_table = links;
 	dict.n_link_table = 1;
-	dict.string_table = (char **)e.strs; /* protobuf-c only reads them */
-	dict.n_string_table = e.nstrs;
+	dict.string_table = (char **)e.strs.strs; /* protobuf-c only reads them */
+	dict.n_string_table = e.strs.n;
 	dict.attribute_table = (PROF(KeyValueAndUnit) **)e.attrs.v;
 	dict.n_attribute_table = e.attrs.n;
 	dict.stack_table = (PROF(Stack) **)e.stacks.v;

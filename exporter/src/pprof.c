@@ -7,6 +7,7 @@
 
 #include "fileio.h"
 #include "htab.h"
+#include "strtab.h"
 #include "pprof/profile.pb-c.h"
 
 #include <errno.h>
@@ -17,42 +18,6 @@
 
 #define KERNEL_MAPPING_NAME "[kernel.kallsyms]"
 
-struct strtab {
-	const char **strs;
-	uint32_t n, cap;
-	struct pp_htab idx;
-};
-
-static bool strtab_eq(const void *ctx, uint32_t idx, const void *key)
-{
-	const struct strtab *t = ctx;
-
-	return strcmp(t->strs[idx], key) == 0;
-}
-
-/* Returns the string's index in the table (adding it), or -1 on allocation failure. */
-static int64_t strtab_add(struct strtab *t, const char *s)
-{
-	uint64_t h = pp_hash_str(PP_HASH_SEED, s);
-	uint32_t i = pp_htab_find(&t->idx, h, strtab_eq, t, s);
-
-	if (i != PP_HTAB_NONE)
-		return i;
-	if (t->n == t->cap) {
-		uint32_t ncap = t->cap ? t->cap * 2 : 256;
-		const char **n = realloc(t->strs, (size_t)ncap * sizeof(*n));
-
-		if (!n)
-			return -1;
-		t->strs = n;
-		t->cap = ncap;
-	}
-	if (pp_htab_insert(&t->idx, h, t->n))
-		return -1;
-	t->strs[t->n] = s;
-	return t->n++;
-}
-
 /* A pprof Function is one (name, kind): the same symbol in kernel and user space differs. */
 struct func_key {
 	const char *name;
@@ -61,7 +26,7 @@ struct func_key {
 
 struct enc {
 	const struct pp_profile *p;
-	struct strtab st;
+	struct pp_strtab st;
 	bool failed;
 
 	struct func_key *fkeys;
@@ -86,9 +51,10 @@ struct enc {
 	Perftools__Profiles__Label **labelp;
 };
 
+/* Index of s in string_table; 0 on failure, which e->failed records. */
 static int64_t S(struct enc *e, const char *s)
 {
-	int64_t i = strtab_add(&e->st, s);
+	int32_t i = pp_strtab_add(&e->st, s);
 
 	if (i < 0) {
 		e->failed = true;
@@ -107,8 +73,7 @@ static bool func_eq(const void *ctx, uint32_t idx, const void *key)
 
 static void enc_fini(struct enc *e)
 {
-	free(e->st.strs);
-	pp_htab_fini(&e->st.idx);
+	pp_strtab_fini(&e->st);
 	free(e->fkeys);
 	pp_htab_fini(&e->fidx);
 	free(e->maps);
@@ -373,7 +338,9 @@ int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
 	e.p = p;
 	perftools__profiles__profile__init(&msg);
 
-	S(&e, ""); /* pprof requires string_table[0] == "" */
+	/* pprof requires string_table[0] == "", which the table starts with. */
+	if (pp_strtab_init(&e.st))
+		e.failed = true;
 	for (int i = 0; i < 3; i++)
 		perftools__profiles__value_type__init(&e.vt[i]);
 	e.vt[0].type = S(&e, "samples");

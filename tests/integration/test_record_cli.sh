@@ -154,6 +154,10 @@ else
 	pp_show "$T/probej.out"
 fi
 
+# --- a kernel without BTF (a recorded sysfs tree of a machine that has none) ---------------------
+expect_error 1 'no BTF.*CONFIG_DEBUG_INFO_BTF' "kernel without BTF" -- \
+	record --sysfs-root "$PP_SOURCE_DIR/tests/data/sysfs/novm-pmu/sys" -d 1 -o "$T/nobtf.pb.gz"
+
 # --- on a terminal, a progress line while it runs ---------------------------------------------
 if command -v script >/dev/null; then
 	script -qec "$PEBSPROF record -a -d 2.5 -o $T/tty.pb.gz" /dev/null >"$T/tty.out" 2>&1
