@@ -51,30 +51,6 @@ struct task_struct {
 	int tgid;
 };
 
-/* BPF iterators (the ksym iterator, 6.0+): the seq_file to write to and the symbol. */
-struct seq_file;
-
-struct bpf_iter_meta {
-	struct seq_file *seq;
-	__u64 session_id;
-	__u64 seq_num;
-};
-
-/* kernel/kallsyms.c's cursor, as /proc/kallsyms's s_show() reads it. */
-struct kallsym_iter {
-	unsigned long value;
-	char type;
-	char name[512];
-	char module_name[56];
-	int exported;
-	int show_value;
-};
-
-struct bpf_iter__ksym {
-	struct bpf_iter_meta *meta;
-	struct kallsym_iter *ksym;
-};
-
 #pragma clang attribute pop
 
 #endif /* PEBSPROF_KERNEL_TYPES_BPF_H */
