@@ -9,8 +9,9 @@
 
 #include "fileio.h"
 #include "htab.h"
-#include "strtab.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+#include "pbpack.h"
+#include "strtab.h"
 
 #include <errno.h>
 #include <stdalign.h>
@@ -893,8 +894,6 @@ int pp_otlp_encode(const struct pp_profile *const *profiles, size_t nprofiles,
 	PROF(Link) link0, *links[1] = {&link0};
 	PROF(ResourceProfiles) * *rps;
 	struct enc e;
-	uint8_t *buf;
-	size_t len;
 	int err;
 
 	if (!out || !out_len || (nprofiles && !profiles))
@@ -955,19 +954,7 @@ int pp_otlp_encode(const struct pp_profile *const *profiles, size_t nprofiles,
 	req.n_resource_profiles = e.res.n;
 	req.dictionary = &dict;
 
-	len = SVC_FN(export_profiles_service_request__get_packed_size)(&req);
-	buf = malloc(len ? len : 1);
-	if (!buf) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if (SVC_FN(export_profiles_service_request__pack)(&req, buf) != len) {
-		free(buf);
-		err = -EIO;
-		goto out;
-	}
-	*out = buf;
-	*out_len = len;
+	err = pp_pb_pack(&req.base, out, out_len);
 out:
 	enc_fini(&e);
 	return err;

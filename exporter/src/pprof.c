@@ -7,8 +7,9 @@
 
 #include "fileio.h"
 #include "htab.h"
-#include "strtab.h"
+#include "pbpack.h"
 #include "pprof/profile.pb-c.h"
+#include "strtab.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -325,8 +326,6 @@ int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
 	const struct pp_profile_desc *d;
 	struct enc e;
 	uint32_t kmap_id = 0;
-	size_t len;
-	uint8_t *buf;
 	int err;
 
 	if (!p || !out || !out_len)
@@ -370,19 +369,7 @@ int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
 	/* protobuf-c wants char **; it only reads the strings. */
 	msg.n_string_table = e.st.n;
 	msg.string_table = (char **)e.st.strs;
-	len = perftools__profiles__profile__get_packed_size(&msg);
-	buf = malloc(len ? len : 1);
-	if (!buf) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if (perftools__profiles__profile__pack(&msg, buf) != len) {
-		free(buf);
-		err = -EIO;
-		goto out;
-	}
-	*out = buf;
-	*out_len = len;
+	err = pp_pb_pack(&msg.base, out, out_len);
 out:
 	enc_fini(&e);
 	return err;

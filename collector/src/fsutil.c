@@ -1,0 +1,50 @@
+/*
+ * Path building and whole-file reads for sysfs/procfs pseudo-files (see fsutil.h). Such
+ * files are a few bytes to a few KiB, so plain read(2) into the caller's buffer does; it
+ * loops because a read may return fewer bytes than asked.
+ */
+#include "fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <unistd.h>
+
+void pp_pathf(char *dst, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vsnprintf(dst, size, fmt, ap) >= (int)size)
+		dst[0] = '\0';
+	va_end(ap);
+}
+
+ssize_t pp_read_small_file(const char *path, char *buf, size_t size)
+{
+	ssize_t n, total = 0;
+	int fd;
+
+	if (!size)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while ((size_t)total < size - 1) {
+		n = read(fd, buf + total, size - 1 - (size_t)total);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			n = -errno;
+			close(fd);
+			return n;
+		}
+		if (n == 0)
+			break;
+		total += n;
+	}
+	close(fd);
+	buf[total] = '\0';
+	return total;
+}

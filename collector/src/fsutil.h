@@ -1,0 +1,25 @@
+/*
+ * Small filesystem helpers shared by the sysfs/procfs readers (PMU discovery, system facts):
+ * building paths under a configurable root and reading one short pseudo-file whole.
+ */
+#ifndef PP_COLLECTOR_FSUTIL_H
+#define PP_COLLECTOR_FSUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * snprintf for paths. On truncation dst becomes "" (size must be > 0), a path that simply
+ * will not open, so callers need not check: the open that follows fails with ENOENT.
+ */
+void pp_pathf(char *dst, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * Reads at most size - 1 bytes of path into buf and NUL-terminates them; the content is left
+ * as is (a trailing newline stays, a longer file is cut without notice). Retries EINTR.
+ * Returns the number of bytes read (0 for an empty file), or -errno when open or any read
+ * fails (nothing partial is reported as success), or -EINVAL when size is 0.
+ */
+ssize_t pp_read_small_file(const char *path, char *buf, size_t size);
+
+#endif /* PP_COLLECTOR_FSUTIL_H */

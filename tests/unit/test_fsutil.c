@@ -1,0 +1,128 @@
+/*
+ * Tests for the collector's path and small-file helpers: the truncation rule of pp_pathf and
+ * the exact contract of pp_read_small_file that the PMU and sysinfo readers rely on.
+ */
+#include "check.h"
+#include "fsutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char tmpdir[64];
+
+static int make_tmpdir(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pp_fsutil.XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -errno;
+}
+
+/* Creates tmpdir/name holding data[0..len); path gets its name. Returns 0 or -errno. */
+static int make_file(const char *name, const char *data, size_t len, char *path, size_t size)
+{
+	FILE *f;
+	int ok;
+
+	if (make_tmpdir())
+		return -errno;
+	snprintf(path, size, "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	ok = fwrite(data, 1, len, f) == len;
+	if (fclose(f) || !ok)
+		return -EIO;
+	return 0;
+}
+
+static void remove_file(const char *path)
+{
+	unlink(path);
+	rmdir(tmpdir);
+}
+
+TEST(pathf_formats_and_truncates_to_empty)
+{
+	char small[8], big[64];
+
+	pp_pathf(big, sizeof(big), "%s/%s/%u", "/sys", "cpu", 7u);
+	CHECK_STR(big, "/sys/cpu/7");
+	/* Exactly fits: 7 chars + NUL. */
+	pp_pathf(small, sizeof(small), "%s", "abcdefg");
+	CHECK_STR(small, "abcdefg");
+	/* One char too long: the whole path becomes "", never a truncated prefix. */
+	pp_pathf(small, sizeof(small), "%s", "abcdefgh");
+	CHECK_STR(small, "");
+}
+
+/* Reads content through a buffer of bufsize; expects want (the bytes, NUL-terminated). */
+static void check_read(const char *content, size_t bufsize, const char *want)
+{
+	char path[128], buf[64];
+	ssize_t n;
+
+	REQUIRE(bufsize <= sizeof(buf));
+	REQUIRE(make_file("f", content, strlen(content), path, sizeof(path)) == 0);
+	memset(buf, 'x', sizeof(buf));
+	n = pp_read_small_file(path, buf, bufsize);
+	CHECK(n == (ssize_t)strlen(want));
+	CHECK(memchr(buf, '\0', bufsize) != NULL);
+	CHECK_STR(buf, want);
+	remove_file(path);
+}
+
+TEST(read_keeps_newline_and_terminates)
+{
+	check_read("42\n", 32, "42\n");
+}
+
+TEST(read_truncates_to_size_minus_one)
+{
+	check_read("0123456789", 5, "0123");
+	check_read("0123", 5, "0123");
+}
+
+TEST(read_empty_file_is_zero)
+{
+	check_read("", 8, "");
+}
+
+TEST(read_errors_are_negative_errno)
+{
+	char path[128], buf[8];
+
+	REQUIRE(make_tmpdir() == 0);
+	snprintf(path, sizeof(path), "%s/missing", tmpdir);
+	CHECK(pp_read_small_file(path, buf, sizeof(buf)) == -ENOENT);
+	/* A directory opens but fails on read: that is an error, not an empty file. */
+	CHECK(pp_read_small_file(tmpdir, buf, sizeof(buf)) == -EISDIR);
+	CHECK(pp_read_small_file(path, buf, 0) == -EINVAL);
+	/* A truncated path from pp_pathf is "", which does not open. */
+	CHECK(pp_read_small_file("", buf, sizeof(buf)) == -ENOENT);
+	rmdir(tmpdir);
+}
+
+TEST(read_procfs_file)
+{
+	char buf[4096];
+	ssize_t n = pp_read_small_file("/proc/self/status", buf, sizeof(buf));
+
+	if (n == -ENOENT)
+		SKIP("no /proc mounted");
+	REQUIRE(n > 0);
+	CHECK((size_t)n < sizeof(buf));
+	CHECK(strncmp(buf, "Name:", 5) == 0);
+	CHECK(strlen(buf) == (size_t)n);
+}
+
+TEST_LIST = {
+    {"pathf_formats_and_truncates_to_empty", pathf_formats_and_truncates_to_empty},
+    {"read_keeps_newline_and_terminates", read_keeps_newline_and_terminates},
+    {"read_truncates_to_size_minus_one", read_truncates_to_size_minus_one},
+    {"read_empty_file_is_zero", read_empty_file_is_zero},
+    {"read_errors_are_negative_errno", read_errors_are_negative_errno},
+    {"read_procfs_file", read_procfs_file},
+};
+TEST_MAIN()
