@@ -38,7 +38,7 @@ die() {
 [ "$(id -u)" -eq 0 ] || die "needs root (BPF, perf events, sysctls); run under sudo"
 [ -x "$PEBSPROF" ] || die "no pebsprof at $PEBSPROF (build it, or pass -b BUILD_DIR)"
 [ -x "$WORKLOAD" ] || die "no workload at $WORKLOAD (build target pp_workload)"
-for tool in perf bpftool python3; do
+for tool in perf bpftool python3 /usr/bin/time; do
 	command -v $tool >/dev/null || die "$tool is missing (apt-get install linux-perf bpftool time)"
 done
 case $SECS$HZ in *[!0-9]*) die "-d and -F want whole numbers" ;; esac
@@ -97,41 +97,97 @@ for _ in $(seq "$NCPU"); do
 done
 sleep 1
 
-# CPU time (ns) a process has run so far, all threads: the first field of schedstat.
-cpu_ns() {
-	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{n += $1} END {print n + 0}'
-}
-# cputime OUT CMD...: runs CMD and writes "user_s sys_s maxrss_kib" of it to OUT, from
-# getrusage(RUSAGE_CHILDREN) in microseconds (/usr/bin/time prints only 10 ms steps, which is
-# too coarse for runs that use a fraction of a second).
-cputime() {
-	local out=$1
-	shift
-	python3 -c '
-import resource, subprocess, sys
-rc = subprocess.call(sys.argv[2:])
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-open(sys.argv[1], "w").write("%.6f %.6f %d\n" % (r.ru_utime, r.ru_stime, r.ru_maxrss))
-sys.exit(rc)' "$out" "$@"
-}
+# While a tool runs, this script starts no process at all: pebsprof -a profiles every process
+# on the machine, so each one the script started (pgrep, cat, awk, date...) would be read from
+# /proc and symbolized by pebsprof and inflate the figure being measured. Everything below
+# uses bash builtins only.
 
-# steady_window PARENT OUT: the tool runs as the child of cputime's python (PARENT); record its
-# CPU time 3 s after start and 1 s before the end, so start-up (symbol tables, kallsyms) and
-# the final write are left out: what remains is the cost of sampling itself.
-steady_window() {
-	local parent=$1 out=$2 pid="" t0 c0 t1 c1
-	for _ in $(seq 50); do
-		pid=$(pgrep -P "$parent" | head -n1)
-		[ -n "$pid" ] && break
-		sleep 0.1
+# A read that times out is a sleep without a process: the FIFO, open read-write, never ends.
+mkfifo "$W/pause.fifo"
+exec {PAUSE_FD}<>"$W/pause.fifo"
+pause() { read -r -t "$1" -u "$PAUSE_FD"; }
+# cputime OUT CMD...: runs CMD and writes "user_s sys_s maxrss_kib" of it to OUT. CPU time
+# comes from bash's `times` (children, millisecond steps; /usr/bin/time prints only 10 ms
+# steps), peak RSS from /usr/bin/time.
+cputime() {
+	local out=$1 rc
+	shift
+	(
+		/usr/bin/time -f "%M" -o "$out.rss" "$@"
+		rc=$?
+		times >"$out.times"
+		exit $rc
+	)
+	rc=$?
+	awk -v rss="$(tail -n1 "$out.rss")" 'NR == 2 {
+		split($1, u, /[ms]/); split($2, s, /[ms]/)
+		printf "%.6f %.6f %d\n", u[1] * 60 + u[2], s[1] * 60 + s[2], rss }' \
+		"$out.times" >"$out"
+	return $rc
+}
+# CHILD=a child of process $1, found by scanning /proc (builtins only), or empty.
+find_child() {
+	local d line rest ppid
+	CHILD=
+	for d in /proc/[0-9]*; do
+		read -r line <"$d/stat" 2>/dev/null || continue
+		rest=${line##*) }
+		read -r _ ppid _ <<<"$rest"
+		if [ "$ppid" = "$1" ]; then
+			CHILD=${d#/proc/}
+			return
+		fi
 	done
+}
+# LEAF=the descendant of $1 whose command name is $2 (the tool under the wrappers), or empty.
+find_leaf() {
+	local p comm
+	LEAF=
+	for _ in {1..100}; do
+		p=$1
+		find_child "$p"
+		while [ -n "$CHILD" ]; do
+			p=$CHILD
+			comm=
+			read -r comm <"/proc/$p/comm" 2>/dev/null
+			if [ "$comm" = "$2" ]; then
+				LEAF=$p
+				return
+			fi
+			find_child "$p"
+		done
+		pause 0.05
+	done
+}
+# CPU=nanoseconds process $1 has run so far, all threads (first field of schedstat).
+cpu_ns() {
+	local t ns
+	CPU=0
+	for t in /proc/"$1"/task/*; do
+		read -r ns _ <"$t/schedstat" 2>/dev/null && CPU=$((CPU + ns))
+	done
+}
+now_ns() {
+	local s=${EPOCHREALTIME/./}
+	NOW=$((10#$s * 1000))
+}
+# steady_window PARENT COMM OUT: CPU time of the tool 3 s after its start and 2 s before its
+# end, so start-up (symbol tables, kallsyms) and the final write are left out.
+steady_window() {
+	local out=$3 pid t0 c0 t1 c1
+	find_leaf "$1" "$2"
+	pid=$LEAF
 	[ -n "$pid" ] || return 0
-	sleep 3
-	t0=$(date +%s%N)
-	c0=$(cpu_ns "$pid")
-	sleep $((SECS - 4))
-	t1=$(date +%s%N)
-	c1=$(cpu_ns "$pid")
+	pause 3
+	now_ns
+	t0=$NOW
+	cpu_ns "$pid"
+	c0=$CPU
+	pause $((SECS - 5))
+	now_ns
+	t1=$NOW
+	cpu_ns "$pid"
+	c1=$CPU
 	echo "$((t1 - t0)) $((c1 - c0))" >"$out"
 }
 
@@ -140,23 +196,20 @@ PP_CMD="$PEBSPROF record -e cpu-clock -a -F $HZ -d $SECS -o $W/pp.pb.gz"
 cputime "$W/pp.time" $PP_CMD >"$W/pp.out" 2>"$W/pp.err" &
 TPID=$!
 : >"$W/pp.steady"
-steady_window $TPID "$W/pp.steady" &
+steady_window $TPID pebsprof "$W/pp.steady" &
 SPID=$!
-# The BPF program's counters vanish when pebsprof unloads it: read them while it runs. The
-# polling is kept light (every 2 s, bpftool and awk only): every process it starts is itself
-# profiled by pebsprof -a, and would add to the cost being measured.
 : >"$W/bpf.last"
-for _ in $(seq $((SECS + 10))); do
-	kill -0 $TPID 2>/dev/null || break
-	bpftool prog show name on_sample 2>/dev/null |
-		awk '/run_time_ns/ { for (i = 1; i < NF; i++) { if ($i == "run_time_ns") t = $(i + 1);
-			if ($i == "run_cnt") c = $(i + 1) } } END { if (c) print 0, t, c }' \
-			>"$W/bpf.now" && [ -s "$W/bpf.now" ] && cp "$W/bpf.now" "$W/bpf.last"
-	sleep 2
-done
+# One bpftool call, 1 s before the end: the counters vanish when pebsprof unloads the program.
+(
+	pause $((SECS - 1))
+	bpftool prog show name on_sample 2>/dev/null >"$W/bpf.show"
+) &
+BPID=$!
 wait $TPID
 PP_RC=$?
-wait $SPID 2>/dev/null
+wait $SPID $BPID 2>/dev/null
+awk '/run_time_ns/ { for (i = 1; i < NF; i++) { if ($i == "run_time_ns") t = $(i + 1);
+	if ($i == "run_cnt") c = $(i + 1) } } END { if (c) print 0, t, c }' "$W/bpf.show" >"$W/bpf.last"
 check_rate pebsprof
 [ $PP_RC -eq 0 ] || {
 	cat "$W/pp.err" >&2
@@ -174,7 +227,7 @@ PERF_CMD="perf record -e cpu-clock -a -g -F $HZ -o $W/perf.data -- sleep $SECS"
 cputime "$W/perf.time" $PERF_CMD >"$W/perf.out" 2>"$W/perf.err" &
 TPID=$!
 : >"$W/perf.steady"
-steady_window $TPID "$W/perf.steady" &
+steady_window $TPID perf "$W/perf.steady" &
 SPID=$!
 wait $TPID
 PERF_RC=$?
@@ -240,9 +293,9 @@ echo "  load:     $NCPU x $WORKLOAD $((SECS * 2 + 30))"
 echo "  sysctl:   kernel.bpf_stats_enabled=1, kernel.perf_event_max_sample_rate=$SET_RATE" \
 	"(was $OLD_RATE), kernel.perf_cpu_time_max_percent=$OLD_PCT (restored on exit)"
 echo "  (a)       bpftool prog show --json   # run_time_ns / run_cnt of on_sample, read while loaded"
-echo "  (b,e)     getrusage(RUSAGE_CHILDREN) around: $PP_CMD"
+echo "  (b,e)     CPU by bash times, RSS by /usr/bin/time around: $PP_CMD"
 echo "            go tool pprof -raw pp.pb.gz   # samples counted in the written profile"
-echo "  (c,e)     getrusage(RUSAGE_CHILDREN) around: $PERF_CMD"
+echo "  (c,e)     CPU by bash times, RSS by /usr/bin/time around: $PERF_CMD"
 if [ -n "$LOWERED" ]; then
 	echo "kernel lowered the sample rate during:$LOWERED"
 fi
