@@ -114,18 +114,25 @@ static void raw_clear(struct pp_session *s)
 	s->raw_used = 0;
 }
 
+/*
+ * Per sample, so cheap: one multiply per word (a short dependency chain), one full mix at the
+ * end. Collisions only cost a comparison; raw_matches decides.
+ */
 static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation)
 {
+	const uint64_t k = 0x9e3779b97f4a7c15ull;
 	const struct pp_sample *rec = &d->sample;
 	uint32_t n = (uint32_t)rec->nr_kstack + rec->nr_ustack;
-	uint64_t h = mix64(((uint64_t)rec->tgid << 32 | rec->tid) ^ generation);
+	uint64_t h = ((uint64_t)rec->tgid << 32 | rec->tid) ^ generation;
 	uint64_t comm[2];
 
 	memcpy(comm, rec->comm, sizeof(comm));
-	h = mix64(h ^ comm[0]) ^ mix64(comm[1] + rec->flags);
-	h = mix64(h ^ rec->ip ^ ((uint64_t)rec->nr_kstack << 48));
+	h = (h ^ comm[0]) * k;
+	h = (h ^ comm[1] ^ rec->flags) * k;
+	h = (h ^ rec->ip ^ ((uint64_t)rec->nr_kstack << 48)) * k;
 	for (uint32_t i = 0; i < n; i++)
-		h = mix64(h ^ pp_decoded_frame(d, i));
+		h = ((h ^ pp_decoded_frame(d, i)) * k) ^ (h >> 29);
+	h = mix64(h);
 	return h ? h : 1; /* 0 marks an empty slot */
 }
 
