@@ -34,6 +34,7 @@ struct raw_stack {
 	uint64_t generation; /* the process's, so an exec never reuses old names */
 	uint64_t count, value, first_time;
 	uint32_t tgid, tid;
+	uint32_t cpu;		 /* only with opts.per_cpu, else 0 */
 	uint16_t flags, nframes; /* PP_SF_KERNEL_IP; raw frames below */
 	uint16_t nk, nlocs;
 	char comm[16];
@@ -118,12 +119,17 @@ static void raw_clear(struct pp_session *s)
  * Per sample, so cheap: one multiply per word (a short dependency chain), one full mix at the
  * end. Collisions only cost a comparison; raw_matches decides.
  */
-static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation)
+static uint32_t raw_cpu(const struct pp_session *s, const struct pp_decoded *d)
+{
+	return s->opts.per_cpu ? d->sample.cpu : 0;
+}
+
+static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation, uint32_t cpu)
 {
 	const uint64_t k = 0x9e3779b97f4a7c15ull;
 	const struct pp_sample *rec = &d->sample;
 	uint32_t n = (uint32_t)rec->nr_kstack + rec->nr_ustack;
-	uint64_t h = ((uint64_t)rec->tgid << 32 | rec->tid) ^ generation;
+	uint64_t h = ((uint64_t)rec->tgid << 32 | rec->tid) ^ generation ^ ((uint64_t)cpu << 20);
 	uint64_t comm[2];
 
 	memcpy(comm, rec->comm, sizeof(comm));
@@ -137,9 +143,12 @@ static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation)
 }
 
 static int raw_matches(const struct raw_stack *e, const struct pp_decoded *d, uint64_t hash,
-		       uint64_t generation)
+		       uint64_t generation, uint32_t cpu)
 {
 	const struct pp_sample *rec = &d->sample;
+
+	if (e->cpu != cpu)
+		return 0;
 
 	if (e->hash != hash || e->tgid != rec->tgid || e->tid != rec->tid ||
 	    e->generation != generation || e->ip != rec->ip ||
@@ -162,7 +171,7 @@ static struct raw_stack **raw_slot(struct pp_session *s, const struct pp_decoded
 	for (size_t i = hash & mask;; i = (i + 1) & mask) {
 		struct raw_stack **slot = &s->raw[i];
 
-		if (!*slot || raw_matches(*slot, d, hash, generation))
+		if (!*slot || raw_matches(*slot, d, hash, generation, raw_cpu(s, d)))
 			return slot;
 	}
 }
@@ -179,6 +188,8 @@ static int raw_add_to_profile(struct pp_session *s, const struct raw_stack *e)
 	    .count = e->count,
 	    .value = e->value,
 	    .first_time_unix_ns = e->first_time,
+	    .has_cpu = (uint32_t) !!s->opts.per_cpu,
+	    .cpu = e->cpu,
 	};
 	int ret;
 
@@ -443,6 +454,7 @@ static int raw_store(struct pp_session *s, struct raw_stack **slot, const struct
 	e->first_time = si->first_time_unix_ns;
 	e->tgid = rec->tgid;
 	e->tid = rec->tid;
+	e->cpu = raw_cpu(s, d);
 	e->flags = rec->flags & PP_SF_KERNEL_IP;
 	e->nframes = (uint16_t)n;
 	e->nk = rec->nr_kstack;
@@ -480,7 +492,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	if (s->raw) {
 		uint64_t gen = proc ? proc->generation : 0;
 
-		hash = raw_hash(d, gen);
+		hash = raw_hash(d, gen, raw_cpu(s, d));
 		raw = raw_slot(s, d, hash, gen);
 		if (*raw) {
 			(*raw)->count++;
@@ -548,6 +560,8 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	si.count = 1;
 	si.value = rec->period;
 	si.first_time_unix_ns = (uint64_t)((int64_t)rec->time_ns + s->opts.mono_to_wall_ns);
+	si.has_cpu = (uint32_t) !!s->opts.per_cpu;
+	si.cpu = rec->cpu;
 	if (raw) {
 		ret = raw_store(s, raw, d, hash, proc ? proc->generation : 0, &si);
 		if (ret == 0) {

@@ -33,6 +33,8 @@ struct pp_session_opts {
 	 * lookup. The table reaches the profile on pp_session_flush() or when it is full.
 	 */
 	size_t raw_stack_entries;
+	/* Keep the CPU of each sample (OTLP cpu.logical_number): one sample per stack and CPU. */
+	int per_cpu;
 };
 
 struct pp_session_stats {

@@ -693,7 +693,7 @@ static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name)
 static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_desc *d,
 		       const struct pp_sample_info *s, PROF(Sample) * out)
 {
-	int32_t keys[2 + PP_SAMPLE_MAX_LABELS], attrs[2 + PP_SAMPLE_MAX_LABELS];
+	int32_t keys[3 + PP_SAMPLE_MAX_LABELS], attrs[3 + PP_SAMPLE_MAX_LABELS];
 	size_t na = 0;
 
 	if (s->nlocations > e->scratch_cap) {
@@ -715,6 +715,11 @@ static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_de
 	keys[na] = S(e, "thread.name");
 	attrs[na] = attr_str(e, keys[na], s->thread_name);
 	na++;
+	if (s->has_cpu) {
+		keys[na] = S(e, "cpu.logical_number");
+		attrs[na] = attr_int(e, keys[na], s->cpu);
+		na++;
+	}
 	for (uint32_t i = 0; i < s->nlabels && i < PP_SAMPLE_MAX_LABELS; i++) {
 		int32_t k;
 		size_t j;

@@ -253,7 +253,7 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
 
 		nlocids += s->nlocations;
-		nlabels += 4 + s->nlabels;
+		nlabels += 4 + s->nlabels + !!s->has_cpu;
 	}
 	e->samples = xcalloc(e, nsamples, sizeof(*e->samples));
 	e->samplep = xcalloc(e, nsamples, sizeof(*e->samplep));
@@ -283,7 +283,7 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 		ps->value[0] = (int64_t)s->count;
 		ps->value[1] = (int64_t)s->value;
 
-		for (uint32_t j = 0; j < 4 + s->nlabels; j++) {
+		for (uint32_t j = 0; j < 4 + s->nlabels + !!s->has_cpu; j++) {
 			Perftools__Profiles__Label *pl = &e->labels[lab];
 
 			perftools__profiles__label__init(pl);
@@ -305,13 +305,18 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 				pl->str = S(e, s->process_name);
 				break;
 			default:
+				if (j == 4 + s->nlabels) { /* has_cpu */
+					pl->key = S(e, "cpu");
+					pl->num = s->cpu;
+					break;
+				}
 				pl->key = S(e, s->labels[j - 4].key);
 				pl->str = S(e, s->labels[j - 4].value);
 				break;
 			}
 			e->labelp[lab++] = pl;
 		}
-		ps->n_label = 4 + s->nlabels;
+		ps->n_label = 4 + s->nlabels + !!s->has_cpu;
 		ps->label = sl;
 		e->samplep[i] = ps;
 	}

@@ -270,6 +270,7 @@ static uint64_t hash_sample(const struct pp_sample_info *s)
 
 	h = pp_hash_bytes(h, s->locations, (size_t)s->nlocations * sizeof(*s->locations));
 	h = pp_hash_u64(h, ((uint64_t)s->pid << 32) | s->tid);
+	h = pp_hash_u64(h, s->has_cpu ? (uint64_t)s->cpu + 1 : 0);
 	h = pp_hash_u64(h, (uintptr_t)s->thread_name);
 	h = pp_hash_u64(h, (uintptr_t)s->process_name);
 	for (uint32_t i = 0; i < s->nlabels; i++) {
@@ -286,7 +287,8 @@ static bool sample_eq(const void *ctx, uint32_t idx, const void *key)
 
 	if (a->nlocations != b->nlocations || a->pid != b->pid || a->tid != b->tid ||
 	    a->thread_name != b->thread_name || a->process_name != b->process_name ||
-	    a->nlabels != b->nlabels)
+	    a->nlabels != b->nlabels || !a->has_cpu != !b->has_cpu ||
+	    (a->has_cpu && a->cpu != b->cpu))
 		return false;
 	for (uint32_t i = 0; i < a->nlabels; i++) {
 		if (a->labels[i].key != b->labels[i].key ||

@@ -943,6 +943,63 @@ TEST(parsed_attributes_reach_the_request)
 	free_known(&k);
 }
 
+/* A sample that keeps its CPU carries cpu.logical_number; the same stack on two CPUs is two. */
+TEST(cpu_logical_number)
+{
+	struct pp_profile_desc desc = {.event = "cpu-clock",
+				       .value_type = "cpu",
+				       .value_unit = "nanoseconds",
+				       .period = 1000000};
+	struct pp_profile *p = pp_profile_new(&desc);
+	const struct pp_profile *profs[1] = {p};
+	uint32_t l;
+	int found[2] = {0, 0};
+	REQ *r;
+
+	REQUIRE(p);
+	l = loc(p, 0, 0x1000, "spin", PP_FRAME_NATIVE);
+	REQUIRE(l);
+	for (uint32_t cpu = 0; cpu < 2; cpu++) {
+		struct pp_sample_info s = {.locations = &l,
+					   .nlocations = 1,
+					   .pid = 7,
+					   .tid = 7,
+					   .thread_name = "t",
+					   .process_name = "p",
+					   .count = 3 + cpu,
+					   .value = 1,
+					   .has_cpu = 1,
+					   .cpu = cpu};
+
+		CHECK(pp_profile_add_sample(p, &s) == 0);
+	}
+	CHECK_EQ_U64(pp_profile_sample_count(p), 2);
+	r = encode(profs, 1, NULL);
+	REQUIRE(r);
+	CHECK(check_rules(r) == 0);
+	{
+		const PROF(Profile) *prof = res_by_pid(r, 7)->scope_profiles[0]->profiles[0];
+
+		REQUIRE(prof->n_samples == 2);
+		for (size_t i = 0; i < prof->n_samples; i++) {
+			const PROF(Sample) *s = prof->samples[i];
+			const PROF(KeyValueAndUnit) *a =
+			    find_attr(r->dictionary, s->attribute_indices, s->n_attribute_indices,
+				      "cpu.logical_number");
+
+			REQUIRE(a && a->value);
+			CHECK(a->value->value_case == VALUE_CASE(INT_VALUE));
+			if (a->value->int_value >= 0 && a->value->int_value < 2) {
+				found[a->value->int_value]++;
+				CHECK_EQ_U64(s->values[0], 3 + a->value->int_value);
+			}
+		}
+	}
+	CHECK(found[0] == 1 && found[1] == 1);
+	req_free(r);
+	pp_profile_free(p);
+}
+
 TEST_LIST = {
     {"known_profiles_follow_rules", known_profiles_follow_rules},
     {"profile_types_values_and_times", profile_types_values_and_times},
@@ -952,5 +1009,6 @@ TEST_LIST = {
     {"write_file_matches_encode", write_file_matches_encode},
     {"resource_attributes_parser", resource_attributes_parser},
     {"parsed_attributes_reach_the_request", parsed_attributes_reach_the_request},
+    {"cpu_logical_number", cpu_logical_number},
 };
 TEST_MAIN()

@@ -902,6 +902,38 @@ TEST(raw_stack_aggregation_matches_direct_mode)
 	fixture_fini(&raw);
 }
 
+/* With per_cpu the CPU is part of the sample, in direct and raw-stack mode alike. */
+TEST(per_cpu_samples_keep_their_cpu)
+{
+	for (int rawmode = 0; rawmode < 2; rawmode++) {
+		struct pp_session_opts opts = {.per_cpu = 1, .raw_stack_entries = rawmode ? 64 : 0};
+		uint64_t u[2] = {FN_ADDR(sess_leaf_alpha) + 2, FN_ADDR(sess_root_delta) + 5};
+		struct sess_fixture f;
+		struct rec r;
+		int seen[2] = {0, 0};
+
+		REQUIRE(fixture_init(&f, &opts, 0) == 0);
+		for (uint32_t i = 0; i < 5; i++) {
+			make_sample(&r, own_pid(), own_tid(), 10, NULL, 0, u, 2);
+			r.d.sample.cpu = i % 2;
+			CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+		}
+		CHECK(pp_session_flush(f.s) == 0);
+		REQUIRE(pp_profile_sample_count(f.prof) == 2);
+		for (size_t i = 0; i < 2; i++) {
+			const struct pp_sample_info *si = pp_profile_get_sample(f.prof, i);
+
+			CHECK(si->has_cpu);
+			if (si->cpu < 2) {
+				seen[si->cpu] = 1;
+				CHECK_EQ_U64(si->count, si->cpu == 0 ? 3 : 2);
+			}
+		}
+		CHECK(seen[0] && seen[1]);
+		fixture_fini(&f);
+	}
+}
+
 TEST_LIST = {
     {"user_stack_resolves_leaf_first", user_stack_resolves_leaf_first},
     {"return_address_resolves_to_caller", return_address_resolves_to_caller},
@@ -919,6 +951,7 @@ TEST_LIST = {
      small_frame_cache_resets_and_names_stay_right},
     {"new_profile_drops_cached_ids", new_profile_drops_cached_ids},
     {"raw_stack_aggregation_matches_direct_mode", raw_stack_aggregation_matches_direct_mode},
+    {"per_cpu_samples_keep_their_cpu", per_cpu_samples_keep_their_cpu},
 };
 
 TEST_MAIN()

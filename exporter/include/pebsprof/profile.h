@@ -63,6 +63,12 @@ struct pp_sample_info {
 	uint64_t count;		     /* number of samples aggregated here */
 	uint64_t value;		     /* sum of their periods, in desc.value_unit */
 	uint64_t first_time_unix_ns; /* wall-clock time of the first aggregated sample */
+	/*
+	 * The logical CPU the samples were taken on, when the caller keeps that dimension
+	 * (has_cpu != 0; a zeroed struct keeps none). Part of the aggregation key.
+	 */
+	uint32_t has_cpu;
+	uint32_t cpu;
 };
 
 struct pp_profile;
@@ -84,7 +90,7 @@ uint32_t pp_profile_intern_location(struct pp_profile *p, const struct pp_locati
 
 /*
  * Adds count samples with the given summed value. Samples with identical locations, pid,
- * tid, thread name, process name and labels are aggregated into one. Returns 0 or -errno
+ * tid, thread name, process name, labels and cpu are aggregated into one. Returns 0 or -errno
  * (-EINVAL for an unknown location id or too many labels, -ENOMEM).
  */
 int pp_profile_add_sample(struct pp_profile *p, const struct pp_sample_info *s);
