@@ -1,0 +1,183 @@
+/*
+ * Configuration of `pebsprof run`: one option table drives the defaults, the --help text, the
+ * environment variables, the config file, the command-line flags, validation and the
+ * --dry-run printout. Precedence: defaults < config file < environment < flags, and every
+ * key remembers where its value came from. Every error is collected (not just the first)
+ * and names the key and where it was set, so `run` can print them all and exit 2.
+ */
+#ifndef PP_COLLECTOR_CONFIG_H
+#define PP_COLLECTOR_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The path the base OTEL_EXPORTER_OTLP_ENDPOINT gets; the signal-specific one is used as is. */
+#define PP_OTLP_PROFILES_PATH "/v1development/profiles"
+
+/* The keys, in table order; the config-file key and the long flag are the same name. */
+enum pp_config_key {
+	PP_CFG_EVENT,
+	PP_CFG_FREQ,
+	PP_CFG_PERIOD,
+	PP_CFG_LDLAT,
+	PP_CFG_INTERVAL,
+	PP_CFG_ENDPOINT,
+	PP_CFG_HEADERS,
+	PP_CFG_EXPORTER,
+	PP_CFG_OUTPUT_DIR,
+	PP_CFG_KEEP,
+	PP_CFG_QUEUE_BYTES,
+	PP_CFG_FLUSH_TIMEOUT,
+	PP_CFG_STACK_DEPTH,
+	PP_CFG_SERVICE_NAME,
+	PP_CFG_RESOURCE_ATTRIBUTES,
+	PP_CFG_NODE_NAME,
+	PP_CFG_PROC_ROOT,
+	PP_CFG_SYSFS_ROOT,
+	PP_CFG_LISTEN,
+	PP_CFG_K8S_SOURCE,
+	PP_CFG_VERBOSE,
+	PP_CFG_CONFIG,	/* flag and env only */
+	PP_CFG_DRY_RUN, /* flag only */
+	PP_CFG_HELP,	/* flag only */
+	PP_CFG_NKEYS
+};
+
+enum pp_exporter_kind {
+	PP_EXPORTER_OTLP,
+	PP_EXPORTER_PYROSCOPE,
+	PP_EXPORTER_FILE,
+};
+
+enum pp_k8s_source {
+	PP_K8S_AUTO,
+	PP_K8S_APISERVER,
+	PP_K8S_KUBELET,
+	PP_K8S_NONE,
+};
+
+enum pp_config_source {
+	PP_SRC_DEFAULT = 0,
+	PP_SRC_FILE,
+	PP_SRC_ENV,
+	PP_SRC_FLAG,
+};
+
+#define PP_CONFIG_WHERE_LEN 256
+
+/* Where a key's value came from: "FILE:LINE", the environment variable, or "--flag". */
+struct pp_config_origin {
+	enum pp_config_source src;
+	char where[PP_CONFIG_WHERE_LEN];
+};
+
+/* A decoded `k=v,k2=v2` list (OTLP headers, resource attributes); values percent-decoded. */
+struct pp_kv {
+	char *key;
+	char *value;
+};
+
+struct pp_kv_list {
+	struct pp_kv *items;
+	size_t n;
+};
+
+struct pp_run_config {
+	char *event;		   /* validated with pp_event_spec_parse */
+	uint64_t freq_hz;	   /* 0 when period is used */
+	uint64_t period;	   /* 0: sample by frequency */
+	uint64_t ldlat;		   /* mem-loads latency threshold, cycles */
+	uint64_t interval_ns;	   /* window length; windows are aligned to multiples of it */
+	char *endpoint;		   /* full profiles URL; "" = none (write files locally) */
+	struct pp_kv_list headers; /* secret: values never printed */
+	enum pp_exporter_kind exporter;
+	char *output_dir;
+	uint64_t keep;		   /* window files kept in output_dir per format */
+	uint64_t queue_bytes;	   /* bound of the upload queue */
+	uint64_t flush_timeout_ns; /* how long exit waits for the queue to drain */
+	uint64_t stack_depth;
+	char *service_name; /* "" = per process (container, pod or executable) */
+	struct pp_kv_list resource_attributes;
+	char *node_name; /* default: this host's name */
+	char *proc_root;
+	char *sysfs_root;
+	char *listen; /* ADDR:PORT of the metrics/health listener; "" = off */
+	enum pp_k8s_source k8s_source;
+	int verbose;
+	char *config; /* the config file read; "" = none */
+	int dry_run;
+	int help;
+	struct pp_config_origin origin[PP_CFG_NKEYS];
+};
+
+#define PP_CONFIG_MAX_ERRORS 32
+#define PP_CONFIG_ERROR_LEN 384
+
+/* A bounded list of messages; those past the bound are counted in dropped. */
+struct pp_config_errors {
+	size_t n;
+	size_t dropped;
+	char msg[PP_CONFIG_MAX_ERRORS][PP_CONFIG_ERROR_LEN];
+};
+
+/*
+ * Sets every key to its default ("node-name" to this host's name). Returns 0 or -ENOMEM.
+ * pp_run_config_fini() releases it, also after a failed init.
+ */
+int pp_run_config_init(struct pp_run_config *c);
+/* Releases what c owns and zeroes it; safe to call twice. */
+void pp_run_config_fini(struct pp_run_config *c);
+
+/*
+ * The whole configuration of `pebsprof run`: defaults, the config file (--config or
+ * PEBSPROF_CONFIG), the environment (envp as main's third argument, NULL = empty), then the
+ * flags in argv (argv[0] is the subcommand name). Returns 0, or -EINVAL with every problem
+ * in errs (exit 2), or -ENOMEM. out is initialised here; call pp_run_config_fini(out) either
+ * way. With --help, returns 0 with out->help set and reads neither file nor environment.
+ */
+int pp_run_config_load(int argc, char **argv, char *const *envp, struct pp_run_config *out,
+		       struct pp_config_errors *errs);
+
+/*
+ * Applies a config file's text (`key = value` lines, `#` comments, optional quotes) over c,
+ * recording "name:LINE" as the origin of each key. Every bad line adds an error to errs.
+ * Returns 0, -EINVAL when any line was bad, or -ENOMEM.
+ */
+int pp_config_file_parse(const char *buf, size_t len, const char *name, struct pp_run_config *c,
+			 struct pp_config_errors *errs);
+/* Reads the file at path and applies it; an unreadable file is an error naming it. */
+int pp_config_file_load(const char *path, struct pp_run_config *c, struct pp_config_errors *errs);
+
+/*
+ * Decides what depends on several keys: the exporter by default (otlp with an endpoint, file
+ * without), otlp/pyroscope without an endpoint (an error), freq against period.
+ */
+int pp_run_config_finish(struct pp_run_config *c, struct pp_config_errors *errs);
+
+/* Prints "key = value   (from ...)" for every key; secrets redacted. */
+void pp_run_config_print(const struct pp_run_config *c, FILE *f);
+/* The --help text, generated from the option table. */
+void pp_run_config_usage(FILE *f);
+/* Prints each error as "prefix: message" ("prefix: " works too) and a count of those dropped. */
+void pp_config_errors_print(const struct pp_config_errors *e, const char *prefix, FILE *f);
+
+/* The table's view of one key, for tests and messages: NULL for an unknown name or key. */
+const char *pp_config_key_name(enum pp_config_key k);
+const char *pp_config_key_env(enum pp_config_key k);
+int pp_config_key_lookup(const char *name); /* key or -1 */
+
+/*
+ * Leaf parsers, on buffers so they can be fuzzed. On error they return -EINVAL with the
+ * reason in err; secrets are never copied into err.
+ */
+int pp_kv_list_parse(const char *buf, size_t len, struct pp_kv_list *out, char *err, size_t errlen);
+void pp_kv_list_free(struct pp_kv_list *l);
+/* http(s)://[user[:pass]@]host[:port][/path][?query]; host a name, IPv4 or [IPv6]. */
+int pp_url_check(const char *buf, size_t len, char *err, size_t errlen);
+/* A byte count with an optional KiB/MiB/GiB (or K/M/G) suffix. */
+int pp_size_parse(const char *buf, size_t len, uint64_t *out, char *err, size_t errlen);
+/* ADDR:PORT, ADDR a name, IPv4, [IPv6] or empty (every address); "" means off. */
+int pp_listen_check(const char *buf, size_t len, char *err, size_t errlen);
+
+#endif /* PP_COLLECTOR_CONFIG_H */
