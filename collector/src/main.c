@@ -4,6 +4,7 @@
 
 #include "cli_util.h"
 #include "cmd_record.h"
+#include "cmd_run.h"
 #include "probe.h"
 
 static void usage(FILE *f)
@@ -15,7 +16,9 @@ static void usage(FILE *f)
 		   "\n"
 		   "commands:\n"
 		   "  probe    what this machine can sample and why\n"
-		   "  record   a bounded capture written to pprof, folded or SVG files\n"
+		   "  record   a bounded capture written to pprof, OTLP, folded or SVG files\n"
+		   "  run      the node agent: continuous profiles to an OTLP or Pyroscope\n"
+		   "           endpoint, or to local files\n"
 		   "\n"
 		   "`pebsprof <command> --help` describes each command.\n");
 }
@@ -40,8 +43,10 @@ int main(int argc, char **argv)
 		return pp_cmd_record(argc - 1, argv + 1);
 	if (!strcmp(cmd, "probe"))
 		return pp_probe_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "run"))
+		return pp_cmd_run(argc - 1, argv + 1);
 	fprintf(stderr,
-		"pebsprof: unknown command '%s'; the commands are probe and record (see "
+		"pebsprof: unknown command '%s'; the commands are probe, record and run (see "
 		"pebsprof --help)\n",
 		cmd);
 	return PP_EXIT_USAGE;

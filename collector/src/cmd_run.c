@@ -1,0 +1,637 @@
+/*
+ * `pebsprof run`: the node agent. Samples continuously, closes a profile at every aligned
+ * window boundary, and ships it: OTLP or Pyroscope over HTTP through the exporter's bounded
+ * queue (a sender thread does the network I/O, so sampling never waits on it), or, without an
+ * endpoint, as OTLP and pprof files in a local directory bounded by count.
+ */
+#define _GNU_SOURCE /* asprintf */
+#include "cmd_run.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pebsprof/otlp.h>
+#include <pebsprof/profile.h>
+#include <pebsprof/transport.h>
+#include <pebsprof/writers.h>
+
+#include "cli_util.h"
+#include "config.h"
+#include "events.h"
+#include "kallsyms.h"
+#include "log.h"
+#include "session.h"
+#include "shim_loader.h"
+#include "sysinfo.h"
+
+#define POLL_INTERVAL_MS 100
+#define NS_PER_S 1000000000ull
+
+extern char **environ;
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* Everything the agent owns; one instance, torn down in reverse order by agent_fini. */
+struct agent {
+	struct pp_run_config cfg;
+	struct pp_sys *sys;
+	struct pp_event_set *events;
+	struct pp_kallsyms *ksyms;
+	struct pp_shim *shim;
+	struct pp_session *session;
+	struct pp_profile *profile; /* the open window */
+	struct pp_profile_desc desc;
+	char host[256];
+	struct pp_label *attrs; /* resource attributes from the configuration */
+	uint32_t nattrs;
+	/* Network export. */
+	struct pp_transport *transport;
+	pthread_t sender;
+	int sender_running;
+	atomic_int sender_stop;
+	atomic_int export_failing; /* last result was a failure: log only on change */
+	uint64_t window_seq;
+	int64_t mono_to_wall_ns;
+	/* A closed window waiting for its jittered upload time (network exporters only). */
+	struct pp_profile *pending;
+	uint64_t pending_due_ns;
+	uint64_t rng;
+};
+
+static void transport_log(void *ctx, enum pp_transport_log_level level, const char *msg)
+{
+	(void)ctx;
+	switch (level) {
+	case PP_TRANSPORT_LOG_ERROR:
+		pp_error("export: %s", msg);
+		break;
+	case PP_TRANSPORT_LOG_WARN:
+		pp_warn("export: %s", msg);
+		break;
+	case PP_TRANSPORT_LOG_INFO:
+		pp_info("export: %s", msg);
+		break;
+	default:
+		pp_debug("export: %s", msg);
+	}
+}
+
+/* Logs once per change of state, not once per window: a down backend is one line. */
+static void transport_result(void *ctx, const struct pp_send_result *res)
+{
+	struct agent *ag = ctx;
+	int failing = res->outcome != PP_SEND_DELIVERED;
+	int was = atomic_exchange(&ag->export_failing, failing);
+
+	if (failing && !was)
+		pp_warn(
+		    "export to %s is failing (%s, HTTP %ld after %u attempts); sampling goes on",
+		    ag->cfg.endpoint, pp_send_outcome_name(res->outcome), res->http_status,
+		    res->attempts);
+	else if (!failing && was)
+		pp_info("export to %s works again", ag->cfg.endpoint);
+}
+
+static void *sender_main(void *arg)
+{
+	struct agent *ag = arg;
+
+	while (!atomic_load(&ag->sender_stop)) {
+		uint64_t next_due = UINT64_MAX;
+
+		pp_transport_poll(ag->transport, &next_due);
+		pp_transport_wait(ag->transport, 500);
+	}
+	return NULL;
+}
+
+/* mkdir -p: the default output directory's parents may not exist on a fresh node. */
+static int mkdir_parents(const char *dir)
+{
+	char path[4096];
+	size_t len = strlen(dir);
+
+	if (!len || len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, len + 1);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int setup_export(struct agent *ag, char *err, size_t errlen)
+{
+	struct pp_transport_config tc;
+	char *headers = NULL;
+	size_t len = 0;
+
+	if (ag->cfg.exporter == PP_EXPORTER_FILE) {
+		int ret = mkdir_parents(ag->cfg.output_dir);
+
+		if (ret)
+			snprintf(err, errlen, "cannot create output directory %s: %s",
+				 ag->cfg.output_dir, strerror(-ret));
+		return ret;
+	}
+	pp_transport_config_init(&tc);
+	tc.protocol = ag->cfg.exporter == PP_EXPORTER_PYROSCOPE ? PP_TRANSPORT_PYROSCOPE_INGEST
+								: PP_TRANSPORT_OTLP_HTTP;
+	tc.endpoint = ag->cfg.endpoint;
+	tc.endpoint_verbatim = ag->cfg.exporter == PP_EXPORTER_OTLP;
+	tc.user_agent = "pebsprof/" PP_VERSION;
+	tc.app_name = ag->cfg.service_name[0] ? ag->cfg.service_name : "pebsprof";
+	tc.queue_bytes = (size_t)ag->cfg.queue_bytes;
+	tc.log = transport_log;
+	tc.on_result = transport_result;
+	tc.result_ctx = ag;
+	/* The transport takes the headers as OTEL_EXPORTER_OTLP_HEADERS text. */
+	for (size_t i = 0; i < ag->cfg.headers.n; i++)
+		len += strlen(ag->cfg.headers.items[i].key) +
+		       strlen(ag->cfg.headers.items[i].value) + 2;
+	if (len) {
+		headers = calloc(1, len + 1);
+		if (!headers)
+			return -ENOMEM;
+		for (size_t i = 0; i < ag->cfg.headers.n; i++) {
+			if (i)
+				strcat(headers, ",");
+			strcat(headers, ag->cfg.headers.items[i].key);
+			strcat(headers, "=");
+			strcat(headers, ag->cfg.headers.items[i].value);
+		}
+		tc.headers = headers;
+	}
+	ag->transport = pp_transport_new(&tc, err, errlen);
+	free(headers);
+	if (!ag->transport)
+		return -EINVAL;
+	if (pthread_create(&ag->sender, NULL, sender_main, ag)) {
+		snprintf(err, errlen, "cannot start the sender thread");
+		return -EAGAIN;
+	}
+	ag->sender_running = 1;
+	return 0;
+}
+
+static int new_window(struct agent *ag, uint64_t start_unix_ns)
+{
+	struct pp_profile *p = pp_profile_new(&ag->desc);
+
+	if (!p)
+		return -ENOMEM;
+	pp_profile_set_window(p, start_unix_ns, 0);
+	/* Flushes the raw-stack table into the closing window first. */
+	pp_session_set_profile(ag->session, p);
+	pp_profile_free(ag->profile);
+	ag->profile = p;
+	return 0;
+}
+
+/* Keeps the newest `keep` files of one kind in the output directory. */
+static void prune_files(const char *dir, const char *suffix, uint64_t keep)
+{
+	struct dirent **names = NULL;
+	size_t slen = strlen(suffix);
+	int n = scandir(dir, &names, NULL, alphasort), matching = 0;
+
+	if (n < 0)
+		return;
+	for (int i = n - 1; i >= 0; i--) {
+		size_t l = strlen(names[i]->d_name);
+
+		if (strncmp(names[i]->d_name, "pebsprof-", 9) == 0 && l > slen &&
+		    strcmp(names[i]->d_name + l - slen, suffix) == 0 && ++matching > (int)keep) {
+			char path[4096];
+
+			snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+			unlink(path);
+		}
+		free(names[i]);
+	}
+	free(names);
+}
+
+static struct pp_otlp_resource resource_of(struct agent *ag)
+{
+	struct pp_otlp_resource res = {
+	    .service_name = ag->cfg.service_name[0] ? ag->cfg.service_name : NULL,
+	    .host_name = ag->host,
+	    .node_name = ag->cfg.node_name[0] ? ag->cfg.node_name : NULL,
+	    .scope_version = PP_VERSION,
+	    .extra_attrs = ag->attrs,
+	    .n_extra = ag->nattrs,
+	};
+
+	return res;
+}
+
+static int export_window(struct agent *ag, const struct pp_profile *p)
+{
+	const struct pp_profile *profiles[1] = {p};
+	struct pp_otlp_resource res = resource_of(ag);
+	const struct pp_profile_desc *d = pp_profile_get_desc(p);
+	uint8_t *body = NULL;
+	size_t len = 0;
+	int ret;
+
+	if (!pp_profile_sample_count(p))
+		return 0;
+	ag->window_seq++;
+	if (ag->cfg.exporter == PP_EXPORTER_FILE) {
+		char stamp[32], path[4096];
+		time_t secs = (time_t)(d->start_unix_ns / NS_PER_S);
+		struct tm tm;
+
+		gmtime_r(&secs, &tm);
+		strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+		snprintf(path, sizeof(path), "%s/pebsprof-%s.otlp.pb", ag->cfg.output_dir, stamp);
+		ret = pp_otlp_write_file(profiles, 1, &res, path);
+		if (!ret) {
+			snprintf(path, sizeof(path), "%s/pebsprof-%s.pb.gz", ag->cfg.output_dir,
+				 stamp);
+			ret = pp_pprof_write_file(p, path);
+		}
+		if (ret)
+			pp_error("cannot write window %s to %s: %s", stamp, ag->cfg.output_dir,
+				 strerror(-ret));
+		prune_files(ag->cfg.output_dir, ".otlp.pb", ag->cfg.keep);
+		prune_files(ag->cfg.output_dir, ".pb.gz", ag->cfg.keep);
+		return ret;
+	}
+	if (ag->cfg.exporter == PP_EXPORTER_PYROSCOPE) {
+		struct pp_send_meta meta = {
+		    .kind = PP_SEND_PYROSCOPE,
+		    .tag = ag->window_seq,
+		    .from_s = (int64_t)(d->start_unix_ns / NS_PER_S),
+		    .until_s = (int64_t)((d->start_unix_ns + d->duration_ns) / NS_PER_S)};
+
+		ret = pp_pprof_encode(p, &body, &len);
+		if (!ret)
+			ret = pp_transport_push(ag->transport, body, len, &meta);
+	} else {
+		struct pp_send_meta meta = {.kind = PP_SEND_OTLP, .tag = ag->window_seq};
+
+		ret = pp_otlp_encode(profiles, 1, &res, &body, &len);
+		if (!ret)
+			ret = pp_transport_push(ag->transport, body, len, &meta);
+	}
+	if (ret)
+		pp_warn("window %llu not queued for export: %s", (unsigned long long)ag->window_seq,
+			strerror(-ret));
+	return ret;
+}
+
+/*
+ * Uploads of a fleet's windows would all start at the same aligned instant; each node waits
+ * a random part of the next window (at most half of it, at most 5 s) before it sends.
+ */
+static uint64_t upload_jitter_ns(struct agent *ag)
+{
+	uint64_t span = ag->cfg.interval_ns / 2;
+
+	if (span > 5 * NS_PER_S)
+		span = 5 * NS_PER_S;
+	ag->rng ^= ag->rng << 13;
+	ag->rng ^= ag->rng >> 7;
+	ag->rng ^= ag->rng << 17;
+	return span ? ag->rng % span : 0;
+}
+
+static void export_pending(struct agent *ag)
+{
+	if (!ag->pending)
+		return;
+	export_window(ag, ag->pending);
+	pp_profile_free(ag->pending);
+	ag->pending = NULL;
+}
+
+static int collect_cb(void *ctx, const void *data, size_t len)
+{
+	pp_session_handle_record(ctx, data, len);
+	return 0;
+}
+
+/* Stops the sender and gives the queue until the flush deadline to drain. */
+static void drain_export(struct agent *ag)
+{
+	uint64_t deadline_ms, now_ms;
+
+	if (!ag->transport)
+		return;
+	if (ag->sender_running) {
+		atomic_store(&ag->sender_stop, 1);
+		pp_transport_wake(ag->transport);
+		pthread_join(ag->sender, NULL);
+		ag->sender_running = 0;
+	}
+	now_ms = clock_ns(CLOCK_MONOTONIC) / 1000000;
+	deadline_ms = now_ms + ag->cfg.flush_timeout_ns / 1000000;
+	for (;;) {
+		struct pp_transport_stats st;
+		uint64_t next_due = UINT64_MAX;
+
+		pp_transport_poll(ag->transport, &next_due);
+		pp_transport_stats(ag->transport, &st);
+		now_ms = clock_ns(CLOCK_MONOTONIC) / 1000000;
+		if (!st.queue.items && next_due == UINT64_MAX)
+			break;
+		if (now_ms >= deadline_ms) {
+			pp_warn("flush deadline reached: %llu queued windows dropped",
+				(unsigned long long)st.queue.items);
+			break;
+		}
+		if (next_due != UINT64_MAX && next_due > now_ms)
+			pp_transport_wait(ag->transport,
+					  (next_due < deadline_ms ? next_due : deadline_ms) -
+					      now_ms);
+	}
+	pp_transport_flush(ag->transport);
+}
+
+static void agent_fini(struct agent *ag)
+{
+	if (ag->sender_running) {
+		atomic_store(&ag->sender_stop, 1);
+		pp_transport_wake(ag->transport);
+		pthread_join(ag->sender, NULL);
+	}
+	pp_transport_free(ag->transport);
+	pp_session_free(ag->session);
+	pp_profile_free(ag->pending);
+	pp_profile_free(ag->profile);
+	pp_shim_free(ag->shim);
+	pp_event_set_free(ag->events);
+	pp_kallsyms_free(ag->ksyms);
+	pp_sys_free(ag->sys);
+	free(ag->attrs);
+	pp_run_config_fini(&ag->cfg);
+}
+
+static int start_sampling(struct agent *ag)
+{
+	struct pp_sys_opts sys_opts = {.sysfs_root =
+					   ag->cfg.sysfs_root[0] ? ag->cfg.sysfs_root : NULL,
+				       .procfs_root = ag->cfg.proc_root,
+				       .probe_bpf = 1,
+				       .skip_kfunc_probe = 1};
+	struct pp_event_request req = {.spec = ag->cfg.event,
+				       .freq_hz = ag->cfg.freq_hz,
+				       .period = ag->cfg.period,
+				       .ldlat = (uint32_t)ag->cfg.ldlat,
+				       .stack_depth = (uint32_t)ag->cfg.stack_depth,
+				       .want_kstack = 1,
+				       .want_ustack = 1,
+				       .pid = -1};
+	struct pp_shim_opts sopts = {.kstack_depth = (uint32_t)ag->cfg.stack_depth,
+				     .ustack_depth = (uint32_t)ag->cfg.stack_depth,
+				     .track_tasks = 1};
+	struct pp_session_opts sess = {
+	    .proc_root = ag->cfg.proc_root, .raw_stack_entries = 1 << 16, .per_cpu = 1};
+	char err[1024] = "";
+	uint64_t kfunc;
+	int ret;
+
+	ag->sys = pp_sys_new(&sys_opts);
+	if (!ag->sys) {
+		pp_error("cannot inspect this system: %s", strerror(errno));
+		return PP_EXIT_RUNTIME;
+	}
+	if (!ag->sys->btf_vmlinux) {
+		pp_error("this kernel has no BTF (%s/kernel/btf/vmlinux missing): pebsprof needs a "
+			 "kernel built with CONFIG_DEBUG_INFO_BTF=y",
+			 ag->sys->sysfs_root);
+		return PP_EXIT_RUNTIME;
+	}
+	ret = pp_events_open(&req, ag->sys, NULL, NULL, &ag->events, err, sizeof(err));
+	if (ret) {
+		pp_error("%s", err);
+		return ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME;
+	}
+	for (size_t i = 0; i < ag->events->nr_events; i++)
+		pp_info("%s", ag->events->events[i].why);
+	ag->desc.event = ag->events->events[0].name;
+	ag->desc.value_type = ag->events->events[0].value_type;
+	ag->desc.value_unit = ag->events->events[0].value_unit;
+	ag->desc.period = ag->events->events[0].period;
+	sopts.read_mem_fields = ag->events->events[0].mem;
+	sess.precise_ip = ag->events->events[0].precise_ip > 0;
+
+	ag->ksyms = pp_kallsyms_load(ag->cfg.proc_root);
+	if (!ag->ksyms)
+		pp_warn("kernel frames stay unnamed: cannot read %s/kallsyms addresses (%s)",
+			ag->cfg.proc_root, strerror(errno));
+	else
+		sopts.variant = pp_kallsyms_find(ag->ksyms, "bpf_cast_to_kern_ctx", &kfunc) == 0
+				    ? PP_SHIM_KCTX
+				    : PP_SHIM_CORE;
+	ag->shim = pp_shim_load(&sopts, err, sizeof(err));
+	if (!ag->shim) {
+		pp_error("%s", err);
+		return PP_EXIT_RUNTIME;
+	}
+	sess.kallsyms = ag->ksyms;
+	ag->mono_to_wall_ns =
+	    (int64_t)clock_ns(CLOCK_REALTIME) - (int64_t)clock_ns(CLOCK_MONOTONIC);
+	sess.mono_to_wall_ns = ag->mono_to_wall_ns;
+	ag->session = pp_session_new(&sess, NULL);
+	if (!ag->session || new_window(ag, clock_ns(CLOCK_REALTIME))) {
+		pp_error("out of memory");
+		return PP_EXIT_RUNTIME;
+	}
+	for (size_t i = 0; i < ag->events->nr_fds; i++) {
+		const struct pp_event_fd *efd = &ag->events->fds[i];
+
+		if (efd->group_leader) {
+			if (ioctl(efd->fd, PERF_EVENT_IOC_ENABLE, 0)) {
+				pp_error("cannot enable the event group on CPU %d: %s", efd->cpu,
+					 strerror(errno));
+				return PP_EXIT_RUNTIME;
+			}
+			continue;
+		}
+		ret = pp_shim_attach(ag->shim, efd->fd, efd->cookie);
+		if (ret) {
+			pp_error("cannot attach the BPF shim on CPU %d: %s", efd->cpu,
+				 strerror(-ret));
+			return PP_EXIT_RUNTIME;
+		}
+	}
+	return PP_EXIT_OK;
+}
+
+static int resource_attributes(struct agent *ag)
+{
+	const struct pp_kv_list *l = &ag->cfg.resource_attributes;
+
+	if (!l->n)
+		return 0;
+	ag->attrs = calloc(l->n, sizeof(*ag->attrs));
+	if (!ag->attrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < l->n && i < PP_OTLP_MAX_RESOURCE_ATTRS; i++) {
+		ag->attrs[ag->nattrs].key = l->items[i].key;
+		ag->attrs[ag->nattrs++].value = l->items[i].value;
+	}
+	return 0;
+}
+
+int pp_cmd_run(int argc, char **argv)
+{
+	struct agent ag = {0};
+	struct pp_config_errors errs = {0};
+	char err[1024] = "";
+	uint64_t interval, window_end;
+	int status, ret;
+
+	ret = pp_run_config_load(argc, argv, environ, &ag.cfg, &errs);
+	if (ret) {
+		pp_config_errors_print(&errs, "pebsprof run: ", stderr);
+		pp_run_config_fini(&ag.cfg);
+		return PP_EXIT_USAGE;
+	}
+	if (ag.cfg.help) {
+		pp_run_config_usage(stdout);
+		pp_run_config_fini(&ag.cfg);
+		return PP_EXIT_OK;
+	}
+	if (ag.cfg.dry_run) {
+		pp_run_config_print(&ag.cfg, stdout);
+		pp_run_config_fini(&ag.cfg);
+		return PP_EXIT_OK;
+	}
+	if (ag.cfg.listen[0]) {
+		fprintf(stderr, "pebsprof run: listen: the health and metrics endpoint is not part "
+				"of this build yet; leave listen empty\n");
+		pp_run_config_fini(&ag.cfg);
+		return PP_EXIT_USAGE;
+	}
+	if (ag.cfg.k8s_source == PP_K8S_APISERVER || ag.cfg.k8s_source == PP_K8S_KUBELET) {
+		fprintf(stderr, "pebsprof run: k8s-source: pod metadata is not part of this build "
+				"yet; use auto or none\n");
+		pp_run_config_fini(&ag.cfg);
+		return PP_EXIT_USAGE;
+	}
+	if (ag.cfg.verbose)
+		pp_log_set_level(PP_LOG_DEBUG);
+	pp_log_hook_libbpf();
+	if (gethostname(ag.host, sizeof(ag.host) - 1))
+		snprintf(ag.host, sizeof(ag.host), "unknown");
+	if (resource_attributes(&ag)) {
+		pp_error("out of memory");
+		agent_fini(&ag);
+		return PP_EXIT_RUNTIME;
+	}
+
+	status = start_sampling(&ag);
+	if (status != PP_EXIT_OK)
+		goto out;
+	if (setup_export(&ag, err, sizeof(err))) {
+		pp_error("%s", err);
+		status = PP_EXIT_USAGE;
+		goto out;
+	}
+	pp_info("sampling; a window every %llu s goes to %s",
+		(unsigned long long)(ag.cfg.interval_ns / NS_PER_S),
+		ag.cfg.exporter == PP_EXPORTER_FILE ? ag.cfg.output_dir : ag.cfg.endpoint);
+
+	signal(SIGINT, on_stop_signal);
+	signal(SIGTERM, on_stop_signal);
+	signal(SIGPIPE, SIG_IGN);
+	interval = ag.cfg.interval_ns;
+	ag.rng = clock_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ull;
+	/* Windows are aligned to multiples of the interval and tile time without gaps. */
+	window_end = (clock_ns(CLOCK_REALTIME) / interval + 1) * interval;
+	while (!stop_requested) {
+		uint64_t now;
+
+		ret = pp_shim_poll(ag.shim, POLL_INTERVAL_MS, collect_cb, ag.session);
+		if (ret < 0 && ret != -EINTR) {
+			pp_error("reading the BPF ring buffer failed: %s", strerror(-ret));
+			status = PP_EXIT_RUNTIME;
+			goto out;
+		}
+		now = clock_ns(CLOCK_REALTIME);
+		if (ag.pending && now >= ag.pending_due_ns)
+			export_pending(&ag);
+		if (now < window_end)
+			continue;
+		{
+			struct pp_profile *closing = ag.profile;
+			uint64_t start = pp_profile_get_desc(closing)->start_unix_ns;
+
+			ag.profile = NULL;
+			pp_profile_set_window(closing, start, window_end - start);
+			/* new_window flushes the session into `closing` before switching. */
+			if (new_window(&ag, window_end)) {
+				pp_profile_free(closing);
+				pp_error("out of memory");
+				status = PP_EXIT_RUNTIME;
+				goto out;
+			}
+			export_pending(&ag); /* the previous one, if still waiting */
+			if (ag.cfg.exporter == PP_EXPORTER_FILE) {
+				export_window(&ag, closing);
+				pp_profile_free(closing);
+			} else {
+				ag.pending = closing;
+				ag.pending_due_ns = now + upload_jitter_ns(&ag);
+			}
+			window_end += interval;
+			if (window_end <= now) /* the loop stalled: skip to the current window */
+				window_end = (now / interval + 1) * interval;
+		}
+	}
+
+	/* SIGTERM/SIGINT: close the partial window, ship it and the queue, exit 0. */
+	pp_shim_detach_all(ag.shim);
+	while (pp_shim_poll(ag.shim, 0, collect_cb, ag.session) > 0)
+		;
+	pp_session_flush(ag.session);
+	export_pending(&ag);
+	{
+		uint64_t start = pp_profile_get_desc(ag.profile)->start_unix_ns;
+
+		pp_profile_set_window(ag.profile, start, clock_ns(CLOCK_REALTIME) - start);
+		export_window(&ag, ag.profile);
+	}
+	drain_export(&ag);
+	status = PP_EXIT_OK;
+out:
+	agent_fini(&ag);
+	return status;
+}
