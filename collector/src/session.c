@@ -39,6 +39,7 @@ struct raw_stack {
 	uint16_t nk, nlocs;
 	char comm[16];
 	char process_name[PP_PROC_COMM_LEN + 2];
+	const char *process_path; /* in the same allocation */
 	uint64_t ip;
 	uint64_t *frames;
 	uint32_t *locs;
@@ -185,6 +186,7 @@ static int raw_add_to_profile(struct pp_session *s, const struct raw_stack *e)
 	    .tid = e->tid,
 	    .thread_name = e->comm,
 	    .process_name = e->process_name,
+	    .process_path = e->process_path,
 	    .count = e->count,
 	    .value = e->value,
 	    .first_time_unix_ns = e->first_time,
@@ -439,11 +441,16 @@ static int raw_store(struct pp_session *s, struct raw_stack **slot, const struct
 		slot = raw_slot(s, d, hash, generation);
 	}
 	/* One allocation: the entry, its raw frames, then its location ids. */
-	e = malloc(sizeof(*e) + n * sizeof(*e->frames) + si->nlocations * sizeof(*e->locs));
+	size_t path_len = si->process_path ? strlen(si->process_path) + 1 : 1;
+
+	e = malloc(sizeof(*e) + n * sizeof(*e->frames) + si->nlocations * sizeof(*e->locs) +
+		   path_len);
 	if (!e)
 		return -ENOMEM;
 	e->frames = (uint64_t *)(e + 1);
 	e->locs = (uint32_t *)(e->frames + n);
+	e->process_path = memcpy((char *)(e->locs + si->nlocations),
+				 si->process_path ? si->process_path : "", path_len);
 	for (uint32_t i = 0; i < n; i++)
 		e->frames[i] = pp_decoded_frame(d, i);
 	memcpy(e->locs, si->locations, si->nlocations * sizeof(*e->locs));
@@ -557,6 +564,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	si.tid = rec->tid;
 	si.thread_name = rec->comm;
 	si.process_name = process_name;
+	si.process_path = proc && proc->exe ? proc->exe : NULL;
 	si.count = 1;
 	si.value = rec->period;
 	si.first_time_unix_ns = (uint64_t)((int64_t)rec->time_ns + s->opts.mono_to_wall_ns);

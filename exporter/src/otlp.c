@@ -563,8 +563,12 @@ static const char *extra_value(const struct pp_otlp_resource *r, const char *key
 
 static bool is_fixed_key(const char *key)
 {
-	static const char *const fixed[] = {"service.name", "host.name", "k8s.node.name",
-					    "process.pid", "process.executable.name"};
+	static const char *const fixed[] = {"service.name",
+					    "host.name",
+					    "k8s.node.name",
+					    "process.pid",
+					    "process.executable.name",
+					    "process.executable.path"};
 
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
 		if (strcmp(key, fixed[i]) == 0)
@@ -636,7 +640,7 @@ static bool res_eq(const void *ctx, uint32_t idx, const void *key)
 	return r->pid == k->pid && strcmp(r->name, k->name) == 0;
 }
 
-static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name)
+static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name, const char *path)
 {
 	struct res_key k = {.pid = pid, .name = name};
 	uint64_t h = pp_hash_str(pp_hash_u64(PP_HASH_SEED, pid), name);
@@ -661,7 +665,7 @@ static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name)
 	r->rp->resource = alloc(e, sizeof(*r->rp->resource));
 	r->rp->scope_profiles = alloc(e, sizeof(*r->rp->scope_profiles));
 	r->sp->profiles = alloc_n(e, e->nprofiles, sizeof(*r->sp->profiles));
-	kvs = alloc_n(e, e->n_common_kv + 3, sizeof(*kvs));
+	kvs = alloc_n(e, e->n_common_kv + 4, sizeof(*kvs));
 	if (!r->rp->resource || !r->rp->scope_profiles || !r->sp->profiles || !kvs)
 		return NULL;
 	opentelemetry__proto__resource__v1__resource__init(r->rp->resource);
@@ -677,6 +681,8 @@ static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name)
 	n += e->n_common_kv;
 	kvs[n++] = kv_new(e, "process.pid", NULL, pid);
 	kvs[n++] = kv_new(e, "process.executable.name", name, 0);
+	if (path && path[0])
+		kvs[n++] = kv_new(e, "process.executable.path", path, 0);
 	for (size_t j = 0; j < n; j++) {
 		if (!kvs[j])
 			return NULL;
@@ -794,7 +800,7 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi)
 	/* First pass: which process each sample belongs to, and how many each has. */
 	for (size_t i = 0; i < nsamples; i++) {
 		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
-		struct res_entry *r = res_get(e, s->pid, s->process_name);
+		struct res_entry *r = res_get(e, s->pid, s->process_name, s->process_path);
 
 		if (!r) {
 			err = e->err ? e->err : -ENOMEM;

@@ -273,6 +273,7 @@ static uint64_t hash_sample(const struct pp_sample_info *s)
 	h = pp_hash_u64(h, s->has_cpu ? (uint64_t)s->cpu + 1 : 0);
 	h = pp_hash_u64(h, (uintptr_t)s->thread_name);
 	h = pp_hash_u64(h, (uintptr_t)s->process_name);
+	h = pp_hash_u64(h, (uintptr_t)s->process_path);
 	for (uint32_t i = 0; i < s->nlabels; i++) {
 		h = pp_hash_u64(h, (uintptr_t)s->labels[i].key);
 		h = pp_hash_u64(h, (uintptr_t)s->labels[i].value);
@@ -287,8 +288,8 @@ static bool sample_eq(const void *ctx, uint32_t idx, const void *key)
 
 	if (a->nlocations != b->nlocations || a->pid != b->pid || a->tid != b->tid ||
 	    a->thread_name != b->thread_name || a->process_name != b->process_name ||
-	    a->nlabels != b->nlabels || !a->has_cpu != !b->has_cpu ||
-	    (a->has_cpu && a->cpu != b->cpu))
+	    a->process_path != b->process_path || a->nlabels != b->nlabels ||
+	    !a->has_cpu != !b->has_cpu || (a->has_cpu && a->cpu != b->cpu))
 		return false;
 	for (uint32_t i = 0; i < a->nlabels; i++) {
 		if (a->labels[i].key != b->labels[i].key ||
@@ -355,7 +356,8 @@ int pp_profile_add_sample(struct pp_profile *p, const struct pp_sample_info *s)
 	key = *s;
 	key.thread_name = intern_str(p, s->thread_name);
 	key.process_name = intern_str(p, s->process_name);
-	if (!key.thread_name || !key.process_name)
+	key.process_path = intern_str(p, s->process_path ? s->process_path : "");
+	if (!key.thread_name || !key.process_name || !key.process_path)
 		return -ENOMEM;
 	/* Labels are kept sorted so the same set given in another order aggregates. */
 	for (uint32_t i = 0; i < s->nlabels; i++) {

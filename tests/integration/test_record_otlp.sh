@@ -28,6 +28,8 @@ pp_check "protoc decodes it with the official schema" [ $? -eq 0 ]
 pp_check "service.name from OTEL_SERVICE_NAME" grep -q 'string_value: "checkout"' "$T/decoded.txt"
 pp_check "OTEL_RESOURCE_ATTRIBUTES arrive" grep -q 'key: "deployment.environment"' "$T/decoded.txt"
 pp_check "the workload's functions are named" grep -q '"burn_alpha"' "$T/decoded.txt"
+pp_check "process.executable.path is the workload's path" \
+	bash -c "grep -A3 'key: \"process.executable.path\"' '$T/decoded.txt' | grep -q 'pp_workload\"'"
 pp_check "CPU profile period type" grep -q '"nanoseconds"' "$T/decoded.txt"
 
 py=/usr/bin/python3

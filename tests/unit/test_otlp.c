@@ -966,6 +966,7 @@ TEST(cpu_logical_number)
 					   .tid = 7,
 					   .thread_name = "t",
 					   .process_name = "p",
+					   .process_path = "/opt/app/bin/p",
 					   .count = 3 + cpu,
 					   .value = 1,
 					   .has_cpu = 1,
@@ -996,6 +997,7 @@ TEST(cpu_logical_number)
 		}
 	}
 	CHECK(found[0] == 1 && found[1] == 1);
+	CHECK_STR(res_str(res_by_pid(r, 7), "process.executable.path"), "/opt/app/bin/p");
 	req_free(r);
 	pp_profile_free(p);
 }

@@ -58,6 +58,7 @@ struct pp_sample_info {
 	uint32_t tid;		  /* thread id */
 	const char *thread_name;  /* comm of the thread; never NULL */
 	const char *process_name; /* executable name of the process; never NULL */
+	const char *process_path; /* absolute path of the executable; NULL or "" if unknown */
 	const struct pp_label *labels;
 	uint32_t nlabels;
 	uint64_t count;		     /* number of samples aggregated here */
