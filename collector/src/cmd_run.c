@@ -383,6 +383,42 @@ static void drain_export(struct agent *ag)
 	pp_transport_flush(ag->transport);
 }
 
+/* One line at exit with what was sampled, shipped and lost, for logs and for tests. */
+static void print_summary(struct agent *ag)
+{
+	struct pp_session_stats ss;
+	uint64_t counters[PP_CNT__MAX] = {0};
+
+	pp_session_get_stats(ag->session, &ss);
+	pp_shim_read_counters(ag->shim, counters);
+	if (ag->transport) {
+		struct pp_transport_stats ts;
+
+		pp_transport_stats(ag->transport, &ts);
+		pp_info(
+		    "stopped: %llu windows, %llu samples (lost in kernel %llu); export: %llu "
+		    "delivered, %llu retries, dropped %llu (4xx %llu, 5xx %llu, gave up %llu, "
+		    "queue overflow %llu, at shutdown %llu), %llu profiles rejected by the backend",
+		    (unsigned long long)ag->window_seq, (unsigned long long)ss.samples,
+		    (unsigned long long)(counters[PP_CNT_RB_FULL] + counters[PP_CNT_SCRATCH_MISS]),
+		    (unsigned long long)ts.sent, (unsigned long long)ts.retried,
+		    (unsigned long long)(ts.dropped_4xx + ts.dropped_5xx + ts.dropped_give_up +
+					 ts.dropped_other + ts.dropped_shutdown +
+					 ts.queue.dropped_overflow),
+		    (unsigned long long)ts.dropped_4xx, (unsigned long long)ts.dropped_5xx,
+		    (unsigned long long)ts.dropped_give_up,
+		    (unsigned long long)ts.queue.dropped_overflow,
+		    (unsigned long long)ts.dropped_shutdown,
+		    (unsigned long long)ts.rejected_profiles);
+	} else {
+		pp_info(
+		    "stopped: %llu windows written to %s, %llu samples (lost in kernel %llu)",
+		    (unsigned long long)ag->window_seq, ag->cfg.output_dir,
+		    (unsigned long long)ss.samples,
+		    (unsigned long long)(counters[PP_CNT_RB_FULL] + counters[PP_CNT_SCRATCH_MISS]));
+	}
+}
+
 static void agent_fini(struct agent *ag)
 {
 	if (ag->sender_running) {
@@ -630,6 +666,7 @@ int pp_cmd_run(int argc, char **argv)
 		export_window(&ag, ag.profile);
 	}
 	drain_export(&ag);
+	print_summary(&ag);
 	status = PP_EXIT_OK;
 out:
 	agent_fini(&ag);

@@ -94,6 +94,29 @@ pp_check "the window answered 503 was retried and arrived again (2 copies: 503 +
 pp_check "no other window arrived twice" \
 	[ "$(echo $starts | tr ' ' '\n' | sort | uniq -d | wc -l)" -eq 1 ]
 pp_check "service.name from OTEL_SERVICE_NAME" grep -q '"agent-test"' "$T/sink"/req-0001.body.txt
+# SIGTERM came mid-window: the last request holds a partial window (shorter than 2 s).
+last=$(ls "$T/sink"/req-*.body.txt | sort | tail -n1)
+last_dur=$(awk '/^ *duration_nano:/{print $2; exit}' "$last")
+pp_check "SIGTERM mid-window: the partial window was shipped ($last_dur ns)" \
+	bash -c "[ -n '$last_dur' ] && [ '$last_dur' -gt 0 ] && [ '$last_dur' -lt 2000000000 ]"
+pp_check "exit summary counts the delivery and the retry" \
+	grep -qE 'export: [0-9]+ delivered, [1-9][0-9]* retries' "$T/o.err"
+
+# --- Pyroscope push -------------------------------------------------------------------------
+mkdir -p "$T/pyro"
+"$PP_PYTHON" "$sink" --port 0 --dir "$T/pyro" --script '[]' >"$T/pyro.port" 2>"$T/pyro.err" &
+SINK=$!
+for _ in $(seq 50); do grep -q PORT "$T/pyro.port" 2>/dev/null && break; sleep 0.1; done
+PORT=$(awk '/PORT/{print $2}' "$T/pyro.port")
+run_for 3.5 "$T/p" --exporter pyroscope --endpoint "http://127.0.0.1:$PORT" --interval 1 \
+	--service-name shop
+kill "$SINK" 2>/dev/null
+wait "$SINK" 2>/dev/null
+pp_check "Pyroscope exporter: SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
+pp_check "Pyroscope: POST /ingest with name, from, until and format=pprof" \
+	grep -qE '^POST /ingest\?name=shop.*from=[0-9]+.*until=[0-9]+.*format=pprof' "$T/pyro/req-0000.hdr"
+pp_check "Pyroscope: the body is a pprof profile" \
+	bash -c "(cd '$PP_SOURCE_DIR/../shared/reference/pprof/proto' && protoc --decode=perftools.profiles.Profile profile.proto) <'$T/pyro/req-0000.body' | grep -q sample_type"
 
 # --- backend unreachable: sampling goes on, exit 0 within the flush deadline ---------------------
 run_for 3.5 "$T/u" --endpoint "http://127.0.0.1:9/v1development/profiles" --interval 1 \
@@ -101,6 +124,8 @@ run_for 3.5 "$T/u" --endpoint "http://127.0.0.1:9/v1development/profiles" --inte
 pp_check "unreachable backend: SIGTERM still exits 0" [ "$PP_RC" -eq 0 ]
 pp_check "unreachable backend: the failure is logged once, not per window" \
 	[ "$(grep -c 'is failing' "$T/u.err")" -le 1 ]
+pp_check "unreachable backend: sampling never stopped (3+ windows, samples taken)" \
+	grep -qE 'stopped: ([3-9]|[1-9][0-9]+) windows, [1-9][0-9]* samples' "$T/u.err"
 
 # --- bad configuration: exit 2 naming the key (and the line) --------------------------------
 run_bad() {
