@@ -226,7 +226,8 @@ static const struct option_def table[PP_CFG_NKEYS] = {
 		       .offset = OFF(listen),
 		       .def = "",
 		       .metavar = "ADDR:PORT",
-		       .help = "metrics and health listener, e.g. :9090 (empty: off)"},
+		       .help = "metrics and health listener, e.g. :9090 (empty: off;\n"
+			       "not available in this version yet)"},
     [PP_CFG_K8S_SOURCE] = {.name = "k8s-source",
 			   .env = "PEBSPROF_K8S_SOURCE",
 			   .type = T_ENUM,
@@ -234,7 +235,8 @@ static const struct option_def table[PP_CFG_NKEYS] = {
 			   .def = "auto",
 			   .names = k8s_names,
 			   .metavar = "SOURCE",
-			   .help = "pod metadata from: auto, apiserver, kubelet or none"},
+			   .help = "pod metadata from: auto, apiserver, kubelet or none\n"
+				   "(this version reads none yet: auto or none)"},
     [PP_CFG_VERBOSE] = {.name = "verbose",
 			.short_flag = 'v',
 			.env = "PEBSPROF_VERBOSE",
