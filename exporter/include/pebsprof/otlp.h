@@ -20,8 +20,8 @@
  * - each Sample has exactly one value (the aggregated sample count) and, when the sample's
  *   first time is known and inside the window, one timestamp (that first time);
  * - sample attributes thread.id, thread.name and the sample's labels (keys unique: a label
- *   whose key repeats an earlier one is left out); cpu.logical_number is not written
- *   because the model does not keep the CPU;
+ *   whose key repeats an earlier one is left out), and cpu.logical_number when the sample
+ *   keeps its CPU (pp_sample_info.has_cpu);
  * - locations carry profile.frame.type "native" or "kernel" (data frames carry none);
  *   Location.address is the model's address (the ELF virtual address for native frames);
  *   mappings carry process.executable.build_id.gnu when the build id is known;
