@@ -718,8 +718,17 @@ static void finish(struct pp_transport *t, enum pp_send_outcome o, long status, 
 	if (o != PP_SEND_DELIVERED && o != PP_SEND_SPLIT)
 		t->st.dropped_bytes += t->cur->len;
 	pthread_mutex_unlock(&t->stats_lock);
+	if (o == PP_SEND_SPLIT) {
+		/* The body goes to the caller, who splits it; the item must not free it. */
+		r.body = t->cur->body;
+		if (t->wire == t->cur->body)
+			t->wire = NULL;
+		t->cur->body = NULL;
+	}
 	if (t->cfg.on_result)
 		t->cfg.on_result(t->cfg.result_ctx, &r);
+	else
+		free(r.body);
 	release_cur(t);
 }
 

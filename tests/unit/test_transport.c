@@ -759,6 +759,15 @@ TEST(status_413_reported_as_split)
 	CHECK_EQ_U64(cap.res[0].http_status, 413);
 	CHECK_EQ_U64(cap.res[0].len, 4000);
 	CHECK_STR(pp_send_outcome_name(cap.res[0].outcome), "split-needed");
+	/* the body comes back to the caller, as pushed (not the gzip'ed copy sent) */
+	{
+		uint8_t *want = payload(4000, 77);
+
+		REQUIRE(cap.res[0].body);
+		CHECK(want && memcmp(cap.res[0].body, want, 4000) == 0);
+		free(want);
+		free(cap.res[0].body);
+	}
 	pp_transport_stats(t, &st);
 	CHECK_EQ_U64(st.split_needed, 1);
 	CHECK_EQ_U64(st.retried, 0);
@@ -772,6 +781,58 @@ TEST(status_413_reported_as_split)
 	REQUIRE(sink_count(&s) == 3);
 	CHECK(body_is(&s, 1, 2000, 78));
 	CHECK(body_is(&s, 2, 2000, 79));
+	pp_transport_free(t);
+	sink_stop(&s);
+}
+
+/* Without gzip the body in hand is also the bytes sent: it is handed back once, not freed. */
+TEST(status_413_hands_back_plain_body)
+{
+	struct pp_transport_config cfg;
+	struct pp_transport_stats st;
+	struct capture cap;
+	struct sink s;
+	struct pp_transport *t;
+	uint64_t next = 0;
+
+	START_SINK(&s, "[{\"status\":413}, {\"status\":200}, {\"status\":413}]");
+	base_cfg(&cfg, sink_url(&s, ""), &cap);
+	cfg.gzip = false;
+	t = pp_transport_new(&cfg, NULL, 0);
+	REQUIRE(t);
+	CHECK_EQ_U64(push(t, 3000, 5), 0);
+	CHECK_EQ_U64(push(t, 1000, 6), 0);
+	CHECK_EQ_U64(pp_transport_poll(t, &next), 2);
+	REQUIRE(cap.nres == 2);
+	CHECK(cap.res[0].outcome == PP_SEND_SPLIT);
+	CHECK_EQ_U64(cap.res[0].tag, 5);
+	CHECK(cap.res[1].outcome == PP_SEND_DELIVERED);
+	CHECK(cap.res[1].body == NULL); /* only a split hands the body back */
+	REQUIRE(cap.res[0].body);
+	{
+		uint8_t *want = payload(3000, 5);
+
+		CHECK(want && memcmp(cap.res[0].body, want, 3000) == 0);
+		free(want);
+	}
+	CHECK(body_is(&s, 0, 3000, 5));
+	/* pushed again (here whole; a caller splits it first), it is sent again */
+	{
+		struct pp_send_meta m = {.kind = PP_SEND_OTLP, .tag = 7};
+
+		CHECK_EQ_U64(pp_transport_push(t, cap.res[0].body, 3000, &m), 0);
+	}
+	pp_transport_free(t);
+	/* without on_result the transport frees the body itself (ASan would see a leak) */
+	cfg.on_result = NULL;
+	t = pp_transport_new(&cfg, NULL, 0);
+	REQUIRE(t);
+	CHECK_EQ_U64(push(t, 500, 8), 0);
+	CHECK_EQ_U64(pp_transport_poll(t, &next), 1);
+	pp_transport_stats(t, &st);
+	CHECK_EQ_U64(st.split_needed, 1);
+	CHECK_EQ_U64(sink_count(&s), 3);
+	CHECK(body_is(&s, 2, 500, 8));
 	pp_transport_free(t);
 	sink_stop(&s);
 }
@@ -1228,6 +1289,7 @@ TEST_LIST = {
     {"retry_after_seconds_and_date_honoured", retry_after_seconds_and_date_honoured},
     {"non_retryable_statuses_dropped_and_counted", non_retryable_statuses_dropped_and_counted},
     {"status_413_reported_as_split", status_413_reported_as_split},
+    {"status_413_hands_back_plain_body", status_413_hands_back_plain_body},
     {"connection_closed_mid_request_retried", connection_closed_mid_request_retried},
     {"connection_reset_retried", connection_reset_retried},
     {"stall_past_timeout_retried", stall_past_timeout_retried},

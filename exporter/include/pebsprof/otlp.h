@@ -69,6 +69,22 @@ struct pp_otlp_resource {
 int pp_otlp_encode(const struct pp_profile *const *profiles, size_t nprofiles,
 		   const struct pp_otlp_resource *res, uint8_t **out, size_t *out_len);
 
+/*
+ * Splits a serialized (uncompressed) ExportProfilesServiceRequest in two smaller ones, for a
+ * request the server answered with HTTP 413. With two or more ResourceProfiles each half gets
+ * half of them, whole; with one, each half gets half of its samples (in request order; every
+ * profile keeps its metadata: sample_type, period_type, period, time, duration, attributes).
+ * Each half carries the request's dictionary pruned to what the half refers to, with every
+ * index renumbered (index 0 of each table stays the zero value), so it is valid on its own
+ * under the rules above and smaller when the dictionary dominates. Every sample lands in
+ * exactly one half; a profile or scope without samples from the start goes to the first.
+ * *first and *second are malloc'ed; the caller frees them. Returns 0, -EINVAL (bad
+ * arguments, not a request, an index out of range), -ENOMEM, or -E2BIG when the request
+ * cannot be split (one ResourceProfiles with fewer than two samples): drop it.
+ */
+int pp_otlp_split_request(const uint8_t *buf, size_t len, uint8_t **first, size_t *first_len,
+			  uint8_t **second, size_t *second_len);
+
 /* The same request written to path whole or not at all (uncompressed, `.otlp.pb`). */
 int pp_otlp_write_file(const struct pp_profile *const *profiles, size_t nprofiles,
 		       const struct pp_otlp_resource *res, const char *path);

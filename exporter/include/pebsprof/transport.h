@@ -10,8 +10,9 @@
  * - Retried: 429, 502, 503, 504 and transport failures (refused, reset, no reply, timeout),
  *   with exponential backoff and jitter (5 s, x1.5, 30 s cap, give up past 300 s by
  *   default); Retry-After (delta-seconds or HTTP-date) lengthens the wait, never shortens it.
- * - 413: the request is handed back as PP_SEND_SPLIT; the caller owns the profiles and
- *   pushes two smaller requests (pp_send_split says how).
+ * - 413: the request is handed back as PP_SEND_SPLIT with its body (pp_send_result.body);
+ *   the caller pushes two smaller requests (pp_otlp_split_request in otlp.h makes them from
+ *   an OTLP body; pp_send_split says how to halve a count).
  * - Any other 4xx/5xx (400, 401, 404, 500...) is dropped and counted; never retried.
  * - 2xx with partial_success: logged through the caller's callback and counted, never retried.
  *
@@ -98,6 +99,12 @@ struct pp_send_result {
 	uint32_t attempts; /* HTTP attempts made */
 	int64_t rejected;  /* partial_success.rejected_profiles (DELIVERED only) */
 	size_t len;	   /* queued (uncompressed) body bytes */
+	/*
+	 * PP_SEND_SPLIT only (NULL otherwise): the queued body, len bytes as pushed (OTLP:
+	 * uncompressed), handed back so it can be split and pushed again. Ownership passes to
+	 * on_result, which must free it or keep it; without on_result it is freed here.
+	 */
+	uint8_t *body;
 };
 
 enum pp_transport_log_level {
@@ -136,7 +143,8 @@ struct pp_transport_config {
 	/* Diagnostics (drops, partial success, retries); NULL = silent. */
 	void (*log)(void *ctx, enum pp_transport_log_level level, const char *msg);
 	void *log_ctx;
-	/* Called once per request when it is resolved, from the polling thread. */
+	/* Called once per request when it is resolved, from the polling thread; it owns
+	 * res->body (PP_SEND_SPLIT). */
 	void (*on_result)(void *ctx, const struct pp_send_result *res);
 	void *result_ctx;
 };
