@@ -76,6 +76,8 @@ struct agent {
 	int sender_running;
 	atomic_int sender_stop;
 	atomic_int export_failing; /* last result was a failure: log only on change */
+	/* HTTP 413: requests split and resent, and those that could not be split (dropped) */
+	atomic_uint_fast64_t split_resent, split_dropped;
 	uint64_t window_seq;
 	int64_t mono_to_wall_ns;
 	/* A closed window waiting for its jittered upload time (network exporters only). */
@@ -102,12 +104,65 @@ static void transport_log(void *ctx, enum pp_transport_log_level level, const ch
 	}
 }
 
+/*
+ * HTTP 413: the server finds the request too large; the transport hands its body back and it
+ * goes out again as two requests (OTLP's rule). This runs on the thread that polls the
+ * transport (the sender, or the shutdown drain), so the sampling loop never spends time
+ * splitting; halves that get 413 again come back here and are split again, down to single
+ * samples. A pprof body (Pyroscope) cannot be cut, nor can one sample: those are dropped.
+ */
+static void resend_halves(struct agent *ag, const struct pp_send_result *res)
+{
+	struct pp_send_meta meta = {.kind = PP_SEND_OTLP, .tag = res->tag};
+	uint8_t *a = NULL, *b = NULL;
+	size_t la = 0, lb = 0;
+	int ret = -EPROTOTYPE, ret2;
+
+	if (res->kind == PP_SEND_OTLP && res->body)
+		ret = pp_otlp_split_request(res->body, res->len, &a, &la, &b, &lb);
+	free(res->body);
+	if (ret) {
+		atomic_fetch_add(&ag->split_dropped, 1);
+		if (ret == -EPROTOTYPE)
+			pp_warn("window %llu dropped: %s answered HTTP 413 (too large) and a pprof "
+				"body cannot be split",
+				(unsigned long long)res->tag, ag->cfg.endpoint);
+		else if (ret == -E2BIG)
+			pp_warn(
+			    "window %llu dropped: %s answered HTTP 413 (too large) to a request "
+			    "of a single sample (%zu bytes), which cannot be split further",
+			    (unsigned long long)res->tag, ag->cfg.endpoint, res->len);
+		else
+			pp_warn("window %llu dropped: cannot split it after HTTP 413: %s",
+				(unsigned long long)res->tag, strerror(-ret));
+		return;
+	}
+	pp_info("window %llu (%zu bytes) is too large for %s (HTTP 413): resent as two requests "
+		"of %zu and %zu bytes",
+		(unsigned long long)res->tag, res->len, ag->cfg.endpoint, la, lb);
+	ret = pp_transport_push(ag->transport, a, la, &meta);
+	ret2 = pp_transport_push(ag->transport, b, lb, &meta);
+	if (ret || ret2) {
+		atomic_fetch_add(&ag->split_dropped, 1);
+		pp_warn("window %llu: half of it not queued for export after HTTP 413: %s",
+			(unsigned long long)res->tag, strerror(ret ? -ret : -ret2));
+		return;
+	}
+	atomic_fetch_add(&ag->split_resent, 1);
+}
+
 /* Logs once per change of state, not once per window: a down backend is one line. */
 static void transport_result(void *ctx, const struct pp_send_result *res)
 {
 	struct agent *ag = ctx;
-	int failing = res->outcome != PP_SEND_DELIVERED;
-	int was = atomic_exchange(&ag->export_failing, failing);
+	int failing, was;
+
+	if (res->outcome == PP_SEND_SPLIT) { /* not a failure of the backend: no state change */
+		resend_halves(ag, res);
+		return;
+	}
+	failing = res->outcome != PP_SEND_DELIVERED;
+	was = atomic_exchange(&ag->export_failing, failing);
 
 	if (failing && !was)
 		pp_warn(
@@ -178,20 +233,31 @@ static int setup_export(struct agent *ag, char *err, size_t errlen)
 	tc.log = transport_log;
 	tc.on_result = transport_result;
 	tc.result_ctx = ag;
-	/* The transport takes the headers as OTEL_EXPORTER_OTLP_HEADERS text. */
+	/*
+	 * The transport takes the headers as OTEL_EXPORTER_OTLP_HEADERS text; the configuration
+	 * holds them decoded, so values are percent-encoded again (a ',' or '%' in a token must
+	 * not change the list).
+	 */
 	for (size_t i = 0; i < ag->cfg.headers.n; i++)
 		len += strlen(ag->cfg.headers.items[i].key) +
-		       strlen(ag->cfg.headers.items[i].value) + 2;
+		       3 * strlen(ag->cfg.headers.items[i].value) + 2;
 	if (len) {
+		char *w;
+
 		headers = calloc(1, len + 1);
 		if (!headers)
 			return -ENOMEM;
+		w = headers;
 		for (size_t i = 0; i < ag->cfg.headers.n; i++) {
-			if (i)
-				strcat(headers, ",");
-			strcat(headers, ag->cfg.headers.items[i].key);
-			strcat(headers, "=");
-			strcat(headers, ag->cfg.headers.items[i].value);
+			w += sprintf(w, "%s%s=", i ? "," : "", ag->cfg.headers.items[i].key);
+			for (const unsigned char *v =
+				 (const unsigned char *)ag->cfg.headers.items[i].value;
+			     *v; v++) {
+				if (*v == '%' || *v == ',' || *v <= ' ' || *v >= 0x7f)
+					w += sprintf(w, "%%%02X", *v);
+				else
+					*w++ = (char)*v;
+			}
 		}
 		tc.headers = headers;
 	}
@@ -410,6 +476,12 @@ static void print_summary(struct agent *ag)
 		    (unsigned long long)ts.queue.dropped_overflow,
 		    (unsigned long long)ts.dropped_shutdown,
 		    (unsigned long long)ts.rejected_profiles);
+		if (ts.split_needed)
+			pp_info("export: %llu requests too large for the server (HTTP 413): %llu "
+				"split and resent, %llu dropped",
+				(unsigned long long)ts.split_needed,
+				(unsigned long long)atomic_load(&ag->split_resent),
+				(unsigned long long)atomic_load(&ag->split_dropped));
 	} else {
 		pp_info(
 		    "stopped: %llu windows written to %s, %llu samples (lost in kernel %llu)",

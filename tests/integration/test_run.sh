@@ -3,7 +3,8 @@
 # number; OTLP uploads reach a real HTTP server on 127.0.0.1 with the required headers and
 # decode with the official schema; a 503 is retried and the window arrives exactly once;
 # SIGTERM mid-window ships the partial window and exits 0; an unreachable backend does not stop
-# sampling; bad configuration exits 2 naming the key and the line.
+# sampling; bad configuration exits 2 naming the key and the line; a window answered 413 is
+# split and arrives as two halves with every sample once.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -62,7 +63,8 @@ SINK=$!
 for _ in $(seq 50); do grep -q PORT "$T/sink.port" 2>/dev/null && break; sleep 0.1; done
 PORT=$(awk '/PORT/{print $2}' "$T/sink.port")
 pp_check "test server listens" [ -n "$PORT" ]
-OTEL_EXPORTER_OTLP_HEADERS="X-Scope-OrgID=tenant-a" OTEL_SERVICE_NAME=agent-test \
+OTEL_EXPORTER_OTLP_HEADERS="X-Scope-OrgID=tenant-a,Authorization=Basic%20dXNlcjpw%2Cw%3D%3D" \
+	OTEL_SERVICE_NAME=agent-test \
 	run_for 9 "$T/o" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 \
 	--flush-timeout 10
 pp_check "OTLP exporter: SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
@@ -77,8 +79,9 @@ for h in "$T/sink"/req-*.hdr; do
 	grep -qi '^Content-Encoding: gzip' "$h" || ok_headers=0
 	grep -qi '^X-Scope-OrgID: tenant-a' "$h" || ok_headers=0
 	grep -qi '^User-Agent: pebsprof/' "$h" || ok_headers=0
+	grep -q '^Authorization: Basic dXNlcjpw,w==$' "$h" || ok_headers=0
 done
-pp_check "every request: POST path, Content-Type exact, gzip, X-Scope-OrgID, User-Agent" \
+pp_check "every request: POST path, Content-Type exact, gzip, X-Scope-OrgID, Authorization, User-Agent" \
 	[ "$ok_headers" -eq 1 ]
 # Each delivered window once: the 503'd request is the same window as its retry.
 starts=
@@ -148,4 +151,128 @@ OTEL_EXPORTER_OTLP_HEADERS="X-Scope-OrgID=secret-tenant" run_bad --endpoint http
 	--dry-run
 pp_check "--dry-run prints the configuration with secrets redacted" \
 	bash -c "[ $PP_RC -eq 0 ] && grep -q X-Scope-OrgID '$T/b.out' && ! grep -q secret-tenant '$T/b.out'"
+# --- HTTP 413: the window comes back to be split, and arrives as two halves -----------------------
+# The first request is answered 413; the agent splits that very body and sends both halves. Every
+# sample it held must arrive exactly once, resolved the same through each half's own dictionary,
+# and each half must pass the §8 checks of otlp_check.py on its own.
+mkdir -p "$T/big" "$T/gen"
+(cd "$ref" && protoc --python_out="$T/gen" opentelemetry/proto/common/v1/common.proto \
+	opentelemetry/proto/resource/v1/resource.proto \
+	opentelemetry/proto/profiles/v1development/profiles.proto "$svc") 2>"$T/gen.err"
+pp_check "python classes from the reference schema" [ -f "$T/gen/$(dirname "$svc")/profiles_service_pb2.py" ]
+cat >"$T/split_check.py" <<'PY'
+"""split_check.py GEN_DIR SINK_DIR: req-0000 got 413; finds the requests that carry the same
+window and checks that together they hold exactly its samples (each one resolved through its
+own request's dictionary)."""
+import collections, glob, os, sys
+sys.path.insert(0, sys.argv[1])
+from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2 as svc
+
+def load(path):
+    r = svc.ExportProfilesServiceRequest()
+    with open(path, "rb") as f:
+        r.ParseFromString(f.read())
+    return r
+
+def val(d, v):
+    k = v.WhichOneof("value")
+    return d.string_table[v.string_value_strindex] if k == "string_value_strindex" else getattr(v, k) if k else None
+
+def attrs(d, idx):
+    return tuple((d.string_table[d.attribute_table[i].key_strindex], val(d, d.attribute_table[i].value)) for i in idx)
+
+def samples(r):
+    d, out = r.dictionary, []
+    for rp in r.resource_profiles:
+        res = tuple(sorted((kv.key, str(val(d, kv.value))) for kv in rp.resource.attributes))
+        for sp in rp.scope_profiles:
+            for p in sp.profiles:
+                meta = (d.string_table[p.sample_type.type_strindex], d.string_table[p.period_type.type_strindex],
+                        d.string_table[p.period_type.unit_strindex], p.period, p.time_unix_nano, p.duration_nano)
+                for s in p.samples:
+                    stack = []
+                    for li in d.stack_table[s.stack_index].location_indices:
+                        loc = d.location_table[li]
+                        m = d.mapping_table[loc.mapping_index]
+                        stack.append((loc.address, d.string_table[m.filename_strindex], attrs(d, m.attribute_indices),
+                                      tuple(d.string_table[d.function_table[ln.function_index].name_strindex] for ln in loc.lines),
+                                      attrs(d, loc.attribute_indices)))
+                    out.append((res, sp.scope.name, meta, tuple(stack), tuple(s.values),
+                                tuple(s.timestamps_unix_nano), attrs(d, s.attribute_indices)))
+    return out
+
+def start(r):
+    return min(p.time_unix_nano for rp in r.resource_profiles for sp in rp.scope_profiles for p in sp.profiles)
+
+orig = load(os.path.join(sys.argv[2], "req-0000.body"))
+halves = []
+for b in sorted(glob.glob(os.path.join(sys.argv[2], "req-*.body")))[1:]:
+    r = load(b)
+    if r.resource_profiles and start(r) == start(orig):
+        halves.append((b, r))
+want = collections.Counter(samples(orig))
+got = collections.Counter()
+for b, r in halves:
+    s = samples(r)
+    print("half %s: %d resources, %d samples, value sum %d" % (os.path.basename(b), len(r.resource_profiles), len(s),
+          sum(x[4][0] for x in s)))
+    got.update(s)
+    if not s:
+        print("FAIL: a half without samples")
+        sys.exit(1)
+print("413'd: %d resources, %d samples, value sum %d; halves: %d, %d samples, value sum %d" % (
+    len(orig.resource_profiles), sum(want.values()), sum(k[4][0] * n for k, n in want.items()),
+    len(halves), sum(got.values()), sum(k[4][0] * n for k, n in got.items())))
+if len(halves) != 2:
+    print("FAIL: %d requests carry the window, not 2" % len(halves))
+    sys.exit(1)
+if got != want:
+    print("FAIL: lost %d samples, %d extra" % (sum((want - got).values()), sum((got - want).values())))
+    sys.exit(1)
+for b, _ in halves:
+    print("HALF", b)
+PY
+"$PP_PYTHON" "$sink" --port 0 --dir "$T/big" \
+	--script '[{"status": 413, "body": "request entity too large"}]' >"$T/big.port" 2>"$T/big.err" &
+SINK=$!
+for _ in $(seq 50); do grep -q PORT "$T/big.port" 2>/dev/null && break; sleep 0.1; done
+PORT=$(awk '/PORT/{print $2}' "$T/big.port")
+# Two busy processes, so the window certainly holds many samples to split.
+"$PP_WORKLOAD" --fork 8 >/dev/null 2>&1 &
+WL=$!
+PP_BG_PIDS="${PP_BG_PIDS:-} $WL $SINK"
+run_for 5 "$T/s" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 \
+	--flush-timeout 10
+pp_check "413: SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
+kill "$WL" "$SINK" 2>/dev/null
+wait "$WL" "$SINK" 2>/dev/null
+pp_check "413: the first request was answered 413 and the agent says it split it" \
+	grep -q 'HTTP 413.*resent as two requests' "$T/s.err"
+"$PP_PYTHON" "$T/split_check.py" "$T/gen" "$T/big" >"$T/split.out" 2>&1
+rc=$?
+cat "$T/split.out"
+pp_check "413: the window arrived as two halves holding every sample exactly once" [ "$rc" -eq 0 ]
+halves_ok=1
+for h in $(awk '/^HALF /{print $2}' "$T/split.out"); do
+	"$PP_PYTHON" "$PP_SOURCE_DIR/tests/conformance/otlp_check.py" "$T/gen" "$h" ||
+		halves_ok=0
+done
+pp_check "413: each half is a valid request on its own (otlp_check.py)" \
+	bash -c "[ $halves_ok -eq 1 ] && [ \$(grep -c '^HALF ' '$T/split.out') -eq 2 ]"
+pp_check "413: the exit summary counts the split" \
+	grep -q 'HTTP 413): 1 split and resent, 0 dropped' "$T/s.err"
+# A pprof body (Pyroscope) cannot be split: dropped with a warning and counted, sampling goes on.
+mkdir -p "$T/pyro413"
+"$PP_PYTHON" "$sink" --port 0 --dir "$T/pyro413" --script '[{"status": 413}]' \
+	>"$T/pyro413.port" 2>"$T/pyro413.err" &
+SINK=$!
+for _ in $(seq 50); do grep -q PORT "$T/pyro413.port" 2>/dev/null && break; sleep 0.1; done
+PORT=$(awk '/PORT/{print $2}' "$T/pyro413.port")
+run_for 2.5 "$T/p413" --exporter pyroscope --endpoint "http://127.0.0.1:$PORT" --interval 1
+kill "$SINK" 2>/dev/null
+wait "$SINK" 2>/dev/null
+pp_check "413 on Pyroscope: exits 0, the pprof window dropped with a warning and counted" \
+	bash -c "[ $PP_RC -eq 0 ] && grep -q 'pprof body cannot be split' '$T/p413.err' &&
+		grep -q 'HTTP 413): 0 split and resent, 1 dropped' '$T/p413.err'"
+
 pp_finish
