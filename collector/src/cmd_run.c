@@ -316,7 +316,12 @@ static struct pp_otlp_resource resource_of(struct agent *ag)
 	struct pp_otlp_resource res = {
 	    .service_name = ag->cfg.service_name[0] ? ag->cfg.service_name : NULL,
 	    .host_name = ag->host,
-	    .node_name = ag->cfg.node_name[0] ? ag->cfg.node_name : NULL,
+	    /* k8s.node.name only when set (NODE_NAME, flag, file): the host-name default
+	     * would label every machine outside Kubernetes as a node. */
+	    .node_name =
+		ag->cfg.origin[PP_CFG_NODE_NAME].src != PP_SRC_DEFAULT && ag->cfg.node_name[0]
+		    ? ag->cfg.node_name
+		    : NULL,
 	    .scope_version = PP_VERSION,
 	    .extra_attrs = ag->attrs,
 	    .n_extra = ag->nattrs,

@@ -33,7 +33,7 @@ run_for() {
 }
 
 # --- the embedded default: windows as files ----------------------------------------------------
-run_for 4.5 "$T/f" --output-dir "$T/files" --interval 1 --keep 3
+NODE_NAME=node-7 run_for 4.5 "$T/f" --output-dir "$T/files" --interval 1 --keep 3
 pp_check "file exporter: SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
 n_otlp=$(ls "$T/files"/pebsprof-*.otlp.pb 2>/dev/null | wc -l)
 n_pprof=$(ls "$T/files"/pebsprof-*.pb.gz 2>/dev/null | wc -l)
@@ -51,6 +51,8 @@ for f in $(ls "$T/files"/pebsprof-*.otlp.pb | sort); do
 	prev_end=$((start + dur))
 done
 pp_check "windows decode and tile time without gaps" [ "$tiled" -eq 1 ]
+pp_check "k8s.node.name from NODE_NAME" \
+	bash -c "grep -A3 'key: \"k8s.node.name\"' '$(ls "$T/files"/*.otlp.pb | sort | tail -n1).txt' | grep -q node-7"
 pp_check "windows are aligned to the interval" \
 	bash -c "[ \$(( $(awk '/^ *time_unix_nano:/{print $2; exit}' "$(ls "$T/files"/*.otlp.pb | sort | sed -n 2p).txt") % 1000000000 )) -eq 0 ]"
 pp_check "the pprof windows read in go tool pprof" \
@@ -97,6 +99,8 @@ pp_check "the window answered 503 was retried and arrived again (2 copies: 503 +
 pp_check "no other window arrived twice" \
 	[ "$(echo $starts | tr ' ' '\n' | sort | uniq -d | wc -l)" -eq 1 ]
 pp_check "service.name from OTEL_SERVICE_NAME" grep -q '"agent-test"' "$T/sink"/req-0001.body.txt
+pp_check "no k8s.node.name outside Kubernetes (NODE_NAME unset)" \
+	bash -c "! grep -q 'k8s.node.name' '$T/sink/req-0001.body.txt'"
 # SIGTERM came mid-window: the last request holds a partial window (shorter than 2 s).
 last=$(ls "$T/sink"/req-*.body.txt | sort | tail -n1)
 last_dur=$(awk '/^ *duration_nano:/{print $2; exit}' "$last")
