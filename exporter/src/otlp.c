@@ -7,14 +7,15 @@
  */
 #include <pebsprof/otlp.h>
 
+#include "arena.h"
 #include "fileio.h"
 #include "htab.h"
+#include "kvlist.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "pbpack.h"
 #include "strtab.h"
 
 #include <errno.h>
-#include <stdalign.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -34,62 +35,6 @@
 #define KEY_BUILD_ID "process.executable.build_id.gnu"
 #define KEY_FRAME_TYPE "profile.frame.type"
 
-/* ---- arena: every message of one request, freed at once ---- */
-
-struct arena_block {
-	struct arena_block *next;
-	size_t used, cap;
-	alignas(max_align_t) unsigned char data[];
-};
-
-struct arena {
-	struct arena_block *head;
-};
-
-#define ARENA_BLOCK (64u * 1024)
-
-/* Returns zeroed memory, or NULL. */
-static void *arena_alloc(struct arena *a, size_t size)
-{
-	struct arena_block *b = a->head;
-	void *r;
-
-	size = (size + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
-	if (!size)
-		size = alignof(max_align_t);
-	if (!b || b->cap - b->used < size) {
-		size_t cap = size > ARENA_BLOCK ? size : ARENA_BLOCK;
-
-		if (size > SIZE_MAX / 2)
-			return NULL;
-		b = calloc(1, sizeof(*b) + cap);
-		if (!b)
-			return NULL;
-		b->cap = cap;
-		/* A large one-off block goes behind the current one, which keeps its room. */
-		if (a->head && size > ARENA_BLOCK) {
-			b->next = a->head->next;
-			a->head->next = b;
-		} else {
-			b->next = a->head;
-			a->head = b;
-		}
-	}
-	r = b->data + b->used;
-	b->used += size;
-	return r;
-}
-
-static void arena_fini(struct arena *a)
-{
-	while (a->head) {
-		struct arena_block *next = a->head->next;
-
-		free(a->head);
-		a->head = next;
-	}
-}
-
 /* ---- growable tables of message pointers (the dictionary's repeated fields) ---- */
 
 struct vec {
@@ -100,7 +45,7 @@ struct vec {
 
 /* One request's state. */
 struct enc {
-	struct arena ar;
+	struct pp_arena ar;
 	int err; /* first failure, sticky */
 
 	struct pp_strtab strs; /* string_table, borrowed */
@@ -139,7 +84,7 @@ static void fail(struct enc *e, int err)
 
 static void *alloc(struct enc *e, size_t size)
 {
-	void *r = arena_alloc(&e->ar, size);
+	void *r = pp_arena_alloc(&e->ar, size);
 
 	if (!r)
 		fail(e, -ENOMEM);
@@ -857,7 +802,7 @@ out:
 
 static void enc_fini(struct enc *e)
 {
-	arena_fini(&e->ar);
+	pp_arena_fini(&e->ar);
 	pp_strtab_fini(&e->strs);
 	vec_fini(&e->maps);
 	vec_fini(&e->locs);
@@ -993,155 +938,40 @@ int pp_otlp_write_file(const struct pp_profile *const *profiles, size_t nprofile
 #define PP_STR_(x) #x
 #define PP_STR(x) PP_STR_(x)
 
-static int hexval(char c)
+static const char *check_attr_key(const char *k, size_t klen)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	(void)k;
+	return klen ? NULL : "the key is empty";
 }
 
-static bool is_blank(char c)
+static void attr_error(char *err, size_t errlen, uint32_t pairno, const char *p, const char *pe,
+		       const char *why)
 {
-	return c == ' ' || c == '\t';
-}
-
-/* Trims [*s, *e) of blanks. */
-static void trim(const char **s, const char **e)
-{
-	while (*s < *e && is_blank(**s))
-		(*s)++;
-	while (*e > *s && is_blank((*e)[-1]))
-		(*e)--;
-}
-
-/* Percent-decodes [s, e) into out (room for e - s + 1); returns NULL or what is wrong. */
-static const char *pct_decode(const char *s, const char *e, char *out)
-{
-	while (s < e) {
-		char c = *s++;
-
-		if (c == '%') {
-			int hi = e - s >= 2 ? hexval(s[0]) : -1, lo = hi >= 0 ? hexval(s[1]) : -1;
-
-			if (lo < 0)
-				return "'%' is not followed by two hex digits";
-			c = (char)(hi << 4 | lo);
-			s += 2;
-		}
-		if (c == '\0')
-			return "it holds a NUL byte";
-		*out++ = c;
-	}
-	*out = '\0';
-	return NULL;
-}
-
-/* Decodes one "key=value" pair [p, pe) into strs; returns NULL or what is wrong with it. */
-static const char *parse_pair(const char *p, const char *pe, char **strs, const char **key,
-			      const char **val)
-{
-	const char *eq, *ks = p, *ke, *vs, *ve = pe, *why;
-	char *k = *strs, *v;
-
-	trim(&ks, &ve);
-	eq = memchr(ks, '=', (size_t)(ve - ks));
-	if (!eq)
-		return "no '=' between key and value";
-	ke = eq;
-	vs = eq + 1;
-	trim(&ks, &ke);
-	trim(&vs, &ve);
-	why = pct_decode(ks, ke, k);
-	if (why)
-		return why;
-	if (!k[0])
-		return "the key is empty";
-	v = k + strlen(k) + 1;
-	why = pct_decode(vs, ve, v);
-	if (why)
-		return why;
-	*strs = v + strlen(v) + 1;
-	*key = k;
-	*val = v;
-	return NULL;
+	snprintf(err, errlen, "OTEL_RESOURCE_ATTRIBUTES pair %u \"%.*s\": %s", pairno,
+		 (int)(pe - p > 80 ? 80 : pe - p), p, why);
 }
 
 int pp_otlp_parse_resource_attributes(const char *buf, size_t len, struct pp_label **out,
 				      uint32_t *n, char *err, size_t errlen)
 {
-	const char *p = buf, *end = buf + len;
-	struct pp_label *labels;
-	size_t pairs = 1;
-	uint32_t count = 0, pairno = 0;
-	int ret = 0;
-	char *strs;
+	static const struct pp_kvlist_rules rules = {
+	    .elem_size = sizeof(struct pp_label),
+	    .key_off = offsetof(struct pp_label, key),
+	    .val_off = offsetof(struct pp_label, value),
+	    .max = PP_OTLP_MAX_RESOURCE_ATTRS,
+	    .too_many = "more than " PP_STR(PP_OTLP_MAX_RESOURCE_ATTRS) " attributes",
+	    .reject_nul = true,
+	    .check_key = check_attr_key,
+	    .report = attr_error,
+	};
+	void *labels = NULL;
+	int ret;
 
 	if ((!buf && len) || !out || !n)
 		return -EINVAL;
-	*out = NULL;
-	*n = 0;
-	if (err && errlen)
-		err[0] = '\0';
-	if (!len)
-		return 0;
-	for (const char *q = buf; q < end; q++)
-		pairs += *q == ',';
-	/* One block: the labels, then their decoded strings (never longer than the input). */
-	labels = malloc(pairs * sizeof(*labels) + len + 2 * pairs);
-	if (!labels)
-		return -ENOMEM;
-	strs = (char *)(labels + pairs);
-
-	for (;;) {
-		const char *pe = memchr(p, ',', (size_t)(end - p)), *ks = p, *ve, *key, *val;
-		const char *why = NULL;
-		uint32_t j;
-
-		pe = pe ? pe : end;
-		ve = pe;
-		pairno++;
-		trim(&ks, &ve);
-		if (ks != ve) { /* blank pairs (a trailing comma) are skipped */
-			why = parse_pair(p, pe, &strs, &key, &val);
-			ret = why ? -EINVAL : 0;
-		}
-		if (!why && ks != ve) {
-			for (j = 0; j < count && strcmp(labels[j].key, key) != 0; j++)
-				;
-			if (j < count) {
-				labels[j].value = val; /* the last value of a repeated key wins */
-			} else if (count == PP_OTLP_MAX_RESOURCE_ATTRS) {
-				why = "more than " PP_STR(PP_OTLP_MAX_RESOURCE_ATTRS) " attributes";
-				ret = -E2BIG;
-			} else {
-				labels[count].key = key;
-				labels[count].value = val;
-				count++;
-			}
-		}
-		if (why) {
-			if (err && errlen)
-				snprintf(err, errlen,
-					 "OTEL_RESOURCE_ATTRIBUTES pair %u \"%.*s\": %s", pairno,
-					 (int)(pe - p > 80 ? 80 : pe - p), p, why);
-			free(labels);
-			return ret;
-		}
-		if (pe == end)
-			break;
-		p = pe + 1;
-	}
-	if (!count) {
-		free(labels);
-		return 0;
-	}
+	ret = pp_kvlist_parse(buf, len, &rules, &labels, n, err, errlen);
 	*out = labels;
-	*n = count;
-	return 0;
+	return ret;
 }
 
 void pp_otlp_free_attributes(struct pp_label *attrs)

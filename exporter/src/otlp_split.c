@@ -13,11 +13,11 @@
 #include <pebsprof/otlp.h>
 #include <pebsprof/transport.h>
 
+#include "arena.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "pbpack.h"
 
 #include <errno.h>
-#include <stdalign.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -32,69 +32,17 @@
 /* AnyValue nests (arrays, kvlists); deeper than this is refused rather than recursed into. */
 #define MAX_VALUE_DEPTH 32
 
-/* ---- arena: protobuf-c unpacks each half into one, freed at once ---- */
-
-struct arena_block {
-	struct arena_block *next;
-	size_t used, cap;
-	alignas(max_align_t) unsigned char data[];
-};
-
-struct arena {
-	struct arena_block *head;
-	bool failed; /* an allocation failed: a failed unpack means -ENOMEM, not bad bytes */
-};
-
-#define ARENA_BLOCK (64u * 1024)
+/* protobuf-c unpacks each half into one arena; its frees (on a failed unpack) wait for it. */
 
 static void *arena_alloc(void *ctx, size_t size)
 {
-	struct arena *a = ctx;
-	struct arena_block *b = a->head;
-	void *r;
-
-	size = (size + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
-	if (!size)
-		size = alignof(max_align_t);
-	if (!b || b->cap - b->used < size) {
-		size_t cap = size > ARENA_BLOCK ? size : ARENA_BLOCK;
-
-		b = malloc(sizeof(*b) + cap);
-		if (!b) {
-			a->failed = true;
-			return NULL;
-		}
-		b->used = 0;
-		b->cap = cap;
-		if (a->head && size > ARENA_BLOCK / 4) {
-			/* a big one-off gets its own block; the current one keeps serving */
-			b->next = a->head->next;
-			a->head->next = b;
-		} else {
-			b->next = a->head;
-			a->head = b;
-		}
-	}
-	r = b->data + b->used;
-	b->used += size;
-	return r;
+	return pp_arena_alloc(ctx, size);
 }
 
-/* Everything is freed with the arena; protobuf-c's frees (on a failed unpack) wait for it. */
 static void arena_free_one(void *ctx, void *p)
 {
 	(void)ctx;
 	(void)p;
-}
-
-static void arena_destroy(struct arena *a)
-{
-	while (a->head) {
-		struct arena_block *b = a->head;
-
-		a->head = b->next;
-		free(b);
-	}
 }
 
 /* ---- garbage collection of the dictionary ---- */
@@ -282,7 +230,7 @@ static void walk_dictionary(struct gc *g, PROF(ProfilesDictionary) * d)
 		(n) = k_;                                                                          \
 	} while (0)
 
-static int prune_dictionary(struct arena *a, SVC(ExportProfilesServiceRequest) * req)
+static int prune_dictionary(struct pp_arena *a, SVC(ExportProfilesServiceRequest) * req)
 {
 	PROF(ProfilesDictionary) *d = req->dictionary;
 	struct gc g = {0};
@@ -299,7 +247,7 @@ static int prune_dictionary(struct arena *a, SVC(ExportProfilesServiceRequest) *
 	for (int t = 0; t < T__N; t++) {
 		if (g.n[t] > INT32_MAX)
 			return -EINVAL;
-		g.map[t] = arena_alloc(a, (g.n[t] ? g.n[t] : 1) * sizeof(int32_t));
+		g.map[t] = pp_arena_alloc(a, (g.n[t] ? g.n[t] : 1) * sizeof(int32_t));
 		if (!g.map[t])
 			return -ENOMEM;
 		memset(g.map[t], 0, g.n[t] * sizeof(int32_t));
@@ -383,7 +331,7 @@ static void keep_samples(PROF(ResourceProfiles) * rp, size_t lo, size_t hi, bool
 static int make_half(const uint8_t *buf, size_t len, const struct plan *pl, bool first,
 		     uint8_t **out, size_t *out_len)
 {
-	struct arena a = {0};
+	struct pp_arena a = {0};
 	ProtobufCAllocator alloc = {arena_alloc, arena_free_one, &a};
 	SVC(ExportProfilesServiceRequest) * req;
 	int ret;
@@ -391,7 +339,7 @@ static int make_half(const uint8_t *buf, size_t len, const struct plan *pl, bool
 	req = SVC_FN(export_profiles_service_request__unpack)(&alloc, len, buf);
 	if (!req) {
 		ret = a.failed ? -ENOMEM : -EINVAL;
-		arena_destroy(&a);
+		pp_arena_fini(&a);
 		return ret;
 	}
 	if (pl->by_resource) {
@@ -410,14 +358,14 @@ static int make_half(const uint8_t *buf, size_t len, const struct plan *pl, bool
 	ret = prune_dictionary(&a, req);
 	if (!ret)
 		ret = pp_pb_pack(&req->base, out, out_len);
-	arena_destroy(&a);
+	pp_arena_fini(&a);
 	return ret;
 }
 
 int pp_otlp_split_request(const uint8_t *buf, size_t len, uint8_t **first, size_t *first_len,
 			  uint8_t **second, size_t *second_len)
 {
-	struct arena a = {0};
+	struct pp_arena a = {0};
 	ProtobufCAllocator alloc = {arena_alloc, arena_free_one, &a};
 	SVC(ExportProfilesServiceRequest) * req;
 	struct plan pl = {0};
@@ -431,7 +379,7 @@ int pp_otlp_split_request(const uint8_t *buf, size_t len, uint8_t **first, size_
 	req = SVC_FN(export_profiles_service_request__unpack)(&alloc, len, buf);
 	if (!req) {
 		ret = a.failed ? -ENOMEM : -EINVAL;
-		arena_destroy(&a);
+		pp_arena_fini(&a);
 		return ret;
 	}
 	if (req->n_resource_profiles >= 2) {
@@ -440,7 +388,7 @@ int pp_otlp_split_request(const uint8_t *buf, size_t len, uint8_t **first, size_
 	} else if (req->n_resource_profiles == 1) {
 		pl.total = samples_of(req->resource_profiles[0]);
 	}
-	arena_destroy(&a);
+	pp_arena_fini(&a);
 	/* one resource with one sample, or nothing at all: there is no smaller request */
 	if (pp_send_split(pl.total, &pl.cut, &second_part))
 		return -E2BIG;
