@@ -1,0 +1,519 @@
+/*
+ * cgroup id -> path table for the cgroup v2 ids the BPF shim records. A miss walks the cgroup2
+ * hierarchy (rate-limited), reading each directory's inode number, which on 64-bit kernels
+ * since 5.5 is the kernfs node id that bpf_get_current_cgroup_id() returns. Ids are never
+ * reused (64-bit), so entries need no expiry; a walk drops the ones whose cgroup is gone.
+ */
+#include "cgroup_ids.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+
+#define PP_MOUNTINFO_MAX (4u << 20) /* mountinfo with thousands of mounts fits */
+#define PP_CGROUP_WALK_DEPTH 128    /* deeper cgroups are not walked (one fd per level) */
+#define PP_CGROUP_DEFAULT_GAP_NS 1000000000ull
+
+struct cg_entry {
+	uint64_t id;
+	char *path;
+	uint32_t hnext;	     /* next in hash chain: index + 1, 0 = end */
+	uint32_t prev, next; /* LRU list: index + 1, 0 = none */
+	uint64_t gen;	     /* walk generation last seen in */
+};
+
+struct pp_cgroup_ids {
+	char *root;
+	size_t cap;
+	size_t used;
+	struct cg_entry *ents;
+	uint32_t *free_stack; /* indices of unused slots */
+	size_t nfree;
+	uint32_t *buckets; /* index + 1 */
+	size_t nbuckets;   /* power of two */
+	uint32_t lru_head, lru_tail;
+	uint64_t gen;
+	uint64_t gap_ns;
+	uint64_t last_walk_ns;
+	bool walked;
+	uint64_t (*now_ns)(void *);
+	void *clock_ctx;
+	struct pp_cgroup_ids_stats st;
+};
+
+/* ---- mountinfo ---- */
+
+/* Next space-separated field of [*p, end); returns its length, 0 at end of line. */
+static size_t next_field(const char **p, const char *end, const char **start)
+{
+	const char *s = *p;
+
+	while (s < end && *s == ' ')
+		s++;
+	*start = s;
+	while (s < end && *s != ' ')
+		s++;
+	*p = s;
+	return (size_t)(s - *start);
+}
+
+static bool is_oct(char ch)
+{
+	return ch >= '0' && ch <= '7';
+}
+
+/* Decode the kernel's "\ooo" escapes of f[0..n) into out; -ENAMETOOLONG when it won't fit. */
+static int unescape(const char *f, size_t n, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char ch = f[i];
+
+		if (ch == '\\' && i + 3 < n && f[i + 1] >= '0' && f[i + 1] <= '3' &&
+		    is_oct(f[i + 2]) && is_oct(f[i + 3])) {
+			unsigned v = (unsigned)(f[i + 1] - '0') * 64 +
+				     (unsigned)(f[i + 2] - '0') * 8 + (unsigned)(f[i + 3] - '0');
+			ch = (char)(v & 0xff);
+			i += 3;
+		}
+		if (o + 1 >= outlen)
+			return -ENAMETOOLONG;
+		out[o++] = ch;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* A mount point holding a NUL (raw or "\000") names no path that could be opened. */
+static bool has_nul(const char *f, size_t n)
+{
+	if (memchr(f, '\0', n))
+		return true;
+	for (size_t i = 0; i + 3 < n; i++)
+		if (f[i] == '\\' && f[i + 1] == '0' && f[i + 2] == '0' && f[i + 3] == '0')
+			return true;
+	return false;
+}
+
+int pp_mountinfo_find_cgroup2(const char *buf, size_t len, char *out, size_t outlen)
+{
+	const char *p = buf, *end = buf + len;
+	const char *best_mp = NULL;
+	size_t best_n = 0;
+	bool best_full = false;
+
+	if ((!buf && len) || !out || outlen == 0)
+		return -EINVAL;
+	out[0] = '\0';
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *q = p, *f, *root = NULL, *mp = NULL;
+		size_t n, root_n = 0, mp_n = 0;
+		int idx = 0;
+		bool sep = false, is_cg2 = false;
+
+		if (!eol)
+			eol = end;
+		while ((n = next_field(&q, eol, &f)) > 0) {
+			if (idx == 3) {
+				root = f;
+				root_n = n;
+			} else if (idx == 4) {
+				mp = f;
+				mp_n = n;
+			} else if (idx >= 6 && !sep && n == 1 && f[0] == '-') {
+				sep = true;
+			} else if (sep) {
+				is_cg2 = n == 7 && memcmp(f, "cgroup2", 7) == 0;
+				break;
+			}
+			idx++;
+		}
+		if (is_cg2 && mp && !has_nul(mp, mp_n)) {
+			bool full = root_n == 1 && root[0] == '/';
+
+			if (!best_mp || (full && !best_full)) {
+				best_mp = mp;
+				best_n = mp_n;
+				best_full = full;
+			}
+		}
+		p = eol + (eol < end);
+	}
+	if (!best_mp)
+		return -ENOENT;
+	return unescape(best_mp, best_n, out, outlen);
+}
+
+/* ---- table ---- */
+
+static uint64_t default_now(void *ctx)
+{
+	struct timespec ts;
+
+	(void)ctx;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static size_t bucket_of(const struct pp_cgroup_ids *c, uint64_t id)
+{
+	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & (c->nbuckets - 1);
+}
+
+static struct cg_entry *find(struct pp_cgroup_ids *c, uint64_t id)
+{
+	for (uint32_t i = c->buckets[bucket_of(c, id)]; i; i = c->ents[i - 1].hnext)
+		if (c->ents[i - 1].id == id)
+			return &c->ents[i - 1];
+	return NULL;
+}
+
+static uint32_t idx_of(const struct pp_cgroup_ids *c, const struct cg_entry *e)
+{
+	return (uint32_t)(e - c->ents) + 1;
+}
+
+static void lru_unlink(struct pp_cgroup_ids *c, struct cg_entry *e)
+{
+	if (e->prev)
+		c->ents[e->prev - 1].next = e->next;
+	else
+		c->lru_head = e->next;
+	if (e->next)
+		c->ents[e->next - 1].prev = e->prev;
+	else
+		c->lru_tail = e->prev;
+	e->prev = e->next = 0;
+}
+
+static void lru_push_front(struct pp_cgroup_ids *c, struct cg_entry *e)
+{
+	uint32_t i = idx_of(c, e);
+
+	e->prev = 0;
+	e->next = c->lru_head;
+	if (c->lru_head)
+		c->ents[c->lru_head - 1].prev = i;
+	c->lru_head = i;
+	if (!c->lru_tail)
+		c->lru_tail = i;
+}
+
+static void remove_entry(struct pp_cgroup_ids *c, struct cg_entry *e)
+{
+	uint32_t i = idx_of(c, e);
+	uint32_t *pp = &c->buckets[bucket_of(c, e->id)];
+
+	while (*pp && *pp != i)
+		pp = &c->ents[*pp - 1].hnext;
+	if (*pp)
+		*pp = e->hnext;
+	lru_unlink(c, e);
+	free(e->path);
+	e->path = NULL;
+	e->hnext = 0;
+	c->free_stack[c->nfree++] = i - 1;
+	c->used--;
+}
+
+/*
+ * Insert or update id. A new entry takes a free slot; when none is free it evicts the least
+ * recently used entry only if may_evict (a lookup's answer), else it is not kept (walk).
+ */
+static struct cg_entry *upsert(struct pp_cgroup_ids *c, uint64_t id, const char *path,
+			       bool may_evict)
+{
+	struct cg_entry *e = find(c, id);
+	size_t b;
+
+	if (e) {
+		if (strcmp(e->path, path) != 0) {
+			char *np = strdup(path);
+
+			if (!np)
+				return NULL;
+			free(e->path);
+			e->path = np;
+		}
+		e->gen = c->gen;
+		return e;
+	}
+	if (!c->nfree) {
+		if (!may_evict || !c->lru_tail)
+			return NULL;
+		remove_entry(c, &c->ents[c->lru_tail - 1]);
+		c->st.evictions++;
+	}
+	e = &c->ents[c->free_stack[c->nfree - 1]];
+	e->path = strdup(path);
+	if (!e->path)
+		return NULL;
+	c->nfree--;
+	e->id = id;
+	e->gen = c->gen;
+	b = bucket_of(c, id);
+	e->hnext = c->buckets[b];
+	c->buckets[b] = idx_of(c, e);
+	lru_push_front(c, e);
+	c->used++;
+	return e;
+}
+
+struct walk {
+	struct pp_cgroup_ids *c;
+	uint64_t target;
+	bool found;
+	bool complete;
+	char path[PATH_MAX];
+	char found_path[PATH_MAX];
+};
+
+static void walk_seen(struct walk *w, uint64_t id)
+{
+	if (id == w->target && !w->found) {
+		w->found = true;
+		memcpy(w->found_path, w->path, strlen(w->path) + 1);
+	}
+	upsert(w->c, id, w->path, false);
+}
+
+/* Walk the children of the directory dfd whose relative path is w->path[0..plen). */
+static void walk_dir(struct walk *w, int dfd, size_t plen, int depth)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+
+	if (!d) {
+		close(dfd);
+		w->c->st.walk_errors++;
+		w->complete = false;
+		return;
+	}
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		size_t nlen;
+		struct stat sb;
+		int fd;
+
+		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+			continue;
+		if (de->d_name[0] == '.' &&
+		    (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+			continue;
+		nlen = strlen(de->d_name);
+		if (plen + 1 + nlen + 1 > sizeof(w->path)) {
+			w->complete = false;
+			continue;
+		}
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			/* Removed since readdir, or not a directory after all: not an error. */
+			if (errno != ENOENT && errno != ENOTDIR) {
+				w->c->st.walk_errors++;
+				w->complete = false;
+			}
+			continue;
+		}
+		if (fstat(fd, &sb) != 0) {
+			close(fd);
+			w->c->st.walk_errors++;
+			w->complete = false;
+			continue;
+		}
+		w->path[plen] = '/';
+		memcpy(w->path + plen + 1, de->d_name, nlen + 1);
+		walk_seen(w, (uint64_t)sb.st_ino);
+		if (depth + 1 < PP_CGROUP_WALK_DEPTH) {
+			walk_dir(w, fd, plen + 1 + nlen, depth + 1);
+		} else {
+			close(fd);
+			w->complete = false;
+		}
+		w->path[plen] = '\0';
+	}
+	if (errno != 0) {
+		w->c->st.walk_errors++;
+		w->complete = false;
+	}
+	closedir(d);
+}
+
+/* Walk the hierarchy; true when target was found, its path then in w->found_path. */
+static bool walk_all(struct pp_cgroup_ids *c, struct walk *w)
+{
+	struct stat sb;
+	int fd;
+
+	c->st.walks++;
+	c->gen++;
+	w->c = c;
+	w->found = false;
+	w->complete = true;
+	fd = open(c->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &sb) != 0) {
+		if (fd >= 0)
+			close(fd);
+		c->st.walk_errors++;
+		return false;
+	}
+	w->path[0] = '/';
+	w->path[1] = '\0';
+	walk_seen(w, (uint64_t)sb.st_ino);
+	w->path[0] = '\0';
+	walk_dir(w, fd, 0, 0);
+	/* Cgroups not met in a full walk are gone; their ids never come back. */
+	if (w->complete) {
+		for (size_t i = 0; i < c->cap; i++)
+			if (c->ents[i].path && c->ents[i].gen != c->gen)
+				remove_entry(c, &c->ents[i]);
+	}
+	return w->found;
+}
+
+const char *pp_cgroup_ids_lookup(struct pp_cgroup_ids *c, uint64_t id)
+{
+	struct cg_entry *e;
+	struct walk *w;
+	uint64_t now;
+
+	if (!c)
+		return NULL;
+	e = find(c, id);
+	if (e) {
+		c->st.hits++;
+		lru_unlink(c, e);
+		lru_push_front(c, e);
+		return e->path;
+	}
+	c->st.misses++;
+	now = c->now_ns(c->clock_ctx);
+	if (c->walked && now - c->last_walk_ns < c->gap_ns)
+		return NULL;
+	c->walked = true;
+	c->last_walk_ns = now;
+	w = malloc(sizeof(*w));
+	if (!w)
+		return NULL;
+	w->target = id;
+	e = NULL;
+	if (walk_all(c, w)) {
+		e = upsert(c, id, w->found_path, true);
+		if (e) {
+			lru_unlink(c, e);
+			lru_push_front(c, e);
+		}
+	}
+	free(w);
+	return e ? e->path : NULL;
+}
+
+struct pp_cgroup_ids *pp_cgroup_ids_new_opts(const struct pp_cgroup_ids_opts *opts)
+{
+	struct pp_cgroup_ids *c;
+	char root[PATH_MAX];
+	size_t nb = 2;
+	int err;
+
+	if (!opts || opts->max_entries == 0 || opts->max_entries >= UINT32_MAX / 4) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (opts->cgroup2_root) {
+		if (strlen(opts->cgroup2_root) >= sizeof(root)) {
+			errno = ENAMETOOLONG;
+			return NULL;
+		}
+		strcpy(root, opts->cgroup2_root);
+	} else {
+		char path[PATH_MAX];
+		char *buf = malloc(PP_MOUNTINFO_MAX);
+		ssize_t n;
+
+		if (!buf)
+			return NULL; /* errno ENOMEM */
+		pp_pathf(path, sizeof(path), "%s/self/mountinfo",
+			 opts->proc_root ? opts->proc_root : "/proc");
+		n = pp_read_small_file(path, buf, PP_MOUNTINFO_MAX);
+		err =
+		    n < 0 ? (int)n : pp_mountinfo_find_cgroup2(buf, (size_t)n, root, sizeof(root));
+		free(buf);
+		if (err) {
+			errno = -err;
+			return NULL;
+		}
+	}
+	/* Trailing slashes would double up in paths; keep "/" itself. */
+	for (size_t l = strlen(root); l > 1 && root[l - 1] == '/'; l--)
+		root[l - 1] = '\0';
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	while (nb < opts->max_entries * 2)
+		nb <<= 1;
+	c->cap = opts->max_entries;
+	c->nbuckets = nb;
+	c->root = strdup(root);
+	c->ents = calloc(c->cap, sizeof(*c->ents));
+	c->free_stack = calloc(c->cap, sizeof(*c->free_stack));
+	c->buckets = calloc(nb, sizeof(*c->buckets));
+	if (!c->root || !c->ents || !c->free_stack || !c->buckets) {
+		pp_cgroup_ids_free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < c->cap; i++)
+		c->free_stack[i] = (uint32_t)(c->cap - 1 - i);
+	c->nfree = c->cap;
+	c->gap_ns = opts->min_walk_gap_ns ? opts->min_walk_gap_ns : PP_CGROUP_DEFAULT_GAP_NS;
+	c->now_ns = opts->now_ns ? opts->now_ns : default_now;
+	c->clock_ctx = opts->clock_ctx;
+	return c;
+}
+
+struct pp_cgroup_ids *pp_cgroup_ids_new(const char *cgroup2_root, size_t max_entries)
+{
+	struct pp_cgroup_ids_opts o = {.cgroup2_root = cgroup2_root, .max_entries = max_entries};
+
+	return pp_cgroup_ids_new_opts(&o);
+}
+
+void pp_cgroup_ids_free(struct pp_cgroup_ids *c)
+{
+	if (!c)
+		return;
+	if (c->ents)
+		for (size_t i = 0; i < c->cap; i++)
+			free(c->ents[i].path);
+	free(c->ents);
+	free(c->free_stack);
+	free(c->buckets);
+	free(c->root);
+	free(c);
+}
+
+const char *pp_cgroup_ids_root(const struct pp_cgroup_ids *c)
+{
+	return c ? c->root : NULL;
+}
+
+void pp_cgroup_ids_stats(const struct pp_cgroup_ids *c, struct pp_cgroup_ids_stats *out)
+{
+	if (!out)
+		return;
+	memset(out, 0, sizeof(*out));
+	if (!c)
+		return;
+	*out = c->st;
+	out->entries = c->used;
+}

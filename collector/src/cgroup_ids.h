@@ -1,0 +1,69 @@
+/*
+ * Maps the cgroup v2 ids the BPF shim records (bpf_get_current_cgroup_id: the kernfs node id,
+ * which is the st_ino of the cgroup directory on 64-bit kernels >= 5.5 and the 8-byte
+ * name_to_handle_at handle) back to the cgroup path, relative to the cgroup2 mount, so
+ * samples can be tied to containers and pods. The table is filled by walking the hierarchy on
+ * a miss, at most once per interval, and holds a bounded number of cgroups.
+ */
+#ifndef PP_COLLECTOR_CGROUP_IDS_H
+#define PP_COLLECTOR_CGROUP_IDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Find the cgroup2 mount point in /proc/PID/mountinfo text buf[0..len) (no NUL needed; never
+ * read past len). The filesystem type is the first field after the lone "-" separator; a
+ * mount point's octal escapes ("\040" for a space, "\011", "\012", "\134") are decoded. When
+ * several cgroup2 filesystems are mounted the first whose mount root (field 4) is "/" wins
+ * (a bind of a subtree sees only part of the ids), else the first one. Hybrid systemd hosts
+ * give "/sys/fs/cgroup/unified". Returns 0 with the NUL-terminated path in out, -ENOENT when
+ * no cgroup2 is mounted, -ENAMETOOLONG when it does not fit in outlen, -EINVAL for bad args.
+ */
+int pp_mountinfo_find_cgroup2(const char *buf, size_t len, char *out, size_t outlen);
+
+struct pp_cgroup_ids_opts {
+	const char *cgroup2_root; /* cgroup2 mount to walk; NULL: found in mountinfo; copied */
+	const char *proc_root;	  /* where "self/mountinfo" is read; NULL: "/proc"; copied */
+	size_t max_entries;	  /* cgroups held; must be > 0 */
+	uint64_t min_walk_gap_ns; /* between two walks; 0: 1 s */
+	/* Monotonic clock in ns; NULL: CLOCK_MONOTONIC. Tests inject their own. */
+	uint64_t (*now_ns)(void *clock_ctx);
+	void *clock_ctx;
+};
+
+struct pp_cgroup_ids_stats {
+	uint64_t hits;	      /* lookups answered from the table */
+	uint64_t misses;      /* lookups not in the table (whether or not a walk followed) */
+	uint64_t walks;	      /* hierarchy walks done */
+	uint64_t evictions;   /* least recently used entries dropped to stay within max_entries */
+	uint64_t walk_errors; /* directories that could not be opened or read during walks */
+	uint64_t entries;     /* cgroups held now */
+};
+
+struct pp_cgroup_ids;
+
+/*
+ * cgroup2_root NULL: the cgroup2 mount from /proc/self/mountinfo. Defaults as in the opts.
+ * Returns NULL and sets errno: EINVAL (max_entries 0), ENOENT (no cgroup2 mounted), ENOMEM,
+ * ENAMETOOLONG, or the errno of reading mountinfo.
+ */
+struct pp_cgroup_ids *pp_cgroup_ids_new(const char *cgroup2_root, size_t max_entries);
+struct pp_cgroup_ids *pp_cgroup_ids_new_opts(const struct pp_cgroup_ids_opts *opts);
+/* NULL is a no-op. Every path handed out becomes invalid. */
+void pp_cgroup_ids_free(struct pp_cgroup_ids *c);
+
+/*
+ * The path of cgroup id relative to the root ("/" for the root itself, else
+ * "/kubepods.slice/..."), or NULL when unknown (after a walk, or while walks are
+ * rate-limited). A miss walks the whole hierarchy when min_walk_gap_ns has passed since the
+ * last walk. The string stays valid until the next lookup or pp_cgroup_ids_free.
+ */
+const char *pp_cgroup_ids_lookup(struct pp_cgroup_ids *c, uint64_t id);
+
+/* The cgroup2 mount walked (no trailing slash unless it is "/"). */
+const char *pp_cgroup_ids_root(const struct pp_cgroup_ids *c);
+
+void pp_cgroup_ids_stats(const struct pp_cgroup_ids *c, struct pp_cgroup_ids_stats *out);
+
+#endif /* PP_COLLECTOR_CGROUP_IDS_H */

@@ -1,0 +1,52 @@
+/*
+ * Fuzz target for the mountinfo cgroup2 finder: any bytes give 0, -ENOENT or -ENAMETOOLONG
+ * without reading past the buffer; a found path is NUL-terminated within outlen, and the
+ * answer does not depend on the output size as long as the path fits (exactly-fitting and
+ * one-byte-short buffers are tried too).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgroup_ids.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char big[4096], *exact;
+	char *copy;
+	size_t n;
+	int rc, rc2;
+
+	/* An exact-size copy so a read past size is caught by ASan. */
+	copy = malloc(size ? size : 1);
+	if (!copy)
+		return 0;
+	memcpy(copy, data, size);
+	rc = pp_mountinfo_find_cgroup2(copy, size, big, sizeof(big));
+	if (rc != 0 && rc != -ENOENT && rc != -ENAMETOOLONG)
+		abort();
+	if (rc == 0) {
+		n = strnlen(big, sizeof(big));
+		if (n >= sizeof(big))
+			abort();
+		exact = malloc(n + 1);
+		if (!exact)
+			abort();
+		rc2 = pp_mountinfo_find_cgroup2(copy, size, exact, n + 1);
+		if (rc2 != 0 || strcmp(exact, big) != 0)
+			abort();
+		if (n > 0 && pp_mountinfo_find_cgroup2(copy, size, exact, n) != -ENAMETOOLONG)
+			abort();
+		free(exact);
+	} else if (rc == -ENOENT) {
+		char one[1];
+
+		if (pp_mountinfo_find_cgroup2(copy, size, one, sizeof(one)) != -ENOENT)
+			abort();
+	}
+	free(copy);
+	return 0;
+}
