@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <linux/perf_event.h>
-#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,12 +24,10 @@
 #include <pebsprof/writers.h>
 
 #include "cli_util.h"
-#include "events.h"
-#include "kallsyms.h"
 #include "log.h"
+#include "sampler.h"
 #include "session.h"
 #include "shim_loader.h"
-#include "sysinfo.h"
 
 #define MAX_OUTPUTS 16
 #define DEFAULT_FREQ_HZ 99
@@ -261,14 +257,6 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	return 0;
 }
 
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Forks the command stopped on a pipe: it execs only once the events are attached, so its
  * first instructions are profiled. exec failure comes back over a CLOEXEC pipe.
@@ -353,12 +341,6 @@ static int command_runnable(const char *argv0)
 			path++;
 	}
 	return -ENOENT;
-}
-
-static int collect_cb(void *ctx, const void *data, size_t len)
-{
-	pp_session_handle_record(ctx, data, len);
-	return 0;
 }
 
 static const char *format_name(enum pp_output_format f)
@@ -483,17 +465,12 @@ static int exit_status_of(int wstatus)
 int pp_cmd_record(int argc, char **argv)
 {
 	struct record_args a = {0};
-	struct pp_sys_opts sys_opts = {0};
-	struct pp_sys *sys = NULL;
-	struct pp_event_set *events = NULL;
-	struct pp_shim *shim = NULL;
+	struct pp_sampler smp = {0};
 	struct pp_profile *profile = NULL;
 	struct pp_session *session = NULL;
-	struct pp_kallsyms *ksyms = NULL;
 	struct child ch = {.pid = -1, .go_fd = -1, .err_fd = -1};
 	struct pp_session_stats st;
 	uint64_t counters[PP_CNT__MAX] = {0};
-	char err[1024] = "";
 	int ret, status = PP_EXIT_RUNTIME, child_status = -1;
 	uint64_t start_mono, deadline = 0, last_progress = 0;
 	int tty = isatty(STDERR_FILENO);
@@ -531,111 +508,36 @@ int pp_cmd_record(int argc, char **argv)
 		}
 	}
 
-	sys_opts.sysfs_root = a.sysfs_root;
-	sys_opts.probe_bpf = 1;
-	sys_opts.skip_kfunc_probe = 1; /* decided from kallsyms below */
-	sys = pp_sys_new(&sys_opts);
-	if (!sys) {
-		pp_error("cannot inspect this system: %s", strerror(errno));
-		return PP_EXIT_RUNTIME;
-	}
-	if (!sys->is_root &&
-	    !(pp_sys_has_cap(sys, PP_CAP_BPF) && pp_sys_has_cap(sys, PP_CAP_PERFMON)) &&
-	    !pp_sys_has_cap(sys, PP_CAP_SYS_ADMIN)) {
-		pp_error("missing privileges: loading the BPF shim needs root, or CAP_BPF and "
-			 "CAP_PERFMON (CAP_SYS_ADMIN where perf_event_paranoid > 2); run with "
-			 "sudo");
-		goto out;
-	}
-	if (!sys->btf_vmlinux) {
-		pp_error("this kernel has no BTF (%s/kernel/btf/vmlinux missing): pebsprof needs a "
-			 "kernel built with CONFIG_DEBUG_INFO_BTF=y (5.8+ distro kernels have it)",
-			 sys->sysfs_root);
-		goto out;
-	}
-	if (sys->has_perf_event_prog == PP_FEAT_NO || sys->has_ringbuf == PP_FEAT_NO) {
-		pp_error("this kernel lacks BPF %s: pebsprof needs Linux 5.8 or newer",
-			 sys->has_ringbuf == PP_FEAT_NO ? "ring buffers" : "perf_event programs");
-		goto out;
-	}
-
-	/* Events first: a bad event is a usage error and nothing is loaded for it. */
 	{
-		struct pp_event_request req = {
-		    .spec = a.event,
-		    .freq_hz = a.freq_hz,
-		    .period = a.period,
-		    .ldlat = a.ldlat,
-		    .stack_depth = a.stack_depth,
-		    .want_kstack = !a.no_kernel_stacks,
-		    .want_ustack = 1,
-		    .pid = -1,
-		};
-
-		ret = pp_events_open(&req, sys, NULL, NULL, &events, err, sizeof(err));
-		if (ret) {
-			pp_error("%s", err);
-			status = ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME;
-			goto out;
-		}
-	}
-	if (!a.quiet)
-		for (size_t i = 0; i < events->nr_events; i++)
-			fprintf(stderr, "pebsprof: %s\n", events->events[i].why);
-
-	{
-		const struct pp_event_info *ev = &events->events[0];
-		struct pp_profile_desc desc = {
-		    .event = ev->name,
-		    .value_type = ev->value_type,
-		    .value_unit = ev->value_unit,
-		    .period = ev->period,
-		};
-		struct pp_shim_opts sopts = {
-		    .kstack_depth = a.no_kernel_stacks ? 0 : a.stack_depth,
-		    .ustack_depth = a.stack_depth,
-		    .read_mem_fields = ev->mem,
+		struct pp_sampler_opts so = {
+		    .sysfs_root = a.sysfs_root,
+		    .proc_root = a.proc_root,
+		    .req = {.spec = a.event,
+			    .freq_hz = a.freq_hz,
+			    .period = a.period,
+			    .ldlat = a.ldlat,
+			    .stack_depth = a.stack_depth,
+			    .want_kstack = !a.no_kernel_stacks,
+			    .want_ustack = 1},
 		    .filter_tgids = !a.system_wide,
-		    .track_tasks = 1,
 		};
+		struct pp_profile_desc desc = {0};
 		struct pp_session_opts sess = {
 		    .proc_root = a.proc_root,
-		    .precise_ip = ev->precise_ip > 0,
 		    .raw_stack_entries = 1 << 16,
 		};
 
+		status = pp_sampler_open(&so, &smp);
+		if (status != PP_EXIT_OK)
+			goto out;
+		status = PP_EXIT_RUNTIME;
+		if (!a.quiet)
+			for (size_t i = 0; i < smp.events->nr_events; i++)
+				fprintf(stderr, "pebsprof: %s\n", smp.events->events[i].why);
+		pp_sampler_profile_desc(&smp, &desc);
+		pp_sampler_session_opts(&smp, &sess);
 		profile = pp_profile_new(&desc);
-		if (!profile) {
-			pp_error("out of memory");
-			goto out;
-		}
-		ksyms = pp_kallsyms_load(a.proc_root);
-		if (!ksyms && !a.no_kernel_stacks)
-			pp_warn(
-			    "kernel frames stay unnamed: cannot read %s/kallsyms addresses (%s); "
-			    "run as root or lower kernel.kptr_restrict",
-			    a.proc_root, strerror(errno));
-		/*
-		 * bpf_cast_to_kern_ctx (6.2+) is a kernel function, so kallsyms tells whether the
-		 * kctx variant loads; without kallsyms the loader asks vmlinux BTF itself.
-		 */
-		if (ksyms) {
-			uint64_t kfunc_addr;
-
-			sopts.variant =
-			    pp_kallsyms_find(ksyms, "bpf_cast_to_kern_ctx", &kfunc_addr) == 0
-				? PP_SHIM_KCTX
-				: PP_SHIM_CORE;
-		}
-		shim = pp_shim_load(&sopts, err, sizeof(err));
-		if (!shim) {
-			pp_error("%s", err);
-			goto out;
-		}
-		sess.kallsyms = ksyms;
-		sess.mono_to_wall_ns =
-		    (int64_t)clock_ns(CLOCK_REALTIME) - (int64_t)clock_ns(CLOCK_MONOTONIC);
-		session = pp_session_new(&sess, profile);
+		session = profile ? pp_session_new(&sess, profile) : NULL;
 		if (!session) {
 			pp_error("out of memory");
 			goto out;
@@ -651,39 +553,20 @@ int pp_cmd_record(int argc, char **argv)
 			pp_error("cannot start %s: %s", a.command[0], strerror(-ret));
 			goto out;
 		}
-		ret = pp_shim_add_target(shim, (uint32_t)ch.pid);
+		ret = pp_shim_add_target(smp.shim, (uint32_t)ch.pid);
 	} else if (a.pid >= 0) {
-		ret = pp_shim_add_target(shim, (uint32_t)a.pid);
+		ret = pp_shim_add_target(smp.shim, (uint32_t)a.pid);
 	}
 	if (ret) {
 		pp_error("cannot set the process filter: %s", strerror(-ret));
 		goto out;
 	}
 
-	for (size_t i = 0; i < events->nr_fds; i++) {
-		const struct pp_event_fd *efd = &events->fds[i];
+	if (pp_sampler_attach(&smp) != PP_EXIT_OK)
+		goto out;
 
-		if (efd->group_leader) {
-			/* mem-loads-aux leaders carry no program; enabling them starts the group.
-			 */
-			if (ioctl(efd->fd, PERF_EVENT_IOC_ENABLE, 0)) {
-				pp_error("cannot enable the event group on CPU %d: %s", efd->cpu,
-					 strerror(errno));
-				goto out;
-			}
-			continue;
-		}
-		ret = pp_shim_attach(shim, efd->fd, efd->cookie);
-		if (ret) {
-			pp_error("cannot attach the BPF shim to %s on CPU %d: %s%s",
-				 events->events[efd->cookie].name, efd->cpu, strerror(-ret),
-				 ret == -EPROTO ? " (precise event without a full callchain)" : "");
-			goto out;
-		}
-	}
-
-	start_mono = clock_ns(CLOCK_MONOTONIC);
-	pp_profile_set_window(profile, clock_ns(CLOCK_REALTIME), 0);
+	start_mono = pp_clock_ns(CLOCK_MONOTONIC);
+	pp_profile_set_window(profile, pp_clock_ns(CLOCK_REALTIME), 0);
 	if (a.duration_ns)
 		deadline = start_mono + a.duration_ns;
 	if (a.command) {
@@ -703,7 +586,7 @@ int pp_cmd_record(int argc, char **argv)
 	while (!stop_requested) {
 		uint64_t now;
 
-		ret = pp_shim_poll(shim, POLL_INTERVAL_MS, collect_cb, session);
+		ret = pp_shim_poll(smp.shim, POLL_INTERVAL_MS, pp_session_record_cb, session);
 		if (ret < 0 && ret != -EINTR) {
 			pp_error("reading the BPF ring buffer failed: %s", strerror(-ret));
 			goto out;
@@ -721,7 +604,7 @@ int pp_cmd_record(int argc, char **argv)
 		}
 		if (a.pid >= 0 && kill((pid_t)a.pid, 0) && errno == ESRCH)
 			break;
-		now = clock_ns(CLOCK_MONOTONIC);
+		now = pp_clock_ns(CLOCK_MONOTONIC);
 		if (deadline && now >= deadline)
 			break;
 		if (tty && !a.quiet && now - last_progress >= 1000000000ull) {
@@ -735,14 +618,14 @@ int pp_cmd_record(int argc, char **argv)
 		fprintf(stderr, "\r\033[K");
 
 	/* Stop sampling, then drain what is already in the ring buffer. */
-	pp_shim_detach_all(shim);
-	while (pp_shim_poll(shim, 0, collect_cb, session) > 0)
+	pp_shim_detach_all(smp.shim);
+	while (pp_shim_poll(smp.shim, 0, pp_session_record_cb, session) > 0)
 		;
 	if (pp_session_flush(session))
 		pp_warn("some samples could not be added to the profile: out of memory");
 	pp_profile_set_window(profile, pp_profile_get_desc(profile)->start_unix_ns,
-			      clock_ns(CLOCK_MONOTONIC) - start_mono);
-	pp_shim_read_counters(shim, counters);
+			      pp_clock_ns(CLOCK_MONOTONIC) - start_mono);
+	pp_shim_read_counters(smp.shim, counters);
 	pp_session_get_stats(session, &st);
 
 	if (ch.pid > 0) {
@@ -772,10 +655,7 @@ out:
 	if (ch.err_fd >= 0)
 		close(ch.err_fd);
 	pp_session_free(session);
-	pp_shim_free(shim);
-	pp_event_set_free(events);
-	pp_kallsyms_free(ksyms);
+	pp_sampler_close(&smp);
 	pp_profile_free(profile);
-	pp_sys_free(sys);
 	return status;
 }

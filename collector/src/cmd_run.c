@@ -10,14 +10,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,12 +27,9 @@
 
 #include "cli_util.h"
 #include "config.h"
-#include "events.h"
-#include "kallsyms.h"
 #include "log.h"
+#include "sampler.h"
 #include "session.h"
-#include "shim_loader.h"
-#include "sysinfo.h"
 
 #define POLL_INTERVAL_MS 100
 #define NS_PER_S 1000000000ull
@@ -49,21 +44,10 @@ static void on_stop_signal(int sig)
 	stop_requested = 1;
 }
 
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
-
 /* Everything the agent owns; one instance, torn down in reverse order by agent_fini. */
 struct agent {
 	struct pp_run_config cfg;
-	struct pp_sys *sys;
-	struct pp_event_set *events;
-	struct pp_kallsyms *ksyms;
-	struct pp_shim *shim;
+	struct pp_sampler smp; /* system, events, kernel symbols, shim */
 	struct pp_session *session;
 	struct pp_profile *profile; /* the open window */
 	struct pp_profile_desc desc;
@@ -79,7 +63,6 @@ struct agent {
 	/* HTTP 413: requests split and resent, and those that could not be split (dropped) */
 	atomic_uint_fast64_t split_resent, split_dropped;
 	uint64_t window_seq;
-	int64_t mono_to_wall_ns;
 	/* A closed window waiting for its jittered upload time (network exporters only). */
 	struct pp_profile *pending;
 	uint64_t pending_due_ns;
@@ -411,12 +394,6 @@ static void export_pending(struct agent *ag)
 	ag->pending = NULL;
 }
 
-static int collect_cb(void *ctx, const void *data, size_t len)
-{
-	pp_session_handle_record(ctx, data, len);
-	return 0;
-}
-
 /* Stops the sender and gives the queue until the flush deadline to drain. */
 static void drain_export(struct agent *ag)
 {
@@ -430,7 +407,7 @@ static void drain_export(struct agent *ag)
 		pthread_join(ag->sender, NULL);
 		ag->sender_running = 0;
 	}
-	now_ms = clock_ns(CLOCK_MONOTONIC) / 1000000;
+	now_ms = pp_clock_ns(CLOCK_MONOTONIC) / 1000000;
 	deadline_ms = now_ms + ag->cfg.flush_timeout_ns / 1000000;
 	for (;;) {
 		struct pp_transport_stats st;
@@ -438,7 +415,7 @@ static void drain_export(struct agent *ag)
 
 		pp_transport_poll(ag->transport, &next_due);
 		pp_transport_stats(ag->transport, &st);
-		now_ms = clock_ns(CLOCK_MONOTONIC) / 1000000;
+		now_ms = pp_clock_ns(CLOCK_MONOTONIC) / 1000000;
 		if (!st.queue.items && next_due == UINT64_MAX)
 			break;
 		if (now_ms >= deadline_ms) {
@@ -461,7 +438,7 @@ static void print_summary(struct agent *ag)
 	uint64_t counters[PP_CNT__MAX] = {0};
 
 	pp_session_get_stats(ag->session, &ss);
-	pp_shim_read_counters(ag->shim, counters);
+	pp_shim_read_counters(ag->smp.shim, counters);
 	if (ag->transport) {
 		struct pp_transport_stats ts;
 
@@ -507,104 +484,41 @@ static void agent_fini(struct agent *ag)
 	pp_session_free(ag->session);
 	pp_profile_free(ag->pending);
 	pp_profile_free(ag->profile);
-	pp_shim_free(ag->shim);
-	pp_event_set_free(ag->events);
-	pp_kallsyms_free(ag->ksyms);
-	pp_sys_free(ag->sys);
+	pp_sampler_close(&ag->smp);
 	free(ag->attrs);
 	pp_run_config_fini(&ag->cfg);
 }
 
 static int start_sampling(struct agent *ag)
 {
-	struct pp_sys_opts sys_opts = {.sysfs_root =
-					   ag->cfg.sysfs_root[0] ? ag->cfg.sysfs_root : NULL,
-				       .procfs_root = ag->cfg.proc_root,
-				       .probe_bpf = 1,
-				       .skip_kfunc_probe = 1};
-	struct pp_event_request req = {.spec = ag->cfg.event,
-				       .freq_hz = ag->cfg.freq_hz,
-				       .period = ag->cfg.period,
-				       .ldlat = (uint32_t)ag->cfg.ldlat,
-				       .stack_depth = (uint32_t)ag->cfg.stack_depth,
-				       .want_kstack = 1,
-				       .want_ustack = 1,
-				       .pid = -1};
-	struct pp_shim_opts sopts = {.kstack_depth = (uint32_t)ag->cfg.stack_depth,
-				     .ustack_depth = (uint32_t)ag->cfg.stack_depth,
-				     .track_tasks = 1};
+	struct pp_sampler_opts so = {
+	    .sysfs_root = ag->cfg.sysfs_root[0] ? ag->cfg.sysfs_root : NULL,
+	    .proc_root = ag->cfg.proc_root,
+	    .req = {.spec = ag->cfg.event,
+		    .freq_hz = ag->cfg.freq_hz,
+		    .period = ag->cfg.period,
+		    .ldlat = (uint32_t)ag->cfg.ldlat,
+		    .stack_depth = (uint32_t)ag->cfg.stack_depth,
+		    .want_kstack = 1,
+		    .want_ustack = 1},
+	};
 	struct pp_session_opts sess = {
 	    .proc_root = ag->cfg.proc_root, .raw_stack_entries = 1 << 16, .per_cpu = 1};
-	char err[1024] = "";
-	uint64_t kfunc;
 	int ret;
 
-	ag->sys = pp_sys_new(&sys_opts);
-	if (!ag->sys) {
-		pp_error("cannot inspect this system: %s", strerror(errno));
-		return PP_EXIT_RUNTIME;
-	}
-	if (!ag->sys->btf_vmlinux) {
-		pp_error("this kernel has no BTF (%s/kernel/btf/vmlinux missing): pebsprof needs a "
-			 "kernel built with CONFIG_DEBUG_INFO_BTF=y",
-			 ag->sys->sysfs_root);
-		return PP_EXIT_RUNTIME;
-	}
-	ret = pp_events_open(&req, ag->sys, NULL, NULL, &ag->events, err, sizeof(err));
-	if (ret) {
-		pp_error("%s", err);
-		return ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME;
-	}
-	for (size_t i = 0; i < ag->events->nr_events; i++)
-		pp_info("%s", ag->events->events[i].why);
-	ag->desc.event = ag->events->events[0].name;
-	ag->desc.value_type = ag->events->events[0].value_type;
-	ag->desc.value_unit = ag->events->events[0].value_unit;
-	ag->desc.period = ag->events->events[0].period;
-	sopts.read_mem_fields = ag->events->events[0].mem;
-	sess.precise_ip = ag->events->events[0].precise_ip > 0;
-
-	ag->ksyms = pp_kallsyms_load(ag->cfg.proc_root);
-	if (!ag->ksyms)
-		pp_warn("kernel frames stay unnamed: cannot read %s/kallsyms addresses (%s)",
-			ag->cfg.proc_root, strerror(errno));
-	else
-		sopts.variant = pp_kallsyms_find(ag->ksyms, "bpf_cast_to_kern_ctx", &kfunc) == 0
-				    ? PP_SHIM_KCTX
-				    : PP_SHIM_CORE;
-	ag->shim = pp_shim_load(&sopts, err, sizeof(err));
-	if (!ag->shim) {
-		pp_error("%s", err);
-		return PP_EXIT_RUNTIME;
-	}
-	sess.kallsyms = ag->ksyms;
-	ag->mono_to_wall_ns =
-	    (int64_t)clock_ns(CLOCK_REALTIME) - (int64_t)clock_ns(CLOCK_MONOTONIC);
-	sess.mono_to_wall_ns = ag->mono_to_wall_ns;
+	ret = pp_sampler_open(&so, &ag->smp);
+	if (ret != PP_EXIT_OK)
+		return ret;
+	for (size_t i = 0; i < ag->smp.events->nr_events; i++)
+		pp_info("%s", ag->smp.events->events[i].why);
+	pp_sampler_profile_desc(&ag->smp, &ag->desc);
+	pp_sampler_session_opts(&ag->smp, &sess);
 	ag->session = pp_session_new(&sess, NULL);
-	if (!ag->session || new_window(ag, clock_ns(CLOCK_REALTIME))) {
+	if (!ag->session || new_window(ag, pp_clock_ns(CLOCK_REALTIME))) {
 		pp_error("out of memory");
 		return PP_EXIT_RUNTIME;
 	}
-	for (size_t i = 0; i < ag->events->nr_fds; i++) {
-		const struct pp_event_fd *efd = &ag->events->fds[i];
-
-		if (efd->group_leader) {
-			if (ioctl(efd->fd, PERF_EVENT_IOC_ENABLE, 0)) {
-				pp_error("cannot enable the event group on CPU %d: %s", efd->cpu,
-					 strerror(errno));
-				return PP_EXIT_RUNTIME;
-			}
-			continue;
-		}
-		ret = pp_shim_attach(ag->shim, efd->fd, efd->cookie);
-		if (ret) {
-			pp_error("cannot attach the BPF shim on CPU %d: %s", efd->cpu,
-				 strerror(-ret));
-			return PP_EXIT_RUNTIME;
-		}
-	}
-	return PP_EXIT_OK;
+	return pp_sampler_attach(&ag->smp);
 }
 
 static int resource_attributes(struct agent *ag)
@@ -686,19 +600,19 @@ int pp_cmd_run(int argc, char **argv)
 	signal(SIGTERM, on_stop_signal);
 	signal(SIGPIPE, SIG_IGN);
 	interval = ag.cfg.interval_ns;
-	ag.rng = clock_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ull;
+	ag.rng = pp_clock_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ull;
 	/* Windows are aligned to multiples of the interval and tile time without gaps. */
-	window_end = (clock_ns(CLOCK_REALTIME) / interval + 1) * interval;
+	window_end = (pp_clock_ns(CLOCK_REALTIME) / interval + 1) * interval;
 	while (!stop_requested) {
 		uint64_t now;
 
-		ret = pp_shim_poll(ag.shim, POLL_INTERVAL_MS, collect_cb, ag.session);
+		ret = pp_shim_poll(ag.smp.shim, POLL_INTERVAL_MS, pp_session_record_cb, ag.session);
 		if (ret < 0 && ret != -EINTR) {
 			pp_error("reading the BPF ring buffer failed: %s", strerror(-ret));
 			status = PP_EXIT_RUNTIME;
 			goto out;
 		}
-		now = clock_ns(CLOCK_REALTIME);
+		now = pp_clock_ns(CLOCK_REALTIME);
 		if (ag.pending && now >= ag.pending_due_ns)
 			export_pending(&ag);
 		if (now < window_end)
@@ -731,15 +645,15 @@ int pp_cmd_run(int argc, char **argv)
 	}
 
 	/* SIGTERM/SIGINT: close the partial window, ship it and the queue, exit 0. */
-	pp_shim_detach_all(ag.shim);
-	while (pp_shim_poll(ag.shim, 0, collect_cb, ag.session) > 0)
+	pp_shim_detach_all(ag.smp.shim);
+	while (pp_shim_poll(ag.smp.shim, 0, pp_session_record_cb, ag.session) > 0)
 		;
 	pp_session_flush(ag.session);
 	export_pending(&ag);
 	{
 		uint64_t start = pp_profile_get_desc(ag.profile)->start_unix_ns;
 
-		pp_profile_set_window(ag.profile, start, clock_ns(CLOCK_REALTIME) - start);
+		pp_profile_set_window(ag.profile, start, pp_clock_ns(CLOCK_REALTIME) - start);
 		export_window(&ag, ag.profile);
 	}
 	drain_export(&ag);

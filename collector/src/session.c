@@ -609,3 +609,9 @@ int pp_session_handle_record(struct pp_session *s, const void *data, size_t len)
 		return ret;
 	return pp_session_handle_decoded(s, &d);
 }
+
+int pp_session_record_cb(void *ctx, const void *data, size_t len)
+{
+	pp_session_handle_record(ctx, data, len);
+	return 0;
+}

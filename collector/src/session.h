@@ -73,6 +73,8 @@ void pp_session_set_profile(struct pp_session *s, struct pp_profile *profile);
 
 /* Handles one raw ring-buffer record. Returns 0 or -errno; malformed records are counted. */
 int pp_session_handle_record(struct pp_session *s, const void *data, size_t len);
+/* The same as a pp_shim_record_fn: ctx is the session; never stops the poll. */
+int pp_session_record_cb(void *ctx, const void *data, size_t len);
 /* Handles one decoded record (tests feed synthetic records here). */
 int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d);
 

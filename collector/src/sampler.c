@@ -1,0 +1,154 @@
+/* Starting the sampling path, shared by `record` and `run`; see sampler.h. */
+#include "sampler.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "cli_util.h"
+#include "log.h"
+
+uint64_t pp_clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int check_system(const struct pp_sys *sys)
+{
+	if (!sys->is_root &&
+	    !(pp_sys_has_cap(sys, PP_CAP_BPF) && pp_sys_has_cap(sys, PP_CAP_PERFMON)) &&
+	    !pp_sys_has_cap(sys, PP_CAP_SYS_ADMIN)) {
+		pp_error("missing privileges: loading the BPF shim needs root, or CAP_BPF and "
+			 "CAP_PERFMON (CAP_SYS_ADMIN where perf_event_paranoid > 2); run with "
+			 "sudo");
+		return PP_EXIT_RUNTIME;
+	}
+	if (!sys->btf_vmlinux) {
+		pp_error("this kernel has no BTF (%s/kernel/btf/vmlinux missing): pebsprof needs a "
+			 "kernel built with CONFIG_DEBUG_INFO_BTF=y (5.8+ distro kernels have it)",
+			 sys->sysfs_root);
+		return PP_EXIT_RUNTIME;
+	}
+	if (sys->has_perf_event_prog == PP_FEAT_NO || sys->has_ringbuf == PP_FEAT_NO) {
+		pp_error("this kernel lacks BPF %s: pebsprof needs Linux 5.8 or newer",
+			 sys->has_ringbuf == PP_FEAT_NO ? "ring buffers" : "perf_event programs");
+		return PP_EXIT_RUNTIME;
+	}
+	return PP_EXIT_OK;
+}
+
+int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
+{
+	struct pp_sys_opts sys_opts = {
+	    .sysfs_root = opts->sysfs_root,
+	    .procfs_root = opts->proc_root,
+	    .probe_bpf = 1,
+	    .skip_kfunc_probe = 1, /* decided from kallsyms below */
+	};
+	struct pp_event_request req = opts->req;
+	const char *proc_root = opts->proc_root ? opts->proc_root : "/proc";
+	struct pp_shim_opts sopts = {.track_tasks = 1, .filter_tgids = opts->filter_tgids};
+	char err[1024] = "";
+	uint64_t kfunc;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->sys = pp_sys_new(&sys_opts);
+	if (!s->sys) {
+		pp_error("cannot inspect this system: %s", strerror(errno));
+		return PP_EXIT_RUNTIME;
+	}
+	ret = check_system(s->sys);
+	if (ret)
+		return ret;
+
+	/* Events first: a bad event is a usage error and nothing is loaded for it. */
+	req.pid = -1;
+	ret = pp_events_open(&req, s->sys, NULL, NULL, &s->events, err, sizeof(err));
+	if (ret) {
+		pp_error("%s", err);
+		return ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME;
+	}
+
+	s->ksyms = pp_kallsyms_load(opts->proc_root);
+	if (!s->ksyms && req.want_kstack)
+		pp_warn(
+		    "kernel frames stay unnamed: cannot read %s/kallsyms addresses (%s); run as "
+		    "root or lower kernel.kptr_restrict",
+		    proc_root, strerror(errno));
+	/*
+	 * bpf_cast_to_kern_ctx (6.2+) is a kernel function, so kallsyms tells whether the kctx
+	 * variant loads; without kallsyms the loader asks vmlinux BTF itself.
+	 */
+	if (s->ksyms)
+		sopts.variant = pp_kallsyms_find(s->ksyms, "bpf_cast_to_kern_ctx", &kfunc) == 0
+				    ? PP_SHIM_KCTX
+				    : PP_SHIM_CORE;
+	sopts.kstack_depth = req.want_kstack ? req.stack_depth : 0;
+	sopts.ustack_depth = req.stack_depth;
+	sopts.read_mem_fields = s->events->events[0].mem;
+	s->shim = pp_shim_load(&sopts, err, sizeof(err));
+	if (!s->shim) {
+		pp_error("%s", err);
+		return PP_EXIT_RUNTIME;
+	}
+	return PP_EXIT_OK;
+}
+
+int pp_sampler_attach(struct pp_sampler *s)
+{
+	for (size_t i = 0; i < s->events->nr_fds; i++) {
+		const struct pp_event_fd *efd = &s->events->fds[i];
+		int ret;
+
+		if (efd->group_leader) {
+			/* mem-loads-aux leaders carry no program; enabling them starts the group.
+			 */
+			if (ioctl(efd->fd, PERF_EVENT_IOC_ENABLE, 0)) {
+				pp_error("cannot enable the event group on CPU %d: %s", efd->cpu,
+					 strerror(errno));
+				return PP_EXIT_RUNTIME;
+			}
+			continue;
+		}
+		ret = pp_shim_attach(s->shim, efd->fd, efd->cookie);
+		if (ret) {
+			pp_error("cannot attach the BPF shim to %s on CPU %d: %s%s",
+				 s->events->events[efd->cookie].name, efd->cpu, strerror(-ret),
+				 ret == -EPROTO ? " (precise event without a full callchain)" : "");
+			return PP_EXIT_RUNTIME;
+		}
+	}
+	return PP_EXIT_OK;
+}
+
+void pp_sampler_close(struct pp_sampler *s)
+{
+	pp_shim_free(s->shim);
+	pp_event_set_free(s->events);
+	pp_kallsyms_free(s->ksyms);
+	pp_sys_free(s->sys);
+	memset(s, 0, sizeof(*s));
+}
+
+void pp_sampler_profile_desc(const struct pp_sampler *s, struct pp_profile_desc *desc)
+{
+	const struct pp_event_info *ev = &s->events->events[0];
+
+	desc->event = ev->name;
+	desc->value_type = ev->value_type;
+	desc->value_unit = ev->value_unit;
+	desc->period = ev->period;
+}
+
+void pp_sampler_session_opts(const struct pp_sampler *s, struct pp_session_opts *sess)
+{
+	sess->kallsyms = s->ksyms;
+	sess->precise_ip = s->events->events[0].precise_ip > 0;
+	sess->mono_to_wall_ns =
+	    (int64_t)pp_clock_ns(CLOCK_REALTIME) - (int64_t)pp_clock_ns(CLOCK_MONOTONIC);
+}

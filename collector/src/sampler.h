@@ -1,0 +1,54 @@
+/*
+ * What `record` and `run` share to start sampling: inspect the system, open the events the
+ * ladder picks, read kernel symbols, load the shim in the variant this kernel takes, and
+ * attach it. Errors are logged here, once, and returned as the subcommand's exit status.
+ */
+#ifndef PP_SAMPLER_H
+#define PP_SAMPLER_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include <pebsprof/profile.h>
+
+#include "events.h"
+#include "kallsyms.h"
+#include "session.h"
+#include "shim_loader.h"
+#include "sysinfo.h"
+
+struct pp_sampler_opts {
+	const char *sysfs_root; /* NULL: /sys */
+	const char *proc_root;	/* NULL: /proc */
+	/* The events (spec, rate, ldlat, stack depth, kernel stacks); pid is forced to -1. */
+	struct pp_event_request req;
+	int filter_tgids; /* only the processes added with pp_shim_add_target (and children) */
+};
+
+/* Everything owned here; pp_sampler_close releases it. */
+struct pp_sampler {
+	struct pp_sys *sys;
+	struct pp_event_set *events;
+	struct pp_kallsyms *ksyms; /* NULL when kallsyms could not be read */
+	struct pp_shim *shim;
+};
+
+/*
+ * Checks privileges, BTF and BPF, opens the events and loads the shim (not attached yet).
+ * Returns PP_EXIT_OK, PP_EXIT_USAGE (bad event) or PP_EXIT_RUNTIME; *s holds what was set
+ * up either way and must be closed.
+ */
+int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s);
+/* Attaches the shim to every opened event (and enables mem-loads-aux group leaders). */
+int pp_sampler_attach(struct pp_sampler *s);
+void pp_sampler_close(struct pp_sampler *s);
+
+/* The profile description of the first event (name, value type and unit, period). */
+void pp_sampler_profile_desc(const struct pp_sampler *s, struct pp_profile_desc *desc);
+/* Fills the session options the events decide: kallsyms, precise ip, clock offset. */
+void pp_sampler_session_opts(const struct pp_sampler *s, struct pp_session_opts *sess);
+
+/* A clock reading in nanoseconds. */
+uint64_t pp_clock_ns(clockid_t id);
+
+#endif /* PP_SAMPLER_H */
