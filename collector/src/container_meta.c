@@ -1,0 +1,383 @@
+/*
+ * cgroup id (or pid) -> container and pod, cached. The table is an open hash of fixed slots
+ * with an LRU list, sized at construction; entries remember the metadata generation they were
+ * enriched at, so pod metadata that arrives after the first sample of a container reaches it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgroup_ids.h"
+#include "container_meta.h"
+#include "fsutil.h"
+
+#define DEFAULT_MAX_ENTRIES 4096
+#define DEFAULT_MAX_CGROUP_PATHS 16384
+#define PID_KEY_FLAG (1ull << 63)
+#define NO_SLOT UINT32_MAX
+
+struct cm_entry {
+	uint64_t key; /* cgroup id, or pid | PID_KEY_FLAG */
+	uint64_t generation;
+	bool used;
+	bool enriched;
+	bool resolved;	/* false: the cgroup was not found yet; asked again on the next hit */
+	uint32_t hnext; /* hash chain */
+	uint32_t lru_prev, lru_next;
+	struct pp_container_info info;
+};
+
+struct pp_container_meta {
+	struct pp_cgroup_ids *ids; /* NULL in per-process mode */
+	char proc_root[256];
+	struct pp_container_enricher enricher;
+	struct cm_entry *entries;
+	uint32_t *buckets;
+	size_t nbuckets, max_entries, nused;
+	uint32_t lru_head, lru_tail; /* head = most recent */
+	uint32_t free_hint;
+	struct pp_container_info scratch; /* answer when the table cannot hold one */
+	struct pp_container_meta_stats stats;
+};
+
+static uint64_t hash_key(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return k;
+}
+
+static void lru_unlink(struct pp_container_meta *m, uint32_t i)
+{
+	struct cm_entry *e = &m->entries[i];
+
+	if (e->lru_prev != NO_SLOT)
+		m->entries[e->lru_prev].lru_next = e->lru_next;
+	else
+		m->lru_head = e->lru_next;
+	if (e->lru_next != NO_SLOT)
+		m->entries[e->lru_next].lru_prev = e->lru_prev;
+	else
+		m->lru_tail = e->lru_prev;
+	e->lru_prev = e->lru_next = NO_SLOT;
+}
+
+static void lru_push_front(struct pp_container_meta *m, uint32_t i)
+{
+	struct cm_entry *e = &m->entries[i];
+
+	e->lru_prev = NO_SLOT;
+	e->lru_next = m->lru_head;
+	if (m->lru_head != NO_SLOT)
+		m->entries[m->lru_head].lru_prev = i;
+	m->lru_head = i;
+	if (m->lru_tail == NO_SLOT)
+		m->lru_tail = i;
+}
+
+static uint32_t *chain_of(struct pp_container_meta *m, uint64_t key)
+{
+	return &m->buckets[hash_key(key) & (m->nbuckets - 1)];
+}
+
+static uint32_t find(struct pp_container_meta *m, uint64_t key)
+{
+	for (uint32_t i = *chain_of(m, key); i != NO_SLOT; i = m->entries[i].hnext)
+		if (m->entries[i].key == key)
+			return i;
+	return NO_SLOT;
+}
+
+static void remove_slot(struct pp_container_meta *m, uint32_t i)
+{
+	struct cm_entry *e = &m->entries[i];
+	uint32_t *pp = chain_of(m, e->key);
+
+	while (*pp != i)
+		pp = &m->entries[*pp].hnext;
+	*pp = e->hnext;
+	lru_unlink(m, i);
+	e->used = false;
+	m->nused--;
+}
+
+/* A free slot, evicting the least recently used entry when the table is full. */
+static uint32_t take_slot(struct pp_container_meta *m)
+{
+	if (m->nused == m->max_entries) {
+		uint32_t victim = m->lru_tail;
+
+		remove_slot(m, victim);
+		m->stats.evictions++;
+		return victim;
+	}
+	for (size_t n = 0; n < m->max_entries; n++) {
+		uint32_t i = (uint32_t)((m->free_hint + n) % m->max_entries);
+
+		if (!m->entries[i].used) {
+			m->free_hint = i + 1;
+			return i;
+		}
+	}
+	return NO_SLOT; /* not reached: nused < max_entries */
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
+int pp_proc_cgroup_parse(const char *buf, size_t len, struct pp_container_ref *out)
+{
+	struct pp_container_ref pod_only;
+	bool have_pod = false, any_line = false;
+
+	if (!buf || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	memset(&pod_only, 0, sizeof(pod_only));
+	/* Two passes: the unified "0::" line first, then the v1 controller lines. */
+	for (int pass = 0; pass < 2; pass++) {
+		const char *p = buf, *end = buf + len;
+
+		while (p < end) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			const char *line_end = nl ? nl : end;
+			const char *c1 = memchr(p, ':', (size_t)(line_end - p));
+			const char *c2 =
+			    c1 ? memchr(c1 + 1, ':', (size_t)(line_end - c1 - 1)) : NULL;
+			struct pp_container_ref ref;
+
+			if (line_end == p || (line_end - p == 1 && is_space(*p))) {
+				p = line_end + 1;
+				continue;
+			}
+			if (!c2 || c1 == p)
+				return -EINVAL;
+			for (const char *d = p; d < c1; d++)
+				if (*d < '0' || *d > '9')
+					return -EINVAL;
+			any_line = true;
+			bool unified = (c1 - p == 1 && *p == '0' && c2 == c1 + 1);
+			const char *path = c2 + 1;
+			size_t plen = (size_t)(line_end - path);
+
+			if (unified == (pass == 0) && plen > 0 &&
+			    pp_cgroup_path_parse(path, plen, &ref) >= 0) {
+				if (ref.id[0]) {
+					*out = ref;
+					return 1;
+				}
+				if (ref.pod_uid[0] && !have_pod) {
+					pod_only = ref;
+					have_pod = true;
+				}
+			}
+			p = line_end + 1;
+		}
+	}
+	if (!any_line)
+		return -EINVAL;
+	if (have_pod)
+		*out = pod_only;
+	return 0;
+}
+
+/* Returns false when the cgroup or process could not be found (info says "no container"). */
+static bool resolve_cgroup(struct pp_container_meta *m, uint64_t cgroup_id, uint32_t pid,
+			   struct pp_container_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	if (m->ids) {
+		/* Rate-limited inside: a new cgroup is found by the next walk, not every miss. */
+		const char *path = pp_cgroup_ids_lookup(m->ids, cgroup_id);
+
+		if (path) {
+			pp_cgroup_path_parse(path, strlen(path), &info->ref);
+			return true;
+		}
+	} else {
+		char fname[320], buf[8192];
+		ssize_t n;
+
+		pp_pathf(fname, sizeof(fname), "%s/%u/cgroup", m->proc_root, pid);
+		n = pp_read_small_file(fname, buf, sizeof(buf));
+		if (n > 0 && pp_proc_cgroup_parse(buf, (size_t)n, &info->ref) >= 0)
+			return true;
+	}
+	m->stats.unresolved++;
+	return false;
+}
+
+static bool enrich(struct pp_container_meta *m, struct pp_container_info *info)
+{
+	if (!m->enricher.enrich || (!info->ref.id[0] && !info->ref.pod_uid[0]))
+		return false;
+	if (m->enricher.enrich(m->enricher.ctx, info) != 0)
+		return false;
+	m->stats.enriched++;
+	return true;
+}
+
+static uint64_t current_generation(const struct pp_container_meta *m)
+{
+	return m->enricher.generation ? m->enricher.generation(m->enricher.ctx) : 0;
+}
+
+const struct pp_container_info *pp_container_meta_lookup(struct pp_container_meta *m,
+							 uint64_t cgroup_id, uint32_t pid)
+{
+	uint64_t key = m->ids ? cgroup_id : ((uint64_t)pid | PID_KEY_FLAG);
+	uint64_t gen = current_generation(m);
+	uint32_t i;
+
+	m->stats.lookups++;
+	i = find(m, key);
+	if (i != NO_SLOT) {
+		struct cm_entry *e = &m->entries[i];
+
+		m->stats.hits++;
+		if (!e->resolved && (e->resolved = resolve_cgroup(m, cgroup_id, pid, &e->info))) {
+			e->enriched = enrich(m, &e->info);
+			e->generation = gen;
+		} else if (e->generation != gen && !e->enriched) {
+			/* New metadata since this container was last asked for. */
+			e->enriched = enrich(m, &e->info);
+			e->generation = gen;
+		}
+		lru_unlink(m, i);
+		lru_push_front(m, i);
+		return &e->info;
+	}
+	m->stats.misses++;
+	i = take_slot(m);
+	if (i == NO_SLOT) {
+		resolve_cgroup(m, cgroup_id, pid, &m->scratch);
+		enrich(m, &m->scratch);
+		return &m->scratch;
+	}
+	struct cm_entry *e = &m->entries[i];
+
+	e->resolved = resolve_cgroup(m, cgroup_id, pid, &e->info);
+	e->enriched = enrich(m, &e->info);
+	e->generation = gen;
+	e->key = key;
+	e->used = true;
+	uint32_t *chain = chain_of(m, key);
+
+	e->hnext = *chain;
+	*chain = i;
+	lru_push_front(m, i);
+	m->nused++;
+	return &e->info;
+}
+
+void pp_container_meta_forget_pid(struct pp_container_meta *m, uint32_t pid)
+{
+	uint32_t i;
+
+	if (!m || m->ids)
+		return;
+	i = find(m, (uint64_t)pid | PID_KEY_FLAG);
+	if (i != NO_SLOT)
+		remove_slot(m, i);
+}
+
+void pp_container_meta_get_stats(const struct pp_container_meta *m,
+				 struct pp_container_meta_stats *out)
+{
+	*out = m->stats;
+	out->entries = m->nused;
+	out->per_process = m->ids == NULL;
+}
+
+struct pp_container_meta *pp_container_meta_new(const struct pp_container_meta_opts *opts)
+{
+	struct pp_container_meta *m;
+	size_t max = opts && opts->max_entries ? opts->max_entries : DEFAULT_MAX_ENTRIES;
+	const char *proc_root = opts && opts->proc_root ? opts->proc_root : "/proc";
+
+	if (max >= NO_SLOT || strlen(proc_root) >= sizeof(m->proc_root)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	snprintf(m->proc_root, sizeof(m->proc_root), "%s", proc_root);
+	if (opts)
+		m->enricher = opts->enricher;
+	m->max_entries = max;
+	m->nbuckets = 16;
+	while (m->nbuckets < max)
+		m->nbuckets <<= 1;
+	m->entries = calloc(max, sizeof(*m->entries));
+	m->buckets = malloc(m->nbuckets * sizeof(*m->buckets));
+	if (!m->entries || !m->buckets)
+		goto fail;
+	memset(m->buckets, 0xff, m->nbuckets * sizeof(*m->buckets));
+	m->lru_head = m->lru_tail = NO_SLOT;
+	if (!opts || !opts->per_process) {
+		struct pp_cgroup_ids_opts io = {
+		    .cgroup2_root = opts ? opts->cgroup2_root : NULL,
+		    .proc_root = proc_root,
+		    .max_entries = opts && opts->max_cgroup_paths ? opts->max_cgroup_paths
+								  : DEFAULT_MAX_CGROUP_PATHS,
+		};
+
+		m->ids = pp_cgroup_ids_new_opts(&io);
+		/* No cgroup v2 here: fall back to /proc/PID/cgroup per process. */
+		if (!m->ids && errno != ENOENT)
+			goto fail;
+	}
+	return m;
+fail:
+	pp_container_meta_free(m);
+	return NULL;
+}
+
+void pp_container_meta_free(struct pp_container_meta *m)
+{
+	if (!m)
+		return;
+	pp_cgroup_ids_free(m->ids);
+	free(m->entries);
+	free(m->buckets);
+	free(m);
+}
+
+size_t pp_container_info_attrs(const struct pp_container_info *info, struct pp_label *out,
+			       size_t max)
+{
+	size_t n = 0;
+	static const struct {
+		const char *kind, *key;
+	} workload_keys[] = {
+	    {"deployment", "k8s.deployment.name"},   {"daemonset", "k8s.daemonset.name"},
+	    {"statefulset", "k8s.statefulset.name"}, {"job", "k8s.job.name"},
+	    {"cronjob", "k8s.cronjob.name"},	     {"replicaset", "k8s.replicaset.name"},
+	};
+	const char *runtime = pp_container_runtime_name(info->ref.runtime);
+
+#define PUT(k, v)                                                                                  \
+	do {                                                                                       \
+		if ((v) && (v)[0] && n < max)                                                      \
+			out[n++] = (struct pp_label){.key = (k), .value = (v)};                    \
+	} while (0)
+	PUT("container.id", info->ref.id);
+	PUT("container.runtime", runtime);
+	PUT("k8s.pod.uid", info->ref.pod_uid);
+	PUT("k8s.pod.name", info->pod_name);
+	PUT("k8s.namespace.name", info->namespace_name);
+	PUT("k8s.container.name", info->container_name);
+	for (size_t i = 0; i < sizeof(workload_keys) / sizeof(workload_keys[0]); i++)
+		if (!strcmp(info->workload_kind, workload_keys[i].kind))
+			PUT(workload_keys[i].key, info->workload_name);
+	PUT("service.name", info->service_name);
+#undef PUT
+	return n;
+}

@@ -1,0 +1,36 @@
+/*
+ * Fuzz target for the /proc/PID/cgroup parser: any bytes give -EINVAL, 0 or 1 without reading
+ * past the buffer, and a container found has a 64-lowercase-hex id, as a cgroup path would.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "container_meta.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pp_container_ref ref;
+	char *copy = malloc(size ? size : 1);
+	int rc;
+
+	if (!copy)
+		return 0;
+	memcpy(copy, data, size);
+	rc = pp_proc_cgroup_parse(copy, size, &ref);
+	if (rc != 0 && rc != 1 && rc != -EINVAL)
+		abort();
+	if (rc == 1) {
+		if (strlen(ref.id) != 64)
+			abort();
+		for (size_t i = 0; i < 64; i++)
+			if (!((ref.id[i] >= '0' && ref.id[i] <= '9') ||
+			      (ref.id[i] >= 'a' && ref.id[i] <= 'f')))
+				abort();
+	}
+	free(copy);
+	return 0;
+}

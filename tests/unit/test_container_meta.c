@@ -1,0 +1,303 @@
+/*
+ * Tests of the container metadata cache: /proc/PID/cgroup texts of v2, hybrid and v1 hosts;
+ * cgroup ids resolved through a directory tree laid out as the kubelet's systemd and
+ * cgroupfs drivers lay out pods (the walk needs only inode numbers, so a plain directory tree
+ * stands in for cgroupfs); a per-process fake /proc; late pod metadata; the table's bound;
+ * and the resource attributes in their fixed order.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "container_meta.h"
+
+#define CID_A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define CID_B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+#define POD_UID "1b2c3d4e-5f60-4718-8293-a4b5c6d7e8f9"
+#define POD_UID_US "1b2c3d4e_5f60_4718_8293_a4b5c6d7e8f9"
+
+static int parse(const char *s, struct pp_container_ref *ref)
+{
+	return pp_proc_cgroup_parse(s, strlen(s), ref);
+}
+
+TEST(proc_cgroup_v2)
+{
+	struct pp_container_ref ref;
+
+	CHECK_EQ_U64(parse("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-"
+			   "pod" POD_UID_US ".slice/cri-containerd-" CID_A ".scope\n",
+			   &ref),
+		     1);
+	CHECK_STR(ref.id, CID_A);
+	CHECK_EQ_U64(ref.runtime, PP_RUNTIME_CONTAINERD);
+	CHECK_STR(ref.pod_uid, POD_UID);
+	CHECK_EQ_U64(ref.qos, PP_QOS_BURSTABLE);
+
+	CHECK_EQ_U64(parse("0::/user.slice/user-0.slice/session-1.scope\n", &ref), 0);
+	CHECK_STR(ref.id, "");
+}
+
+TEST(proc_cgroup_v1_and_hybrid)
+{
+	struct pp_container_ref ref;
+	/* cgroup v1 host with docker's cgroupfs driver. */
+	const char *v1 = "12:pids:/docker/" CID_B "\n"
+			 "11:memory:/docker/" CID_B "\n"
+			 "1:name=systemd:/docker/" CID_B "\n";
+	/* Hybrid host: the unified line names a host service, a v1 line the container. */
+	const char *hybrid = "0::/system.slice/containerd.service\n"
+			     "4:cpu,cpuacct:/kubepods/besteffort/pod" POD_UID "/" CID_A "\n";
+
+	CHECK_EQ_U64(parse(v1, &ref), 1);
+	CHECK_STR(ref.id, CID_B);
+	CHECK_EQ_U64(ref.runtime, PP_RUNTIME_DOCKER);
+	CHECK_EQ_U64(parse(hybrid, &ref), 1);
+	CHECK_STR(ref.id, CID_A);
+	CHECK_STR(ref.pod_uid, POD_UID);
+	CHECK_EQ_U64(ref.qos, PP_QOS_BESTEFFORT);
+}
+
+TEST(proc_cgroup_garbage)
+{
+	struct pp_container_ref ref;
+
+	CHECK_EQ_U64(parse("", &ref), (uint64_t)-EINVAL);
+	CHECK_EQ_U64(parse("not a cgroup file\n", &ref), (uint64_t)-EINVAL);
+	CHECK_EQ_U64(parse("x:memory:/docker/" CID_B "\n", &ref), (uint64_t)-EINVAL);
+	CHECK_EQ_U64(parse(":memory:/a\n", &ref), (uint64_t)-EINVAL);
+	CHECK_EQ_U64(pp_proc_cgroup_parse(NULL, 0, &ref), (uint64_t)-EINVAL);
+	/* A line without a path is valid text but names nothing. */
+	CHECK_EQ_U64(parse("0::\n", &ref), 0);
+}
+
+static char tree[256];
+
+static uint64_t mkdirs(const char *rel)
+{
+	char path[1024], *p;
+	struct stat st;
+
+	mkdir(tree, 0755);
+	snprintf(path, sizeof(path), "%s/%s", tree, rel);
+	for (p = path + strlen(tree) + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		mkdir(path, 0755);
+		*p = '/';
+	}
+	mkdir(path, 0755);
+	if (stat(path, &st))
+		return 0;
+	return st.st_ino;
+}
+
+static void rm_tree(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tree);
+}
+
+struct fake_pods {
+	uint64_t generation;
+	int known; /* whether CID_A is known yet */
+	int calls;
+};
+
+static int fake_enrich(void *ctx, struct pp_container_info *info)
+{
+	struct fake_pods *f = ctx;
+
+	f->calls++;
+	if (!f->known || strcmp(info->ref.id, CID_A))
+		return -ENOENT;
+	snprintf(info->pod_name, sizeof(info->pod_name), "checkout-7d9f8b6c5-x2x4q");
+	snprintf(info->namespace_name, sizeof(info->namespace_name), "shop");
+	snprintf(info->container_name, sizeof(info->container_name), "app");
+	snprintf(info->workload_kind, sizeof(info->workload_kind), "deployment");
+	snprintf(info->workload_name, sizeof(info->workload_name), "checkout");
+	snprintf(info->service_name, sizeof(info->service_name), "checkout-svc");
+	return 0;
+}
+
+static uint64_t fake_generation(void *ctx)
+{
+	return ((struct fake_pods *)ctx)->generation;
+}
+
+TEST(cgroup_tree_lookup_and_late_metadata)
+{
+	struct fake_pods pods = {.generation = 1};
+	struct pp_container_meta_opts o = {
+	    .cgroup2_root = tree,
+	    .max_entries = 16,
+	    .enricher = {.enrich = fake_enrich, .generation = fake_generation, .ctx = &pods},
+	};
+	struct pp_container_meta *m;
+	const struct pp_container_info *info;
+	struct pp_container_meta_stats st;
+	uint64_t id_a, id_b, id_host;
+
+	snprintf(tree, sizeof(tree), "/tmp/pp_test_cm_%d", (int)getpid());
+	id_a = mkdirs("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" POD_UID_US
+		      ".slice/cri-containerd-" CID_A ".scope");
+	id_b = mkdirs("kubepods/besteffort/pod" POD_UID "/" CID_B);
+	id_host = mkdirs("system.slice/sshd.service");
+	REQUIRE(id_a && id_b && id_host);
+	m = pp_container_meta_new(&o);
+	REQUIRE(m != NULL);
+
+	info = pp_container_meta_lookup(m, id_a, 100);
+	CHECK_STR(info->ref.id, CID_A);
+	CHECK_STR(info->ref.pod_uid, POD_UID);
+	CHECK_STR(info->pod_name, ""); /* metadata not there yet */
+
+	info = pp_container_meta_lookup(m, id_b, 101);
+	CHECK_STR(info->ref.id, CID_B);
+	CHECK_EQ_U64(info->ref.runtime, PP_RUNTIME_UNKNOWN);
+	info = pp_container_meta_lookup(m, id_host, 102);
+	CHECK_STR(info->ref.id, "");
+
+	/* Same generation: a hit does not ask the enricher again. */
+	int calls = pods.calls;
+	info = pp_container_meta_lookup(m, id_a, 100);
+	CHECK_EQ_U64(pods.calls, calls);
+
+	/* Metadata arrives: the cached container picks it up on its next lookup. */
+	pods.known = 1;
+	pods.generation++;
+	info = pp_container_meta_lookup(m, id_a, 100);
+	CHECK_STR(info->pod_name, "checkout-7d9f8b6c5-x2x4q");
+	CHECK_STR(info->service_name, "checkout-svc");
+
+	/* An id that is no cgroup: answered "no container", counted, asked again on a hit. */
+	info = pp_container_meta_lookup(m, 0x7fffffffffull, 103);
+	CHECK_STR(info->ref.id, "");
+	pp_container_meta_lookup(m, 0x7fffffffffull, 103);
+	pp_container_meta_get_stats(m, &st);
+	CHECK_EQ_U64(st.unresolved, 2);
+	CHECK_EQ_U64(st.per_process, 0);
+	CHECK_EQ_U64(st.entries, 4);
+	CHECK(st.enriched >= 1);
+
+	/* A container started after the last walk: unknown at first, found by a later walk
+	 * (walks are at most one a second) and no longer "no container" once found. */
+	uint64_t id_new = mkdirs("docker/" CID_B);
+	REQUIRE(id_new != 0);
+	info = pp_container_meta_lookup(m, id_new, 104);
+	if (info->ref.id[0] == '\0') {
+		usleep(1100 * 1000);
+		info = pp_container_meta_lookup(m, id_new, 104);
+	}
+	CHECK_STR(info->ref.id, CID_B);
+	CHECK_EQ_U64(info->ref.runtime, PP_RUNTIME_DOCKER);
+	pp_container_meta_free(m);
+	rm_tree();
+}
+
+TEST(bound_evicts_least_recent)
+{
+	struct pp_container_meta_opts o = {.cgroup2_root = tree, .max_entries = 2};
+	struct pp_container_meta *m;
+	struct pp_container_meta_stats st;
+	uint64_t ids[3];
+
+	snprintf(tree, sizeof(tree), "/tmp/pp_test_cm_b_%d", (int)getpid());
+	ids[0] = mkdirs("docker/" CID_A);
+	ids[1] = mkdirs("docker/" CID_B);
+	ids[2] = mkdirs("system.slice");
+	m = pp_container_meta_new(&o);
+	REQUIRE(m != NULL);
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 3; i++)
+			pp_container_meta_lookup(m, ids[i], 1);
+	pp_container_meta_get_stats(m, &st);
+	CHECK_EQ_U64(st.entries, 2);
+	CHECK_EQ_U64(st.evictions, 4); /* every lookup after the second missed */
+	CHECK_STR(pp_container_meta_lookup(m, ids[1], 1)->ref.id, CID_B);
+	pp_container_meta_free(m);
+	rm_tree();
+}
+
+TEST(per_process_fake_proc)
+{
+	struct pp_container_meta_opts o = {.per_process = 1, .max_entries = 8};
+	struct pp_container_meta *m;
+	const struct pp_container_info *info;
+	char path[512];
+	FILE *f;
+
+	snprintf(tree, sizeof(tree), "/tmp/pp_test_cm_p_%d", (int)getpid());
+	mkdirs("4242");
+	snprintf(path, sizeof(path), "%s/4242/cgroup", tree);
+	f = fopen(path, "w");
+	REQUIRE(f != NULL);
+	fputs("3:memory:/docker/" CID_B "\n0::/\n", f);
+	fclose(f);
+	o.proc_root = tree;
+	m = pp_container_meta_new(&o);
+	REQUIRE(m != NULL);
+	info = pp_container_meta_lookup(m, 1, 4242);
+	CHECK_STR(info->ref.id, CID_B);
+	/* Rewritten file: the cached answer stays until the process is forgotten. */
+	f = fopen(path, "w");
+	REQUIRE(f != NULL);
+	fputs("0::/system.slice/cron.service\n", f);
+	fclose(f);
+	CHECK_STR(pp_container_meta_lookup(m, 1, 4242)->ref.id, CID_B);
+	pp_container_meta_forget_pid(m, 4242);
+	CHECK_STR(pp_container_meta_lookup(m, 1, 4242)->ref.id, "");
+	/* A process that is gone: no container, no crash. */
+	CHECK_STR(pp_container_meta_lookup(m, 1, 999999)->ref.id, "");
+	pp_container_meta_free(m);
+	rm_tree();
+}
+
+TEST(attrs_order_and_subset)
+{
+	struct pp_container_info info;
+	struct pp_label l[PP_CONTAINER_MAX_ATTRS];
+	size_t n;
+
+	memset(&info, 0, sizeof(info));
+	snprintf(info.ref.id, sizeof(info.ref.id), "%s", CID_A);
+	info.ref.runtime = PP_RUNTIME_CRIO;
+	snprintf(info.ref.pod_uid, sizeof(info.ref.pod_uid), "%s", POD_UID);
+	n = pp_container_info_attrs(&info, l, PP_CONTAINER_MAX_ATTRS);
+	REQUIRE(n == 3);
+	CHECK_STR(l[0].key, "container.id");
+	CHECK_STR(l[1].key, "container.runtime");
+	CHECK_STR(l[1].value, "cri-o");
+	CHECK_STR(l[2].key, "k8s.pod.uid");
+
+	snprintf(info.pod_name, sizeof(info.pod_name), "db-0");
+	snprintf(info.namespace_name, sizeof(info.namespace_name), "data");
+	snprintf(info.container_name, sizeof(info.container_name), "postgres");
+	snprintf(info.workload_kind, sizeof(info.workload_kind), "statefulset");
+	snprintf(info.workload_name, sizeof(info.workload_name), "db");
+	snprintf(info.service_name, sizeof(info.service_name), "postgres");
+	n = pp_container_info_attrs(&info, l, PP_CONTAINER_MAX_ATTRS);
+	REQUIRE(n == 8);
+	CHECK_STR(l[6].key, "k8s.statefulset.name");
+	CHECK_STR(l[6].value, "db");
+	CHECK_STR(l[7].key, "service.name");
+	CHECK_EQ_U64(pp_container_info_attrs(&info, l, 2), 2);
+}
+
+TEST_LIST = {
+    {"proc_cgroup_v2", proc_cgroup_v2},
+    {"proc_cgroup_v1_and_hybrid", proc_cgroup_v1_and_hybrid},
+    {"proc_cgroup_garbage", proc_cgroup_garbage},
+    {"cgroup_tree_lookup_and_late_metadata", cgroup_tree_lookup_and_late_metadata},
+    {"bound_evicts_least_recent", bound_evicts_least_recent},
+    {"per_process_fake_proc", per_process_fake_proc},
+    {"attrs_order_and_subset", attrs_order_and_subset},
+};
+TEST_MAIN()
