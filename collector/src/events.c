@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,6 +34,8 @@ const char *pp_event_kind_str(enum pp_event_kind kind)
 		return "mem-stores";
 	case PP_EVENT_RAW:
 		return "raw";
+	case PP_EVENT_NAMED:
+		return "named";
 	}
 	return "?";
 }
@@ -51,12 +54,60 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int all_p(const char *m, size_t len)
+/* perf's modifier letters we honour: p/pp/ppp or P (precision), u or k (privilege level). */
+static int parse_modifiers(const char *m, size_t len, struct pp_event_spec *out)
 {
-	for (size_t i = 0; i < len; i++)
-		if (m[i] != 'p')
+	int np = 0, big = 0, u = 0, k = 0;
+
+	if (!len)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		switch (m[i]) {
+		case 'p':
+			np++;
+			break;
+		case 'P':
+			big++;
+			break;
+		case 'u':
+			u++;
+			break;
+		case 'k':
+			k++;
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	if (np > 3 || big > 1 || (np && big) || u > 1 || k > 1)
+		return -EINVAL;
+	if (big)
+		out->precise = PP_PRECISE_MAX;
+	else if (np)
+		out->precise = np;
+	/* ":uk" is both levels, i.e. no exclusion, as in perf */
+	out->exclude_kernel = u && !k;
+	out->exclude_user = k && !u;
+	return 0;
+}
+
+/* INST_RETIRED.PREC_DIST style: letters, digits, '_' and at least one inner '.'. */
+static int named_syntax(const char *s)
+{
+	int dot = 0;
+
+	if (!isalpha((unsigned char)s[0]))
+		return 0;
+	for (const char *p = s; *p; p++) {
+		if (*p == '.') {
+			if (p[1] == '\0' || p[1] == '.')
+				return 0;
+			dot = 1;
+		} else if (!isalnum((unsigned char)*p) && *p != '_') {
 			return 0;
-	return 1;
+		}
+	}
+	return dot;
 }
 
 static const char *rfind(const char *buf, char ch, size_t len)
@@ -130,14 +181,12 @@ int pp_event_spec_parse(const char *buf, size_t len, struct pp_event_spec *out, 
 		const char *m = buf + mod_start;
 		size_t mlen = len - mod_start;
 
-		if (mlen == 1 && m[0] == 'P') {
-			out->precise = PP_PRECISE_MAX;
-		} else if (mlen >= 1 && mlen <= 3 && all_p(m, mlen)) {
-			out->precise = (int)mlen;
-		} else {
-			seterr(err, errlen,
-			       "event spec: bad modifier ':%.*s' (use :p, :pp, :ppp or :P)",
-			       (int)mlen, m);
+		if (parse_modifiers(m, mlen, out)) {
+			seterr(
+			    err, errlen,
+			    "event spec: bad modifier ':%.*s' (use p, pp, ppp or P for precision, "
+			    "u or k for user or kernel only)",
+			    (int)mlen, m);
 			return -EINVAL;
 		}
 	}
@@ -163,11 +212,16 @@ int pp_event_spec_parse(const char *buf, size_t len, struct pp_event_spec *out, 
 		const char *slash = memchr(buf, '/', base_len);
 		size_t plen, tlen;
 
+		if (!slash && named_syntax(out->text)) {
+			out->kind = PP_EVENT_NAMED;
+			goto check;
+		}
 		if (!slash) {
 			seterr(
 			    err, errlen,
 			    "unknown event '%s' (expected auto, cpu-clock, cycles, instructions, "
-			    "mem-loads, mem-stores or pmu/term=value,.../)",
+			    "mem-loads, mem-stores, pmu/term=value,.../ or a precise event name "
+			    "such as MEM_LOAD_RETIRED.L3_MISS)",
 			    out->text);
 			return -EINVAL;
 		}
@@ -202,6 +256,7 @@ int pp_event_spec_parse(const char *buf, size_t len, struct pp_event_spec *out, 
 		out->terms[tlen] = '\0';
 		out->kind = PP_EVENT_RAW;
 	}
+check:
 	if ((out->kind == PP_EVENT_AUTO || out->kind == PP_EVENT_CPU_CLOCK) &&
 	    out->precise != PP_PRECISE_UNSET) {
 		seterr(err, errlen, "event '%s' takes no precision modifier", out->text);
@@ -220,6 +275,211 @@ int pp_perf_open_syscall(struct perf_event_attr *attr, pid_t pid, int cpu, int g
 	return fd < 0 ? -errno : (int)fd;
 }
 
+/*
+ * Precise events by name. Encodings (event | umask << 8) are Intel's event lists as shipped
+ * with perf (tools/perf/pmu-events/arch/x86/<uarch>/{pipeline,cache}.json, mapfile.csv for
+ * the family/model keys); which of them the kernel treats as PEBS and as carrying a data
+ * address is arch/x86/events/intel/ds.c (intel_{skl,icl,glc}_pebs_event_constraints:
+ * INST_RETIRED.PREC_DIST 0x01c0 on PMC1 for Skylake, 0x0100 = fixed counter 0 from Ice Lake
+ * on; MEM_LOAD_RETIRED.* 0xd1 and MEM_INST_RETIRED.* 0xd0 are DATALA_LD/ST constraints, so
+ * addr and data_src mean something for them). Only events the lists mark PEBS-capable.
+ */
+static const struct pp_named_event skl_events[] = {
+    {"INST_RETIRED.PREC_DIST", 0x01c0, 0},
+    /* umask 0 is not PEBS-capable on Skylake; its precise form is ALL_BRANCHES_PEBS */
+    {"BR_INST_RETIRED.ALL_BRANCHES", 0x04c4, 0},
+    {"BR_INST_RETIRED.ALL_BRANCHES_PEBS", 0x04c4, 0},
+    {"BR_INST_RETIRED.CONDITIONAL", 0x01c4, 0},
+    {"BR_INST_RETIRED.NEAR_CALL", 0x02c4, 0},
+    {"BR_INST_RETIRED.NEAR_RETURN", 0x08c4, 0},
+    {"BR_INST_RETIRED.NEAR_TAKEN", 0x20c4, 0},
+    {"MEM_LOAD_RETIRED.L1_HIT", 0x01d1, 1},
+    {"MEM_LOAD_RETIRED.L2_HIT", 0x02d1, 1},
+    {"MEM_LOAD_RETIRED.L3_HIT", 0x04d1, 1},
+    {"MEM_LOAD_RETIRED.L1_MISS", 0x08d1, 1},
+    {"MEM_LOAD_RETIRED.L2_MISS", 0x10d1, 1},
+    {"MEM_LOAD_RETIRED.L3_MISS", 0x20d1, 1},
+    {"MEM_LOAD_RETIRED.FB_HIT", 0x40d1, 1},
+    {"MEM_INST_RETIRED.ALL_LOADS", 0x81d0, 1},
+    {"MEM_INST_RETIRED.ALL_STORES", 0x82d0, 1},
+};
+
+/* Ice Lake (Sunny Cove) and Golden Cove (Sapphire/Emerald Rapids, Alder/Raptor Lake P-cores)
+ * share these encodings. */
+static const struct pp_named_event icl_events[] = {
+    {"INST_RETIRED.PREC_DIST", 0x0100, 0},     {"BR_INST_RETIRED.ALL_BRANCHES", 0x00c4, 0},
+    {"BR_INST_RETIRED.COND", 0x11c4, 0},       {"BR_INST_RETIRED.COND_TAKEN", 0x01c4, 0},
+    {"BR_INST_RETIRED.NEAR_CALL", 0x02c4, 0},  {"BR_INST_RETIRED.NEAR_RETURN", 0x08c4, 0},
+    {"BR_INST_RETIRED.NEAR_TAKEN", 0x20c4, 0}, {"MEM_LOAD_RETIRED.L1_HIT", 0x01d1, 1},
+    {"MEM_LOAD_RETIRED.L2_HIT", 0x02d1, 1},    {"MEM_LOAD_RETIRED.L3_HIT", 0x04d1, 1},
+    {"MEM_LOAD_RETIRED.L1_MISS", 0x08d1, 1},   {"MEM_LOAD_RETIRED.L2_MISS", 0x10d1, 1},
+    {"MEM_LOAD_RETIRED.L3_MISS", 0x20d1, 1},   {"MEM_LOAD_RETIRED.FB_HIT", 0x40d1, 1},
+    {"MEM_INST_RETIRED.ALL_LOADS", 0x81d0, 1}, {"MEM_INST_RETIRED.ALL_STORES", 0x82d0, 1},
+};
+
+/* Gracemont (Alder/Raptor Lake E-cores, cpu_atom): alderlake/pipeline.json "Unit":
+ * "cpu_atom"; no PREC_DIST and no MEM_LOAD_RETIRED on this core. */
+static const struct pp_named_event grt_events[] = {
+    {"INST_RETIRED.ANY_P", 0x00c0, 0},		{"BR_INST_RETIRED.ALL_BRANCHES", 0x00c4, 0},
+    {"BR_INST_RETIRED.COND", 0x7ec4, 0},	{"BR_INST_RETIRED.COND_TAKEN", 0xfec4, 0},
+    {"BR_INST_RETIRED.FAR_BRANCH", 0xbfc4, 0},	{"BR_INST_RETIRED.INDIRECT", 0xebc4, 0},
+    {"BR_INST_RETIRED.NEAR_RETURN", 0xf7c4, 0}, {"BR_INST_RETIRED.REL_CALL", 0xfdc4, 0},
+};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+enum uarch { UA_NONE, UA_SKL, UA_ICL, UA_GLC, UA_GRT };
+
+static enum uarch uarch_of(const struct pp_sys *sys, const struct pp_pmu *pmu)
+{
+	int atom = !strcmp(pmu->name, "cpu_atom");
+
+	if (pmu->kind != PP_PMU_INTEL_CORE || !strcmp(pmu->name, "cpu_lowpower"))
+		return UA_NONE;
+	if (!strcmp(sys->cpu_vendor, "GenuineIntel") && sys->cpu_family == 6) {
+		switch (sys->cpu_model) {
+		case 0x4e: /* Skylake client, Kaby/Coffee/Comet Lake: mapfile skylake */
+		case 0x5e:
+		case 0x8e:
+		case 0x9e:
+		case 0xa5:
+		case 0xa6:
+		case 0x55: /* Skylake-SP, Cascade Lake, Cooper Lake */
+			return UA_SKL;
+		case 0x6a: /* Ice Lake-SP and -D: icelakex */
+		case 0x6c:
+		case 0x7d: /* Ice Lake client: icelake */
+		case 0x7e:
+			return UA_ICL;
+		case 0x8f: /* Sapphire Rapids */
+		case 0xcf: /* Emerald Rapids */
+			return UA_GLC;
+		case 0x97: /* Alder Lake */
+		case 0x9a:
+		case 0xb7: /* Raptor Lake */
+		case 0xba:
+		case 0xbf:
+			if (!strcmp(pmu->name, "cpu_core"))
+				return UA_GLC;
+			return atom ? UA_GRT : UA_NONE;
+		default:
+			return UA_NONE;
+		}
+	}
+	if (sys->cpu_vendor[0])
+		return UA_NONE;
+	/* No cpuinfo: caps/pmu_name names the core for the non-hybrid ones. */
+	if (!strcmp(pmu->pmu_name, "skylake"))
+		return UA_SKL;
+	if (!strcmp(pmu->pmu_name, "icelake"))
+		return UA_ICL;
+	if (!strcmp(pmu->pmu_name, "sapphire_rapids"))
+		return UA_GLC;
+	if (!strcmp(pmu->pmu_name, "alderlake_hybrid"))
+		return atom ? UA_GRT : UA_GLC;
+	return UA_NONE;
+}
+
+const struct pp_named_event *pp_named_events(const struct pp_sys *sys, const struct pp_pmu *pmu,
+					     size_t *nr, const char **uarch)
+{
+	const struct pp_named_event *t = NULL;
+	const char *name = "";
+
+	*nr = 0;
+	switch (uarch_of(sys, pmu)) {
+	case UA_SKL:
+		t = skl_events, *nr = NELEM(skl_events), name = "skylake";
+		break;
+	case UA_ICL:
+		t = icl_events, *nr = NELEM(icl_events), name = "icelake";
+		break;
+	case UA_GLC:
+		t = icl_events, *nr = NELEM(icl_events), name = "golden_cove";
+		break;
+	case UA_GRT:
+		t = grt_events, *nr = NELEM(grt_events), name = "gracemont";
+		break;
+	case UA_NONE:
+		break;
+	}
+	if (uarch)
+		*uarch = name;
+	return t;
+}
+
+/* IBS hands data_src/addr/weight to perf (and so to BPF) only from 6.1 (notes §9). */
+static int ibs_has_mem_data(const struct pp_sys *sys)
+{
+	return !sys->kernel_major || sys->kernel_major > 6 ||
+	       (sys->kernel_major == 6 && sys->kernel_minor >= 1);
+}
+
+struct strlist {
+	char *buf;
+	size_t len, off;
+};
+
+static void sl_add(struct strlist *l, const char *item)
+{
+	size_t n = strlen(item);
+	int r;
+
+	/* dedupe whole items: ", item," or a leading "item," match */
+	for (const char *p = l->buf; (p = strstr(p, item)); p += n)
+		if ((p == l->buf || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+			return;
+	if (l->off >= l->len)
+		return;
+	r = snprintf(l->buf + l->off, l->len - l->off, "%s%s", l->off ? ", " : "", item);
+	if (r > 0)
+		l->off = (size_t)r >= l->len - l->off ? l->len - 1 : l->off + (size_t)r;
+}
+
+char *pp_events_can_sample(const struct pp_sys *sys, char *buf, size_t len)
+{
+	const struct pp_pmu *core[MAX_PLANS];
+	size_t ncore = pp_pmu_core_pmus(sys->pmus, core, MAX_PLANS);
+	const struct pp_pmu *ibs = pp_pmu_find(sys->pmus, "ibs_op");
+	struct strlist l = {.buf = buf, .len = len, .off = 0};
+	static const char *const mem[] = {"mem-loads", "mem-stores"};
+	char item[PP_PMU_NAME_LEN + 32];
+
+	if (!len)
+		return buf;
+	buf[0] = '\0';
+	sl_add(&l, "cpu-clock");
+	if (!ncore && !ibs)
+		return buf;
+	sl_add(&l, "cycles");
+	sl_add(&l, "instructions");
+	for (size_t m = 0; m < 2; m++) {
+		int ok = ibs && ibs_has_mem_data(sys);
+
+		for (size_t i = 0; !ibs && i < ncore; i++)
+			ok |= core[i]->max_precise > 0 && pp_pmu_event(core[i], mem[m]) != NULL;
+		if (ok)
+			sl_add(&l, mem[m]);
+	}
+	for (size_t i = 0; i < ncore; i++) {
+		const struct pp_named_event *t;
+		size_t nr;
+
+		if (core[i]->max_precise <= 0)
+			continue;
+		t = pp_named_events(sys, core[i], &nr, NULL);
+		for (size_t j = 0; j < nr; j++)
+			sl_add(&l, t[j].name);
+	}
+	for (size_t i = 0; i < ncore; i++) {
+		snprintf(item, sizeof(item), "%s/<terms>/", core[i]->name);
+		sl_add(&l, item);
+	}
+	if (ibs)
+		sl_add(&l, "ibs_op/<terms>/");
+	return buf;
+}
+
 /* One event to decide and open on one PMU's CPUs. */
 struct plan {
 	char name[PP_EVENT_NAME_LEN];
@@ -234,6 +494,7 @@ struct plan {
 	int aux; /* needs the mem-loads-aux group leader (SPR/EMR, ADL P-cores) */
 	uint64_t aux_config;
 	int software; /* cpu-clock */
+	int ibs;      /* the ibs_op PMU itself: no exclude_* bits unless it has swfilt */
 	char note[512];
 };
 
@@ -246,7 +507,38 @@ struct ctx {
 	size_t errlen;
 	int stacks;
 	uint32_t sample_max_stack;
+	int exclude_user, exclude_kernel; /* from the spec's :k / :u */
+	const char *spec_text;		  /* the -e argument, for messages */
 };
+
+#define MEM_LOADS_AUX_CONFIG 0x8203ULL /* event=0x03,umask=0x82 (notes rule 8) */
+
+/*
+ * IBS refuses every exclude_* bit (PERF_PMU_CAP_NO_EXCLUDE up to 6.12, notes rule 10); so
+ * does a precise event on AMD's core PMU, which the kernel forwards to IBS. The program
+ * filters by privilege level instead. An ibs_op with the swfilt format (7.2) filters in the
+ * kernel: the plan then carries swfilt=1 in config2 and keeps the bits.
+ */
+static int plan_no_exclude(const struct plan *p, int precise)
+{
+	return (p->ibs && !p->config[2]) || (p->amd_core && precise > 0);
+}
+
+/* A request this machine cannot honour: say why, then what it can sample. Returns -EINVAL. */
+static int cannot(const struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int cannot(const struct ctx *c, const char *fmt, ...)
+{
+	char why[512], can[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	seterr(c->err, c->errlen, "%s; this machine can sample: %s", why,
+	       pp_events_can_sample(c->sys, can, sizeof(can)));
+	return -EINVAL;
+}
 
 static void build_attr(const struct ctx *c, const struct plan *p, int precise,
 		       struct perf_event_attr *attr)
@@ -284,6 +576,11 @@ static void build_attr(const struct ctx *c, const struct plan *p, int precise,
 		if (c->req->want_phys_addr)
 			attr->sample_type |= PERF_SAMPLE_PHYS_ADDR;
 	}
+	if (!plan_no_exclude(p, precise)) {
+		attr->exclude_kernel = (unsigned int)c->exclude_kernel;
+		attr->exclude_hv = (unsigned int)c->exclude_kernel; /* perf's :u */
+		attr->exclude_user = (unsigned int)c->exclude_user;
+	}
 	attr->disabled = 1;
 	attr->inherit = c->req->pid >= 0;
 }
@@ -295,6 +592,9 @@ static void build_aux_attr(const struct ctx *c, const struct plan *p, struct per
 	attr->size = sizeof(*attr);
 	attr->type = p->type;
 	attr->config = p->aux_config;
+	attr->exclude_kernel = (unsigned int)c->exclude_kernel;
+	attr->exclude_hv = (unsigned int)c->exclude_kernel;
+	attr->exclude_user = (unsigned int)c->exclude_user;
 	attr->disabled = 1;
 	attr->inherit = c->req->pid >= 0;
 }
@@ -365,9 +665,12 @@ static int privilege_error(const struct ctx *c, const struct plan *p, int cpu, i
 	return -EACCES;
 }
 
-static void no_pmu_error(const struct ctx *c)
+static int no_pmu_error(const struct ctx *c)
 {
-	seterr(c->err, c->errlen, "this machine has no hardware PMU (VM?); use -e cpu-clock");
+	return cannot(c,
+		      "-e %s: this machine has no hardware PMU (no cpu, cpu_core or ibs_op under "
+		      "%s/bus/event_source/devices; a VM?)",
+		      c->spec_text, c->sys->sysfs_root);
 }
 
 enum step { STEP_OK, STEP_NEXT, STEP_FAIL };
@@ -377,7 +680,7 @@ enum step { STEP_OK, STEP_NEXT, STEP_FAIL };
  * and fd[] the open fds; the reason is appended to why. Returns 0 or -errno (the kernel's
  * answer at the last step; err is set by the caller).
  */
-static int decide(const struct ctx *c, const struct plan *p, int cpu, int *precise_out, int fd[2],
+static int decide(const struct ctx *c, struct plan *p, int cpu, int *precise_out, int fd[2],
 		  char *why, size_t whylen, int *last_tried)
 {
 	char tried[256] = "";
@@ -402,6 +705,23 @@ static int decide(const struct ctx *c, const struct plan *p, int cpu, int *preci
 		}
 		if (r == -EACCES || r == -EPERM)
 			return r;
+		if (r == -ENODATA && p->mem && !p->aux && (p->config[0] & 0xffff) == 0x01cd) {
+			/* Rule 8: the kernel wants the load-latency event behind mem-loads-aux
+			 * even though sysfs did not list it: retry once as that group. */
+			p->aux = 1;
+			p->aux_config = MEM_LOADS_AUX_CONFIG;
+			if (tlen < sizeof(tried)) {
+				int n = snprintf(tried + tlen, sizeof(tried) - tlen,
+						 "%sENODATA at %d (retried behind mem-loads-aux "
+						 "event=0x03,umask=0x82)",
+						 tlen ? ", " : "", prec);
+
+				if (n > 0)
+					tlen += (size_t)n;
+			}
+			prec++;
+			continue;
+		}
 		if (!p->exact && prec > p->precise_min) {
 			/* Rules 11 and 14: EOPNOTSUPP = above max_precise; EINVAL only at 3 (PDIST
 			 * counter constraints); AMD ENOENT = not forwardable to IBS. */
@@ -524,13 +844,12 @@ static int plan_intel_mem(const struct ctx *c, const struct pp_event_spec *spec,
 		p->aux = 1;
 		p->aux_config = cfg[0];
 	}
-	if (precise_range(spec, pmu, 1, p)) {
-		seterr(c->err, c->errlen,
-		       "%s needs precise sampling but %s has max_precise=%d (no PEBS here, e.g. a "
-		       "VM without guest PEBS); use -e cycles or -e cpu-clock",
-		       evname, pmu->name, pmu->max_precise);
-		return -EINVAL;
-	}
+	if (precise_range(spec, pmu, 1, p))
+		return cannot(
+		    c,
+		    "-e %s: %s needs precise sampling (PEBS) but %s has max_precise=%d (a "
+		    "VM without guest PEBS?)",
+		    c->spec_text, evname, pmu->name, pmu->max_precise);
 	seterr(p->note, sizeof(p->note), "%s: max_precise=%d%s%s, %s = %s%s", pmu->name,
 	       pmu->max_precise, pmu->pmu_name[0] ? ", pmu_name=" : "", pmu->pmu_name, evname, enc,
 	       p->aux ? " behind mem-loads-aux group leader" : "");
@@ -541,44 +860,124 @@ static int plan_amd_mem(const struct ctx *c, const struct pp_event_spec *spec,
 			const struct pp_pmu *ibs, struct plan *p)
 {
 	const char *evname = spec->kind == PP_EVENT_MEM_LOADS ? "mem-loads" : "mem-stores";
-	char e[256];
+	char e[256], term[32], lat[128] = "";
 	int ops = pp_pmu_format(ibs, "cnt_ctl") != NULL;
+	uint32_t ldlat = c->req->ldlat;
 
+	if (!ibs_has_mem_data(c->sys))
+		return cannot(
+		    c,
+		    "-e %s: ibs_op gives perf (and the program) addr, data_src and weight "
+		    "only from kernel 6.1; this kernel is %s (IBS data only as raw MSR "
+		    "dumps)",
+		    c->spec_text, c->sys->kernel_release);
+	if (spec->precise == 3)
+		return cannot(c, "-e %s: IBS has no precise_ip=3 (EOPNOTSUPP, notes rule 10)",
+			      c->spec_text);
 	plan_init(p, evname, ibs, ibs->name);
 	p->type = ibs->type;
 	p->mem = 1;
+	p->ibs = 1;
 	if (ops && pp_pmu_encode(ibs, "cnt_ctl=1", 9, p->config, e, sizeof(e))) {
 		seterr(c->err, c->errlen, "ibs_op: %s", e);
 		return -EPROTO;
 	}
+	/*
+	 * Load-latency filtering exists only with caps/ldlat (Zen 5): 128..2048 cycles, and the
+	 * kernel then also sets L3MISSONLY (notes §4.2). Below 128 (perf's default of 30
+	 * included) IBS just samples every load.
+	 */
+	if (spec->kind == PP_EVENT_MEM_LOADS && ldlat >= 128) {
+		if (!pp_pmu_cap(ibs, "ldlat") || !pp_pmu_format(ibs, "ldlat"))
+			return cannot(
+			    c,
+			    "-e %s --ldlat %u: ibs_op has no load-latency filter here (no "
+			    "caps/ldlat; Zen 5 and later)",
+			    c->spec_text, ldlat);
+		if (ldlat > 2048)
+			return cannot(c, "-e %s --ldlat %u: IBS takes 128..2048 cycles",
+				      c->spec_text, ldlat);
+		snprintf(term, sizeof(term), "ldlat=%u", ldlat);
+		if (pp_pmu_encode(ibs, term, strlen(term), p->config, e, sizeof(e)))
+			return cannot(c, "-e %s: ibs_op: %s", c->spec_text, e);
+		snprintf(lat, sizeof(lat), ", loads of at least %u cycles (ldlat, L3 misses only)",
+			 ldlat);
+	} else if (spec->kind == PP_EVENT_MEM_LOADS && pp_pmu_cap(ibs, "ldlat")) {
+		snprintf(lat, sizeof(lat), ", every load (ldlat %u is below IBS's minimum 128)",
+			 ldlat);
+	}
+	/* 7.2's software filter (config2:0) lets the kernel drop the other level */
+	if ((c->exclude_user || c->exclude_kernel) && pp_pmu_format(ibs, "swfilt"))
+		pp_pmu_encode(ibs, "swfilt=1", 8, p->config, e, sizeof(e));
 	/* IBS samples every op type; the program keeps loads or stores by data_src.mem_op. */
 	seterr(p->note, sizeof(p->note),
-	       "ibs_op (type %u) samples %s; %s are selected by data_src.mem_op; IBS drops the "
-	       "low 4 bits of the period and takes no exclude_* bits",
-	       ibs->type, ops ? "dispatched ops (cnt_ctl=1)" : "cycles", evname);
+	       "ibs_op (type %u) samples %s%s; %s are selected by data_src.mem_op; IBS drops the "
+	       "low 4 bits of the period and %s",
+	       ibs->type, ops ? "dispatched ops (cnt_ctl=1)" : "cycles", lat, evname,
+	       p->config[2] ? "filters user/kernel by swfilt"
+			    : "takes no exclude_* bits (user/kernel filtered in BPF)");
+	return 0;
+}
+
+/* A precise event by name on one Intel core PMU; -ENOENT when its table lacks the name. */
+static int plan_named(const struct ctx *c, const struct pp_event_spec *spec,
+		      const struct pp_pmu *pmu, struct plan *p)
+{
+	const struct pp_named_event *t, *ev = NULL;
+	const char *uarch;
+	size_t nr;
+
+	t = pp_named_events(c->sys, pmu, &nr, &uarch);
+	for (size_t i = 0; i < nr && !ev; i++)
+		if (!strcasecmp(t[i].name, spec->text))
+			ev = &t[i];
+	if (!ev)
+		return -ENOENT;
+	plan_init(p, ev->name, pmu, pmu->name);
+	p->type = pmu->type;
+	p->config[0] = ev->config;
+	p->mem = ev->mem;
+	if (precise_range(spec, pmu, 1, p))
+		return cannot(c,
+			      "-e %s: a precise event needs PEBS but %s has max_precise=%d (a VM "
+			      "without guest PEBS?)",
+			      c->spec_text, pmu->name, pmu->max_precise);
+	seterr(p->note, sizeof(p->note),
+	       "%s: max_precise=%d, %s %s = event=0x%02llx,umask=0x%02llx (Intel event list)",
+	       pmu->name, pmu->max_precise, uarch, ev->name,
+	       (unsigned long long)(ev->config & 0xff),
+	       (unsigned long long)((ev->config >> 8) & 0xff));
 	return 0;
 }
 
 static int plan_raw(const struct ctx *c, const struct pp_event_spec *spec, struct plan *p)
 {
 	const struct pp_pmu *pmu = pp_pmu_find(c->sys->pmus, spec->pmu);
-	const char *ld, *st;
+	const char *ld, *st, *aux = NULL;
 	char e[256];
 	int r;
 
-	if (!pmu) {
-		seterr(c->err, c->errlen,
-		       "raw event '%s': no PMU named '%s' under %s/bus/event_source/devices",
-		       spec->text, spec->pmu, c->sys->sysfs_root);
-		return -EINVAL;
-	}
+	if (!pmu)
+		return cannot(c,
+			      "raw event '%s': no PMU named '%s' under %s/bus/event_source/devices",
+			      spec->text, spec->pmu, c->sys->sysfs_root);
 	plan_init(p, spec->text, pmu, pmu->name);
 	p->type = pmu->type;
 	r = pp_pmu_encode(pmu, spec->terms, strlen(spec->terms), p->config, e, sizeof(e));
 	if (r) {
-		seterr(c->err, c->errlen, "raw event '%s': %s", spec->text, e);
-		return -EINVAL;
+		char takes[512];
+		struct strlist l = {.buf = takes, .len = sizeof(takes), .off = 0};
+
+		takes[0] = '\0';
+		for (size_t i = 0; i < pmu->nr_formats; i++)
+			sl_add(&l, pmu->formats[i].name);
+		return cannot(
+		    c,
+		    "raw event '%s': %s (%s takes: %s%sconfig, config1, config2 or one of "
+		    "its events)",
+		    spec->text, e, pmu->name, takes, takes[0] ? ", " : "");
 	}
+	p->ibs = pmu->kind == PP_PMU_AMD_IBS_OP || pmu->kind == PP_PMU_AMD_IBS_FETCH;
 	if (spec->precise == PP_PRECISE_MAX) {
 		p->precise_start = pmu->max_precise > 0 ? pmu->max_precise : 0;
 		p->precise_min = 0;
@@ -595,10 +994,33 @@ static int plan_raw(const struct ctx *c, const struct pp_event_spec *spec, struc
 
 		/* Same event/umask as a memory event: the data fields mean something. */
 		if (enc && !pp_pmu_encode(pmu, enc, strlen(enc), cfg, NULL, 0) &&
-		    (cfg[0] & 0xffff) == (p->config[0] & 0xffff))
+		    (cfg[0] & 0xffff) == (p->config[0] & 0xffff)) {
 			p->mem = 1;
+			aux = i == 0 ? pp_pmu_event(pmu, "mem-loads-aux") : NULL;
+		}
 	}
-	seterr(p->note, sizeof(p->note), "raw event on %s (type %u)", pmu->name, pmu->type);
+	if (aux) {
+		uint64_t cfg[3] = {0, 0, 0};
+
+		/* Rule 8 applies to the raw spelling of the load-latency event too. */
+		if (!pp_pmu_encode(pmu, aux, strlen(aux), cfg, NULL, 0)) {
+			p->aux = 1;
+			p->aux_config = cfg[0];
+		}
+	}
+	if (p->mem && pmu->kind == PP_PMU_INTEL_CORE && spec->precise == PP_PRECISE_UNSET) {
+		/* A memory event without PEBS has no data address: take the best precision. */
+		if (pmu->max_precise <= 0)
+			return cannot(
+			    c,
+			    "raw event '%s' is a memory event, which needs PEBS, but %s has "
+			    "max_precise=%d",
+			    spec->text, pmu->name, pmu->max_precise);
+		p->precise_start = pmu->max_precise;
+		p->precise_min = 1;
+	}
+	seterr(p->note, sizeof(p->note), "raw event on %s (type %u)%s", pmu->name, pmu->type,
+	       p->aux ? " behind mem-loads-aux group leader" : "");
 	return 0;
 }
 
@@ -662,6 +1084,11 @@ static void fill_info(const struct ctx *c, const struct plan *p, int precise, co
 	info->max_precise = p->pmu ? p->pmu->max_precise : -1;
 	info->mem = p->mem;
 	info->aux_leader = p->aux;
+	info->aux_config = p->aux ? p->aux_config : 0;
+	info->exclude_user = c->exclude_user;
+	info->exclude_kernel = c->exclude_kernel;
+	info->want_user_only = plan_no_exclude(p, precise) && c->exclude_kernel;
+	info->want_kernel_only = plan_no_exclude(p, precise) && c->exclude_user;
 	if (p->software) {
 		snprintf(info->value_type, sizeof(info->value_type), "cpu");
 		snprintf(info->value_unit, sizeof(info->value_unit), "nanoseconds");
@@ -751,10 +1178,8 @@ static int make_plans(const struct ctx *c, const struct pp_event_spec *spec, str
 		return 1;
 	case PP_EVENT_CYCLES:
 	case PP_EVENT_INSTRUCTIONS:
-		if (!ncore) {
-			no_pmu_error(c);
-			return -EINVAL;
-		}
+		if (!ncore)
+			return no_pmu_error(c);
 		for (size_t i = 0; i < ncore; i++) {
 			r = plan_generic(c, spec, core[i], &plans[n]);
 			if (r)
@@ -768,10 +1193,8 @@ static int make_plans(const struct ctx *c, const struct pp_event_spec *spec, str
 			r = plan_amd_mem(c, spec, ibs, &plans[0]);
 			return r ? r : 1;
 		}
-		if (!ncore) {
-			no_pmu_error(c);
-			return -EINVAL;
-		}
+		if (!ncore)
+			return no_pmu_error(c);
 		for (size_t i = 0; i < ncore; i++) {
 			r = plan_intel_mem(c, spec, core[i], &plans[n]);
 			if (r == -ENOENT)
@@ -780,19 +1203,48 @@ static int make_plans(const struct ctx *c, const struct pp_event_spec *spec, str
 				return r;
 			n++;
 		}
-		if (!n) {
-			seterr(c->err, c->errlen,
-			       "%s: no core PMU under %s/bus/event_source/devices lists "
-			       "events/%s (pmu_name %s); use -e cycles",
-			       pp_event_kind_str(spec->kind), c->sys->sysfs_root,
-			       pp_event_kind_str(spec->kind),
-			       core[0]->pmu_name[0] ? core[0]->pmu_name : "unknown");
-			return -EINVAL;
-		}
+		if (!n)
+			return cannot(c,
+				      "-e %s: no core PMU under %s/bus/event_source/devices lists "
+				      "events/%s (%s, pmu_name %s)",
+				      c->spec_text, c->sys->sysfs_root,
+				      pp_event_kind_str(spec->kind), core[0]->name,
+				      core[0]->pmu_name[0] ? core[0]->pmu_name : "unknown");
 		return n;
 	case PP_EVENT_RAW:
 		r = plan_raw(c, spec, &plans[0]);
 		return r ? r : 1;
+	case PP_EVENT_NAMED: {
+		char have[256];
+		struct strlist l = {.buf = have, .len = sizeof(have), .off = 0};
+
+		if (!ncore && !ibs)
+			return no_pmu_error(c);
+		have[0] = '\0';
+		for (size_t i = 0; i < ncore; i++) {
+			const char *uarch = "";
+			size_t nr;
+			char item[PP_PMU_NAME_LEN * 2];
+
+			pp_named_events(c->sys, core[i], &nr, &uarch);
+			snprintf(item, sizeof(item), "%s: %s", core[i]->name,
+				 uarch[0] ? uarch : "no named-event table");
+			sl_add(&l, item);
+			r = plan_named(c, spec, core[i], &plans[n]);
+			if (r == -ENOENT)
+				continue; /* e.g. PREC_DIST on a hybrid part's atom cores */
+			if (r)
+				return r;
+			n++;
+		}
+		if (!n)
+			return cannot(c,
+				      "-e %s: not a precise event of this machine's PMUs (%s; cpu "
+				      "family %d model %d)",
+				      c->spec_text, ncore ? have : "AMD: precise sampling is IBS",
+				      c->sys->cpu_family, c->sys->cpu_model);
+		return n;
+	}
 	}
 	seterr(c->err, c->errlen, "unknown event kind");
 	return -EINVAL;
@@ -806,14 +1258,19 @@ static int decision_error(const struct ctx *c, const struct pp_event_spec *spec,
 		return privilege_error(c, p, cpu, -r);
 	if (r == -ENOENT && !p->software && spec->kind != PP_EVENT_RAW &&
 	    (!p->pmu || p->pmu->kind == PP_PMU_INTEL_CORE || p->pmu->kind == PP_PMU_AMD_CORE)) {
-		no_pmu_error(c);
+		/* sysfs lists a PMU the kernel does not drive (notes §8): only software works */
+		seterr(
+		    c->err, c->errlen,
+		    "-e %s: the kernel has no PMU for %s on %s (ENOENT at precise_ip=%d; a VM?); "
+		    "this machine can sample: cpu-clock",
+		    c->spec_text, p->name, p->pmu_label, p->precise_min);
 		return -EINVAL;
 	}
 	if (r == -ENODATA) {
 		seterr(c->err, c->errlen,
-		       "%s on %s: ENODATA: the kernel wants mem-loads-aux in front of the load "
-		       "latency event, but this PMU does not list events/mem-loads-aux",
-		       p->name, p->pmu_label);
+		       "%s on %s: ENODATA even behind a mem-loads-aux group leader (0x%llx): the "
+		       "kernel will not give data_src for this load-latency event",
+		       p->name, p->pmu_label, (unsigned long long)p->aux_config);
 		return r;
 	}
 	if (r == -EOPNOTSUPP && p->exact) {
@@ -965,6 +1422,9 @@ int pp_events_open(const struct pp_event_request *req, const struct pp_sys *sys,
 			return -EINVAL;
 		}
 	}
+	c.exclude_user = spec.exclude_user;
+	c.exclude_kernel = spec.exclude_kernel;
+	c.spec_text = spec_str;
 	c.stacks = req->stack_depth > 0 && (req->want_kstack || req->want_ustack);
 	c.sample_max_stack = req->stack_depth;
 	if (sys->max_stack != PP_SYSCTL_UNKNOWN && sys->max_stack > 0 &&

@@ -30,6 +30,7 @@ enum pp_event_kind {
 	PP_EVENT_MEM_LOADS,
 	PP_EVENT_MEM_STORES,
 	PP_EVENT_RAW,
+	PP_EVENT_NAMED, /* a precise event by Intel's name, e.g. MEM_LOAD_RETIRED.L3_MISS */
 };
 
 #define PP_PRECISE_UNSET (-1) /* no modifier: named events take the best the PMU gives */
@@ -41,12 +42,16 @@ struct pp_event_spec {
 	char pmu[PP_PMU_NAME_LEN];    /* raw events: PMU directory name */
 	char terms[PP_PMU_EVENT_LEN]; /* raw events: the term list between the slashes */
 	char text[PP_EVENT_NAME_LEN]; /* the spec without modifiers, for names and messages */
+	int exclude_user;	      /* ":k": kernel only */
+	int exclude_kernel;	      /* ":u": user only */
 };
 
 /*
- * Parse "auto", "cpu-clock", "cycles", "instructions", "mem-loads", "mem-stores" or
- * "pmu/term=val,.../", each optionally followed by ":p", ":pp", ":ppp" or ":P" (not on auto
- * or cpu-clock). Returns 0 or -EINVAL with the bad part named in err.
+ * Parse "auto", "cpu-clock", "cycles", "instructions", "mem-loads", "mem-stores",
+ * "pmu/term=val,.../" or a named precise event ("INST_RETIRED.PREC_DIST", any case), each
+ * optionally followed by modifiers: "p", "pp", "ppp" or "P" (not on auto or cpu-clock),
+ * and "u" (user only) or "k" (kernel only), e.g. "cycles:upp". Returns 0 or -EINVAL with
+ * the bad part named in err.
  */
 int pp_event_spec_parse(const char *buf, size_t len, struct pp_event_spec *out, char *err,
 			size_t errlen);
@@ -86,6 +91,14 @@ struct pp_event_info {
 	struct perf_event_attr attr;	    /* what every CPU was opened with */
 	size_t nr_cpus;			    /* CPUs opened */
 	size_t nr_cpus_skipped;		    /* CPUs that went offline between scan and open */
+	int exclude_user, exclude_kernel;   /* asked for with :k / :u */
+	/*
+	 * The PMU takes no exclude_* bits (AMD IBS up to 6.12, notes rule 10), so the attr
+	 * has none and the program must drop the other privilege level itself: kernel
+	 * samples when want_user_only, user samples when want_kernel_only.
+	 */
+	int want_user_only, want_kernel_only;
+	uint64_t aux_config; /* config of the mem-loads-aux leader when aux_leader */
 };
 
 struct pp_event_fd {
@@ -118,6 +131,32 @@ struct pp_event_set {
 int pp_events_open(const struct pp_event_request *req, const struct pp_sys *sys,
 		   pp_perf_open_fn open_fn, void *open_ctx, struct pp_event_set **out, char *err,
 		   size_t errlen);
+
+/*
+ * Precise events by name (Intel's event lists, see the table in events.c), keyed by the
+ * microarchitecture of a core PMU: from <procfs>/cpuinfo family/model, and on hybrid parts
+ * the PMU (cpu_core / cpu_atom). config is the raw config for attr.type = pmu->type; mem
+ * events have a data linear address (kernel DATALA constraint), so addr/data_src are sampled.
+ */
+struct pp_named_event {
+	const char *name;
+	uint64_t config;
+	int mem;
+};
+
+/*
+ * The named events pmu supports on sys (static storage; *nr = 0 and NULL when none) and the
+ * microarchitecture's name ("skylake", "icelake", "golden_cove", "gracemont"; "" if unknown)
+ * in *uarch when uarch is not NULL.
+ */
+const struct pp_named_event *pp_named_events(const struct pp_sys *sys, const struct pp_pmu *pmu,
+					     size_t *nr, const char **uarch);
+
+/*
+ * Write what this machine can sample, as -e arguments separated by ", " ("cpu-clock" on a
+ * machine without a hardware PMU), into buf. Decided from sysfs alone. Returns buf.
+ */
+char *pp_events_can_sample(const struct pp_sys *sys, char *buf, size_t len);
 
 /* Close every fd (set->fds becomes empty); the decisions stay readable. */
 void pp_event_set_close(struct pp_event_set *set);

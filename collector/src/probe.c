@@ -139,8 +139,83 @@ static int run_auto(const struct pp_sys *sys, pp_perf_open_fn open_fn, void *ope
 	return pp_events_open(&req, sys, open_fn, open_ctx, set, err, errlen);
 }
 
+/* A format spec back in sysfs' words: "config1:0-15". */
+static char *format_str(const struct pp_pmu_format *f, char *buf, size_t len)
+{
+	static const char *const words[] = {"config", "config1", "config2"};
+	size_t off;
+	int n = snprintf(buf, len, "%s:", words[f->word < 3 ? f->word : 0]);
+
+	off = n > 0 ? (size_t)n : 0;
+	for (int b = 0; b < 64 && off < len;) {
+		int e = b;
+
+		if (!((f->mask >> b) & 1)) {
+			b++;
+			continue;
+		}
+		while (e + 1 < 64 && ((f->mask >> (e + 1)) & 1))
+			e++;
+		if (e == b)
+			n = snprintf(buf + off, len - off, "%s%d", buf[off - 1] == ':' ? "" : ",",
+				     b);
+		else
+			n = snprintf(buf + off, len - off, "%s%d-%d",
+				     buf[off - 1] == ':' ? "" : ",", b, e);
+		if (n < 0 || (size_t)n >= len - off)
+			break;
+		off += (size_t)n;
+		b = e + 1;
+	}
+	return buf;
+}
+
+/* What `-e mem-loads` / `-e mem-stores` would open here: the real ladder, dry-run. */
+struct mem_plan {
+	const char *spec;
+	struct pp_event_set *set;
+	int err;
+	char msg[1024];
+};
+
+static const char *const mem_specs[] = {"mem-loads", "mem-stores"};
+#define NR_MEM_SPECS (sizeof(mem_specs) / sizeof(mem_specs[0]))
+
+static void plan_mem(const struct pp_sys *sys, pp_perf_open_fn open_fn, void *open_ctx,
+		     struct mem_plan *mp)
+{
+	for (size_t i = 0; i < NR_MEM_SPECS; i++) {
+		struct pp_event_request req = {
+		    .spec = mem_specs[i],
+		    .ldlat = PP_EVENTS_DEFAULT_LDLAT,
+		    .stack_depth = 127,
+		    .want_kstack = 1,
+		    .want_ustack = 1,
+		    .pid = -1,
+		    .dry_run = 1,
+		};
+
+		mp[i].spec = mem_specs[i];
+		mp[i].msg[0] = '\0';
+		mp[i].err = pp_events_open(&req, sys, open_fn, open_ctx, &mp[i].set, mp[i].msg,
+					   sizeof(mp[i].msg));
+	}
+}
+
+static void ibs_caps_text(const struct pp_pmu *p, FILE *out)
+{
+	fprintf(out,
+		"    ibs: cnt_ctl %s, l3missonly %s, ldlat filter %s, swfilt %s, "
+		"zen4_ibs_extensions %s\n",
+		pp_pmu_format(p, "cnt_ctl") ? "yes" : "no",
+		pp_pmu_format(p, "l3missonly") ? "yes" : "no",
+		pp_pmu_cap(p, "ldlat") && pp_pmu_format(p, "ldlat") ? "yes" : "no",
+		pp_pmu_format(p, "swfilt") ? "yes" : "no",
+		pp_pmu_cap(p, "zen4_ibs_extensions") ? "yes" : "no");
+}
+
 static void report_text(const struct pp_sys *sys, const struct pp_event_set *set, int auto_err,
-			const char *err, FILE *out)
+			const char *err, const struct mem_plan *mp, FILE *out)
 {
 	const struct pp_pmu_set *pmus = sys->pmus;
 	char buf[2048];
@@ -166,6 +241,11 @@ static void report_text(const struct pp_sys *sys, const struct pp_event_set *set
 	fprintf(out, "cpus\n  %-28s %s (%zu)\n", "online",
 		pp_probe_cpulist_str(pmus->online, pmus->nr_online, buf, sizeof(buf)),
 		pmus->nr_online);
+	if (sys->cpu_vendor[0])
+		fprintf(out, "  %-28s %s family %d model %d (0x%x)\n", "cpu", sys->cpu_vendor,
+			sys->cpu_family, sys->cpu_model, (unsigned int)sys->cpu_model);
+	else
+		fprintf(out, "  %-28s unknown (no %s/cpuinfo)\n", "cpu", sys->procfs_root);
 	fprintf(out, "pmus (%s/bus/event_source/devices)\n", sys->sysfs_root);
 	for (size_t i = 0; i < pmus->nr_pmus; i++) {
 		const struct pp_pmu *p = &pmus->pmus[i];
@@ -179,13 +259,33 @@ static void report_text(const struct pp_sys *sys, const struct pp_event_set *set
 		if (p->pmu_name[0])
 			fprintf(out, ", pmu_name %s", p->pmu_name);
 		fputc('\n', out);
-		if (p->kind == PP_PMU_INTEL_CORE || p->kind == PP_PMU_AMD_CORE)
+		if (p->kind == PP_PMU_INTEL_CORE || p->kind == PP_PMU_AMD_CORE) {
+			const struct pp_pmu_format *ld = pp_pmu_format(p, "ldlat");
+			const struct pp_named_event *t;
+			const char *uarch = "";
+			size_t nr;
+
 			for (size_t m = 0; m < NR_MEM_EVENTS; m++) {
 				const char *enc = pp_pmu_event(p, mem_events[m]);
 
 				fprintf(out, "    %-14s %s\n", mem_events[m],
 					enc ? enc : "(absent)");
 			}
+			fprintf(out, "    %-14s %s\n", "ldlat format",
+				ld ? format_str(ld, buf, sizeof(buf)) : "(absent)");
+			t = pp_named_events(sys, p, &nr, &uarch);
+			fprintf(out, "    precise events%s%s%s:", uarch[0] ? " (" : "", uarch,
+				uarch[0] ? ")" : "");
+			if (!nr)
+				fprintf(out, " none known for this %s",
+					p->kind == PP_PMU_AMD_CORE ? "AMD core (precise = IBS)"
+								   : "model");
+			for (size_t k = 0; k < nr; k++)
+				fprintf(out, "%s %s", k ? "," : "", t[k].name);
+			fputc('\n', out);
+		}
+		if (p->kind == PP_PMU_AMD_IBS_OP)
+			ibs_caps_text(p, out);
 		if (p->kind == PP_PMU_AMD_IBS_OP || p->kind == PP_PMU_AMD_IBS_FETCH) {
 			fprintf(out, "    formats:");
 			for (size_t f = 0; f < p->nr_formats; f++)
@@ -202,6 +302,27 @@ static void report_text(const struct pp_sys *sys, const struct pp_event_set *set
 			"%s/bus/event_source/devices; a virtual machine?): no precise sampling "
 			"here, use -e cpu-clock\n",
 			sys->sysfs_root);
+	fprintf(out, "can sample: %s\n", pp_events_can_sample(sys, buf, sizeof(buf)));
+	for (size_t m = 0; m < NR_MEM_SPECS; m++) {
+		if (mp[m].err) {
+			fprintf(out, "-e %s would open: nothing: %s\n", mp[m].spec, mp[m].msg);
+			continue;
+		}
+		for (size_t i = 0; i < mp[m].set->nr_events; i++) {
+			const struct pp_event_info *e = &mp[m].set->events[i];
+
+			fprintf(out,
+				"-e %s would open: %s on %s (type %u, config 0x%llx, config1 "
+				"0x%llx, config2 0x%llx, precise_ip %d, sample_type 0x%llx",
+				mp[m].spec, e->name, e->pmu, e->type, (unsigned long long)e->config,
+				(unsigned long long)e->config1, (unsigned long long)e->config2,
+				e->precise_ip, (unsigned long long)e->attr.sample_type);
+			if (e->aux_leader)
+				fprintf(out, ", behind mem-loads-aux leader 0x%llx",
+					(unsigned long long)e->aux_config);
+			fprintf(out, ")\n");
+		}
+	}
 	if (auto_err) {
 		fprintf(out, "auto would pick: nothing: %s\n", err);
 		return;
@@ -225,10 +346,44 @@ static void json_cpus(FILE *out, const int *cpus, size_t nr)
 	fputc(']', out);
 }
 
+static void json_bool(FILE *out, const char *name, int v, int last)
+{
+	fprintf(out, "\"%s\":%s%s", name, v ? "true" : "false", last ? "" : ",");
+}
+
+static void json_event(FILE *out, const struct pp_event_info *e)
+{
+	fputs("{\"event\":", out);
+	pp_probe_json_string(out, e->name);
+	fputs(",\"pmu\":", out);
+	pp_probe_json_string(out, e->pmu);
+	fprintf(out,
+		",\"type\":%u,\"config\":%llu,\"config1\":%llu,\"config2\":%llu,"
+		"\"precise_ip\":%d,\"memory\":%s,\"sample_type\":%llu,\"aux_leader\":",
+		e->type, (unsigned long long)e->config, (unsigned long long)e->config1,
+		(unsigned long long)e->config2, e->precise_ip, e->mem ? "true" : "false",
+		(unsigned long long)e->attr.sample_type);
+	if (e->aux_leader)
+		fprintf(out, "%llu", (unsigned long long)e->aux_config);
+	else
+		fputs("null", out);
+	fputc(',', out);
+	json_bool(out, "want_user_only", e->want_user_only, 0);
+	json_bool(out, "want_kernel_only", e->want_kernel_only, 0);
+	fputs("\"value_type\":", out);
+	pp_probe_json_string(out, e->value_type);
+	fputs(",\"value_unit\":", out);
+	pp_probe_json_string(out, e->value_unit);
+	fputs(",\"why\":", out);
+	pp_probe_json_string(out, e->why);
+	fputc('}', out);
+}
+
 static void report_json(const struct pp_sys *sys, const struct pp_event_set *set, int auto_err,
-			const char *err, FILE *out)
+			const char *err, const struct mem_plan *mp, FILE *out)
 {
 	const struct pp_pmu_set *pmus = sys->pmus;
+	char buf[2048];
 	int first = 1;
 
 	fputs("{\"kernel\":{\"release\":", out);
@@ -267,7 +422,16 @@ static void report_json(const struct pp_sys *sys, const struct pp_event_set *set
 	}
 	fputs(",\"verdict\":", out);
 	pp_probe_json_string(out, privilege_verdict(sys));
-	fputs("},\"online_cpus\":", out);
+	fputs("},\"cpu\":{\"vendor\":", out);
+	if (sys->cpu_vendor[0])
+		pp_probe_json_string(out, sys->cpu_vendor);
+	else
+		fputs("null", out);
+	if (sys->cpu_family >= 0 && sys->cpu_model >= 0)
+		fprintf(out, ",\"family\":%d,\"model\":%d}", sys->cpu_family, sys->cpu_model);
+	else
+		fputs(",\"family\":null,\"model\":null}", out);
+	fputs(",\"online_cpus\":", out);
 	json_cpus(out, pmus->online, pmus->nr_online);
 	fputs(",\"pmus\":[", out);
 	for (size_t i = 0; i < pmus->nr_pmus; i++) {
@@ -316,33 +480,71 @@ static void report_json(const struct pp_sys *sys, const struct pp_event_set *set
 			fputc(':', out);
 			pp_probe_json_string(out, p->caps[f].value);
 		}
-		fputs("}}", out);
+		fputs("},\"ldlat_format\":", out);
+		if (pp_pmu_format(p, "ldlat"))
+			pp_probe_json_string(
+			    out, format_str(pp_pmu_format(p, "ldlat"), buf, sizeof(buf)));
+		else
+			fputs("null", out);
+		if (p->kind == PP_PMU_INTEL_CORE || p->kind == PP_PMU_AMD_CORE) {
+			const char *uarch = "";
+			size_t nr;
+			const struct pp_named_event *t = pp_named_events(sys, p, &nr, &uarch);
+
+			fputs(",\"uarch\":", out);
+			if (uarch[0])
+				pp_probe_json_string(out, uarch);
+			else
+				fputs("null", out);
+			fputs(",\"precise_events\":[", out);
+			for (size_t k = 0; k < nr; k++) {
+				if (k)
+					fputc(',', out);
+				pp_probe_json_string(out, t[k].name);
+			}
+			fputc(']', out);
+		}
+		if (p->kind == PP_PMU_AMD_IBS_OP) {
+			fputs(",\"ibs\":{", out);
+			json_bool(out, "cnt_ctl", pp_pmu_format(p, "cnt_ctl") != NULL, 0);
+			json_bool(out, "l3missonly", pp_pmu_format(p, "l3missonly") != NULL, 0);
+			json_bool(out, "ldlat", pp_pmu_cap(p, "ldlat") && pp_pmu_format(p, "ldlat"),
+				  0);
+			json_bool(out, "swfilt", pp_pmu_format(p, "swfilt") != NULL, 0);
+			json_bool(out, "zen4_ibs_extensions",
+				  pp_pmu_cap(p, "zen4_ibs_extensions") != NULL, 1);
+			fputc('}', out);
+		}
+		fputc('}', out);
+	}
+	fputs("],\"can_sample\":", out);
+	pp_probe_json_string(out, pp_events_can_sample(sys, buf, sizeof(buf)));
+	fputs(",\"memory_events\":{", out);
+	for (size_t m = 0; m < NR_MEM_SPECS; m++) {
+		fprintf(out, "%s\"%s\":{\"error\":", m ? "," : "", mp[m].spec);
+		if (mp[m].err)
+			pp_probe_json_string(out, mp[m].msg);
+		else
+			fputs("null", out);
+		fputs(",\"events\":[", out);
+		for (size_t i = 0; !mp[m].err && i < mp[m].set->nr_events; i++) {
+			if (i)
+				fputc(',', out);
+			json_event(out, &mp[m].set->events[i]);
+		}
+		fputs("]}", out);
 	}
 	fprintf(out,
-		"],\"hardware_pmu\":%s,\"auto\":{\"error\":", has_hw_pmu(sys) ? "true" : "false");
+		"},\"hardware_pmu\":%s,\"auto\":{\"error\":", has_hw_pmu(sys) ? "true" : "false");
 	if (auto_err)
 		pp_probe_json_string(out, err);
 	else
 		fputs("null", out);
 	fputs(",\"events\":[", out);
 	for (size_t i = 0; !auto_err && i < set->nr_events; i++) {
-		const struct pp_event_info *e = &set->events[i];
-
-		fputs(i ? ",{\"event\":" : "{\"event\":", out);
-		pp_probe_json_string(out, e->name);
-		fputs(",\"pmu\":", out);
-		pp_probe_json_string(out, e->pmu);
-		fprintf(out,
-			",\"type\":%u,\"config\":%llu,\"config1\":%llu,\"config2\":%llu,"
-			"\"precise_ip\":%d,\"memory\":%s,\"value_type\":",
-			e->type, (unsigned long long)e->config, (unsigned long long)e->config1,
-			(unsigned long long)e->config2, e->precise_ip, e->mem ? "true" : "false");
-		pp_probe_json_string(out, e->value_type);
-		fputs(",\"value_unit\":", out);
-		pp_probe_json_string(out, e->value_unit);
-		fputs(",\"why\":", out);
-		pp_probe_json_string(out, e->why);
-		fputc('}', out);
+		if (i)
+			fputc(',', out);
+		json_event(out, &set->events[i]);
 	}
 	fputs("]}}\n", out);
 }
@@ -351,14 +553,18 @@ int pp_probe_report(const struct pp_sys *sys, pp_perf_open_fn open_fn, void *ope
 		    FILE *out)
 {
 	struct pp_event_set *set = NULL;
+	struct mem_plan mp[NR_MEM_SPECS];
 	char err[1024] = "";
 	int r = run_auto(sys, open_fn, open_ctx, &set, err, sizeof(err));
 
+	plan_mem(sys, open_fn, open_ctx, mp);
 	if (json)
-		report_json(sys, set, r, err, out);
+		report_json(sys, set, r, err, mp, out);
 	else
-		report_text(sys, set, r, err, out);
+		report_text(sys, set, r, err, mp, out);
 	pp_event_set_free(set);
+	for (size_t m = 0; m < NR_MEM_SPECS; m++)
+		pp_event_set_free(mp[m].set);
 	if (fflush(out) != 0 || ferror(out))
 		return -EIO;
 	return 0;
@@ -370,8 +576,10 @@ static void usage(FILE *out)
 		"usage: pebsprof probe [--json] [--sysfs-root DIR] [--procfs-root DIR]\n"
 		"\n"
 		"Report what this machine can sample and why: kernel and BPF features, perf\n"
-		"sysctls, privileges, PMUs with max_precise and memory events, and the event\n"
-		"`auto` would pick (decided by opening and closing it on the first CPU).\n"
+		"sysctls, privileges, PMUs with max_precise, memory events, precise events by\n"
+		"name and IBS caps, what -e mem-loads / -e mem-stores would open, and the\n"
+		"event `auto` would pick (each decided by opening and closing it on the first\n"
+		"CPU of its PMU).\n"
 		"\n"
 		"  --json              print JSON instead of text\n"
 		"  --sysfs-root DIR    read PMUs and BTF below DIR instead of /sys\n"

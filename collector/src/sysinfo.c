@@ -113,6 +113,71 @@ int pp_sys_parse_capeff(const char *buf, size_t len, uint64_t *cap_eff)
 	return -ENOENT;
 }
 
+/* The value after "key<spaces/tabs>:" on a line, or NULL when the line has another key. */
+static const char *cpuinfo_value(const char *line, size_t n, const char *key, size_t *vlen)
+{
+	size_t klen = strlen(key), i;
+
+	if (n < klen || memcmp(line, key, klen) != 0)
+		return NULL;
+	for (i = klen; i < n && (line[i] == ' ' || line[i] == '\t'); i++)
+		;
+	if (i == n || line[i] != ':')
+		return NULL;
+	for (i++; i < n && (line[i] == ' ' || line[i] == '\t'); i++)
+		;
+	*vlen = n - i;
+	return line + i;
+}
+
+static int cpuinfo_int(const char *v, size_t n)
+{
+	int x = 0;
+
+	if (!n || n > 6)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)v[i]))
+			return -1;
+		x = x * 10 + (v[i] - '0');
+	}
+	return x;
+}
+
+int pp_sys_parse_cpuinfo(const char *buf, size_t len, char *vendor, size_t vendor_len, int *family,
+			 int *model)
+{
+	size_t pos = 0;
+
+	if (vendor && vendor_len)
+		vendor[0] = '\0';
+	*family = *model = -1;
+	while (pos < len) {
+		size_t end = pos, vlen;
+		const char *v;
+
+		while (end < len && buf[end] != '\n')
+			end++;
+		/* a blank line ends the first processor's block */
+		if (end == pos)
+			break;
+		if ((v = cpuinfo_value(buf + pos, end - pos, "vendor_id", &vlen))) {
+			if (vendor && vendor_len) {
+				if (vlen >= vendor_len)
+					vlen = vendor_len - 1;
+				memcpy(vendor, v, vlen);
+				vendor[vlen] = '\0';
+			}
+		} else if ((v = cpuinfo_value(buf + pos, end - pos, "cpu family", &vlen))) {
+			*family = cpuinfo_int(v, vlen);
+		} else if ((v = cpuinfo_value(buf + pos, end - pos, "model", &vlen))) {
+			*model = cpuinfo_int(v, vlen);
+		}
+		pos = end + 1;
+	}
+	return vendor && vendor[0] && *family >= 0 && *model >= 0 ? 0 : -ENOENT;
+}
+
 int pp_sys_has_cap(const struct pp_sys *sys, unsigned int bit)
 {
 	return sys->cap_eff_known && bit < 64 && (sys->cap_eff >> bit) & 1;
@@ -268,6 +333,13 @@ struct pp_sys *pp_sys_new(const struct pp_sys_opts *opts)
 	if (len > 0 && pp_sys_parse_capeff(buf, (size_t)len, &sys->cap_eff) == 0)
 		sys->cap_eff_known = 1;
 	sys->is_root = geteuid() == 0;
+
+	pp_pathf(path, sizeof(path), "%s/cpuinfo", sys->procfs_root);
+	len = pp_read_small_file(path, buf, sizeof(buf));
+	sys->cpu_family = sys->cpu_model = -1;
+	if (len > 0)
+		pp_sys_parse_cpuinfo(buf, (size_t)len, sys->cpu_vendor, sizeof(sys->cpu_vendor),
+				     &sys->cpu_family, &sys->cpu_model);
 
 	sys->pmus = pp_pmu_scan(sys->sysfs_root);
 	if (!sys->pmus) {

@@ -55,6 +55,14 @@ struct pp_sys {
 	int64_t max_stack;	     /* perf_event_max_stack */
 	int64_t kptr_restrict;
 
+	/*
+	 * The first CPU of <procfs>/cpuinfo: named precise events are encoded per
+	 * microarchitecture, which the PMU's sysfs does not always say (hybrid parts, AMD).
+	 */
+	char cpu_vendor[16]; /* "GenuineIntel", "AuthenticAMD"; "" when unknown */
+	int cpu_family;	     /* -1 when unknown */
+	int cpu_model;	     /* -1 when unknown */
+
 	uint64_t cap_eff; /* CapEff bits from <procfs>/self/status */
 	int cap_eff_known;
 	int is_root; /* effective uid 0 */
@@ -72,6 +80,14 @@ void pp_sys_free(struct pp_sys *sys);
 
 /* Parse the CapEff line out of a /proc/<pid>/status buffer. Returns 0 or -ENOENT/-EINVAL. */
 int pp_sys_parse_capeff(const char *buf, size_t len, uint64_t *cap_eff);
+
+/*
+ * Parse vendor_id, "cpu family" and "model" of the first processor block of a /proc/cpuinfo
+ * buffer (x86 layout). Fields not found stay "" / -1. Returns 0 when vendor, family and model
+ * were all found, -ENOENT otherwise.
+ */
+int pp_sys_parse_cpuinfo(const char *buf, size_t len, char *vendor, size_t vendor_len, int *family,
+			 int *model);
 
 /* Name of capability bit (e.g. "CAP_PERFMON"); NULL for unknown bits. */
 const char *pp_cap_name(unsigned int bit);

@@ -1,7 +1,8 @@
 /*
- * Fuzz target for the event-spec and sysfs parsers: the -e spec, CPU lists, format specs and
- * perf term lists encoded against a Skylake-like core PMU built in memory. The first byte
- * picks the parser so one corpus covers all of them.
+ * Fuzz target for the event-spec and sysfs parsers: the -e spec (modifiers, raw and named
+ * events), CPU lists, format specs, perf term lists encoded against a Skylake-like core PMU
+ * built in memory, and /proc/cpuinfo. The first byte picks the parser so one corpus covers
+ * all of them.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "events.h"
 #include "pmu.h"
+#include "sysinfo.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -48,9 +50,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pp_event_spec spec;
 	struct pp_pmu_format f;
 	char err[256];
-	int *cpus;
+	int *cpus, fam, model;
 	size_t n;
-	char *buf;
+	char *buf, vendor[16];
 
 	if (size < 1)
 		return 0;
@@ -59,11 +61,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!buf)
 		return 0;
 	memcpy(buf, data + 1, size - 1);
-	switch (data[0] % 4) {
+	switch (data[0] % 5) {
 	case 0:
 		if (pp_event_spec_parse(buf, size - 1, &spec, err, sizeof(err)) == 0 &&
 		    (!memchr(spec.text, '\0', sizeof(spec.text)) ||
-		     !memchr(spec.terms, '\0', sizeof(spec.terms))))
+		     !memchr(spec.terms, '\0', sizeof(spec.terms)) ||
+		     (spec.exclude_user && spec.exclude_kernel)))
+			abort();
+		break;
+	case 4:
+		if (pp_sys_parse_cpuinfo(buf, size - 1, vendor, sizeof(vendor), &fam, &model) ==
+			0 &&
+		    (!memchr(vendor, '\0', sizeof(vendor)) || fam < 0 || model < 0))
 			abort();
 		break;
 	case 1:

@@ -190,6 +190,27 @@ TEST(scan_hybrid)
 	pp_pmu_set_free(set);
 }
 
+TEST(scan_hybrid_three_pmus)
+{
+	struct pp_pmu_set *set = pp_pmu_scan(ROOT("arrowlake-h"));
+	const struct pp_pmu *core[4];
+	int cpus[64];
+
+	REQUIRE(set);
+	REQUIRE(pp_pmu_core_pmus(set, core, 4) == 3);
+	CHECK_STR(core[2]->name, "cpu_lowpower");
+	CHECK(core[2]->kind == PP_PMU_INTEL_CORE && core[2]->type == 11);
+	CHECK(core[2]->nr_cpus == 2 && core[2]->cpus[0] == 14 && core[2]->cpus[1] == 15);
+	CHECK_STR(core[2]->pmu_name, "arrowlake_h_hybrid");
+	CHECK_STR(pp_pmu_event(core[2], "mem-loads"), "event=0xd0,umask=0x5,ldlat=3");
+	CHECK_STR(pp_pmu_event(core[2], "mem-stores"), "event=0xd0,umask=0x6");
+	CHECK(pp_pmu_event(core[1], "mem-loads-aux") == NULL); /* no PMU_FL_MEM_LOADS_AUX */
+	CHECK(pp_pmu_format(core[2], "frontend") == NULL);     /* hybrid_big only */
+	CHECK(pp_pmu_format(core[1], "frontend") != NULL);
+	CHECK(pp_pmu_online_cpus(set, core[2], cpus) == 2 && cpus[0] == 14);
+	pp_pmu_set_free(set);
+}
+
 TEST(online_cpus_skip_offline)
 {
 	struct pp_pmu_set *set = pp_pmu_scan(ROOT("icelake-sp"));
@@ -305,6 +326,7 @@ TEST_LIST = {
     {"scan_vm_without_pmu", scan_vm_without_pmu},
     {"scan_amd_fixes_vendor", scan_amd_fixes_vendor},
     {"scan_hybrid", scan_hybrid},
+    {"scan_hybrid_three_pmus", scan_hybrid_three_pmus},
     {"online_cpus_skip_offline", online_cpus_skip_offline},
     {"scan_missing_root_is_empty", scan_missing_root_is_empty},
     {"encode_intel_terms", encode_intel_terms},

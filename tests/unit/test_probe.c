@@ -14,8 +14,9 @@
 
 #define MACHINE(m) PP_TEST_DATA_DIR "/sysfs/" m
 
-static const char *const machines[] = {"novm-pmu",  "skylake-sp", "icelake-sp", "sapphire-rapids",
-				       "alderlake", "zen3",	  "zen4"};
+static const char *const machines[] = {"novm-pmu",  "skylake-sp",  "icelake-sp", "sapphire-rapids",
+				       "alderlake", "arrowlake-h", "zen3",	 "zen4",
+				       "zen5"};
 
 /* ---- a strict JSON validator (RFC 8259 grammar, no extensions) ---- */
 static int j_value(const char **p, int depth);
@@ -225,6 +226,29 @@ TEST(sysinfo_from_recorded_trees)
 	pp_sys_free(NULL);
 }
 
+TEST(cpuinfo_parse)
+{
+	const char *ci = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n"
+			 "model\t\t: 143\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n\n"
+			 "processor\t: 1\nvendor_id\t: Other\nmodel\t\t: 1\n";
+	char vendor[16];
+	int fam, model;
+
+	REQUIRE(pp_sys_parse_cpuinfo(ci, strlen(ci), vendor, sizeof(vendor), &fam, &model) == 0);
+	CHECK_STR(vendor, "GenuineIntel");
+	CHECK(fam == 6 && model == 143); /* "model name" is not "model"; block 2 is ignored */
+	/* truncated before the model line */
+	CHECK(pp_sys_parse_cpuinfo(ci, (size_t)(strstr(ci, "model\t") - ci), vendor, sizeof(vendor),
+				   &fam, &model) == -ENOENT);
+	CHECK(fam == 6 && model == -1);
+	/* a short vendor buffer truncates; non-numeric values stay unknown */
+	ci = "vendor_id : AuthenticAMD\ncpu family : x\nmodel : 1\n";
+	CHECK(pp_sys_parse_cpuinfo(ci, strlen(ci), vendor, 5, &fam, &model) == -ENOENT);
+	CHECK_STR(vendor, "Auth");
+	CHECK(fam == -1 && model == 1);
+	CHECK(pp_sys_parse_cpuinfo("", 0, vendor, sizeof(vendor), &fam, &model) == -ENOENT);
+}
+
 TEST(sysinfo_missing_proc)
 {
 	struct pp_sys_opts o = {.sysfs_root = PP_TEST_DATA_DIR "/sysfs/none",
@@ -305,6 +329,10 @@ TEST(text_report_vm)
 	CHECK(strstr(t, "software: type 1, software") != NULL);
 	CHECK(strstr(t, "hardware PMU: none") != NULL);
 	CHECK(strstr(t, "use -e cpu-clock") != NULL);
+	CHECK(strstr(t, "\ncan sample: cpu-clock\n") != NULL);
+	CHECK(strstr(t, "-e mem-loads would open: nothing: -e mem-loads: this machine has no "
+			"hardware PMU") != NULL);
+	CHECK(strstr(t, "-e mem-stores would open: nothing: ") != NULL);
 	CHECK(strstr(t, "auto would pick: cpu-clock on software (type 1, config 0x0, precise_ip 0) "
 			"because no hardware PMU under ") != NULL);
 	CHECK(strstr(t, "online                       0-1 (2)") != NULL);
@@ -324,6 +352,19 @@ TEST(text_report_skylake)
 	CHECK(strstr(t, "    mem-loads      event=0xcd,umask=0x1,ldlat=3\n") != NULL);
 	CHECK(strstr(t, "    mem-stores     event=0xd0,umask=0x82\n") != NULL);
 	CHECK(strstr(t, "    mem-loads-aux  (absent)\n") != NULL);
+	CHECK(strstr(t, "    ldlat format   config1:0-15\n") != NULL);
+	CHECK(strstr(t, "    precise events (skylake): INST_RETIRED.PREC_DIST, "
+			"BR_INST_RETIRED.ALL_BRANCHES, ") != NULL);
+	CHECK(strstr(t, "  cpu                          GenuineIntel family 6 model 85 (0x55)\n") !=
+	      NULL);
+	CHECK(strstr(t, "can sample: cpu-clock, cycles, instructions, mem-loads, mem-stores, ") !=
+	      NULL);
+	/* sample_type = IP | CALLCHAIN | ADDR | DATA_SRC | WEIGHT_STRUCT; config1 = ldlat 30 */
+	CHECK(strstr(t, "-e mem-loads would open: mem-loads on cpu (type 4, config 0x1cd, config1 "
+			"0x1e, config2 0x0, precise_ip 3, sample_type 0x1008029)\n") != NULL);
+	CHECK(strstr(t,
+		     "-e mem-stores would open: mem-stores on cpu (type 4, config 0x82d0, "
+		     "config1 0x0, config2 0x0, precise_ip 3, sample_type 0x1008029)\n") != NULL);
 	CHECK(strstr(t, "uncore_imc_0: type 13, other, cpus 0\n") != NULL);
 	CHECK(strstr(t, "hardware PMU: none") == NULL);
 	CHECK(strstr(t, "auto would pick: cycles on cpu (type 0, config 0x0, precise_ip 3) because "
@@ -343,6 +384,39 @@ TEST(text_report_hybrid_and_amd)
 	CHECK(strstr(t, "cpu_atom: type 10, intel-core, cpus 8-15, max_precise 3") != NULL);
 	CHECK(strstr(t, "auto would pick: cycles on cpu_atom (type 0, config 0xa00000000") != NULL);
 	CHECK(strstr(t, "auto would pick: cycles on cpu_core (type 0, config 0x400000000") != NULL);
+	CHECK(strstr(t, "precise events (gracemont): INST_RETIRED.ANY_P, ") != NULL);
+	CHECK(strstr(t, "precise events (golden_cove): INST_RETIRED.PREC_DIST, ") != NULL);
+	CHECK(strstr(t,
+		     "-e mem-loads would open: mem-loads on cpu_atom (type 10, config 0x5d0, "
+		     "config1 0x1e, config2 0x0, precise_ip 3, sample_type 0x1008029)\n") != NULL);
+	CHECK(strstr(t, "-e mem-loads would open: mem-loads on cpu_core (type 4, config 0x1cd, "
+			"config1 0x1e, config2 0x0, precise_ip 3, sample_type 0x1008029, behind "
+			"mem-loads-aux leader 0x8203)\n") != NULL);
+	free(t);
+	pp_sys_free(sys);
+
+	sys = load("arrowlake-h");
+	REQUIRE(sys);
+	t = report(sys, ok_open, 0);
+	REQUIRE(t);
+	CHECK(strstr(t, "cpu_lowpower: type 11, intel-core, cpus 14-15, max_precise 3, pmu_name "
+			"arrowlake_h_hybrid\n") != NULL);
+	CHECK(strstr(t, "-e mem-stores would open: mem-stores on cpu_lowpower (type 11, config "
+			"0x6d0, ") != NULL);
+	CHECK(strstr(t, "auto would pick: cycles on cpu_lowpower (type 0, config 0xb00000000") !=
+	      NULL);
+	CHECK(strstr(t, "mem-loads-aux leader") == NULL);
+	free(t);
+	pp_sys_free(sys);
+
+	sys = load("zen5");
+	REQUIRE(sys);
+	t = report(sys, ok_open, 0);
+	REQUIRE(t);
+	CHECK(strstr(t, "    ibs: cnt_ctl yes, l3missonly yes, ldlat filter yes, swfilt yes, "
+			"zen4_ibs_extensions yes\n") != NULL);
+	CHECK(strstr(t, "  cpu                          AuthenticAMD family 26 model 2 (0x2)\n") !=
+	      NULL);
 	free(t);
 	pp_sys_free(sys);
 
@@ -351,8 +425,14 @@ TEST(text_report_hybrid_and_amd)
 	t = report(sys, ok_open, 0);
 	REQUIRE(t);
 	CHECK(strstr(t, "cpu: type 4, amd-core, max_precise 0\n") != NULL);
-	CHECK(strstr(t, "ibs_op: type 11, amd-ibs-op\n    formats: cnt_ctl l3missonly\n    caps: "
-			"zen4_ibs_extensions\n") != NULL);
+	CHECK(strstr(t, "ibs_op: type 11, amd-ibs-op\n    ibs: cnt_ctl yes, l3missonly yes, ldlat "
+			"filter no, swfilt no, zen4_ibs_extensions yes\n    formats: cnt_ctl "
+			"l3missonly\n    caps: zen4_ibs_extensions\n") != NULL);
+	CHECK(strstr(t, "    precise events: none known for this AMD core (precise = IBS)\n") !=
+	      NULL);
+	CHECK(strstr(t,
+		     "-e mem-stores would open: mem-stores on ibs_op (type 11, config 0x80000, "
+		     "config1 0x0, config2 0x0, precise_ip 0, sample_type 0x1008009)\n") != NULL);
 	CHECK(strstr(t, "precise_ip 2) because ibs_op present") != NULL);
 	free(t);
 	pp_sys_free(sys);
@@ -399,9 +479,42 @@ TEST(json_report_every_machine)
 		} else {
 			CHECK(strstr(t, "\"hardware_pmu\":true") != NULL);
 		}
-		if (!strcmp(machines[i], "sapphire-rapids"))
+		CHECK(strstr(t, "\"can_sample\":\"cpu-clock") != NULL);
+		CHECK(strstr(t, "\"memory_events\":{\"mem-loads\":{\"error\":") != NULL);
+		CHECK(strstr(t, "},\"mem-stores\":{\"error\":") != NULL);
+		if (!strcmp(machines[i], "sapphire-rapids")) {
 			CHECK(strstr(t, "\"mem-loads-aux\":\"event=0x03,umask=0x82\"") != NULL);
+			/* the load event behind the 0x8203 leader, ldlat 30, 0x1008029 bits */
+			CHECK(strstr(t, "\"mem-loads\":{\"error\":null,\"events\":[{\"event\":"
+					"\"mem-loads\",\"pmu\":\"cpu\",\"type\":4,\"config\":461,"
+					"\"config1\":30,\"config2\":0,\"precise_ip\":3,\"memory\":"
+					"true,\"sample_type\":16810025,\"aux_leader\":33283,") !=
+			      NULL);
+			CHECK(strstr(t, "\"uarch\":\"golden_cove\"") != NULL);
+		}
+		if (!strcmp(machines[i], "novm-pmu")) {
+			CHECK(strstr(t, "\"can_sample\":\"cpu-clock\"") != NULL);
+			CHECK(strstr(t, "\"mem-loads\":{\"error\":\"-e mem-loads: this machine has "
+					"no hardware PMU") != NULL);
+			CHECK(strstr(t, "\"cpu\":{\"vendor\":\"AuthenticAMD\",\"family\":25,"
+					"\"model\":17}") != NULL);
+		}
+		if (!strcmp(machines[i], "zen4"))
+			CHECK(strstr(t, "\"ibs\":{\"cnt_ctl\":true,\"l3missonly\":true,\"ldlat\":"
+					"false,\"swfilt\":false,\"zen4_ibs_extensions\":true}") !=
+			      NULL);
+		if (!strcmp(machines[i], "zen5"))
+			CHECK(strstr(t,
+				     "\"ibs\":{\"cnt_ctl\":true,\"l3missonly\":true,\"ldlat\":"
+				     "true,\"swfilt\":true,\"zen4_ibs_extensions\":true}") != NULL);
+		if (!strcmp(machines[i], "zen3"))
+			CHECK(strstr(t, "\"name\":\"cpu\",\"type\":4,\"kind\":\"amd-core\"") !=
+			      NULL);
 		if (!strcmp(machines[i], "skylake-sp")) {
+			CHECK(strstr(t, "\"ldlat_format\":\"config1:0-15\",\"uarch\":\"skylake\","
+					"\"precise_events\":[\"INST_RETIRED.PREC_DIST\",") != NULL);
+			CHECK(strstr(t, "\"want_user_only\":false,\"want_kernel_only\":false") !=
+			      NULL);
 			CHECK(strstr(t,
 				     "\"name\":\"cpu\",\"type\":4,\"kind\":\"intel-core\",\"cpus\":"
 				     "null,\"max_precise\":3,\"pmu_name\":\"skylake\"") != NULL);
@@ -502,6 +615,7 @@ TEST(live_report_this_machine)
 TEST_LIST = {
     {"capeff_parse", capeff_parse},
     {"sysinfo_from_recorded_trees", sysinfo_from_recorded_trees},
+    {"cpuinfo_parse", cpuinfo_parse},
     {"sysinfo_missing_proc", sysinfo_missing_proc},
     {"sysinfo_live", sysinfo_live},
     {"json_escaping", json_escaping},
