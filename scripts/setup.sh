@@ -11,7 +11,13 @@ packages=(
 	# tests: independent decoders, the peer profiler, sanitizer runtimes, formatting
 	protobuf-compiler python3 python3-protobuf golang-go linux-perf libclang-rt-14-dev
 	clang-format util-linux bsdutils procps time
+	# deploy tests: YAML lint, the chart renderer's Go sources, the image's CA bundle
+	yamllint golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev ca-certificates
 )
+# Node.js for the Kubernetes schema checks (npm kubernetes-models); a NodeSource or other
+# install that already provides node and npm is kept.
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,3 +35,9 @@ fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPP_WERROR=ON >/dev/null
 cmake --build build -j"$(nproc)"
 echo "setup: built build/collector/pebsprof"
+
+# The deploy tests' npm packages, pinned by tests/deploy/package-lock.json (offline afterwards).
+if [ ! -d tests/deploy/node_modules ] || [ tests/deploy/package-lock.json -nt tests/deploy/node_modules ]; then
+	npm ci --prefix tests/deploy --no-audit --no-fund >/dev/null ||
+		echo "setup: npm ci --prefix tests/deploy failed: the deploy schema tests will be skipped" >&2
+fi

@@ -270,7 +270,7 @@ static int read_stat(struct pp_proc_cache *c, uint32_t pid, struct pp_proc_stat 
 {
 	char path[4096], stackbuf[STAT_BUF_LEN];
 	char *buf = stackbuf;
-	size_t cap = sizeof(stackbuf), len;
+	size_t cap = sizeof(stackbuf), len = 0;
 	int err;
 
 	err = proc_file(c, pid, "stat", path, sizeof(path));
@@ -289,7 +289,7 @@ static void read_comm(struct pp_proc_cache *c, uint32_t pid, struct pp_proc *p)
 {
 	char path[4096], stackbuf[PP_PROC_COMM_LEN + 1];
 	char *buf = stackbuf;
-	size_t cap = sizeof(stackbuf) - 1, len;
+	size_t cap = sizeof(stackbuf) - 1, len = 0;
 
 	if (proc_file(c, pid, "comm", path, sizeof(path)) ||
 	    read_proc_file(c, path, &buf, &cap, 0, &len) || len == 0)
@@ -330,7 +330,7 @@ static int read_exe(struct pp_proc_cache *c, uint32_t pid, struct pp_proc *p)
 static int read_maps(struct pp_proc_cache *c, uint32_t pid, struct pp_maps *out)
 {
 	char path[4096];
-	size_t len;
+	size_t len = 0;
 	int err;
 
 	memset(out, 0, sizeof(*out));

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The build steps of deploy/Dockerfile, as a script so CI runs exactly what the image build
+# runs: build pebsprof from source, then stage the runtime tree, that is the binary, the shared
+# libraries the dynamic loader resolves for it (nothing more), and the CA bundle libcurl needs
+# for HTTPS export. The image's runtime stage copies the staged tree and nothing else.
+#
+#   deploy/build-rootfs.sh --stage DIR [--src DIR] [--build DIR] [--install-deps] [-j N]
+#
+# --install-deps installs the Debian build packages (only those missing, so it needs no
+# network where they are all present); the Dockerfile passes it, CI does not need to.
+set -euo pipefail
+
+usage() {
+	sed -n '7p' "$0" | sed 's/^#   /usage: /' >&2
+	exit 2
+}
+
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=
+stage=
+install_deps=0
+jobs=$(nproc 2>/dev/null || echo 2)
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--src) src=$2; shift 2 ;;
+	--build) build=$2; shift 2 ;;
+	--stage) stage=$2; shift 2 ;;
+	--install-deps) install_deps=1; shift ;;
+	-j) jobs=$2; shift 2 ;;
+	-h | --help) usage ;;
+	*) echo "build-rootfs: unknown argument $1" >&2; usage ;;
+	esac
+done
+[ -n "$stage" ] || usage
+[ -n "$build" ] || build="$src/build-image"
+
+# The build section of scripts/setup.sh, plus the CA bundle the runtime stage ships.
+packages=(build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
+	protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev ca-certificates)
+if [ "$install_deps" = 1 ]; then
+	missing=()
+	for p in "${packages[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		echo "build-rootfs: installing ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+fi
+
+echo "build-rootfs: building $src into $build"
+# Tests off: the image needs the agent only. RelWithDebInfo (-O2) as scripts/setup.sh: the
+# configuration the tests cover (strip drops the debug info below).
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPP_WERROR=ON -DPP_BUILD_TESTS=OFF \
+	>/dev/null
+cmake --build "$build" --target pebsprof -j"$jobs"
+bin="$build/collector/pebsprof"
+[ -x "$bin" ] || { echo "build-rootfs: $bin was not built" >&2; exit 1; }
+
+if [ -e "$stage" ] && [ -n "$(ls -A "$stage")" ]; then
+	echo "build-rootfs: $stage is not empty; the staged tree must hold only what the agent needs" >&2
+	exit 1
+fi
+mkdir -p "$stage/usr/bin"
+install -m 0755 "$bin" "$stage/usr/bin/pebsprof"
+# Symbols are for debugging the agent, not for running it; the BPF object lives in .rodata.
+strip --strip-unneeded "$stage/usr/bin/pebsprof"
+
+# Every library at the path the loader found it (e.g. /lib/x86_64-linux-gnu/libc.so.6), the
+# file itself rather than its symlink chain, so the runtime stage needs no ld.so.cache: the
+# Debian loader searches /lib/<multiarch> by default. The interpreter (PT_INTERP) comes too.
+if ldd "$bin" | grep -q 'not found'; then
+	echo "build-rootfs: unresolved libraries:" >&2
+	ldd "$bin" | grep 'not found' >&2
+	exit 1
+fi
+libs=$(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u)
+[ -n "$libs" ] || { echo "build-rootfs: ldd found no libraries for $bin" >&2; exit 1; }
+for lib in $libs; do
+	mkdir -p "$stage$(dirname "$lib")"
+	cp -L "$lib" "$stage$lib"
+done
+
+# libcurl verifies HTTPS peers against this bundle (Debian's compiled-in default path).
+ca=/etc/ssl/certs/ca-certificates.crt
+[ -s "$ca" ] || { echo "build-rootfs: $ca missing (Debian package ca-certificates)" >&2; exit 1; }
+install -D -m 0644 "$ca" "$stage$ca"
+
+# The staged loader must resolve every library inside the stage, or the image will not start.
+interp=$(ldd "$bin" | awk '$1 ~ /^\/.*ld-linux/ { print $1 }')
+libdirs=$(printf '%s\n' $libs | xargs -n1 dirname | sort -u | sed "s|^|$stage|" | paste -sd:)
+resolved=$("$stage$interp" --library-path "$libdirs" --list "$stage/usr/bin/pebsprof")
+outside=$(printf '%s\n' "$resolved" | awk '$2 == "=>" && index($3, "'"$stage"'") != 1 { print }')
+if [ -n "$outside" ]; then
+	printf 'build-rootfs: resolved outside the stage:\n%s\n' "$outside" >&2
+	exit 1
+fi
+"$stage$interp" --library-path "$libdirs" "$stage/usr/bin/pebsprof" --version
+echo "build-rootfs: staged $(printf '%s\n' $libs | wc -l) libraries and the binary in $stage"
