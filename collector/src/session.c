@@ -9,13 +9,14 @@
 
 #include "elf_symbols.h"
 #include "kallsyms.h"
+#include "mem_attr.h"
 #include "proc_cache.h"
 #include "symcache.h"
 
 #define DEFAULT_MAX_PROCESSES 4096
 #define DEFAULT_MAX_SYMBOL_FILES 512
 #define DEFAULT_MAX_CACHED_FRAMES (1u << 16)
-#define MAX_FRAMES (2 * PP_MAX_STACK_DEPTH + 1)
+#define MAX_FRAMES (2 * PP_MAX_STACK_DEPTH + 2) /* + the ip and a data-object frame */
 
 /* (pid, process generation, address) -> location id of the current profile. */
 struct frame_slot {
@@ -25,14 +26,25 @@ struct frame_slot {
 	uint32_t location; /* 0: empty slot */
 };
 
+/* What a memory sample adds to its raw stack's key and sums (all 0 for other samples). */
+struct mem_info {
+	uint64_t label_key; /* pp_mem_label_key */
+	uint32_t data_loc;  /* location of the data-object frame, 0 for none */
+	uint32_t latency;   /* load latency, cycles */
+};
+
 /*
  * A raw stack seen before: its symbolized form and the samples aggregated onto it since the
- * last flush. Keyed by everything that decides the symbolized sample.
+ * last flush. Keyed by everything that decides the symbolized sample: for memory samples that
+ * includes the resolved data object and the label key, never the raw data address.
  */
 struct raw_stack {
 	uint64_t hash;
 	uint64_t generation; /* the process's, so an exec never reuses old names */
 	uint64_t count, value, first_time;
+	uint64_t latency;   /* sum, cycles */
+	uint64_t label_key; /* mem_info */
+	uint32_t data_loc;  /* mem_info; also locs[0] when set */
 	uint32_t tgid, tid;
 	uint32_t cpu;		 /* only with opts.per_cpu, else 0 */
 	uint16_t flags, nframes; /* PP_SF_KERNEL_IP; raw frames below */
@@ -56,6 +68,8 @@ struct pp_session {
 	struct frame_slot *frames;
 	size_t frames_cap, frames_used;
 	uint32_t kernel_mapping;
+	struct pp_mem_objcache *objs; /* memory events only */
+	uint32_t data_kernel_loc, data_unknown_loc;
 	struct pp_session_stats stats;
 };
 
@@ -125,7 +139,8 @@ static uint32_t raw_cpu(const struct pp_session *s, const struct pp_decoded *d)
 	return s->opts.per_cpu ? d->sample.cpu : 0;
 }
 
-static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation, uint32_t cpu)
+static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation, uint32_t cpu,
+			 const struct mem_info *mi)
 {
 	const uint64_t k = 0x9e3779b97f4a7c15ull;
 	const struct pp_sample *rec = &d->sample;
@@ -137,6 +152,7 @@ static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation, uint32
 	h = (h ^ comm[0]) * k;
 	h = (h ^ comm[1] ^ rec->flags) * k;
 	h = (h ^ rec->ip ^ ((uint64_t)rec->nr_kstack << 48)) * k;
+	h = (h ^ mi->label_key ^ ((uint64_t)mi->data_loc << 7)) * k;
 	for (uint32_t i = 0; i < n; i++)
 		h = ((h ^ pp_decoded_frame(d, i)) * k) ^ (h >> 29);
 	h = mix64(h);
@@ -144,11 +160,12 @@ static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation, uint32
 }
 
 static int raw_matches(const struct raw_stack *e, const struct pp_decoded *d, uint64_t hash,
-		       uint64_t generation, uint32_t cpu)
+		       uint64_t generation, uint32_t cpu, const struct mem_info *mi)
 {
 	const struct pp_sample *rec = &d->sample;
 
-	if (e->cpu != cpu)
+	if (e->hash != hash || e->cpu != cpu || e->data_loc != mi->data_loc ||
+	    e->label_key != mi->label_key)
 		return 0;
 
 	if (e->hash != hash || e->tgid != rec->tgid || e->tid != rec->tid ||
@@ -165,20 +182,21 @@ static int raw_matches(const struct raw_stack *e, const struct pp_decoded *d, ui
 
 /* The slot holding this raw stack, or the empty slot where it belongs. */
 static struct raw_stack **raw_slot(struct pp_session *s, const struct pp_decoded *d, uint64_t hash,
-				   uint64_t generation)
+				   uint64_t generation, const struct mem_info *mi)
 {
 	size_t mask = s->raw_cap - 1;
 
 	for (size_t i = hash & mask;; i = (i + 1) & mask) {
 		struct raw_stack **slot = &s->raw[i];
 
-		if (!*slot || raw_matches(*slot, d, hash, generation, raw_cpu(s, d)))
+		if (!*slot || raw_matches(*slot, d, hash, generation, raw_cpu(s, d), mi))
 			return slot;
 	}
 }
 
 static int raw_add_to_profile(struct pp_session *s, const struct raw_stack *e)
 {
+	struct pp_mem_labels ml;
 	struct pp_sample_info si = {
 	    .locations = e->locs,
 	    .nlocations = e->nlocs,
@@ -192,11 +210,16 @@ static int raw_add_to_profile(struct pp_session *s, const struct raw_stack *e)
 	    .first_time_unix_ns = e->first_time,
 	    .has_cpu = (uint32_t) !!s->opts.per_cpu,
 	    .cpu = e->cpu,
+	    .latency = e->latency,
 	};
 	int ret;
 
 	if (!e->count)
 		return 0;
+	if (e->label_key) {
+		si.nlabels = pp_mem_labels_from_key(e->label_key, &ml);
+		si.labels = ml.labels;
+	}
 	ret = pp_profile_add_sample(s->profile, &si);
 	if (ret)
 		s->stats.add_errors += e->count;
@@ -243,7 +266,9 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 		cap <<= 1;
 	s->frames_cap = cap < 16 ? 16 : cap;
 	s->frames = calloc(s->frames_cap, sizeof(*s->frames));
-	if (!s->proc_root || !s->procs || !s->syms || !s->frames) {
+	if (opts->mem_event)
+		s->objs = pp_mem_objcache_new(opts->max_mem_objects);
+	if (!s->proc_root || !s->procs || !s->syms || !s->frames || (opts->mem_event && !s->objs)) {
 		pp_session_free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -274,6 +299,7 @@ void pp_session_free(struct pp_session *s)
 	free(s->raw);
 	pp_proc_cache_free(s->procs);
 	pp_symcache_free(s->syms);
+	pp_mem_objcache_free(s->objs);
 	free(s->frames);
 	free(s->proc_root);
 	free(s);
@@ -285,11 +311,22 @@ void pp_session_set_profile(struct pp_session *s, struct pp_profile *profile)
 	s->profile = profile;
 	s->kernel_mapping = 0;
 	frame_cache_reset(s);
+	s->data_kernel_loc = 0;
+	s->data_unknown_loc = 0;
+	if (s->objs)
+		pp_mem_objcache_reset(s->objs);
 }
 
 void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *out)
 {
 	*out = s->stats;
+	if (s->objs) {
+		struct pp_mem_objcache_stats os;
+
+		pp_mem_objcache_get_stats(s->objs, &os);
+		out->mem_obj_hits = os.hits;
+		out->mem_obj_evictions = os.evictions;
+	}
 }
 
 static const char *base_name(const char *path)
@@ -428,9 +465,141 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	return id;
 }
 
+static uint32_t data_loc_named(struct pp_session *s, const char *name, uint64_t address)
+{
+	struct pp_location_info loc = {
+	    .address = address,
+	    .function = name,
+	    .kind = PP_FRAME_DATA,
+	};
+
+	return pp_profile_intern_location(s->profile, &loc);
+}
+
+static uint64_t symcache_epoch(const struct pp_session *s)
+{
+	struct pp_symcache_stats st;
+
+	pp_symcache_get_stats(s->syms, &st);
+	return st.evictions;
+}
+
+/*
+ * The ELF data symbol of file mapping fm covering addr, as a location (0: none). The table
+ * is kept in the (pid, mapping) entry: the symbol cache frees a table only when it evicts an
+ * entry, so the pointer holds while its eviction count has not moved.
+ */
+static uint32_t data_symbol_location(struct pp_session *s, const struct pp_proc *p,
+				     struct pp_mem_obj *obj, const struct pp_map_entry *fm,
+				     uint64_t addr)
+{
+	const struct pp_elf_symbols *syms;
+	uint64_t vaddr, start;
+	const char *name;
+
+	if (obj->syms_state == PP_MEM_SYMS_HAVE && obj->syms_epoch != symcache_epoch(s))
+		obj->syms_state = PP_MEM_SYMS_UNKNOWN;
+	if (obj->syms_state == PP_MEM_SYMS_UNKNOWN) {
+		obj->syms = mapping_symbols(s, p, fm);
+		obj->syms_epoch = symcache_epoch(s);
+		obj->syms_state = obj->syms ? PP_MEM_SYMS_HAVE : PP_MEM_SYMS_NONE;
+		if (!obj->syms)
+			s->stats.frames_no_file++;
+	}
+	if (obj->syms_state != PP_MEM_SYMS_HAVE)
+		return 0;
+	syms = obj->syms;
+	if (pp_elf_symbols_map_addr(syms, addr, fm->start, fm->offset, &vaddr))
+		return 0;
+	name = pp_elf_symbols_lookup_data(syms, vaddr, &start);
+	if (!name)
+		return 0;
+	/* Hot globals repeat: skip interning the name again. */
+	if (!obj->last_loc || obj->last_sym_start != start) {
+		obj->last_loc = data_loc_named(s, name, start);
+		obj->last_sym_start = start;
+	}
+	return obj->last_loc;
+}
+
+/*
+ * The data-object frame of a memory sample's data address: an ELF data symbol of the mapped
+ * file (a .bss past its page is an anonymous mapping named by the file before it), else the
+ * mapping's class; "[kernel]" and "[unknown]" otherwise. 0 only when the profile is out of
+ * memory.
+ */
+static uint32_t data_location(struct pp_session *s, const struct pp_proc *p, uint64_t addr)
+{
+	const struct pp_map_entry *m, *fm;
+	struct pp_mem_obj_key key;
+	struct pp_mem_obj *obj;
+	uint32_t id;
+
+	if (pp_mem_addr_is_kernel(addr)) {
+		s->stats.data_kernel++;
+		if (!s->data_kernel_loc)
+			s->data_kernel_loc = data_loc_named(s, PP_MEM_OBJ_KERNEL, 0);
+		return s->data_kernel_loc;
+	}
+	m = p ? pp_proc_cache_find_map(s->procs, p, addr) : NULL;
+	if (!m) {
+		s->stats.data_unmapped++;
+		if (!s->data_unknown_loc)
+			s->data_unknown_loc = data_loc_named(s, PP_MEM_OBJ_UNKNOWN, 0);
+		return s->data_unknown_loc;
+	}
+	key = (struct pp_mem_obj_key){
+	    .generation = p->generation,
+	    .start = m->start,
+	    .end = m->end,
+	    .offset = m->offset,
+	    .inode = m->inode,
+	    .pid = p->pid,
+	};
+	obj = pp_mem_objcache_get(s->objs, &key);
+	fm = m->kind == PP_MAP_KIND_FILE ? m : pp_mem_bss_owner(p->maps.entries, p->maps.n, m);
+	if (fm) {
+		id = data_symbol_location(s, p, obj, fm, addr);
+		if (id) {
+			s->stats.data_symbols++;
+			return id;
+		}
+	}
+	s->stats.data_classes++;
+	if (!obj->class_loc) {
+		char name[300];
+
+		obj->class_loc = data_loc_named(s, pp_mem_map_class(m, name, sizeof(name)), 0);
+	}
+	return obj->class_loc;
+}
+
+/* Memory fields of a sample -> its data-object frame, label key and latency. */
+static void mem_prepare(struct pp_session *s, const struct pp_proc *p, const struct pp_sample *rec,
+			struct mem_info *mi)
+{
+	struct pp_mem_sample ms;
+
+	if (!pp_mem_sample_get(rec, &ms)) {
+		s->stats.mem_no_fields++;
+		return;
+	}
+	s->stats.mem_samples++;
+	if (ms.has_addr)
+		mi->data_loc = data_location(s, p, ms.addr);
+	else
+		s->stats.mem_no_addr++;
+	mi->label_key = pp_mem_label_key(&ms);
+	if (ms.has_latency) {
+		mi->latency = ms.latency;
+		s->stats.mem_latency_samples++;
+	}
+}
+
 /* Keeps a newly symbolized raw stack; flushes the table first when it is full. */
 static int raw_store(struct pp_session *s, struct raw_stack **slot, const struct pp_decoded *d,
-		     uint64_t hash, uint64_t generation, const struct pp_sample_info *si)
+		     uint64_t hash, uint64_t generation, const struct pp_sample_info *si,
+		     const struct mem_info *mi)
 {
 	const struct pp_sample *rec = &d->sample;
 	uint32_t n = (uint32_t)rec->nr_kstack + rec->nr_ustack;
@@ -438,7 +607,7 @@ static int raw_store(struct pp_session *s, struct raw_stack **slot, const struct
 
 	if (s->raw_used + 1 > s->raw_cap / 2) {
 		pp_session_flush(s);
-		slot = raw_slot(s, d, hash, generation);
+		slot = raw_slot(s, d, hash, generation, mi);
 	}
 	/* One allocation: the entry, its raw frames, then its location ids. */
 	size_t path_len = si->process_path ? strlen(si->process_path) + 1 : 1;
@@ -458,6 +627,9 @@ static int raw_store(struct pp_session *s, struct raw_stack **slot, const struct
 	e->generation = generation;
 	e->count = si->count;
 	e->value = si->value;
+	e->latency = si->latency;
+	e->label_key = mi->label_key;
+	e->data_loc = mi->data_loc;
 	e->first_time = si->first_time_unix_ns;
 	e->tgid = rec->tgid;
 	e->tid = rec->tid;
@@ -485,6 +657,8 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	struct raw_stack **raw = NULL;
 	uint64_t hash = 0;
 	struct pp_sample_info si = {0};
+	struct mem_info mi = {0};
+	struct pp_mem_labels ml;
 	char process_name[PP_PROC_COMM_LEN + 2];
 	int ret;
 
@@ -496,20 +670,26 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		if (!proc)
 			s->stats.samples_no_process++;
 	}
+	if (s->objs && (rec->flags & PP_SF_MEM_FIELDS))
+		mem_prepare(s, proc, rec, &mi);
 	if (s->raw) {
 		uint64_t gen = proc ? proc->generation : 0;
 
-		hash = raw_hash(d, gen, raw_cpu(s, d));
-		raw = raw_slot(s, d, hash, gen);
+		hash = raw_hash(d, gen, raw_cpu(s, d), &mi);
+		raw = raw_slot(s, d, hash, gen, &mi);
 		if (*raw) {
 			(*raw)->count++;
 			(*raw)->value += rec->period;
+			(*raw)->latency += mi.latency;
 			s->stats.raw_stack_hits++;
 			s->stats.samples++;
 			return 0;
 		}
 	}
 
+	/* The data object a memory sample touched is the leaf-most frame. */
+	if (mi.data_loc)
+		locs[n++] = mi.data_loc;
 	/* Kernel frames, leaf first. The precise ip replaces the PMI ip at the leaf. */
 	for (uint32_t i = 0; i < nk; i++) {
 		uint64_t addr = pp_decoded_frame(d, i);
@@ -570,13 +750,18 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	si.first_time_unix_ns = (uint64_t)((int64_t)rec->time_ns + s->opts.mono_to_wall_ns);
 	si.has_cpu = (uint32_t) !!s->opts.per_cpu;
 	si.cpu = rec->cpu;
+	si.latency = mi.latency;
 	if (raw) {
-		ret = raw_store(s, raw, d, hash, proc ? proc->generation : 0, &si);
+		ret = raw_store(s, raw, d, hash, proc ? proc->generation : 0, &si, &mi);
 		if (ret == 0) {
 			s->stats.samples++;
 			return 0;
 		}
 		/* Out of memory for the table: add this sample directly. */
+	}
+	if (mi.label_key) {
+		si.nlabels = pp_mem_labels_from_key(mi.label_key, &ml);
+		si.labels = ml.labels;
 	}
 	ret = pp_profile_add_sample(s->profile, &si);
 	if (ret) {

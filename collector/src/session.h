@@ -35,6 +35,16 @@ struct pp_session_opts {
 	size_t raw_stack_entries;
 	/* Keep the CPU of each sample (OTLP cpu.logical_number): one sample per stack and CPU. */
 	int per_cpu;
+	/*
+	 * The events are memory events (mem-loads, mem-stores, IBS op). Samples whose record
+	 * has PP_SF_MEM_FIELDS then get, for the fields the kernel really gave (mem_attr.h):
+	 * the memory.* labels, a leaf PP_FRAME_DATA frame naming the data object (an ELF data
+	 * symbol, else the mapping class), and their load latency added to the sample's
+	 * latency sum. Create the profile with desc.mem_latency set to export the latter.
+	 */
+	int mem_event;
+	/* (pid, mapping) -> data object cache bound (memory events); 0: 4096. */
+	size_t max_mem_objects;
 };
 
 struct pp_session_stats {
@@ -51,6 +61,17 @@ struct pp_session_stats {
 	uint64_t add_errors;	     /* samples the profile refused (memory) */
 	uint64_t raw_stack_hits;     /* samples aggregated onto an already seen raw stack */
 	uint64_t raw_stack_flushes;  /* times the raw-stack table was emptied into the profile */
+	/* Memory events (opts.mem_event). */
+	uint64_t mem_samples;	      /* samples with at least one real memory field */
+	uint64_t mem_no_fields;	      /* PP_SF_MEM_FIELDS set, but the kernel filled none */
+	uint64_t mem_no_addr;	      /* no data address: no data-object frame */
+	uint64_t mem_latency_samples; /* samples with a load latency */
+	uint64_t data_symbols;	      /* data addresses named by an ELF data symbol */
+	uint64_t data_classes;	      /* ... by their mapping's class ([heap], [anon], ...) */
+	uint64_t data_unmapped;	      /* ... in no mapping ([unknown]) */
+	uint64_t data_kernel;	      /* ... in the kernel ([kernel]) */
+	uint64_t mem_obj_hits;	      /* (pid, mapping) cache hits */
+	uint64_t mem_obj_evictions;   /* (pid, mapping) entries dropped (cache full) */
 };
 
 struct pp_session;

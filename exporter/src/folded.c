@@ -1,7 +1,9 @@
 /*
  * Folded stacks, the input format of flamegraph.pl and speedscope: one line per distinct
  * stack, "process;root;...;leaf count", with perf's "_[k]" (kernel) and our "_[d]" (data)
- * suffixes so flamegraph.pl colours them apart.
+ * suffixes so flamegraph.pl colours them apart. Lines are weighted by sample count, also for
+ * memory events (whose leaf is the data object); their latency-weighted view is the pprof
+ * sample type "<event>_latency" and the OTLP latency Profile.
  */
 #include <pebsprof/writers.h>
 

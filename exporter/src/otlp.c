@@ -71,7 +71,7 @@ struct res_entry {
 	const char *name;
 	PROF(ResourceProfiles) * rp;
 	PROF(ScopeProfiles) * sp;
-	size_t cur_pi;	     /* input profile the current Profile belongs to, + 1 */
+	size_t cur_pi;	     /* output slot of the current Profile (2 * input + latency), + 1 */
 	PROF(Profile) * cur; /* Profile of cur_pi being filled */
 	size_t cur_count;    /* its samples, counted in the first pass */
 };
@@ -609,7 +609,8 @@ static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name, 
 	PROF_FN(scope_profiles__init)(r->sp);
 	r->rp->resource = alloc(e, sizeof(*r->rp->resource));
 	r->rp->scope_profiles = alloc(e, sizeof(*r->rp->scope_profiles));
-	r->sp->profiles = alloc_n(e, e->nprofiles, sizeof(*r->sp->profiles));
+	/* Room for a count and a latency Profile per input profile. */
+	r->sp->profiles = alloc_n(e, 2 * e->nprofiles, sizeof(*r->sp->profiles));
 	kvs = alloc_n(e, e->n_common_kv + 4, sizeof(*kvs));
 	if (!r->rp->resource || !r->rp->scope_profiles || !r->sp->profiles || !kvs)
 		return NULL;
@@ -642,7 +643,7 @@ static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name, 
 /* ---- samples ---- */
 
 static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_desc *d,
-		       const struct pp_sample_info *s, PROF(Sample) * out)
+		       const struct pp_sample_info *s, bool latency, PROF(Sample) * out)
 {
 	int32_t keys[3 + PP_SAMPLE_MAX_LABELS], attrs[3 + PP_SAMPLE_MAX_LABELS];
 	size_t na = 0;
@@ -692,7 +693,7 @@ static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_de
 	memcpy(out->attribute_indices, attrs, na * sizeof(*attrs));
 	out->n_attribute_indices = na;
 	/* One value per sample: Pyroscope rejects more than one when a period is set. */
-	out->values[0] = (int64_t)s->count;
+	out->values[0] = (int64_t)(latency ? s->latency : s->count);
 	out->n_values = 1;
 	if (s->first_time_unix_ns && s->first_time_unix_ns >= d->start_unix_ns &&
 	    (!d->duration_ns || s->first_time_unix_ns - d->start_unix_ns < d->duration_ns)) {
@@ -717,21 +718,39 @@ static PROF(ValueType) * value_type(struct enc *e, const char *type, const char 
 	return vt;
 }
 
-/* Adds the samples of input profile number pi to the Profiles of their processes. */
-static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi)
+/*
+ * Adds the samples of input profile number pi to the Profiles of their processes. With
+ * latency (memory events), a second, latency-weighted Profile: sample_type and period_type
+ * (<value_type>_latency, cycles), period 1 (each value is a sum of measured cycles, not a
+ * count to scale), one value per sample (its latency sum); samples without a latency are
+ * left out of it.
+ */
+static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, bool latency)
 {
 	const struct pp_profile_desc *d = pp_profile_get_desc(p);
 	size_t nsamples = pp_profile_sample_count(p);
 	size_t nmaps = pp_profile_mapping_count(p), nlocs = pp_profile_location_count(p);
+	size_t slot = 2 * pi + latency + 1; /* which output Profile of a process, + 1 */
 	struct xlat x = {.p = p};
 	struct res_entry **rof = NULL;
 	PROF(ValueType) * st, *pt;
 	int err = 0;
 
-	if (!nsamples)
+	if (!nsamples || (latency && !pp_profile_total_latency(p)))
 		return 0;
-	st = value_type(e, "samples", "count");
-	pt = value_type(e, d->value_type, d->value_unit);
+	if (latency) {
+		size_t n = strlen(d->value_type) + sizeof("_latency");
+		char *name = alloc(e, n);
+
+		if (!name)
+			return e->err;
+		snprintf(name, n, "%s_latency", d->value_type);
+		st = value_type(e, name, "cycles");
+		pt = value_type(e, name, "cycles");
+	} else {
+		st = value_type(e, "samples", "count");
+		pt = value_type(e, d->value_type, d->value_unit);
+	}
 	x.map = malloc((nmaps + 1) * sizeof(*x.map));
 	x.loc = malloc((nlocs + 1) * sizeof(*x.loc));
 	rof = malloc(nsamples * sizeof(*rof));
@@ -745,14 +764,18 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi)
 	/* First pass: which process each sample belongs to, and how many each has. */
 	for (size_t i = 0; i < nsamples; i++) {
 		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
-		struct res_entry *r = res_get(e, s->pid, s->process_name, s->process_path);
+		struct res_entry *r;
 
+		rof[i] = NULL;
+		if (latency && !s->latency)
+			continue;
+		r = res_get(e, s->pid, s->process_name, s->process_path);
 		if (!r) {
 			err = e->err ? e->err : -ENOMEM;
 			goto out;
 		}
-		if (r->cur_pi != pi + 1) {
-			r->cur_pi = pi + 1;
+		if (r->cur_pi != slot) {
+			r->cur_pi = slot;
 			r->cur = NULL;
 			r->cur_count = 0;
 		}
@@ -762,9 +785,12 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi)
 	/* Second pass: one Profile per process, its samples in the profile's order. */
 	for (size_t i = 0; i < nsamples; i++) {
 		struct res_entry *r = rof[i];
-		PROF(Profile) *pr = r->cur;
+		PROF(Profile) * pr;
 		PROF(Sample) * s;
 
+		if (!r)
+			continue;
+		pr = r->cur;
 		if (!pr) {
 			pr = alloc(e, sizeof(*pr));
 			if (!pr)
@@ -775,7 +801,7 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi)
 				break;
 			pr->sample_type = st;
 			pr->period_type = pt;
-			pr->period = (int64_t)d->period;
+			pr->period = latency ? 1 : (int64_t)d->period;
 			pr->time_unix_nano = d->start_unix_ns;
 			pr->duration_nano = d->duration_ns;
 			r->cur = pr;
@@ -784,7 +810,7 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi)
 		s = alloc(e, sizeof(*s));
 		if (!s)
 			break;
-		err = fill_sample(e, &x, d, pp_profile_get_sample(p, i), s);
+		err = fill_sample(e, &x, d, pp_profile_get_sample(p, i), latency, s);
 		if (err)
 			break;
 		pr->samples[pr->n_samples++] = s;
@@ -869,7 +895,9 @@ int pp_otlp_encode(const struct pp_profile *const *profiles, size_t nprofiles,
 	e.a_kernel = -1;
 	for (size_t i = 0; !e.err && i < nprofiles; i++) {
 		if (profiles[i])
-			err = add_profile(&e, profiles[i], i);
+			err = add_profile(&e, profiles[i], i, false);
+		if (!err && profiles[i] && pp_profile_get_desc(profiles[i])->mem_latency)
+			err = add_profile(&e, profiles[i], i, true);
 		if (err)
 			break;
 	}

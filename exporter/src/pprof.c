@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -34,8 +35,10 @@ struct enc {
 	uint32_t nfuncs;
 	struct pp_htab fidx;
 
-	Perftools__Profiles__ValueType vt[3];
-	Perftools__Profiles__ValueType *vtp[2];
+	Perftools__Profiles__ValueType vt[4];
+	Perftools__Profiles__ValueType *vtp[3];
+	uint32_t nvalues;	/* 2, or 3 with a latency sum (memory events) */
+	char latency_type[256]; /* "<value_type>_latency"; the string table borrows it */
 	Perftools__Profiles__Mapping *maps;
 	Perftools__Profiles__Mapping **mapp;
 	Perftools__Profiles__Location *locs;
@@ -258,7 +261,7 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 	e->samples = xcalloc(e, nsamples, sizeof(*e->samples));
 	e->samplep = xcalloc(e, nsamples, sizeof(*e->samplep));
 	e->loc_ids = xcalloc(e, nlocids, sizeof(*e->loc_ids));
-	e->values = xcalloc(e, nsamples * 2, sizeof(*e->values));
+	e->values = xcalloc(e, nsamples * e->nvalues, sizeof(*e->values));
 	e->labels = xcalloc(e, nlabels, sizeof(*e->labels));
 	e->labelp = xcalloc(e, nlabels, sizeof(*e->labelp));
 	if (e->failed)
@@ -278,10 +281,12 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 		ps->location_id = s->nlocations ? &e->loc_ids[li] : NULL;
 		for (uint32_t j = 0; j < s->nlocations; j++)
 			e->loc_ids[li++] = s->locations[j];
-		ps->n_value = 2;
-		ps->value = &e->values[i * 2];
+		ps->n_value = e->nvalues;
+		ps->value = &e->values[i * e->nvalues];
 		ps->value[0] = (int64_t)s->count;
 		ps->value[1] = (int64_t)s->value;
+		if (e->nvalues > 2)
+			ps->value[2] = (int64_t)s->latency;
 
 		for (uint32_t j = 0; j < 4 + s->nlabels + !!s->has_cpu; j++) {
 			Perftools__Profiles__Label *pl = &e->labels[lab];
@@ -345,18 +350,28 @@ int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
 	/* pprof requires string_table[0] == "", which the table starts with. */
 	if (pp_strtab_init(&e.st))
 		e.failed = true;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		perftools__profiles__value_type__init(&e.vt[i]);
 	e.vt[0].type = S(&e, "samples");
 	e.vt[0].unit = S(&e, "count");
 	e.vt[1].type = S(&e, d->value_type);
 	e.vt[1].unit = S(&e, d->value_unit);
-	e.vt[2] = e.vt[1];
+	e.vt[3] = e.vt[1];
 	e.vtp[0] = &e.vt[0];
 	e.vtp[1] = &e.vt[1];
-	msg.n_sample_type = 2;
+	e.nvalues = 2;
+	if (d->mem_latency) {
+		/* Memory events: the latency sum, so `-sample_index=<event>_latency` weighs by it.
+		 */
+		snprintf(e.latency_type, sizeof(e.latency_type), "%s_latency", d->value_type);
+		e.vt[2].type = S(&e, e.latency_type);
+		e.vt[2].unit = S(&e, "cycles");
+		e.vtp[2] = &e.vt[2];
+		e.nvalues = 3;
+	}
+	msg.n_sample_type = e.nvalues;
 	msg.sample_type = e.vtp;
-	msg.period_type = &e.vt[2];
+	msg.period_type = &e.vt[3];
 	msg.period = (int64_t)d->period;
 	msg.time_nanos = (int64_t)d->start_unix_ns;
 	msg.duration_nanos = (int64_t)d->duration_ns;

@@ -40,6 +40,7 @@ struct pp_profile {
 
 	uint64_t total_count;
 	uint64_t total_value;
+	uint64_t total_latency;
 };
 
 /* Grows a pointer array (doubling) so index n fits; evaluates to 0 or -ENOMEM. */
@@ -383,6 +384,7 @@ int pp_profile_add_sample(struct pp_profile *p, const struct pp_sample_info *s)
 
 		agg->count += s->count;
 		agg->value += s->value;
+		agg->latency += s->latency;
 		/* 0 means the caller did not know the time; it must not win the minimum. */
 		if (s->first_time_unix_ns &&
 		    (!agg->first_time_unix_ns || s->first_time_unix_ns < agg->first_time_unix_ns))
@@ -401,6 +403,7 @@ int pp_profile_add_sample(struct pp_profile *p, const struct pp_sample_info *s)
 	}
 	p->total_count += s->count;
 	p->total_value += s->value;
+	p->total_latency += s->latency;
 	return 0;
 }
 
@@ -448,4 +451,9 @@ uint64_t pp_profile_total_count(const struct pp_profile *p)
 uint64_t pp_profile_total_value(const struct pp_profile *p)
 {
 	return p ? p->total_value : 0;
+}
+
+uint64_t pp_profile_total_latency(const struct pp_profile *p)
+{
+	return p ? p->total_latency : 0;
 }

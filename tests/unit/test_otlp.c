@@ -1002,6 +1002,92 @@ TEST(cpu_logical_number)
 	pp_profile_free(p);
 }
 
+/*
+ * A memory event next to cpu-clock: its process gets a count Profile and a latency Profile
+ * (samples without a latency left out of it); another process without latencies gets none.
+ */
+TEST(memory_profile_has_a_latency_twin)
+{
+	struct known k = {0};
+	struct pp_profile_desc dm = {.event = "mem-loads",
+				     .value_type = "mem-loads",
+				     .value_unit = "count",
+				     .period = 20011,
+				     .start_unix_ns = T0,
+				     .duration_ns = 1000000000,
+				     .mem_latency = 1};
+	struct pp_mapping_info app = {0x555555554000, 0x555555600000, 0x1000, "/usr/bin/app",
+				      BID_APP};
+	struct pp_label lab[] = {{"memory.level", "L3 hit"}, {"memory.latency_bucket", "64-127"}};
+	const struct pp_profile *profs[2];
+	const PROF(ProfilesDictionary) * d;
+	const PROF(ScopeProfiles) * sp;
+	const PROF(Profile) * lat;
+	struct pp_profile *m = NULL;
+	uint32_t fn, obj;
+	REQ *r = NULL;
+
+	REQUIRE(make_known(&k) == 0);
+	m = pp_profile_new(&dm);
+	REQUIRE(m);
+	fn = loc(m, pp_profile_intern_mapping(m, &app), 0x1200, "a", PP_FRAME_NATIVE);
+	obj = loc(m, 0, 0x4010, "table", PP_FRAME_DATA);
+	{
+		uint32_t st[] = {obj, fn};
+		struct pp_sample_info s1 = {.locations = st,
+					    .nlocations = 2,
+					    .pid = 100,
+					    .tid = 101,
+					    .thread_name = "worker",
+					    .process_name = "app",
+					    .labels = lab,
+					    .nlabels = 2,
+					    .count = 3,
+					    .value = 60033,
+					    .latency = 300};
+		struct pp_sample_info s2 = s1, s3 = s1;
+
+		s2.labels = NULL; /* a sample without latency */
+		s2.nlabels = 0;
+		s2.count = 2;
+		s2.latency = 0;
+		s3.pid = 300; /* a process with no latency at all */
+		s3.process_name = "cache";
+		s3.latency = 0;
+		REQUIRE(pp_profile_add_sample(m, &s1) == 0);
+		REQUIRE(pp_profile_add_sample(m, &s2) == 0);
+		REQUIRE(pp_profile_add_sample(m, &s3) == 0);
+	}
+	profs[0] = k.cpu;
+	profs[1] = m;
+	r = encode(profs, 2, NULL);
+	REQUIRE(r);
+	CHECK(check_rules(r) == 0);
+	d = r->dictionary;
+	REQUIRE(res_by_pid(r, 100));
+	sp = res_by_pid(r, 100)->scope_profiles[0];
+	REQUIRE(sp->n_profiles == 3); /* cpu, mem-loads counts, mem-loads latency */
+	CHECK_STR(str(d, sp->profiles[0]->period_type->type_strindex), "cpu");
+	CHECK_STR(str(d, sp->profiles[1]->period_type->type_strindex), "mem-loads");
+	CHECK_STR(str(d, sp->profiles[1]->sample_type->type_strindex), "samples");
+	CHECK_EQ_U64(sp->profiles[1]->n_samples, 2);
+	lat = sp->profiles[2];
+	CHECK_STR(str(d, lat->sample_type->type_strindex), "mem-loads_latency");
+	CHECK_STR(str(d, lat->sample_type->unit_strindex), "cycles");
+	CHECK_STR(str(d, lat->period_type->type_strindex), "mem-loads_latency");
+	CHECK_EQ_U64(lat->period, 1);
+	REQUIRE(lat->n_samples == 1 && lat->samples[0]->n_values == 1);
+	CHECK_EQ_U64(lat->samples[0]->values[0], 300);
+	CHECK_STR(attr_sval(find_attr(d, lat->samples[0]->attribute_indices,
+				      lat->samples[0]->n_attribute_indices, "memory.level")),
+		  "L3 hit");
+	REQUIRE(res_by_pid(r, 300));
+	CHECK_EQ_U64(res_by_pid(r, 300)->scope_profiles[0]->n_profiles, 1);
+	pp_profile_free(m);
+	free_known(&k);
+	req_free(r);
+}
+
 TEST_LIST = {
     {"known_profiles_follow_rules", known_profiles_follow_rules},
     {"profile_types_values_and_times", profile_types_values_and_times},
@@ -1012,5 +1098,6 @@ TEST_LIST = {
     {"resource_attributes_parser", resource_attributes_parser},
     {"parsed_attributes_reach_the_request", parsed_attributes_reach_the_request},
     {"cpu_logical_number", cpu_logical_number},
+    {"memory_profile_has_a_latency_twin", memory_profile_has_a_latency_twin},
 };
 TEST_MAIN()

@@ -336,7 +336,36 @@ TEST(many_samples)
 	pp_profile_free(p);
 }
 
+/* Memory events: latency sums aggregate like values, and count in the profile's total. */
+TEST(latency_sums)
+{
+	struct pp_profile *p = pp_profile_new(&desc);
+	uint32_t obj, fn, locs[2];
+	struct pp_sample_info s;
+
+	REQUIRE(p);
+	obj = loc(p, 0, 0x4010, "table", PP_FRAME_DATA);
+	fn = loc(p, 0, 0x1000, "f", PP_FRAME_NATIVE);
+	REQUIRE(obj && fn);
+	locs[0] = obj;
+	locs[1] = fn;
+	s = sample(locs, 2, 1, 1);
+	s.latency = 120;
+	CHECK(pp_profile_add_sample(p, &s) == 0);
+	s.latency = 80;
+	CHECK(pp_profile_add_sample(p, &s) == 0);
+	s.latency = 0; /* a sample the kernel gave no latency for */
+	CHECK(pp_profile_add_sample(p, &s) == 0);
+	REQUIRE(pp_profile_sample_count(p) == 1);
+	CHECK_EQ_U64(pp_profile_get_sample(p, 0)->count, 3);
+	CHECK_EQ_U64(pp_profile_get_sample(p, 0)->latency, 200);
+	CHECK_EQ_U64(pp_profile_total_latency(p), 200);
+	CHECK_EQ_U64(pp_profile_total_latency(NULL), 0);
+	pp_profile_free(p);
+}
+
 TEST_LIST = {
+    {"latency_sums", latency_sums},
     {"new_copies_desc", new_copies_desc},
     {"mapping_interning", mapping_interning},
     {"location_interning", location_interning},

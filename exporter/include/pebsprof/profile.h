@@ -26,7 +26,20 @@ struct pp_profile_desc {
 	uint64_t period;	/* nominal sampling period in value_unit */
 	uint64_t start_unix_ns; /* wall-clock start of the window */
 	uint64_t duration_ns;	/* wall-clock length of the window */
+	/*
+	 * A memory event (mem-loads, mem-stores, IBS op): samples also carry a latency sum
+	 * (pp_sample_info.latency, cycles) and the writers add a latency-weighted view: pprof a
+	 * third sample type "<value_type>_latency"/"cycles", OTLP a second Profile per process.
+	 */
+	uint32_t mem_latency;
 };
+
+/* Sample label keys of memory samples (set only when the kernel gave the field). */
+#define PP_LABEL_MEM_LEVEL "memory.level"	     /* perf mem's level: "L1 hit", "RAM hit" */
+#define PP_LABEL_MEM_TLB "memory.tlb"		     /* "L1 or L2 hit", "Walker hit", ... */
+#define PP_LABEL_MEM_SNOOP "memory.snoop"	     /* "None", "Hit", "HitM", ... */
+#define PP_LABEL_MEM_OP "memory.op"		     /* "LOAD", "STORE", ... */
+#define PP_LABEL_MEM_LATENCY "memory.latency_bucket" /* "0-31", "32-63", ..., ">=1024" */
 
 struct pp_mapping_info {
 	uint64_t start;	      /* runtime start address */
@@ -70,6 +83,8 @@ struct pp_sample_info {
 	 */
 	uint32_t has_cpu;
 	uint32_t cpu;
+	/* Memory events: sum of the aggregated samples' load latencies in cycles (0: unknown). */
+	uint64_t latency;
 };
 
 struct pp_profile;
@@ -90,8 +105,9 @@ uint32_t pp_profile_intern_mapping(struct pp_profile *p, const struct pp_mapping
 uint32_t pp_profile_intern_location(struct pp_profile *p, const struct pp_location_info *loc);
 
 /*
- * Adds count samples with the given summed value. Samples with identical locations, pid,
- * tid, thread name, process name, labels and cpu are aggregated into one. Returns 0 or -errno
+ * Adds count samples with the given summed value (and latency). Samples with identical
+ * locations, pid, tid, thread name, process name, labels and cpu are aggregated into one. Returns 0
+ * or -errno
  * (-EINVAL for an unknown location id or too many labels, -ENOMEM).
  */
 int pp_profile_add_sample(struct pp_profile *p, const struct pp_sample_info *s);
@@ -105,5 +121,6 @@ size_t pp_profile_mapping_count(const struct pp_profile *p);
 const struct pp_mapping_info *pp_profile_get_mapping(const struct pp_profile *p, uint32_t id);
 uint64_t pp_profile_total_count(const struct pp_profile *p);
 uint64_t pp_profile_total_value(const struct pp_profile *p);
+uint64_t pp_profile_total_latency(const struct pp_profile *p);
 
 #endif /* PEBSPROF_PROFILE_H */

@@ -1,0 +1,646 @@
+/*
+ * Memory-access profiles end to end, without a PMU: shim records carrying data addresses,
+ * latencies and data sources are encoded as the shim writes them and go through the real
+ * decoder, session (this process's and a child's real /proc maps, the test binary's real ELF
+ * data symbols), aggregator and exporters; the pprof bytes and the OTLP request are parsed
+ * back with the protobuf-c generated code and the data objects, labels and latency sums
+ * asserted.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <pebsprof/otlp.h>
+#include <pebsprof/writers.h>
+
+#include "check.h"
+#include "mem_attr.h"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
+#include "pprof/profile.pb-c.h"
+#include "session.h"
+
+#define PROF(x) Opentelemetry__Proto__Profiles__V1development__##x
+#define REQ Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
+#define REQ_FN(x) opentelemetry__proto__collector__profiles__v1development__##x
+#define VALUE_CASE(x) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
+
+#if defined(__clang__)
+#define MEM_FN __attribute__((noinline, used, optnone))
+#else
+#define MEM_FN __attribute__((noinline, noipa, used))
+#endif
+
+/* The data objects the records point at: named globals in .data and .bss. */
+__attribute__((used)) static volatile uint64_t mem_data_table[512] = {1, 2, 3};
+__attribute__((used)) static volatile uint8_t mem_bss_big[1 << 20];
+static volatile uint64_t sink;
+
+MEM_FN static uint64_t mem_touch_fn(uint64_t x)
+{
+	for (int i = 0; i < 5; i++)
+		sink += mem_data_table[(x + (uint64_t)i) & 511] + mem_bss_big[x & 0xfffff];
+	return sink;
+}
+
+#define FN_ADDR(f) ((uint64_t)(uintptr_t) & (f))
+#define ADDR(p) ((uint64_t)(uintptr_t)(p))
+
+#define DSRC_L1_HIT                                                                                \
+	(PP_MEM_S(OP, LOAD) | PP_MEM_S(LVL, L1) | PP_MEM_S(LVL, HIT) | PP_MEM_S(SNOOP, NONE) |     \
+	 PP_MEM_S(TLB, HIT) | PP_MEM_S(TLB, L1) | PP_MEM_S(TLB, L2) | PP_MEM_S(LOCK, NA) |         \
+	 ((uint64_t)PP_MEM_LVLNUM_L1 << PP_MEM_LVLNUM_SHIFT))
+/* Intel 0x0a on SKL+: local DRAM, snoop hit, with an STLB miss. */
+#define DSRC_RAM_HIT                                                                               \
+	(PP_MEM_S(OP, LOAD) | PP_MEM_S(LVL, LOC_RAM) | PP_MEM_S(LVL, HIT) | PP_MEM_S(SNOOP, HIT) | \
+	 PP_MEM_S(TLB, MISS) | PP_MEM_S(TLB, L2) | PP_MEM_S(LOCK, NA) |                            \
+	 ((uint64_t)PP_MEM_LVLNUM_RAM << PP_MEM_LVLNUM_SHIFT))
+
+#define ALL_MEM_FLAGS                                                                              \
+	(PP_PERF_SAMPLE_ADDR | PP_PERF_SAMPLE_DATA_SRC | PP_PERF_SAMPLE_WEIGHT_STRUCT | 0x101)
+#define PERIOD 20011
+
+/* One record as the shim writes it: a user sample whose only frame is mem_touch_fn. */
+static size_t encode_mem(unsigned char *buf, uint32_t pid, uint64_t addr, uint64_t dsrc,
+			 uint32_t latency, uint16_t flags)
+{
+	struct pp_sample s;
+	uint64_t frame = FN_ADDR(mem_touch_fn) + 4;
+
+	memset(&s, 0, sizeof(s));
+	s.hdr.type = PP_REC_SAMPLE;
+	s.hdr.version = PP_RECORD_ABI_VERSION;
+	s.hdr.size = (uint32_t)(sizeof(s) + sizeof(frame));
+	s.tgid = pid;
+	s.tid = pid;
+	s.time_ns = 1000;
+	s.ip = frame;
+	s.period = PERIOD;
+	s.addr = addr;
+	s.data_src = dsrc;
+	s.weight = ((uint64_t)3 << 32) | latency; /* var2_w = 3: instruction latency */
+	s.sample_flags = ALL_MEM_FLAGS;
+	s.flags = flags;
+	s.nr_ustack = 1;
+	memcpy(s.comm, "memwork", 8);
+	memcpy(buf, &s, sizeof(s));
+	memcpy(buf + sizeof(s), &frame, sizeof(frame));
+	return s.hdr.size;
+}
+
+struct fx {
+	struct pp_profile *prof;
+	struct pp_session *s;
+};
+
+static int fx_init(struct fx *f, size_t raw_entries, int mem_event)
+{
+	struct pp_profile_desc desc = {
+	    .event = "mem-loads",
+	    .value_type = "mem-loads",
+	    .value_unit = "count",
+	    .period = PERIOD,
+	    .mem_latency = 1,
+	};
+	struct pp_session_opts opts = {
+	    .raw_stack_entries = raw_entries,
+	    .mem_event = mem_event,
+	    .precise_ip = 1,
+	};
+
+	memset(f, 0, sizeof(*f));
+	f->prof = pp_profile_new(&desc);
+	f->s = f->prof ? pp_session_new(&opts, f->prof) : NULL;
+	return f->s ? 0 : -1;
+}
+
+static void fx_fini(struct fx *f)
+{
+	pp_session_free(f->s);
+	pp_profile_free(f->prof);
+}
+
+static int feed(struct fx *f, uint32_t pid, uint64_t addr, uint64_t dsrc, uint32_t lat)
+{
+	unsigned char buf[256];
+	size_t len =
+	    encode_mem(buf, pid, addr, dsrc, lat, PP_SF_MEM_FIELDS | PP_SF_HAS_SAMPLE_FLAGS);
+
+	return pp_session_handle_record(f->s, buf, len);
+}
+
+static const char *label_of(const struct pp_sample_info *si, const char *key)
+{
+	for (uint32_t i = 0; i < si->nlabels; i++) {
+		if (strcmp(si->labels[i].key, key) == 0)
+			return si->labels[i].value;
+	}
+	return NULL;
+}
+
+/* Sums over the profile's samples whose data-object frame is named obj. */
+struct agg {
+	uint64_t count, value, latency;
+	uint32_t nsamples;
+	const struct pp_sample_info *last;
+	int leaf_ok; /* every such sample: data frame, then mem_touch_fn */
+};
+
+static struct agg by_object(const struct pp_profile *p, const char *obj)
+{
+	struct agg a = {.leaf_ok = 1};
+
+	for (size_t i = 0; i < pp_profile_sample_count(p); i++) {
+		const struct pp_sample_info *si = pp_profile_get_sample(p, i);
+		const struct pp_location_info *l0, *l1;
+
+		if (si->nlocations < 1)
+			continue;
+		l0 = pp_profile_get_location(p, si->locations[0]);
+		if (l0->kind != PP_FRAME_DATA || strcmp(l0->function, obj) != 0)
+			continue;
+		l1 = si->nlocations > 1 ? pp_profile_get_location(p, si->locations[1]) : NULL;
+		if (!l1 || l1->kind != PP_FRAME_NATIVE || strcmp(l1->function, "mem_touch_fn") != 0)
+			a.leaf_ok = 0;
+		a.count += si->count;
+		a.value += si->value;
+		a.latency += si->latency;
+		a.nsamples++;
+		a.last = si;
+	}
+	return a;
+}
+
+/* A file mapping without symbols: a temporary non-ELF file, mapped read-only. */
+struct filemap {
+	char path[64];
+	void *addr;
+};
+
+static int filemap_open(struct filemap *fm)
+{
+	char page[8192];
+	int fd;
+
+	snprintf(fm->path, sizeof(fm->path), "/tmp/pp-mem-test-XXXXXX");
+	fd = mkstemp(fm->path);
+	if (fd < 0)
+		return -1;
+	memset(page, 'x', sizeof(page));
+	if (write(fd, page, sizeof(page)) != (ssize_t)sizeof(page)) {
+		close(fd);
+		return -1;
+	}
+	fm->addr = mmap(NULL, sizeof(page), PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	return fm->addr == MAP_FAILED ? -1 : 0;
+}
+
+static void filemap_close(struct filemap *fm)
+{
+	if (fm->addr && fm->addr != MAP_FAILED)
+		munmap(fm->addr, 8192);
+	unlink(fm->path);
+}
+
+/*
+ * Every kind of object once or more, from this process: returns 0 and fills the file map, the
+ * brk heap block and the anonymous block it used.
+ */
+struct objs {
+	struct filemap fm;
+	void *heap, *anon;
+	uint64_t stack_addr;
+};
+
+static int objs_open(struct objs *o)
+{
+	volatile uint64_t local = 1;
+
+	memset(o, 0, sizeof(*o));
+	if (filemap_open(&o->fm))
+		return -1;
+	/* brk memory is "[heap]" whatever malloc (or a sanitizer's allocator) uses. */
+	o->heap = sbrk(4096);
+	o->anon = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	o->stack_addr = ADDR(&local);
+	return o->heap == (void *)-1 || o->anon == MAP_FAILED ? -1 : 0;
+}
+
+static void objs_close(struct objs *o)
+{
+	filemap_close(&o->fm);
+	if (o->anon && o->anon != MAP_FAILED)
+		munmap(o->anon, 1 << 20);
+}
+
+/* Feeds the fixed scenario; returns the number of records that failed. */
+static int feed_scenario(struct fx *f, const struct objs *o)
+{
+	uint32_t pid = (uint32_t)getpid();
+	int bad = 0;
+
+	/* 10 L1 hits in .data at different elements, latencies 40..49 (bucket 32-63). */
+	for (uint32_t i = 0; i < 10; i++)
+		bad += feed(f, pid, ADDR(&mem_data_table[i * 37]), DSRC_L1_HIT, 40 + i) != 0;
+	/* 6 DRAM hits in the big .bss array, latency 300 (256-511), spread over 1 MiB. */
+	for (uint32_t i = 0; i < 6; i++)
+		bad += feed(f, pid, ADDR(&mem_bss_big[i * 150000]), DSRC_RAM_HIT, 300) != 0;
+	bad += feed(f, pid, ADDR(o->heap) + 128, DSRC_L1_HIT, 33) != 0;
+	bad += feed(f, pid, ADDR(o->anon) + 4096 * 7, DSRC_RAM_HIT, 1500) != 0;
+	bad += feed(f, pid, o->stack_addr, DSRC_L1_HIT, 5) != 0;
+	bad += feed(f, pid, ADDR(o->fm.addr) + 100, DSRC_L1_HIT, 6) != 0;
+	bad += feed(f, pid, 0xffffffff81234560ull, DSRC_L1_HIT, 7) != 0;
+	bad += feed(f, pid, 0x1000, DSRC_L1_HIT, 8) != 0; /* page 1: never mapped */
+	return bad;
+}
+
+static void check_scenario(const struct pp_profile *p, const struct objs *o)
+{
+	struct agg a;
+	char filecls[96];
+
+	a = by_object(p, "mem_data_table");
+	CHECK_EQ_U64(a.count, 10);
+	CHECK_EQ_U64(a.value, 10 * PERIOD);
+	CHECK_EQ_U64(a.latency, 40 * 10 + 45);
+	CHECK_EQ_U64(a.nsamples, 1); /* one object, one label set: one aggregate */
+	CHECK(a.leaf_ok);
+	if (a.last) {
+		CHECK_STR(label_of(a.last, "memory.level"), "L1 hit");
+		CHECK_STR(label_of(a.last, "memory.tlb"), "L1 or L2 hit");
+		CHECK_STR(label_of(a.last, "memory.snoop"), "None");
+		CHECK_STR(label_of(a.last, "memory.op"), "LOAD");
+		CHECK_STR(label_of(a.last, "memory.latency_bucket"), "32-63");
+	}
+
+	a = by_object(p, "mem_bss_big");
+	CHECK_EQ_U64(a.count, 6);
+	CHECK_EQ_U64(a.latency, 1800);
+	CHECK_EQ_U64(a.nsamples, 1);
+	CHECK(a.leaf_ok);
+	if (a.last) {
+		CHECK_STR(label_of(a.last, "memory.level"), "RAM hit");
+		CHECK_STR(label_of(a.last, "memory.tlb"), "L2 miss");
+		CHECK_STR(label_of(a.last, "memory.snoop"), "Hit");
+		CHECK_STR(label_of(a.last, "memory.latency_bucket"), "256-511");
+	}
+
+	a = by_object(p, "[heap]");
+	CHECK_EQ_U64(a.count, 1);
+	CHECK_EQ_U64(a.latency, 33);
+	a = by_object(p, "[anon]");
+	CHECK_EQ_U64(a.count, 1);
+	CHECK_EQ_U64(a.latency, 1500);
+	if (a.last)
+		CHECK_STR(label_of(a.last, "memory.latency_bucket"), ">=1024");
+	a = by_object(p, "[stack]");
+	CHECK_EQ_U64(a.count, 1);
+	snprintf(filecls, sizeof(filecls), "[file] %s", strrchr(o->fm.path, '/') + 1);
+	a = by_object(p, filecls);
+	CHECK_EQ_U64(a.count, 1);
+	a = by_object(p, "[kernel]");
+	CHECK_EQ_U64(a.count, 1);
+	a = by_object(p, "[unknown]");
+	CHECK_EQ_U64(a.count, 1);
+	CHECK_EQ_U64(pp_profile_total_count(p), 22);
+	CHECK_EQ_U64(pp_profile_total_latency(p), 445 + 1800 + 33 + 1500 + 5 + 6 + 7 + 8);
+	/* Never an address as a label: every label value is one of the fixed vocabularies. */
+	for (size_t i = 0; i < pp_profile_sample_count(p); i++) {
+		const struct pp_sample_info *si = pp_profile_get_sample(p, i);
+
+		for (uint32_t j = 0; j < si->nlabels; j++)
+			CHECK(strstr(si->labels[j].value, "0x") == NULL);
+	}
+}
+
+TEST(objects_labels_and_latency_direct)
+{
+	struct fx f;
+	struct objs o;
+	struct pp_session_stats st;
+
+	if (objs_open(&o)) {
+		objs_close(&o);
+		SKIP("cannot create the file, brk and anonymous mappings");
+	}
+	REQUIRE(fx_init(&f, 0, 1) == 0);
+	CHECK(feed_scenario(&f, &o) == 0);
+	check_scenario(f.prof, &o);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.mem_samples, 22);
+	CHECK_EQ_U64(st.mem_latency_samples, 22);
+	CHECK_EQ_U64(st.data_symbols, 16);
+	CHECK_EQ_U64(st.data_kernel, 1);
+	CHECK_EQ_U64(st.data_unmapped, 1);
+	CHECK_EQ_U64(st.data_classes, 4);
+	/* 10 + 6 samples hit the two mappings' entries after their first sample. */
+	CHECK(st.mem_obj_hits >= 14);
+	fx_fini(&f);
+	objs_close(&o);
+}
+
+TEST(raw_stack_table_keys_on_objects_not_addresses)
+{
+	struct fx f;
+	struct objs o;
+	struct pp_session_stats st;
+
+	if (objs_open(&o)) {
+		objs_close(&o);
+		SKIP("cannot create the file, brk and anonymous mappings");
+	}
+	REQUIRE(fx_init(&f, 1024, 1) == 0);
+	CHECK(feed_scenario(&f, &o) == 0);
+	pp_session_get_stats(f.s, &st);
+	/* 8 distinct (object, labels) stacks: the other 14 samples were table hits. */
+	CHECK_EQ_U64(st.raw_stack_hits, 14);
+	CHECK(pp_session_flush(f.s) == 0);
+	check_scenario(f.prof, &o);
+	fx_fini(&f);
+	objs_close(&o);
+}
+
+TEST(non_memory_session_ignores_memory_fields)
+{
+	struct fx f;
+
+	REQUIRE(fx_init(&f, 0, 0) == 0);
+	CHECK(feed(&f, (uint32_t)getpid(), ADDR(&mem_data_table[3]), DSRC_L1_HIT, 40) == 0);
+	REQUIRE(pp_profile_sample_count(f.prof) == 1);
+	const struct pp_sample_info *si = pp_profile_get_sample(f.prof, 0);
+	CHECK_EQ_U64(si->nlocations, 1);
+	CHECK_EQ_U64(si->nlabels, 0);
+	CHECK_EQ_U64(si->latency, 0);
+	CHECK_STR(pp_profile_get_location(f.prof, si->locations[0])->function, "mem_touch_fn");
+	fx_fini(&f);
+}
+
+/* What a kernel >= 6.3 sends for a non-memory precise event: defaults, so nothing. */
+TEST(default_values_add_no_frame_and_no_labels)
+{
+	struct fx f;
+	struct pp_session_stats st;
+
+	REQUIRE(fx_init(&f, 0, 1) == 0);
+	CHECK(feed(&f, (uint32_t)getpid(), 0, PP_MEM_NA, 0) == 0);
+	REQUIRE(pp_profile_sample_count(f.prof) == 1);
+	const struct pp_sample_info *si = pp_profile_get_sample(f.prof, 0);
+	CHECK_EQ_U64(si->nlocations, 1);
+	CHECK_EQ_U64(si->nlabels, 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.mem_no_fields, 1);
+	CHECK_EQ_U64(st.mem_samples, 0);
+	fx_fini(&f);
+}
+
+/* The addresses come from another process: a child with its own brk heap. */
+TEST(child_process_objects)
+{
+	int pfd[2];
+	uint64_t addrs[2];
+	pid_t child;
+	struct fx f;
+
+	REQUIRE(pipe(pfd) == 0);
+	child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		char *h = sbrk(8192);
+
+		addrs[0] = ADDR(&mem_bss_big[777777]);
+		addrs[1] = h == (void *)-1 ? 0 : ADDR(h) + 100;
+		if (write(pfd[1], addrs, sizeof(addrs)) != (ssize_t)sizeof(addrs))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], addrs, sizeof(addrs)) != (ssize_t)sizeof(addrs) || !addrs[1]) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		close(pfd[0]);
+		REQUIRE(!"the child sent its addresses");
+	}
+	close(pfd[0]);
+	if (fx_init(&f, 64, 1) == 0) {
+		CHECK(feed(&f, (uint32_t)child, addrs[0], DSRC_RAM_HIT, 200) == 0);
+		CHECK(feed(&f, (uint32_t)child, addrs[1], DSRC_L1_HIT, 20) == 0);
+		CHECK(pp_session_flush(f.s) == 0);
+		CHECK_EQ_U64(by_object(f.prof, "mem_bss_big").latency, 200);
+		CHECK_EQ_U64(by_object(f.prof, "[heap]").latency, 20);
+		for (size_t i = 0; i < pp_profile_sample_count(f.prof); i++)
+			CHECK_EQ_U64(pp_profile_get_sample(f.prof, i)->pid, child);
+	} else {
+		CHECK(!"session");
+	}
+	fx_fini(&f);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}
+
+/* ---- exporters, parsed back ---- */
+
+static const char *pp_str(const Perftools__Profiles__Profile *pr, int64_t i)
+{
+	return i >= 0 && (size_t)i < pr->n_string_table ? pr->string_table[i] : "";
+}
+
+static const char *pprof_leaf_name(const Perftools__Profiles__Profile *pr,
+				   const Perftools__Profiles__Sample *s)
+{
+	if (!s->n_location_id)
+		return "";
+	for (size_t i = 0; i < pr->n_location; i++) {
+		const Perftools__Profiles__Location *l = pr->location[i];
+
+		if (l->id != s->location_id[0] || !l->n_line)
+			continue;
+		for (size_t j = 0; j < pr->n_function; j++) {
+			if (pr->function[j]->id == l->line[0]->function_id)
+				return pp_str(pr, pr->function[j]->name);
+		}
+	}
+	return "";
+}
+
+static const char *pprof_label(const Perftools__Profiles__Profile *pr,
+			       const Perftools__Profiles__Sample *s, const char *key)
+{
+	for (size_t i = 0; i < s->n_label; i++) {
+		if (strcmp(pp_str(pr, s->label[i]->key), key) == 0)
+			return pp_str(pr, s->label[i]->str);
+	}
+	return NULL;
+}
+
+TEST(pprof_has_a_latency_sample_type)
+{
+	struct fx f;
+	struct objs o;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	Perftools__Profiles__Profile *pr;
+	int found = 0;
+	uint64_t latency_total = 0;
+
+	if (objs_open(&o)) {
+		objs_close(&o);
+		SKIP("cannot create the file, brk and anonymous mappings");
+	}
+	REQUIRE(fx_init(&f, 1024, 1) == 0);
+	CHECK(feed_scenario(&f, &o) == 0);
+	CHECK(pp_session_flush(f.s) == 0);
+	REQUIRE(pp_pprof_encode(f.prof, &buf, &len) == 0);
+	pr = perftools__profiles__profile__unpack(NULL, len, buf);
+	free(buf);
+	REQUIRE(pr);
+	REQUIRE(pr->n_sample_type == 3);
+	CHECK_STR(pp_str(pr, pr->sample_type[0]->type), "samples");
+	CHECK_STR(pp_str(pr, pr->sample_type[1]->type), "mem-loads");
+	CHECK_STR(pp_str(pr, pr->sample_type[2]->type), "mem-loads_latency");
+	CHECK_STR(pp_str(pr, pr->sample_type[2]->unit), "cycles");
+	for (size_t i = 0; i < pr->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = pr->sample[i];
+
+		REQUIRE(s->n_value == 3);
+		latency_total += (uint64_t)s->value[2];
+		if (strcmp(pprof_leaf_name(pr, s), "mem_data_table") == 0) {
+			found++;
+			CHECK_EQ_U64(s->value[0], 10);
+			CHECK_EQ_U64(s->value[1], 10 * PERIOD);
+			CHECK_EQ_U64(s->value[2], 445);
+			CHECK_STR(pprof_label(pr, s, "memory.level"), "L1 hit");
+			CHECK_STR(pprof_label(pr, s, "memory.latency_bucket"), "32-63");
+		}
+	}
+	CHECK_EQ_U64(found, 1);
+	CHECK_EQ_U64(latency_total, pp_profile_total_latency(f.prof));
+	perftools__profiles__profile__free_unpacked(pr, NULL);
+	fx_fini(&f);
+	objs_close(&o);
+}
+
+static const char *ot_str(const PROF(ProfilesDictionary) * d, int32_t i)
+{
+	return i >= 0 && (size_t)i < d->n_string_table ? d->string_table[i] : "";
+}
+
+static const char *ot_leaf_name(const PROF(ProfilesDictionary) * d, const PROF(Sample) * s)
+{
+	const PROF(Stack) * st;
+	const PROF(Location) * l;
+
+	if (s->stack_index <= 0 || (size_t)s->stack_index >= d->n_stack_table)
+		return "";
+	st = d->stack_table[s->stack_index];
+	if (!st->n_location_indices || st->location_indices[0] <= 0 ||
+	    (size_t)st->location_indices[0] >= d->n_location_table)
+		return "";
+	l = d->location_table[st->location_indices[0]];
+	if (!l->n_lines || l->lines[0]->function_index <= 0 ||
+	    (size_t)l->lines[0]->function_index >= d->n_function_table)
+		return "";
+	return ot_str(d, d->function_table[l->lines[0]->function_index]->name_strindex);
+}
+
+static const char *ot_attr(const PROF(ProfilesDictionary) * d, const PROF(Sample) * s,
+			   const char *key)
+{
+	for (size_t i = 0; i < s->n_attribute_indices; i++) {
+		const PROF(KeyValueAndUnit) *a = d->attribute_table[s->attribute_indices[i]];
+
+		if (strcmp(ot_str(d, a->key_strindex), key) == 0 && a->value &&
+		    a->value->value_case == VALUE_CASE(STRING_VALUE))
+			return a->value->string_value;
+	}
+	return NULL;
+}
+
+TEST(otlp_has_a_count_and_a_latency_profile)
+{
+	const struct pp_profile *profs[1];
+	struct fx f;
+	struct objs o;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	REQ *req;
+	const PROF(ProfilesDictionary) * d;
+	const PROF(ScopeProfiles) * sp;
+	const PROF(Profile) * cnt, *lat;
+	uint64_t sum = 0, nsum = 0;
+	int found = 0;
+
+	if (objs_open(&o)) {
+		objs_close(&o);
+		SKIP("cannot create the file, brk and anonymous mappings");
+	}
+	REQUIRE(fx_init(&f, 1024, 1) == 0);
+	CHECK(feed_scenario(&f, &o) == 0);
+	CHECK(pp_session_flush(f.s) == 0);
+	profs[0] = f.prof;
+	REQUIRE(pp_otlp_encode(profs, 1, NULL, &buf, &len) == 0);
+	req = REQ_FN(export_profiles_service_request__unpack)(NULL, len, buf);
+	free(buf);
+	REQUIRE(req && req->dictionary);
+	d = req->dictionary;
+	REQUIRE(req->n_resource_profiles == 1); /* one process */
+	REQUIRE(req->resource_profiles[0]->n_scope_profiles == 1);
+	sp = req->resource_profiles[0]->scope_profiles[0];
+	REQUIRE(sp->n_profiles == 2);
+	cnt = sp->profiles[0];
+	lat = sp->profiles[1];
+	CHECK_STR(ot_str(d, cnt->sample_type->type_strindex), "samples");
+	CHECK_STR(ot_str(d, cnt->period_type->type_strindex), "mem-loads");
+	CHECK_EQ_U64(cnt->period, PERIOD);
+	CHECK_STR(ot_str(d, lat->sample_type->type_strindex), "mem-loads_latency");
+	CHECK_STR(ot_str(d, lat->sample_type->unit_strindex), "cycles");
+	CHECK_STR(ot_str(d, lat->period_type->type_strindex), "mem-loads_latency");
+	CHECK_STR(ot_str(d, lat->period_type->unit_strindex), "cycles");
+	CHECK(lat->period > 0);
+	for (size_t i = 0; i < cnt->n_samples; i++) {
+		REQUIRE(cnt->samples[i]->n_values == 1);
+		nsum += (uint64_t)cnt->samples[i]->values[0];
+	}
+	CHECK_EQ_U64(nsum, 22);
+	for (size_t i = 0; i < lat->n_samples; i++) {
+		const PROF(Sample) *s = lat->samples[i];
+
+		REQUIRE(s->n_values == 1);
+		sum += (uint64_t)s->values[0];
+		if (strcmp(ot_leaf_name(d, s), "mem_bss_big") == 0) {
+			found++;
+			CHECK_EQ_U64(s->values[0], 1800);
+			CHECK_STR(ot_attr(d, s, "memory.level"), "RAM hit");
+			CHECK_STR(ot_attr(d, s, "memory.tlb"), "L2 miss");
+			CHECK_STR(ot_attr(d, s, "memory.snoop"), "Hit");
+			CHECK_STR(ot_attr(d, s, "memory.op"), "LOAD");
+			CHECK_STR(ot_attr(d, s, "memory.latency_bucket"), "256-511");
+		}
+	}
+	CHECK_EQ_U64(found, 1);
+	CHECK_EQ_U64(sum, 445 + 1800 + 33 + 1500 + 5 + 6 + 7 + 8);
+	REQ_FN(export_profiles_service_request__free_unpacked)(req, NULL);
+	fx_fini(&f);
+	objs_close(&o);
+}
+
+TEST_LIST = {
+    {"objects_labels_and_latency_direct", objects_labels_and_latency_direct},
+    {"raw_stack_table_keys_on_objects_not_addresses",
+     raw_stack_table_keys_on_objects_not_addresses},
+    {"non_memory_session_ignores_memory_fields", non_memory_session_ignores_memory_fields},
+    {"default_values_add_no_frame_and_no_labels", default_values_add_no_frame_and_no_labels},
+    {"child_process_objects", child_process_objects},
+    {"pprof_has_a_latency_sample_type", pprof_has_a_latency_sample_type},
+    {"otlp_has_a_count_and_a_latency_profile", otlp_has_a_count_and_a_latency_profile},
+};
+
+TEST_MAIN()
