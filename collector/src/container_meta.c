@@ -17,6 +17,12 @@
 #define DEFAULT_MAX_ENTRIES 4096
 #define DEFAULT_MAX_CGROUP_PATHS 16384
 #define PID_KEY_FLAG (1ull << 63)
+
+/* Per-process keys: the pid and its generation in one word that no cgroup id takes. */
+static uint64_t pid_key(uint32_t pid, uint64_t generation)
+{
+	return PID_KEY_FLAG | (generation & 0x7fffffffull) << 32 | pid;
+}
 #define NO_SLOT UINT32_MAX
 
 struct cm_entry {
@@ -229,9 +235,10 @@ static uint64_t current_generation(const struct pp_container_meta *m)
 }
 
 const struct pp_container_info *pp_container_meta_lookup(struct pp_container_meta *m,
-							 uint64_t cgroup_id, uint32_t pid)
+							 uint64_t cgroup_id, uint32_t pid,
+							 uint64_t pid_generation)
 {
-	uint64_t key = m->ids ? cgroup_id : ((uint64_t)pid | PID_KEY_FLAG);
+	uint64_t key = m->ids ? cgroup_id : pid_key(pid, pid_generation);
 	uint64_t gen = current_generation(m);
 	uint32_t i;
 
@@ -274,17 +281,6 @@ const struct pp_container_info *pp_container_meta_lookup(struct pp_container_met
 	lru_push_front(m, i);
 	m->nused++;
 	return &e->info;
-}
-
-void pp_container_meta_forget_pid(struct pp_container_meta *m, uint32_t pid)
-{
-	uint32_t i;
-
-	if (!m || m->ids)
-		return;
-	i = find(m, (uint64_t)pid | PID_KEY_FLAG);
-	if (i != NO_SLOT)
-		remove_slot(m, i);
 }
 
 void pp_container_meta_get_stats(const struct pp_container_meta *m,

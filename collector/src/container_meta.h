@@ -69,15 +69,15 @@ struct pp_container_meta *pp_container_meta_new(const struct pp_container_meta_o
 void pp_container_meta_free(struct pp_container_meta *m);
 
 /*
- * Where the sample of process pid with cgroup v2 id cgroup_id ran. Never NULL; the pointer
- * stays valid until the next call on m. A sample in no container gets an info whose ref.id is
- * "" (its pod fields may still be set for a pod's own cgroups).
+ * Where the sample of process pid with cgroup v2 id cgroup_id ran. pid_generation tells a
+ * reused pid from its predecessor (per-process mode keys on both; the caller's process cache
+ * has such a number). Never NULL; the pointer stays valid until the next call on m. A sample
+ * in no container gets an info whose ref.id is "" (its pod fields may still be set for a
+ * pod's own cgroups).
  */
 const struct pp_container_info *pp_container_meta_lookup(struct pp_container_meta *m,
-							 uint64_t cgroup_id, uint32_t pid);
-
-/* The process exited or exec'ed: drop what is cached for it (per-process mode only). */
-void pp_container_meta_forget_pid(struct pp_container_meta *m, uint32_t pid);
+							 uint64_t cgroup_id, uint32_t pid,
+							 uint64_t pid_generation);
 
 void pp_container_meta_get_stats(const struct pp_container_meta *m,
 				 struct pp_container_meta_stats *out);

@@ -44,6 +44,7 @@ struct raw_stack {
 	uint64_t count, value, first_time;
 	uint64_t latency;   /* sum, cycles */
 	uint64_t label_key; /* mem_info */
+	uint64_t cgroup_id; /* only with opts.containers, else 0 */
 	uint32_t data_loc;  /* mem_info; also locs[0] when set */
 	uint32_t tgid, tid;
 	uint32_t cpu;		 /* only with opts.per_cpu, else 0 */
@@ -139,8 +140,13 @@ static uint32_t raw_cpu(const struct pp_session *s, const struct pp_decoded *d)
 	return s->opts.per_cpu ? d->sample.cpu : 0;
 }
 
+static uint64_t raw_cgroup(const struct pp_session *s, const struct pp_decoded *d)
+{
+	return s->opts.containers ? d->sample.cgroup_id : 0;
+}
+
 static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation, uint32_t cpu,
-			 const struct mem_info *mi)
+			 uint64_t cgroup_id, const struct mem_info *mi)
 {
 	const uint64_t k = 0x9e3779b97f4a7c15ull;
 	const struct pp_sample *rec = &d->sample;
@@ -153,6 +159,7 @@ static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation, uint32
 	h = (h ^ comm[1] ^ rec->flags) * k;
 	h = (h ^ rec->ip ^ ((uint64_t)rec->nr_kstack << 48)) * k;
 	h = (h ^ mi->label_key ^ ((uint64_t)mi->data_loc << 7)) * k;
+	h = (h ^ cgroup_id) * k;
 	for (uint32_t i = 0; i < n; i++)
 		h = ((h ^ pp_decoded_frame(d, i)) * k) ^ (h >> 29);
 	h = mix64(h);
@@ -160,12 +167,13 @@ static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation, uint32
 }
 
 static int raw_matches(const struct raw_stack *e, const struct pp_decoded *d, uint64_t hash,
-		       uint64_t generation, uint32_t cpu, const struct mem_info *mi)
+		       uint64_t generation, uint32_t cpu, uint64_t cgroup_id,
+		       const struct mem_info *mi)
 {
 	const struct pp_sample *rec = &d->sample;
 
 	if (e->hash != hash || e->cpu != cpu || e->data_loc != mi->data_loc ||
-	    e->label_key != mi->label_key)
+	    e->label_key != mi->label_key || e->cgroup_id != cgroup_id)
 		return 0;
 
 	if (e->hash != hash || e->tgid != rec->tgid || e->tid != rec->tid ||
@@ -189,9 +197,25 @@ static struct raw_stack **raw_slot(struct pp_session *s, const struct pp_decoded
 	for (size_t i = hash & mask;; i = (i + 1) & mask) {
 		struct raw_stack **slot = &s->raw[i];
 
-		if (!*slot || raw_matches(*slot, d, hash, generation, raw_cpu(s, d), mi))
+		if (!*slot ||
+		    raw_matches(*slot, d, hash, generation, raw_cpu(s, d), raw_cgroup(s, d), mi))
 			return slot;
 	}
+}
+
+/* The profile's resource for the container a sample ran in; 0 when none or not known. */
+static uint32_t resource_of(struct pp_session *s, uint64_t cgroup_id, uint32_t pid,
+			    uint64_t generation)
+{
+	const struct pp_container_info *info;
+	struct pp_label attrs[PP_CONTAINER_MAX_ATTRS];
+	size_t n;
+
+	if (!s->opts.containers)
+		return 0;
+	info = pp_container_meta_lookup(s->opts.containers, cgroup_id, pid, generation);
+	n = pp_container_info_attrs(info, attrs, PP_CONTAINER_MAX_ATTRS);
+	return n ? pp_profile_intern_resource(s->profile, attrs, (uint32_t)n) : 0;
 }
 
 static int raw_add_to_profile(struct pp_session *s, const struct raw_stack *e)
@@ -216,6 +240,9 @@ static int raw_add_to_profile(struct pp_session *s, const struct raw_stack *e)
 
 	if (!e->count)
 		return 0;
+	si.resource_id = resource_of(s, e->cgroup_id, e->tgid, e->generation);
+	if (si.resource_id)
+		s->stats.container_samples += e->count;
 	if (e->label_key) {
 		si.nlabels = pp_mem_labels_from_key(e->label_key, &ml);
 		si.labels = ml.labels;
@@ -629,6 +656,7 @@ static int raw_store(struct pp_session *s, struct raw_stack **slot, const struct
 	e->value = si->value;
 	e->latency = si->latency;
 	e->label_key = mi->label_key;
+	e->cgroup_id = raw_cgroup(s, d);
 	e->data_loc = mi->data_loc;
 	e->first_time = si->first_time_unix_ns;
 	e->tgid = rec->tgid;
@@ -675,7 +703,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	if (s->raw) {
 		uint64_t gen = proc ? proc->generation : 0;
 
-		hash = raw_hash(d, gen, raw_cpu(s, d), &mi);
+		hash = raw_hash(d, gen, raw_cpu(s, d), raw_cgroup(s, d), &mi);
 		raw = raw_slot(s, d, hash, gen, &mi);
 		if (*raw) {
 			(*raw)->count++;
@@ -752,6 +780,10 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	si.cpu = rec->cpu;
 	si.latency = mi.latency;
 	if (raw) {
+		/* Resolve the container now, while its cgroup exists; the flush finds it cached. */
+		if (s->opts.containers)
+			pp_container_meta_lookup(s->opts.containers, rec->cgroup_id, rec->tgid,
+						 proc ? proc->generation : 0);
 		ret = raw_store(s, raw, d, hash, proc ? proc->generation : 0, &si, &mi);
 		if (ret == 0) {
 			s->stats.samples++;
@@ -763,6 +795,9 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		si.nlabels = pp_mem_labels_from_key(mi.label_key, &ml);
 		si.labels = ml.labels;
 	}
+	si.resource_id = resource_of(s, rec->cgroup_id, rec->tgid, proc ? proc->generation : 0);
+	if (si.resource_id)
+		s->stats.container_samples++;
 	ret = pp_profile_add_sample(s->profile, &si);
 	if (ret) {
 		s->stats.add_errors++;

@@ -11,6 +11,7 @@
 
 #include <pebsprof/profile.h>
 
+#include "container_meta.h"
 #include "record_decode.h"
 
 struct pp_session_opts {
@@ -35,6 +36,12 @@ struct pp_session_opts {
 	size_t raw_stack_entries;
 	/* Keep the CPU of each sample (OTLP cpu.logical_number): one sample per stack and CPU. */
 	int per_cpu;
+	/*
+	 * Where samples ran: each sample's cgroup (or process) turned into its container and pod,
+	 * a resource of the profile (pp_sample_info.resource_id). NULL: no container
+	 * attribution. Borrowed.
+	 */
+	struct pp_container_meta *containers;
 	/*
 	 * The events are memory events (mem-loads, mem-stores, IBS op). Samples whose record
 	 * has PP_SF_MEM_FIELDS then get, for the fields the kernel really gave (mem_attr.h):
@@ -61,6 +68,7 @@ struct pp_session_stats {
 	uint64_t add_errors;	     /* samples the profile refused (memory) */
 	uint64_t raw_stack_hits;     /* samples aggregated onto an already seen raw stack */
 	uint64_t raw_stack_flushes;  /* times the raw-stack table was emptied into the profile */
+	uint64_t container_samples;  /* samples attributed to a container or pod */
 	/* Memory events (opts.mem_event). */
 	uint64_t mem_samples;	      /* samples with at least one real memory field */
 	uint64_t mem_no_fields;	      /* PP_SF_MEM_FIELDS set, but the kernel filled none */

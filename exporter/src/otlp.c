@@ -65,10 +65,11 @@ struct enc {
 	int32_t a_native, a_kernel; /* profile.frame.type attributes; -1 until first used */
 };
 
-/* A process: one ResourceProfiles. */
+/* A process, or a container with all its processes: one ResourceProfiles. */
 struct res_entry {
 	uint32_t pid;
 	const char *name;
+	const char *ckey; /* containers: their attributes as one string; NULL for a process */
 	PROF(ResourceProfiles) * rp;
 	PROF(ScopeProfiles) * sp;
 	size_t cur_pi;	     /* output slot of the current Profile (2 * input + latency), + 1 */
@@ -574,6 +575,7 @@ static int build_common(struct enc *e)
 struct res_key {
 	uint32_t pid;
 	const char *name;
+	const char *ckey;
 };
 
 static bool res_eq(const void *ctx, uint32_t idx, const void *key)
@@ -582,7 +584,113 @@ static bool res_eq(const void *ctx, uint32_t idx, const void *key)
 	const struct res_entry *r = e->res.v[idx];
 	const struct res_key *k = key;
 
-	return r->pid == k->pid && strcmp(r->name, k->name) == 0;
+	if (k->ckey)
+		return r->ckey && strcmp(r->ckey, k->ckey) == 0;
+	return !r->ckey && r->pid == k->pid && strcmp(r->name, k->name) == 0;
+}
+
+/* A new ResourceProfiles with room for n attributes; its attributes are set by the caller. */
+static struct res_entry *res_new(struct enc *e, size_t n, COMMON(KeyValue) * **kvs)
+{
+	struct res_entry *r = alloc(e, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->rp = alloc(e, sizeof(*r->rp));
+	r->sp = alloc(e, sizeof(*r->sp));
+	if (!r->rp || !r->sp)
+		return NULL;
+	PROF_FN(resource_profiles__init)(r->rp);
+	PROF_FN(scope_profiles__init)(r->sp);
+	r->rp->resource = alloc(e, sizeof(*r->rp->resource));
+	r->rp->scope_profiles = alloc(e, sizeof(*r->rp->scope_profiles));
+	/* Room for a count and a latency Profile per input profile. */
+	r->sp->profiles = alloc_n(e, 2 * e->nprofiles, sizeof(*r->sp->profiles));
+	*kvs = alloc_n(e, n, sizeof(**kvs));
+	if (!r->rp->resource || !r->rp->scope_profiles || !r->sp->profiles || !*kvs)
+		return NULL;
+	opentelemetry__proto__resource__v1__resource__init(r->rp->resource);
+	r->rp->scope_profiles[0] = r->sp;
+	r->rp->n_scope_profiles = 1;
+	r->sp->scope = e->scope;
+	return r;
+}
+
+static int res_finish(struct enc *e, struct res_entry *r, COMMON(KeyValue) * *kvs, size_t n,
+		      uint64_t h)
+{
+	for (size_t j = 0; j < n; j++) {
+		if (!kvs[j])
+			return -ENOMEM;
+	}
+	r->rp->resource->attributes = kvs;
+	r->rp->resource->n_attributes = n;
+	return vec_push(e, &e->res, r, h) < 0 ? -ENOMEM : 0;
+}
+
+static bool kv_has(COMMON(KeyValue) * *kvs, size_t n, const char *key)
+{
+	for (size_t j = 0; j < n; j++)
+		if (kvs[j] && strcmp(kvs[j]->key, key) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The ResourceProfiles of the container (resource id s->resource_id of p): the container's
+ * own attributes, its service.name first (else the configured one, else the executable of
+ * the first process seen in it), then the attributes every resource shares. Processes
+ * become sample attributes. Containers are matched across profiles by their attributes.
+ */
+static struct res_entry *res_get_container(struct enc *e, const struct pp_profile *p,
+					   const struct pp_sample_info *s)
+{
+	uint32_t na = 0;
+	const struct pp_label *attrs = pp_profile_get_resource(p, s->resource_id, &na);
+	const char *service = NULL;
+	COMMON(KeyValue) * *kvs;
+	struct res_key k = {0};
+	struct res_entry *r;
+	size_t klen = 1, n = 0;
+	char *ckey, *w;
+	uint64_t h;
+	uint32_t i;
+
+	if (!attrs)
+		return NULL;
+	for (i = 0; i < na; i++)
+		klen += strlen(attrs[i].key) + strlen(attrs[i].value) + 2;
+	ckey = w = alloc(e, klen);
+	if (!ckey)
+		return NULL;
+	for (i = 0; i < na; i++) {
+		/* 0x1f and 0x1e cannot be confused with the text of a key or value we write. */
+		w += sprintf(w, "%s\x1f%s\x1e", attrs[i].key, attrs[i].value);
+		if (!strcmp(attrs[i].key, "service.name"))
+			service = attrs[i].value;
+	}
+	k.ckey = ckey;
+	h = pp_hash_str(PP_HASH_SEED ^ 0x5a5a, ckey);
+	i = pp_htab_find(&e->res.idx, h, res_eq, e, &k);
+	if (i != PP_HTAB_NONE)
+		return e->res.v[i];
+	r = res_new(e, 1 + e->n_common_kv + na, &kvs);
+	if (!r)
+		return NULL;
+	r->ckey = ckey;
+	r->name = s->process_name;
+	if (is_set(service))
+		kvs[n++] = kv_new(e, "service.name", service, 0);
+	else if (!e->common_has_service)
+		kvs[n++] = kv_new(e, "service.name",
+				  s->process_name[0] ? s->process_name : "unknown_service", 0);
+	for (size_t j = 0; j < e->n_common_kv; j++)
+		if (!(is_set(service) && !strcmp(e->common_kv[j]->key, "service.name")))
+			kvs[n++] = e->common_kv[j];
+	for (i = 0; i < na; i++)
+		if (!kv_has(kvs, n, attrs[i].key))
+			kvs[n++] = kv_new(e, attrs[i].key, attrs[i].value, 0);
+	return res_finish(e, r, kvs, n, h) ? NULL : r;
 }
 
 static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name, const char *path)
@@ -596,29 +704,11 @@ static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name, 
 
 	if (i != PP_HTAB_NONE)
 		return e->res.v[i];
-	r = alloc(e, sizeof(*r));
+	r = res_new(e, e->n_common_kv + 4, &kvs);
 	if (!r)
 		return NULL;
 	r->pid = pid;
 	r->name = name;
-	r->rp = alloc(e, sizeof(*r->rp));
-	r->sp = alloc(e, sizeof(*r->sp));
-	if (!r->rp || !r->sp)
-		return NULL;
-	PROF_FN(resource_profiles__init)(r->rp);
-	PROF_FN(scope_profiles__init)(r->sp);
-	r->rp->resource = alloc(e, sizeof(*r->rp->resource));
-	r->rp->scope_profiles = alloc(e, sizeof(*r->rp->scope_profiles));
-	/* Room for a count and a latency Profile per input profile. */
-	r->sp->profiles = alloc_n(e, 2 * e->nprofiles, sizeof(*r->sp->profiles));
-	kvs = alloc_n(e, e->n_common_kv + 4, sizeof(*kvs));
-	if (!r->rp->resource || !r->rp->scope_profiles || !r->sp->profiles || !kvs)
-		return NULL;
-	opentelemetry__proto__resource__v1__resource__init(r->rp->resource);
-	r->rp->scope_profiles[0] = r->sp;
-	r->rp->n_scope_profiles = 1;
-	r->sp->scope = e->scope;
-
 	n = 0;
 	/* service.name always: without it backends file the data under unknown_service. */
 	if (!e->common_has_service)
@@ -629,15 +719,7 @@ static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name, 
 	kvs[n++] = kv_new(e, "process.executable.name", name, 0);
 	if (path && path[0])
 		kvs[n++] = kv_new(e, "process.executable.path", path, 0);
-	for (size_t j = 0; j < n; j++) {
-		if (!kvs[j])
-			return NULL;
-	}
-	r->rp->resource->attributes = kvs;
-	r->rp->resource->n_attributes = n;
-	if (vec_push(e, &e->res, r, h) < 0)
-		return NULL;
-	return r;
+	return res_finish(e, r, kvs, n, h) ? NULL : r;
 }
 
 /* ---- samples ---- */
@@ -645,7 +727,7 @@ static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name, 
 static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_desc *d,
 		       const struct pp_sample_info *s, bool latency, PROF(Sample) * out)
 {
-	int32_t keys[3 + PP_SAMPLE_MAX_LABELS], attrs[3 + PP_SAMPLE_MAX_LABELS];
+	int32_t keys[6 + PP_SAMPLE_MAX_LABELS], attrs[6 + PP_SAMPLE_MAX_LABELS];
 	size_t na = 0;
 
 	if (s->nlocations > e->scratch_cap) {
@@ -671,6 +753,20 @@ static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_de
 		keys[na] = S(e, "cpu.logical_number");
 		attrs[na] = attr_int(e, keys[na], s->cpu);
 		na++;
+	}
+	if (s->resource_id) {
+		/* A container's resource holds many processes: each sample names its own. */
+		keys[na] = S(e, "process.pid");
+		attrs[na] = attr_int(e, keys[na], s->pid);
+		na++;
+		keys[na] = S(e, "process.executable.name");
+		attrs[na] = attr_str(e, keys[na], s->process_name);
+		na++;
+		if (s->process_path && s->process_path[0]) {
+			keys[na] = S(e, "process.executable.path");
+			attrs[na] = attr_str(e, keys[na], s->process_path);
+			na++;
+		}
 	}
 	for (uint32_t i = 0; i < s->nlabels && i < PP_SAMPLE_MAX_LABELS; i++) {
 		int32_t k;
@@ -769,7 +865,8 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, boo
 		rof[i] = NULL;
 		if (latency && !s->latency)
 			continue;
-		r = res_get(e, s->pid, s->process_name, s->process_path);
+		r = s->resource_id ? res_get_container(e, p, s)
+				   : res_get(e, s->pid, s->process_name, s->process_path);
 		if (!r) {
 			err = e->err ? e->err : -ENOMEM;
 			goto out;

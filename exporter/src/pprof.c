@@ -255,8 +255,11 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 	for (size_t i = 0; i < nsamples; i++) {
 		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
 
+		uint32_t nres = 0;
+
+		pp_profile_get_resource(p, s->resource_id, &nres);
 		nlocids += s->nlocations;
-		nlabels += 4 + s->nlabels + !!s->has_cpu;
+		nlabels += 4 + s->nlabels + !!s->has_cpu + nres;
 	}
 	e->samples = xcalloc(e, nsamples, sizeof(*e->samples));
 	e->samplep = xcalloc(e, nsamples, sizeof(*e->samplep));
@@ -275,6 +278,10 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
 		Perftools__Profiles__Sample *ps = &e->samples[i];
 		Perftools__Profiles__Label **sl = &e->labelp[lab];
+		uint32_t nres = 0;
+		/* The container and pod become labels: pprof has no resources. */
+		const struct pp_label *res = pp_profile_get_resource(p, s->resource_id, &nres);
+		uint32_t nl = 4 + s->nlabels + !!s->has_cpu;
 
 		perftools__profiles__sample__init(ps);
 		ps->n_location_id = s->nlocations;
@@ -288,10 +295,16 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 		if (e->nvalues > 2)
 			ps->value[2] = (int64_t)s->latency;
 
-		for (uint32_t j = 0; j < 4 + s->nlabels + !!s->has_cpu; j++) {
+		for (uint32_t j = 0; j < nl + nres; j++) {
 			Perftools__Profiles__Label *pl = &e->labels[lab];
 
 			perftools__profiles__label__init(pl);
+			if (j >= nl) {
+				pl->key = S(e, res[j - nl].key);
+				pl->str = S(e, res[j - nl].value);
+				e->labelp[lab++] = pl;
+				continue;
+			}
 			switch (j) {
 			case 0:
 				pl->key = k_pid;
@@ -321,7 +334,7 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 			}
 			e->labelp[lab++] = pl;
 		}
-		ps->n_label = 4 + s->nlabels + !!s->has_cpu;
+		ps->n_label = nl + nres;
 		ps->label = sl;
 		e->samplep[i] = ps;
 	}

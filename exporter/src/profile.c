@@ -19,6 +19,12 @@ struct sample_node {
 	/* locations and labels follow in the same allocation */
 };
 
+/* A resource's attributes; strings interned, so lists compare by pointer. */
+struct resource {
+	uint32_t nattrs;
+	struct pp_label attrs[];
+};
+
 struct pp_profile {
 	struct pp_profile_desc desc;
 
@@ -33,6 +39,10 @@ struct pp_profile {
 	struct pp_location_info **locs;
 	uint32_t nlocs, cap_locs;
 	struct pp_htab loc_idx;
+
+	struct resource **resources;
+	uint32_t nresources, cap_resources;
+	struct pp_htab resource_idx;
 
 	struct sample_node **samples;
 	uint32_t nsamples, cap_samples;
@@ -124,6 +134,10 @@ void pp_profile_free(struct pp_profile *p)
 		free(p->samples[i]);
 	free(p->samples);
 	pp_htab_fini(&p->sample_idx);
+	for (uint32_t i = 0; i < p->nresources; i++)
+		free(p->resources[i]);
+	free(p->resources);
+	pp_htab_fini(&p->resource_idx);
 	for (uint32_t i = 0; i < p->nlocs; i++)
 		free(p->locs[i]);
 	free(p->locs);
@@ -265,6 +279,96 @@ nomem:
 	return 0;
 }
 
+static uint64_t hash_labels(const struct pp_label *l, uint32_t n)
+{
+	uint64_t h = PP_HASH_SEED;
+
+	for (uint32_t i = 0; i < n; i++) {
+		h = pp_hash_u64(h, (uintptr_t)l[i].key);
+		h = pp_hash_u64(h, (uintptr_t)l[i].value);
+	}
+	return pp_hash_u64(h, n);
+}
+
+struct resource_key {
+	const struct pp_label *attrs;
+	uint32_t n;
+};
+
+static bool resource_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct pp_profile *p = ctx;
+	const struct resource *r = p->resources[idx];
+	const struct resource_key *k = key;
+
+	if (r->nattrs != k->n)
+		return false;
+	for (uint32_t i = 0; i < k->n; i++)
+		if (r->attrs[i].key != k->attrs[i].key || r->attrs[i].value != k->attrs[i].value)
+			return false;
+	return true;
+}
+
+uint32_t pp_profile_intern_resource(struct pp_profile *p, const struct pp_label *attrs,
+				    uint32_t nattrs)
+{
+	struct pp_label interned[PP_RESOURCE_MAX_ATTRS];
+	struct resource_key key = {interned, nattrs};
+	struct resource *r;
+	uint32_t idx;
+	uint64_t h;
+
+	if (!p || !attrs || !nattrs || nattrs > PP_RESOURCE_MAX_ATTRS) {
+		errno = EINVAL;
+		return 0;
+	}
+	for (uint32_t i = 0; i < nattrs; i++) {
+		if (!attrs[i].key || !attrs[i].value) {
+			errno = EINVAL;
+			return 0;
+		}
+		interned[i].key = intern_str(p, attrs[i].key);
+		interned[i].value = intern_str(p, attrs[i].value);
+		if (!interned[i].key || !interned[i].value)
+			goto nomem;
+	}
+	h = hash_labels(interned, nattrs);
+	idx = pp_htab_find(&p->resource_idx, h, resource_eq, p, &key);
+	if (idx != PP_HTAB_NONE)
+		return idx + 1;
+	if (RESERVE(p->resources, p->cap_resources, p->nresources))
+		goto nomem;
+	r = malloc(sizeof(*r) + nattrs * sizeof(r->attrs[0]));
+	if (!r)
+		goto nomem;
+	r->nattrs = nattrs;
+	memcpy(r->attrs, interned, nattrs * sizeof(r->attrs[0]));
+	if (pp_htab_insert(&p->resource_idx, h, p->nresources)) {
+		free(r);
+		goto nomem;
+	}
+	p->resources[p->nresources++] = r;
+	return p->nresources;
+nomem:
+	errno = ENOMEM;
+	return 0;
+}
+
+size_t pp_profile_resource_count(const struct pp_profile *p)
+{
+	return p ? p->nresources : 0;
+}
+
+const struct pp_label *pp_profile_get_resource(const struct pp_profile *p, uint32_t id,
+					       uint32_t *nattrs)
+{
+	if (!p || id == 0 || id > p->nresources)
+		return NULL;
+	if (nattrs)
+		*nattrs = p->resources[id - 1]->nattrs;
+	return p->resources[id - 1]->attrs;
+}
+
 static uint64_t hash_sample(const struct pp_sample_info *s)
 {
 	uint64_t h = PP_HASH_SEED;
@@ -272,6 +376,7 @@ static uint64_t hash_sample(const struct pp_sample_info *s)
 	h = pp_hash_bytes(h, s->locations, (size_t)s->nlocations * sizeof(*s->locations));
 	h = pp_hash_u64(h, ((uint64_t)s->pid << 32) | s->tid);
 	h = pp_hash_u64(h, s->has_cpu ? (uint64_t)s->cpu + 1 : 0);
+	h = pp_hash_u64(h, s->resource_id);
 	h = pp_hash_u64(h, (uintptr_t)s->thread_name);
 	h = pp_hash_u64(h, (uintptr_t)s->process_name);
 	h = pp_hash_u64(h, (uintptr_t)s->process_path);
@@ -290,7 +395,8 @@ static bool sample_eq(const void *ctx, uint32_t idx, const void *key)
 	if (a->nlocations != b->nlocations || a->pid != b->pid || a->tid != b->tid ||
 	    a->thread_name != b->thread_name || a->process_name != b->process_name ||
 	    a->process_path != b->process_path || a->nlabels != b->nlabels ||
-	    !a->has_cpu != !b->has_cpu || (a->has_cpu && a->cpu != b->cpu))
+	    !a->has_cpu != !b->has_cpu || (a->has_cpu && a->cpu != b->cpu) ||
+	    a->resource_id != b->resource_id)
 		return false;
 	for (uint32_t i = 0; i < a->nlabels; i++) {
 		if (a->labels[i].key != b->labels[i].key ||
@@ -348,7 +454,7 @@ int pp_profile_add_sample(struct pp_profile *p, const struct pp_sample_info *s)
 	if (!p || !s || !s->thread_name || !s->process_name || s->nlabels > PP_SAMPLE_MAX_LABELS ||
 	    (s->nlocations && !s->locations) || (s->nlabels && !s->labels))
 		return -EINVAL;
-	if (s->nlocations > (1u << 24))
+	if (s->nlocations > (1u << 24) || s->resource_id > p->nresources)
 		return -EINVAL;
 	for (uint32_t i = 0; i < s->nlocations; i++) {
 		if (s->locations[i] == 0 || s->locations[i] > p->nlocs)

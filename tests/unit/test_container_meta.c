@@ -154,33 +154,33 @@ TEST(cgroup_tree_lookup_and_late_metadata)
 	m = pp_container_meta_new(&o);
 	REQUIRE(m != NULL);
 
-	info = pp_container_meta_lookup(m, id_a, 100);
+	info = pp_container_meta_lookup(m, id_a, 100, 0);
 	CHECK_STR(info->ref.id, CID_A);
 	CHECK_STR(info->ref.pod_uid, POD_UID);
 	CHECK_STR(info->pod_name, ""); /* metadata not there yet */
 
-	info = pp_container_meta_lookup(m, id_b, 101);
+	info = pp_container_meta_lookup(m, id_b, 101, 0);
 	CHECK_STR(info->ref.id, CID_B);
 	CHECK_EQ_U64(info->ref.runtime, PP_RUNTIME_UNKNOWN);
-	info = pp_container_meta_lookup(m, id_host, 102);
+	info = pp_container_meta_lookup(m, id_host, 102, 0);
 	CHECK_STR(info->ref.id, "");
 
 	/* Same generation: a hit does not ask the enricher again. */
 	int calls = pods.calls;
-	info = pp_container_meta_lookup(m, id_a, 100);
+	info = pp_container_meta_lookup(m, id_a, 100, 0);
 	CHECK_EQ_U64(pods.calls, calls);
 
 	/* Metadata arrives: the cached container picks it up on its next lookup. */
 	pods.known = 1;
 	pods.generation++;
-	info = pp_container_meta_lookup(m, id_a, 100);
+	info = pp_container_meta_lookup(m, id_a, 100, 0);
 	CHECK_STR(info->pod_name, "checkout-7d9f8b6c5-x2x4q");
 	CHECK_STR(info->service_name, "checkout-svc");
 
 	/* An id that is no cgroup: answered "no container", counted, asked again on a hit. */
-	info = pp_container_meta_lookup(m, 0x7fffffffffull, 103);
+	info = pp_container_meta_lookup(m, 0x7fffffffffull, 103, 0);
 	CHECK_STR(info->ref.id, "");
-	pp_container_meta_lookup(m, 0x7fffffffffull, 103);
+	pp_container_meta_lookup(m, 0x7fffffffffull, 103, 0);
 	pp_container_meta_get_stats(m, &st);
 	CHECK_EQ_U64(st.unresolved, 2);
 	CHECK_EQ_U64(st.per_process, 0);
@@ -191,10 +191,10 @@ TEST(cgroup_tree_lookup_and_late_metadata)
 	 * (walks are at most one a second) and no longer "no container" once found. */
 	uint64_t id_new = mkdirs("docker/" CID_B);
 	REQUIRE(id_new != 0);
-	info = pp_container_meta_lookup(m, id_new, 104);
+	info = pp_container_meta_lookup(m, id_new, 104, 0);
 	if (info->ref.id[0] == '\0') {
 		usleep(1100 * 1000);
-		info = pp_container_meta_lookup(m, id_new, 104);
+		info = pp_container_meta_lookup(m, id_new, 104, 0);
 	}
 	CHECK_STR(info->ref.id, CID_B);
 	CHECK_EQ_U64(info->ref.runtime, PP_RUNTIME_DOCKER);
@@ -217,11 +217,11 @@ TEST(bound_evicts_least_recent)
 	REQUIRE(m != NULL);
 	for (int round = 0; round < 2; round++)
 		for (int i = 0; i < 3; i++)
-			pp_container_meta_lookup(m, ids[i], 1);
+			pp_container_meta_lookup(m, ids[i], 1, 0);
 	pp_container_meta_get_stats(m, &st);
 	CHECK_EQ_U64(st.entries, 2);
 	CHECK_EQ_U64(st.evictions, 4); /* every lookup after the second missed */
-	CHECK_STR(pp_container_meta_lookup(m, ids[1], 1)->ref.id, CID_B);
+	CHECK_STR(pp_container_meta_lookup(m, ids[1], 1, 0)->ref.id, CID_B);
 	pp_container_meta_free(m);
 	rm_tree();
 }
@@ -244,18 +244,19 @@ TEST(per_process_fake_proc)
 	o.proc_root = tree;
 	m = pp_container_meta_new(&o);
 	REQUIRE(m != NULL);
-	info = pp_container_meta_lookup(m, 1, 4242);
+	info = pp_container_meta_lookup(m, 1, 4242, 0);
 	CHECK_STR(info->ref.id, CID_B);
-	/* Rewritten file: the cached answer stays until the process is forgotten. */
+	/* Rewritten file (a reused pid): the cached answer stays for the old generation, the
+	 * new generation reads the file again. */
 	f = fopen(path, "w");
 	REQUIRE(f != NULL);
 	fputs("0::/system.slice/cron.service\n", f);
 	fclose(f);
-	CHECK_STR(pp_container_meta_lookup(m, 1, 4242)->ref.id, CID_B);
-	pp_container_meta_forget_pid(m, 4242);
-	CHECK_STR(pp_container_meta_lookup(m, 1, 4242)->ref.id, "");
+	CHECK_STR(pp_container_meta_lookup(m, 1, 4242, 0)->ref.id, CID_B);
+	CHECK_STR(pp_container_meta_lookup(m, 1, 4242, 1)->ref.id, "");
+	CHECK_STR(pp_container_meta_lookup(m, 1, 4242, 0)->ref.id, CID_B);
 	/* A process that is gone: no container, no crash. */
-	CHECK_STR(pp_container_meta_lookup(m, 1, 999999)->ref.id, "");
+	CHECK_STR(pp_container_meta_lookup(m, 1, 999999, 0)->ref.id, "");
 	pp_container_meta_free(m);
 	rm_tree();
 }

@@ -1088,6 +1088,138 @@ TEST(memory_profile_has_a_latency_twin)
 	req_free(r);
 }
 
+static const PROF(ResourceProfiles) * res_by_container(const REQ *r, const char *id)
+{
+	for (size_t i = 0; i < r->n_resource_profiles; i++) {
+		const char *v = res_str(r->resource_profiles[i], "container.id");
+
+		if (v && strcmp(v, id) == 0)
+			return r->resource_profiles[i];
+	}
+	return NULL;
+}
+
+/* Samples of rp's first profile whose process.pid sample attribute is pid. */
+static size_t samples_of_pid(const REQ *r, const PROF(ResourceProfiles) * rp, int64_t pid)
+{
+	const PROF(Profile) *pr = rp->scope_profiles[0]->profiles[0];
+	size_t n = 0;
+
+	for (size_t i = 0; i < pr->n_samples; i++) {
+		const PROF(KeyValueAndUnit) *a =
+		    find_attr(r->dictionary, pr->samples[i]->attribute_indices,
+			      pr->samples[i]->n_attribute_indices, "process.pid");
+
+		if (a && a->value->value_case == VALUE_CASE(INT_VALUE) &&
+		    a->value->int_value == pid)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * Two processes in one container, a second container in another profile, a host process:
+ * one ResourceProfiles per container holding both its processes (process.pid and
+ * process.executable.name on the samples), the container's own service.name before the
+ * configured one, the same container in two profiles under one resource; the host process
+ * keeps its per-process resource.
+ */
+TEST(one_resource_per_container)
+{
+	struct pp_profile_desc dc = {.event = "cpu-clock",
+				     .value_type = "cpu",
+				     .value_unit = "nanoseconds",
+				     .period = 1000000,
+				     .start_unix_ns = T0,
+				     .duration_ns = 1000000000};
+	struct pp_profile_desc dy = dc;
+	struct pp_label ctr_a[] = {{"container.id", "aaaa"},
+				   {"container.runtime", "containerd"},
+				   {"k8s.pod.name", "checkout-1"},
+				   {"service.name", "checkout"}};
+	struct pp_label ctr_b[] = {{"container.id", "bbbb"}, {"k8s.pod.uid", "u-1"}};
+	struct pp_otlp_resource res = {.service_name = "node-agent", .host_name = "n1"};
+	struct pp_profile *p1, *p2;
+	const struct pp_profile *profs[2];
+	const PROF(ResourceProfiles) * ra, *rb;
+	uint32_t f, ra_id, rb_id, rb2_id;
+	REQ *r;
+
+	dy.event = dy.value_type = "cycles";
+	dy.value_unit = "count";
+	p1 = pp_profile_new(&dc);
+	p2 = pp_profile_new(&dy);
+	REQUIRE(p1 && p2);
+	f = loc(p1, 0, 0xffffffff81000000ull, "schedule", PP_FRAME_KERNEL);
+	ra_id = pp_profile_intern_resource(p1, ctr_a, 4);
+	rb_id = pp_profile_intern_resource(p1, ctr_b, 2);
+	CHECK(ra_id == 1 && rb_id == 2);
+	CHECK_EQ_U64(pp_profile_intern_resource(p1, ctr_a, 4), ra_id);
+	{
+		struct pp_sample_info s = {.locations = &f,
+					   .nlocations = 1,
+					   .pid = 10,
+					   .tid = 10,
+					   .thread_name = "java",
+					   .process_name = "java",
+					   .count = 5,
+					   .value = 5000000,
+					   .resource_id = ra_id};
+
+		REQUIRE(pp_profile_add_sample(p1, &s) == 0);
+		s.pid = s.tid = 11;
+		s.process_name = s.thread_name = "envoy";
+		s.count = 2;
+		REQUIRE(pp_profile_add_sample(p1, &s) == 0);
+		s.pid = s.tid = 12;
+		s.process_name = s.thread_name = "redis";
+		s.resource_id = rb_id;
+		REQUIRE(pp_profile_add_sample(p1, &s) == 0);
+		s.pid = s.tid = 13;
+		s.process_name = s.thread_name = "sshd";
+		s.resource_id = 0;
+		REQUIRE(pp_profile_add_sample(p1, &s) == 0);
+		s.resource_id = 9; /* unknown id */
+		CHECK_EQ_U64(pp_profile_add_sample(p1, &s), (uint64_t)-EINVAL);
+
+		f = loc(p2, 0, 0xffffffff81000000ull, "schedule", PP_FRAME_KERNEL);
+		s.locations = &f;
+		rb2_id = pp_profile_intern_resource(p2, ctr_b, 2);
+		s.pid = s.tid = 12;
+		s.process_name = s.thread_name = "redis";
+		s.resource_id = rb2_id;
+		REQUIRE(pp_profile_add_sample(p2, &s) == 0);
+	}
+	profs[0] = p1;
+	profs[1] = p2;
+	r = encode(profs, 2, &res);
+	REQUIRE(r);
+	CHECK(check_rules(r) == 0);
+	CHECK_EQ_U64(r->n_resource_profiles, 3); /* container a, container b, sshd */
+	ra = res_by_container(r, "aaaa");
+	rb = res_by_container(r, "bbbb");
+	REQUIRE(ra && rb);
+	CHECK_STR(res_str(ra, "service.name"), "checkout");
+	CHECK_STR(res_str(ra, "container.runtime"), "containerd");
+	CHECK_STR(res_str(ra, "k8s.pod.name"), "checkout-1");
+	CHECK_STR(res_str(ra, "host.name"), "n1");
+	CHECK(res_attr(ra, "process.pid") == NULL);
+	CHECK_EQ_U64(ra->scope_profiles[0]->n_profiles, 1);
+	CHECK_EQ_U64(samples_of_pid(r, ra, 10), 1);
+	CHECK_EQ_U64(samples_of_pid(r, ra, 11), 1);
+	CHECK_EQ_U64(samples_of_pid(r, ra, 12), 0);
+	/* No service.name of its own: the configured one. */
+	CHECK_STR(res_str(rb, "service.name"), "node-agent");
+	CHECK_STR(res_str(rb, "k8s.pod.uid"), "u-1");
+	CHECK_EQ_U64(rb->scope_profiles[0]->n_profiles, 2); /* cpu-clock and cycles */
+	CHECK_EQ_U64(samples_of_pid(r, rb, 12), 1);
+	REQUIRE(res_by_pid(r, 13));
+	CHECK(res_attr(res_by_pid(r, 13), "container.id") == NULL);
+	req_free(r);
+	pp_profile_free(p1);
+	pp_profile_free(p2);
+}
+
 TEST_LIST = {
     {"known_profiles_follow_rules", known_profiles_follow_rules},
     {"profile_types_values_and_times", profile_types_values_and_times},
@@ -1099,5 +1231,6 @@ TEST_LIST = {
     {"parsed_attributes_reach_the_request", parsed_attributes_reach_the_request},
     {"cpu_logical_number", cpu_logical_number},
     {"memory_profile_has_a_latency_twin", memory_profile_has_a_latency_twin},
+    {"one_resource_per_container", one_resource_per_container},
 };
 TEST_MAIN()

@@ -484,11 +484,50 @@ TEST(write_file_errors)
 	pp_profile_free(p);
 }
 
+/* A sample's container and pod arrive as string labels (pprof has no resources). */
+TEST(resource_labels)
+{
+	struct pp_profile_desc d = {.event = "cpu-clock", .period = 1000000};
+	struct pp_profile *p = pp_profile_new(&d);
+	struct pp_label res[] = {{"container.id", "abcd"}, {"k8s.namespace.name", "shop"}};
+	struct pp_location_info l = {.address = 0x1000, .function = "f", .kind = PP_FRAME_KERNEL};
+	uint32_t loc_id;
+	Profile *pr;
+
+	REQUIRE(p);
+	loc_id = pp_profile_intern_location(p, &l);
+	struct pp_sample_info s = {.locations = &loc_id,
+				   .nlocations = 1,
+				   .pid = 7,
+				   .tid = 7,
+				   .thread_name = "t",
+				   .process_name = "app",
+				   .count = 3,
+				   .value = 3000000,
+				   .resource_id = pp_profile_intern_resource(p, res, 2)};
+	REQUIRE(s.resource_id == 1);
+	REQUIRE(pp_profile_add_sample(p, &s) == 0);
+	s.resource_id = 0; /* the same stack outside the container: a sample of its own */
+	REQUIRE(pp_profile_add_sample(p, &s) == 0);
+	pr = encode_decode(p);
+	REQUIRE(pr);
+	CHECK_EQ_U64(check_structure(pr), 0);
+	REQUIRE(pr->n_sample == 2);
+	REQUIRE(label(pr, pr->sample[0], "container.id"));
+	CHECK_STR(str(pr, label(pr, pr->sample[0], "container.id")->str), "abcd");
+	CHECK_STR(str(pr, label(pr, pr->sample[0], "k8s.namespace.name")->str), "shop");
+	CHECK(label(pr, pr->sample[1], "container.id") == NULL);
+	CHECK(label(pr, pr->sample[1], "pid") != NULL);
+	perftools__profiles__profile__free_unpacked(pr, NULL);
+	pp_profile_free(p);
+}
+
 TEST_LIST = {
     {"encode_known", encode_known},
     {"encode_empty", encode_empty},
     {"kernel_mapping_given", kernel_mapping_given},
     {"write_file_gzip", write_file_gzip},
     {"write_file_errors", write_file_errors},
+    {"resource_labels", resource_labels},
 };
 TEST_MAIN()

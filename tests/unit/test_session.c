@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -934,7 +935,100 @@ TEST(per_cpu_samples_keep_their_cpu)
 	}
 }
 
+/*
+ * Container attribution, direct and through the raw-stack table: samples of one stack in two
+ * container cgroups (a directory tree laid out as a kubelet lays them out stands in for the
+ * cgroup2 mount: ids are inode numbers) and on the host become three samples, the first two
+ * with resources naming their container, runtime and pod.
+ */
+static void container_attribution(size_t raw_entries)
+{
+	static const char cid_a[] =
+	    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	static const char cid_b[] =
+	    "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+	char root[128], a[512], b[512], cmd[1200];
+	struct pp_session_opts opts = {.raw_stack_entries = raw_entries};
+	struct pp_container_meta_opts co = {.max_entries = 64};
+	struct pp_session_stats st;
+	struct sess_fixture f;
+	struct stat sa, sb;
+	struct rec r;
+	uint64_t uf[2] = {FN_ADDR(sess_leaf_beta) + 4, FN_ADDR(sess_root_delta) + 8};
+
+	snprintf(root, sizeof(root), "/tmp/pp_test_sess_cg_%d", (int)getpid());
+	snprintf(a, sizeof(a),
+		 "%s/kubepods.slice/kubepods-besteffort.slice/"
+		 "kubepods-besteffort-pod11111111_2222_4333_8444_555555555555.slice/"
+		 "cri-containerd-%s.scope",
+		 root, cid_a);
+	snprintf(b, sizeof(b), "%s/system.slice/docker-%s.scope", root, cid_b);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s' '%s'", a, b);
+	REQUIRE(system(cmd) == 0 && stat(a, &sa) == 0 && stat(b, &sb) == 0);
+	co.cgroup2_root = root;
+	opts.containers = pp_container_meta_new(&co);
+	REQUIRE(opts.containers);
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+
+	for (int i = 0; i < 3; i++) {
+		make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 2);
+		r.d.sample.cgroup_id = sa.st_ino;
+		CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	}
+	make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 2);
+	r.d.sample.cgroup_id = sb.st_ino;
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 2);
+	r.d.sample.cgroup_id = 1; /* the root cgroup: no container */
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	CHECK(pp_session_flush(f.s) == 0);
+
+	REQUIRE(pp_profile_sample_count(f.prof) == 3);
+	CHECK_EQ_U64(pp_profile_resource_count(f.prof), 2);
+	for (size_t i = 0; i < 3; i++) {
+		const struct pp_sample_info *si = pp_profile_get_sample(f.prof, i);
+		uint32_t n = 0;
+		const struct pp_label *l = pp_profile_get_resource(f.prof, si->resource_id, &n);
+
+		if (!si->resource_id) {
+			CHECK_EQ_U64(si->count, 1);
+			continue;
+		}
+		REQUIRE(l && n >= 2);
+		CHECK_STR(l[0].key, "container.id");
+		if (!strcmp(l[0].value, cid_a)) {
+			CHECK_EQ_U64(si->count, 3);
+			REQUIRE(n == 3);
+			CHECK_STR(l[1].value, "containerd");
+			CHECK_STR(l[2].key, "k8s.pod.uid");
+			CHECK_STR(l[2].value, "11111111-2222-4333-8444-555555555555");
+		} else {
+			CHECK_STR(l[0].value, cid_b);
+			CHECK_STR(l[1].value, "docker");
+			CHECK_EQ_U64(si->count, 1);
+		}
+	}
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.container_samples, 4);
+	fixture_fini(&f);
+	pp_container_meta_free(opts.containers);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	CHECK(system(cmd) == 0);
+}
+
+TEST(containers_become_resources)
+{
+	container_attribution(0);
+}
+
+TEST(containers_become_resources_raw_table)
+{
+	container_attribution(1024);
+}
+
 TEST_LIST = {
+    {"containers_become_resources", containers_become_resources},
+    {"containers_become_resources_raw_table", containers_become_resources_raw_table},
     {"user_stack_resolves_leaf_first", user_stack_resolves_leaf_first},
     {"return_address_resolves_to_caller", return_address_resolves_to_caller},
     {"identical_stacks_aggregate_tids_stay_apart", identical_stacks_aggregate_tids_stay_apart},

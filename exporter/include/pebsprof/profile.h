@@ -85,7 +85,17 @@ struct pp_sample_info {
 	uint32_t cpu;
 	/* Memory events: sum of the aggregated samples' load latencies in cycles (0: unknown). */
 	uint64_t latency;
+	/*
+	 * Where the samples ran, when that is more than a process: a resource id from
+	 * pp_profile_intern_resource() (a container and its pod), 0 for none. Part of the
+	 * aggregation key. OTLP gives each resource its own ResourceProfiles; pprof turns its
+	 * attributes into sample labels.
+	 */
+	uint32_t resource_id;
 };
+
+/* Most attributes one resource may have. */
+#define PP_RESOURCE_MAX_ATTRS 16
 
 struct pp_profile;
 
@@ -105,10 +115,22 @@ uint32_t pp_profile_intern_mapping(struct pp_profile *p, const struct pp_mapping
 uint32_t pp_profile_intern_location(struct pp_profile *p, const struct pp_location_info *loc);
 
 /*
+ * Interns a resource: an ordered list of attributes (e.g. container.id, k8s.pod.name), keys
+ * unique. The same list returns the same id. Returns the 1-based id, or 0 with errno set
+ * (EINVAL: no attributes, too many, a NULL key or value; ENOMEM).
+ */
+uint32_t pp_profile_intern_resource(struct pp_profile *p, const struct pp_label *attrs,
+				    uint32_t nattrs);
+size_t pp_profile_resource_count(const struct pp_profile *p);
+/* The attributes of resource id (1-based); NULL for an unknown id. */
+const struct pp_label *pp_profile_get_resource(const struct pp_profile *p, uint32_t id,
+					       uint32_t *nattrs);
+
+/*
  * Adds count samples with the given summed value (and latency). Samples with identical
- * locations, pid, tid, thread name, process name, labels and cpu are aggregated into one. Returns 0
- * or -errno
- * (-EINVAL for an unknown location id or too many labels, -ENOMEM).
+ * locations, pid, tid, thread name, process name, labels, cpu and resource are aggregated
+ * into one. Returns 0 or -errno (-EINVAL for an unknown location or resource id or too many
+ * labels, -ENOMEM).
  */
 int pp_profile_add_sample(struct pp_profile *p, const struct pp_sample_info *s);
 
