@@ -10,7 +10,7 @@ packages=(
 	protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev
 	# tests: independent decoders, the peer profiler, sanitizer runtimes, formatting
 	protobuf-compiler python3 python3-protobuf golang-go linux-perf libclang-rt-14-dev
-	clang-format util-linux bsdutils procps time
+	clang-format util-linux bsdutils procps time openssl
 	# deploy tests: YAML lint, the chart renderer's Go sources, the image's CA bundle
 	yamllint golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev ca-certificates
 )
