@@ -2,7 +2,8 @@
  * `pebsprof run`: the node agent. Samples continuously, closes a profile at every aligned
  * window boundary, and ships it: OTLP or Pyroscope over HTTP through the exporter's bounded
  * queue (a sender thread does the network I/O, so sampling never waits on it), or, without an
- * endpoint, as OTLP and pprof files in a local directory bounded by count.
+ * endpoint, as OTLP and pprof files in a local directory bounded by count. With --listen it
+ * also serves /healthz and /metrics (health.c) from a snapshot taken once per poll tick.
  */
 #define _GNU_SOURCE /* asprintf */
 #include "cmd_run.h"
@@ -27,6 +28,7 @@
 
 #include "cli_util.h"
 #include "config.h"
+#include "health.h"
 #include "log.h"
 #include "sampler.h"
 #include "session.h"
@@ -67,6 +69,14 @@ struct agent {
 	struct pp_profile *pending;
 	uint64_t pending_due_ns;
 	uint64_t rng;
+	/* Health endpoint (--listen); the counters below feed its snapshot. */
+	struct pp_health_server *health;
+	uint64_t windows_closed;
+	atomic_uint_fast64_t export_failures;	/* see health.h, rule "export" */
+	atomic_uint_fast32_t failures_in_a_row; /* reset by a delivery or a written window */
+	uint64_t health_tick_ns;		/* monotonic time of the last snapshot */
+	uint64_t progress_ns, seen_kernel;	/* kernel-side progress: when, and the count then */
+	uint64_t failing_since_ns, seen_sent, seen_failed;
 };
 
 static void transport_log(void *ctx, enum pp_transport_log_level level, const char *msg)
@@ -106,6 +116,8 @@ static void resend_halves(struct agent *ag, const struct pp_send_result *res)
 	free(res->body);
 	if (ret) {
 		atomic_fetch_add(&ag->split_dropped, 1);
+		atomic_fetch_add(&ag->export_failures, 1);
+		atomic_fetch_add(&ag->failures_in_a_row, 1);
 		if (ret == -EPROTOTYPE)
 			pp_warn("window %llu dropped: %s answered HTTP 413 (too large) and a pprof "
 				"body cannot be split",
@@ -146,6 +158,12 @@ static void transport_result(void *ctx, const struct pp_send_result *res)
 	}
 	failing = res->outcome != PP_SEND_DELIVERED;
 	was = atomic_exchange(&ag->export_failing, failing);
+	if (failing) {
+		atomic_fetch_add(&ag->export_failures, 1);
+		atomic_fetch_add(&ag->failures_in_a_row, 1);
+	} else {
+		atomic_store(&ag->failures_in_a_row, 0);
+	}
 
 	if (failing && !was)
 		pp_warn(
@@ -344,6 +362,12 @@ static int export_window(struct agent *ag, const struct pp_profile *p)
 				 strerror(-ret));
 		prune_files(ag->cfg.output_dir, ".otlp.pb", ag->cfg.keep);
 		prune_files(ag->cfg.output_dir, ".pb.gz", ag->cfg.keep);
+		if (ret) {
+			atomic_fetch_add(&ag->export_failures, 1);
+			atomic_fetch_add(&ag->failures_in_a_row, 1);
+		} else {
+			atomic_store(&ag->failures_in_a_row, 0);
+		}
 		return ret;
 	}
 	if (ag->cfg.exporter == PP_EXPORTER_PYROSCOPE) {
@@ -363,9 +387,12 @@ static int export_window(struct agent *ag, const struct pp_profile *p)
 		if (!ret)
 			ret = pp_transport_push(ag->transport, body, len, &meta);
 	}
-	if (ret)
+	if (ret) {
+		atomic_fetch_add(&ag->export_failures, 1);
+		atomic_fetch_add(&ag->failures_in_a_row, 1);
 		pp_warn("window %llu not queued for export: %s", (unsigned long long)ag->window_seq,
 			strerror(-ret));
+	}
 	return ret;
 }
 
@@ -473,8 +500,95 @@ static void print_summary(struct agent *ag)
 	}
 }
 
+/*
+ * Once per poll tick (at most every POLL_INTERVAL_MS): the counters the endpoint serves and
+ * the times its rules look at, handed over in one copy.
+ */
+static void health_tick(struct agent *ag, int stopping)
+{
+	struct pp_health_snapshot snap = {.process_cache_entries = -1, .symbol_cache_files = -1};
+	struct pp_session_stats ss;
+	uint64_t now = pp_clock_ns(CLOCK_MONOTONIC), kernel;
+
+	if (!ag->health || (!stopping && now - ag->health_tick_ns < POLL_INTERVAL_MS * 1000000ull))
+		return;
+	ag->health_tick_ns = now;
+	pp_session_get_stats(ag->session, &ss);
+	pp_shim_read_counters(ag->smp.shim, snap.shim);
+	/* Progress: the BPF program ran, or records came out of the ring buffer. */
+	kernel = snap.shim[PP_CNT_SAMPLES] + ss.decode.samples + ss.decode.tasks;
+	if (kernel != ag->seen_kernel || !ag->progress_ns) {
+		ag->seen_kernel = kernel;
+		ag->progress_ns = now;
+	}
+	snap.updated_ns = now;
+	snap.progress_ns = ag->progress_ns;
+	snap.stopping = stopping;
+	snap.samples = ss.samples;
+	snap.decode = ss.decode;
+	snap.samples_no_process = ss.samples_no_process;
+	snap.add_errors = ss.add_errors;
+	snap.frames = ss.frames;
+	snap.frames_unmapped = ss.frames_unmapped;
+	snap.frames_no_symbol = ss.frames_no_symbol;
+	snap.frames_no_file = ss.frames_no_file;
+	snap.windows_closed = ag->windows_closed;
+	snap.windows_exported = ag->window_seq;
+	snap.export_failures = atomic_load(&ag->export_failures);
+	snap.failures_in_a_row = (uint32_t)atomic_load(&ag->failures_in_a_row);
+	if (ag->transport) {
+		const struct pp_transport_stats *t = &snap.transport;
+		uint64_t failed;
+		int sent;
+
+		pp_transport_stats(ag->transport, &snap.transport);
+		snap.has_transport = 1;
+		snap.split_resent = atomic_load(&ag->split_resent);
+		snap.split_dropped = atomic_load(&ag->split_dropped);
+		/*
+		 * Uploads are failing from the first failed attempt (a retry scheduled, or a
+		 * drop) until a delivery; when both happened since the last tick, the last
+		 * resolved request decides.
+		 */
+		failed = t->retried + t->dropped_4xx + t->dropped_5xx + t->dropped_give_up +
+			 t->dropped_other;
+		sent = t->sent != ag->seen_sent;
+		if (sent && (failed == ag->seen_failed || !atomic_load(&ag->export_failing)))
+			ag->failing_since_ns = 0;
+		else if (failed != ag->seen_failed && !ag->failing_since_ns)
+			ag->failing_since_ns = now;
+		ag->seen_sent = t->sent;
+		ag->seen_failed = failed;
+		snap.export_failing_since_ns = ag->failing_since_ns;
+	}
+	pp_health_server_update(ag->health, &snap);
+}
+
+/* The listener starts before sampling, so a bad address or a busy port fails at once. */
+static int start_health(struct agent *ag, char *err, size_t errlen)
+{
+	struct pp_transport_config tc;
+	struct pp_health_limits lim = {
+	    .stall_ns = ag->cfg.stall_timeout_ns,
+	    .failed_windows = PP_HEALTH_FAILED_WINDOWS,
+	};
+
+	if (!ag->cfg.listen[0])
+		return 0;
+	pp_transport_config_init(&tc); /* the retry budget setup_export leaves as it is */
+	if (ag->cfg.exporter != PP_EXPORTER_FILE && tc.max_elapsed_ms)
+		lim.export_fail_ns = tc.max_elapsed_ms * 1000000ull + ag->cfg.interval_ns;
+	ag->health = pp_health_server_new(ag->cfg.listen, &lim, err, errlen);
+	if (!ag->health)
+		return -errno;
+	pp_info("serving /healthz and /metrics on %s (port %u)", ag->cfg.listen,
+		(unsigned)pp_health_server_port(ag->health));
+	return 0;
+}
+
 static void agent_fini(struct agent *ag)
 {
+	pp_health_server_free(ag->health);
 	if (ag->sender_running) {
 		atomic_store(&ag->sender_stop, 1);
 		pp_transport_wake(ag->transport);
@@ -561,12 +675,6 @@ int pp_cmd_run(int argc, char **argv)
 		pp_run_config_fini(&ag.cfg);
 		return PP_EXIT_OK;
 	}
-	if (ag.cfg.listen[0]) {
-		fprintf(stderr, "pebsprof run: listen: the health and metrics endpoint is not part "
-				"of this build yet; leave listen empty\n");
-		pp_run_config_fini(&ag.cfg);
-		return PP_EXIT_USAGE;
-	}
 	if (ag.cfg.k8s_source == PP_K8S_APISERVER || ag.cfg.k8s_source == PP_K8S_KUBELET) {
 		fprintf(stderr, "pebsprof run: k8s-source: pod metadata is not part of this build "
 				"yet; use auto or none\n");
@@ -584,6 +692,12 @@ int pp_cmd_run(int argc, char **argv)
 		return PP_EXIT_RUNTIME;
 	}
 
+	ret = start_health(&ag, err, sizeof(err));
+	if (ret) {
+		pp_error("%s", err);
+		status = ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME; /* bad address: 2 */
+		goto out;
+	}
 	status = start_sampling(&ag);
 	if (status != PP_EXIT_OK)
 		goto out;
@@ -612,6 +726,7 @@ int pp_cmd_run(int argc, char **argv)
 			status = PP_EXIT_RUNTIME;
 			goto out;
 		}
+		health_tick(&ag, 0);
 		now = pp_clock_ns(CLOCK_REALTIME);
 		if (ag.pending && now >= ag.pending_due_ns)
 			export_pending(&ag);
@@ -622,6 +737,7 @@ int pp_cmd_run(int argc, char **argv)
 			uint64_t start = pp_profile_get_desc(closing)->start_unix_ns;
 
 			ag.profile = NULL;
+			ag.windows_closed++;
 			pp_profile_set_window(closing, start, window_end - start);
 			/* new_window flushes the session into `closing` before switching. */
 			if (new_window(&ag, window_end)) {
@@ -645,6 +761,7 @@ int pp_cmd_run(int argc, char **argv)
 	}
 
 	/* SIGTERM/SIGINT: close the partial window, ship it and the queue, exit 0. */
+	health_tick(&ag, 1);
 	pp_shim_detach_all(ag.smp.shim);
 	while (pp_shim_poll(ag.smp.shim, 0, pp_session_record_cb, ag.session) > 0)
 		;

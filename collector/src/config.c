@@ -21,6 +21,7 @@
 
 #include "cli_util.h"
 #include "events.h"
+#include "health.h"
 
 enum opt_type {
 	T_STR,	  /* any text */
@@ -63,6 +64,7 @@ struct option_def {
 #define MAX_KV_ITEMS 64
 #define MAX_VALUE_LEN 4096
 #define ECHO_LEN 80 /* how much of a bad value a message repeats */
+#define DEFAULT_STALL_NS (30 * NS_PER_S)
 
 static const char *const exporter_names[] = {"otlp", "pyroscope", "file", NULL};
 static const char *const k8s_names[] = {"auto", "apiserver", "kubelet", "none", NULL};
@@ -226,8 +228,17 @@ static const struct option_def table[PP_CFG_NKEYS] = {
 		       .offset = OFF(listen),
 		       .def = "",
 		       .metavar = "ADDR:PORT",
-		       .help = "metrics and health listener, e.g. :9090 (empty: off;\n"
-			       "not available in this version yet)"},
+		       .help = "serve /healthz and /metrics over HTTP here, e.g. :9090\n"
+			       "(every interface), 127.0.0.1:9090 or [::1]:9090 (empty: off)"},
+    [PP_CFG_STALL_TIMEOUT] = {.name = "stall-timeout",
+			      .env = "PEBSPROF_STALL_TIMEOUT",
+			      .type = T_SECS,
+			      .offset = OFF(stall_timeout_ns),
+			      .min = NS_PER_S,
+			      .max = 86400 * NS_PER_S,
+			      .metavar = "SECONDS",
+			      .help = "/healthz fails when sampling made no progress this long\n"
+				      "(default: two windows, at least 30)"},
     [PP_CFG_K8S_SOURCE] = {.name = "k8s-source",
 			   .env = "PEBSPROF_K8S_SOURCE",
 			   .type = T_ENUM,
@@ -1219,6 +1230,9 @@ int pp_run_config_finish(struct pp_run_config *c, struct pp_config_errors *errs)
 			c->freq_hz = 0;
 		}
 	}
+	if (c->origin[PP_CFG_STALL_TIMEOUT].src == PP_SRC_DEFAULT)
+		c->stall_timeout_ns =
+		    c->interval_ns * 2 > DEFAULT_STALL_NS ? c->interval_ns * 2 : DEFAULT_STALL_NS;
 	if (c->origin[PP_CFG_EXPORTER].src == PP_SRC_DEFAULT) {
 		c->exporter = c->endpoint[0] ? PP_EXPORTER_OTLP : PP_EXPORTER_FILE;
 	} else if (c->exporter != PP_EXPORTER_FILE && !c->endpoint[0]) {
@@ -1526,5 +1540,6 @@ void pp_run_config_usage(FILE *f)
 		"\n"
 		"Precedence: defaults < config file < environment < flags. The config file has\n"
 		"`key = value` lines keyed by the long flags' names, `#` comments, and optional\n"
-		"quotes around values. --dry-run shows each value and where it came from.\n");
+		"quotes around values. --dry-run shows each value and where it came from.\n"
+		"\n" PP_HEALTH_USAGE);
 }

@@ -36,6 +36,7 @@ enum pp_config_key {
 	PP_CFG_PROC_ROOT,
 	PP_CFG_SYSFS_ROOT,
 	PP_CFG_LISTEN,
+	PP_CFG_STALL_TIMEOUT,
 	PP_CFG_K8S_SOURCE,
 	PP_CFG_VERBOSE,
 	PP_CFG_CONFIG,	/* flag and env only */
@@ -103,6 +104,9 @@ struct pp_run_config {
 	char *proc_root;
 	char *sysfs_root;
 	char *listen; /* ADDR:PORT of the metrics/health listener; "" = off */
+	/* /healthz: sampling counts as stopped after this long without progress; by default
+	 * two windows, at least 30 s (set by pp_run_config_finish) */
+	uint64_t stall_timeout_ns;
 	enum pp_k8s_source k8s_source;
 	int verbose;
 	char *config; /* the config file read; "" = none */

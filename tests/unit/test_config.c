@@ -137,6 +137,7 @@ TEST(defaults)
 	CHECK_STR(c.proc_root, "/proc");
 	CHECK_STR(c.sysfs_root, "/sys");
 	CHECK_STR(c.listen, "");
+	CHECK_EQ_U64(c.stall_timeout_ns, 30000000000ull); /* two 10 s windows < 30 s */
 	CHECK(c.k8s_source == PP_K8S_AUTO);
 	CHECK_EQ_U64(c.verbose, 0);
 	CHECK_STR(c.config, "");
@@ -180,6 +181,7 @@ static const struct layers rows[] = {
     {"sysfs-root", "/s1", "/s2", "/s3", "/s1", "/s2", "/s3", NULL},
     {"listen", ":9090", "127.0.0.1:9091", "[::1]:9092", ":9090", "127.0.0.1:9091", "[::1]:9092",
      NULL},
+    {"stall-timeout", "5", "2.5", "600", "5", "2.5", "600", NULL},
     {"k8s-source", "apiserver", "kubelet", "none", "apiserver", "kubelet", "none", NULL},
     {"verbose", "yes", "on", NULL, "true", "true", "true", NULL},
 };
@@ -1025,7 +1027,30 @@ TEST(help_is_generated_from_the_table)
 	CHECK(strstr(u, "OTEL_EXPORTER_OTLP_ENDPOINT") != NULL);
 	CHECK(strstr(u, "default 64MiB; env PEBSPROF_QUEUE_BYTES\n") != NULL);
 	CHECK(strstr(u, "  -e, --event EVENT") != NULL);
+	/* the health rules are documented where the flags are */
+	CHECK(strstr(u, "GET /healthz") != NULL);
+	CHECK(strstr(u, "stall-timeout") != NULL);
 	free(u);
+}
+
+/* The stall timeout follows the window unless set; a set value is kept as given. */
+TEST(stall_timeout_default_follows_the_interval)
+{
+	struct pp_run_config c;
+	struct pp_config_errors e;
+	const char *long_window[] = {"--interval", "60", NULL};
+	const char *both[] = {"--interval", "60", "--stall-timeout", "5", NULL};
+	const char *too_small[] = {"--stall-timeout", "0.5", NULL};
+
+	REQUIRE(load(NULL, NULL, long_window, &c, &e) == 0);
+	CHECK_EQ_U64(c.stall_timeout_ns, 120000000000ull);
+	pp_run_config_fini(&c);
+	REQUIRE(load(NULL, NULL, both, &c, &e) == 0);
+	CHECK_EQ_U64(c.stall_timeout_ns, 5000000000ull);
+	pp_run_config_fini(&c);
+	CHECK(load(NULL, NULL, too_small, &c, &e) == -EINVAL);
+	CHECK(e.n == 1 && strstr(e.msg[0], "stall-timeout") != NULL);
+	pp_run_config_fini(&c);
 }
 
 TEST(load_twice_reinitialises_getopt)
@@ -1069,6 +1094,7 @@ TEST_LIST = {
     {"listen_syntax", listen_syntax},
     {"kv_lists", kv_lists},
     {"help_is_generated_from_the_table", help_is_generated_from_the_table},
+    {"stall_timeout_default_follows_the_interval", stall_timeout_default_follows_the_interval},
     {"load_twice_reinitialises_getopt", load_twice_reinitialises_getopt},
 };
 

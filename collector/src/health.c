@@ -1,0 +1,889 @@
+/*
+ * The agent's health and metrics endpoint: request parsing, the health rules, the
+ * Prometheus text, and a poll-based HTTP/1.1 server thread answering from the last snapshot
+ * the run loop handed over. See health.h for what is served and when /healthz says 503.
+ */
+#define _GNU_SOURCE /* accept4, pipe2 */
+#include "health.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim_loader.h"
+
+#define NS_PER_S 1000000000ull
+#define NS_PER_MS 1000000ull
+#define MAX_METHOD_LEN 16
+
+/* ---- request parsing ---------------------------------------------------------------------- */
+
+static int is_tchar(unsigned char c)
+{
+	return c && (isalnum(c) || strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* Consumes a line end (CRLF or LF) at *i. */
+static int line_end(const char *buf, size_t len, size_t *i)
+{
+	if (*i == len)
+		return -EAGAIN;
+	if (buf[*i] == '\n') {
+		(*i)++;
+		return 0;
+	}
+	if (buf[*i] != '\r')
+		return -EBADMSG;
+	if (*i + 1 == len)
+		return -EAGAIN;
+	if (buf[*i + 1] != '\n')
+		return -EBADMSG;
+	*i += 2;
+	return 0;
+}
+
+/* The path of a request target: origin form as is, absolute form from its first '/'. */
+static int target_path(const char *t, size_t n, const char **path, size_t *plen)
+{
+	const char *q;
+	size_t skip = 0;
+
+	if (n >= 7 && !strncasecmp(t, "http://", 7))
+		skip = 7;
+	else if (n >= 8 && !strncasecmp(t, "https://", 8))
+		skip = 8;
+	if (skip) {
+		const char *slash = memchr(t + skip, '/', n - skip);
+
+		if (slash == t + skip)
+			return -EBADMSG; /* no authority */
+		if (!slash) {
+			*path = "/";
+			*plen = 1;
+			return 0;
+		}
+		n -= (size_t)(slash - t);
+		t = slash;
+	}
+	if (t[0] != '/')
+		return -EBADMSG;
+	q = memchr(t, '?', n);
+	*path = t;
+	*plen = q ? (size_t)(q - t) : n;
+	return 0;
+}
+
+int pp_http_parse_request(const char *buf, size_t len, struct pp_http_request *out)
+{
+	static const char version[] = "HTTP/1.";
+	size_t i = 0, m0, m1, t0, t1;
+	const char *path;
+	size_t plen;
+	int ret;
+
+	/* RFC 9112 2.2: empty lines before the request line are ignored. */
+	while (i < len && (buf[i] == '\r' || buf[i] == '\n'))
+		i++;
+	m0 = i;
+	while (i < len && is_tchar((unsigned char)buf[i]))
+		i++;
+	if (i - m0 > MAX_METHOD_LEN)
+		return -EBADMSG;
+	if (i == len)
+		return -EAGAIN;
+	if (buf[i] != ' ' || i == m0)
+		return -EBADMSG;
+	m1 = i;
+	t0 = ++i;
+	while (i < len && buf[i] > 0x20 && buf[i] < 0x7f)
+		i++;
+	if (i == len)
+		return -EAGAIN;
+	if (buf[i] != ' ' || i == t0)
+		return -EBADMSG;
+	t1 = i++;
+	if (target_path(buf + t0, t1 - t0, &path, &plen))
+		return -EBADMSG;
+	for (size_t k = 0; k < sizeof(version) - 1; k++, i++) {
+		if (i == len)
+			return -EAGAIN;
+		if (buf[i] != version[k])
+			return -EBADMSG;
+	}
+	if (i == len)
+		return -EAGAIN;
+	if (buf[i] != '0' && buf[i] != '1')
+		return -EBADMSG;
+	out->minor = buf[i++] - '0';
+	ret = line_end(buf, len, &i);
+	if (ret)
+		return ret;
+	/* Header lines up to the blank line; a line starting with space (obs-fold) is refused. */
+	for (;;) {
+		size_t n0;
+
+		if (i == len)
+			return -EAGAIN;
+		if (buf[i] == '\r' || buf[i] == '\n') {
+			ret = line_end(buf, len, &i);
+			if (ret)
+				return ret;
+			break;
+		}
+		n0 = i;
+		while (i < len && is_tchar((unsigned char)buf[i]))
+			i++;
+		if (i == len)
+			return -EAGAIN;
+		if (buf[i] != ':' || i == n0)
+			return -EBADMSG;
+		i++;
+		while (i < len && (buf[i] == ' ' || buf[i] == '\t' ||
+				   ((unsigned char)buf[i] > 0x20 && buf[i] != 0x7f)))
+			i++;
+		ret = line_end(buf, len, &i);
+		if (ret)
+			return ret;
+	}
+	if (m1 - m0 == 3 && !memcmp(buf + m0, "GET", 3))
+		out->method = PP_HTTP_GET;
+	else if (m1 - m0 == 4 && !memcmp(buf + m0, "HEAD", 4))
+		out->method = PP_HTTP_HEAD;
+	else
+		out->method = PP_HTTP_OTHER;
+	out->path = path;
+	out->path_len = plen;
+	out->header_len = i;
+	return 0;
+}
+
+/* ---- health rules ------------------------------------------------------------------------- */
+
+static double secs(uint64_t ns)
+{
+	return (double)ns / NS_PER_S;
+}
+
+enum pp_health_status pp_health_check(const struct pp_health_snapshot *s,
+				      const struct pp_health_limits *l, uint64_t now_ns,
+				      char *reason, size_t reason_len)
+{
+	char dummy[8];
+	uint64_t age;
+
+	if (!reason || !reason_len) {
+		reason = dummy;
+		reason_len = sizeof(dummy);
+	}
+	if (!s->updated_ns) {
+		snprintf(reason, reason_len, "starting: sampling is not attached yet");
+		return PP_HEALTH_STARTING;
+	}
+	if (s->stopping) {
+		snprintf(reason, reason_len, "stopping: shipping the last window before exit");
+		return PP_HEALTH_STOPPING;
+	}
+	age = now_ns > s->updated_ns ? now_ns - s->updated_ns : 0;
+	if (l->stall_ns && age > l->stall_ns) {
+		snprintf(reason, reason_len,
+			 "sampling stopped: the run loop has not ticked for %.1f s (limit %.1f s)",
+			 secs(age), secs(l->stall_ns));
+		return PP_HEALTH_LOOP_STALLED;
+	}
+	age = now_ns > s->progress_ns ? now_ns - s->progress_ns : 0;
+	if (l->stall_ns && age > l->stall_ns) {
+		snprintf(reason, reason_len,
+			 "sampling stopped: no samples from the kernel for %.1f s (limit %.1f s)",
+			 secs(age), secs(l->stall_ns));
+		return PP_HEALTH_NO_SAMPLES;
+	}
+	if (l->failed_windows && s->failures_in_a_row >= l->failed_windows) {
+		char last[48] = "";
+
+		if (s->has_transport && s->transport.last_status)
+			snprintf(last, sizeof(last), " (last HTTP status %ld)",
+				 s->transport.last_status);
+		else if (s->has_transport)
+			snprintf(last, sizeof(last), " (last attempt got no response)");
+		snprintf(reason, reason_len,
+			 "exports failing: the last %u exports in a row failed%s",
+			 s->failures_in_a_row, last);
+		return PP_HEALTH_EXPORT_FAILED_WINDOWS;
+	}
+	if (l->export_fail_ns && s->export_failing_since_ns) {
+		age = now_ns > s->export_failing_since_ns ? now_ns - s->export_failing_since_ns : 0;
+		if (age > l->export_fail_ns) {
+			snprintf(reason, reason_len,
+				 "exports failing: nothing delivered for %.0f s (limit %.0f s)",
+				 secs(age), secs(l->export_fail_ns));
+			return PP_HEALTH_EXPORT_FAILING;
+		}
+	}
+	snprintf(reason, reason_len, "ok");
+	return PP_HEALTH_OK;
+}
+
+/* ---- metrics ------------------------------------------------------------------------------ */
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void value(FILE *f, const char *name, uint64_t v)
+{
+	fprintf(f, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void labelled(FILE *f, const char *name, const char *label, const char *lv, uint64_t v)
+{
+	fprintf(f, "%s{%s=\"%s\"} %llu\n", name, label, lv, (unsigned long long)v);
+}
+
+/* Label values from outside our tables (the version) get the format's escapes. */
+static void escaped(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
+{
+	static const char *const lost = "pebsprof_lost_samples_total";
+	static const char *const unres = "pebsprof_frames_unresolved_total";
+
+	family(f, "pebsprof_samples_total", "counter", "Samples added to profiles.");
+	value(f, "pebsprof_samples_total", s->samples);
+	family(f, lost, "counter",
+	       "Samples lost before reaching a profile, by reason: in the kernel (ringbuf_full, "
+	       "scratch_miss), malformed ring-buffer records (record_*), refused by the profile "
+	       "(profile_refused).");
+	labelled(f, lost, "reason", "ringbuf_full", s->shim[PP_CNT_RB_FULL]);
+	labelled(f, lost, "reason", "scratch_miss", s->shim[PP_CNT_SCRATCH_MISS]);
+	labelled(f, lost, "reason", "record_too_short", s->decode.too_short);
+	labelled(f, lost, "reason", "record_bad_size", s->decode.bad_size);
+	labelled(f, lost, "reason", "record_bad_type", s->decode.bad_type);
+	labelled(f, lost, "reason", "record_bad_version", s->decode.bad_version);
+	labelled(f, lost, "reason", "record_bad_stack", s->decode.bad_stack);
+	labelled(f, lost, "reason", "profile_refused", s->add_errors);
+	family(f, "pebsprof_shim_events_total", "counter",
+	       "Counters of the BPF program, summed over CPUs.");
+	for (int c = 0; c < PP_CNT__MAX; c++)
+		labelled(f, "pebsprof_shim_events_total", "counter",
+			 pp_counter_name((enum pp_counter)c), s->shim[c]);
+	family(f, "pebsprof_samples_without_process_total", "counter",
+	       "Samples kept without process metadata (the process was gone).");
+	value(f, "pebsprof_samples_without_process_total", s->samples_no_process);
+	family(f, "pebsprof_frames_total", "counter", "Frames symbolized, cache hits included.");
+	value(f, "pebsprof_frames_total", s->frames);
+	family(f, unres, "counter", "Frames left without a symbol, by reason.");
+	labelled(f, unres, "reason", "unmapped", s->frames_unmapped);
+	labelled(f, unres, "reason", "no_symbol", s->frames_no_symbol);
+	labelled(f, unres, "reason", "no_file", s->frames_no_file);
+	if (s->process_cache_entries >= 0) {
+		family(f, "pebsprof_process_cache_entries", "gauge", "Processes in the cache.");
+		value(f, "pebsprof_process_cache_entries", (uint64_t)s->process_cache_entries);
+	}
+	if (s->symbol_cache_files >= 0) {
+		family(f, "pebsprof_symbol_cache_files", "gauge",
+		       "Files in the symbol cache, remembered failures included.");
+		value(f, "pebsprof_symbol_cache_files", (uint64_t)s->symbol_cache_files);
+	}
+}
+
+static void render_transport(FILE *f, const struct pp_health_snapshot *s)
+{
+	static const char *const req = "pebsprof_export_requests_total";
+	const struct pp_transport_stats *t = &s->transport;
+
+	family(f, req, "counter",
+	       "Upload requests by outcome: ok (2xx), retried (a failed attempt to be retried), "
+	       "split (HTTP 413, resent in halves), and the drops.");
+	labelled(f, req, "outcome", "ok", t->sent);
+	labelled(f, req, "outcome", "retried", t->retried);
+	labelled(f, req, "outcome", "split", t->split_needed);
+	labelled(f, req, "outcome", "dropped_4xx", t->dropped_4xx);
+	labelled(f, req, "outcome", "dropped_5xx", t->dropped_5xx);
+	labelled(f, req, "outcome", "gave_up", t->dropped_give_up);
+	labelled(f, req, "outcome", "dropped_other", t->dropped_other);
+	labelled(f, req, "outcome", "dropped_shutdown", t->dropped_shutdown);
+	labelled(f, req, "outcome", "too_big", t->dropped_too_big);
+	labelled(f, req, "outcome", "queue_full", t->queue.dropped_overflow);
+	family(f, "pebsprof_export_attempts_total", "counter", "HTTP attempts started.");
+	value(f, "pebsprof_export_attempts_total", t->attempts);
+	family(f, "pebsprof_export_transport_errors_total", "counter",
+	       "Attempts that got no HTTP response (refused, reset, timeout).");
+	value(f, "pebsprof_export_transport_errors_total", t->transport_errors);
+	family(f, "pebsprof_export_sent_bytes_total", "counter",
+	       "Bytes delivered, as sent on the wire (compressed).");
+	value(f, "pebsprof_export_sent_bytes_total", t->sent_bytes);
+	family(f, "pebsprof_export_dropped_bytes_total", "counter",
+	       "Queued bytes of requests dropped, queue overflow included.");
+	value(f, "pebsprof_export_dropped_bytes_total",
+	      t->dropped_bytes + t->queue.dropped_overflow_bytes);
+	family(f, "pebsprof_export_rejected_profiles_total", "counter",
+	       "Profiles the backend rejected in a partial success.");
+	value(f, "pebsprof_export_rejected_profiles_total", t->rejected_profiles);
+	family(f, "pebsprof_export_split_total", "counter",
+	       "Requests answered HTTP 413: resent as two halves, or dropped (cannot be split).");
+	labelled(f, "pebsprof_export_split_total", "result", "resent", s->split_resent);
+	labelled(f, "pebsprof_export_split_total", "result", "dropped", s->split_dropped);
+	family(f, "pebsprof_export_queue_bytes", "gauge", "Bytes waiting in the upload queue.");
+	value(f, "pebsprof_export_queue_bytes", t->queue.bytes);
+	family(f, "pebsprof_export_queue_requests", "gauge",
+	       "Requests waiting in the upload queue.");
+	value(f, "pebsprof_export_queue_requests", t->queue.items);
+	family(f, "pebsprof_export_queue_capacity_bytes", "gauge", "Bound of the upload queue.");
+	value(f, "pebsprof_export_queue_capacity_bytes", t->queue.cap_bytes);
+	family(f, "pebsprof_export_last_http_status", "gauge",
+	       "Status of the last HTTP response (0: none yet, or no response).");
+	value(f, "pebsprof_export_last_http_status",
+	      (uint64_t)(t->last_status > 0 ? t->last_status : 0));
+}
+
+static const int http_codes[6] = {200, 400, 404, 405, 431, 503};
+
+int pp_metrics_render(const struct pp_health_snapshot *s, const struct pp_health_limits *l,
+		      uint64_t now_ns, char **out, size_t *len)
+{
+	enum pp_health_status st = pp_health_check(s, l, now_ns, NULL, 0);
+	uint64_t failing = 0;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	if (!f)
+		return -ENOMEM;
+	family(f, "pebsprof_up", "gauge", "1 while the agent runs.");
+	value(f, "pebsprof_up", 1);
+	family(f, "pebsprof_build_info", "gauge", "The agent's version, as a label.");
+	fputs("pebsprof_build_info{version=\"", f);
+	escaped(f, PP_VERSION);
+	fputs("\"} 1\n", f);
+	family(f, "pebsprof_healthy", "gauge", "1 when /healthz answers 200, else 0.");
+	value(f, "pebsprof_healthy", st == PP_HEALTH_OK);
+	render_sampling(f, s);
+	family(f, "pebsprof_windows_total", "counter", "Windows closed at an interval boundary.");
+	value(f, "pebsprof_windows_total", s->windows_closed);
+	family(f, "pebsprof_windows_exported_total", "counter",
+	       "Non-empty windows handed to the exporter (queued for upload or written).");
+	value(f, "pebsprof_windows_exported_total", s->windows_exported);
+	family(f, "pebsprof_export_failures_total", "counter",
+	       "Exports that failed: requests dropped after retries or refused, windows not "
+	       "queued or not written.");
+	value(f, "pebsprof_export_failures_total", s->export_failures);
+	family(f, "pebsprof_export_failures_in_a_row", "gauge",
+	       "Exports failed since the last one that succeeded.");
+	value(f, "pebsprof_export_failures_in_a_row", s->failures_in_a_row);
+	if (s->export_failing_since_ns && now_ns > s->export_failing_since_ns)
+		failing = now_ns - s->export_failing_since_ns;
+	family(f, "pebsprof_export_failing_seconds", "gauge",
+	       "How long uploads have failed with nothing delivered; 0 when they work.");
+	fprintf(f, "pebsprof_export_failing_seconds %.3f\n", secs(failing));
+	if (s->has_transport)
+		render_transport(f, s);
+	family(f, "pebsprof_http_requests_total", "counter",
+	       "Requests this endpoint answered, by status code.");
+	for (size_t i = 0; i < sizeof(http_codes) / sizeof(http_codes[0]); i++)
+		fprintf(f, "pebsprof_http_requests_total{code=\"%d\"} %llu\n", http_codes[i],
+			(unsigned long long)s->http.by_status[i]);
+	family(f, "pebsprof_http_timeouts_total", "counter",
+	       "Connections closed at their deadline before a complete exchange.");
+	value(f, "pebsprof_http_timeouts_total", s->http.timeouts);
+	if (fclose(f) || !buf) {
+		free(buf);
+		return -ENOMEM;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+/* ---- responses ---------------------------------------------------------------------------- */
+
+static const char *status_text(int code)
+{
+	switch (code) {
+	case 200:
+		return "OK";
+	case 400:
+		return "Bad Request";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 431:
+		return "Request Header Fields Too Large";
+	default:
+		return "Service Unavailable";
+	}
+}
+
+static int path_is(const struct pp_http_request *r, const char *p)
+{
+	return r->path_len == strlen(p) && !memcmp(r->path, p, r->path_len);
+}
+
+int pp_health_response(int parse_ret, const struct pp_http_request *req,
+		       const struct pp_health_snapshot *s, const struct pp_health_limits *l,
+		       uint64_t now_ns, char **out, size_t *len)
+{
+	const char *ctype = "text/plain; charset=utf-8";
+	char small[256], *body = small, *metrics = NULL, *buf = NULL;
+	size_t blen, n = 0;
+	int code, head = 0;
+	FILE *f;
+
+	if (parse_ret == -EBADMSG) {
+		code = 400;
+		snprintf(small, sizeof(small), "bad request\n");
+	} else if (parse_ret) {
+		code = 431;
+		snprintf(small, sizeof(small), "request header fields too large (over %d bytes)\n",
+			 PP_HTTP_MAX_REQUEST);
+	} else if (!path_is(req, "/healthz") && !path_is(req, "/metrics")) {
+		code = 404;
+		snprintf(small, sizeof(small), "not found: try /healthz or /metrics\n");
+	} else if (req->method == PP_HTTP_OTHER) {
+		code = 405;
+		snprintf(small, sizeof(small), "method not allowed: use GET\n");
+	} else if (path_is(req, "/healthz")) {
+		char reason[200];
+
+		head = req->method == PP_HTTP_HEAD;
+		code = pp_health_check(s, l, now_ns, reason, sizeof(reason)) == PP_HEALTH_OK ? 200
+											     : 503;
+		snprintf(small, sizeof(small), "%s\n", reason);
+	} else {
+		head = req->method == PP_HTTP_HEAD;
+		if (pp_metrics_render(s, l, now_ns, &metrics, &blen))
+			return -ENOMEM;
+		body = metrics;
+		code = 200;
+		ctype = "text/plain; version=0.0.4; charset=utf-8";
+	}
+	if (body == small)
+		blen = strlen(small);
+	f = open_memstream(&buf, &n);
+	if (!f) {
+		free(metrics);
+		return -ENOMEM;
+	}
+	fprintf(f,
+		"HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+		"Cache-Control: no-store\r\nConnection: close\r\n%s\r\n",
+		code, status_text(code), ctype, blen, code == 405 ? "Allow: GET, HEAD\r\n" : "");
+	if (!head)
+		fwrite(body, 1, blen, f);
+	free(metrics);
+	if (fclose(f) || !buf) {
+		free(buf);
+		return -ENOMEM;
+	}
+	*out = buf;
+	*len = n;
+	return code;
+}
+
+/* ---- the server --------------------------------------------------------------------------- */
+
+enum conn_state {
+	CONN_FREE = 0,
+	CONN_READING,
+	CONN_WRITING,
+	CONN_DRAINING, /* answer sent and write side shut: read until the client closes */
+};
+
+struct conn {
+	int fd;
+	enum conn_state state;
+	uint64_t deadline_ns;
+	char in[PP_HTTP_MAX_REQUEST];
+	size_t in_len;
+	char *out;
+	size_t out_len, out_off;
+};
+
+struct pp_health_server {
+	int listen_fd;
+	int wake[2]; /* a byte on wake[1] stops the thread */
+	uint16_t port;
+	pthread_t thread;
+	int running;
+	struct pp_health_limits limits;
+	pthread_mutex_t lock; /* guards snap */
+	struct pp_health_snapshot snap;
+	struct pp_health_http_stats http; /* the thread's own */
+	struct conn conns[PP_HEALTH_MAX_CONNS];
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+static void conn_close(struct conn *c)
+{
+	close(c->fd);
+	free(c->out);
+	c->out = NULL;
+	c->fd = -1;
+	c->state = CONN_FREE;
+	c->in_len = c->out_len = c->out_off = 0;
+}
+
+static void count_status(struct pp_health_server *s, int code)
+{
+	for (size_t i = 0; i < sizeof(http_codes) / sizeof(http_codes[0]); i++)
+		if (http_codes[i] == code)
+			s->http.by_status[i]++;
+}
+
+static void conn_answer(struct pp_health_server *s, struct conn *c, int parse_ret,
+			const struct pp_http_request *req)
+{
+	struct pp_health_snapshot snap;
+	int code;
+
+	pthread_mutex_lock(&s->lock);
+	snap = s->snap;
+	pthread_mutex_unlock(&s->lock);
+	snap.http = s->http;
+	code =
+	    pp_health_response(parse_ret, req, &snap, &s->limits, mono_ns(), &c->out, &c->out_len);
+	if (code < 0) {
+		conn_close(c);
+		return;
+	}
+	count_status(s, code);
+	c->out_off = 0;
+	c->state = CONN_WRITING;
+}
+
+static void conn_read(struct pp_health_server *s, struct conn *c)
+{
+	struct pp_http_request req;
+	ssize_t n;
+	int ret;
+
+	if (c->state == CONN_DRAINING) {
+		char sink[512];
+
+		n = recv(c->fd, sink, sizeof(sink), 0);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			conn_close(c);
+		return;
+	}
+	n = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, 0);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			conn_close(c);
+		return;
+	}
+	if (n == 0) { /* the client closed before a whole request: nobody to answer */
+		conn_close(c);
+		return;
+	}
+	c->in_len += (size_t)n;
+	ret = pp_http_parse_request(c->in, c->in_len, &req);
+	if (ret == -EAGAIN && c->in_len < sizeof(c->in))
+		return;
+	conn_answer(s, c, ret == -EAGAIN ? -EMSGSIZE : ret, &req);
+}
+
+static void conn_write(struct conn *c)
+{
+	ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			conn_close(c);
+		return;
+	}
+	c->out_off += (size_t)n;
+	if (c->out_off < c->out_len)
+		return;
+	/* Closing with unread request bytes would reset the connection and could lose the
+	 * answer at the client: shut the write side and read until the client closes. */
+	shutdown(c->fd, SHUT_WR);
+	c->state = CONN_DRAINING;
+}
+
+static void accept_all(struct pp_health_server *s, uint64_t now)
+{
+	for (size_t i = 0; i < PP_HEALTH_MAX_CONNS; i++) {
+		struct conn *c = &s->conns[i];
+		int fd;
+
+		if (c->state != CONN_FREE)
+			continue;
+		fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		c->fd = fd;
+		c->state = CONN_READING;
+		c->in_len = 0;
+		c->deadline_ns = now + PP_HEALTH_CONN_TIMEOUT_MS * NS_PER_MS;
+	}
+}
+
+static void *server_main(void *arg)
+{
+	struct pp_health_server *s = arg;
+	struct pollfd pfd[PP_HEALTH_MAX_CONNS + 2];
+	int idx[PP_HEALTH_MAX_CONNS + 2];
+
+	for (;;) {
+		uint64_t now = mono_ns(), next = UINT64_MAX;
+		nfds_t n = 0;
+		int free_slots = 0, timeout;
+
+		for (size_t i = 0; i < PP_HEALTH_MAX_CONNS; i++) {
+			struct conn *c = &s->conns[i];
+
+			if (c->state == CONN_FREE) {
+				free_slots++;
+				continue;
+			}
+			if (now >= c->deadline_ns) {
+				if (c->state != CONN_DRAINING)
+					s->http.timeouts++;
+				conn_close(c);
+				free_slots++;
+				continue;
+			}
+			if (c->deadline_ns < next)
+				next = c->deadline_ns;
+			pfd[n] = (struct pollfd){
+			    .fd = c->fd, .events = c->state == CONN_WRITING ? POLLOUT : POLLIN};
+			idx[n++] = (int)i;
+		}
+		pfd[n] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
+		idx[n++] = -1;
+		if (free_slots) { /* when full, new clients wait in the backlog */
+			pfd[n] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
+			idx[n++] = -2;
+		}
+		timeout = next == UINT64_MAX ? -1 : (int)((next - now) / NS_PER_MS + 1);
+		if (poll(pfd, n, timeout) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (nfds_t k = 0; k < n; k++) {
+			if (!pfd[k].revents)
+				continue;
+			if (idx[k] == -1)
+				goto out;
+			if (idx[k] == -2) {
+				accept_all(s, mono_ns());
+				continue;
+			}
+			if (s->conns[idx[k]].state == CONN_WRITING)
+				conn_write(&s->conns[idx[k]]);
+			else
+				conn_read(s, &s->conns[idx[k]]);
+		}
+	}
+out:
+	for (size_t i = 0; i < PP_HEALTH_MAX_CONNS; i++)
+		if (s->conns[i].state != CONN_FREE)
+			conn_close(&s->conns[i]);
+	return NULL;
+}
+
+int pp_listen_split(const char *addr, char *host, size_t hostlen, uint16_t *port)
+{
+	const char *colon, *h = addr;
+	size_t hl;
+	unsigned long p = 0;
+
+	if (!addr || !*addr)
+		return -EINVAL;
+	if (addr[0] == '[') {
+		const char *rb = strchr(addr, ']');
+
+		if (!rb || rb[1] != ':')
+			return -EINVAL;
+		h = addr + 1;
+		hl = (size_t)(rb - h);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(addr, ':');
+		if (!colon)
+			return -EINVAL;
+		hl = (size_t)(colon - addr);
+	}
+	if (hl >= hostlen || !colon[1] || strlen(colon + 1) > 5)
+		return -EINVAL;
+	for (const char *d = colon + 1; *d; d++) {
+		if (!isdigit((unsigned char)*d))
+			return -EINVAL;
+		p = p * 10 + (unsigned long)(*d - '0');
+	}
+	if (p > 65535)
+		return -EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}
+
+/* A listening socket on host:port; every interface (dual stack) for an empty host. */
+static int open_listener(const char *addr, char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *res = NULL, *ai;
+	char host[256], portstr[8];
+	uint16_t port;
+	int fd = -1, ret, one = 1, zero = 0, saved = 0;
+
+	if (pp_listen_split(addr, host, sizeof(host), &port)) {
+		snprintf(err, errlen, "listen: bad address '%s' (give ADDR:PORT, e.g. :9090)",
+			 addr);
+		return -EINVAL;
+	}
+	snprintf(portstr, sizeof(portstr), "%u", port);
+	if (!host[0])
+		hints.ai_family = AF_INET6; /* :: with IPV6_V6ONLY off takes IPv4 too */
+	ret = getaddrinfo(host[0] ? host : NULL, portstr, &hints, &res);
+	if (ret && !host[0]) {
+		hints.ai_family = AF_INET;
+		ret = getaddrinfo(NULL, portstr, &hints, &res);
+	}
+	if (ret) {
+		snprintf(err, errlen, "listen: cannot resolve '%s': %s", addr, gai_strerror(ret));
+		return -EINVAL;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			    ai->ai_protocol);
+		if (fd < 0 && !host[0] && ai->ai_family == AF_INET6) {
+			/* no IPv6 in this kernel: every IPv4 address instead */
+			struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+			fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+			if (fd >= 0 &&
+			    !setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) &&
+			    !bind(fd, (struct sockaddr *)&sin, sizeof(sin)) && !listen(fd, 64))
+				break;
+		} else if (fd >= 0) {
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			if (ai->ai_family == AF_INET6 && !host[0])
+				setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+			if (!bind(fd, ai->ai_addr, ai->ai_addrlen) && !listen(fd, 64))
+				break;
+		}
+		saved = errno;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		snprintf(err, errlen, "listen: cannot listen on %s: %s", addr,
+			 strerror(saved ? saved : EADDRNOTAVAIL));
+		return -(saved ? saved : EADDRNOTAVAIL);
+	}
+	return fd;
+}
+
+struct pp_health_server *pp_health_server_new(const char *addr,
+					      const struct pp_health_limits *limits, char *err,
+					      size_t errlen)
+{
+	struct pp_health_server *s = calloc(1, sizeof(*s));
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int ret;
+
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->listen_fd = s->wake[0] = s->wake[1] = -1;
+	for (size_t i = 0; i < PP_HEALTH_MAX_CONNS; i++)
+		s->conns[i].fd = -1;
+	s->limits = *limits;
+	pthread_mutex_init(&s->lock, NULL);
+	s->listen_fd = open_listener(addr, err, errlen);
+	if (s->listen_fd < 0) {
+		ret = s->listen_fd;
+		goto fail;
+	}
+	if (!getsockname(s->listen_fd, (struct sockaddr *)&ss, &sl))
+		s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+							 : ((struct sockaddr_in *)&ss)->sin_port);
+	if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK)) {
+		ret = -errno;
+		snprintf(err, errlen, "listen: %s", strerror(errno));
+		goto fail;
+	}
+	ret = -pthread_create(&s->thread, NULL, server_main, s);
+	if (ret) {
+		snprintf(err, errlen, "listen: cannot start the server thread: %s", strerror(-ret));
+		goto fail;
+	}
+	s->running = 1;
+	return s;
+fail:
+	pp_health_server_free(s);
+	errno = -ret;
+	return NULL;
+}
+
+uint16_t pp_health_server_port(const struct pp_health_server *s)
+{
+	return s->port;
+}
+
+void pp_health_server_update(struct pp_health_server *s, const struct pp_health_snapshot *snap)
+{
+	pthread_mutex_lock(&s->lock);
+	s->snap = *snap;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void pp_health_server_free(struct pp_health_server *s)
+{
+	if (!s)
+		return;
+	if (s->running) {
+		char b = 1;
+
+		while (write(s->wake[1], &b, 1) < 0 && errno == EINTR)
+			;
+		pthread_join(s->thread, NULL);
+	}
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	if (s->wake[0] >= 0)
+		close(s->wake[0]);
+	if (s->wake[1] >= 0)
+		close(s->wake[1]);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}

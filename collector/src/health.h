@@ -1,0 +1,192 @@
+/*
+ * The agent's health and metrics endpoint (`pebsprof run --listen ADDR:PORT`): a small
+ * HTTP/1.1 server in its own thread (plain sockets and poll) answering
+ *
+ *   GET /healthz  200 "ok", or 503 with a one-line reason (pp_health_check below);
+ *   GET /metrics  Prometheus text exposition format 0.0.4 (pp_metrics_render below);
+ *
+ * HEAD works like GET without the body; any other method gets 405, any other path 404, a
+ * malformed request 400, a request line and headers over PP_HTTP_MAX_REQUEST bytes 431.
+ * Every response closes the connection. A connection gets PP_HEALTH_CONN_TIMEOUT_MS in all
+ * to send its request and read the answer, and at most PP_HEALTH_MAX_CONNS are open at once
+ * (more wait in the kernel's backlog).
+ *
+ * The sampler never waits on this thread: the run loop hands a pp_health_snapshot to
+ * pp_health_server_update() once per poll tick (a memcpy under a mutex), and requests are
+ * answered from the last copy, so no lock is taken per sample and a slow client holds
+ * nothing the run loop needs.
+ *
+ * When is the agent unhealthy (503)? The rules, in the order they are checked, with the
+ * reason line each gives:
+ *
+ *   starting      no snapshot yet: sampling is not attached.
+ *   stopping      SIGTERM/SIGINT received; the last window is being shipped.
+ *   loop stalled  the run loop has not ticked for more than limits.stall_ns (it ticks at
+ *                 least every 100 ms while healthy; a stuck loop stops updating).
+ *   no samples    the kernel side made no progress for more than limits.stall_ns: neither
+ *                 the BPF program's invocation counter nor the records read from the ring
+ *                 buffer grew (events disabled or detached, ring buffer not drained).
+ *   export        the last limits.failed_windows exports in a row failed (a request dropped
+ *                 after its retries or refused by the server, or a window that could not be
+ *                 queued or written), or uploads have been failing (an attempt failed and
+ *                 nothing was delivered since) for more than limits.export_fail_ns.
+ *
+ * `pebsprof run` sets stall_ns from --stall-timeout (default: two windows, at least 30 s),
+ * failed_windows to PP_HEALTH_FAILED_WINDOWS and export_fail_ns to the transport's retry
+ * budget (300 s) plus one window.
+ */
+#ifndef PP_COLLECTOR_HEALTH_H
+#define PP_COLLECTOR_HEALTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pebsprof/record.h>
+#include <pebsprof/transport.h>
+
+#include "record_decode.h"
+
+/* Bound on the request line and headers; longer requests get 431. */
+#define PP_HTTP_MAX_REQUEST 4096
+#define PP_HEALTH_CONN_TIMEOUT_MS 5000
+#define PP_HEALTH_MAX_CONNS 16
+/* Export failures in a row that make the agent unhealthy. */
+#define PP_HEALTH_FAILED_WINDOWS 3
+
+/* ---- requests ---- */
+
+enum pp_http_method {
+	PP_HTTP_GET,
+	PP_HTTP_HEAD,
+	PP_HTTP_OTHER, /* a valid token we do not serve: 405 */
+};
+
+struct pp_http_request {
+	enum pp_http_method method;
+	const char *path; /* borrowed from the buffer: the path without query, never NUL-ended */
+	size_t path_len;
+	int minor;	   /* HTTP/1.minor: 0 or 1 */
+	size_t header_len; /* bytes up to and including the blank line ending the headers */
+};
+
+/*
+ * Parses the start of buf as an HTTP/1.x request: request line (origin form, or absolute
+ * form whose path is taken), header lines, blank line; a body, if any, is not looked at.
+ * Leading empty lines are skipped; lines may end in CRLF or LF. Returns 0 with out filled,
+ * -EAGAIN when buf is a valid but incomplete beginning (read more; the caller bounds how
+ * much), or -EBADMSG as soon as the bytes cannot begin a valid request.
+ */
+int pp_http_parse_request(const char *buf, size_t len, struct pp_http_request *out);
+
+/* ---- health ---- */
+
+struct pp_health_limits {
+	uint64_t stall_ns;	 /* loop or kernel progress older than this: unhealthy */
+	uint32_t failed_windows; /* this many failed exports in a row: unhealthy; 0 = off */
+	uint64_t export_fail_ns; /* failing without a delivery this long: unhealthy; 0 = off */
+};
+
+/* Requests the server answered, for /metrics; filled in by the server itself. */
+struct pp_health_http_stats {
+	uint64_t by_status[6]; /* 200, 400, 404, 405, 431, 503 */
+	uint64_t timeouts;     /* connections closed at their deadline */
+};
+
+/*
+ * What the run loop knows, copied once per tick. Times are CLOCK_MONOTONIC nanoseconds.
+ * Counters are totals since start.
+ */
+struct pp_health_snapshot {
+	uint64_t updated_ns;  /* the tick that took this copy; 0 = none yet (starting) */
+	uint64_t progress_ns; /* the last tick at which the kernel side made progress */
+	int stopping;	      /* shutting down */
+	/* Sampling. */
+	uint64_t samples; /* samples added to profiles */
+	uint64_t shim[PP_CNT__MAX];
+	struct pp_decode_stats decode;
+	uint64_t samples_no_process; /* kept, without process metadata */
+	uint64_t add_errors;	     /* samples the profile refused (memory) */
+	uint64_t frames, frames_unmapped, frames_no_symbol, frames_no_file;
+	int64_t process_cache_entries; /* -1 = unknown: not exported */
+	int64_t symbol_cache_files;    /* -1 = unknown: not exported */
+	/* Windows and export. */
+	uint64_t windows_closed;	  /* windows ended at an interval boundary */
+	uint64_t windows_exported;	  /* non-empty windows handed to the exporter */
+	uint64_t export_failures;	  /* exports that failed (see "export" above) */
+	uint32_t failures_in_a_row;	  /* of those, since the last success */
+	uint64_t export_failing_since_ns; /* 0 = not failing */
+	int has_transport;		  /* uploads over HTTP: the fields below are valid */
+	struct pp_transport_stats transport;
+	uint64_t split_resent, split_dropped; /* HTTP 413 handling */
+	struct pp_health_http_stats http;
+};
+
+enum pp_health_status {
+	PP_HEALTH_OK = 0,
+	PP_HEALTH_STARTING,
+	PP_HEALTH_STOPPING,
+	PP_HEALTH_LOOP_STALLED,
+	PP_HEALTH_NO_SAMPLES,
+	PP_HEALTH_EXPORT_FAILED_WINDOWS,
+	PP_HEALTH_EXPORT_FAILING,
+};
+
+/*
+ * Applies the rules above at now_ns. Writes "ok" or the reason (one line, no newline) to
+ * reason when it is not NULL.
+ */
+enum pp_health_status pp_health_check(const struct pp_health_snapshot *s,
+				      const struct pp_health_limits *l, uint64_t now_ns,
+				      char *reason, size_t reason_len);
+
+/*
+ * The /metrics text for s at now_ns, in exposition format 0.0.4. *out is malloc'ed (the
+ * caller frees it). Returns 0 or -ENOMEM.
+ */
+int pp_metrics_render(const struct pp_health_snapshot *s, const struct pp_health_limits *l,
+		      uint64_t now_ns, char **out, size_t *len);
+
+/*
+ * The whole HTTP response to a request whose parse gave parse_ret (0: req is valid;
+ * -EBADMSG: 400; any other: 431, the bound was reached), status line to body, with
+ * Connection: close. *out is malloc'ed. Returns the status code, or -ENOMEM.
+ */
+int pp_health_response(int parse_ret, const struct pp_http_request *req,
+		       const struct pp_health_snapshot *s, const struct pp_health_limits *l,
+		       uint64_t now_ns, char **out, size_t *len);
+
+/* ---- the server ---- */
+
+/*
+ * Splits ADDR:PORT (pp_listen_check syntax): host gets the address without brackets, ""
+ * for every interface. Port 0 (the kernel picks one; tests) passes here, though the
+ * configuration refuses it. Returns 0 or -EINVAL.
+ */
+int pp_listen_split(const char *addr, char *host, size_t hostlen, uint16_t *port);
+
+struct pp_health_server;
+
+/*
+ * Binds addr (":PORT" is every interface, IPv6 and IPv4 where the kernel has IPv6) and
+ * starts the server thread; until the first update /healthz says "starting". NULL with
+ * errno set and a message in err on failure (bad address, port in use, no permission).
+ */
+struct pp_health_server *pp_health_server_new(const char *addr,
+					      const struct pp_health_limits *limits, char *err,
+					      size_t errlen);
+/* The bound port (useful when the kernel picked it). */
+uint16_t pp_health_server_port(const struct pp_health_server *s);
+/* Replaces the snapshot requests are answered from; never waits on a client. */
+void pp_health_server_update(struct pp_health_server *s, const struct pp_health_snapshot *snap);
+/* Stops the thread, closes every connection and the socket. NULL is a no-op. */
+void pp_health_server_free(struct pp_health_server *s);
+
+/* What `pebsprof run --help` says about the endpoint. */
+#define PP_HEALTH_USAGE                                                                            \
+	"With --listen, GET /metrics answers Prometheus text and GET /healthz answers 200\n"       \
+	"\"ok\", or 503 with the reason when: the agent is starting or stopping; the run loop\n"   \
+	"or the kernel's samples made no progress for stall-timeout; the last 3 exports in a\n"    \
+	"row failed (dropped after retries, refused, or not written); or uploads have failed\n"    \
+	"with nothing delivered for longer than the retry budget (300 s) plus one window.\n"
+
+#endif /* PP_COLLECTOR_HEALTH_H */

@@ -1,0 +1,873 @@
+/*
+ * The health and metrics endpoint: request parsing (valid, incomplete at every prefix,
+ * malformed), the health decision table, the exact /metrics text for a known snapshot, the
+ * responses, and the server itself on loopback (answers, bounds, connection limit, stop).
+ */
+#define _GNU_SOURCE /* open_memstream */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "health.h"
+#include "shim_loader.h"
+
+#define S(x) ((uint64_t)(x)*1000000000ull)
+
+/* ---- parsing ---- */
+
+struct parse_case {
+	const char *in;
+	enum pp_http_method method;
+	const char *path;
+	int minor;
+};
+
+static const struct parse_case valid[] = {
+    {"GET /healthz HTTP/1.1\r\n\r\n", PP_HTTP_GET, "/healthz", 1},
+    {"GET /metrics HTTP/1.0\r\nHost: a:9090\r\nAccept: */*\r\nUser-Agent: kube-probe/1.30\r\n\r\n",
+     PP_HTTP_GET, "/metrics", 0},
+    {"GET /metrics?name[]=up HTTP/1.1\n\n", PP_HTTP_GET, "/metrics", 1},
+    {"\r\n\r\nHEAD /healthz HTTP/1.1\r\nX-Empty:\r\nX-Tab:\tv a l\r\n\r\n", PP_HTTP_HEAD,
+     "/healthz", 1},
+    {"GET http://node:9090/healthz?x HTTP/1.1\r\n\r\n", PP_HTTP_GET, "/healthz", 1},
+    {"GET HTTP://node:9090 HTTP/1.1\r\n\r\n", PP_HTTP_GET, "/", 1},
+    {"POST /healthz HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc", PP_HTTP_OTHER, "/healthz", 1},
+    {"get /healthz HTTP/1.1\r\n\r\n", PP_HTTP_OTHER, "/healthz",
+     1}, /* methods are case-sensitive */
+    {"GETS /healthz HTTP/1.1\r\n\r\n", PP_HTTP_OTHER, "/healthz", 1},
+};
+
+TEST(parses_valid_requests)
+{
+	for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+		const struct parse_case *c = &valid[i];
+		struct pp_http_request r;
+		size_t len = strlen(c->in);
+		const char *body = strstr(c->in, "abc");
+		int ret = pp_http_parse_request(c->in, len, &r);
+
+		if (ret) {
+			fprintf(stderr, "  case %zu: %d\n", i, ret);
+			CHECK(0);
+			continue;
+		}
+		CHECK(r.method == c->method);
+		CHECK(r.path_len == strlen(c->path) && !memcmp(r.path, c->path, r.path_len));
+		CHECK(r.minor == c->minor);
+		/* the body, when there is one, is not part of the head */
+		CHECK_EQ_U64(r.header_len, body ? (size_t)(body - c->in) : len);
+	}
+}
+
+/* Every proper prefix of a valid request asks for more bytes; none is taken as garbage. */
+TEST(every_prefix_is_incomplete)
+{
+	for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+		const char *in = valid[i].in;
+		const char *body = strstr(in, "abc");
+		size_t head = body ? (size_t)(body - in) : strlen(in);
+
+		for (size_t n = 0; n < head; n++) {
+			struct pp_http_request r;
+			int ret = pp_http_parse_request(in, n, &r);
+
+			if (ret != -EAGAIN) {
+				fprintf(stderr, "  case %zu prefix %zu: %d\n", i, n, ret);
+				CHECK(0);
+				break;
+			}
+		}
+	}
+}
+
+TEST(refuses_malformed_requests)
+{
+	static const struct {
+		const char *in;
+		size_t len; /* 0: strlen */
+	} bad[] = {
+	    {"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11}, /* a TLS ClientHello */
+	    {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 0},
+	    {"GET /healthz HTTP/2.0\r\n\r\n", 0},
+	    {"GET /healthz HTTP/1.2\r\n\r\n", 0},
+	    {"GET /healthz http/1.1\r\n\r\n", 0},
+	    {"GET healthz HTTP/1.1\r\n\r\n", 0},
+	    {"GET http:///x HTTP/1.1\r\n\r\n", 0},
+	    {"GET  /healthz HTTP/1.1\r\n\r\n", 0},
+	    {" GET /healthz HTTP/1.1\r\n\r\n", 0},
+	    {"GET /healthz\r\n\r\n", 0},
+	    {"GET /he\x01lthz HTTP/1.1\r\n\r\n", 0},
+	    {"GET /healthz HTTP/1.1 \r\n\r\n", 0},
+	    {"GET /healthz HTTP/1.1\rX\n\r\n", 0},
+	    {"GET /healthz HTTP/1.1\r\nNoColon\r\n\r\n", 0},
+	    {"GET /healthz HTTP/1.1\r\nName : v\r\n\r\n", 0},
+	    {"GET /healthz HTTP/1.1\r\n: v\r\n\r\n", 0},
+	    {"GET /healthz HTTP/1.1\r\nA: b\r\n folded\r\n\r\n", 0},
+	    {"GET /healthz HTTP/1.1\r\nA: b\x7f\r\n\r\n", 0},
+	    {"GET /healthz HTTP/1.1\r\nA: b\0c\r\n\r\n", 28},
+	    {"ABCDEFGHIJKLMNOPQ", 0}, /* a method this long is no method of ours: early */
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct pp_http_request r;
+		size_t len = bad[i].len ? bad[i].len : strlen(bad[i].in);
+		int ret = pp_http_parse_request(bad[i].in, len, &r);
+
+		if (ret != -EBADMSG) {
+			fprintf(stderr, "  case %zu: %d\n", i, ret);
+			CHECK(0);
+		}
+	}
+}
+
+/* ---- health rules ---- */
+
+static struct pp_health_snapshot healthy_at(uint64_t t)
+{
+	struct pp_health_snapshot s = {.updated_ns = t,
+				       .progress_ns = t,
+				       .process_cache_entries = -1,
+				       .symbol_cache_files = -1};
+	return s;
+}
+
+TEST(health_decision_table)
+{
+	const struct pp_health_limits lim = {
+	    .stall_ns = S(30), .failed_windows = 3, .export_fail_ns = S(310)};
+	const uint64_t t0 = S(1000);
+	struct {
+		const char *what;
+		struct pp_health_snapshot s;
+		uint64_t now;
+		enum pp_health_status want;
+		const char *reason;
+	} cases[12];
+	size_t n = 0;
+
+#define CASE(w, snap, at, st, r)                                                                   \
+	do {                                                                                       \
+		cases[n].what = (w);                                                               \
+		cases[n].s = (snap);                                                               \
+		cases[n].now = (at);                                                               \
+		cases[n].want = (st);                                                              \
+		cases[n++].reason = (r);                                                           \
+	} while (0)
+
+	struct pp_health_snapshot s = {0};
+
+	CASE("no snapshot yet", s, t0, PP_HEALTH_STARTING,
+	     "starting: sampling is not attached yet");
+	s = healthy_at(t0);
+	CASE("fresh", s, t0 + S(1), PP_HEALTH_OK, "ok");
+	CASE("exactly at the limit", s, t0 + S(30), PP_HEALTH_OK, "ok");
+	s.progress_ns = t0 - S(10);
+	CASE("loop silent past the limit", s, t0 + S(31), PP_HEALTH_LOOP_STALLED,
+	     "sampling stopped: the run loop has not ticked for 31.0 s (limit 30.0 s)");
+	s = healthy_at(t0);
+	s.progress_ns = t0 - S(45);
+	CASE("ticking, no kernel progress", s, t0, PP_HEALTH_NO_SAMPLES,
+	     "sampling stopped: no samples from the kernel for 45.0 s (limit 30.0 s)");
+	s = healthy_at(t0);
+	s.stopping = 1;
+	CASE("stopping", s, t0, PP_HEALTH_STOPPING,
+	     "stopping: shipping the last window before exit");
+	s = healthy_at(t0);
+	s.failures_in_a_row = 2;
+	CASE("two failures in a row: still ok", s, t0, PP_HEALTH_OK, "ok");
+	s.failures_in_a_row = 3;
+	s.has_transport = 1;
+	s.transport.last_status = 500;
+	CASE("three in a row", s, t0, PP_HEALTH_EXPORT_FAILED_WINDOWS,
+	     "exports failing: the last 3 exports in a row failed (last HTTP status 500)");
+	s.transport.last_status = 0;
+	CASE("three in a row, no response", s, t0, PP_HEALTH_EXPORT_FAILED_WINDOWS,
+	     "exports failing: the last 3 exports in a row failed (last attempt got no response)");
+	s = healthy_at(t0);
+	s.export_failing_since_ns = t0 - S(300);
+	CASE("failing within the budget", s, t0, PP_HEALTH_OK, "ok");
+	s.export_failing_since_ns = t0 - S(311);
+	CASE("failing past the budget", s, t0, PP_HEALTH_EXPORT_FAILING,
+	     "exports failing: nothing delivered for 311 s (limit 310 s)");
+	s.progress_ns = t0 - S(60);
+	CASE("sampling is reported before exports", s, t0, PP_HEALTH_NO_SAMPLES,
+	     "sampling stopped: no samples from the kernel for 60.0 s (limit 30.0 s)");
+#undef CASE
+	REQUIRE(n == sizeof(cases) / sizeof(cases[0]));
+	for (size_t i = 0; i < n; i++) {
+		char reason[256];
+		enum pp_health_status st =
+		    pp_health_check(&cases[i].s, &lim, cases[i].now, reason, sizeof(reason));
+
+		if (st != cases[i].want)
+			fprintf(stderr, "  %s: status %d, want %d\n", cases[i].what, st,
+				cases[i].want);
+		CHECK(st == cases[i].want);
+		CHECK_STR(reason, cases[i].reason);
+	}
+	/* rules switched off by zero limits */
+	{
+		const struct pp_health_limits off = {0};
+
+		s = healthy_at(t0);
+		s.progress_ns = 0;
+		s.failures_in_a_row = 100;
+		s.export_failing_since_ns = 1;
+		CHECK(pp_health_check(&s, &off, t0 + S(1000), NULL, 0) == PP_HEALTH_OK);
+	}
+}
+
+/* ---- metrics ---- */
+
+static struct pp_health_snapshot known_snapshot(void)
+{
+	struct pp_health_snapshot s = healthy_at(S(100));
+
+	s.samples = 1234;
+	for (int c = 0; c < PP_CNT__MAX; c++)
+		s.shim[c] = 100 + (uint64_t)c;
+	s.decode.too_short = 1;
+	s.decode.bad_size = 2;
+	s.decode.bad_type = 3;
+	s.decode.bad_version = 4;
+	s.decode.bad_stack = 5;
+	s.add_errors = 6;
+	s.samples_no_process = 7;
+	s.frames = 5000;
+	s.frames_unmapped = 8;
+	s.frames_no_symbol = 9;
+	s.frames_no_file = 10;
+	s.process_cache_entries = 42;
+	s.symbol_cache_files = 17;
+	s.windows_closed = 12;
+	s.windows_exported = 11;
+	s.export_failures = 2;
+	s.failures_in_a_row = 1;
+	s.export_failing_since_ns = S(100) - 2500000000ull;
+	s.has_transport = 1;
+	s.transport.attempts = 20;
+	s.transport.sent = 9;
+	s.transport.sent_bytes = 65536;
+	s.transport.retried = 4;
+	s.transport.transport_errors = 3;
+	s.transport.dropped_4xx = 1;
+	s.transport.dropped_5xx = 2;
+	s.transport.dropped_give_up = 3;
+	s.transport.dropped_other = 4;
+	s.transport.dropped_shutdown = 5;
+	s.transport.dropped_too_big = 6;
+	s.transport.dropped_bytes = 1000;
+	s.transport.split_needed = 7;
+	s.transport.rejected_profiles = 8;
+	s.transport.last_status = 503;
+	s.transport.queue.dropped_overflow = 9;
+	s.transport.queue.dropped_overflow_bytes = 24;
+	s.transport.queue.items = 2;
+	s.transport.queue.bytes = 4096;
+	s.transport.queue.cap_bytes = 67108864;
+	s.split_resent = 6;
+	s.split_dropped = 1;
+	s.http.by_status[0] = 3; /* 200 */
+	s.http.by_status[5] = 1; /* 503 */
+	s.http.timeouts = 2;
+	return s;
+}
+
+static const char metrics_head[] =
+    "# HELP pebsprof_up 1 while the agent runs.\n"
+    "# TYPE pebsprof_up gauge\n"
+    "pebsprof_up 1\n"
+    "# HELP pebsprof_build_info The agent's version, as a label.\n"
+    "# TYPE pebsprof_build_info gauge\n"
+    "pebsprof_build_info{version=\"" PP_VERSION "\"} 1\n"
+    "# HELP pebsprof_healthy 1 when /healthz answers 200, else 0.\n"
+    "# TYPE pebsprof_healthy gauge\n"
+    "pebsprof_healthy 1\n"
+    "# HELP pebsprof_samples_total Samples added to profiles.\n"
+    "# TYPE pebsprof_samples_total counter\n"
+    "pebsprof_samples_total 1234\n"
+    "# HELP pebsprof_lost_samples_total Samples lost before reaching a profile, by reason: in "
+    "the kernel (ringbuf_full, scratch_miss), malformed ring-buffer records (record_*), refused "
+    "by the profile (profile_refused).\n"
+    "# TYPE pebsprof_lost_samples_total counter\n"
+    "pebsprof_lost_samples_total{reason=\"ringbuf_full\"} 103\n"
+    "pebsprof_lost_samples_total{reason=\"scratch_miss\"} 108\n"
+    "pebsprof_lost_samples_total{reason=\"record_too_short\"} 1\n"
+    "pebsprof_lost_samples_total{reason=\"record_bad_size\"} 2\n"
+    "pebsprof_lost_samples_total{reason=\"record_bad_type\"} 3\n"
+    "pebsprof_lost_samples_total{reason=\"record_bad_version\"} 4\n"
+    "pebsprof_lost_samples_total{reason=\"record_bad_stack\"} 5\n"
+    "pebsprof_lost_samples_total{reason=\"profile_refused\"} 6\n"
+    "# HELP pebsprof_shim_events_total Counters of the BPF program, summed over CPUs.\n"
+    "# TYPE pebsprof_shim_events_total counter\n";
+
+/* then one pebsprof_shim_events_total line per shim counter, built from the table */
+
+static const char metrics_tail[] =
+    "# HELP pebsprof_samples_without_process_total Samples kept without process metadata (the "
+    "process was gone).\n"
+    "# TYPE pebsprof_samples_without_process_total counter\n"
+    "pebsprof_samples_without_process_total 7\n"
+    "# HELP pebsprof_frames_total Frames symbolized, cache hits included.\n"
+    "# TYPE pebsprof_frames_total counter\n"
+    "pebsprof_frames_total 5000\n"
+    "# HELP pebsprof_frames_unresolved_total Frames left without a symbol, by reason.\n"
+    "# TYPE pebsprof_frames_unresolved_total counter\n"
+    "pebsprof_frames_unresolved_total{reason=\"unmapped\"} 8\n"
+    "pebsprof_frames_unresolved_total{reason=\"no_symbol\"} 9\n"
+    "pebsprof_frames_unresolved_total{reason=\"no_file\"} 10\n"
+    "# HELP pebsprof_process_cache_entries Processes in the cache.\n"
+    "# TYPE pebsprof_process_cache_entries gauge\n"
+    "pebsprof_process_cache_entries 42\n"
+    "# HELP pebsprof_symbol_cache_files Files in the symbol cache, remembered failures included.\n"
+    "# TYPE pebsprof_symbol_cache_files gauge\n"
+    "pebsprof_symbol_cache_files 17\n"
+    "# HELP pebsprof_windows_total Windows closed at an interval boundary.\n"
+    "# TYPE pebsprof_windows_total counter\n"
+    "pebsprof_windows_total 12\n"
+    "# HELP pebsprof_windows_exported_total Non-empty windows handed to the exporter (queued for "
+    "upload or written).\n"
+    "# TYPE pebsprof_windows_exported_total counter\n"
+    "pebsprof_windows_exported_total 11\n"
+    "# HELP pebsprof_export_failures_total Exports that failed: requests dropped after retries or "
+    "refused, windows not queued or not written.\n"
+    "# TYPE pebsprof_export_failures_total counter\n"
+    "pebsprof_export_failures_total 2\n"
+    "# HELP pebsprof_export_failures_in_a_row Exports failed since the last one that succeeded.\n"
+    "# TYPE pebsprof_export_failures_in_a_row gauge\n"
+    "pebsprof_export_failures_in_a_row 1\n"
+    "# HELP pebsprof_export_failing_seconds How long uploads have failed with nothing delivered; "
+    "0 when they work.\n"
+    "# TYPE pebsprof_export_failing_seconds gauge\n"
+    "pebsprof_export_failing_seconds 2.500\n"
+    "# HELP pebsprof_export_requests_total Upload requests by outcome: ok (2xx), retried (a "
+    "failed attempt to be retried), split (HTTP 413, resent in halves), and the drops.\n"
+    "# TYPE pebsprof_export_requests_total counter\n"
+    "pebsprof_export_requests_total{outcome=\"ok\"} 9\n"
+    "pebsprof_export_requests_total{outcome=\"retried\"} 4\n"
+    "pebsprof_export_requests_total{outcome=\"split\"} 7\n"
+    "pebsprof_export_requests_total{outcome=\"dropped_4xx\"} 1\n"
+    "pebsprof_export_requests_total{outcome=\"dropped_5xx\"} 2\n"
+    "pebsprof_export_requests_total{outcome=\"gave_up\"} 3\n"
+    "pebsprof_export_requests_total{outcome=\"dropped_other\"} 4\n"
+    "pebsprof_export_requests_total{outcome=\"dropped_shutdown\"} 5\n"
+    "pebsprof_export_requests_total{outcome=\"too_big\"} 6\n"
+    "pebsprof_export_requests_total{outcome=\"queue_full\"} 9\n"
+    "# HELP pebsprof_export_attempts_total HTTP attempts started.\n"
+    "# TYPE pebsprof_export_attempts_total counter\n"
+    "pebsprof_export_attempts_total 20\n"
+    "# HELP pebsprof_export_transport_errors_total Attempts that got no HTTP response (refused, "
+    "reset, timeout).\n"
+    "# TYPE pebsprof_export_transport_errors_total counter\n"
+    "pebsprof_export_transport_errors_total 3\n"
+    "# HELP pebsprof_export_sent_bytes_total Bytes delivered, as sent on the wire (compressed).\n"
+    "# TYPE pebsprof_export_sent_bytes_total counter\n"
+    "pebsprof_export_sent_bytes_total 65536\n"
+    "# HELP pebsprof_export_dropped_bytes_total Queued bytes of requests dropped, queue overflow "
+    "included.\n"
+    "# TYPE pebsprof_export_dropped_bytes_total counter\n"
+    "pebsprof_export_dropped_bytes_total 1024\n"
+    "# HELP pebsprof_export_rejected_profiles_total Profiles the backend rejected in a partial "
+    "success.\n"
+    "# TYPE pebsprof_export_rejected_profiles_total counter\n"
+    "pebsprof_export_rejected_profiles_total 8\n"
+    "# HELP pebsprof_export_split_total Requests answered HTTP 413: resent as two halves, or "
+    "dropped (cannot be split).\n"
+    "# TYPE pebsprof_export_split_total counter\n"
+    "pebsprof_export_split_total{result=\"resent\"} 6\n"
+    "pebsprof_export_split_total{result=\"dropped\"} 1\n"
+    "# HELP pebsprof_export_queue_bytes Bytes waiting in the upload queue.\n"
+    "# TYPE pebsprof_export_queue_bytes gauge\n"
+    "pebsprof_export_queue_bytes 4096\n"
+    "# HELP pebsprof_export_queue_requests Requests waiting in the upload queue.\n"
+    "# TYPE pebsprof_export_queue_requests gauge\n"
+    "pebsprof_export_queue_requests 2\n"
+    "# HELP pebsprof_export_queue_capacity_bytes Bound of the upload queue.\n"
+    "# TYPE pebsprof_export_queue_capacity_bytes gauge\n"
+    "pebsprof_export_queue_capacity_bytes 67108864\n"
+    "# HELP pebsprof_export_last_http_status Status of the last HTTP response (0: none yet, or "
+    "no response).\n"
+    "# TYPE pebsprof_export_last_http_status gauge\n"
+    "pebsprof_export_last_http_status 503\n"
+    "# HELP pebsprof_http_requests_total Requests this endpoint answered, by status code.\n"
+    "# TYPE pebsprof_http_requests_total counter\n"
+    "pebsprof_http_requests_total{code=\"200\"} 3\n"
+    "pebsprof_http_requests_total{code=\"400\"} 0\n"
+    "pebsprof_http_requests_total{code=\"404\"} 0\n"
+    "pebsprof_http_requests_total{code=\"405\"} 0\n"
+    "pebsprof_http_requests_total{code=\"431\"} 0\n"
+    "pebsprof_http_requests_total{code=\"503\"} 1\n"
+    "# HELP pebsprof_http_timeouts_total Connections closed at their deadline before a complete "
+    "exchange.\n"
+    "# TYPE pebsprof_http_timeouts_total counter\n"
+    "pebsprof_http_timeouts_total 2\n";
+
+static char *expected_metrics(const struct pp_health_snapshot *s)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	if (!f)
+		return NULL;
+	fputs(metrics_head, f);
+	for (int c = 0; c < PP_CNT__MAX; c++)
+		fprintf(f, "pebsprof_shim_events_total{counter=\"%s\"} %llu\n",
+			pp_counter_name((enum pp_counter)c), (unsigned long long)s->shim[c]);
+	fputs(metrics_tail, f);
+	fclose(f);
+	return buf;
+}
+
+/* Prints the first differing line, so a failure says where. */
+static void show_diff(const char *got, const char *want)
+{
+	size_t line = 1;
+	const char *g = got, *w = want;
+
+	while (*g && *g == *w) {
+		if (*g == '\n')
+			line++;
+		g++;
+		w++;
+	}
+	fprintf(stderr, "  line %zu differs:\n    got:  %.100s\n    want: %.100s\n", line, g, w);
+}
+
+TEST(metrics_exact_text)
+{
+	const struct pp_health_limits lim = {.stall_ns = S(30)};
+	struct pp_health_snapshot s = known_snapshot();
+	char *got = NULL, *want = expected_metrics(&s);
+	size_t len = 0;
+
+	REQUIRE(want);
+	REQUIRE(pp_metrics_render(&s, &lim, S(100), &got, &len) == 0);
+	CHECK_EQ_U64(len, strlen(got));
+	if (strcmp(got, want))
+		show_diff(got, want);
+	CHECK(strcmp(got, want) == 0);
+	free(got);
+	free(want);
+}
+
+/* Unknown cache sizes and no HTTP exporter: those families are left out, not shown as 0. */
+TEST(metrics_leave_out_what_is_unknown)
+{
+	const struct pp_health_limits lim = {.stall_ns = S(30)};
+	struct pp_health_snapshot s = known_snapshot();
+	char *got = NULL;
+	size_t len = 0;
+
+	s.process_cache_entries = -1;
+	s.symbol_cache_files = -1;
+	s.has_transport = 0;
+	s.progress_ns = 0; /* and unhealthy */
+	REQUIRE(pp_metrics_render(&s, &lim, S(100), &got, &len) == 0);
+	CHECK(strstr(got, "pebsprof_process_cache_entries") == NULL);
+	CHECK(strstr(got, "pebsprof_symbol_cache_files") == NULL);
+	CHECK(strstr(got, "pebsprof_export_requests_total") == NULL);
+	CHECK(strstr(got, "pebsprof_export_queue_bytes") == NULL);
+	CHECK(strstr(got, "\npebsprof_healthy 0\n") != NULL);
+	CHECK(strstr(got, "\npebsprof_windows_exported_total 11\n") != NULL);
+	free(got);
+}
+
+/* Format 0.0.4 structure: every sample line belongs to the family announced just before. */
+TEST(metrics_families_are_well_formed)
+{
+	const struct pp_health_limits lim = {.stall_ns = S(30)};
+	struct pp_health_snapshot s = known_snapshot();
+	char *got = NULL, *save = NULL, fam[128] = "";
+	size_t len = 0;
+	int samples = 0;
+
+	REQUIRE(pp_metrics_render(&s, &lim, S(100), &got, &len) == 0);
+	for (char *line = strtok_r(got, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char name[128], type[32];
+
+		if (sscanf(line, "# HELP %127s", name) == 1) {
+			snprintf(fam, sizeof(fam), "%s", name);
+			continue;
+		}
+		if (sscanf(line, "# TYPE %127s %31s", name, type) == 2) {
+			CHECK_STR(name, fam);
+			CHECK(!strcmp(type, "counter") || !strcmp(type, "gauge"));
+			/* counters end in _total */
+			if (!strcmp(type, "counter"))
+				CHECK(strlen(name) > 6 &&
+				      !strcmp(name + strlen(name) - 6, "_total"));
+			continue;
+		}
+		samples++;
+		CHECK(!strncmp(line, fam, strlen(fam)) &&
+		      (line[strlen(fam)] == ' ' || line[strlen(fam)] == '{'));
+	}
+	CHECK(samples > 40);
+	free(got);
+}
+
+/* ---- responses ---- */
+
+static int respond(const char *req, const struct pp_health_snapshot *s, uint64_t now, char **out)
+{
+	const struct pp_health_limits lim = {.stall_ns = S(30), .failed_windows = 3};
+	struct pp_http_request r;
+	size_t len;
+	int ret = pp_http_parse_request(req, strlen(req), &r);
+
+	return pp_health_response(ret, &r, s, &lim, now, out, &len);
+}
+
+/* Content-Length matches the body that follows the blank line. */
+static int length_matches(const char *resp, int head)
+{
+	const char *cl = strstr(resp, "Content-Length: "), *body = strstr(resp, "\r\n\r\n");
+
+	if (!cl || !body)
+		return 0;
+	return head ? strlen(body + 4) == 0 : strtoul(cl + 16, NULL, 10) == strlen(body + 4);
+}
+
+TEST(responses_by_path_and_method)
+{
+	struct pp_health_snapshot s = healthy_at(S(10));
+	char *out = NULL;
+
+	CHECK(respond("GET /healthz HTTP/1.1\r\n\r\n", &s, S(11), &out) == 200);
+	CHECK(!strncmp(out, "HTTP/1.1 200 OK\r\n", 17));
+	CHECK(strstr(out, "\r\nConnection: close\r\n") != NULL);
+	CHECK(strstr(out, "\r\n\r\nok\n") != NULL && length_matches(out, 0));
+	free(out);
+
+	CHECK(respond("HEAD /healthz HTTP/1.1\r\n\r\n", &s, S(11), &out) == 200);
+	CHECK(strstr(out, "Content-Length: 3\r\n") != NULL && length_matches(out, 1));
+	free(out);
+
+	CHECK(respond("GET /metrics HTTP/1.1\r\n\r\n", &s, S(11), &out) == 200);
+	CHECK(strstr(out, "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n") != NULL);
+	CHECK(strstr(out, "\npebsprof_up 1\n") != NULL && length_matches(out, 0));
+	free(out);
+
+	CHECK(respond("GET /healthz HTTP/1.1\r\n\r\n", &s, S(100), &out) == 503);
+	CHECK(!strncmp(out, "HTTP/1.1 503 Service Unavailable\r\n", 34));
+	CHECK(strstr(out, "\r\n\r\nsampling stopped: the run loop has not ticked for 90.0 s "
+			  "(limit 30.0 s)\n") != NULL);
+	CHECK(length_matches(out, 0));
+	free(out);
+
+	CHECK(respond("GET /metrics/ HTTP/1.1\r\n\r\n", &s, S(11), &out) == 404);
+	free(out);
+	CHECK(respond("GET / HTTP/1.1\r\n\r\n", &s, S(11), &out) == 404);
+	free(out);
+	CHECK(respond("DELETE /healthz HTTP/1.1\r\n\r\n", &s, S(11), &out) == 405);
+	CHECK(strstr(out, "\r\nAllow: GET, HEAD\r\n") != NULL && length_matches(out, 0));
+	free(out);
+	CHECK(respond("GET /healthz HTTP/3\r\n\r\n", &s, S(11), &out) == 400);
+	CHECK(length_matches(out, 0));
+	free(out);
+	/* the caller's bound was reached before the end of the headers */
+	CHECK(respond("GET /healthz HTTP/1.1\r\nX: aaaa", &s, S(11), &out) == 431);
+	CHECK(!strncmp(out, "HTTP/1.1 431 Request Header Fields Too Large\r\n", 46));
+	free(out);
+}
+
+TEST(listen_addresses_split)
+{
+	static const struct {
+		const char *in;
+		int ok;
+		const char *host;
+		uint16_t port;
+	} cases[] = {
+	    {":9090", 1, "", 9090},
+	    {"127.0.0.1:1", 1, "127.0.0.1", 1},
+	    {"[::1]:65535", 1, "::1", 65535},
+	    {"[::]:80", 1, "::", 80},
+	    {"localhost:8080", 1, "localhost", 8080},
+	    {"127.0.0.1:0", 1, "127.0.0.1", 0},
+	    {"", 0, NULL, 0},
+	    {"9090", 0, NULL, 0},
+	    {"127.0.0.1:", 0, NULL, 0},
+	    {"127.0.0.1:65536", 0, NULL, 0},
+	    {"127.0.0.1:123456", 0, NULL, 0},
+	    {"127.0.0.1:9x", 0, NULL, 0},
+	    {"[::1]9090", 0, NULL, 0},
+	    {"[::1:9090", 0, NULL, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char host[64] = "unchanged";
+		uint16_t port = 7;
+		int ret = pp_listen_split(cases[i].in, host, sizeof(host), &port);
+
+		if ((ret == 0) != cases[i].ok)
+			fprintf(stderr, "  '%s': %d\n", cases[i].in, ret);
+		CHECK((ret == 0) == cases[i].ok);
+		if (cases[i].ok && !ret) {
+			CHECK_STR(host, cases[i].host);
+			CHECK_EQ_U64(port, cases[i].port);
+		}
+	}
+}
+
+/* ---- the server on loopback ---- */
+
+static int connect_to(int family, uint16_t port)
+{
+	int fd = socket(family, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		return -1;
+	if (family == AF_INET6) {
+		struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
+
+		a.sin6_addr = in6addr_loopback;
+		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+			return fd;
+	} else {
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+			return fd;
+	}
+	close(fd);
+	return -1;
+}
+
+/* Reads the whole response (the server closes); "" when nothing came within timeout_ms. */
+static size_t read_all(int fd, char *buf, size_t cap, int timeout_ms)
+{
+	size_t n = 0;
+
+	while (n + 1 < cap) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t r;
+
+		if (poll(&p, 1, timeout_ms) <= 0)
+			break;
+		r = read(fd, buf + n, cap - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+static int ask(int family, uint16_t port, const char *req, char *buf, size_t cap)
+{
+	int fd = connect_to(family, port);
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+		close(fd);
+		return -1;
+	}
+	read_all(fd, buf, cap, 3000);
+	close(fd);
+	return atoi(buf + (strlen(buf) > 9 ? 9 : strlen(buf)));
+}
+
+static uint64_t mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+TEST(server_answers_from_the_last_snapshot)
+{
+	const struct pp_health_limits lim = {.stall_ns = S(30), .failed_windows = 3};
+	char err[256] = "", buf[16384];
+	struct pp_health_server *srv = pp_health_server_new("127.0.0.1:0", &lim, err, sizeof(err));
+	struct pp_health_snapshot s;
+	uint16_t port;
+	int fd;
+
+	if (!srv && (errno == EPERM || errno == EACCES))
+		SKIP("cannot open a socket here");
+	REQUIRE(srv);
+	port = pp_health_server_port(srv);
+	CHECK(port != 0);
+
+	CHECK(ask(AF_INET, port, "GET /healthz HTTP/1.1\r\n\r\n", buf, sizeof(buf)) == 503);
+	CHECK(strstr(buf, "\r\n\r\nstarting: sampling is not attached yet\n") != NULL);
+
+	s = healthy_at(mono());
+	s.samples = 77;
+	pp_health_server_update(srv, &s);
+	CHECK(ask(AF_INET, port, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", buf, sizeof(buf)) ==
+	      200);
+	CHECK(strstr(buf, "\r\n\r\nok\n") != NULL);
+	CHECK(ask(AF_INET, port, "GET /metrics HTTP/1.1\r\n\r\n", buf, sizeof(buf)) == 200);
+	CHECK(strstr(buf, "\npebsprof_samples_total 77\n") != NULL);
+	/* the server's own counts: two 200s and the 503 before this scrape */
+	CHECK(strstr(buf, "\npebsprof_http_requests_total{code=\"200\"} 1\n") != NULL);
+	CHECK(strstr(buf, "\npebsprof_http_requests_total{code=\"503\"} 1\n") != NULL);
+
+	s.failures_in_a_row = 3;
+	pp_health_server_update(srv, &s);
+	CHECK(ask(AF_INET, port, "GET /healthz HTTP/1.1\r\n\r\n", buf, sizeof(buf)) == 503);
+	CHECK(strstr(buf, "exports failing: the last 3 exports in a row failed") != NULL);
+
+	CHECK(ask(AF_INET, port, "\x16\x03\x01\x00\x05hello", buf, sizeof(buf)) == 400);
+	CHECK(ask(AF_INET, port, "POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", buf,
+		  sizeof(buf)) == 405);
+
+	/* a request sent in pieces is answered once whole */
+	fd = connect_to(AF_INET, port);
+	REQUIRE(fd >= 0);
+	CHECK(write(fd, "GET /heal", 9) == 9);
+	usleep(50000);
+	CHECK(write(fd, "thz HTTP/1.1\r\n", 14) == 14);
+	usleep(50000);
+	CHECK(write(fd, "\r\n", 2) == 2);
+	read_all(fd, buf, sizeof(buf), 3000);
+	CHECK(!strncmp(buf, "HTTP/1.1 503 ", 13));
+	close(fd);
+
+	/* headers past the bound: 431, not an endless read */
+	{
+		static char big[PP_HTTP_MAX_REQUEST + 100];
+
+		memset(big, 'a', sizeof(big) - 1);
+		memcpy(big, "GET /healthz HTTP/1.1\r\nX-Big: ", 30);
+		CHECK(ask(AF_INET, port, big, buf, sizeof(buf)) == 431);
+	}
+	pp_health_server_free(srv);
+	/* stopped: the port no longer answers */
+	fd = connect_to(AF_INET, port);
+	CHECK(fd < 0);
+	if (fd >= 0)
+		close(fd);
+	pp_health_server_free(NULL);
+}
+
+TEST(server_listens_on_ipv6_and_every_interface)
+{
+	const struct pp_health_limits lim = {.stall_ns = S(30)};
+	struct pp_health_snapshot s = healthy_at(mono());
+	char err[256] = "", buf[4096];
+	struct pp_health_server *srv;
+	int probe = socket(AF_INET6, SOCK_STREAM, 0);
+
+	if (probe < 0)
+		SKIP("no IPv6 in this kernel");
+	close(probe);
+	srv = pp_health_server_new("[::1]:0", &lim, err, sizeof(err));
+	if (!srv && errno == EADDRNOTAVAIL)
+		SKIP("no ::1 on this machine");
+	REQUIRE(srv);
+	pp_health_server_update(srv, &s);
+	CHECK(ask(AF_INET6, pp_health_server_port(srv), "GET /healthz HTTP/1.1\r\n\r\n", buf,
+		  sizeof(buf)) == 200);
+	pp_health_server_free(srv);
+
+	/* ":PORT" takes IPv4 and IPv6 clients alike */
+	srv = pp_health_server_new(":0", &lim, err, sizeof(err));
+	REQUIRE(srv);
+	pp_health_server_update(srv, &s);
+	CHECK(ask(AF_INET, pp_health_server_port(srv), "GET /healthz HTTP/1.1\r\n\r\n", buf,
+		  sizeof(buf)) == 200);
+	CHECK(ask(AF_INET6, pp_health_server_port(srv), "GET /healthz HTTP/1.1\r\n\r\n", buf,
+		  sizeof(buf)) == 200);
+	pp_health_server_free(srv);
+}
+
+TEST(server_refuses_bad_addresses_and_busy_ports)
+{
+	const struct pp_health_limits lim = {0};
+	char err[256] = "";
+	struct pp_health_server *a, *b;
+
+	CHECK(pp_health_server_new("nonsense", &lim, err, sizeof(err)) == NULL);
+	CHECK(errno == EINVAL && strstr(err, "bad address") != NULL);
+	a = pp_health_server_new("127.0.0.1:0", &lim, err, sizeof(err));
+	REQUIRE(a);
+	{
+		char addr[32];
+
+		snprintf(addr, sizeof(addr), "127.0.0.1:%u", pp_health_server_port(a));
+		b = pp_health_server_new(addr, &lim, err, sizeof(err));
+		CHECK(b == NULL && errno == EADDRINUSE);
+		CHECK(strstr(err, "cannot listen on 127.0.0.1:") != NULL);
+		pp_health_server_free(b);
+	}
+	pp_health_server_free(a);
+}
+
+/*
+ * Clients that connect and send nothing hold at most PP_HEALTH_MAX_CONNS slots, each until
+ * its deadline; then a waiting client is served and the timeouts are counted.
+ */
+TEST(server_bounds_idle_connections)
+{
+	const struct pp_health_limits lim = {.stall_ns = S(60)};
+	char err[256] = "", buf[16384];
+	struct pp_health_server *srv = pp_health_server_new("127.0.0.1:0", &lim, err, sizeof(err));
+	struct pp_health_snapshot s;
+	int idle[PP_HEALTH_MAX_CONNS], fd;
+	uint64_t t0;
+
+	REQUIRE(srv);
+	s = healthy_at(mono());
+	pp_health_server_update(srv, &s);
+	for (int i = 0; i < PP_HEALTH_MAX_CONNS; i++) {
+		idle[i] = connect_to(AF_INET, pp_health_server_port(srv));
+		CHECK(idle[i] >= 0);
+	}
+	usleep(200000); /* all accepted: every slot taken */
+	t0 = mono();
+	fd = connect_to(AF_INET, pp_health_server_port(srv)); /* in the backlog */
+	REQUIRE(fd >= 0);
+	CHECK(write(fd, "GET /metrics HTTP/1.1\r\n\r\n", 25) == 25);
+	read_all(fd, buf, sizeof(buf), PP_HEALTH_CONN_TIMEOUT_MS + 3000);
+	close(fd);
+	CHECK(!strncmp(buf, "HTTP/1.1 200 ", 13));
+	/* served only once the idle ones timed out */
+	CHECK(mono() - t0 >= (PP_HEALTH_CONN_TIMEOUT_MS - 500) * 1000000ull);
+	/* idle clients accepted in separate rounds time out a moment apart: ask again */
+	usleep(100000);
+	CHECK(ask(AF_INET, pp_health_server_port(srv), "GET /metrics HTTP/1.1\r\n\r\n", buf,
+		  sizeof(buf)) == 200);
+	CHECK(strstr(buf, "\npebsprof_http_timeouts_total 16\n") != NULL);
+	for (int i = 0; i < PP_HEALTH_MAX_CONNS; i++) {
+		char c;
+
+		/* the server closed them: end of file */
+		if (idle[i] >= 0) {
+			CHECK(read(idle[i], &c, 1) == 0);
+			close(idle[i]);
+		}
+	}
+	pp_health_server_free(srv);
+}
+
+TEST_LIST = {
+    {"parses_valid_requests", parses_valid_requests},
+    {"every_prefix_is_incomplete", every_prefix_is_incomplete},
+    {"refuses_malformed_requests", refuses_malformed_requests},
+    {"health_decision_table", health_decision_table},
+    {"metrics_exact_text", metrics_exact_text},
+    {"metrics_leave_out_what_is_unknown", metrics_leave_out_what_is_unknown},
+    {"metrics_families_are_well_formed", metrics_families_are_well_formed},
+    {"responses_by_path_and_method", responses_by_path_and_method},
+    {"listen_addresses_split", listen_addresses_split},
+    {"server_answers_from_the_last_snapshot", server_answers_from_the_last_snapshot},
+    {"server_listens_on_ipv6_and_every_interface", server_listens_on_ipv6_and_every_interface},
+    {"server_refuses_bad_addresses_and_busy_ports", server_refuses_bad_addresses_and_busy_ports},
+    {"server_bounds_idle_connections", server_bounds_idle_connections},
+};
+TEST_MAIN()
