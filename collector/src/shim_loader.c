@@ -1,20 +1,46 @@
 /* Loading, attaching and draining the in-kernel shim; see shim_loader.h. */
+#define _GNU_SOURCE /* open_by_handle_at */
 #include "shim_loader.h"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cgroup_level.h"
 #include "shim_core.skel.h"
 #include "shim_kctx.skel.h"
 
 #define DEFAULT_RINGBUF_BYTES (4ull << 20)
 #define MAX_LINKS_GROWTH 64
+#define VERDICT_SLOTS 1024  /* cgroup ids whose user-space verdict is remembered */
+#define MAX_CGROUP_DEPTH 64 /* parent steps before a walk gives up */
+
+/*
+ * The cgroup filter in user space, for kernels without bpf_get_current_ancestor_cgroup_id in
+ * perf_event programs. A sample's cgroup id is opened by file handle on the cgroup2 mount and
+ * its parents are walked up to the root; the verdict is remembered per id in a bounded
+ * direct-mapped table (a collision replaces the older entry and counts an eviction).
+ */
+struct user_cgroup_filter {
+	int mount_fd;
+	int handle_type; /* of cgroup2 file handles (FILEID_KERNFS) */
+	uint64_t root_id;
+	uint64_t selected[PP_CGROUP_FILTER_MAX];
+	size_t nselected;
+	struct {
+		uint64_t id;
+		uint8_t used, pass;
+	} verdicts[VERDICT_SLOTS];
+	uint64_t evictions;
+};
 
 struct pp_shim {
 	enum pp_shim_variant variant;
@@ -22,11 +48,15 @@ struct pp_shim {
 	struct shim_core *core;
 	struct bpf_object *obj;
 	struct bpf_program *on_sample;
-	struct bpf_map *events, *counters, *target_tgids;
+	struct bpf_map *events, *counters, *target_tgids, *cgroup_filter, *cgroup_levels;
 	struct ring_buffer *rb;
-	struct bpf_link **links;
+	struct bpf_link **links; /* perf events */
 	size_t nlinks, links_cap;
+	struct bpf_link *task_links[3]; /* fork, exec, exit trackers */
 	int has_cookie;
+	enum pp_shim_cgroup_mode cg_mode;
+	struct user_cgroup_filter *ucg; /* PP_SHIM_CGROUP_USER only */
+	uint64_t user_cgroup_filtered;
 	pp_shim_record_fn cb;
 	void *cb_ctx;
 };
@@ -44,6 +74,7 @@ static const char *const counter_names[PP_CNT__MAX] = {
     [PP_CNT_FORK_TRACKED] = "forks_tracked",
     [PP_CNT_FILTER_FULL] = "filter_full",
     [PP_CNT_TASK_RB_FULL] = "task_ringbuf_full",
+    [PP_CNT_CGROUP_FILTERED] = "cgroup_filtered",
 };
 
 const char *pp_counter_name(enum pp_counter c)
@@ -81,6 +112,123 @@ static int kernel_has_attach_cookie(void)
 				       NULL) == 1;
 }
 
+/* Added to perf_event programs' helpers in 5.14 (commit 95b861a7935b). */
+static int kernel_has_ancestor_cgroup_id(void)
+{
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT,
+				       BPF_FUNC_get_current_ancestor_cgroup_id, NULL) == 1;
+}
+
+static void user_cgroup_filter_free(struct user_cgroup_filter *f)
+{
+	if (!f)
+		return;
+	if (f->mount_fd >= 0)
+		close(f->mount_fd);
+	free(f);
+}
+
+static struct user_cgroup_filter *user_cgroup_filter_new(const char *cgroup2_root, int *err)
+{
+	union {
+		struct file_handle fh;
+		char space[sizeof(struct file_handle) + 64];
+	} h;
+	char mnt[PATH_MAX];
+	struct user_cgroup_filter *f;
+	int mount_id;
+
+	*err = 0;
+	if (!cgroup2_root) {
+		*err = pp_cgroup2_mount(NULL, mnt, sizeof(mnt));
+		if (*err)
+			return NULL;
+		cgroup2_root = mnt;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	f->mount_fd = open(cgroup2_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (f->mount_fd < 0) {
+		*err = -errno;
+		goto out_free;
+	}
+	memset(&h, 0, sizeof(h));
+	h.fh.handle_bytes = 64;
+	if (name_to_handle_at(f->mount_fd, "", &h.fh, &mount_id, AT_EMPTY_PATH)) {
+		*err = -errno;
+		goto out_free;
+	}
+	f->handle_type = h.fh.handle_type;
+	*err = pp_cgroup_fd_id(f->mount_fd, &f->root_id);
+	if (*err)
+		goto out_free;
+	return f;
+
+out_free:
+	user_cgroup_filter_free(f);
+	return NULL;
+}
+
+static int cgroup_is_selected(const struct user_cgroup_filter *f, uint64_t id)
+{
+	for (size_t i = 0; i < f->nselected; i++)
+		if (f->selected[i] == id)
+			return 1;
+	return 0;
+}
+
+/* Walks from the cgroup up to the root; a cgroup that cannot be opened (gone) fails. */
+static int cgroup_walk_passes(const struct user_cgroup_filter *f, uint64_t id)
+{
+	union {
+		struct file_handle fh;
+		char space[sizeof(struct file_handle) + sizeof(uint64_t)];
+	} h;
+	int fd, pass = 0;
+
+	memset(&h, 0, sizeof(h));
+	h.fh.handle_bytes = sizeof(id);
+	h.fh.handle_type = f->handle_type;
+	memcpy(h.fh.f_handle, &id, sizeof(id));
+	fd = open_by_handle_at(f->mount_fd, &h.fh, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (int depth = 0; fd >= 0 && depth < MAX_CGROUP_DEPTH; depth++) {
+		uint64_t cur;
+		int parent;
+
+		if (pp_cgroup_fd_id(fd, &cur))
+			break;
+		if (cgroup_is_selected(f, cur)) {
+			pass = 1;
+			break;
+		}
+		if (cur == f->root_id)
+			break;
+		parent = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = parent;
+	}
+	if (fd >= 0)
+		close(fd);
+	return pass;
+}
+
+static int user_cgroup_passes(struct user_cgroup_filter *f, uint64_t id)
+{
+	size_t slot = (size_t)((id * 0x9e3779b97f4a7c15ull) >> 54) & (VERDICT_SLOTS - 1);
+
+	if (f->verdicts[slot].used && f->verdicts[slot].id == id)
+		return f->verdicts[slot].pass;
+	if (f->verdicts[slot].used)
+		f->evictions++;
+	f->verdicts[slot].id = id;
+	f->verdicts[slot].used = 1;
+	f->verdicts[slot].pass = (uint8_t)cgroup_walk_passes(f, id);
+	return f->verdicts[slot].pass;
+}
+
 static int next_pow2_pages(uint64_t bytes, uint64_t *out)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), v = page;
@@ -96,7 +244,7 @@ static int next_pow2_pages(uint64_t bytes, uint64_t *out)
 }
 
 static void set_config(struct pp_shim_config *cfg, const struct pp_shim_opts *opts,
-		       uint64_t rb_bytes, int has_cookie)
+		       uint64_t rb_bytes, int has_cookie, enum pp_shim_cgroup_mode cg_mode)
 {
 	cfg->abi_version = PP_RECORD_ABI_VERSION;
 	cfg->kstack_depth =
@@ -107,12 +255,25 @@ static void set_config(struct pp_shim_config *cfg, const struct pp_shim_opts *op
 	cfg->filter_tgids = !!opts->filter_tgids;
 	cfg->use_attach_cookie = !!has_cookie;
 	cfg->wakeup_bytes = opts->wakeup_bytes ? opts->wakeup_bytes : rb_bytes / 4;
+	cfg->filter_cgroups = cg_mode == PP_SHIM_CGROUP_KERNEL;
 }
 
 static int ring_cb(void *ctx, void *data, size_t size)
 {
 	struct pp_shim *shim = ctx;
 
+	if (shim->ucg && size >= sizeof(struct pp_sample)) {
+		struct pp_rec_hdr hdr;
+		uint64_t cgroup_id;
+
+		memcpy(&hdr, data, sizeof(hdr));
+		memcpy(&cgroup_id, (const char *)data + offsetof(struct pp_sample, cgroup_id),
+		       sizeof(cgroup_id));
+		if (hdr.type == PP_REC_SAMPLE && !user_cgroup_passes(shim->ucg, cgroup_id)) {
+			shim->user_cgroup_filtered++;
+			return 0;
+		}
+	}
 	return shim->cb(shim->cb_ctx, data, size);
 }
 
@@ -141,6 +302,22 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	if (shim->variant == PP_SHIM_AUTO)
 		shim->variant = pp_kernel_has_cast_to_kern_ctx() ? PP_SHIM_KCTX : PP_SHIM_CORE;
 	shim->has_cookie = kernel_has_attach_cookie();
+	if (opts->filter_cgroups) {
+		shim->cg_mode =
+		    !opts->cgroup_filter_in_user_space && kernel_has_ancestor_cgroup_id()
+			? PP_SHIM_CGROUP_KERNEL
+			: PP_SHIM_CGROUP_USER;
+	}
+	if (shim->cg_mode == PP_SHIM_CGROUP_USER) {
+		shim->ucg = user_cgroup_filter_new(opts->cgroup2_root, &ret);
+		if (!shim->ucg) {
+			snprintf(err, errlen,
+				 "cannot filter cgroups in user space (no cgroup2 mount to open: "
+				 "%s)",
+				 strerror(-ret));
+			goto fail;
+		}
+	}
 
 	if (shim->variant == PP_SHIM_KCTX) {
 		shim->kctx = shim_kctx__open();
@@ -155,7 +332,7 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 		shim->obj = shim->core->obj;
 		cfg = (struct pp_shim_config *)&shim->core->rodata->shim_config;
 	}
-	set_config(cfg, opts, rb_bytes, shim->has_cookie);
+	set_config(cfg, opts, rb_bytes, shim->has_cookie, shim->cg_mode);
 
 	shim->on_sample = bpf_object__find_program_by_name(shim->obj, "on_sample");
 	on_fork = bpf_object__find_program_by_name(shim->obj, "on_fork");
@@ -164,8 +341,11 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	shim->events = bpf_object__find_map_by_name(shim->obj, "events");
 	shim->counters = bpf_object__find_map_by_name(shim->obj, "counters");
 	shim->target_tgids = bpf_object__find_map_by_name(shim->obj, "target_tgids");
+	shim->cgroup_filter = bpf_object__find_map_by_name(shim->obj, "cgroup_filter");
+	shim->cgroup_levels = bpf_object__find_map_by_name(shim->obj, "cgroup_levels");
 	if (!shim->on_sample || !on_fork || !on_exec || !on_exit || !shim->events ||
-	    !shim->counters || !shim->target_tgids) {
+	    !shim->counters || !shim->target_tgids || !shim->cgroup_filter ||
+	    !shim->cgroup_levels) {
 		snprintf(err, errlen, "BPF shim object is incomplete (build mismatch)");
 		ret = -ENOENT;
 		goto fail;
@@ -173,6 +353,9 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	bpf_program__set_autoload(on_fork, opts->filter_tgids);
 	bpf_program__set_autoload(on_exec, opts->track_tasks);
 	bpf_program__set_autoload(on_exit, opts->track_tasks || opts->filter_tgids);
+	/* An unused filter map need not hold its preallocated entries. */
+	if (shim->cg_mode != PP_SHIM_CGROUP_KERNEL)
+		bpf_map__set_max_entries(shim->cgroup_filter, 1);
 	ret = bpf_map__set_max_entries(shim->events, (uint32_t)rb_bytes);
 	if (ret) {
 		snprintf(err, errlen, "cannot size the BPF ring buffer to %llu bytes: %s",
@@ -188,17 +371,18 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 			 shim->variant == PP_SHIM_KCTX ? "kctx" : "core", strerror(-ret));
 		goto fail;
 	}
-	if (on_fork && opts->filter_tgids && !bpf_program__attach(on_fork)) {
+	if (opts->filter_tgids && !(shim->task_links[0] = bpf_program__attach(on_fork))) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot attach the fork tracker: %s", strerror(-ret));
 		goto fail;
 	}
-	if (opts->track_tasks && !bpf_program__attach(on_exec)) {
+	if (opts->track_tasks && !(shim->task_links[1] = bpf_program__attach(on_exec))) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot attach the exec tracker: %s", strerror(-ret));
 		goto fail;
 	}
-	if ((opts->track_tasks || opts->filter_tgids) && !bpf_program__attach(on_exit)) {
+	if ((opts->track_tasks || opts->filter_tgids) &&
+	    !(shim->task_links[2] = bpf_program__attach(on_exit))) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot attach the exit tracker: %s", strerror(-ret));
 		goto fail;
@@ -233,12 +417,15 @@ void pp_shim_free(struct pp_shim *shim)
 		return;
 	pp_shim_detach_all(shim);
 	free(shim->links);
+	for (size_t i = 0; i < sizeof(shim->task_links) / sizeof(shim->task_links[0]); i++)
+		bpf_link__destroy(shim->task_links[i]);
 	ring_buffer__free(shim->rb);
 	/* Destroying the skeleton also destroys links the skeleton attached (none here). */
 	if (shim->kctx)
 		shim_kctx__destroy(shim->kctx);
 	if (shim->core)
 		shim_core__destroy(shim->core);
+	user_cgroup_filter_free(shim->ucg);
 	free(shim);
 }
 
@@ -252,12 +439,58 @@ int pp_shim_has_cookie(const struct pp_shim *shim)
 	return shim->has_cookie;
 }
 
+int pp_shim_sample_prog_fd(const struct pp_shim *shim)
+{
+	return bpf_program__fd(shim->on_sample);
+}
+
 int pp_shim_add_target(struct pp_shim *shim, uint32_t tgid)
 {
 	uint8_t one = 1;
 
 	return bpf_map__update_elem(shim->target_tgids, &tgid, sizeof(tgid), &one, sizeof(one),
 				    BPF_ANY);
+}
+
+int pp_shim_add_cgroup(struct pp_shim *shim, uint64_t cgroup_id, uint32_t level)
+{
+	uint32_t zero = 0, mask = 0;
+	uint8_t one = 1;
+	int ret;
+
+	if (shim->cg_mode == PP_SHIM_CGROUP_OFF)
+		return -ENOTCONN;
+	if (level > PP_CGROUP_MAX_LEVEL)
+		return -ERANGE;
+	if (shim->cg_mode == PP_SHIM_CGROUP_USER) {
+		struct user_cgroup_filter *f = shim->ucg;
+
+		if (cgroup_is_selected(f, cgroup_id))
+			return 0;
+		if (f->nselected == PP_CGROUP_FILTER_MAX)
+			return -E2BIG;
+		f->selected[f->nselected++] = cgroup_id;
+		/* Remembered verdicts were taken without this cgroup. */
+		memset(f->verdicts, 0, sizeof(f->verdicts));
+		return 0;
+	}
+	/* The id first: a sample that sees the new level finds its cgroup too. */
+	ret = bpf_map__update_elem(shim->cgroup_filter, &cgroup_id, sizeof(cgroup_id), &one,
+				   sizeof(one), BPF_ANY);
+	if (ret)
+		return ret;
+	ret =
+	    bpf_map__lookup_elem(shim->cgroup_levels, &zero, sizeof(zero), &mask, sizeof(mask), 0);
+	if (ret)
+		return ret;
+	mask |= 1u << level;
+	return bpf_map__update_elem(shim->cgroup_levels, &zero, sizeof(zero), &mask, sizeof(mask),
+				    BPF_ANY);
+}
+
+enum pp_shim_cgroup_mode pp_shim_cgroup_filter_mode(const struct pp_shim *shim)
+{
+	return shim->cg_mode;
 }
 
 int pp_shim_attach(struct pp_shim *shim, int perf_fd, uint32_t cookie)
@@ -322,6 +555,7 @@ int pp_shim_read_counters(const struct pp_shim *shim, uint64_t out[PP_CNT__MAX])
 		for (int c = 0; !ret && c < ncpus; c++)
 			out[k] += vals[(size_t)c * PP_CNT__MAX + k];
 	}
+	out[PP_CNT_CGROUP_FILTERED] += shim->user_cgroup_filtered;
 	free(vals);
 	return ret;
 }

@@ -19,6 +19,13 @@ enum pp_shim_variant {
 	PP_SHIM_CORE,
 };
 
+/* Where the cgroup filter runs (pp_shim_cgroup_filter_mode). */
+enum pp_shim_cgroup_mode {
+	PP_SHIM_CGROUP_OFF = 0,
+	PP_SHIM_CGROUP_KERNEL, /* in the shim, before any stack work */
+	PP_SHIM_CGROUP_USER,   /* in pp_shim_poll: the kernel lacks the helper (before 5.14) */
+};
+
 struct pp_shim_opts {
 	enum pp_shim_variant variant;
 	uint32_t kstack_depth; /* 0 disables kernel stacks */
@@ -28,6 +35,14 @@ struct pp_shim_opts {
 	int track_tasks;	/* exec/exit/fork programs (needed with filter_tgids) */
 	uint64_t ringbuf_bytes; /* power of two, >= page size; 0 = default (4 MiB) */
 	uint64_t wakeup_bytes;	/* 0 = ringbuf_bytes / 4 */
+	/*
+	 * Only samples of tasks in (or below) the cgroups added with pp_shim_add_cgroup; none
+	 * pass until one is added. With filter_tgids too, a sample must pass both.
+	 */
+	int filter_cgroups;
+	/* Filter cgroups in user space even where the kernel could (tests, comparisons). */
+	int cgroup_filter_in_user_space;
+	const char *cgroup2_root; /* for user-space filtering; NULL: from /proc/self/mountinfo */
 };
 
 struct pp_shim;
@@ -50,6 +65,25 @@ int pp_shim_has_cookie(const struct pp_shim *shim);
 /* Adds a process to the tgid filter. Returns 0 or -errno. */
 int pp_shim_add_target(struct pp_shim *shim, uint32_t tgid);
 
+/*
+ * Selects a cgroup v2 (id and level as pp_cgroup_id_level gives them) for the cgroup filter:
+ * samples of tasks in it or in any cgroup below it pass. May be called while sampling.
+ * Returns 0, -ENOTCONN (the filter was not enabled at load), -ERANGE (level above
+ * PP_CGROUP_MAX_LEVEL), -E2BIG (PP_CGROUP_FILTER_MAX cgroups already selected) or -errno.
+ */
+int pp_shim_add_cgroup(struct pp_shim *shim, uint64_t cgroup_id, uint32_t level);
+
+/*
+ * Where the cgroup filter runs. PP_SHIM_CGROUP_USER means the kernel has no
+ * bpf_get_current_ancestor_cgroup_id for perf_event programs (5.14+) or user-space filtering
+ * was asked for: every sample crosses the ring buffer, and pp_shim_poll drops the others
+ * (counted as PP_CNT_CGROUP_FILTERED). The caller says so in its log.
+ */
+enum pp_shim_cgroup_mode pp_shim_cgroup_filter_mode(const struct pp_shim *shim);
+
+/* The fd of the loaded sample program (for bpf_prog_info: run time and count). */
+int pp_shim_sample_prog_fd(const struct pp_shim *shim);
+
 /* Attaches the sample program to an opened (disabled) perf event fd and enables it. */
 int pp_shim_attach(struct pp_shim *shim, int perf_fd, uint32_t cookie);
 /* Detaches every perf event (sampling stops); records already written can still be drained. */
@@ -61,7 +95,10 @@ void pp_shim_detach_all(struct pp_shim *shim);
  */
 int pp_shim_poll(struct pp_shim *shim, int timeout_ms, pp_shim_record_fn cb, void *ctx);
 
-/* Sums the per-CPU counters into out[PP_CNT__MAX]. */
+/*
+ * Sums the per-CPU counters into out[PP_CNT__MAX]; with user-space cgroup filtering the
+ * records pp_shim_poll dropped are added to PP_CNT_CGROUP_FILTERED.
+ */
 int pp_shim_read_counters(const struct pp_shim *shim, uint64_t out[PP_CNT__MAX]);
 const char *pp_counter_name(enum pp_counter c);
 

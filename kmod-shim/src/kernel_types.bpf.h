@@ -51,6 +51,14 @@ struct task_struct {
 	int tgid;
 };
 
+/*
+ * The x86 sample registers' flags word (the kernel's pt_regs.flags, the uapi's eflags). Read
+ * by CO-RE so a layout change around it (FRED widened cs) moves the offset, not the meaning.
+ */
+struct pt_regs___pp {
+	unsigned long flags;
+};
+
 #pragma clang attribute pop
 
 #endif /* PEBSPROF_KERNEL_TYPES_BPF_H */

@@ -8,6 +8,10 @@
  *   PP_SHIM_KCTX=0  reads it with BPF_CORE_READ on the kernel context (older kernels; needs
  *                   CAP_PERFMON for the verifier's allow_ptr_leaks).
  * Never a plain load through a cast ctx: the verifier rewrites it into a pt_regs read.
+ *
+ * Filters (each decided at load time through shim_config, so a disabled one costs nothing):
+ * the tgid filter, then the cgroup filter; a sample must pass every enabled one, and is
+ * dropped before any stack work otherwise.
  */
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
@@ -62,6 +66,25 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } target_tgids SEC(".maps");
+
+/* Selected cgroups when shim_config.filter_cgroups is set (layout in record.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_CGROUP_FILTER_MAX);
+	__type(key, __u64);
+	__type(value, __u8);
+} cgroup_filter SEC(".maps");
+
+/*
+ * Bit mask of the levels holding selected cgroups. A map, not rodata: cgroups are added while
+ * sampling (the Kubernetes namespace filter adds each new pod), possibly at new levels.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroup_levels SEC(".maps");
 
 #if PP_SHIM_KCTX
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
@@ -123,6 +146,50 @@ static __always_inline void read_mem_fields(struct bpf_perf_event_data *ctx, str
 	rec->flags |= PP_SF_MEM_FIELDS;
 }
 
+/*
+ * Whether the current task is in a selected cgroup or below one: its ancestor at each level
+ * of the mask is looked up. Pods sit at one or two levels, so this is a lookup or two.
+ */
+static __always_inline int cgroup_selected(void)
+{
+	__u32 zero = 0, mask, *maskp;
+
+	maskp = bpf_map_lookup_elem(&cgroup_levels, &zero);
+	if (!maskp)
+		return 0;
+	mask = *maskp;
+	for (int level = 0; level <= PP_CGROUP_MAX_LEVEL; level++) {
+		__u64 id;
+
+		if (!(mask >> level))
+			break;
+		if (!(mask & (1u << level)))
+			continue;
+		id = bpf_get_current_ancestor_cgroup_id(level);
+		if (id && bpf_map_lookup_elem(&cgroup_filter, &id))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * x86 marks a skid-free ip with PERF_EFLAGS_EXACT in the sample registers' flags (a reserved
+ * EFLAGS bit, so an interrupted context never has it set by hardware). Plain ctx load: the
+ * registers are the uapi part of the context.
+ */
+#define PP_PERF_EFLAGS_EXACT (1ul << 3)
+
+static __always_inline __u16 exact_ip_flag(struct bpf_perf_event_data *ctx)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs___pp *regs = (void *)&ctx->regs;
+
+	return (regs->flags & PP_PERF_EFLAGS_EXACT) ? PP_SF_EXACT_IP : 0;
+#else
+	return 0;
+#endif
+}
+
 /* Returns the number of frames written to dst, and flags truncation or failure. */
 static __always_inline __u32 take_stack(struct bpf_perf_event_data *ctx, __u64 *dst, __u32 depth,
 					__u64 stack_flags, struct pp_sample *rec, __u16 trunc_flag,
@@ -164,6 +231,10 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		count_in(cnt, PP_CNT_FILTERED);
 		return 0;
 	}
+	if (shim_config.filter_cgroups && !cgroup_selected()) {
+		count_in(cnt, PP_CNT_CGROUP_FILTERED);
+		return 0;
+	}
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec) {
 		count_in(cnt, PP_CNT_SCRATCH_MISS);
@@ -185,7 +256,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	rec->sample_flags = 0;
 	rec->cpu = bpf_get_smp_processor_id();
 	rec->event_cookie = shim_config.use_attach_cookie ? (__u32)bpf_get_attach_cookie(ctx) : 0;
-	rec->flags = (__s64)rec->ip < 0 ? PP_SF_KERNEL_IP : 0;
+	rec->flags = ((__s64)rec->ip < 0 ? PP_SF_KERNEL_IP : 0) | exact_ip_flag(ctx);
 	rec->_pad0 = 0;
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 

@@ -1,16 +1,24 @@
 /*
  * The shim on this kernel, for real: every program variant (kctx, core) in every
- * configuration passes the verifier, attaches to cpu-clock events, and the records it writes
- * decode to this process's samples with sane fields. Needs root and BPF; skips otherwise.
+ * configuration (stacks, memory fields, tgid filter, cgroup filter) passes the verifier,
+ * attaches to cpu-clock events, and the records it writes decode to this process's samples
+ * with sane fields. The cgroup filter is checked on real cgroup v2 directories with busy
+ * processes inside and outside them. Needs root and BPF; skips otherwise.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <linux/perf_event.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup_level.h"
 #include "check.h"
 #include "record_decode.h"
 #include "shim_loader.h"
@@ -20,7 +28,7 @@
 struct collected {
 	struct pp_decode_stats stats;
 	unsigned long own_samples, with_ustack, with_kstack, kernel_ip, mem_na, bad_cpu;
-	unsigned long bad_cookie, task_events;
+	unsigned long bad_cookie, task_events, exact_ip;
 	uint32_t expected_cookie;
 };
 
@@ -47,6 +55,8 @@ static int on_record(void *ctx, const void *data, size_t len)
 	if ((d.sample.flags & PP_SF_MEM_FIELDS) && d.sample.data_src == PERF_MEM_NA_VALUE &&
 	    d.sample.addr == 0)
 		c->mem_na++;
+	if (d.sample.flags & PP_SF_EXACT_IP)
+		c->exact_ip++;
 	if (d.sample.cpu >= 1024)
 		c->bad_cpu++;
 	if (d.sample.event_cookie != c->expected_cookie)
@@ -54,7 +64,7 @@ static int on_record(void *ctx, const void *data, size_t len)
 	return 0;
 }
 
-static int open_cpu_clock(int cpu, int mem_bits)
+static int open_cpu_clock_hz(int cpu, int mem_bits, unsigned hz)
 {
 	struct perf_event_attr attr;
 
@@ -63,13 +73,18 @@ static int open_cpu_clock(int cpu, int mem_bits)
 	attr.type = PERF_TYPE_SOFTWARE;
 	attr.config = PERF_COUNT_SW_CPU_CLOCK;
 	attr.freq = 1;
-	attr.sample_freq = 2000;
+	attr.sample_freq = hz;
 	attr.sample_type = PERF_SAMPLE_IP;
 	if (mem_bits)
 		attr.sample_type |=
 		    PERF_SAMPLE_ADDR | PERF_SAMPLE_DATA_SRC | PERF_SAMPLE_WEIGHT_STRUCT;
 	attr.disabled = 1;
 	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int open_cpu_clock(int cpu, int mem_bits)
+{
+	return open_cpu_clock_hz(cpu, mem_bits, 2000);
 }
 
 static void spin_ms(long ms)
@@ -100,7 +115,46 @@ static int can_run(void)
 	return 1;
 }
 
-static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int filter)
+/* This process's cgroup v2 path from /proc/self/cgroup ("0::/path"). */
+static int own_cgroup(char *out, size_t len)
+{
+	char buf[4096];
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	int ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(buf, sizeof(buf), f)) {
+		if (strncmp(buf, "0::", 3) != 0)
+			continue;
+		buf[strcspn(buf, "\n")] = '\0';
+		if (strlen(buf + 3) < len) {
+			strcpy(out, buf + 3);
+			ret = 0;
+		}
+		break;
+	}
+	fclose(f);
+	return ret;
+}
+
+/* Selects the cgroup this process is in, so its samples pass the cgroup filter. */
+static int select_own_cgroup(struct pp_shim *shim)
+{
+	char path[PATH_MAX];
+	uint64_t id;
+	uint32_t level;
+	int ret = own_cgroup(path, sizeof(path));
+
+	if (!ret)
+		ret = pp_cgroup_id_level(NULL, path, &id, &level);
+	if (!ret)
+		ret = pp_shim_add_cgroup(shim, id, level);
+	return ret;
+}
+
+static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int filter,
+			enum pp_shim_cgroup_mode cgroup)
 {
 	struct pp_shim_opts opts = {
 	    .variant = variant,
@@ -110,14 +164,16 @@ static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int f
 	    .filter_tgids = filter,
 	    .track_tasks = 1,
 	    .ringbuf_bytes = 1 << 20,
+	    .filter_cgroups = cgroup != PP_SHIM_CGROUP_OFF,
+	    .cgroup_filter_in_user_space = cgroup == PP_SHIM_CGROUP_USER,
 	};
 	struct collected c = {.expected_cookie = 7};
 	char err[512] = "";
 	struct pp_shim *shim;
 	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[256], nfd = 0;
 
-	fprintf(stderr, "variant=%s stacks=%d mem=%d filter=%d\n", pp_shim_variant_name(variant),
-		stacks, mem, filter);
+	fprintf(stderr, "variant=%s stacks=%d mem=%d filter=%d cgroup=%d\n",
+		pp_shim_variant_name(variant), stacks, mem, filter, (int)cgroup);
 	shim = pp_shim_load(&opts, err, sizeof(err));
 	if (!shim)
 		fprintf(stderr, "  load failed: %s\n", err);
@@ -125,6 +181,14 @@ static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int f
 	CHECK(pp_shim_loaded_variant(shim) == variant);
 	if (filter)
 		CHECK(pp_shim_add_target(shim, (uint32_t)getpid()) == 0);
+	/* This kernel (6.18) has the ancestor helper: the filter runs where it was asked to. */
+	CHECK(pp_shim_cgroup_filter_mode(shim) == cgroup);
+	if (cgroup != PP_SHIM_CGROUP_OFF) {
+		CHECK(select_own_cgroup(shim) == 0);
+		CHECK(pp_shim_add_cgroup(shim, 1, PP_CGROUP_MAX_LEVEL + 1) == -ERANGE);
+	} else {
+		CHECK(pp_shim_add_cgroup(shim, 1, 0) == -ENOTCONN);
+	}
 	if (!pp_shim_has_cookie(shim))
 		c.expected_cookie = 0;
 	for (int cpu = 0; cpu < ncpu && nfd < 256; cpu++) {
@@ -156,6 +220,8 @@ static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int f
 	      0);
 	CHECK(c.bad_cpu == 0);
 	CHECK(c.bad_cookie == 0);
+	/* A software event's registers never carry PERF_EFLAGS_EXACT (a reserved EFLAGS bit). */
+	CHECK(c.exact_ip == 0);
 	CHECK(counters[PP_CNT_EMITTED] >= c.own_samples);
 	CHECK(counters[PP_CNT_SAMPLES] >= counters[PP_CNT_EMITTED]);
 	if (stacks) {
@@ -168,9 +234,15 @@ static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int f
 	/* On 6.3+ perf_prepare_sample fills requested fields before the program runs. */
 	if (mem)
 		CHECK(c.mem_na == c.own_samples);
-	if (filter)
+	if (filter && cgroup != PP_SHIM_CGROUP_KERNEL)
 		CHECK(counters[PP_CNT_FILTERED] + counters[PP_CNT_EMITTED] ==
 		      counters[PP_CNT_SAMPLES]);
+	if (cgroup == PP_SHIM_CGROUP_KERNEL)
+		CHECK(counters[PP_CNT_FILTERED] + counters[PP_CNT_CGROUP_FILTERED] +
+			  counters[PP_CNT_EMITTED] ==
+		      counters[PP_CNT_SAMPLES]);
+	if (cgroup == PP_SHIM_CGROUP_OFF)
+		CHECK(counters[PP_CNT_CGROUP_FILTERED] == 0);
 	for (int i = 0; i < nfd; i++)
 		close(fds[i]);
 	pp_shim_free(shim);
@@ -182,18 +254,213 @@ TEST(kctx_variants)
 		SKIP("needs root, BPF and BTF");
 	if (!pp_kernel_has_cast_to_kern_ctx())
 		SKIP("kernel has no bpf_cast_to_kern_ctx (before 6.2): kctx variant not loadable");
-	run_variant(PP_SHIM_KCTX, 1, 0, 0);
-	run_variant(PP_SHIM_KCTX, 1, 1, 1);
-	run_variant(PP_SHIM_KCTX, 0, 1, 0);
+	run_variant(PP_SHIM_KCTX, 1, 0, 0, PP_SHIM_CGROUP_OFF);
+	run_variant(PP_SHIM_KCTX, 1, 1, 1, PP_SHIM_CGROUP_OFF);
+	run_variant(PP_SHIM_KCTX, 0, 1, 0, PP_SHIM_CGROUP_OFF);
+	run_variant(PP_SHIM_KCTX, 1, 1, 1, PP_SHIM_CGROUP_KERNEL);
+	run_variant(PP_SHIM_KCTX, 0, 0, 0, PP_SHIM_CGROUP_KERNEL);
+	run_variant(PP_SHIM_KCTX, 1, 0, 0, PP_SHIM_CGROUP_USER);
 }
 
 TEST(core_variants)
 {
 	if (!can_run())
 		SKIP("needs root, BPF and BTF");
-	run_variant(PP_SHIM_CORE, 1, 0, 0);
-	run_variant(PP_SHIM_CORE, 1, 1, 1);
-	run_variant(PP_SHIM_CORE, 0, 1, 0);
+	run_variant(PP_SHIM_CORE, 1, 0, 0, PP_SHIM_CGROUP_OFF);
+	run_variant(PP_SHIM_CORE, 1, 1, 1, PP_SHIM_CGROUP_OFF);
+	run_variant(PP_SHIM_CORE, 0, 1, 0, PP_SHIM_CGROUP_OFF);
+	run_variant(PP_SHIM_CORE, 1, 1, 1, PP_SHIM_CGROUP_KERNEL);
+	run_variant(PP_SHIM_CORE, 0, 0, 0, PP_SHIM_CGROUP_KERNEL);
+	run_variant(PP_SHIM_CORE, 1, 0, 0, PP_SHIM_CGROUP_USER);
+}
+
+/* ---- the cgroup filter on real cgroups ---- */
+
+enum { IN_A, IN_B, OUTSIDER, NBUSY };
+
+struct cg_collected {
+	struct pp_decode_stats stats;
+	pid_t pids[NBUSY];
+	uint64_t id_a, id_b;
+	unsigned long per_proc[NBUSY], others, wrong_cgroup, a_not_in_a;
+};
+
+static int on_cg_record(void *ctx, const void *data, size_t len)
+{
+	struct cg_collected *c = ctx;
+	struct pp_decoded d;
+	int who = -1;
+
+	if (pp_record_decode(data, len, &d, &c->stats) || d.kind != PP_DECODED_SAMPLE)
+		return 0;
+	for (int i = 0; i < NBUSY; i++)
+		if (d.sample.tgid == (uint32_t)c->pids[i])
+			who = i;
+	if (who < 0)
+		c->others++;
+	else
+		c->per_proc[who]++;
+	if (d.sample.cgroup_id != c->id_a && d.sample.cgroup_id != c->id_b)
+		c->wrong_cgroup++;
+	if (who == IN_A && d.sample.cgroup_id != c->id_a)
+		c->a_not_in_a++;
+	return 0;
+}
+
+static pid_t spawn_busy(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		volatile unsigned long x = 0;
+
+		for (;;)
+			x++;
+	}
+	return pid;
+}
+
+static int move_to(const char *cgdir, pid_t pid)
+{
+	char path[PATH_MAX], num[32];
+	int fd, n, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cgdir);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(num, sizeof(num), "%d\n", (int)pid);
+	if (write(fd, num, (size_t)n) != n)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/*
+ * Busy processes in cgroup A, in A's child B, and outside both, all sampled on every CPU with
+ * the filter on A: only A's and B's samples come out, the outsider's are counted as
+ * CGROUP_FILTERED. With tgid_of_b the tgid filter (B's process and the outsider) is on too:
+ * only B's samples pass both.
+ */
+static void run_cgroup_filter(enum pp_shim_cgroup_mode mode, const char *dir_a, const char *dir_b,
+			      int tgid_filter)
+{
+	struct pp_shim_opts opts = {
+	    .kstack_depth = PP_MAX_STACK_DEPTH,
+	    .ustack_depth = 32,
+	    .filter_tgids = tgid_filter,
+	    .ringbuf_bytes = 4 << 20,
+	    .filter_cgroups = 1,
+	    .cgroup_filter_in_user_space = mode == PP_SHIM_CGROUP_USER,
+	};
+	struct cg_collected c = {0};
+	uint64_t counters[PP_CNT__MAX];
+	uint32_t level_a, level_b;
+	uint64_t id_b_rel;
+	char err[512] = "", rel_b[PATH_MAX];
+	struct pp_shim *shim;
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[256], nfd = 0;
+
+	fprintf(stderr, "cgroup filter mode=%d tgid_filter=%d\n", (int)mode, tgid_filter);
+	REQUIRE(pp_cgroup_id_level(NULL, dir_a, &c.id_a, &level_a) == 0);
+	REQUIRE(pp_cgroup_id_level(NULL, dir_b, &c.id_b, &level_b) == 0);
+	CHECK(level_b == level_a + 1);
+	CHECK(c.id_a != c.id_b);
+	/* The /proc/PID/cgroup form of the same cgroup gives the same id. */
+	snprintf(rel_b, sizeof(rel_b), "/%s", strstr(dir_b, "/pp-shim-test-") + 1);
+	CHECK(pp_cgroup_id_level(NULL, rel_b, &id_b_rel, &level_b) == 0);
+	CHECK_EQ_U64(id_b_rel, c.id_b);
+
+	shim = pp_shim_load(&opts, err, sizeof(err));
+	if (!shim)
+		fprintf(stderr, "  load failed: %s\n", err);
+	REQUIRE(shim != NULL);
+	CHECK(pp_shim_cgroup_filter_mode(shim) == mode);
+	for (int i = 0; i < NBUSY; i++)
+		c.pids[i] = spawn_busy();
+	for (int i = 0; i < NBUSY; i++)
+		REQUIRE(c.pids[i] > 0);
+	CHECK(move_to(dir_a, c.pids[IN_A]) == 0);
+	CHECK(move_to(dir_b, c.pids[IN_B]) == 0);
+	CHECK(pp_shim_add_cgroup(shim, c.id_a, level_a) == 0);
+	if (tgid_filter) {
+		CHECK(pp_shim_add_target(shim, (uint32_t)c.pids[IN_B]) == 0);
+		CHECK(pp_shim_add_target(shim, (uint32_t)c.pids[OUTSIDER]) == 0);
+	}
+	for (int cpu = 0; cpu < ncpu && nfd < 256; cpu++) {
+		int fd = open_cpu_clock_hz(cpu, 0, 1000);
+
+		if (fd < 0)
+			continue;
+		fds[nfd++] = fd;
+		CHECK(pp_shim_attach(shim, fd, 1) == 0);
+	}
+	if (nfd == 0)
+		goto out;
+	for (int i = 0; i < 20; i++) /* about 1 s */
+		if (pp_shim_poll(shim, 50, on_cg_record, &c) < 0)
+			break;
+	pp_shim_detach_all(shim);
+	while (pp_shim_poll(shim, 0, on_cg_record, &c) > 0)
+		;
+	CHECK(pp_shim_read_counters(shim, counters) == 0);
+	fprintf(stderr,
+		"  in_a=%lu in_b=%lu outsider=%lu others=%lu wrong_cgroup=%lu "
+		"cgroup_filtered=%llu filtered=%llu\n",
+		c.per_proc[IN_A], c.per_proc[IN_B], c.per_proc[OUTSIDER], c.others, c.wrong_cgroup,
+		(unsigned long long)counters[PP_CNT_CGROUP_FILTERED],
+		(unsigned long long)counters[PP_CNT_FILTERED]);
+	/* Three busy processes sharing the CPUs for ~1 s at 1 kHz per CPU: hundreds each. */
+	CHECK(c.wrong_cgroup == 0);
+	CHECK(c.a_not_in_a == 0);
+	CHECK(c.per_proc[OUTSIDER] == 0);
+	CHECK(c.others == 0);
+	CHECK(c.per_proc[IN_B] >= 100);
+	CHECK(counters[PP_CNT_CGROUP_FILTERED] >= 100);
+	if (tgid_filter) {
+		CHECK(c.per_proc[IN_A] == 0);
+		CHECK(counters[PP_CNT_FILTERED] >= 100);
+	} else {
+		CHECK(c.per_proc[IN_A] >= 100);
+		CHECK(counters[PP_CNT_FILTERED] == 0);
+	}
+out:
+	REQUIRE(nfd > 0);
+	for (int i = 0; i < nfd; i++)
+		close(fds[i]);
+	for (int i = 0; i < NBUSY; i++) {
+		if (c.pids[i] <= 0)
+			continue;
+		kill(c.pids[i], SIGKILL);
+		waitpid(c.pids[i], NULL, 0);
+	}
+	pp_shim_free(shim);
+}
+
+TEST(cgroup_filter_live)
+{
+	char mnt[1024], dir_a[1100], dir_b[1200];
+	int ret;
+
+	if (!can_run())
+		SKIP("needs root, BPF and BTF");
+	ret = pp_cgroup2_mount(NULL, mnt, sizeof(mnt));
+	if (ret) {
+		fprintf(stderr, "  no cgroup2 mount: %s\n", strerror(-ret));
+		SKIP("no cgroup v2 hierarchy mounted");
+	}
+	snprintf(dir_a, sizeof(dir_a), "%s/pp-shim-test-%d", mnt, (int)getpid());
+	snprintf(dir_b, sizeof(dir_b), "%s/inner", dir_a);
+	if (mkdir(dir_a, 0755) || mkdir(dir_b, 0755)) {
+		fprintf(stderr, "  cannot create %s: %s\n", dir_b, strerror(errno));
+		rmdir(dir_a);
+		SKIP("cannot create cgroups (read-only or delegated cgroup2)");
+	}
+	run_cgroup_filter(PP_SHIM_CGROUP_KERNEL, dir_a, dir_b, 0);
+	run_cgroup_filter(PP_SHIM_CGROUP_USER, dir_a, dir_b, 0);
+	run_cgroup_filter(PP_SHIM_CGROUP_KERNEL, dir_a, dir_b, 1);
+	CHECK(rmdir(dir_b) == 0);
+	CHECK(rmdir(dir_a) == 0);
 }
 
 TEST(decoder_rejects_foreign_records)
@@ -211,6 +478,7 @@ TEST(decoder_rejects_foreign_records)
 TEST_LIST = {
     {"kctx_variants", kctx_variants},
     {"core_variants", core_variants},
+    {"cgroup_filter_live", cgroup_filter_live},
     {"decoder_rejects_foreign_records", decoder_rejects_foreign_records},
 };
 TEST_MAIN()

@@ -30,6 +30,14 @@
 #define PP_SF_USTACK_TRUNC (1u << 4)	 /* user stack hit the configured depth */
 #define PP_SF_KSTACK_ERR (1u << 5)	 /* bpf_get_stack failed for the kernel stack */
 #define PP_SF_USTACK_ERR (1u << 6)	 /* bpf_get_stack failed for the user stack */
+/*
+ * ip is the exact instruction of the event, no skid: the kernel marked the sample registers
+ * with PERF_EFLAGS_EXACT (x86: PEBS with precise_ip >= 2 on PEBS format >= 2 or adaptive
+ * PEBS, AMD IBS op when IbsRipInvalid is clear). Never set for software events, for
+ * precise_ip 0/1 (off-by-one or skid ip) or on other architectures. Added without a layout
+ * change: older collectors ignore it, older shims never set it.
+ */
+#define PP_SF_EXACT_IP (1u << 7)
 
 struct pp_rec_hdr {
 	__u16 type;    /* PP_REC_* */
@@ -103,6 +111,12 @@ enum pp_counter {
 	PP_CNT_FORK_TRACKED, /* child processes added to the tgid filter */
 	PP_CNT_FILTER_FULL,  /* tgid filter map full: a child could not be tracked */
 	PP_CNT_TASK_RB_FULL, /* a task event could not be written */
+	/*
+	 * Samples dropped by the cgroup filter (their task is in none of the selected cgroups nor
+	 * below one), before any stack work. Where the kernel lacks the ancestor helper the
+	 * loader filters in user space and adds the records it dropped here.
+	 */
+	PP_CNT_CGROUP_FILTERED,
 	PP_CNT__MAX,
 };
 
@@ -118,8 +132,26 @@ struct pp_shim_config {
 	__u32 filter_tgids;	 /* only emit samples of tgids in the target_tgids map */
 	__u32 use_attach_cookie; /* kernel has bpf_get_attach_cookie for perf_event (5.15+) */
 	__u64 wakeup_bytes;	 /* force a consumer wake-up once this much data is pending */
+	/*
+	 * Only emit samples of tasks in (or below) a cgroup of the cgroup_filter map. Which
+	 * hierarchy levels hold selected cgroups is in the cgroup_levels map, not here: cgroups
+	 * (Kubernetes pods) are added while running, at levels not known at load time.
+	 */
+	__u32 filter_cgroups;
+	__u32 _pad0;
 };
 
-_Static_assert(sizeof(struct pp_shim_config) == 32, "pp_shim_config layout");
+_Static_assert(sizeof(struct pp_shim_config) == 40, "pp_shim_config layout");
+_Static_assert(__builtin_offsetof(struct pp_shim_config, filter_cgroups) == 32,
+	       "pp_shim_config.filter_cgroups offset");
+
+/*
+ * cgroup filter: the cgroup_filter hash map is keyed by the cgroup v2 id (__u64) of each
+ * selected cgroup (value __u8, unused); the single-entry array map cgroup_levels holds a
+ * __u32 bit mask of the hierarchy levels (root = 0) those cgroups sit at. A sample passes when
+ * bpf_get_current_ancestor_cgroup_id(level) is in cgroup_filter for some level in the mask.
+ */
+#define PP_CGROUP_MAX_LEVEL 31	  /* deepest level a selected cgroup may sit at */
+#define PP_CGROUP_FILTER_MAX 1024 /* selected cgroups at most */
 
 #endif /* PEBSPROF_RECORD_H */
