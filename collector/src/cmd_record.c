@@ -24,6 +24,7 @@
 #include <pebsprof/writers.h>
 
 #include "cli_util.h"
+#include "containers.h"
 #include "log.h"
 #include "sampler.h"
 #include "session.h"
@@ -49,6 +50,9 @@ struct record_args {
 	char **command; /* argv of the command, or NULL */
 	const char *proc_root;
 	const char *sysfs_root;
+	const char *cgroup_root;   /* NULL: the cgroup2 mount from mountinfo */
+	const char *cgroups;	   /* --cgroup: comma-separated paths */
+	const char *container_ids; /* --container-id: comma-separated ids */
 	int verbose;
 	int quiet;
 };
@@ -94,6 +98,11 @@ static void usage(FILE *f)
 	    "      --top N           functions in the summary (default 15; 0 = none)\n"
 	    "      --proc-root DIR   where /proc is (default /proc)\n"
 	    "      --sysfs-root DIR  where /sys is (default /sys): PMUs, BTF\n"
+	    "      --cgroup PATH,... profile only tasks in these cgroups (under the cgroup v2\n"
+	    "                        mount, or as /proc/PID/cgroup shows them) and below\n"
+	    "      --container-id ID,...  profile only these containers (ids, or their first\n"
+	    "                        12+ hex digits, as docker ps and crictl ps print them)\n"
+	    "      --cgroup-root DIR the cgroup v2 mount (default: from /proc/self/mountinfo)\n"
 	    "  -q, --quiet           no progress line and no summary\n"
 	    "  -v, --verbose         debug logging (libbpf and verifier messages)\n"
 	    "  -h, --help            this text\n"
@@ -123,7 +132,10 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 		OPT_LDLAT,
 		OPT_TOP,
 		OPT_PROC_ROOT,
-		OPT_SYSFS_ROOT
+		OPT_SYSFS_ROOT,
+		OPT_CGROUP,
+		OPT_CONTAINER_ID,
+		OPT_CGROUP_ROOT
 	};
 	static const struct option longopts[] = {
 	    {"event", required_argument, NULL, 'e'},
@@ -139,6 +151,9 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	    {"top", required_argument, NULL, OPT_TOP},
 	    {"proc-root", required_argument, NULL, OPT_PROC_ROOT},
 	    {"sysfs-root", required_argument, NULL, OPT_SYSFS_ROOT},
+	    {"cgroup", required_argument, NULL, OPT_CGROUP},
+	    {"container-id", required_argument, NULL, OPT_CONTAINER_ID},
+	    {"cgroup-root", required_argument, NULL, OPT_CGROUP_ROOT},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
@@ -222,6 +237,15 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 			break;
 		case OPT_SYSFS_ROOT:
 			a->sysfs_root = optarg;
+			break;
+		case OPT_CGROUP:
+			a->cgroups = optarg;
+			break;
+		case OPT_CONTAINER_ID:
+			a->container_ids = optarg;
+			break;
+		case OPT_CGROUP_ROOT:
+			a->cgroup_root = optarg;
 			break;
 		case 'q':
 			a->quiet = 1;
@@ -468,6 +492,7 @@ int pp_cmd_record(int argc, char **argv)
 	struct pp_sampler smp = {0};
 	struct pp_profile *profile = NULL;
 	struct pp_session *session = NULL;
+	struct pp_containers containers = {0};
 	struct child ch = {.pid = -1, .go_fd = -1, .err_fd = -1};
 	struct pp_session_stats st;
 	uint64_t counters[PP_CNT__MAX] = {0};
@@ -520,22 +545,44 @@ int pp_cmd_record(int argc, char **argv)
 			    .want_kstack = !a.no_kernel_stacks,
 			    .want_ustack = 1},
 		    .filter_tgids = !a.system_wide,
+		    .cgroup2_root = a.cgroup_root,
 		};
+		struct pp_containers_filter filter = {.cgroups = a.cgroups,
+						      .container_ids = a.container_ids};
+		struct pp_containers_opts co = {.proc_root = a.proc_root,
+						.cgroup_root = a.cgroup_root,
+						.k8s = {.source = PP_K8S_NONE}};
+		char err[512];
 		struct pp_profile_desc desc = {0};
 		struct pp_session_opts sess = {
 		    .proc_root = a.proc_root,
 		    .raw_stack_entries = 1 << 16,
 		};
 
+		so.filter_cgroups = pp_containers_filter_wanted(&filter);
 		status = pp_sampler_open(&so, &smp);
 		if (status != PP_EXIT_OK)
 			goto out;
 		status = PP_EXIT_RUNTIME;
+		ret = pp_containers_open(&co, &containers, err, sizeof(err));
+		if (!ret)
+			ret = pp_containers_filter_apply(&containers, &filter, smp.shim, err,
+							 sizeof(err));
+		if (ret) {
+			fprintf(stderr, "pebsprof record: %s\n", err);
+			status = ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME;
+			goto out;
+		}
+		if (so.filter_cgroups &&
+		    pp_shim_cgroup_filter_mode(smp.shim) == PP_SHIM_CGROUP_USER)
+			pp_info("this kernel lacks bpf_get_current_ancestor_cgroup_id for perf "
+				"events (5.14+): filtering cgroups in user space");
 		if (!a.quiet)
 			for (size_t i = 0; i < smp.events->nr_events; i++)
 				fprintf(stderr, "pebsprof: %s\n", smp.events->events[i].why);
 		pp_sampler_profile_desc(&smp, &desc);
 		pp_sampler_session_opts(&smp, &sess);
+		sess.containers = containers.meta;
 		profile = pp_profile_new(&desc);
 		session = profile ? pp_session_new(&sess, profile) : NULL;
 		if (!session) {
@@ -655,6 +702,7 @@ out:
 	if (ch.err_fd >= 0)
 		close(ch.err_fd);
 	pp_session_free(session);
+	pp_containers_close(&containers);
 	pp_sampler_close(&smp);
 	pp_profile_free(profile);
 	return status;

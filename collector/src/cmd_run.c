@@ -28,6 +28,7 @@
 
 #include "cli_util.h"
 #include "config.h"
+#include "containers.h"
 #include "health.h"
 #include "log.h"
 #include "sampler.h"
@@ -51,7 +52,8 @@ struct agent {
 	struct pp_run_config cfg;
 	struct pp_sampler smp; /* system, events, kernel symbols, shim */
 	struct pp_session *session;
-	struct pp_profile *profile; /* the open window */
+	struct pp_containers containers; /* cgroup -> container and pod; the session borrows it */
+	struct pp_profile *profile;	 /* the open window */
 	struct pp_profile_desc desc;
 	char host[256];
 	struct pp_label *attrs; /* resource attributes from the configuration */
@@ -506,7 +508,7 @@ static void print_summary(struct agent *ag)
  */
 static void health_tick(struct agent *ag, int stopping)
 {
-	struct pp_health_snapshot snap = {.process_cache_entries = -1, .symbol_cache_files = -1};
+	struct pp_health_snapshot snap = {0};
 	struct pp_session_stats ss;
 	uint64_t now = pp_clock_ns(CLOCK_MONOTONIC), kernel;
 
@@ -514,6 +516,8 @@ static void health_tick(struct agent *ag, int stopping)
 		return;
 	ag->health_tick_ns = now;
 	pp_session_get_stats(ag->session, &ss);
+	snap.process_cache_entries = (int64_t)ss.processes_cached;
+	snap.symbol_cache_files = (int64_t)ss.symbol_files_cached;
 	pp_shim_read_counters(ag->smp.shim, snap.shim);
 	/* Progress: the BPF program ran, or records came out of the ring buffer. */
 	kernel = snap.shim[PP_CNT_SAMPLES] + ss.decode.samples + ss.decode.tasks;
@@ -596,11 +600,49 @@ static void agent_fini(struct agent *ag)
 	}
 	pp_transport_free(ag->transport);
 	pp_session_free(ag->session);
+	pp_containers_close(&ag->containers);
 	pp_profile_free(ag->pending);
 	pp_profile_free(ag->profile);
 	pp_sampler_close(&ag->smp);
 	free(ag->attrs);
 	pp_run_config_fini(&ag->cfg);
+}
+
+/* Node name for pod metadata only when given: the host-name default is wrong in a pod. */
+static const char *explicit_node_name(const struct agent *ag)
+{
+	return ag->cfg.origin[PP_CFG_NODE_NAME].src != PP_SRC_DEFAULT && ag->cfg.node_name[0]
+		   ? ag->cfg.node_name
+		   : NULL;
+}
+
+static int open_containers(struct agent *ag, char *err, size_t errlen)
+{
+	const struct pp_run_config *c = &ag->cfg;
+	struct pp_containers_opts o = {
+	    .proc_root = c->proc_root,
+	    .cgroup_root = c->cgroup_root,
+	    .k8s =
+		{
+		    .source = c->k8s_source,
+		    .api_url = c->k8s_api_url[0] ? c->k8s_api_url : NULL,
+		    .kubelet_url = c->k8s_kubelet_url[0] ? c->k8s_kubelet_url : NULL,
+		    .node_name = explicit_node_name(ag),
+		    .token_path = c->k8s_token_file,
+		    .ca_path = c->k8s_ca_file,
+		    .kubelet_insecure = c->k8s_kubelet_insecure,
+		    .refresh_ms = (uint32_t)(c->k8s_refresh_ns / 1000000),
+		},
+	};
+
+	return pp_containers_open(&o, &ag->containers, err, errlen);
+}
+
+static struct pp_containers_filter filter_of(const struct agent *ag)
+{
+	return (struct pp_containers_filter){.cgroups = ag->cfg.cgroup,
+					     .container_ids = ag->cfg.container_id,
+					     .namespaces = ag->cfg.namespace_};
 }
 
 static int start_sampling(struct agent *ag)
@@ -615,14 +657,37 @@ static int start_sampling(struct agent *ag)
 		    .stack_depth = (uint32_t)ag->cfg.stack_depth,
 		    .want_kstack = 1,
 		    .want_ustack = 1},
+	    .cgroup2_root = ag->cfg.cgroup_root[0] ? ag->cfg.cgroup_root : NULL,
 	};
 	struct pp_session_opts sess = {
 	    .proc_root = ag->cfg.proc_root, .raw_stack_entries = 1 << 16, .per_cpu = 1};
+	struct pp_containers_filter wanted = filter_of(ag);
+	char err[512];
 	int ret;
 
+	so.filter_cgroups = pp_containers_filter_wanted(&wanted);
 	ret = pp_sampler_open(&so, &ag->smp);
 	if (ret != PP_EXIT_OK)
 		return ret;
+	ret = open_containers(ag, err, sizeof(err));
+	if (ret) {
+		pp_error("%s", err);
+		return PP_EXIT_RUNTIME;
+	}
+	sess.containers = ag->containers.meta;
+	if (so.filter_cgroups) {
+		struct pp_containers_filter f = filter_of(ag);
+
+		ret =
+		    pp_containers_filter_apply(&ag->containers, &f, ag->smp.shim, err, sizeof(err));
+		if (ret) {
+			pp_error("%s", err);
+			return ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME;
+		}
+		if (pp_shim_cgroup_filter_mode(ag->smp.shim) == PP_SHIM_CGROUP_USER)
+			pp_info("this kernel lacks bpf_get_current_ancestor_cgroup_id for perf "
+				"events (5.14+): filtering cgroups in user space");
+	}
 	for (size_t i = 0; i < ag->smp.events->nr_events; i++)
 		pp_info("%s", ag->smp.events->events[i].why);
 	pp_sampler_profile_desc(&ag->smp, &ag->desc);
@@ -675,12 +740,6 @@ int pp_cmd_run(int argc, char **argv)
 		pp_run_config_fini(&ag.cfg);
 		return PP_EXIT_OK;
 	}
-	if (ag.cfg.k8s_source == PP_K8S_APISERVER || ag.cfg.k8s_source == PP_K8S_KUBELET) {
-		fprintf(stderr, "pebsprof run: k8s-source: pod metadata is not part of this build "
-				"yet; use auto or none\n");
-		pp_run_config_fini(&ag.cfg);
-		return PP_EXIT_USAGE;
-	}
 	if (ag.cfg.verbose)
 		pp_log_set_level(PP_LOG_DEBUG);
 	pp_log_hook_libbpf();
@@ -727,6 +786,7 @@ int pp_cmd_run(int argc, char **argv)
 			goto out;
 		}
 		health_tick(&ag, 0);
+		pp_containers_filter_refresh(&ag.containers, ag.smp.shim);
 		now = pp_clock_ns(CLOCK_REALTIME);
 		if (ag.pending && now >= ag.pending_due_ns)
 			export_pending(&ag);

@@ -38,6 +38,16 @@ enum pp_config_key {
 	PP_CFG_LISTEN,
 	PP_CFG_STALL_TIMEOUT,
 	PP_CFG_K8S_SOURCE,
+	PP_CFG_K8S_API_URL,
+	PP_CFG_K8S_KUBELET_URL,
+	PP_CFG_K8S_TOKEN_FILE,
+	PP_CFG_K8S_CA_FILE,
+	PP_CFG_K8S_KUBELET_INSECURE,
+	PP_CFG_K8S_REFRESH,
+	PP_CFG_CGROUP_ROOT,
+	PP_CFG_CGROUP,
+	PP_CFG_CONTAINER_ID,
+	PP_CFG_NAMESPACE,
 	PP_CFG_VERBOSE,
 	PP_CFG_CONFIG,	/* flag and env only */
 	PP_CFG_DRY_RUN, /* flag only */
@@ -108,6 +118,16 @@ struct pp_run_config {
 	 * two windows, at least 30 s (set by pp_run_config_finish) */
 	uint64_t stall_timeout_ns;
 	enum pp_k8s_source k8s_source;
+	char *k8s_api_url;     /* "" = https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT */
+	char *k8s_kubelet_url; /* "" = https://$NODE_IP:10250 */
+	char *k8s_token_file;
+	char *k8s_ca_file;
+	int k8s_kubelet_insecure;
+	uint64_t k8s_refresh_ns;
+	char *cgroup_root;  /* "" = the cgroup2 mount named in mountinfo */
+	char *cgroup;	    /* profile only these cgroups (comma-separated paths); "" = all */
+	char *container_id; /* profile only these containers (comma-separated ids) */
+	char *namespace_;   /* profile only pods of these namespaces (comma-separated) */
 	int verbose;
 	char *config; /* the config file read; "" = none */
 	int dry_run;

@@ -925,6 +925,31 @@ static int miss_wants_refresh(struct pp_k8s_meta *m, const void *key, size_t len
 	return 1;
 }
 
+int pp_k8s_meta_pods_in_namespace(struct pp_k8s_meta *m, const char *ns,
+				  int (*fn)(void *ctx, const char *pod_uid), void *ctx)
+{
+	int n = 0;
+
+	if (!m || !ns || !fn)
+		return 0;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; m->snap && i < m->snap->l->n_pods; i++) {
+		const struct pp_k8s_podlist *l = m->snap->l;
+		int rc;
+
+		if (strcmp(pp_k8s_podlist_str(l, l->pods[i].ns), ns))
+			continue;
+		rc = fn(ctx, pp_k8s_podlist_str(l, l->pods[i].uid));
+		if (rc) {
+			n = rc;
+			break;
+		}
+		n++;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
 int pp_k8s_meta_lookup(struct pp_k8s_meta *m, const char *container_id, const char *pod_uid,
 		       struct pp_k8s_container_meta *out)
 {

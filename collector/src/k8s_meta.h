@@ -109,6 +109,14 @@ int pp_k8s_meta_lookup(struct pp_k8s_meta *m, const char *container_id, const ch
 /* Bumps with each new snapshot; callers caching answers drop them when it changes. */
 uint64_t pp_k8s_meta_generation(const struct pp_k8s_meta *m);
 
+/*
+ * Calls fn with the UID of every pod of namespace ns in the current snapshot (the lock is
+ * held: fn must not call into m). Returns the number of pods, or the first non-zero value fn
+ * returned, which stops the walk.
+ */
+int pp_k8s_meta_pods_in_namespace(struct pp_k8s_meta *m, const char *ns,
+				  int (*fn)(void *ctx, const char *pod_uid), void *ctx);
+
 void pp_k8s_meta_get_stats(struct pp_k8s_meta *m, struct pp_k8s_meta_stats *out);
 
 /*

@@ -51,7 +51,10 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 	};
 	struct pp_event_request req = opts->req;
 	const char *proc_root = opts->proc_root ? opts->proc_root : "/proc";
-	struct pp_shim_opts sopts = {.track_tasks = 1, .filter_tgids = opts->filter_tgids};
+	struct pp_shim_opts sopts = {.track_tasks = 1,
+				     .filter_tgids = opts->filter_tgids,
+				     .filter_cgroups = opts->filter_cgroups,
+				     .cgroup2_root = opts->cgroup2_root};
 	char err[1024] = "";
 	uint64_t kfunc;
 	int ret;
@@ -143,12 +146,14 @@ void pp_sampler_profile_desc(const struct pp_sampler *s, struct pp_profile_desc 
 	desc->value_type = ev->value_type;
 	desc->value_unit = ev->value_unit;
 	desc->period = ev->period;
+	desc->mem_latency = (uint32_t)ev->mem;
 }
 
 void pp_sampler_session_opts(const struct pp_sampler *s, struct pp_session_opts *sess)
 {
 	sess->kallsyms = s->ksyms;
 	sess->precise_ip = s->events->events[0].precise_ip > 0;
+	sess->mem_event = s->events->events[0].mem;
 	sess->mono_to_wall_ns =
 	    (int64_t)pp_clock_ns(CLOCK_REALTIME) - (int64_t)pp_clock_ns(CLOCK_MONOTONIC);
 }

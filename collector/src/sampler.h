@@ -23,6 +23,9 @@ struct pp_sampler_opts {
 	/* The events (spec, rate, ldlat, stack depth, kernel stacks); pid is forced to -1. */
 	struct pp_event_request req;
 	int filter_tgids; /* only the processes added with pp_shim_add_target (and children) */
+	/* only tasks in the cgroups added with pp_shim_add_cgroup (and below) */
+	int filter_cgroups;
+	const char *cgroup2_root; /* for the cgroup filter; NULL: from mountinfo */
 };
 
 /* Everything owned here; pp_sampler_close releases it. */

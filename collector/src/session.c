@@ -347,6 +347,8 @@ void pp_session_set_profile(struct pp_session *s, struct pp_profile *profile)
 void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *out)
 {
 	*out = s->stats;
+	out->processes_cached = pp_proc_cache_count(s->procs);
+	out->symbol_files_cached = pp_symcache_size(s->syms);
 	if (s->objs) {
 		struct pp_mem_objcache_stats os;
 

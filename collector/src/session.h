@@ -56,19 +56,21 @@ struct pp_session_opts {
 
 struct pp_session_stats {
 	struct pp_decode_stats decode;
-	uint64_t samples;	     /* samples added to the profile */
-	uint64_t samples_no_process; /* process gone before we could read it */
-	uint64_t frames;	     /* frames symbolized (cache hits included) */
-	uint64_t frames_cached;	     /* answered by the frame cache */
-	uint64_t frames_unmapped;    /* user address in no mapping */
-	uint64_t frames_no_symbol;   /* mapped, but no symbol covers it */
-	uint64_t frames_no_file;     /* the mapped file could not be read */
-	uint64_t frame_cache_resets; /* the frame cache was full and started over */
-	uint64_t task_events;	     /* exec/exit records seen */
-	uint64_t add_errors;	     /* samples the profile refused (memory) */
-	uint64_t raw_stack_hits;     /* samples aggregated onto an already seen raw stack */
-	uint64_t raw_stack_flushes;  /* times the raw-stack table was emptied into the profile */
-	uint64_t container_samples;  /* samples attributed to a container or pod */
+	uint64_t samples;	      /* samples added to the profile */
+	uint64_t samples_no_process;  /* process gone before we could read it */
+	uint64_t frames;	      /* frames symbolized (cache hits included) */
+	uint64_t frames_cached;	      /* answered by the frame cache */
+	uint64_t frames_unmapped;     /* user address in no mapping */
+	uint64_t frames_no_symbol;    /* mapped, but no symbol covers it */
+	uint64_t frames_no_file;      /* the mapped file could not be read */
+	uint64_t frame_cache_resets;  /* the frame cache was full and started over */
+	uint64_t task_events;	      /* exec/exit records seen */
+	uint64_t add_errors;	      /* samples the profile refused (memory) */
+	uint64_t raw_stack_hits;      /* samples aggregated onto an already seen raw stack */
+	uint64_t raw_stack_flushes;   /* times the raw-stack table was emptied into the profile */
+	uint64_t container_samples;   /* samples attributed to a container or pod */
+	uint64_t processes_cached;    /* gauges: the process cache's entries now */
+	uint64_t symbol_files_cached; /* the symbol cache's files now */
 	/* Memory events (opts.mem_event). */
 	uint64_t mem_samples;	      /* samples with at least one real memory field */
 	uint64_t mem_no_fields;	      /* PP_SF_MEM_FIELDS set, but the kernel filled none */

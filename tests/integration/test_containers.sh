@@ -1,0 +1,124 @@
+#!/bin/bash
+# Container attribution on real cgroup v2 directories: three cgroups named as a kubelet with
+# the systemd driver names them (a containerd, a CRI-O and a docker container in burstable and
+# besteffort pods), one workload started inside each and one outside, then
+# `pebsprof record -a -o x.otlp.pb`: each container arrives as its own ResourceProfiles with
+# container.id, container.runtime and k8s.pod.uid, holding exactly the samples of the workload
+# that ran in it; the outside workload has none of them. Then --container-id and --cgroup
+# profile only the selected container.
+
+. "$(dirname "$0")/lib.sh"
+
+pp_require_root
+pp_require_bpf
+pp_require_perf_events
+pp_require_pebsprof
+T=$PP_TMP
+ref="${PP_SOURCE_DIR:?}/../shared/reference/opentelemetry-proto"
+svc=opentelemetry/proto/collector/profiles/v1development/profiles_service.proto
+[ -d "$ref/opentelemetry" ] && command -v protoc >/dev/null || pp_skip "needs protoc and $ref"
+"$PP_PYTHON" -c 'import google.protobuf' 2>/dev/null || pp_skip "needs python3-protobuf"
+# mountinfo: field 5 is the mount point, the type follows the " - " separator.
+cg2=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "-") { if ($(i+1) == "cgroup2") print $5; break } }' \
+	/proc/self/mountinfo | head -1)
+[ -n "$cg2" ] || pp_skip "no cgroup v2 mounted on this host"
+[ -w "$cg2" ] || pp_skip "the cgroup v2 mount $cg2 is not writable here"
+
+mkdir -p "$T/gen"
+(cd "$ref" && protoc --python_out="$T/gen" opentelemetry/proto/common/v1/common.proto \
+	opentelemetry/proto/resource/v1/resource.proto \
+	opentelemetry/proto/profiles/v1development/profiles.proto "$svc") ||
+	pp_skip "protoc could not generate the python classes"
+
+CID_A=$(printf 'a%.0s' {1..8})$(head -c 28 /dev/urandom | od -An -tx1 | tr -d ' \n')
+CID_B=$(printf 'b%.0s' {1..8})$(head -c 28 /dev/urandom | od -An -tx1 | tr -d ' \n')
+CID_C=$(printf 'c%.0s' {1..8})$(head -c 28 /dev/urandom | od -An -tx1 | tr -d ' \n')
+POD_1=$(cat /proc/sys/kernel/random/uuid)
+POD_2=$(cat /proc/sys/kernel/random/uuid)
+base="$cg2/pp-test-$$"
+kp="$base/kubepods.slice"
+pod1="$kp/kubepods-burstable.slice/kubepods-burstable-pod${POD_1//-/_}.slice"
+pod2="$kp/kubepods-besteffort.slice/kubepods-besteffort-pod${POD_2//-/_}.slice"
+cg_a="$pod1/cri-containerd-$CID_A.scope"
+cg_b="$pod1/crio-$CID_B.scope"
+cg_c="$pod2/docker-$CID_C.scope"
+mkdir -p "$cg_a" "$cg_b" "$cg_c" || pp_skip "cannot create cgroups under $cg2"
+cleanup_cgroups() {
+	local d
+	for d in "$cg_a" "$cg_b" "$cg_c"; do
+		[ -f "$d/cgroup.procs" ] || continue
+		while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$d/cgroup.procs"
+	done
+	sleep 0.2
+	find "$base" -depth -type d -exec rmdir {} + 2>/dev/null
+}
+trap 'cleanup_cgroups; pp_cleanup' EXIT
+
+# start_in CGROUP SECONDS: a workload that is in CGROUP from its first instruction.
+start_in() {
+	sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" "$3"' sh "$1" "$PP_WORKLOAD" "$2" \
+		>/dev/null 2>&1 &
+	echo $!
+}
+
+# capture OUT ARGS...: a 3 s system-wide capture while the four workloads run.
+capture() {
+	local out=$1
+	shift
+	pid_a=$(start_in "$cg_a" 4)
+	pid_b=$(start_in "$cg_b" 4)
+	pid_c=$(start_in "$cg_c" 4)
+	"$PP_WORKLOAD" 4 >/dev/null 2>&1 &
+	pid_host=$!
+	sleep 0.3
+	pp_run "$T/rec" "$PEBSPROF" record -q -a -d 3 -e cpu-clock -F 199 "$@" -o "$out"
+	wait "$pid_a" "$pid_b" "$pid_c" "$pid_host" 2>/dev/null
+	"$PP_PYTHON" "$PP_SOURCE_DIR/tests/integration/otlp_resources.py" "$T/gen" "$out" \
+		>"$out.json"
+}
+
+# resource_of JSONL CONTAINER_ID: the one resource line of that container.
+resource_of() {
+	grep "\"container.id\": \"$2\"" "$1"
+}
+
+check_container() {
+	local jsonl=$1 cid=$2 runtime=$3 pod=$4 pid=$5 line
+	line=$(resource_of "$jsonl" "$cid")
+	pp_check "$runtime container has exactly one ResourceProfiles" \
+		[ "$(resource_of "$jsonl" "$cid" | wc -l)" -eq 1 ]
+	pp_check "$runtime container: container.runtime=$runtime" \
+		grep -q "\"container.runtime\": \"$runtime\"" <<<"$line"
+	pp_check "$runtime container: k8s.pod.uid=$pod" grep -q "\"k8s.pod.uid\": \"$pod\"" <<<"$line"
+	pp_check "$runtime container: its samples are its workload's (pid $pid)" \
+		grep -q "\"pids\": \[$pid\]" <<<"$line"
+	pp_check "$runtime container: it has samples" \
+		"$PP_PYTHON" -c 'import json,sys; sys.exit(json.loads(sys.argv[1])["samples"] < 50)' \
+		"$line"
+}
+
+capture "$T/all.otlp.pb"
+pp_check "record -a exits 0" [ "$PP_RC" -eq 0 ]
+check_container "$T/all.otlp.pb.json" "$CID_A" containerd "$POD_1" "$pid_a"
+check_container "$T/all.otlp.pb.json" "$CID_B" cri-o "$POD_1" "$pid_b"
+check_container "$T/all.otlp.pb.json" "$CID_C" docker "$POD_2" "$pid_c"
+pp_check "the host workload is in no container resource" \
+	bash -c "! grep '\"container.id\"' '$T/all.otlp.pb.json' | grep -q '[^0-9]$pid_host[],]'"
+pp_check "the host workload has samples of its own" \
+	grep -q "[[ ]$pid_host[],]" "$T/all.otlp.pb.json"
+
+capture "$T/one.otlp.pb" --container-id "${CID_B:0:12}"
+pp_check "record --container-id exits 0" [ "$PP_RC" -eq 0 ]
+pp_check "--container-id: only that container's resource" \
+	[ "$(wc -l <"$T/one.otlp.pb.json")" -eq 1 ]
+check_container "$T/one.otlp.pb.json" "$CID_B" cri-o "$POD_1" "$pid_b"
+
+capture "$T/pod.otlp.pb" --cgroup "${pod1#$cg2}"
+pp_check "record --cgroup exits 0" [ "$PP_RC" -eq 0 ]
+pp_check "--cgroup POD: the pod's two containers and nothing else" \
+	[ "$(wc -l <"$T/pod.otlp.pb.json")" -eq 2 ]
+check_container "$T/pod.otlp.pb.json" "$CID_A" containerd "$POD_1" "$pid_a"
+
+pp_run "$T/bad" "$PEBSPROF" record -q -a -d 1 --container-id 0123456789ab -o "$T/x.pb.gz"
+pp_check "an unknown container id is a usage error (exit 2)" [ "$PP_RC" -eq 2 ]
+pp_finish
