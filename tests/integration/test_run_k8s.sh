@@ -1,0 +1,179 @@
+#!/bin/bash
+# The agent with pod metadata, end to end: real cgroup v2 directories named as a kubelet
+# names a containerd container (a Deployment's pod in namespace shop) and a CRI-O container (a
+# StatefulSet's pod in namespace db), a workload in each, and a real HTTPS API server on
+# 127.0.0.1 (certificate made here, bearer token required) listing those pods for this node.
+# `pebsprof run` writes windows whose ResourceProfiles carry, per container, container.id,
+# k8s.pod.name, k8s.namespace.name, k8s.container.name, the workload and service.name; the
+# server saw the token and the node's fieldSelector. --namespace shop profiles only shop's
+# pod. With the API server down, or answering 401 or malformed JSON, samples still go out
+# with the cgroup-derived attributes.
+
+. "$(dirname "$0")/lib.sh"
+
+pp_require_root
+pp_require_bpf
+pp_require_perf_events
+pp_require_pebsprof
+T=$PP_TMP
+ref="${PP_SOURCE_DIR:?}/../shared/reference/opentelemetry-proto"
+svc=opentelemetry/proto/collector/profiles/v1development/profiles_service.proto
+SERVER=$PP_SOURCE_DIR/tests/tools/pp_k8s_apiserver.py
+[ -d "$ref/opentelemetry" ] && command -v protoc >/dev/null || pp_skip "needs protoc and $ref"
+"$PP_PYTHON" -c 'import google.protobuf, ssl' 2>/dev/null || pp_skip "needs python3-protobuf"
+command -v openssl >/dev/null || pp_skip "openssl is not installed (apt-get install openssl)"
+cg2=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "-") { if ($(i+1) == "cgroup2") print $5; break } }' \
+	/proc/self/mountinfo | head -1)
+[ -n "$cg2" ] || pp_skip "no cgroup v2 mounted on this host"
+[ -w "$cg2" ] || pp_skip "the cgroup v2 mount $cg2 is not writable here"
+
+mkdir -p "$T/gen"
+(cd "$ref" && protoc --python_out="$T/gen" opentelemetry/proto/common/v1/common.proto \
+	opentelemetry/proto/resource/v1/resource.proto \
+	opentelemetry/proto/profiles/v1development/profiles.proto "$svc") ||
+	pp_skip "protoc could not generate the python classes"
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+	-addext subjectAltName=IP:127.0.0.1 -keyout "$T/cert.key" -out "$T/cert.pem" \
+	>/dev/null 2>&1 || pp_skip "openssl req failed"
+
+hex() { head -c "$1" /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+CID_A=$(hex 32)
+CID_B=$(hex 32)
+POD_A=$(cat /proc/sys/kernel/random/uuid)
+POD_B=$(cat /proc/sys/kernel/random/uuid)
+NODE=worker-$$
+base="$cg2/pp-test-k8s-$$"
+cg_a="$base/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${POD_A//-/_}.slice/cri-containerd-$CID_A.scope"
+cg_b="$base/kubepods.slice/kubepods-pod${POD_B//-/_}.slice/crio-$CID_B.scope"
+mkdir -p "$cg_a" "$cg_b" || pp_skip "cannot create cgroups under $cg2"
+cleanup_all() {
+	local d
+	for d in "$cg_a" "$cg_b"; do
+		[ -f "$d/cgroup.procs" ] || continue
+		while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$d/cgroup.procs"
+	done
+	sleep 0.2
+	find "$base" -depth -type d -exec rmdir {} + 2>/dev/null
+	pp_cleanup
+}
+trap cleanup_all EXIT
+
+# The pod list the API server answers: the two pods, with a ReplicaSet and a StatefulSet owner.
+"$PP_PYTHON" - "$T/pods.json" "$NODE" "$POD_A" "$CID_A" "$POD_B" "$CID_B" <<'PY'
+import json, sys
+out, node, pod_a, cid_a, pod_b, cid_b = sys.argv[1:]
+def pod(name, ns, uid, labels, owner, cname, cid):
+    return {"metadata": {"name": name, "namespace": ns, "uid": uid, "labels": labels,
+                         "ownerReferences": [owner]},
+            "spec": {"nodeName": node},
+            "status": {"phase": "Running",
+                       "containerStatuses": [{"name": cname, "containerID": cid}]}}
+items = [
+    pod("checkout-6b7f9c8d5-q2w3e", "shop", pod_a,
+        {"app.kubernetes.io/name": "checkout", "pod-template-hash": "6b7f9c8d5"},
+        {"kind": "ReplicaSet", "name": "checkout-6b7f9c8d5", "controller": True},
+        "app", "containerd://" + cid_a),
+    pod("postgres-0", "db", pod_b, {},
+        {"kind": "StatefulSet", "name": "postgres", "controller": True},
+        "postgres", "cri-o://" + cid_b),
+]
+json.dump({"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items},
+          open(out, "w"))
+PY
+
+SRV=$T/srv
+mkdir -p "$SRV"
+printf 'token-%s' "$$" >"$SRV/token_required"
+printf 'token-%s\n' "$$" >"$T/token"
+"$PP_PYTHON" "$SERVER" --cert "$T/cert.pem" --key "$T/cert.key" --dir "$SRV" \
+	--body "$T/pods.json" --node "$NODE" >"$T/server.out" 2>&1 &
+PP_BG_PIDS="${PP_BG_PIDS:-} $!"
+for _ in $(seq 100); do
+	grep -q '^PORT ' "$T/server.out" && break
+	sleep 0.1
+done
+PORT=$(sed -n 's/^PORT //p' "$T/server.out")
+[ -n "$PORT" ] || pp_skip "the test API server did not start"
+
+start_in() {
+	sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" "$3"' sh "$1" "$PP_WORKLOAD" "$2" \
+		>/dev/null 2>&1 &
+	echo $!
+}
+
+# agent NAME ARGS...: the workloads and a 5 s agent run writing 2 s windows; NAME.jsonl holds
+# the resources of its last complete window.
+agent() {
+	local name=$1 pid
+	shift
+	pid_a=$(start_in "$cg_a" 6)
+	pid_b=$(start_in "$cg_b" 6)
+	"$PEBSPROF" run --output-dir "$T/$name" --interval 2 -F 199 --node-name "$NODE" \
+		--k8s-api-url "https://127.0.0.1:$PORT" --k8s-token-file "$T/token" \
+		--k8s-ca-file "$T/cert.pem" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+	pid=$!
+	sleep 5.2
+	kill -TERM "$pid"
+	pp_wait_pid "$pid" 30
+	wait "$pid_a" "$pid_b" 2>/dev/null
+	local last
+	last=$(ls "$T/$name"/pebsprof-*.otlp.pb 2>/dev/null | sort | tail -n 2 | head -n 1)
+	: >"$T/$name.jsonl"
+	[ -n "$last" ] && "$PP_PYTHON" "$PP_SOURCE_DIR/tests/integration/otlp_resources.py" \
+		"$T/gen" "$last" >"$T/$name.jsonl"
+}
+
+has_attr() { # JSONL CONTAINER_ID KEY VALUE
+	grep "\"container.id\": \"$2\"" "$1" | grep -q "\"$3\": \"$4\""
+}
+
+# --- pod metadata arrives -------------------------------------------------------------------
+agent all --k8s-source apiserver
+pp_check "run exits 0 on SIGTERM" [ "$PP_RC" -eq 0 ]
+J=$T/all.jsonl
+pp_check "containerd container: k8s.pod.name" has_attr "$J" "$CID_A" k8s.pod.name checkout-6b7f9c8d5-q2w3e
+pp_check "containerd container: k8s.namespace.name" has_attr "$J" "$CID_A" k8s.namespace.name shop
+pp_check "containerd container: k8s.container.name" has_attr "$J" "$CID_A" k8s.container.name app
+pp_check "containerd container: k8s.deployment.name through the ReplicaSet" \
+	has_attr "$J" "$CID_A" k8s.deployment.name checkout
+pp_check "containerd container: service.name from app.kubernetes.io/name" \
+	has_attr "$J" "$CID_A" service.name checkout
+pp_check "containerd container: k8s.pod.uid" has_attr "$J" "$CID_A" k8s.pod.uid "$POD_A"
+pp_check "CRI-O container: k8s.statefulset.name" has_attr "$J" "$CID_B" k8s.statefulset.name postgres
+pp_check "CRI-O container: service.name is the container name without the label" \
+	has_attr "$J" "$CID_B" service.name postgres
+pp_check "CRI-O container: k8s.namespace.name" has_attr "$J" "$CID_B" k8s.namespace.name db
+pp_check "CRI-O container: the workload's samples (pid $pid_b)" \
+	bash -c "grep '\"container.id\": \"$CID_B\"' '$J' | grep -q '\"pids\": \[$pid_b\]'"
+pp_check "the API server saw the bearer token" grep -q "Bearer token-$$" "$SRV/requests.log"
+pp_check "the list asked only for this node's pods" \
+	grep -q "fieldSelector=spec.nodeName%3D$NODE" "$SRV/requests.log"
+pp_check "k8s.node.name is the node" grep -q "\"k8s.node.name\": \"$NODE\"" "$J"
+
+# --- --namespace profiles one namespace ----------------------------------------------------------
+agent ns --k8s-source apiserver --namespace shop
+pp_check "--namespace: run exits 0" [ "$PP_RC" -eq 0 ]
+pp_check "--namespace shop: the shop pod's container is there" \
+	has_attr "$T/ns.jsonl" "$CID_A" k8s.namespace.name shop
+pp_check "--namespace shop: nothing else (one resource)" [ "$(wc -l <"$T/ns.jsonl")" -eq 1 ]
+
+# --- the API server fails: the cgroup-derived attributes still go out ---------------------------
+for mode in 401 malformed down; do
+	if [ "$mode" = down ]; then
+		args=(--k8s-api-url "https://127.0.0.1:1")
+	else
+		printf '%s' "$mode" >"$SRV/mode"
+		args=()
+	fi
+	agent "fail-$mode" --k8s-source apiserver "${args[@]}"
+	J=$T/fail-$mode.jsonl
+	pp_check "API server $mode: run exits 0" [ "$PP_RC" -eq 0 ]
+	pp_check "API server $mode: container.id and runtime still arrive" \
+		has_attr "$J" "$CID_A" container.runtime containerd
+	pp_check "API server $mode: k8s.pod.uid from the cgroup path" \
+		has_attr "$J" "$CID_A" k8s.pod.uid "$POD_A"
+	pp_check "API server $mode: no pod name made up" \
+		bash -c "! grep '\"container.id\": \"$CID_A\"' '$J' | grep -q k8s.pod.name"
+	pp_check "API server $mode: the failure is logged" grep -qi "pod metadata" "$T/fail-$mode.err"
+done
+pp_finish
