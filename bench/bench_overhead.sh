@@ -90,6 +90,9 @@ check_rate() {
 }
 LOWERED=
 
+# Other load skews both tools (each samples every process): note it with the figures.
+read -r LOAD_BEFORE _ </proc/loadavg
+
 # Busy CPUs: one workload per CPU, running past both captures.
 for _ in $(seq "$NCPU"); do
 	"$WORKLOAD" $((SECS * 2 + 30)) &
@@ -287,7 +290,10 @@ print(f"{'    ratio in the steady state (information)':44s} {ds:12.3f}")
 print(f"{'(e) peak RSS (MiB)':44s} {prss/1024:12.1f} {frss/1024:12.1f}  <= 64  "
       f"{verdict(prss / 1024 <= 64)}")
 EOF
+read -r LOAD_AFTER _ </proc/loadavg
 echo
+echo "load average (1 min) before: $LOAD_BEFORE, after: $LOAD_AFTER (the $NCPU workloads add $NCPU;" \
+	"more means other processes ran too and the figures are noisier)"
 echo "commands:"
 echo "  load:     $NCPU x $WORKLOAD $((SECS * 2 + 30))"
 echo "  sysctl:   kernel.bpf_stats_enabled=1, kernel.perf_event_max_sample_rate=$SET_RATE" \

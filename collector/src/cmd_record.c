@@ -674,6 +674,17 @@ int pp_cmd_record(int argc, char **argv)
 			      pp_clock_ns(CLOCK_MONOTONIC) - start_mono);
 	pp_shim_read_counters(smp.shim, counters);
 	pp_session_get_stats(session, &st);
+	{
+		struct pp_kallsyms_stats ks;
+
+		pp_kallsyms_get_stats(smp.ksyms, &ks);
+		pp_debug("kernel symbols %s: %llu addresses asked of the kernel, %llu answered "
+			 "from kept symbols, %llu it does not know%s",
+			 ks.on_demand ? "on demand" : "from the whole kallsyms",
+			 (unsigned long long)ks.queries, (unsigned long long)ks.hits,
+			 (unsigned long long)ks.unresolved,
+			 ks.table_loaded ? "; then read whole" : "");
+	}
 
 	if (ch.pid > 0) {
 		/* Interrupted: the command got the same Ctrl-C; collect its status. */

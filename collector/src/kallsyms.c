@@ -2,11 +2,18 @@
  * Parser and lookup for /proc/kallsyms. The file has no sizes, so each symbol extends to the
  * next; aliases at one address keep one name. Addresses all zero mean kptr_restrict is hiding
  * them, which callers must be able to tell apart from a parse failure.
+ *
+ * The on-demand mode exists because reading /proc/kallsyms is the largest fixed cost of a
+ * short capture: the kernel formats ~10^5 lines (tens of ms of system time) while a profile
+ * needs the names of a few hundred to a few thousand addresses. A BPF syscall program asks
+ * the kernel's own symbolizer (bpf_snprintf "%pS", a binary search) for just those.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "kallsyms.h"
 
+#include <bpf/bpf.h>
 #include <errno.h>
+#include <linux/bpf.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -30,11 +37,14 @@ struct ksym {
 	char type;
 };
 
+struct lazy;
+
 struct pp_kallsyms {
 	struct ksym *syms;
 	size_t n;
 	char *names;
 	size_t bad_lines;
+	struct lazy *lazy; /* on-demand mode; NULL for a parsed table */
 };
 
 struct builder {
@@ -221,14 +231,55 @@ static int ksym_cmp(const void *pa, const void *pb, void *names)
 	return strcmp(na, nb);
 }
 
-static void finish(struct builder *b)
+/*
+ * Orders the symbols by address; among aliases the best name (ksym_cmp) first. The core
+ * kernel's lines come in address order (scripts/kallsyms sorts them), so a full sort of ~10^5
+ * entries would mostly redo work: only the part after the sorted prefix (modules, BPF
+ * programs, trampolines: usually few lines) is sorted, then merged in. Aliases need no order
+ * among themselves here: dedupe keeps the best of each address run.
+ */
+static int sort_by_addr(struct builder *b)
+{
+	size_t pre = 1, tail;
+	struct ksym *out;
+	size_t i, j, k;
+
+	while (pre < b->n && b->syms[pre - 1].addr <= b->syms[pre].addr)
+		pre++;
+	if (pre >= b->n)
+		return 0;
+	tail = b->n - pre;
+	qsort_r(b->syms + pre, tail, sizeof(*b->syms), ksym_cmp, b->names);
+	if (b->syms[pre - 1].addr <= b->syms[pre].addr)
+		return 0;
+	out = malloc(b->n * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	for (i = 0, j = pre, k = 0; i < pre || j < b->n;) {
+		if (j == b->n || (i < pre && b->syms[i].addr <= b->syms[j].addr))
+			out[k++] = b->syms[i++];
+		else
+			out[k++] = b->syms[j++];
+	}
+	free(b->syms);
+	b->syms = out;
+	b->cap = b->n;
+	return 0;
+}
+
+static int finish(struct builder *b)
 {
 	size_t kept = 0;
+	int err = sort_by_addr(b);
 
-	qsort_r(b->syms, b->n, sizeof(*b->syms), ksym_cmp, b->names);
+	if (err)
+		return err;
 	for (size_t i = 0; i < b->n; i++) {
-		if (kept && b->syms[kept - 1].addr == b->syms[i].addr)
+		if (kept && b->syms[kept - 1].addr == b->syms[i].addr) {
+			if (ksym_cmp(&b->syms[i], &b->syms[kept - 1], b->names) < 0)
+				b->syms[kept - 1] = b->syms[i];
 			continue;
+		}
 		b->syms[kept++] = b->syms[i];
 	}
 	b->n = kept;
@@ -246,6 +297,7 @@ static void finish(struct builder *b)
 		else
 			k->end = cap;
 	}
+	return 0;
 }
 
 struct parse_state {
@@ -303,13 +355,15 @@ static struct pp_kallsyms *parse_finish(struct parse_state *st)
 	k = err ? NULL : calloc(1, sizeof(*k));
 	if (!err && !k)
 		err = -ENOMEM;
+	if (!err)
+		err = finish(&st->b);
 	if (err) {
+		free(k);
 		free(st->b.syms);
 		free(st->b.names);
 		errno = -err;
 		return NULL;
 	}
-	finish(&st->b);
 	k->syms = st->b.syms;
 	k->n = st->b.n;
 	k->names = st->b.names;
@@ -384,10 +438,438 @@ struct pp_kallsyms *pp_kallsyms_load(const char *proc_root)
 	return parse_finish(&st);
 }
 
+/* --- on demand ---------------------------------------------------------------------------- */
+
+#define LAZY_DEFAULT_MAX_QUERIES 8192
+/* "%pS" text the program hands back: its 512-byte stack also holds the argument. */
+#define LAZY_OUT 488
+/* A name for pp_kallsyms_find, NUL included. */
+#define LAZY_NAME 128
+#define ARENA_BLOCK 65536
+
+/* One symbol the kernel named: [lo, hi) answers from here, trimmed so ranges never overlap. */
+struct range {
+	uint64_t lo, hi, start;
+	const char *name, *module;
+};
+
+struct arena_block {
+	struct arena_block *next;
+	size_t used, size;
+	char data[];
+};
+
+struct lazy {
+	int sym_fd, name_fd;
+	struct range *r; /* sorted by lo */
+	size_t n, cap;
+	struct arena_block *arena;
+	size_t max_queries;
+	struct pp_kallsyms_stats stats;
+	struct pp_kallsyms *table; /* the whole file, once the query budget is spent */
+	int table_failed;
+	char *proc_root;
+};
+
+struct sym_ctx {
+	int64_t ret; /* in: the address; out: bpf_snprintf's return (bytes with the NUL) */
+	char out[LAZY_OUT];
+};
+
+struct name_ctx {
+	uint64_t addr; /* out */
+	char name[LAZY_NAME];
+};
+
+#define INSN(c, d, s, o, i)                                                                        \
+	((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i)})
+#define MOV_REG(d, s) INSN(BPF_ALU64 | BPF_MOV | BPF_X, d, s, 0, 0)
+#define MOV_IMM(d, i) INSN(BPF_ALU64 | BPF_MOV | BPF_K, d, 0, 0, i)
+#define ADD_IMM(d, i) INSN(BPF_ALU64 | BPF_ADD | BPF_K, d, 0, 0, i)
+#define LDX_DW(d, s, o) INSN(BPF_LDX | BPF_MEM | BPF_DW, d, s, o, 0)
+#define STX_DW(d, s, o) INSN(BPF_STX | BPF_MEM | BPF_DW, d, s, o, 0)
+#define CALL(f) INSN(BPF_JMP | BPF_CALL, 0, 0, 0, f)
+#define EXIT() INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
+
+static int load_prog(const struct bpf_insn *insns, size_t n)
+{
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .prog_flags = BPF_F_SLEEPABLE);
+
+	return bpf_prog_load(BPF_PROG_TYPE_SYSCALL, "pp_ksym", "GPL", insns, n, &opts);
+}
+
+/*
+ * ctx = struct sym_ctx: bpf_snprintf(stack buffer, "%pS", ctx->ret as the address), then the
+ * buffer is copied into ctx, which BPF_PROG_TEST_RUN copies back (helpers may not write a
+ * syscall program's ctx directly).
+ */
+static int load_sym_prog(int fmt_fd)
+{
+	enum { BUF = -8 - LAZY_OUT };
+	struct bpf_insn p[16 + 2 * LAZY_OUT / 8];
+	size_t n = 0;
+
+	p[n++] = MOV_REG(BPF_REG_6, BPF_REG_1);
+	p[n++] = LDX_DW(BPF_REG_1, BPF_REG_6, 0);
+	p[n++] = STX_DW(BPF_REG_10, BPF_REG_1, -8);
+	p[n++] = MOV_REG(BPF_REG_1, BPF_REG_10);
+	p[n++] = ADD_IMM(BPF_REG_1, BUF);
+	p[n++] = MOV_IMM(BPF_REG_2, LAZY_OUT);
+	p[n++] = INSN(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_3, BPF_PSEUDO_MAP_VALUE, 0, fmt_fd);
+	p[n++] = INSN(0, 0, 0, 0, 0); /* offset 0 into the value */
+	p[n++] = MOV_REG(BPF_REG_4, BPF_REG_10);
+	p[n++] = ADD_IMM(BPF_REG_4, -8);
+	p[n++] = MOV_IMM(BPF_REG_5, 8);
+	p[n++] = CALL(BPF_FUNC_snprintf);
+	p[n++] = STX_DW(BPF_REG_6, BPF_REG_0, 0);
+	for (int off = 0; off < LAZY_OUT; off += 8) {
+		p[n++] = LDX_DW(BPF_REG_1, BPF_REG_10, BUF + off);
+		p[n++] = STX_DW(BPF_REG_6, BPF_REG_1, 8 + off);
+	}
+	p[n++] = MOV_IMM(BPF_REG_0, 0);
+	p[n++] = EXIT();
+	return load_prog(p, n);
+}
+
+/* ctx = struct name_ctx: bpf_kallsyms_lookup_name(copy of ctx->name) into ctx->addr. */
+static int load_name_prog(void)
+{
+	enum { NAME = -8 - LAZY_NAME };
+	struct bpf_insn p[16 + 2 * LAZY_NAME / 8];
+	size_t n = 0;
+
+	p[n++] = MOV_REG(BPF_REG_6, BPF_REG_1);
+	for (int off = 0; off < LAZY_NAME; off += 8) {
+		p[n++] = LDX_DW(BPF_REG_1, BPF_REG_6, 8 + off);
+		p[n++] = STX_DW(BPF_REG_10, BPF_REG_1, NAME + off);
+	}
+	p[n++] = MOV_IMM(BPF_REG_1, 0);
+	p[n++] = STX_DW(BPF_REG_10, BPF_REG_1, -8);
+	p[n++] = MOV_REG(BPF_REG_1, BPF_REG_10);
+	p[n++] = ADD_IMM(BPF_REG_1, NAME);
+	p[n++] = MOV_IMM(BPF_REG_2, LAZY_NAME);
+	p[n++] = MOV_IMM(BPF_REG_3, 0);
+	p[n++] = MOV_REG(BPF_REG_4, BPF_REG_10);
+	p[n++] = ADD_IMM(BPF_REG_4, -8);
+	p[n++] = CALL(BPF_FUNC_kallsyms_lookup_name);
+	p[n++] = LDX_DW(BPF_REG_1, BPF_REG_10, -8);
+	p[n++] = STX_DW(BPF_REG_6, BPF_REG_1, 0);
+	p[n++] = EXIT(); /* r0: the helper's 0 or -errno */
+	return load_prog(p, n);
+}
+
+static int run_prog(int fd, void *ctx, size_t size, int *retval)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = ctx, .ctx_size_in = (uint32_t)size);
+	int err = bpf_prog_test_run_opts(fd, &opts);
+
+	if (err)
+		return err < 0 ? err : -EIO;
+	*retval = (int)opts.retval;
+	return 0;
+}
+
+static const char *arena_strdup(struct lazy *z, const char *s, size_t len)
+{
+	struct arena_block *b = z->arena;
+	char *p;
+
+	if (!b || b->size - b->used < len + 1) {
+		size_t size = len + 1 > ARENA_BLOCK ? len + 1 : ARENA_BLOCK;
+
+		b = malloc(sizeof(*b) + size);
+		if (!b)
+			return NULL;
+		b->size = size;
+		b->used = 0;
+		b->next = z->arena;
+		z->arena = b;
+	}
+	p = b->data + b->used;
+	memcpy(p, s, len);
+	p[len] = '\0';
+	b->used += len + 1;
+	return p;
+}
+
+static void lazy_free(struct lazy *z)
+{
+	if (!z)
+		return;
+	if (z->sym_fd >= 0)
+		close(z->sym_fd);
+	if (z->name_fd >= 0)
+		close(z->name_fd);
+	while (z->arena) {
+		struct arena_block *next = z->arena->next;
+
+		free(z->arena);
+		z->arena = next;
+	}
+	free(z->r);
+	pp_kallsyms_free(z->table);
+	free(z->proc_root);
+	free(z);
+}
+
+static bool parse_hex(const char *p, const char *end, uint64_t *out)
+{
+	uint64_t v = 0;
+	int digits = 0, h;
+
+	if (end - p < 3 || p[0] != '0' || p[1] != 'x')
+		return false;
+	for (p += 2; p < end; p++) {
+		h = hexval(*p);
+		if (h < 0 || ++digits > 16)
+			return false;
+		v = v << 4 | (uint64_t)h;
+	}
+	*out = v;
+	return digits > 0;
+}
+
+/*
+ * Splits the kernel's "%pS" text, "NAME+0xOFF/0xSIZE" with " [MODULE]" for module code, or
+ * "0xADDR" when no symbol covers the address (returns false then).
+ */
+static bool parse_pS(const char *t, size_t len, const char **name, size_t *name_len,
+		     const char **mod, size_t *mod_len, uint64_t *off, uint64_t *size)
+{
+	const char *end = t + len, *plus, *slash, *sp;
+
+	*mod = NULL;
+	*mod_len = 0;
+	if (len > 2 && end[-1] == ']') {
+		sp = memrchr(t, '[', len);
+		if (!sp || sp == t || sp[-1] != ' ')
+			return false;
+		*mod = sp + 1;
+		*mod_len = (size_t)(end - 1 - (sp + 1));
+		end = sp - 1;
+	}
+	plus = memrchr(t, '+', (size_t)(end - t));
+	if (!plus || plus == t)
+		return false;
+	slash = memchr(plus, '/', (size_t)(end - plus));
+	if (!slash || !parse_hex(plus + 1, slash, off) || !parse_hex(slash + 1, end, size))
+		return false;
+	*name = t;
+	*name_len = (size_t)(plus - t);
+	return true;
+}
+
+/* Index of the last range with lo <= addr, or n when none. */
+static size_t range_find(const struct lazy *z, uint64_t addr)
+{
+	size_t lo = 0, hi = z->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (z->r[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? lo - 1 : z->n;
+}
+
+/* Remembers what the kernel said about addr; a failure only costs asking again. */
+static const struct range *range_add(struct lazy *z, uint64_t addr, const char *name,
+				     size_t name_len, const char *mod, size_t mod_len, uint64_t off,
+				     uint64_t size)
+{
+	struct range r = {.start = addr - off};
+	size_t at = range_find(z, addr);
+
+	r.lo = r.start;
+	r.hi = size > off ? r.start + size : addr + 1;
+	if (r.hi < r.lo)
+		r.hi = UINT64_MAX;
+	at = at == z->n ? 0 : at + 1;
+	/* Never overlap a neighbour: the addresses it answers keep their answer. */
+	if (at > 0 && z->r[at - 1].hi > r.lo)
+		r.lo = z->r[at - 1].hi;
+	if (at < z->n && z->r[at].lo < r.hi)
+		r.hi = z->r[at].lo;
+	if (z->n == z->cap) {
+		size_t ncap = z->cap ? z->cap * 2 : 256;
+		struct range *nr = realloc(z->r, ncap * sizeof(*nr));
+
+		if (!nr)
+			return NULL;
+		z->r = nr;
+		z->cap = ncap;
+	}
+	r.name = arena_strdup(z, name, name_len);
+	r.module = mod_len ? arena_strdup(z, mod, mod_len) : NULL;
+	if (!r.name || (mod_len && !r.module))
+		return NULL;
+	memmove(&z->r[at + 1], &z->r[at], (z->n - at) * sizeof(*z->r));
+	z->r[at] = r;
+	z->n++;
+	return &z->r[at];
+}
+
+/* The whole table, once: after the query budget, or when the kernel cannot answer. */
+static const struct pp_kallsyms *lazy_table(struct lazy *z)
+{
+	if (!z->table && !z->table_failed) {
+		z->table = pp_kallsyms_load(z->proc_root);
+		z->table_failed = !z->table;
+		if (z->table)
+			z->stats.table_loaded = 1;
+	}
+	return z->table;
+}
+
+static const char *lazy_lookup(struct lazy *z, uint64_t addr, uint64_t *sym_start,
+			       const char **module)
+{
+	struct sym_ctx ctx;
+	const struct range *r;
+	const char *name, *mod;
+	size_t name_len, mod_len, i;
+	uint64_t off, size;
+	int retval;
+
+	if (z->table)
+		return pp_kallsyms_lookup(z->table, addr, sym_start, module);
+	i = range_find(z, addr);
+	if (i < z->n && addr < z->r[i].hi) {
+		z->stats.hits++;
+		r = &z->r[i];
+		goto found;
+	}
+	if (z->stats.queries >= z->max_queries && lazy_table(z))
+		return pp_kallsyms_lookup(z->table, addr, sym_start, module);
+	z->stats.queries++;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.ret = (int64_t)addr;
+	if (run_prog(z->sym_fd, &ctx, sizeof(ctx), &retval) || retval != 0 || ctx.ret <= 0 ||
+	    ctx.ret > LAZY_OUT) {
+		/* The kernel could not answer, or a name longer than the buffer: read the file. */
+		if (lazy_table(z))
+			return pp_kallsyms_lookup(z->table, addr, sym_start, module);
+		return NULL;
+	}
+	if (!parse_pS(ctx.out, strnlen(ctx.out, sizeof(ctx.out)), &name, &name_len, &mod, &mod_len,
+		      &off, &size) ||
+	    off > addr) {
+		/*
+		 * The kernel knows no symbol here, yet the file may name it (ftrace
+		 * trampolines, end markers): the file decides, as it would have alone.
+		 */
+		z->stats.unresolved++;
+		if (lazy_table(z))
+			return pp_kallsyms_lookup(z->table, addr, sym_start, module);
+		return NULL;
+	}
+	/* At most one range per kernel symbol, so this needs no bound of its own. */
+	r = range_add(z, addr, name, name_len, mod, mod_len, off, size);
+	if (!r)
+		return NULL; /* out of memory */
+found:
+	if (sym_start)
+		*sym_start = r->start;
+	if (module)
+		*module = r->module;
+	return r->name;
+}
+
+static int lazy_find(struct lazy *z, const char *name, uint64_t *addr)
+{
+	struct name_ctx ctx = {0};
+	size_t len = strlen(name);
+	int retval;
+
+	if (z->table || len >= sizeof(ctx.name) || len == 0) {
+		const struct pp_kallsyms *t = lazy_table(z);
+
+		return t ? pp_kallsyms_find(t, name, addr) : -ENOENT;
+	}
+	memcpy(ctx.name, name, len);
+	if (run_prog(z->name_fd, &ctx, sizeof(ctx), &retval) || retval != 0 || !ctx.addr)
+		return -ENOENT;
+	if (addr)
+		*addr = ctx.addr;
+	return 0;
+}
+
+struct pp_kallsyms *pp_kallsyms_open_lazy(const char *proc_root, size_t max_queries)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mopts, .map_flags = BPF_F_RDONLY_PROG);
+	char fmt[8] = "%pS";
+	struct pp_kallsyms *k = calloc(1, sizeof(*k));
+	struct lazy *z = calloc(1, sizeof(*z));
+	struct sym_ctx probe = {0};
+	int fmt_fd = -1, err = 0, key = 0, retval = 0;
+
+	if (!k || !z) {
+		free(k);
+		free(z);
+		errno = ENOMEM;
+		return NULL;
+	}
+	z->sym_fd = z->name_fd = -1;
+	z->max_queries = max_queries ? max_queries : LAZY_DEFAULT_MAX_QUERIES;
+	z->stats.on_demand = 1;
+	if (proc_root) {
+		z->proc_root = strdup(proc_root);
+		if (!z->proc_root) {
+			err = -ENOMEM;
+			goto fail;
+		}
+	}
+	/* bpf_snprintf takes its format only from a frozen read-only map. */
+	fmt_fd =
+	    bpf_map_create(BPF_MAP_TYPE_ARRAY, "pp_ksym_fmt", sizeof(key), sizeof(fmt), 1, &mopts);
+	if (fmt_fd < 0 || bpf_map_update_elem(fmt_fd, &key, fmt, 0) || bpf_map_freeze(fmt_fd)) {
+		err = -errno;
+		goto fail;
+	}
+	z->sym_fd = load_sym_prog(fmt_fd);
+	if (z->sym_fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	z->name_fd = load_name_prog();
+	if (z->name_fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	/* A kernel that loads the program but cannot run it (no syscall-program test runs). */
+	err = run_prog(z->sym_fd, &probe, sizeof(probe), &retval);
+	if (!err && (retval != 0 || probe.ret <= 0))
+		err = -EOPNOTSUPP;
+	if (err)
+		goto fail;
+	close(fmt_fd);
+	k->lazy = z;
+	return k;
+
+fail:
+	if (fmt_fd >= 0)
+		close(fmt_fd);
+	lazy_free(z);
+	free(k);
+	errno = err ? -err : EOPNOTSUPP;
+	return NULL;
+}
+
+void pp_kallsyms_get_stats(const struct pp_kallsyms *k, struct pp_kallsyms_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (k && k->lazy)
+		*out = k->lazy->stats;
+}
+
 void pp_kallsyms_free(struct pp_kallsyms *k)
 {
 	if (!k)
 		return;
+	lazy_free(k->lazy);
 	free(k->syms);
 	free(k->names);
 	free(k);
@@ -401,6 +883,8 @@ const char *pp_kallsyms_lookup(const struct pp_kallsyms *k, uint64_t addr, uint6
 
 	if (!k)
 		return NULL;
+	if (k->lazy)
+		return lazy_lookup(k->lazy, addr, sym_start, module);
 	hi = k->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -426,6 +910,8 @@ int pp_kallsyms_find(const struct pp_kallsyms *k, const char *name, uint64_t *ad
 {
 	if (!k || !name)
 		return -EINVAL;
+	if (k->lazy)
+		return lazy_find(k->lazy, name, addr);
 	for (size_t i = 0; i < k->n; i++) {
 		if (strcmp(k->names + k->syms[i].name_off, name) == 0) {
 			if (addr)
@@ -438,10 +924,14 @@ int pp_kallsyms_find(const struct pp_kallsyms *k, const char *name, uint64_t *ad
 
 size_t pp_kallsyms_count(const struct pp_kallsyms *k)
 {
+	if (k && k->lazy)
+		return k->lazy->table ? pp_kallsyms_count(k->lazy->table) : k->lazy->n;
 	return k ? k->n : 0;
 }
 
 size_t pp_kallsyms_bad_lines(const struct pp_kallsyms *k)
 {
+	if (k && k->lazy)
+		return pp_kallsyms_bad_lines(k->lazy->table);
 	return k ? k->bad_lines : 0;
 }

@@ -29,6 +29,38 @@ struct pp_kallsyms *pp_kallsyms_parse(const char *buf, size_t len);
  */
 struct pp_kallsyms *pp_kallsyms_load(const char *proc_root);
 
+/*
+ * Kernel symbols on demand: each address not yet covered is named by the kernel itself (a
+ * BPF syscall program calling bpf_snprintf "%pS", so kallsyms_lookup's binary search), and
+ * the symbol's range is kept, so later addresses in the same function cost nothing. The
+ * first max_queries questions (0: 8192, about the CPU of one full read) are answered that
+ * way; after them, or when the kernel cannot answer one (no symbol it knows, or a name
+ * longer than 480 bytes), <proc_root>/kallsyms is read whole as by pp_kallsyms_load and
+ * answers from then on. Worth it because a capture needs a few thousand kernel addresses at
+ * most, while reading /proc/kallsyms costs the kernel tens of ms of formatting.
+ *
+ * Names may differ from a parsed table's where symbols alias one address: the kernel picks
+ * its own (the one its stack traces print). pp_kallsyms_find asks the kernel
+ * (bpf_kallsyms_lookup_name), which knows data symbols too. Names stay valid until
+ * pp_kallsyms_free, as for a table.
+ *
+ * Needs CAP_BPF and CAP_PERFMON (or root) and Linux 5.16 (syscall programs running
+ * bpf_snprintf and bpf_kallsyms_lookup_name). Returns NULL with errno when the kernel refuses
+ * (EPERM, EINVAL, EOPNOTSUPP...): the caller then uses pp_kallsyms_load.
+ */
+struct pp_kallsyms *pp_kallsyms_open_lazy(const char *proc_root, size_t max_queries);
+
+struct pp_kallsyms_stats {
+	int on_demand;	     /* opened with pp_kallsyms_open_lazy */
+	int table_loaded;    /* the budget was spent (or the kernel failed): the file was read */
+	uint64_t queries;    /* addresses the kernel was asked about */
+	uint64_t hits;	     /* addresses answered from a kept range */
+	uint64_t unresolved; /* addresses the kernel has no symbol for */
+};
+
+/* Counters of the on-demand mode; all zero for a parsed table. */
+void pp_kallsyms_get_stats(const struct pp_kallsyms *k, struct pp_kallsyms_stats *out);
+
 /* Release. NULL is a no-op. */
 void pp_kallsyms_free(struct pp_kallsyms *k);
 
@@ -43,11 +75,14 @@ const char *pp_kallsyms_lookup(const struct pp_kallsyms *k, uint64_t addr, uint6
 
 /*
  * The address of the kept symbol named name (first match; a linear scan, for tests and setup,
- * not per sample). Returns 0, or -ENOENT.
+ * not per sample; on demand, one question to the kernel). Returns 0, or -ENOENT.
  */
 int pp_kallsyms_find(const struct pp_kallsyms *k, const char *name, uint64_t *addr);
 
-/* Symbols kept (after dropping duplicate addresses), and input lines that did not parse. */
+/*
+ * Symbols kept (after dropping duplicate addresses), and input lines that did not parse. On
+ * demand: the symbols named so far (the whole table's once read), and its bad lines.
+ */
 size_t pp_kallsyms_count(const struct pp_kallsyms *k);
 size_t pp_kallsyms_bad_lines(const struct pp_kallsyms *k);
 

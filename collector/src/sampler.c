@@ -77,7 +77,19 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 		return ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME;
 	}
 
-	s->ksyms = pp_kallsyms_load(opts->proc_root);
+	/*
+	 * On demand where the kernel allows it: a capture names a few thousand kernel addresses
+	 * at most, and reading all of /proc/kallsyms costs the kernel tens of ms. Only for the
+	 * host's own /proc: another root may be a fixture whose symbols are the point.
+	 */
+	if (!opts->proc_root || strcmp(opts->proc_root, "/proc") == 0) {
+		s->ksyms = pp_kallsyms_open_lazy(NULL, 0);
+		if (!s->ksyms)
+			pp_debug("kernel symbols on demand unavailable (%s): reading %s/kallsyms",
+				 strerror(errno), proc_root);
+	}
+	if (!s->ksyms)
+		s->ksyms = pp_kallsyms_load(opts->proc_root);
 	if (!s->ksyms && req.want_kstack)
 		pp_warn(
 		    "kernel frames stay unnamed: cannot read %s/kallsyms addresses (%s); run as "
