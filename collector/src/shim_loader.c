@@ -75,6 +75,7 @@ static const char *const counter_names[PP_CNT__MAX] = {
     [PP_CNT_FILTER_FULL] = "filter_full",
     [PP_CNT_TASK_RB_FULL] = "task_ringbuf_full",
     [PP_CNT_CGROUP_FILTERED] = "cgroup_filtered",
+    [PP_CNT_IP_FILTERED] = "ip_filtered",
 };
 
 const char *pp_counter_name(enum pp_counter c)
@@ -256,6 +257,7 @@ static void set_config(struct pp_shim_config *cfg, const struct pp_shim_opts *op
 	cfg->use_attach_cookie = !!has_cookie;
 	cfg->wakeup_bytes = opts->wakeup_bytes ? opts->wakeup_bytes : rb_bytes / 4;
 	cfg->filter_cgroups = cg_mode == PP_SHIM_CGROUP_KERNEL;
+	cfg->ip_filter = opts->ip_filter;
 }
 
 static int ring_cb(void *ctx, void *data, size_t size)

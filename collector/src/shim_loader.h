@@ -43,6 +43,8 @@ struct pp_shim_opts {
 	/* Filter cgroups in user space even where the kernel could (tests, comparisons). */
 	int cgroup_filter_in_user_space;
 	const char *cgroup2_root; /* for user-space filtering; NULL: from /proc/self/mountinfo */
+	/* PP_IP_FILTER_*: user-only or kernel-only sampling done in the shim (IBS) */
+	uint32_t ip_filter;
 };
 
 struct pp_shim;

@@ -235,6 +235,14 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		count_in(cnt, PP_CNT_CGROUP_FILTERED);
 		return 0;
 	}
+	if (shim_config.ip_filter) {
+		int in_kernel = (__s64)PT_REGS_IP(&ctx->regs) < 0;
+
+		if (in_kernel == (shim_config.ip_filter == PP_IP_FILTER_USER_ONLY)) {
+			count_in(cnt, PP_CNT_IP_FILTERED);
+			return 0;
+		}
+	}
 	rec = bpf_map_lookup_elem(&scratch, &zero);
 	if (!rec) {
 		count_in(cnt, PP_CNT_SCRATCH_MISS);

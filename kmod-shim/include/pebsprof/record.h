@@ -117,6 +117,7 @@ enum pp_counter {
 	 * loader filters in user space and adds the records it dropped here.
 	 */
 	PP_CNT_CGROUP_FILTERED,
+	PP_CNT_IP_FILTERED, /* samples dropped by pp_shim_config.ip_filter (user or kernel) */
 	PP_CNT__MAX,
 };
 
@@ -138,8 +139,16 @@ struct pp_shim_config {
 	 * (Kubernetes pods) are added while running, at levels not known at load time.
 	 */
 	__u32 filter_cgroups;
-	__u32 _pad0;
+	/*
+	 * PP_IP_FILTER_*: keep only user-mode or only kernel-mode samples, for events that
+	 * cannot carry exclude_kernel/exclude_user (AMD IBS on kernels that reject them).
+	 */
+	__u32 ip_filter;
 };
+
+#define PP_IP_FILTER_NONE 0
+#define PP_IP_FILTER_USER_ONLY 1   /* drop samples whose ip is a kernel address */
+#define PP_IP_FILTER_KERNEL_ONLY 2 /* drop samples whose ip is a user address */
 
 _Static_assert(sizeof(struct pp_shim_config) == 40, "pp_shim_config layout");
 _Static_assert(__builtin_offsetof(struct pp_shim_config, filter_cgroups) == 32,
