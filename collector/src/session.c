@@ -58,8 +58,23 @@ struct raw_stack {
 	uint32_t *locs;
 };
 
+/*
+ * The symbol table of one mapping of one process, so that each new address in it costs no
+ * path walk and stat: direct-mapped, overwritten on collision. epoch is the symbol cache's
+ * eviction count when filled; tables are freed only on eviction, so a moved count means the
+ * pointer must be fetched again.
+ */
+#define MAPSYM_SLOTS 1024
+struct mapsym_slot {
+	uint64_t generation, start, inode, epoch;
+	uint32_t pid;
+	int valid;
+	const struct pp_elf_symbols *syms; /* NULL: the file could not be read */
+};
+
 struct pp_session {
 	struct pp_session_opts opts;
+	struct mapsym_slot mapsyms[MAPSYM_SLOTS];
 	struct raw_stack **raw; /* open addressing, raw_cap slots (power of two) */
 	size_t raw_cap, raw_used;
 	char *proc_root;
@@ -402,8 +417,9 @@ static uint32_t kernel_location(struct pp_session *s, uint64_t addr)
 }
 
 /* The symbol table of the file behind a mapping, reached through the process's root. */
-static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const struct pp_proc *p,
-						    const struct pp_map_entry *m)
+static const struct pp_elf_symbols *mapping_symbols_uncached(struct pp_session *s,
+							     const struct pp_proc *p,
+							     const struct pp_map_entry *m)
 {
 	char path[4096];
 	struct stat st;
@@ -419,6 +435,28 @@ static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const 
 			 (unsigned long long)m->start, (unsigned long long)m->end);
 	}
 	return pp_symcache_get_file(s->syms, path, NULL);
+}
+
+static uint64_t symcache_epoch(const struct pp_session *s);
+
+static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const struct pp_proc *p,
+						    const struct pp_map_entry *m)
+{
+	struct mapsym_slot *slot =
+	    &s->mapsyms[mix64(((uint64_t)p->pid << 32) ^ m->start) & (MAPSYM_SLOTS - 1)];
+	uint64_t epoch = symcache_epoch(s);
+
+	if (slot->valid && slot->pid == p->pid && slot->generation == p->generation &&
+	    slot->start == m->start && slot->inode == m->inode && slot->epoch == epoch)
+		return slot->syms;
+	slot->syms = mapping_symbols_uncached(s, p, m);
+	slot->pid = p->pid;
+	slot->generation = p->generation;
+	slot->start = m->start;
+	slot->inode = m->inode;
+	slot->epoch = symcache_epoch(s); /* the lookup itself may have evicted */
+	slot->valid = 1;
+	return slot->syms;
 }
 
 static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uint64_t addr)

@@ -3,7 +3,12 @@
  * (default 500 pods x 4 containers, each pod as verbose as a real one: labels, annotations,
  * env, volumes, conditions), loads it twice as two refreshes would, and reports the bytes the
  * store holds (its own count of its allocations), the process RSS growth, the parse time and
- * the lookup time. Exits 1 when the store or the RSS growth exceeds --max-mib (default 32).
+ * the lookup time. Then the whole sample-side path: a directory tree laid out as the node's
+ * cgroups (one container cgroup per container, the ids being inode numbers as on cgroupfs),
+ * the container cache enriched from the store, every container looked up by its cgroup id
+ * as the session does: the metadata total (store + cache + cgroup id table) in RSS, and the
+ * ns of a cached lookup, the per-sample cost. Exits 1 when the store or the RSS growth
+ * exceeds --max-mib (default 32).
  * Usage: pp_bench_k8s_meta [--pods N] [--containers-per-pod N] [--lookups N] [--max-mib N]
  */
 #include <errno.h>
@@ -13,8 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "container_meta.h"
+#include "k8s_enrich.h"
 #include "k8s_meta.h"
 
 struct buf {
@@ -277,7 +286,60 @@ int main(int argc, char **argv)
 	       (double)(rss1 - rss0) / 1024, rss2 - rss0);
 	printf("parse+index %.1f ms\n", t_parse * 1e3);
 	printf("lookup %.0f ns (%u of %u found)\n", t_look * 1e9 / lookups, found, lookups);
-	over = st.bytes > (uint64_t)max_mib << 20 || (rss1 - rss0) > (long)max_mib * 1024;
+	/* The sample side: cgroup ids -> container cache -> store, for every container. */
+	char root[128], path[512];
+	uint64_t *cg_ids = malloc((size_t)pods * cpp * sizeof(*cg_ids));
+	unsigned n = pods * cpp, enriched = 0;
+	long rss3;
+	double t_cached;
+
+	snprintf(root, sizeof(root), "/tmp/pp-bench-cgroups.%d", (int)getpid());
+	mkdir(root, 0755);
+	snprintf(path, sizeof(path), "%s/kubepods.slice", root);
+	mkdir(path, 0755);
+	for (unsigned i = 0; cg_ids && i < n; i++) {
+		struct stat sb;
+
+		snprintf(path, sizeof(path), "%s/kubepods.slice/cri-containerd-%s.scope", root,
+			 ids[i]);
+		if (mkdir(path, 0755) || stat(path, &sb)) {
+			perror(path);
+			return 2;
+		}
+		cg_ids[i] = sb.st_ino;
+	}
+	struct pp_container_meta_opts co = {.cgroup2_root = root, .enricher = pp_k8s_enricher(m)};
+	struct pp_container_meta *cm = pp_container_meta_new(&co);
+
+	if (!cm || !cg_ids)
+		return 2;
+	for (unsigned i = 0; i < n; i++)
+		enriched += pp_container_meta_lookup(cm, cg_ids[i], 1, 0)->pod_name[0] != 0;
+	malloc_trim(0);
+	rss3 = rss_kib();
+	t0 = now_s();
+	for (unsigned i = 0; i < lookups; i++)
+		pp_container_meta_lookup(cm, cg_ids[(uint64_t)i * 2654435761u % n], 1, 0);
+	t_cached = now_s() - t0;
+	printf("containers through cgroup ids: %u of %u with pod metadata\n", enriched, n);
+	printf("metadata total rss delta (store + container cache + cgroup ids) %ld KiB (%.2f "
+	       "MiB)\n",
+	       rss3 - rss0, (double)(rss3 - rss0) / 1024);
+	printf("cached lookup by cgroup id (the per-sample cost) %.0f ns\n",
+	       t_cached * 1e9 / lookups);
+	pp_container_meta_free(cm);
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/kubepods.slice/cri-containerd-%s.scope", root,
+			 ids[i]);
+		rmdir(path);
+	}
+	snprintf(path, sizeof(path), "%s/kubepods.slice", root);
+	rmdir(path);
+	rmdir(root);
+	free(cg_ids);
+
+	over = st.bytes > (uint64_t)max_mib << 20 || (rss1 - rss0) > (long)max_mib * 1024 ||
+	       (rss3 - rss0) > (long)max_mib * 1024 || enriched != n;
 	printf("%s: bound %u MiB\n", over ? "OVER" : "within", max_mib);
 	pp_k8s_meta_free(m);
 	free(json);
