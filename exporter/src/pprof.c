@@ -417,8 +417,7 @@ static int gzip_bytes(const uint8_t *in, size_t in_len, uint8_t **gz, size_t *gz
 	int zr;
 
 	memset(&zs, 0, sizeof(zs));
-	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-	    Z_OK)
+	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	if (in_len > UINT32_MAX) {
 		deflateEnd(&zs);
