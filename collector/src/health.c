@@ -459,18 +459,24 @@ int pp_health_response(int parse_ret, const struct pp_http_request *req,
 		code = 431;
 		snprintf(small, sizeof(small), "request header fields too large (over %d bytes)\n",
 			 PP_HTTP_MAX_REQUEST);
-	} else if (!path_is(req, "/healthz") && !path_is(req, "/metrics")) {
+	} else if (!path_is(req, "/healthz") && !path_is(req, "/livez") &&
+		   !path_is(req, "/metrics")) {
 		code = 404;
-		snprintf(small, sizeof(small), "not found: try /healthz or /metrics\n");
+		snprintf(small, sizeof(small), "not found: try /healthz, /livez or /metrics\n");
 	} else if (req->method == PP_HTTP_OTHER) {
 		code = 405;
 		snprintf(small, sizeof(small), "method not allowed: use GET\n");
-	} else if (path_is(req, "/healthz")) {
+	} else if (path_is(req, "/healthz") || path_is(req, "/livez")) {
+		struct pp_health_limits live = *l;
 		char reason[200];
 
+		/* Liveness: sampling only. A restart cannot bring a backend back. */
+		if (path_is(req, "/livez"))
+			live.failed_windows = 0, live.export_fail_ns = 0;
 		head = req->method == PP_HTTP_HEAD;
-		code = pp_health_check(s, l, now_ns, reason, sizeof(reason)) == PP_HEALTH_OK ? 200
-											     : 503;
+		code = pp_health_check(s, &live, now_ns, reason, sizeof(reason)) == PP_HEALTH_OK
+			   ? 200
+			   : 503;
 		snprintf(small, sizeof(small), "%s\n", reason);
 	} else {
 		head = req->method == PP_HTTP_HEAD;

@@ -2,7 +2,10 @@
  * The agent's health and metrics endpoint (`pebsprof run --listen ADDR:PORT`): a small
  * HTTP/1.1 server in its own thread (plain sockets and poll) answering
  *
- *   GET /healthz  200 "ok", or 503 with a one-line reason (pp_health_check below);
+ *   GET /healthz  200 "ok", or 503 with a one-line reason (pp_health_check below): for
+ *                 readiness and alerting;
+ *   GET /livez    the same for sampling alone (the export rules left out): for a liveness
+ *                 probe, since restarting the agent cannot bring a backend back;
  *   GET /metrics  Prometheus text exposition format 0.0.4 (pp_metrics_render below);
  *
  * HEAD works like GET without the body; any other method gets 405, any other path 404, a
@@ -187,6 +190,7 @@ void pp_health_server_free(struct pp_health_server *s);
 	"\"ok\", or 503 with the reason when: the agent is starting or stopping; the run loop\n"   \
 	"or the kernel's samples made no progress for stall-timeout; the last 3 exports in a\n"    \
 	"row failed (dropped after retries, refused, or not written); or uploads have failed\n"    \
-	"with nothing delivered for longer than the retry budget (300 s) plus one window.\n"
+	"with nothing delivered for longer than the retry budget (300 s) plus one window.\n"       \
+	"GET /livez applies the sampling rules only (for a liveness probe).\n"
 
 #endif /* PP_COLLECTOR_HEALTH_H */

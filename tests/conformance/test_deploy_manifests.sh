@@ -34,7 +34,8 @@ node validate.mjs "$tmp/type.yaml" >/dev/null && fail "validate.mjs accepted hos
 for mut in 's/privileged: false/privileged: true/' 's/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/' \
 	's/add: \[BPF,/add: [SYS_ADMIN, BPF,/' 's/readOnly: true/readOnly: false/' \
 	's/fieldPath: spec.nodeName/fieldPath: metadata.name/' 's/- operator: Exists/- operator: Equal/' \
-	's|path: /healthz|path: /metrics|' 's/containerPort: 9464/containerPort: 9465/'; do
+	's|path: /healthz|path: /metrics|' 's|path: /livez|path: /healthz|' \
+	's/containerPort: 9464/containerPort: 9465/'; do
 	sed "$mut" "$k8s/daemonset.yaml" >"$tmp/daemonset.yaml"
 	cmp -s "$tmp/daemonset.yaml" "$k8s/daemonset.yaml" && fail "mutation $mut changed nothing"
 	others=()

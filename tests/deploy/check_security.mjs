@@ -1,7 +1,7 @@
 // Asserts the agent's deployment contract (issue 6 item 2) on a set of manifests: host PID
 // namespace, least-privilege capabilities, no privileged mode or escalation, read-only root
 // and host mounts, NODE_NAME from the downward API, tolerations for all taints, resources,
-// /healthz probes on the port the config file listens on, rolling updates, and RBAC limited
+// /livez and /healthz probes on the port the config file listens on, rolling updates, and RBAC limited
 // to reading pods. Each failure says what is wrong and where.
 //   node check_security.mjs [--legacy] FILE...      (--legacy: the SYS_ADMIN variant)
 import { loadDocs, where } from "./lib.mjs";
@@ -86,14 +86,15 @@ for (const d of dsets) {
   check(!!r.requests?.cpu, cw, "requests.cpu must be set");
   check(r.limits?.cpu === undefined, cw, "no CPU limit: throttling loses samples");
 
-  // Probes on /healthz, at the port the agent's config file listens on.
+  // Probes at the port the agent's config file listens on.
   const cms = byKind("ConfigMap");
   const conf = cms.map((m) => Object.values(m.obj.data ?? {}).join("\n")).join("\n");
   const listen = /^\s*listen\s*=\s*"?[^:\s]*:(\d+)/m.exec(conf);
   check(!!listen, w, "the ConfigMap sets no `listen = ADDR:PORT`: no health endpoint to probe");
-  for (const kind of ["livenessProbe", "readinessProbe"]) {
+  // Liveness on /livez (sampling only: a restart cannot fix a backend), readiness on /healthz.
+  for (const [kind, path] of [["livenessProbe", "/livez"], ["readinessProbe", "/healthz"]]) {
     const g = c[kind]?.httpGet;
-    check(g?.path === "/healthz", cw, `${kind} must be httpGet /healthz`);
+    check(g?.path === path, cw, `${kind} must be httpGet ${path}`);
     const port = typeof g?.port === "string" ? (c.ports ?? []).find((p) => p.name === g.port)?.containerPort : g?.port;
     check(listen && port === Number(listen[1]), cw, `${kind} port ${g?.port} (${port}) is not the listen port ${listen?.[1]}`);
   }

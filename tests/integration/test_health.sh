@@ -150,6 +150,8 @@ pp_check "500s: /healthz turns 503 (exports failing)" wait_health 503 30 '^expor
 pp_show "$T/hz"
 pp_check "500s: the reason names the failing exports and the status" \
 	grep -q '^exports failing: the last [0-9]* exports in a row failed (last HTTP status 500)$' "$T/hz"
+pp_check "500s: /livez stays 200 (sampling is fine; a restart would not help)" \
+	[ "$(get /livez "$T/lz")" = 200 ]
 get /metrics "$T/m3" >/dev/null
 pp_check "500s: dropped_5xx counted, healthy 0" \
 	bash -c "[ \"\$(awk '\$1 == \"pebsprof_export_requests_total{outcome=\\\"dropped_5xx\\\"}\" {print \$2}' '$T/m3')\" -ge 3 ] &&

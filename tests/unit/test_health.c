@@ -564,6 +564,18 @@ TEST(responses_by_path_and_method)
 	CHECK(length_matches(out, 0));
 	free(out);
 
+	/* /livez follows sampling only: failing exports make /healthz 503, not /livez. */
+	s.failures_in_a_row = 5;
+	CHECK(respond("GET /healthz HTTP/1.1\r\n\r\n", &s, S(11), &out) == 503);
+	free(out);
+	CHECK(respond("GET /livez HTTP/1.1\r\n\r\n", &s, S(11), &out) == 200);
+	CHECK(strstr(out, "\r\n\r\nok\n") != NULL && length_matches(out, 0));
+	free(out);
+	CHECK(respond("GET /livez HTTP/1.1\r\n\r\n", &s, S(100), &out) == 503);
+	CHECK(strstr(out, "the run loop has not ticked") != NULL);
+	free(out);
+	s.failures_in_a_row = 0;
+
 	CHECK(respond("GET /metrics/ HTTP/1.1\r\n\r\n", &s, S(11), &out) == 404);
 	free(out);
 	CHECK(respond("GET / HTTP/1.1\r\n\r\n", &s, S(11), &out) == 404);
