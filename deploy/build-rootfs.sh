@@ -77,7 +77,13 @@ if ldd "$bin" | grep -q 'not found'; then
 	ldd "$bin" | grep 'not found' >&2
 	exit 1
 fi
-libs=$(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u)
+# The C++ runtime is loaded with dlopen, only to demangle C++ symbol names (demangle.c): it
+# comes too, with what it needs, or C++ services' profiles would show mangled names.
+cxxrt=$(ldconfig -p | awk '$1 == "libstdc++.so.6" && $NF ~ /x86-64|^\// { print $NF; exit }')
+[ -n "$cxxrt" ] || cxxrt=$(gcc -print-file-name=libstdc++.so.6 2>/dev/null)
+[ -f "$cxxrt" ] || { echo "build-rootfs: libstdc++.so.6 not found (Debian libstdc++6)" >&2; exit 1; }
+libs=$( (ldd "$bin"; echo "	$(basename "$cxxrt") => $cxxrt (0)"; ldd "$cxxrt") |
+	awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u)
 [ -n "$libs" ] || { echo "build-rootfs: ldd found no libraries for $bin" >&2; exit 1; }
 for lib in $libs; do
 	mkdir -p "$stage$(dirname "$lib")"

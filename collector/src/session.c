@@ -9,6 +9,7 @@
 
 #include "elf_symbols.h"
 #include "kallsyms.h"
+#include "demangle.h"
 #include "mem_attr.h"
 #include "proc_cache.h"
 #include "symcache.h"
@@ -466,7 +467,7 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	const struct pp_elf_symbols *syms = NULL;
 	struct pp_location_info loc = {0};
 	struct pp_mapping_info mi = {0};
-	char placeholder[300];
+	char placeholder[300], demangled[1024];
 	uint64_t vaddr = addr;
 	const char *name = NULL;
 	uint32_t id;
@@ -491,7 +492,8 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 		if (!syms) {
 			s->stats.frames_no_file++;
 		} else if (pp_elf_symbols_map_addr(syms, addr, m->start, m->offset, &vaddr) == 0) {
-			name = pp_elf_symbols_lookup(syms, vaddr, NULL);
+			name = pp_demangle(pp_elf_symbols_lookup(syms, vaddr, NULL), demangled,
+					   sizeof(demangled));
 		}
 		if (!name) {
 			if (syms)
@@ -581,9 +583,12 @@ static uint32_t data_symbol_location(struct pp_session *s, const struct pp_proc 
 	name = pp_elf_symbols_lookup_data(syms, vaddr, &start);
 	if (!name)
 		return 0;
-	/* Hot globals repeat: skip interning the name again. */
+	/* Hot globals repeat: skip demangling and interning the name again. */
 	if (!obj->last_loc || obj->last_sym_start != start) {
-		obj->last_loc = data_loc_named(s, name, start);
+		char demangled[1024];
+
+		obj->last_loc =
+		    data_loc_named(s, pp_demangle(name, demangled, sizeof(demangled)), start);
 		obj->last_sym_start = start;
 	}
 	return obj->last_loc;

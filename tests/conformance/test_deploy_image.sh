@@ -59,7 +59,11 @@ list=$("$loader" --library-path "$stage/lib/x86_64-linux-gnu" --list "$stage/usr
 	fail "the staged loader cannot list the binary: $list"
 outside=$(printf '%s\n' "$list" | awk -v s="$stage/" '$2 == "=>" && index($3, s) != 1')
 [ -z "$outside" ] || fail "libraries resolved outside the stage: $outside"
-used=$(printf '%s\n' "$list" | awk '$2 == "=>" && $3 !~ /ld-linux/ { print $3 }' | xargs -n1 basename | sort -u)
+# The C++ runtime the agent dlopens to demangle names, and what it needs, count as used.
+cxxlist=$("$loader" --library-path "$stage/lib/x86_64-linux-gnu" --list "$stage/lib/x86_64-linux-gnu/libstdc++.so.6" 2>&1) ||
+	fail "the C++ runtime (dlopened for demangling) is not in the stage or does not resolve: $cxxlist"
+used=$(printf '%s\n%s\n\tlibstdc++.so.6 => x/libstdc++.so.6\n' "$list" "$cxxlist" |
+	awk '$2 == "=>" && $3 !~ /ld-linux/ { print $3 }' | xargs -n1 basename | sort -u)
 staged=$(ls "$stage/lib/x86_64-linux-gnu" | sort)
 [ "$used" = "$staged" ] || fail "staged libraries differ from the resolved ones: $(diff <(echo "$used") <(echo "$staged") | grep '^[<>]' | tr '\n' ' ')"
 echo "libraries: $(printf '%s\n' "$staged" | wc -l), all resolved in the stage"

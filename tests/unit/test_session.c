@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "demangle.h"
 #include "kallsyms.h"
 #include "session.h"
 
@@ -76,6 +77,15 @@ SESS_FN static uint64_t sess_caller_outer(uint64_t x)
 	sess_capture_ret();
 	sink *= 3;
 	return sink + x;
+}
+
+/* A C function under a C++ (Itanium) mangled symbol name: shop::Cart::total(int). */
+SESS_FN uint64_t sess_mangled(uint64_t x) __asm__("_ZN4shop4Cart5totalEi");
+SESS_FN uint64_t sess_mangled(uint64_t x)
+{
+	for (int i = 0; i < 5; i++)
+		sink += x ^ (uint64_t)i;
+	return sink;
 }
 
 #define FN_ADDR(f) ((uint64_t)(uintptr_t) & (f))
@@ -1026,7 +1036,29 @@ TEST(containers_become_resources_raw_table)
 	container_attribution(1024);
 }
 
+/* A C++ symbol is named as perf names it; the demangler is the C++ runtime's. */
+TEST(cxx_symbols_are_demangled)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct rec r;
+	uint64_t uf[2] = {FN_ADDR(sess_mangled) + 4, FN_ADDR(sess_root_delta) + 8};
+
+	if (!pp_demangle_available())
+		SKIP("no C++ runtime (libstdc++.so.6) with __cxa_demangle on this machine");
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 2);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	REQUIRE(pp_profile_sample_count(f.prof) == 1);
+	const struct pp_sample_info *si = pp_profile_get_sample(f.prof, 0);
+	REQUIRE(si->nlocations == 2);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "shop::Cart::total(int)");
+	CHECK_STR(loc_name(f.prof, si->locations[1]), "sess_root_delta");
+	fixture_fini(&f);
+}
+
 TEST_LIST = {
+    {"cxx_symbols_are_demangled", cxx_symbols_are_demangled},
     {"containers_become_resources", containers_become_resources},
     {"containers_become_resources_raw_table", containers_become_resources_raw_table},
     {"user_stack_resolves_leaf_first", user_stack_resolves_leaf_first},
