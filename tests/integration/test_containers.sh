@@ -121,4 +121,14 @@ check_container "$T/pod.otlp.pb.json" "$CID_A" containerd "$POD_1" "$pid_a"
 
 pp_run "$T/bad" "$PEBSPROF" record -q -a -d 1 --container-id 0123456789ab -o "$T/x.pb.gz"
 pp_check "an unknown container id is a usage error (exit 2)" [ "$PP_RC" -eq 2 ]
+pp_check "... and says so" grep -q "no such container" "$T/bad.err"
+pp_run "$T/bad2" "$PEBSPROF" record -q -a -d 1 --container-id 12ab -o "$T/x.pb.gz"
+pp_check "a container id prefix under 12 digits is a usage error" \
+	bash -c "[ $PP_RC -eq 2 ] && grep -q 'at least its first 12 hex digits' '$T/bad2.err'"
+pp_run "$T/bad3" "$PEBSPROF" record -q -a -d 1 --cgroup /pp-no-such-cgroup -o "$T/x.pb.gz"
+pp_check "a cgroup that does not exist is a usage error" \
+	bash -c "[ $PP_RC -eq 2 ] && grep -q 'no such cgroup' '$T/bad3.err'"
+pp_run "$T/bad4" "$PEBSPROF" run --namespace shop --k8s-source none --output-dir "$T/none"
+pp_check "run --namespace without pod metadata is a usage error" \
+	bash -c "[ $PP_RC -eq 2 ] && grep -q 'needs pod metadata' '$T/bad4.err'"
 pp_finish
