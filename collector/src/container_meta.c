@@ -38,6 +38,7 @@ struct cm_entry {
 
 struct pp_container_meta {
 	struct pp_cgroup_ids *ids; /* NULL in per-process mode */
+	bool hybrid; /* cgroup v1 hierarchies are mounted too: see pp_container_meta_lookup */
 	char proc_root[256];
 	struct pp_container_enricher enricher;
 	struct cm_entry *entries;
@@ -137,6 +138,24 @@ static bool is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r';
 }
 
+int pp_mountinfo_has_cgroup1(const char *buf, size_t len)
+{
+	const char *p = buf, *end = buf + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *line_end = nl ? nl : end;
+
+		/* The filesystem type is the first field after the lone " - " separator. */
+		for (const char *q = p; q + 10 <= line_end; q++) {
+			if (!memcmp(q, " - cgroup ", 10))
+				return 1;
+		}
+		p = line_end + 1;
+	}
+	return 0;
+}
+
 int pp_proc_cgroup_parse(const char *buf, size_t len, struct pp_container_ref *out)
 {
 	struct pp_container_ref pod_only;
@@ -194,11 +213,11 @@ int pp_proc_cgroup_parse(const char *buf, size_t len, struct pp_container_ref *o
 }
 
 /* Returns false when the cgroup or process could not be found (info says "no container"). */
-static bool resolve_cgroup(struct pp_container_meta *m, uint64_t cgroup_id, uint32_t pid,
-			   struct pp_container_info *info)
+static bool resolve_cgroup(struct pp_container_meta *m, bool per_process, uint64_t cgroup_id,
+			   uint32_t pid, struct pp_container_info *info)
 {
 	memset(info, 0, sizeof(*info));
-	if (m->ids) {
+	if (!per_process) {
 		/* Rate-limited inside: a new cgroup is found by the next walk, not every miss. */
 		const char *path = pp_cgroup_ids_lookup(m->ids, cgroup_id);
 
@@ -234,11 +253,10 @@ static uint64_t current_generation(const struct pp_container_meta *m)
 	return m->enricher.generation ? m->enricher.generation(m->enricher.ctx) : 0;
 }
 
-const struct pp_container_info *pp_container_meta_lookup(struct pp_container_meta *m,
-							 uint64_t cgroup_id, uint32_t pid,
-							 uint64_t pid_generation)
+static const struct pp_container_info *lookup_key(struct pp_container_meta *m, uint64_t key,
+						  bool per_process, uint64_t cgroup_id,
+						  uint32_t pid)
 {
-	uint64_t key = m->ids ? cgroup_id : pid_key(pid, pid_generation);
 	uint64_t gen = current_generation(m);
 	uint32_t i;
 
@@ -248,7 +266,8 @@ const struct pp_container_info *pp_container_meta_lookup(struct pp_container_met
 		struct cm_entry *e = &m->entries[i];
 
 		m->stats.hits++;
-		if (!e->resolved && (e->resolved = resolve_cgroup(m, cgroup_id, pid, &e->info))) {
+		if (!e->resolved &&
+		    (e->resolved = resolve_cgroup(m, per_process, cgroup_id, pid, &e->info))) {
 			e->enriched = enrich(m, &e->info);
 			e->generation = gen;
 		} else if (e->generation != gen && !e->enriched) {
@@ -263,13 +282,13 @@ const struct pp_container_info *pp_container_meta_lookup(struct pp_container_met
 	m->stats.misses++;
 	i = take_slot(m);
 	if (i == NO_SLOT) {
-		resolve_cgroup(m, cgroup_id, pid, &m->scratch);
+		resolve_cgroup(m, per_process, cgroup_id, pid, &m->scratch);
 		enrich(m, &m->scratch);
 		return &m->scratch;
 	}
 	struct cm_entry *e = &m->entries[i];
 
-	e->resolved = resolve_cgroup(m, cgroup_id, pid, &e->info);
+	e->resolved = resolve_cgroup(m, per_process, cgroup_id, pid, &e->info);
 	e->enriched = enrich(m, &e->info);
 	e->generation = gen;
 	e->key = key;
@@ -283,12 +302,32 @@ const struct pp_container_info *pp_container_meta_lookup(struct pp_container_met
 	return &e->info;
 }
 
+const struct pp_container_info *pp_container_meta_lookup(struct pp_container_meta *m,
+							 uint64_t cgroup_id, uint32_t pid,
+							 uint64_t pid_generation)
+{
+	const struct pp_container_info *info;
+
+	if (!m->ids)
+		return lookup_key(m, pid_key(pid, pid_generation), true, cgroup_id, pid);
+	info = lookup_key(m, cgroup_id, false, cgroup_id, pid);
+	/*
+	 * Hybrid hosts: runtimes with the cgroupfs driver place containers in the v1 hierarchies
+	 * only, and the unified one shows their tasks under the runtime's service. What the
+	 * process's own cgroup file says is asked then, once per process.
+	 */
+	if (m->hybrid && !info->ref.id[0] && pid)
+		return lookup_key(m, pid_key(pid, pid_generation), true, cgroup_id, pid);
+	return info;
+}
+
 void pp_container_meta_get_stats(const struct pp_container_meta *m,
 				 struct pp_container_meta_stats *out)
 {
 	*out = m->stats;
 	out->entries = m->nused;
 	out->per_process = m->ids == NULL;
+	out->hybrid = m->hybrid;
 }
 
 struct pp_container_meta *pp_container_meta_new(const struct pp_container_meta_opts *opts)
@@ -329,6 +368,14 @@ struct pp_container_meta *pp_container_meta_new(const struct pp_container_meta_o
 		/* No cgroup v2 here: fall back to /proc/PID/cgroup per process. */
 		if (!m->ids && errno != ENOENT)
 			goto fail;
+		if (m->ids) {
+			char fname[320], buf[65536];
+			ssize_t n;
+
+			pp_pathf(fname, sizeof(fname), "%s/self/mountinfo", proc_root);
+			n = pp_read_small_file(fname, buf, sizeof(buf));
+			m->hybrid = n > 0 && pp_mountinfo_has_cgroup1(buf, (size_t)n);
+		}
 	}
 	return m;
 fail:

@@ -59,6 +59,7 @@ struct pp_container_meta_stats {
 	uint64_t enriched;   /* answers with pod metadata */
 	uint64_t entries;
 	int per_process; /* 1 when answers come from /proc/PID/cgroup */
+	int hybrid;	 /* 1 when v1 hierarchies are mounted beside cgroup2 */
 };
 
 struct pp_container_meta;
@@ -89,6 +90,12 @@ void pp_container_meta_get_stats(const struct pp_container_meta *m,
  * text that is not a cgroup file.
  */
 int pp_proc_cgroup_parse(const char *buf, size_t len, struct pp_container_ref *out);
+
+/*
+ * Whether mountinfo text buf[0..len) mounts a cgroup v1 hierarchy (filesystem type "cgroup"):
+ * a hybrid host when cgroup2 is mounted too. 1 or 0.
+ */
+int pp_mountinfo_has_cgroup1(const char *buf, size_t len);
 
 /* Most resource attributes pp_container_info_attrs writes. */
 #define PP_CONTAINER_MAX_ATTRS 12

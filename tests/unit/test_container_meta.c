@@ -137,6 +137,7 @@ TEST(cgroup_tree_lookup_and_late_metadata)
 	struct fake_pods pods = {.generation = 1};
 	struct pp_container_meta_opts o = {
 	    .cgroup2_root = tree,
+	    .proc_root = "/nonexistent-pp-proc", /* no mountinfo: a pure cgroup v2 host */
 	    .max_entries = 16,
 	    .enricher = {.enrich = fake_enrich, .generation = fake_generation, .ctx = &pods},
 	};
@@ -204,7 +205,8 @@ TEST(cgroup_tree_lookup_and_late_metadata)
 
 TEST(bound_evicts_least_recent)
 {
-	struct pp_container_meta_opts o = {.cgroup2_root = tree, .max_entries = 2};
+	struct pp_container_meta_opts o = {
+	    .cgroup2_root = tree, .proc_root = "/nonexistent-pp-proc", .max_entries = 2};
 	struct pp_container_meta *m;
 	struct pp_container_meta_stats st;
 	uint64_t ids[3];
@@ -292,6 +294,64 @@ TEST(attrs_order_and_subset)
 	CHECK_EQ_U64(pp_container_info_attrs(&info, l, 2), 2);
 }
 
+static void write_file(const char *rel, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tree, rel);
+	f = fopen(path, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/*
+ * A hybrid host (cgroup v1 hierarchies beside the unified one) whose runtime uses the cgroupfs
+ * driver: the unified hierarchy shows the container's tasks under the runtime's service, so
+ * the process's own cgroup file is asked, once per process; a container the unified cgroup
+ * names is still found by its id.
+ */
+TEST(hybrid_host_asks_the_process)
+{
+	struct pp_container_meta_opts o = {.max_entries = 16};
+	struct pp_container_meta_stats st;
+	struct pp_container_meta *m;
+	char root[600];
+	uint64_t id_service, id_ctr;
+
+	snprintf(tree, sizeof(tree), "/tmp/pp_test_cm_h_%d", (int)getpid());
+	id_service = mkdirs("cg/system.slice/containerd.service");
+	id_ctr = mkdirs("cg/system.slice/docker-" CID_A ".scope");
+	mkdirs("proc/self");
+	mkdirs("proc/700");
+	REQUIRE(id_service && id_ctr);
+	write_file("proc/self/mountinfo",
+		   "25 30 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs ro,mode=755\n"
+		   "26 25 0:23 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n"
+		   "27 25 0:24 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n");
+	write_file("proc/700/cgroup", "0::/system.slice/containerd.service\n"
+				      "5:memory:/kubepods/burstable/pod" POD_UID "/" CID_B "\n");
+	snprintf(root, sizeof(root), "%s/cg", tree);
+	o.cgroup2_root = root;
+	snprintf(root + 300, 300, "%s/proc", tree);
+	o.proc_root = root + 300;
+	m = pp_container_meta_new(&o);
+	REQUIRE(m);
+	pp_container_meta_get_stats(m, &st);
+	CHECK_EQ_U64(st.hybrid, 1);
+	CHECK_STR(pp_container_meta_lookup(m, id_service, 700, 0)->ref.id, CID_B);
+	CHECK_STR(pp_container_meta_lookup(m, id_service, 700, 0)->ref.pod_uid, POD_UID);
+	CHECK_STR(pp_container_meta_lookup(m, id_ctr, 701, 0)->ref.id, CID_A);
+	/* A host process with no cgroup file to read: no container. */
+	CHECK_STR(pp_container_meta_lookup(m, id_service, 702, 0)->ref.id, "");
+	pp_container_meta_free(m);
+	const char *v2only = "1 0 0:1 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+	CHECK_EQ_U64(pp_mountinfo_has_cgroup1(v2only, strlen(v2only)), 0);
+	rm_tree();
+}
+
 TEST_LIST = {
     {"proc_cgroup_v2", proc_cgroup_v2},
     {"proc_cgroup_v1_and_hybrid", proc_cgroup_v1_and_hybrid},
@@ -300,5 +360,6 @@ TEST_LIST = {
     {"bound_evicts_least_recent", bound_evicts_least_recent},
     {"per_process_fake_proc", per_process_fake_proc},
     {"attrs_order_and_subset", attrs_order_and_subset},
+    {"hybrid_host_asks_the_process", hybrid_host_asks_the_process},
 };
 TEST_MAIN()
