@@ -105,6 +105,63 @@ static bool has_nul(const char *f, size_t n)
 	return false;
 }
 
+/* The fields of one mountinfo line the collector needs; NULL/0 when the line lacks them. */
+struct mountinfo_line {
+	const char *root, *mp, *fstype;
+	size_t root_n, mp_n, fstype_n;
+};
+
+/* Splits [p, eol): field 4 is the mount root, 5 the mount point, and the filesystem type is
+ * the first field after the lone "-" that ends the optional fields. */
+static void mountinfo_fields(const char *p, const char *eol, struct mountinfo_line *l)
+{
+	const char *f;
+	size_t n;
+	int idx = 0;
+	bool sep = false;
+
+	memset(l, 0, sizeof(*l));
+	while ((n = next_field(&p, eol, &f)) > 0) {
+		if (idx == 3) {
+			l->root = f;
+			l->root_n = n;
+		} else if (idx == 4) {
+			l->mp = f;
+			l->mp_n = n;
+		} else if (idx >= 6 && !sep && n == 1 && f[0] == '-') {
+			sep = true;
+		} else if (sep) {
+			l->fstype = f;
+			l->fstype_n = n;
+			return;
+		}
+		idx++;
+	}
+}
+
+static bool fstype_is(const struct mountinfo_line *l, const char *type)
+{
+	return l->fstype_n == strlen(type) && memcmp(l->fstype, type, l->fstype_n) == 0;
+}
+
+int pp_mountinfo_has_cgroup1(const char *buf, size_t len)
+{
+	const char *p = buf, *end = buf + len;
+
+	while (p && p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		struct mountinfo_line l;
+
+		if (!eol)
+			eol = end;
+		mountinfo_fields(p, eol, &l);
+		if (fstype_is(&l, "cgroup"))
+			return 1;
+		p = eol + (eol < end);
+	}
+	return 0;
+}
+
 int pp_mountinfo_find_cgroup2(const char *buf, size_t len, char *out, size_t outlen)
 {
 	const char *p = buf, *end = buf + len;
@@ -117,29 +174,15 @@ int pp_mountinfo_find_cgroup2(const char *buf, size_t len, char *out, size_t out
 	out[0] = '\0';
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *q = p, *f, *root = NULL, *mp = NULL;
-		size_t n, root_n = 0, mp_n = 0;
-		int idx = 0;
-		bool sep = false, is_cg2 = false;
+		struct mountinfo_line l;
 
 		if (!eol)
 			eol = end;
-		while ((n = next_field(&q, eol, &f)) > 0) {
-			if (idx == 3) {
-				root = f;
-				root_n = n;
-			} else if (idx == 4) {
-				mp = f;
-				mp_n = n;
-			} else if (idx >= 6 && !sep && n == 1 && f[0] == '-') {
-				sep = true;
-			} else if (sep) {
-				is_cg2 = n == 7 && memcmp(f, "cgroup2", 7) == 0;
-				break;
-			}
-			idx++;
-		}
-		if (is_cg2 && mp && !has_nul(mp, mp_n)) {
+		mountinfo_fields(p, eol, &l);
+		const char *root = l.root, *mp = l.mp;
+		size_t root_n = l.root_n, mp_n = l.mp_n;
+
+		if (fstype_is(&l, "cgroup2") && mp && !has_nul(mp, mp_n)) {
 			bool full = root_n == 1 && root[0] == '/';
 
 			if (!best_mp || (full && !best_full)) {
@@ -153,6 +196,40 @@ int pp_mountinfo_find_cgroup2(const char *buf, size_t len, char *out, size_t out
 	if (!best_mp)
 		return -ENOENT;
 	return unescape(best_mp, best_n, out, outlen);
+}
+
+ssize_t pp_mountinfo_read(const char *proc_root, char **out)
+{
+	char path[PATH_MAX];
+	char *buf = malloc(PP_MOUNTINFO_MAX);
+	ssize_t n;
+
+	*out = NULL;
+	if (!buf)
+		return -ENOMEM;
+	pp_pathf(path, sizeof(path), "%s/self/mountinfo", proc_root ? proc_root : "/proc");
+	n = pp_read_small_file(path, buf, PP_MOUNTINFO_MAX);
+	if (n < 0)
+		free(buf);
+	else
+		*out = buf;
+	return n;
+}
+
+int pp_cgroup2_mount(const char *proc_root, char *out, size_t outlen)
+{
+	char *buf;
+	ssize_t n;
+	int ret;
+
+	if (!out || !outlen)
+		return -EINVAL;
+	n = pp_mountinfo_read(proc_root, &buf);
+	if (n < 0)
+		return (int)n;
+	ret = pp_mountinfo_find_cgroup2(buf, (size_t)n, out, outlen);
+	free(buf);
+	return ret;
 }
 
 /* ---- table ---- */
@@ -435,18 +512,7 @@ struct pp_cgroup_ids *pp_cgroup_ids_new_opts(const struct pp_cgroup_ids_opts *op
 		}
 		strcpy(root, opts->cgroup2_root);
 	} else {
-		char path[PATH_MAX];
-		char *buf = malloc(PP_MOUNTINFO_MAX);
-		ssize_t n;
-
-		if (!buf)
-			return NULL; /* errno ENOMEM */
-		pp_pathf(path, sizeof(path), "%s/self/mountinfo",
-			 opts->proc_root ? opts->proc_root : "/proc");
-		n = pp_read_small_file(path, buf, PP_MOUNTINFO_MAX);
-		err =
-		    n < 0 ? (int)n : pp_mountinfo_find_cgroup2(buf, (size_t)n, root, sizeof(root));
-		free(buf);
+		err = pp_cgroup2_mount(opts->proc_root, root, sizeof(root));
 		if (err) {
 			errno = -err;
 			return NULL;

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /*
  * Find the cgroup2 mount point in /proc/PID/mountinfo text buf[0..len) (no NUL needed; never
@@ -21,6 +22,22 @@
  * no cgroup2 is mounted, -ENAMETOOLONG when it does not fit in outlen, -EINVAL for bad args.
  */
 int pp_mountinfo_find_cgroup2(const char *buf, size_t len, char *out, size_t outlen);
+
+/*
+ * Whether mountinfo text buf[0..len) mounts a cgroup v1 hierarchy (filesystem type "cgroup"):
+ * a hybrid host when cgroup2 is mounted too. 1 or 0.
+ */
+int pp_mountinfo_has_cgroup1(const char *buf, size_t len);
+
+/* Reads <proc_root>/self/mountinfo (proc_root NULL: "/proc") into a malloc'ed, NUL-terminated
+ * *out the caller frees. Returns its length, or -errno (*out is then NULL). */
+ssize_t pp_mountinfo_read(const char *proc_root, char **out);
+
+/*
+ * The cgroup2 mount point named in <proc_root>/self/mountinfo (proc_root NULL: "/proc").
+ * Returns 0 with the NUL-terminated path in out, -ENOENT when none is mounted, or -errno.
+ */
+int pp_cgroup2_mount(const char *proc_root, char *out, size_t outlen);
 
 struct pp_cgroup_ids_opts {
 	const char *cgroup2_root; /* cgroup2 mount to walk; NULL: found in mountinfo; copied */

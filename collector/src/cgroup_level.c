@@ -15,7 +15,6 @@
 #include "cgroup_ids.h"
 #include "fsutil.h"
 
-#define MOUNTINFO_MAX (4u << 20)
 #define CGROUP2_MAGIC 0x63677270 /* CGROUP2_SUPER_MAGIC */
 
 int pp_cgroup_rel_level(const char *buf, size_t len, uint32_t *level)
@@ -44,25 +43,6 @@ int pp_cgroup_rel_level(const char *buf, size_t len, uint32_t *level)
 	}
 	*level = n;
 	return 0;
-}
-
-int pp_cgroup2_mount(const char *proc_root, char *out, size_t outlen)
-{
-	char path[PATH_MAX];
-	char *buf;
-	ssize_t n;
-	int ret;
-
-	if (!out || !outlen)
-		return -EINVAL;
-	buf = malloc(MOUNTINFO_MAX);
-	if (!buf)
-		return -ENOMEM;
-	pp_pathf(path, sizeof(path), "%s/self/mountinfo", proc_root ? proc_root : "/proc");
-	n = pp_read_small_file(path, buf, MOUNTINFO_MAX);
-	ret = n < 0 ? (int)n : pp_mountinfo_find_cgroup2(buf, (size_t)n, out, outlen);
-	free(buf);
-	return ret;
 }
 
 int pp_cgroup_fd_id(int fd, uint64_t *id)

@@ -18,12 +18,6 @@
 int pp_cgroup_rel_level(const char *buf, size_t len, uint32_t *level);
 
 /*
- * The cgroup2 mount point named in <proc_root>/self/mountinfo (proc_root NULL: "/proc").
- * Returns 0 with the NUL-terminated path in out, -ENOENT when none is mounted, or -errno.
- */
-int pp_cgroup2_mount(const char *proc_root, char *out, size_t outlen);
-
-/*
  * The cgroup id of an open cgroup2 directory: its 8-byte file handle (the kernfs id, exact on
  * every kernel), else its inode number (equal to the id on 64-bit kernels since 5.5).
  * Returns 0 or -errno.

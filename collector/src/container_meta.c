@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,24 +137,6 @@ static uint32_t take_slot(struct pp_container_meta *m)
 static bool is_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r';
-}
-
-int pp_mountinfo_has_cgroup1(const char *buf, size_t len)
-{
-	const char *p = buf, *end = buf + len;
-
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *line_end = nl ? nl : end;
-
-		/* The filesystem type is the first field after the lone " - " separator. */
-		for (const char *q = p; q + 10 <= line_end; q++) {
-			if (!memcmp(q, " - cgroup ", 10))
-				return 1;
-		}
-		p = line_end + 1;
-	}
-	return 0;
 }
 
 int pp_proc_cgroup_parse(const char *buf, size_t len, struct pp_container_ref *out)
@@ -321,6 +304,11 @@ const struct pp_container_info *pp_container_meta_lookup(struct pp_container_met
 	return info;
 }
 
+const char *pp_container_meta_cgroup2_root(const struct pp_container_meta *m)
+{
+	return m && m->ids ? pp_cgroup_ids_root(m->ids) : NULL;
+}
+
 void pp_container_meta_get_stats(const struct pp_container_meta *m,
 				 struct pp_container_meta_stats *out)
 {
@@ -363,19 +351,25 @@ struct pp_container_meta *pp_container_meta_new(const struct pp_container_meta_o
 		    .max_entries = opts && opts->max_cgroup_paths ? opts->max_cgroup_paths
 								  : DEFAULT_MAX_CGROUP_PATHS,
 		};
+		/* One read of mountinfo answers both: where cgroup2 is, and whether v1 is too. */
+		char *mi = NULL, root[PATH_MAX];
+		ssize_t n = pp_mountinfo_read(proc_root, &mi);
 
-		m->ids = pp_cgroup_ids_new_opts(&io);
+		m->hybrid = n > 0 && pp_mountinfo_has_cgroup1(mi, (size_t)n);
+		if (!io.cgroup2_root) {
+			int err =
+			    n < 0 ? (int)n
+				  : pp_mountinfo_find_cgroup2(mi, (size_t)n, root, sizeof(root));
+
+			io.cgroup2_root = err ? NULL : root;
+			errno = -err;
+		}
+		free(mi);
+		if (io.cgroup2_root)
+			m->ids = pp_cgroup_ids_new_opts(&io);
 		/* No cgroup v2 here: fall back to /proc/PID/cgroup per process. */
 		if (!m->ids && errno != ENOENT)
 			goto fail;
-		if (m->ids) {
-			char fname[320], buf[65536];
-			ssize_t n;
-
-			pp_pathf(fname, sizeof(fname), "%s/self/mountinfo", proc_root);
-			n = pp_read_small_file(fname, buf, sizeof(buf));
-			m->hybrid = n > 0 && pp_mountinfo_has_cgroup1(buf, (size_t)n);
-		}
 	}
 	return m;
 fail:

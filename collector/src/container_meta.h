@@ -80,6 +80,9 @@ const struct pp_container_info *pp_container_meta_lookup(struct pp_container_met
 							 uint64_t cgroup_id, uint32_t pid,
 							 uint64_t pid_generation);
 
+/* The cgroup2 mount whose ids are resolved, or NULL in per-process mode (no cgroup v2). */
+const char *pp_container_meta_cgroup2_root(const struct pp_container_meta *m);
+
 void pp_container_meta_get_stats(const struct pp_container_meta *m,
 				 struct pp_container_meta_stats *out);
 
@@ -90,12 +93,6 @@ void pp_container_meta_get_stats(const struct pp_container_meta *m,
  * text that is not a cgroup file.
  */
 int pp_proc_cgroup_parse(const char *buf, size_t len, struct pp_container_ref *out);
-
-/*
- * Whether mountinfo text buf[0..len) mounts a cgroup v1 hierarchy (filesystem type "cgroup"):
- * a hybrid host when cgroup2 is mounted too. 1 or 0.
- */
-int pp_mountinfo_has_cgroup1(const char *buf, size_t len);
 
 /* Most resource attributes pp_container_info_attrs writes. */
 #define PP_CONTAINER_MAX_ATTRS 12

@@ -36,10 +36,6 @@ int pp_containers_open(const struct pp_containers_opts *o, struct pp_containers 
 		}
 		mo.enricher = pp_k8s_enricher(out->k8s);
 	}
-	if (mo.cgroup2_root)
-		snprintf(out->cgroup2_root, sizeof(out->cgroup2_root), "%s", mo.cgroup2_root);
-	else if (pp_cgroup2_mount(o->proc_root, out->cgroup2_root, sizeof(out->cgroup2_root)))
-		out->cgroup2_root[0] = '\0'; /* no cgroup v2: per-process metadata, no filter */
 	out->meta = pp_container_meta_new(&mo);
 	if (!out->meta) {
 		int e = errno;
@@ -100,7 +96,7 @@ static int add_cgroup(struct add_ctx *a, const char *rel)
 {
 	uint64_t id;
 	uint32_t level;
-	int ret = pp_cgroup_id_level(a->c->cgroup2_root, rel, &id, &level);
+	int ret = pp_cgroup_id_level(pp_container_meta_cgroup2_root(a->c->meta), rel, &id, &level);
 
 	if (!ret)
 		ret = pp_shim_add_cgroup(a->shim, id, level);
@@ -136,6 +132,7 @@ static int collect_uid(void *ctx, const char *uid)
 /* Adds the pod cgroups of every pod of the filter's namespaces. Returns the cgroups added. */
 static int add_namespaces(struct pp_containers *c, struct pp_shim *shim)
 {
+	const char *root = pp_container_meta_cgroup2_root(c->meta);
 	struct uid_list l = {.cap = PP_CGROUP_FILTER_MAX};
 	const char **ptrs;
 	int before = (int)c->filter_cgroups, ret = 0;
@@ -156,7 +153,7 @@ static int add_namespaces(struct pp_containers *c, struct pp_shim *shim)
 
 		for (size_t i = 0; i < l.n; i++)
 			ptrs[i] = l.uids[i];
-		ret = pp_cgroup_select(c->cgroup2_root, &cr, 0, add_selected, &a);
+		ret = pp_cgroup_select(root, &cr, 0, add_selected, &a);
 	}
 	free(l.uids);
 	free(ptrs);
@@ -166,6 +163,7 @@ static int add_namespaces(struct pp_containers *c, struct pp_shim *shim)
 int pp_containers_filter_apply(struct pp_containers *c, const struct pp_containers_filter *f,
 			       struct pp_shim *shim, char *err, size_t errlen)
 {
+	const char *root = pp_container_meta_cgroup2_root(c->meta);
 	char *buf = NULL, *items[MAX_LIST_ITEMS];
 	struct add_ctx a = {.c = c, .shim = shim};
 	size_t n;
@@ -173,7 +171,7 @@ int pp_containers_filter_apply(struct pp_containers *c, const struct pp_containe
 
 	if (!pp_containers_filter_wanted(f))
 		return 0;
-	if (!c->cgroup2_root[0]) {
+	if (!root) {
 		snprintf(err, errlen,
 			 "--cgroup, --container-id and --namespace need cgroup v2, "
 			 "which is not mounted here (see --cgroup-root)");
@@ -205,7 +203,7 @@ int pp_containers_filter_apply(struct pp_containers *c, const struct pp_containe
 			const char *one[1] = {items[i]};
 			struct pp_cgroup_criteria cr = {.container_ids = one, .n_container_ids = 1};
 
-			ret = pp_cgroup_select(c->cgroup2_root, &cr, 0, add_selected, &a);
+			ret = pp_cgroup_select(root, &cr, 0, add_selected, &a);
 			if (ret == -EINVAL)
 				snprintf(err, errlen,
 					 "--container-id %s: give the id, or at least its first 12 "
@@ -215,7 +213,7 @@ int pp_containers_filter_apply(struct pp_containers *c, const struct pp_containe
 				snprintf(err, errlen,
 					 "--container-id %s: no such container on this host (no "
 					 "cgroup under %s names it)",
-					 items[i], c->cgroup2_root);
+					 items[i], root);
 			else if (ret < 0 || a.err)
 				snprintf(err, errlen, "--container-id %s: %s", items[i],
 					 strerror(a.err ? -a.err : -ret));

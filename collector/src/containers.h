@@ -30,7 +30,6 @@ struct pp_containers_filter {
 struct pp_containers {
 	struct pp_k8s_meta *k8s; /* NULL without a pod metadata source */
 	struct pp_container_meta *meta;
-	char cgroup2_root[4096];
 	/* The namespace filter, followed as pods come and go. */
 	char *namespaces[PP_CONTAINERS_MAX_NAMESPACES];
 	size_t n_namespaces;

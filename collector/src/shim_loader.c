@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cgroup_ids.h"
 #include "cgroup_level.h"
 #include "shim_core.skel.h"
 #include "shim_kctx.skel.h"

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup_ids.h"
 #include "cgroup_level.h"
 #include "check.h"
 #include "record_decode.h"

@@ -169,6 +169,24 @@ static void rmdirf(const char *base, const char *rel)
 	rmdir(p);
 }
 
+/* cgroup v1 hierarchies (filesystem type "cgroup", not "cgroup2") tell a hybrid host. */
+TEST(mountinfo_cgroup1)
+{
+	const char *v2only = "1 0 0:1 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+	const char *hybrid = "25 30 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs ro,mode=755\n"
+			     "26 25 0:23 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n"
+			     "27 25 0:24 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup "
+			     "cgroup rw,memory\n";
+	/* "cgroup" in a mount point or as the source is not the filesystem type. */
+	const char *lookalike = "30 25 0:40 / /mnt/cgroup rw - tmpfs cgroup rw\n";
+
+	CHECK_EQ_U64(pp_mountinfo_has_cgroup1(v2only, strlen(v2only)), 0);
+	CHECK_EQ_U64(pp_mountinfo_has_cgroup1(hybrid, strlen(hybrid)), 1);
+	CHECK_EQ_U64(pp_mountinfo_has_cgroup1(lookalike, strlen(lookalike)), 0);
+	CHECK_EQ_U64(pp_mountinfo_has_cgroup1(hybrid, 40), 0); /* cut before the v1 line */
+	CHECK_EQ_U64(pp_mountinfo_has_cgroup1(NULL, 0), 0);
+}
+
 TEST(table_on_tree)
 {
 	char base[] = "/tmp/pp-cgid-XXXXXX";
@@ -469,8 +487,8 @@ TEST(real_cgroup2)
 }
 
 TEST_LIST = {
-    {"mountinfo_corpus", mountinfo_corpus}, {"mountinfo_cases", mountinfo_cases},
-    {"table_on_tree", table_on_tree},	    {"proc_root_mountinfo", proc_root_mountinfo},
-    {"real_cgroup2", real_cgroup2},
+    {"mountinfo_cgroup1", mountinfo_cgroup1},	  {"mountinfo_corpus", mountinfo_corpus},
+    {"mountinfo_cases", mountinfo_cases},	  {"table_on_tree", table_on_tree},
+    {"proc_root_mountinfo", proc_root_mountinfo}, {"real_cgroup2", real_cgroup2},
 };
 TEST_MAIN()

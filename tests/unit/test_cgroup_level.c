@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup_ids.h"
 #include "cgroup_level.h"
 #include "check.h"
 
