@@ -114,8 +114,7 @@ struct pp_mem_obj_key {
 };
 
 /* syms_state values */
-#define PP_MEM_SYMS_UNKNOWN 0 /* not looked up yet (or the table may have been evicted) */
-#define PP_MEM_SYMS_HAVE 1    /* syms is the file's table while syms_epoch holds */
+#define PP_MEM_SYMS_UNKNOWN 0 /* the symbol table is asked for (the session keeps it) */
 #define PP_MEM_SYMS_NONE 2    /* the file could not be read: classes only */
 
 /* What the session remembers per (process, mapping). Zeroed when the entry is made. */
@@ -124,8 +123,6 @@ struct pp_mem_obj {
 	uint32_t class_loc;	 /* profile location of the mapping's class; 0 until made */
 	uint32_t last_loc;	 /* location of the data symbol resolved last ... */
 	uint64_t last_sym_start; /* ... and that symbol's address */
-	const void *syms;	 /* struct pp_elf_symbols, borrowed from the symbol cache */
-	uint64_t syms_epoch;	 /* the symbol cache's eviction count when syms was taken */
 	uint32_t syms_state;	 /* PP_MEM_SYMS_* */
 	uint32_t used;		 /* nonzero for an occupied slot */
 };

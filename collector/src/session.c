@@ -555,8 +555,8 @@ static uint64_t symcache_epoch(const struct pp_session *s)
 
 /*
  * The ELF data symbol of file mapping fm covering addr, as a location (0: none). The table
- * is kept in the (pid, mapping) entry: the symbol cache frees a table only when it evicts an
- * entry, so the pointer holds while its eviction count has not moved.
+ * comes from mapping_symbols, which keeps it per process mapping; the entry only remembers a
+ * file that could not be read, so it is counted and asked for once.
  */
 static uint32_t data_symbol_location(struct pp_session *s, const struct pp_proc *p,
 				     struct pp_mem_obj *obj, const struct pp_map_entry *fm,
@@ -566,18 +566,14 @@ static uint32_t data_symbol_location(struct pp_session *s, const struct pp_proc 
 	uint64_t vaddr, start;
 	const char *name;
 
-	if (obj->syms_state == PP_MEM_SYMS_HAVE && obj->syms_epoch != symcache_epoch(s))
-		obj->syms_state = PP_MEM_SYMS_UNKNOWN;
-	if (obj->syms_state == PP_MEM_SYMS_UNKNOWN) {
-		obj->syms = mapping_symbols(s, p, fm);
-		obj->syms_epoch = symcache_epoch(s);
-		obj->syms_state = obj->syms ? PP_MEM_SYMS_HAVE : PP_MEM_SYMS_NONE;
-		if (!obj->syms)
-			s->stats.frames_no_file++;
-	}
-	if (obj->syms_state != PP_MEM_SYMS_HAVE)
+	if (obj->syms_state == PP_MEM_SYMS_NONE)
 		return 0;
-	syms = obj->syms;
+	syms = mapping_symbols(s, p, fm);
+	if (!syms) {
+		obj->syms_state = PP_MEM_SYMS_NONE;
+		s->stats.frames_no_file++;
+		return 0;
+	}
 	if (pp_elf_symbols_map_addr(syms, addr, fm->start, fm->offset, &vaddr))
 		return 0;
 	name = pp_elf_symbols_lookup_data(syms, vaddr, &start);
