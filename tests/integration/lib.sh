@@ -19,10 +19,18 @@ PP_PYTHON=${PP_PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
 PP_TMP=$(mktemp -d /tmp/pp-it.XXXXXX)
 chmod 755 "$PP_TMP"
 pp_cleanup() {
-	local pid
+	local pid procs
 	for pid in ${PP_BG_PIDS:-}; do
 		kill -KILL "$pid" 2>/dev/null
 	done
+	# Cgroups made by the test (pp_require_cgroup2): empty them, then remove them.
+	if [ -n "${PP_CGROUP_BASE:-}" ] && [ -d "$PP_CGROUP_BASE" ]; then
+		for procs in $(find "$PP_CGROUP_BASE" -name cgroup.procs); do
+			while read -r pid; do kill -KILL "$pid" 2>/dev/null; done <"$procs"
+		done
+		sleep 0.2
+		find "$PP_CGROUP_BASE" -depth -type d -exec rmdir {} + 2>/dev/null
+	fi
 	if [ "${PP_KEEP_TMP:-0}" = 1 ]; then
 		echo "kept temporary files in $PP_TMP"
 	else
@@ -141,6 +149,35 @@ pp_wait_pid() {
 pp_py() {
 	"$PP_PYTHON" "$PP_HELPER" "$@" 2>&1 | sed 's/^/    /'
 	return "${PIPESTATUS[0]}"
+}
+
+# pp_require_cgroup2: PP_CG2 is the host's cgroup v2 mount, writable (else the test skips);
+# cgroups the test makes under PP_CGROUP_BASE are emptied and removed on exit.
+pp_require_cgroup2() {
+	# mountinfo: field 5 is the mount point, the type follows the " - " separator.
+	PP_CG2=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "-") { if ($(i+1) == "cgroup2") print $5; break } }' \
+		/proc/self/mountinfo | head -1)
+	[ -n "$PP_CG2" ] || pp_skip "no cgroup v2 mounted on this host"
+	[ -w "$PP_CG2" ] || pp_skip "the cgroup v2 mount $PP_CG2 is not writable here"
+	PP_CGROUP_BASE="$PP_CG2/pp-test-$$"
+}
+
+# pp_start_in_cgroup DIR SECONDS: the workload for SECONDS, in cgroup DIR from its first
+# instruction; prints its pid.
+pp_start_in_cgroup() {
+	sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" "$3"' sh "$1" "$PP_WORKLOAD" "$2" \
+		>/dev/null 2>&1 &
+	echo $!
+}
+
+# pp_otlp_python REF DIR: python classes of the OTLP profiles schema at REF (the reference
+# opentelemetry-proto tree), made by protoc into DIR. Returns protoc's status.
+pp_otlp_python() {
+	mkdir -p "$2"
+	(cd "$1" && protoc --python_out="$2" opentelemetry/proto/common/v1/common.proto \
+		opentelemetry/proto/resource/v1/resource.proto \
+		opentelemetry/proto/profiles/v1development/profiles.proto \
+		opentelemetry/proto/collector/profiles/v1development/profiles_service.proto)
 }
 
 # pp_show FILE [N]: show the first N lines of a file, indented, to explain a failure.

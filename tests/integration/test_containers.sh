@@ -15,59 +15,32 @@ pp_require_perf_events
 pp_require_pebsprof
 T=$PP_TMP
 ref="${PP_SOURCE_DIR:?}/../shared/reference/opentelemetry-proto"
-svc=opentelemetry/proto/collector/profiles/v1development/profiles_service.proto
 [ -d "$ref/opentelemetry" ] && command -v protoc >/dev/null || pp_skip "needs protoc and $ref"
 "$PP_PYTHON" -c 'import google.protobuf' 2>/dev/null || pp_skip "needs python3-protobuf"
 # mountinfo: field 5 is the mount point, the type follows the " - " separator.
-cg2=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "-") { if ($(i+1) == "cgroup2") print $5; break } }' \
-	/proc/self/mountinfo | head -1)
-[ -n "$cg2" ] || pp_skip "no cgroup v2 mounted on this host"
-[ -w "$cg2" ] || pp_skip "the cgroup v2 mount $cg2 is not writable here"
-
-mkdir -p "$T/gen"
-(cd "$ref" && protoc --python_out="$T/gen" opentelemetry/proto/common/v1/common.proto \
-	opentelemetry/proto/resource/v1/resource.proto \
-	opentelemetry/proto/profiles/v1development/profiles.proto "$svc") ||
-	pp_skip "protoc could not generate the python classes"
+pp_require_cgroup2
+pp_otlp_python "$ref" "$T/gen" || pp_skip "protoc could not generate the python classes"
 
 CID_A=$(printf 'a%.0s' {1..8})$(head -c 28 /dev/urandom | od -An -tx1 | tr -d ' \n')
 CID_B=$(printf 'b%.0s' {1..8})$(head -c 28 /dev/urandom | od -An -tx1 | tr -d ' \n')
 CID_C=$(printf 'c%.0s' {1..8})$(head -c 28 /dev/urandom | od -An -tx1 | tr -d ' \n')
 POD_1=$(cat /proc/sys/kernel/random/uuid)
 POD_2=$(cat /proc/sys/kernel/random/uuid)
-base="$cg2/pp-test-$$"
-kp="$base/kubepods.slice"
+kp="$PP_CGROUP_BASE/kubepods.slice"
 pod1="$kp/kubepods-burstable.slice/kubepods-burstable-pod${POD_1//-/_}.slice"
 pod2="$kp/kubepods-besteffort.slice/kubepods-besteffort-pod${POD_2//-/_}.slice"
 cg_a="$pod1/cri-containerd-$CID_A.scope"
 cg_b="$pod1/crio-$CID_B.scope"
 cg_c="$pod2/docker-$CID_C.scope"
-mkdir -p "$cg_a" "$cg_b" "$cg_c" || pp_skip "cannot create cgroups under $cg2"
-cleanup_cgroups() {
-	local d
-	for d in "$cg_a" "$cg_b" "$cg_c"; do
-		[ -f "$d/cgroup.procs" ] || continue
-		while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$d/cgroup.procs"
-	done
-	sleep 0.2
-	find "$base" -depth -type d -exec rmdir {} + 2>/dev/null
-}
-trap 'cleanup_cgroups; pp_cleanup' EXIT
-
-# start_in CGROUP SECONDS: a workload that is in CGROUP from its first instruction.
-start_in() {
-	sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" "$3"' sh "$1" "$PP_WORKLOAD" "$2" \
-		>/dev/null 2>&1 &
-	echo $!
-}
+mkdir -p "$cg_a" "$cg_b" "$cg_c" || pp_skip "cannot create cgroups under $PP_CG2"
 
 # capture OUT ARGS...: a 3 s system-wide capture while the four workloads run.
 capture() {
 	local out=$1
 	shift
-	pid_a=$(start_in "$cg_a" 4)
-	pid_b=$(start_in "$cg_b" 4)
-	pid_c=$(start_in "$cg_c" 4)
+	pid_a=$(pp_start_in_cgroup "$cg_a" 4)
+	pid_b=$(pp_start_in_cgroup "$cg_b" 4)
+	pid_c=$(pp_start_in_cgroup "$cg_c" 4)
 	"$PP_WORKLOAD" 4 >/dev/null 2>&1 &
 	pid_host=$!
 	sleep 0.3
@@ -113,7 +86,7 @@ pp_check "--container-id: only that container's resource" \
 	[ "$(wc -l <"$T/one.otlp.pb.json")" -eq 1 ]
 check_container "$T/one.otlp.pb.json" "$CID_B" cri-o "$POD_1" "$pid_b"
 
-capture "$T/pod.otlp.pb" --cgroup "${pod1#$cg2}"
+capture "$T/pod.otlp.pb" --cgroup "${pod1#$PP_CG2}"
 pp_check "record --cgroup exits 0" [ "$PP_RC" -eq 0 ]
 pp_check "--cgroup POD: the pod's two containers and nothing else" \
 	[ "$(wc -l <"$T/pod.otlp.pb.json")" -eq 2 ]

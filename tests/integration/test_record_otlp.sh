@@ -34,10 +34,7 @@ pp_check "CPU profile period type" grep -q '"nanoseconds"' "$T/decoded.txt"
 
 py=/usr/bin/python3
 if "$py" -c 'import google.protobuf' 2>/dev/null; then
-	mkdir -p "$T/gen"
-	(cd "$ref" && protoc --python_out="$T/gen" opentelemetry/proto/common/v1/common.proto \
-		opentelemetry/proto/resource/v1/resource.proto \
-		opentelemetry/proto/profiles/v1development/profiles.proto "$svc")
+	pp_otlp_python "$ref" "$T/gen"
 	pp_check "the encoding rules hold (otlp_check.py)" \
 		"$py" "$PP_SOURCE_DIR/tests/conformance/otlp_check.py" "$T/gen" "$T/w.otlp.pb"
 else

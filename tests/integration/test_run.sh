@@ -159,10 +159,8 @@ pp_check "--dry-run prints the configuration with secrets redacted" \
 # The first request is answered 413; the agent splits that very body and sends both halves. Every
 # sample it held must arrive exactly once, resolved the same through each half's own dictionary,
 # and each half must pass the §8 checks of otlp_check.py on its own.
-mkdir -p "$T/big" "$T/gen"
-(cd "$ref" && protoc --python_out="$T/gen" opentelemetry/proto/common/v1/common.proto \
-	opentelemetry/proto/resource/v1/resource.proto \
-	opentelemetry/proto/profiles/v1development/profiles.proto "$svc") 2>"$T/gen.err"
+mkdir -p "$T/big"
+pp_otlp_python "$ref" "$T/gen" 2>"$T/gen.err"
 pp_check "python classes from the reference schema" [ -f "$T/gen/$(dirname "$svc")/profiles_service_pb2.py" ]
 cat >"$T/split_check.py" <<'PY'
 """split_check.py GEN_DIR SINK_DIR: req-0000 got 413; finds the requests that carry the same

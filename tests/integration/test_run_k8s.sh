@@ -17,21 +17,12 @@ pp_require_perf_events
 pp_require_pebsprof
 T=$PP_TMP
 ref="${PP_SOURCE_DIR:?}/../shared/reference/opentelemetry-proto"
-svc=opentelemetry/proto/collector/profiles/v1development/profiles_service.proto
 SERVER=$PP_SOURCE_DIR/tests/tools/pp_k8s_apiserver.py
 [ -d "$ref/opentelemetry" ] && command -v protoc >/dev/null || pp_skip "needs protoc and $ref"
 "$PP_PYTHON" -c 'import google.protobuf, ssl' 2>/dev/null || pp_skip "needs python3-protobuf"
 command -v openssl >/dev/null || pp_skip "openssl is not installed (apt-get install openssl)"
-cg2=$(awk '{ for (i = 1; i <= NF; i++) if ($i == "-") { if ($(i+1) == "cgroup2") print $5; break } }' \
-	/proc/self/mountinfo | head -1)
-[ -n "$cg2" ] || pp_skip "no cgroup v2 mounted on this host"
-[ -w "$cg2" ] || pp_skip "the cgroup v2 mount $cg2 is not writable here"
-
-mkdir -p "$T/gen"
-(cd "$ref" && protoc --python_out="$T/gen" opentelemetry/proto/common/v1/common.proto \
-	opentelemetry/proto/resource/v1/resource.proto \
-	opentelemetry/proto/profiles/v1development/profiles.proto "$svc") ||
-	pp_skip "protoc could not generate the python classes"
+pp_require_cgroup2
+pp_otlp_python "$ref" "$T/gen" || pp_skip "protoc could not generate the python classes"
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
 	-addext subjectAltName=IP:127.0.0.1 -keyout "$T/cert.key" -out "$T/cert.pem" \
 	>/dev/null 2>&1 || pp_skip "openssl req failed"
@@ -42,21 +33,9 @@ CID_B=$(hex 32)
 POD_A=$(cat /proc/sys/kernel/random/uuid)
 POD_B=$(cat /proc/sys/kernel/random/uuid)
 NODE=worker-$$
-base="$cg2/pp-test-k8s-$$"
-cg_a="$base/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${POD_A//-/_}.slice/cri-containerd-$CID_A.scope"
-cg_b="$base/kubepods.slice/kubepods-pod${POD_B//-/_}.slice/crio-$CID_B.scope"
-mkdir -p "$cg_a" "$cg_b" || pp_skip "cannot create cgroups under $cg2"
-cleanup_all() {
-	local d
-	for d in "$cg_a" "$cg_b"; do
-		[ -f "$d/cgroup.procs" ] || continue
-		while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$d/cgroup.procs"
-	done
-	sleep 0.2
-	find "$base" -depth -type d -exec rmdir {} + 2>/dev/null
-	pp_cleanup
-}
-trap cleanup_all EXIT
+cg_a="$PP_CGROUP_BASE/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${POD_A//-/_}.slice/cri-containerd-$CID_A.scope"
+cg_b="$PP_CGROUP_BASE/kubepods.slice/kubepods-pod${POD_B//-/_}.slice/crio-$CID_B.scope"
+mkdir -p "$cg_a" "$cg_b" || pp_skip "cannot create cgroups under $PP_CG2"
 
 # The pod list the API server answers: the two pods, with a ReplicaSet and a StatefulSet owner.
 "$PP_PYTHON" - "$T/pods.json" "$NODE" "$POD_A" "$CID_A" "$POD_B" "$CID_B" <<'PY'
@@ -95,19 +74,13 @@ done
 PORT=$(sed -n 's/^PORT //p' "$T/server.out")
 [ -n "$PORT" ] || pp_skip "the test API server did not start"
 
-start_in() {
-	sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" "$3"' sh "$1" "$PP_WORKLOAD" "$2" \
-		>/dev/null 2>&1 &
-	echo $!
-}
-
 # agent NAME ARGS...: the workloads and a 5 s agent run writing 2 s windows; NAME.jsonl holds
 # the resources of its last complete window.
 agent() {
 	local name=$1 pid
 	shift
-	pid_a=$(start_in "$cg_a" 6)
-	pid_b=$(start_in "$cg_b" 6)
+	pid_a=$(pp_start_in_cgroup "$cg_a" 6)
+	pid_b=$(pp_start_in_cgroup "$cg_b" 6)
 	"$PEBSPROF" run --output-dir "$T/$name" --interval 2 -F 199 --node-name "$NODE" \
 		--k8s-api-url "https://127.0.0.1:$PORT" --k8s-token-file "$T/token" \
 		--k8s-ca-file "$T/cert.pem" "$@" >"$T/$name.out" 2>"$T/$name.err" &
