@@ -13,6 +13,7 @@
 
 #include "cgroup_select.h"
 #include "check.h"
+#include "testfs.h"
 
 #define CID_A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define CID_B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
@@ -22,20 +23,6 @@
 #define POD_2 "99999999-0000-4000-8000-000000000001"
 
 static char tree[256];
-
-static void mkdirs(const char *rel)
-{
-	char path[1024], *p;
-
-	mkdir(tree, 0755);
-	snprintf(path, sizeof(path), "%s/%s", tree, rel);
-	for (p = path + strlen(tree) + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	mkdir(path, 0755);
-}
 
 struct seen {
 	char paths[8][512];
@@ -64,20 +51,12 @@ static int has(const struct seen *s, const char *rel)
 static void build_tree(void)
 {
 	snprintf(tree, sizeof(tree), "/tmp/pp_test_cgsel_%d", (int)getpid());
-	mkdirs(POD1_DIR "/cri-containerd-" CID_A ".scope");
-	mkdirs(POD1_DIR "/crio-" CID_B ".scope/init");
-	mkdirs("kubepods/besteffort/pod" POD_2 "/" CID_C);
-	mkdirs("system.slice/docker-" CID_C ".scope"); /* same id, other place: found too */
-	mkdirs("system.slice/containerd.service");
-}
-
-static void rm_tree(void)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tree);
+	pp_test_mkdirs(tree, POD1_DIR "/cri-containerd-" CID_A ".scope");
+	pp_test_mkdirs(tree, POD1_DIR "/crio-" CID_B ".scope/init");
+	pp_test_mkdirs(tree, "kubepods/besteffort/pod" POD_2 "/" CID_C);
+	pp_test_mkdirs(tree,
+		       "system.slice/docker-" CID_C ".scope"); /* same id, other place: found too */
+	pp_test_mkdirs(tree, "system.slice/containerd.service");
 }
 
 TEST(by_container_id)
@@ -92,7 +71,7 @@ TEST(by_container_id)
 	CHECK(!has(&s, POD1_DIR "/crio-" CID_B ".scope/init"));
 	CHECK(has(&s, "/kubepods/besteffort/pod" POD_2 "/" CID_C));
 	CHECK(has(&s, "/system.slice/docker-" CID_C ".scope"));
-	rm_tree();
+	pp_test_rm_tree(tree);
 }
 
 TEST(by_pod_uid)
@@ -105,7 +84,7 @@ TEST(by_pod_uid)
 	CHECK_EQ_U64(pp_cgroup_select(tree, &c, 0, collect, &s), 2);
 	CHECK(has(&s, POD1_DIR));
 	CHECK(has(&s, "/kubepods/besteffort/pod" POD_2));
-	rm_tree();
+	pp_test_rm_tree(tree);
 }
 
 TEST(bad_criteria_and_root)
@@ -142,7 +121,7 @@ TEST(callback_stops_walk)
 	build_tree();
 	CHECK_EQ_U64(pp_cgroup_select(tree, &c, 0, stop_at_first, &calls), 42);
 	CHECK_EQ_U64(calls, 1);
-	rm_tree();
+	pp_test_rm_tree(tree);
 }
 
 TEST_LIST = {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testfs.h"
 #include "container_meta.h"
 
 #define CID_A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -78,33 +79,6 @@ TEST(proc_cgroup_garbage)
 
 static char tree[256];
 
-static uint64_t mkdirs(const char *rel)
-{
-	char path[1024], *p;
-	struct stat st;
-
-	mkdir(tree, 0755);
-	snprintf(path, sizeof(path), "%s/%s", tree, rel);
-	for (p = path + strlen(tree) + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	mkdir(path, 0755);
-	if (stat(path, &st))
-		return 0;
-	return st.st_ino;
-}
-
-static void rm_tree(void)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tree);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tree);
-}
-
 struct fake_pods {
 	uint64_t generation;
 	int known; /* whether CID_A is known yet */
@@ -147,10 +121,11 @@ TEST(cgroup_tree_lookup_and_late_metadata)
 	uint64_t id_a, id_b, id_host;
 
 	snprintf(tree, sizeof(tree), "/tmp/pp_test_cm_%d", (int)getpid());
-	id_a = mkdirs("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" POD_UID_US
-		      ".slice/cri-containerd-" CID_A ".scope");
-	id_b = mkdirs("kubepods/besteffort/pod" POD_UID "/" CID_B);
-	id_host = mkdirs("system.slice/sshd.service");
+	id_a = pp_test_mkdirs(
+	    tree, "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" POD_UID_US
+		  ".slice/cri-containerd-" CID_A ".scope");
+	id_b = pp_test_mkdirs(tree, "kubepods/besteffort/pod" POD_UID "/" CID_B);
+	id_host = pp_test_mkdirs(tree, "system.slice/sshd.service");
 	REQUIRE(id_a && id_b && id_host);
 	m = pp_container_meta_new(&o);
 	REQUIRE(m != NULL);
@@ -190,7 +165,7 @@ TEST(cgroup_tree_lookup_and_late_metadata)
 
 	/* A container started after the last walk: unknown at first, found by a later walk
 	 * (walks are at most one a second) and no longer "no container" once found. */
-	uint64_t id_new = mkdirs("docker/" CID_B);
+	uint64_t id_new = pp_test_mkdirs(tree, "docker/" CID_B);
 	REQUIRE(id_new != 0);
 	info = pp_container_meta_lookup(m, id_new, 104, 0);
 	if (info->ref.id[0] == '\0') {
@@ -200,7 +175,7 @@ TEST(cgroup_tree_lookup_and_late_metadata)
 	CHECK_STR(info->ref.id, CID_B);
 	CHECK_EQ_U64(info->ref.runtime, PP_RUNTIME_DOCKER);
 	pp_container_meta_free(m);
-	rm_tree();
+	pp_test_rm_tree(tree);
 }
 
 TEST(bound_evicts_least_recent)
@@ -212,9 +187,9 @@ TEST(bound_evicts_least_recent)
 	uint64_t ids[3];
 
 	snprintf(tree, sizeof(tree), "/tmp/pp_test_cm_b_%d", (int)getpid());
-	ids[0] = mkdirs("docker/" CID_A);
-	ids[1] = mkdirs("docker/" CID_B);
-	ids[2] = mkdirs("system.slice");
+	ids[0] = pp_test_mkdirs(tree, "docker/" CID_A);
+	ids[1] = pp_test_mkdirs(tree, "docker/" CID_B);
+	ids[2] = pp_test_mkdirs(tree, "system.slice");
 	m = pp_container_meta_new(&o);
 	REQUIRE(m != NULL);
 	for (int round = 0; round < 2; round++)
@@ -225,7 +200,7 @@ TEST(bound_evicts_least_recent)
 	CHECK_EQ_U64(st.evictions, 4); /* every lookup after the second missed */
 	CHECK_STR(pp_container_meta_lookup(m, ids[1], 1, 0)->ref.id, CID_B);
 	pp_container_meta_free(m);
-	rm_tree();
+	pp_test_rm_tree(tree);
 }
 
 TEST(per_process_fake_proc)
@@ -237,7 +212,7 @@ TEST(per_process_fake_proc)
 	FILE *f;
 
 	snprintf(tree, sizeof(tree), "/tmp/pp_test_cm_p_%d", (int)getpid());
-	mkdirs("4242");
+	pp_test_mkdirs(tree, "4242");
 	snprintf(path, sizeof(path), "%s/4242/cgroup", tree);
 	f = fopen(path, "w");
 	REQUIRE(f != NULL);
@@ -260,7 +235,7 @@ TEST(per_process_fake_proc)
 	/* A process that is gone: no container, no crash. */
 	CHECK_STR(pp_container_meta_lookup(m, 1, 999999, 0)->ref.id, "");
 	pp_container_meta_free(m);
-	rm_tree();
+	pp_test_rm_tree(tree);
 }
 
 TEST(attrs_order_and_subset)
@@ -322,10 +297,10 @@ TEST(hybrid_host_asks_the_process)
 	uint64_t id_service, id_ctr;
 
 	snprintf(tree, sizeof(tree), "/tmp/pp_test_cm_h_%d", (int)getpid());
-	id_service = mkdirs("cg/system.slice/containerd.service");
-	id_ctr = mkdirs("cg/system.slice/docker-" CID_A ".scope");
-	mkdirs("proc/self");
-	mkdirs("proc/700");
+	id_service = pp_test_mkdirs(tree, "cg/system.slice/containerd.service");
+	id_ctr = pp_test_mkdirs(tree, "cg/system.slice/docker-" CID_A ".scope");
+	pp_test_mkdirs(tree, "proc/self");
+	pp_test_mkdirs(tree, "proc/700");
 	REQUIRE(id_service && id_ctr);
 	write_file("proc/self/mountinfo",
 		   "25 30 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs ro,mode=755\n"
@@ -347,7 +322,7 @@ TEST(hybrid_host_asks_the_process)
 	/* A host process with no cgroup file to read: no container. */
 	CHECK_STR(pp_container_meta_lookup(m, id_service, 702, 0)->ref.id, "");
 	pp_container_meta_free(m);
-	rm_tree();
+	pp_test_rm_tree(tree);
 }
 
 TEST_LIST = {

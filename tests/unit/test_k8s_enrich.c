@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testfs.h"
 #include "fsutil.h"
 #include "k8s_enrich.h"
 
@@ -26,39 +27,6 @@
 
 static char root[128];
 
-static uint64_t make_cgroup(const char *rel)
-{
-	char path[1024], cmd[1200];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", path);
-	if (system(cmd) != 0 || stat(path, &st) != 0)
-		return 0;
-	return st.st_ino;
-}
-
-static char *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
 TEST(pod_metadata_reaches_containers)
 {
 	struct pp_k8s_meta_opts ko = {
@@ -69,24 +37,25 @@ TEST(pod_metadata_reaches_containers)
 	const struct pp_container_info *i;
 	uint64_t id_checkout, id_exporter, id_pg, id_nightly, id_unknown;
 	size_t len;
-	char *list = read_all(LIST, &len);
-	char cmd[256];
+	char *list = pp_test_read_file(LIST, &len);
 
 	REQUIRE(list);
 	snprintf(root, sizeof(root), "/tmp/pp_test_k8s_enrich_%d", (int)getpid());
 	id_checkout =
-	    make_cgroup("kubepods.slice/kubepods-burstable.slice/"
-			"kubepods-burstable-podaf82255f_05f1_2293_d0b8_3f1e2fc6d124.slice/"
-			"cri-containerd-" CHECKOUT_APP ".scope");
-	id_exporter = make_cgroup("kubepods/burstable/pod69ee2891-65f0-fd66-d337-27ed281e0218/"
-				  "crio-" NODE_EXPORTER);
-	id_pg = make_cgroup("kubepods.slice/kubepods-pod4c14377b_27f7_41c5_876a_d91843a1d62e.slice/"
-			    "docker-" POSTGRES ".scope");
-	id_nightly =
-	    make_cgroup("kubepods.slice/kubepods-besteffort.slice/"
-			"kubepods-besteffort-pod9e661cb8_54c6_0967_1b2c_a58d4b8d38a2.slice/"
-			"cri-containerd-" NIGHTLY ".scope");
-	id_unknown = make_cgroup("system.slice/docker-" UNKNOWN_ID ".scope");
+	    pp_test_mkdirs(root, "kubepods.slice/kubepods-burstable.slice/"
+				 "kubepods-burstable-podaf82255f_05f1_2293_d0b8_3f1e2fc6d124.slice/"
+				 "cri-containerd-" CHECKOUT_APP ".scope");
+	id_exporter =
+	    pp_test_mkdirs(root, "kubepods/burstable/pod69ee2891-65f0-fd66-d337-27ed281e0218/"
+				 "crio-" NODE_EXPORTER);
+	id_pg = pp_test_mkdirs(
+	    root, "kubepods.slice/kubepods-pod4c14377b_27f7_41c5_876a_d91843a1d62e.slice/"
+		  "docker-" POSTGRES ".scope");
+	id_nightly = pp_test_mkdirs(
+	    root, "kubepods.slice/kubepods-besteffort.slice/"
+		  "kubepods-besteffort-pod9e661cb8_54c6_0967_1b2c_a58d4b8d38a2.slice/"
+		  "cri-containerd-" NIGHTLY ".scope");
+	id_unknown = pp_test_mkdirs(root, "system.slice/docker-" UNKNOWN_ID ".scope");
 	REQUIRE(id_checkout && id_exporter && id_pg && id_nightly && id_unknown);
 
 	k = pp_k8s_meta_new(&ko);
@@ -142,8 +111,7 @@ TEST(pod_metadata_reaches_containers)
 	pp_container_meta_free(m);
 	pp_k8s_meta_free(k);
 	free(list);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	CHECK(system(cmd) == 0);
+	CHECK(pp_test_rm_tree(root) == 0);
 }
 
 TEST_LIST = {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testfs.h"
 #include "k8s_meta.h"
 
 #define K8S_DATA PP_TEST_DATA_DIR "/k8s/"
@@ -28,36 +29,12 @@
 #define ID_UNKNOWN "00000000000000000000000000000000000000000000000000000000000000ff"
 #define UID_CHECKOUT "af82255f-05f1-2293-d0b8-3f1e2fc6d124"
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	if (buf) {
-		buf[n] = '\0';
-		*len = (size_t)n;
-	}
-	return buf;
-}
-
 static char *fixture(const char *name, size_t *len)
 {
 	char path[512];
 
 	snprintf(path, sizeof(path), K8S_DATA "%s", name);
-	return slurp(path, len);
+	return pp_test_read_file(path, len);
 }
 
 /* --- a scripted HTTP/1.1 server on 127.0.0.1, one request per connection --- */

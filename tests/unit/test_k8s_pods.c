@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "testfs.h"
 #include "k8s_pods.h"
 
 #define K8S_DATA PP_TEST_DATA_DIR "/k8s/"
@@ -24,30 +25,6 @@
 #define ID_DEBUGGER "a2b1872c2c8bb39f91f5515e0c1e2b6222892e6f4238ea534a18e03025ec40f8"
 #define ID_PENDING_WEB "14a436ee6a33c611d440d721051202c82f91593d41ae09e6570d45c3f2d6ed61"
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	if (buf) {
-		buf[n] = '\0';
-		*len = (size_t)n;
-	}
-	return buf;
-}
-
 static int parse_file(const char *name, const struct pp_k8s_pods_limits *lim,
 		      struct pp_k8s_podlist **out)
 {
@@ -57,7 +34,7 @@ static int parse_file(const char *name, const struct pp_k8s_pods_limits *lim,
 	int rc;
 
 	snprintf(path, sizeof(path), K8S_DATA "%s", name);
-	buf = slurp(path, &len);
+	buf = pp_test_read_file(path, &len);
 	if (!buf) {
 		fprintf(stderr, "  cannot read %s\n", path);
 		return -ENOENT;

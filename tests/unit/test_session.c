@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testfs.h"
 #include "demangle.h"
 #include "kallsyms.h"
 #include "session.h"
@@ -957,24 +958,25 @@ static void container_attribution(size_t raw_entries)
 	    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 	static const char cid_b[] =
 	    "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
-	char root[128], a[512], b[512], cmd[1200];
+	char root[128], a[512], b[512];
 	struct pp_session_opts opts = {.raw_stack_entries = raw_entries};
 	struct pp_container_meta_opts co = {.max_entries = 64};
 	struct pp_session_stats st;
 	struct sess_fixture f;
-	struct stat sa, sb;
+	uint64_t id_a, id_b;
 	struct rec r;
 	uint64_t uf[2] = {FN_ADDR(sess_leaf_beta) + 4, FN_ADDR(sess_root_delta) + 8};
 
 	snprintf(root, sizeof(root), "/tmp/pp_test_sess_cg_%d", (int)getpid());
 	snprintf(a, sizeof(a),
-		 "%s/kubepods.slice/kubepods-besteffort.slice/"
+		 "kubepods.slice/kubepods-besteffort.slice/"
 		 "kubepods-besteffort-pod11111111_2222_4333_8444_555555555555.slice/"
 		 "cri-containerd-%s.scope",
-		 root, cid_a);
-	snprintf(b, sizeof(b), "%s/system.slice/docker-%s.scope", root, cid_b);
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s' '%s'", a, b);
-	REQUIRE(system(cmd) == 0 && stat(a, &sa) == 0 && stat(b, &sb) == 0);
+		 cid_a);
+	snprintf(b, sizeof(b), "system.slice/docker-%s.scope", cid_b);
+	id_a = pp_test_mkdirs(root, a);
+	id_b = pp_test_mkdirs(root, b);
+	REQUIRE(id_a && id_b);
 	co.cgroup2_root = root;
 	opts.containers = pp_container_meta_new(&co);
 	REQUIRE(opts.containers);
@@ -982,11 +984,11 @@ static void container_attribution(size_t raw_entries)
 
 	for (int i = 0; i < 3; i++) {
 		make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 2);
-		r.d.sample.cgroup_id = sa.st_ino;
+		r.d.sample.cgroup_id = id_a;
 		CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
 	}
 	make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 2);
-	r.d.sample.cgroup_id = sb.st_ino;
+	r.d.sample.cgroup_id = id_b;
 	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
 	make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 2);
 	r.d.sample.cgroup_id = 1; /* the root cgroup: no container */
@@ -1022,8 +1024,7 @@ static void container_attribution(size_t raw_entries)
 	CHECK_EQ_U64(st.container_samples, 4);
 	fixture_fini(&f);
 	pp_container_meta_free(opts.containers);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	CHECK(system(cmd) == 0);
+	CHECK(pp_test_rm_tree(root) == 0);
 }
 
 TEST(containers_become_resources)
