@@ -347,40 +347,33 @@ static struct cg_entry *upsert(struct pp_cgroup_ids *c, uint64_t id, const char 
 	return e;
 }
 
-struct walk {
-	struct pp_cgroup_ids *c;
-	uint64_t target;
-	bool found;
-	bool complete;
+/* ---- walking the hierarchy ---- */
+
+struct walker {
+	pp_cgroup_visit_fn fn;
+	void *ctx;
+	int max_depth;
+	int stop; /* what a visitor stopped the walk with; 0 while it goes on */
+	struct pp_cgroup_walk_stats *st;
 	char path[PATH_MAX];
-	char found_path[PATH_MAX];
 };
 
-static void walk_seen(struct walk *w, uint64_t id)
-{
-	if (id == w->target && !w->found) {
-		w->found = true;
-		memcpy(w->found_path, w->path, strlen(w->path) + 1);
-	}
-	upsert(w->c, id, w->path, false);
-}
-
-/* Walk the children of the directory dfd whose relative path is w->path[0..plen). */
-static void walk_dir(struct walk *w, int dfd, size_t plen, int depth)
+/* Visit the children of the directory dfd whose relative path is w->path[0..plen). */
+static void walk_dir(struct walker *w, int dfd, size_t plen, int depth)
 {
 	DIR *d = fdopendir(dfd);
 	struct dirent *de;
 
 	if (!d) {
 		close(dfd);
-		w->c->st.walk_errors++;
-		w->complete = false;
+		w->st->errors++;
+		w->st->complete = false;
 		return;
 	}
-	while ((errno = 0, de = readdir(d)) != NULL) {
+	while (!w->stop && (errno = 0, de = readdir(d)) != NULL) {
 		size_t nlen;
 		struct stat sb;
-		int fd;
+		int fd, verdict;
 
 		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
 			continue;
@@ -389,67 +382,110 @@ static void walk_dir(struct walk *w, int dfd, size_t plen, int depth)
 			continue;
 		nlen = strlen(de->d_name);
 		if (plen + 1 + nlen + 1 > sizeof(w->path)) {
-			w->complete = false;
+			w->st->complete = false;
 			continue;
 		}
 		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
 			/* Removed since readdir, or not a directory after all: not an error. */
 			if (errno != ENOENT && errno != ENOTDIR) {
-				w->c->st.walk_errors++;
-				w->complete = false;
+				w->st->errors++;
+				w->st->complete = false;
 			}
 			continue;
 		}
 		if (fstat(fd, &sb) != 0) {
 			close(fd);
-			w->c->st.walk_errors++;
-			w->complete = false;
+			w->st->errors++;
+			w->st->complete = false;
 			continue;
 		}
 		w->path[plen] = '/';
 		memcpy(w->path + plen + 1, de->d_name, nlen + 1);
-		walk_seen(w, (uint64_t)sb.st_ino);
-		if (depth + 1 < PP_CGROUP_WALK_DEPTH) {
+		verdict = w->fn(w->ctx, w->path, (uint64_t)sb.st_ino);
+		if (verdict == PP_CGROUP_WALK_DESCEND && depth + 1 < w->max_depth) {
 			walk_dir(w, fd, plen + 1 + nlen, depth + 1);
 		} else {
 			close(fd);
-			w->complete = false;
+			if (verdict == PP_CGROUP_WALK_DESCEND)
+				w->st->complete = false;
+			else if (verdict != PP_CGROUP_WALK_PRUNE)
+				w->stop = verdict;
 		}
 		w->path[plen] = '\0';
 	}
-	if (errno != 0) {
-		w->c->st.walk_errors++;
-		w->complete = false;
+	if (!w->stop && errno != 0) {
+		w->st->errors++;
+		w->st->complete = false;
 	}
 	closedir(d);
+}
+
+int pp_cgroup_walk(const char *root, int max_depth, pp_cgroup_visit_fn fn, void *ctx,
+		   struct pp_cgroup_walk_stats *st)
+{
+	struct pp_cgroup_walk_stats local;
+	struct walker w = {.fn = fn, .ctx = ctx, .max_depth = max_depth, .st = st ? st : &local};
+	struct stat sb;
+	int fd, verdict;
+
+	w.st->complete = true;
+	w.st->errors = 0;
+	if (!root || !fn || max_depth < 1)
+		return -EINVAL;
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &sb) != 0) {
+		int err = -errno;
+
+		if (fd >= 0)
+			close(fd);
+		w.st->errors++;
+		w.st->complete = false;
+		return err;
+	}
+	verdict = fn(ctx, "/", (uint64_t)sb.st_ino);
+	if (verdict == PP_CGROUP_WALK_DESCEND) {
+		walk_dir(&w, fd, 0, 0);
+		return w.stop;
+	}
+	close(fd);
+	return verdict == PP_CGROUP_WALK_PRUNE ? 0 : verdict;
+}
+
+/* ---- the table's walk ---- */
+
+struct walk {
+	struct pp_cgroup_ids *c;
+	uint64_t target;
+	bool found;
+	char found_path[PATH_MAX];
+};
+
+static int walk_seen(void *ctx, const char *path, uint64_t id)
+{
+	struct walk *w = ctx;
+
+	if (id == w->target && !w->found) {
+		w->found = true;
+		memcpy(w->found_path, path, strlen(path) + 1);
+	}
+	upsert(w->c, id, path, false);
+	return PP_CGROUP_WALK_DESCEND;
 }
 
 /* Walk the hierarchy; true when target was found, its path then in w->found_path. */
 static bool walk_all(struct pp_cgroup_ids *c, struct walk *w)
 {
-	struct stat sb;
-	int fd;
+	struct pp_cgroup_walk_stats st;
 
 	c->st.walks++;
 	c->gen++;
 	w->c = c;
 	w->found = false;
-	w->complete = true;
-	fd = open(c->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &sb) != 0) {
-		if (fd >= 0)
-			close(fd);
-		c->st.walk_errors++;
-		return false;
-	}
-	w->path[0] = '/';
-	w->path[1] = '\0';
-	walk_seen(w, (uint64_t)sb.st_ino);
-	w->path[0] = '\0';
-	walk_dir(w, fd, 0, 0);
+	pp_cgroup_walk(c->root, PP_CGROUP_WALK_DEPTH, walk_seen, w, &st);
+	c->st.walk_errors += st.errors;
 	/* Cgroups not met in a full walk are gone; their ids never come back. */
-	if (w->complete) {
+	if (st.complete) {
 		for (size_t i = 0; i < c->cap; i++)
 			if (c->ents[i].path && c->ents[i].gen != c->gen)
 				remove_entry(c, &c->ents[i]);

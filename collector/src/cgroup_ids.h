@@ -8,6 +8,7 @@
 #ifndef PP_COLLECTOR_CGROUP_IDS_H
 #define PP_COLLECTOR_CGROUP_IDS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -38,6 +39,28 @@ ssize_t pp_mountinfo_read(const char *proc_root, char **out);
  * Returns 0 with the NUL-terminated path in out, -ENOENT when none is mounted, or -errno.
  */
 int pp_cgroup2_mount(const char *proc_root, char *out, size_t outlen);
+
+/* What a walk visitor answers; any other value stops the walk, which returns it. */
+#define PP_CGROUP_WALK_DESCEND 0 /* go on, into this cgroup's children */
+#define PP_CGROUP_WALK_PRUNE 1	 /* go on, but not below this cgroup */
+
+/* Called with each cgroup's path relative to the root ("/" for the root, "/a/b") and its
+ * inode number (its cgroup id on cgroup2). */
+typedef int (*pp_cgroup_visit_fn)(void *ctx, const char *rel_path, uint64_t ino);
+
+struct pp_cgroup_walk_stats {
+	bool complete;	 /* every directory was read (none failed, none past max_depth) */
+	uint64_t errors; /* directories that could not be opened or read */
+};
+
+/*
+ * Visits the directory tree at root (a cgroup2 mount, or a tree laid out like one), the root
+ * first, parents before children, at most max_depth levels below the root, without following
+ * symbolic links. Returns 0, what a visitor stopped it with, or -errno when root cannot be
+ * opened. st (may be NULL) says whether the walk saw everything.
+ */
+int pp_cgroup_walk(const char *root, int max_depth, pp_cgroup_visit_fn fn, void *ctx,
+		   struct pp_cgroup_walk_stats *st);
 
 struct pp_cgroup_ids_opts {
 	const char *cgroup2_root; /* cgroup2 mount to walk; NULL: found in mountinfo; copied */
