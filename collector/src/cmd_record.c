@@ -573,10 +573,6 @@ int pp_cmd_record(int argc, char **argv)
 			status = ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME;
 			goto out;
 		}
-		if (so.filter_cgroups &&
-		    pp_shim_cgroup_filter_mode(smp.shim) == PP_SHIM_CGROUP_USER)
-			pp_info("this kernel lacks bpf_get_current_ancestor_cgroup_id for perf "
-				"events (5.14+): filtering cgroups in user space");
 		if (!a.quiet)
 			for (size_t i = 0; i < smp.events->nr_events; i++)
 				fprintf(stderr, "pebsprof: %s\n", smp.events->events[i].why);

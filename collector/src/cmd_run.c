@@ -684,9 +684,6 @@ static int start_sampling(struct agent *ag)
 			pp_error("%s", err);
 			return ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME;
 		}
-		if (pp_shim_cgroup_filter_mode(ag->smp.shim) == PP_SHIM_CGROUP_USER)
-			pp_info("this kernel lacks bpf_get_current_ancestor_cgroup_id for perf "
-				"events (5.14+): filtering cgroups in user space");
 	}
 	for (size_t i = 0; i < ag->smp.events->nr_events; i++)
 		pp_info("%s", ag->smp.events->events[i].why);

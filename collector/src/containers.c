@@ -244,6 +244,9 @@ int pp_containers_filter_apply(struct pp_containers *c, const struct pp_containe
 			return ret;
 		}
 	}
+	if (pp_shim_cgroup_filter_mode(shim) == PP_SHIM_CGROUP_USER)
+		pp_info("this kernel lacks bpf_get_current_ancestor_cgroup_id for perf events "
+			"(5.14+): filtering cgroups in user space");
 	return 0;
 }
 

@@ -51,7 +51,8 @@ int pp_containers_filter_wanted(const struct pp_containers_filter *f);
  * Adds the cgroups f selects to the shim's filter: each --cgroup, the cgroup of each
  * container id (an id that matches no cgroup is an error: the user mistyped it or the
  * container is gone), and the cgroups of the pods of each namespace known now. Returns 0, or
- * -EINVAL (a usage error: err says which criterion) or another -errno.
+ * -EINVAL (a usage error: err says which criterion) or another -errno. Says once, at info
+ * level, when the kernel cannot filter and the collector does.
  */
 int pp_containers_filter_apply(struct pp_containers *c, const struct pp_containers_filter *f,
 			       struct pp_shim *shim, char *err, size_t errlen);
