@@ -15,42 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_input.h"
+
 #define PROF(x) Opentelemetry__Proto__Profiles__V1development__##x
 #define VALUE_CASE(x) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
 #define REQ Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
 #define REQ_FN(x) opentelemetry__proto__collector__profiles__v1development__##x
 
-struct input {
-	const uint8_t *d;
-	size_t n, i;
-};
-
-static uint8_t byte(struct input *in)
-{
-	return in->i < in->n ? in->d[in->i++] : 0;
-}
-
-static uint64_t u64(struct input *in)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | byte(in);
-	return v;
-}
-
 /* A short string from the input; may hold any byte but NUL. */
 static void str(struct input *in, char *out, size_t outsz)
 {
-	size_t len = byte(in) % 16, j = 0;
-
-	for (size_t i = 0; i < len && j + 1 < outsz; i++) {
-		char c = (char)byte(in);
-
-		if (c)
-			out[j++] = c;
-	}
-	out[j] = '\0';
+	input_str(in, 16, out, outsz);
 }
 
 #define FAIL(why)                                                                                  \

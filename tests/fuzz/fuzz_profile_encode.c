@@ -13,37 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct input {
-	const uint8_t *d;
-	size_t n, i;
-};
-
-static uint8_t byte(struct input *in)
-{
-	return in->i < in->n ? in->d[in->i++] : 0;
-}
-
-static uint64_t u64(struct input *in)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | byte(in);
-	return v;
-}
+#include "fuzz_input.h"
 
 /* A short string from the input; may hold any byte but NUL. */
 static void str(struct input *in, char *out, size_t outsz)
 {
-	size_t len = byte(in) % 12, j = 0;
-
-	for (size_t i = 0; i < len && j + 1 < outsz; i++) {
-		char c = (char)byte(in);
-
-		if (c)
-			out[j++] = c;
-	}
-	out[j] = '\0';
+	input_str(in, 12, out, outsz);
 }
 
 #define FAIL(why)                                                                                  \
