@@ -44,6 +44,7 @@ struct record_args {
 	uint32_t stack_depth;
 	uint32_t ldlat;
 	int no_kernel_stacks;
+	enum pp_user_unwind user_unwind;
 	const char *outputs[MAX_OUTPUTS];
 	size_t noutputs;
 	size_t top;
@@ -94,6 +95,8 @@ static void usage(FILE *f)
 	    "                        .pb.gz (pprof), .folded (folded stacks), .svg (flame graph)\n"
 	    "      --stack-depth N   frames per stack, 1..%d (default %d)\n"
 	    "      --no-kernel-stacks  user stacks only\n"
+	    "      --user-unwind shim|kernel  who follows user frame pointers: the shim\n"
+	    "                        (default; samples taken in user mode) or the kernel\n"
 	    "      --ldlat CYCLES    load-latency threshold for mem-loads (default 30)\n"
 	    "      --top N           functions in the summary (default 15; 0 = none)\n"
 	    "      --proc-root DIR   where /proc is (default /proc)\n"
@@ -129,6 +132,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	enum {
 		OPT_STACK_DEPTH = 256,
 		OPT_NO_KSTACK,
+		OPT_USER_UNWIND,
 		OPT_LDLAT,
 		OPT_TOP,
 		OPT_PROC_ROOT,
@@ -147,6 +151,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	    {"output", required_argument, NULL, 'o'},
 	    {"stack-depth", required_argument, NULL, OPT_STACK_DEPTH},
 	    {"no-kernel-stacks", no_argument, NULL, OPT_NO_KSTACK},
+	    {"user-unwind", required_argument, NULL, OPT_USER_UNWIND},
 	    {"ldlat", required_argument, NULL, OPT_LDLAT},
 	    {"top", required_argument, NULL, OPT_TOP},
 	    {"proc-root", required_argument, NULL, OPT_PROC_ROOT},
@@ -220,6 +225,15 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 			break;
 		case OPT_NO_KSTACK:
 			a->no_kernel_stacks = 1;
+			break;
+		case OPT_USER_UNWIND:
+			if (strcmp(optarg, "shim") == 0)
+				a->user_unwind = PP_USER_UNWIND_SHIM;
+			else if (strcmp(optarg, "kernel") == 0)
+				a->user_unwind = PP_USER_UNWIND_KERNEL;
+			else
+				return usage_error("bad --user-unwind '%s': give shim or kernel",
+						   optarg);
 			break;
 		case OPT_LDLAT:
 			if (pp_parse_u64(optarg, 1, 65535, &v))
@@ -546,6 +560,7 @@ int pp_cmd_record(int argc, char **argv)
 			    .want_ustack = 1},
 		    .filter_tgids = !a.system_wide,
 		    .cgroup2_root = a.cgroup_root,
+		    .user_unwind = a.user_unwind,
 		};
 		struct pp_containers_filter filter = {.cgroups = a.cgroups,
 						      .container_ids = a.container_ids};

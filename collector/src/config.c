@@ -68,6 +68,7 @@ struct option_def {
 
 static const char *const exporter_names[] = {"otlp", "pyroscope", "file", NULL};
 static const char *const k8s_names[] = {"auto", "apiserver", "kubelet", "none", NULL};
+static const char *const user_unwind_names[] = {"shim", "kernel", NULL};
 
 static const struct option_def table[PP_CFG_NKEYS] = {
     [PP_CFG_EVENT] = {.name = "event",
@@ -187,6 +188,15 @@ static const struct option_def table[PP_CFG_NKEYS] = {
 			    .max = PP_MAX_STACK_DEPTH,
 			    .metavar = "N",
 			    .help = "frames per stack"},
+    [PP_CFG_USER_UNWIND] = {.name = "user-unwind",
+			    .env = "PEBSPROF_USER_UNWIND",
+			    .type = T_ENUM,
+			    .offset = OFF(user_unwind),
+			    .def = "shim",
+			    .names = user_unwind_names,
+			    .metavar = "shim|kernel",
+			    .help = "who follows user frame pointers: the shim (samples taken in\n"
+				    "user mode) or the kernel's walker (bpf_get_stack)"},
     [PP_CFG_SERVICE_NAME] = {.name = "service-name",
 			     .env = "OTEL_SERVICE_NAME",
 			     .type = T_STR,

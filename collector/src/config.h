@@ -30,6 +30,7 @@ enum pp_config_key {
 	PP_CFG_QUEUE_BYTES,
 	PP_CFG_FLUSH_TIMEOUT,
 	PP_CFG_STACK_DEPTH,
+	PP_CFG_USER_UNWIND,
 	PP_CFG_SERVICE_NAME,
 	PP_CFG_RESOURCE_ATTRIBUTES,
 	PP_CFG_NODE_NAME,
@@ -108,6 +109,7 @@ struct pp_run_config {
 	uint64_t queue_bytes;	   /* bound of the upload queue */
 	uint64_t flush_timeout_ns; /* how long exit waits for the queue to drain */
 	uint64_t stack_depth;
+	int user_unwind;    /* enum pp_user_unwind (shim_loader.h), as named in user-unwind */
 	char *service_name; /* "" = per process (container, pod or executable) */
 	struct pp_kv_list resource_attributes;
 	char *node_name; /* default: this host's name */

@@ -77,6 +77,7 @@ static const char *const counter_names[PP_CNT__MAX] = {
     [PP_CNT_TASK_RB_FULL] = "task_ringbuf_full",
     [PP_CNT_CGROUP_FILTERED] = "cgroup_filtered",
     [PP_CNT_IP_FILTERED] = "ip_filtered",
+    [PP_CNT_USTACK_SHIM] = "ustack_shim_walked",
 };
 
 const char *pp_counter_name(enum pp_counter c)
@@ -259,6 +260,8 @@ static void set_config(struct pp_shim_config *cfg, const struct pp_shim_opts *op
 	cfg->wakeup_bytes = opts->wakeup_bytes ? opts->wakeup_bytes : rb_bytes / 4;
 	cfg->filter_cgroups = cg_mode == PP_SHIM_CGROUP_KERNEL;
 	cfg->ip_filter = opts->ip_filter;
+	cfg->ustack_walk =
+	    opts->user_unwind == PP_USER_UNWIND_KERNEL ? PP_USTACK_HELPER : PP_USTACK_FP;
 }
 
 static int ring_cb(void *ctx, void *data, size_t size)

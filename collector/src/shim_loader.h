@@ -26,6 +26,12 @@ enum pp_shim_cgroup_mode {
 	PP_SHIM_CGROUP_USER,   /* in pp_shim_poll: the kernel lacks the helper (before 5.14) */
 };
 
+/* Who follows the frame pointers of user stacks (PP_USTACK_* in record.h). */
+enum pp_user_unwind {
+	PP_USER_UNWIND_SHIM = 0, /* the shim, for samples taken in 64-bit user mode */
+	PP_USER_UNWIND_KERNEL,	 /* the kernel's walker (bpf_get_stack) for every sample */
+};
+
 struct pp_shim_opts {
 	enum pp_shim_variant variant;
 	uint32_t kstack_depth; /* 0 disables kernel stacks */
@@ -45,6 +51,11 @@ struct pp_shim_opts {
 	const char *cgroup2_root; /* for user-space filtering; NULL: from /proc/self/mountinfo */
 	/* PP_IP_FILTER_*: user-only or kernel-only sampling done in the shim (IBS) */
 	uint32_t ip_filter;
+	/*
+	 * Kernel-mode, compat and precise-event samples take the kernel's walker either way
+	 * (PP_USTACK_FP in record.h).
+	 */
+	enum pp_user_unwind user_unwind;
 };
 
 struct pp_shim;

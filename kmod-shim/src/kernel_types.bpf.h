@@ -40,10 +40,19 @@ struct perf_sample_data___u64_weight {
 	__u64 weight;
 };
 
+/* The uapi struct, read through perf_event.attr; only the field the shim needs. */
+struct perf_event_attr___pp {
+	__u64 sample_type;
+};
+
+struct perf_event {
+	struct perf_event_attr___pp attr;
+};
+
 struct bpf_perf_event_data_kern {
 	void *regs;
 	struct perf_sample_data *data;
-	void *event;
+	struct perf_event *event;
 };
 
 struct task_struct {

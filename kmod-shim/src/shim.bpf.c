@@ -216,6 +216,87 @@ static __always_inline __u32 take_stack(struct bpf_perf_event_data *ctx, __u64 *
 	return n;
 }
 
+/*
+ * Whether perf collected the sample's callchain (precise events request it; see events.c):
+ * then bpf_get_stack copies it, and the registers in ctx may be a PEBS record's.
+ */
+#define PP_PERF_SAMPLE_CALLCHAIN (1ull << 5) /* uapi PERF_SAMPLE_CALLCHAIN */
+
+static __always_inline int has_perf_callchain(struct bpf_perf_event_data *ctx)
+{
+#if PP_SHIM_KCTX
+	struct bpf_perf_event_data_kern *kctx = bpf_cast_to_kern_ctx(ctx);
+
+	return !!(kctx->event->attr.sample_type & PP_PERF_SAMPLE_CALLCHAIN);
+#else
+	struct bpf_perf_event_data_kern *kctx = (void *)ctx;
+
+	return !!(BPF_CORE_READ(kctx, event, attr.sample_type) & PP_PERF_SAMPLE_CALLCHAIN);
+#endif
+}
+
+/* Whether ctx holds the registers of a 64-bit user-mode context this shim can unwind. */
+static __always_inline int user_regs_walkable(struct bpf_perf_event_data *ctx)
+{
+#if defined(__TARGET_ARCH_x86)
+	/* __USER_CS; compat (__USER32_CS) and paravirt code segments go to the kernel walker. */
+	return (ctx->regs.cs & 0xffff) == 0x33;
+#elif defined(__TARGET_ARCH_arm64)
+	return !(ctx->regs.pstate & 0x10); /* PSR_MODE32_BIT: an AArch32 task */
+#else
+	return 0;
+#endif
+}
+
+/* The frame-pointer ABI's frame record (x86-64 and arm64): caller's frame pointer, return. */
+struct frame_record {
+	__u64 next_fp;
+	__u64 ret;
+};
+
+/*
+ * The user stack of a sample taken in 64-bit user mode, by following frame pointers from the
+ * sample registers: the ip, then one return address per frame record. The walk ends at a
+ * zero, misaligned or unreadable frame pointer, a zero return address, or a frame pointer
+ * that does not move towards the stack base (a chain that is not one). Returns the frames
+ * written to dst.
+ */
+static __always_inline __u32 walk_user_fp(struct bpf_perf_event_data *ctx, __u64 *dst, __u32 depth,
+					  struct pp_sample *rec, struct pp_counters *cnt)
+{
+	__u64 fp = PT_REGS_FP(&ctx->regs);
+	__u32 n = 1;
+
+	if (depth == 0)
+		return 0;
+	count_in(cnt, PP_CNT_USTACK_SHIM);
+	dst[0] = PT_REGS_IP(&ctx->regs);
+	for (__u32 i = 1; i < PP_MAX_STACK_DEPTH; i++) {
+		struct frame_record fr;
+
+		if (!fp || (fp & 7))
+			return n;
+		if (i >= depth) {
+			/* A frame record follows that the depth leaves out. */
+			rec->flags |= PP_SF_USTACK_TRUNC;
+			count_in(cnt, PP_CNT_USTACK_TRUNC);
+			return n;
+		}
+		if (bpf_probe_read_user(&fr, sizeof(fr), (const void *)fp) || !fr.ret)
+			return n;
+		dst[i] = fr.ret;
+		n = i + 1;
+		if (fr.next_fp <= fp)
+			return n;
+		fp = fr.next_fp;
+	}
+	if (fp && !(fp & 7)) {
+		rec->flags |= PP_SF_USTACK_TRUNC;
+		count_in(cnt, PP_CNT_USTACK_TRUNC);
+	}
+	return n;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -282,9 +363,13 @@ int on_sample(struct bpf_perf_event_data *ctx)
 				PP_CNT_KSTACK_ERR);
 	if (nk > PP_MAX_STACK_DEPTH)
 		nk = PP_MAX_STACK_DEPTH;
-	nu = take_stack(ctx, rec->stack + nk, shim_config.ustack_depth, BPF_F_USER_STACK, rec,
-			PP_SF_USTACK_TRUNC, PP_SF_USTACK_ERR, cnt, PP_CNT_USTACK_TRUNC,
-			PP_CNT_USTACK_ERR);
+	if (shim_config.ustack_walk == PP_USTACK_FP && !(rec->flags & PP_SF_KERNEL_IP) &&
+	    user_regs_walkable(ctx) && !has_perf_callchain(ctx))
+		nu = walk_user_fp(ctx, rec->stack + nk, shim_config.ustack_depth, rec, cnt);
+	else
+		nu = take_stack(ctx, rec->stack + nk, shim_config.ustack_depth, BPF_F_USER_STACK,
+				rec, PP_SF_USTACK_TRUNC, PP_SF_USTACK_ERR, cnt, PP_CNT_USTACK_TRUNC,
+				PP_CNT_USTACK_ERR);
 	if (nu > PP_MAX_STACK_DEPTH)
 		nu = PP_MAX_STACK_DEPTH;
 	rec->nr_kstack = nk;

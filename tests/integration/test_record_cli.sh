@@ -44,6 +44,8 @@ expect_error 2 'abc' "non-numeric frequency" -- record -F abc -d 1 -o "$T/x.pb.g
 expect_error 2 '(-d|duration).*-1|-1.*(-d|duration)' "negative duration" -- \
 	record -d -1 -o "$T/x.pb.gz"
 expect_error 2 'bogus-option' "unknown option" -- record --bogus-option -d 1
+expect_error 2 'user-unwind.*frames' "unknown user-stack walker" -- \
+	record --user-unwind frames -d 1 -o "$T/x.pb.gz"
 expect_error 2 'frob' "unknown subcommand" -- frob
 expect_error 2 'x\.txt|\.txt' "unknown output extension" -- record -d 1 -o "$T/x.txt"
 expect_error 2 '(-F|-c|freq|period).*(-F|-c|freq|period)' "both -F and -c" -- \

@@ -103,6 +103,26 @@ pp_check "folded: burn shares 50/30/20 +- $TOL" \
 	pp_py check-shares folded "$T/w.folded" --expect $EXPECT --tol $TOL
 pp_check "SVG parses as XML and names burn_alpha" pp_py svg-names "$T/w.svg" burn_alpha
 
+# --- 1b. the kernel's user-stack walker gives the same stacks as the shim's -----------------
+pp_log "record --user-unwind kernel -- pp_workload 4"
+pp_run "$T/kwalk" "$PEBSPROF" record -e cpu-clock -F 999 --user-unwind kernel -o "$T/k.pb.gz" \
+	-o "$T/k.folded" -- "$PP_WORKLOAD" --pidfile "$T/k.pid" 4
+[ "$PP_RC" -eq 0 ] && pp_ok "record --user-unwind kernel exits 0" ||
+	{ pp_fail "record --user-unwind kernel exited $PP_RC"; pp_show "$T/kwalk.err"; }
+KPID=$(head -n1 "$T/k.pid" 2>/dev/null)
+pp_pprof_raw "$T/k.pb.gz" "$T/k.raw" && check_profile "kernel walker" "$T/k.raw" "$KPID" ||
+	pp_fail "--user-unwind kernel: go tool pprof cannot read k.pb.gz"
+# The stacks of samples taken in the burn functions (user mode, no kernel frames), as sets.
+burn_stacks() { sed -n 's/^\(.*;burn_[a-z]*\) [0-9]*$/\1/p' "$1" | sort -u; }
+if [ -n "$(burn_stacks "$T/w.folded")" ] &&
+	[ "$(burn_stacks "$T/w.folded")" = "$(burn_stacks "$T/k.folded")" ]; then
+	pp_ok "the shim's and the kernel's walks give the same burn stacks:" \
+		"$(burn_stacks "$T/w.folded" | tr '\n' ' ')"
+else
+	pp_fail "the burn stacks differ between the shim's walk and the kernel's"
+	diff <(burn_stacks "$T/w.folded") <(burn_stacks "$T/k.folded") | head -n 20
+fi
+
 # --- 2. the exit status of the command is ours ---------------------------------------------
 pp_run "$T/exit3" "$PEBSPROF" record -e cpu-clock -o "$T/exit3.folded" -- "$PP_WORKLOAD" --exit 3 1
 [ "$PP_RC" -eq 3 ] && pp_ok "record -- workload --exit 3 returns 3" ||

@@ -3,7 +3,8 @@
  * configuration (stacks, memory fields, tgid filter, cgroup filter) passes the verifier,
  * attaches to cpu-clock events, and the records it writes decode to this process's samples
  * with sane fields. The cgroup filter is checked on real cgroup v2 directories with busy
- * processes inside and outside them. Needs root and BPF; skips otherwise.
+ * processes inside and outside them. User stacks walked by the shim are checked against the
+ * kernel's walker on a known chain of frames. Needs root and BPF; skips otherwise.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -552,7 +553,237 @@ TEST(ip_filter_live)
 	run_ip_filter(PP_IP_FILTER_KERNEL_ONLY);
 }
 
+/* ---- user stacks: the shim's frame-pointer walk against the kernel's ---- */
+
+#define CHAIN_DEPTH 40 /* frames of chain() under the spinning leaf */
+#define TAIL_MAX PP_MAX_STACK_DEPTH
+
+static volatile int stop_spinning; /* never set: the spinning child is killed */
+
+static __attribute__((noinline)) void spin(volatile unsigned long *x)
+{
+	while (!stop_spinning)
+		*x += 1;
+}
+
+/* A known chain of real frames (this file is built with frame pointers, no sibling calls). */
+static __attribute__((noinline)) void chain(int depth, volatile unsigned long *x)
+{
+	if (depth == 0) {
+		spin(x);
+		return;
+	}
+	chain(depth - 1, x);
+	*x += 1; /* work after the call: not a tail call */
+}
+
+#if defined(__x86_64__)
+/*
+ * Spins with a frame pointer whose frame record names itself as the caller's: a chain that is
+ * not one (as a corrupted or reused rbp can look). Never returns.
+ */
+void pp_spin_on_cyclic_frame(void);
+__asm__(".text\n"
+	".globl pp_spin_on_cyclic_frame\n"
+	"pp_spin_on_cyclic_frame:\n"
+	"	sub $16, %rsp\n"
+	"	mov %rsp, %rbp\n"
+	"	mov %rbp, (%rsp)\n"
+	"	lea 1f(%rip), %rax\n"
+	"	mov %rax, 8(%rsp)\n"
+	"1:	jmp 1b\n");
+#endif
+
+struct stack_collected {
+	uint32_t tgid;
+	unsigned long user_samples, truncated, shortest, longest;
+	/* The return addresses (frames after the leaf) of the first user-mode sample, and how
+	 * many samples had exactly these. */
+	uint64_t tail[TAIL_MAX];
+	uint32_t ntail;
+	unsigned long same_tail;
+};
+
+static int on_stack_record(void *ctx, const void *data, size_t len)
+{
+	struct stack_collected *c = ctx;
+	struct pp_decode_stats st = {0};
+	struct pp_decoded d;
+	uint32_t nu;
+
+	if (pp_record_decode(data, len, &d, &st) || d.kind != PP_DECODED_SAMPLE)
+		return 0;
+	if (d.sample.tgid != c->tgid || (d.sample.flags & PP_SF_KERNEL_IP))
+		return 0;
+	nu = d.sample.nr_ustack;
+	c->user_samples++;
+	if (d.sample.flags & PP_SF_USTACK_TRUNC)
+		c->truncated++;
+	if (c->user_samples == 1 || nu < c->shortest)
+		c->shortest = nu;
+	if (nu > c->longest)
+		c->longest = nu;
+	if (nu == 0)
+		return 0;
+	if (c->user_samples == 1) {
+		c->ntail = nu - 1;
+		for (uint32_t i = 1; i < nu; i++)
+			c->tail[i - 1] = pp_decoded_frame(&d, d.sample.nr_kstack + i);
+	}
+	if (nu - 1 == c->ntail) {
+		uint32_t i = 1;
+
+		while (i < nu && pp_decoded_frame(&d, d.sample.nr_kstack + i) == c->tail[i - 1])
+			i++;
+		if (i == nu)
+			c->same_tail++;
+	}
+	return 0;
+}
+
+/* Samples process pid's user stacks for 300 ms with one walker; counters go to counters. */
+static void sample_stacks(pid_t pid, enum pp_user_unwind unwind, uint32_t depth,
+			  struct stack_collected *c, uint64_t counters[PP_CNT__MAX])
+{
+	struct pp_shim_opts opts = {
+	    .kstack_depth = PP_MAX_STACK_DEPTH,
+	    .ustack_depth = depth,
+	    .filter_tgids = 1,
+	    .ringbuf_bytes = 1 << 20,
+	    .user_unwind = unwind,
+	};
+	char err[512] = "";
+	struct pp_shim *shim = pp_shim_load(&opts, err, sizeof(err));
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[256], nfd = 0;
+
+	if (!shim)
+		fprintf(stderr, "  load failed: %s\n", err);
+	REQUIRE(shim != NULL);
+	memset(c, 0, sizeof(*c));
+	c->tgid = (uint32_t)pid;
+	CHECK(pp_shim_add_target(shim, (uint32_t)pid) == 0);
+	for (int cpu = 0; cpu < ncpu && nfd < 256; cpu++) {
+		int fd = open_cpu_clock(cpu, 0);
+
+		if (fd < 0)
+			continue;
+		fds[nfd++] = fd;
+		CHECK(pp_shim_attach(shim, fd, 0) == 0);
+	}
+	REQUIRE(nfd > 0);
+	for (int i = 0; i < 6; i++)
+		if (pp_shim_poll(shim, 50, on_stack_record, c) < 0)
+			break;
+	pp_shim_detach_all(shim);
+	while (pp_shim_poll(shim, 0, on_stack_record, c) > 0)
+		;
+	CHECK(pp_shim_read_counters(shim, counters) == 0);
+	fprintf(stderr,
+		"  %s walker, depth %u: %lu user samples, frames %lu..%lu, %lu with the first "
+		"tail (%u frames), %lu truncated, shim walks %llu\n",
+		unwind == PP_USER_UNWIND_SHIM ? "shim" : "kernel", depth, c->user_samples,
+		c->shortest, c->longest, c->same_tail, c->ntail, c->truncated,
+		(unsigned long long)counters[PP_CNT_USTACK_SHIM]);
+	for (int i = 0; i < nfd; i++)
+		close(fds[i]);
+	pp_shim_free(shim);
+}
+
+static pid_t spawn(void (*fn)(void))
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		fn();
+		_exit(0);
+	}
+	return pid;
+}
+
+static void run_chain(void)
+{
+	volatile unsigned long x = 0;
+
+	chain(CHAIN_DEPTH, &x);
+}
+
+/*
+ * A process spinning under a known chain of 40 frames: the shim's walk and the kernel's give
+ * the same return addresses, both stop at the outermost frame, and both cut the stack at a
+ * configured depth and say so.
+ */
+TEST(user_walkers_agree)
+{
+	struct stack_collected shim, kern;
+	uint64_t shim_cnt[PP_CNT__MAX], kern_cnt[PP_CNT__MAX];
+	pid_t pid;
+
+	if (!can_run())
+		SKIP("needs root, BPF and BTF");
+	pid = spawn(run_chain);
+	REQUIRE(pid > 0);
+	usleep(50 * 1000);
+	for (uint32_t depth = PP_MAX_STACK_DEPTH; depth >= 8; depth = depth == 8 ? 0 : 8) {
+		sample_stacks(pid, PP_USER_UNWIND_SHIM, depth, &shim, shim_cnt);
+		sample_stacks(pid, PP_USER_UNWIND_KERNEL, depth, &kern, kern_cnt);
+		CHECK(shim.user_samples >= 100 && kern.user_samples >= 100);
+		/* The shim took every user-mode stack itself, or none. */
+		CHECK(shim_cnt[PP_CNT_USTACK_SHIM] >= shim.user_samples);
+		CHECK(kern_cnt[PP_CNT_USTACK_SHIM] == 0);
+		/* One spinning leaf: all samples share the return addresses, in both walks. */
+		CHECK(shim.same_tail >= shim.user_samples * 99 / 100);
+		CHECK(kern.same_tail >= kern.user_samples * 99 / 100);
+		CHECK(shim.ntail == kern.ntail);
+		CHECK(memcmp(shim.tail, kern.tail, shim.ntail * sizeof(uint64_t)) == 0);
+		if (depth == PP_MAX_STACK_DEPTH) {
+			/* leaf in spin, the chain's frames, run_chain, spawn, the test runner,
+			 * main... */
+			CHECK(shim.shortest >= CHAIN_DEPTH + 3);
+			CHECK(shim.truncated == 0 && kern.truncated == 0);
+		} else {
+			CHECK(shim.shortest == depth && shim.longest == depth);
+			CHECK(kern.shortest == depth && kern.longest == depth);
+			CHECK(shim.truncated == shim.user_samples);
+			CHECK(kern.truncated == kern.user_samples);
+			CHECK(shim_cnt[PP_CNT_USTACK_TRUNC] >= shim.user_samples);
+		}
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/*
+ * A frame pointer whose record names itself: the shim's walk ends after that frame instead
+ * of repeating it to the depth, as a walk that does not require frames to move towards the
+ * stack base does.
+ */
+TEST(user_walk_stops_on_cyclic_frame)
+{
+#if defined(__x86_64__)
+	struct stack_collected c;
+	uint64_t cnt[PP_CNT__MAX];
+	pid_t pid;
+
+	if (!can_run())
+		SKIP("needs root, BPF and BTF");
+	pid = spawn(pp_spin_on_cyclic_frame);
+	REQUIRE(pid > 0);
+	usleep(50 * 1000);
+	sample_stacks(pid, PP_USER_UNWIND_SHIM, PP_MAX_STACK_DEPTH, &c, cnt);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	CHECK(c.user_samples >= 100);
+	/* the leaf and the one return address the record holds */
+	CHECK(c.longest == 2);
+	CHECK(c.truncated == 0);
+#else
+	SKIP("the cyclic frame is built in x86-64 assembly");
+#endif
+}
+
 TEST_LIST = {
+    {"user_walkers_agree", user_walkers_agree},
+    {"user_walk_stops_on_cyclic_frame", user_walk_stops_on_cyclic_frame},
     {"ip_filter_live", ip_filter_live},
     {"kctx_variants", kctx_variants},
     {"core_variants", core_variants},

@@ -1,17 +1,21 @@
 /*
- * What reading the memory fields costs the shim per sample. Loads the shim through the loader
- * (no collector around it) on cpu-clock at HZ per CPU with kernel and user stacks, in two
- * configurations run alternately in one process:
+ * What a part of the shim costs per sample. Loads the shim through the loader (no collector
+ * around it) on cpu-clock at HZ per CPU with kernel and user stacks, in two configurations run
+ * alternately in one process. -x mem (the default) compares:
  *   A  no memory fields, sample_type IP;
  *   B  read_mem_fields=1, sample_type IP|ADDR|DATA_SRC|WEIGHT_STRUCT|PHYS_ADDR (a software
  *      event accepts the bits; the values are zero/NA, but the program does every read).
+ * -x unwind compares who follows user frame pointers:
+ *   A  the kernel's walker (bpf_get_stack) for every sample;
+ *   B  the shim's own walk for samples taken in user mode (the default of pebsprof).
  * With busy processes on every CPU, the program's run_time_ns / run_cnt (bpf_prog_info, with
  * BPF run-time statistics enabled for the duration) gives ns per sample for each, and B/A.
  *
- * usage: pp_bench_shim [-d SECONDS per run] [-F HZ] [-r ROUNDS] [-v kctx|core] [-w WORKLOAD]
+ * usage: pp_bench_shim [-x mem|unwind] [-d SECONDS per run] [-F HZ] [-r ROUNDS]
+ *                      [-v kctx|core] [-w WORKLOAD]
  *   -w  program run once per CPU as the load ("WORKLOAD 0": until killed), e.g. the frame-pointer
  *       built tests/pp_workload, so user stacks have a known depth; default: a spin loop here
- * Needs root. bench/bench_shim_mem.sh runs it.
+ * Needs root. bench/bench_shim.sh runs it.
  */
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -100,15 +104,22 @@ static int open_event(int cpu, unsigned hz, int mem)
 	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static int run_one(enum pp_shim_variant variant, int mem, unsigned hz, double secs,
-		   struct run_result *res)
+enum comparison {
+	CMP_MEM,    /* B reads the memory fields */
+	CMP_UNWIND, /* A walks user stacks with the kernel's walker, B with the shim's */
+};
+
+static int run_one(enum pp_shim_variant variant, enum comparison cmp, int b, unsigned hz,
+		   double secs, struct run_result *res)
 {
+	int mem = cmp == CMP_MEM && b;
 	struct pp_shim_opts opts = {
 	    .variant = variant,
 	    .kstack_depth = PP_MAX_STACK_DEPTH,
 	    .ustack_depth = PP_MAX_STACK_DEPTH,
 	    .read_mem_fields = mem,
 	    .ringbuf_bytes = 16 << 20,
+	    .user_unwind = cmp == CMP_UNWIND && !b ? PP_USER_UNWIND_KERNEL : PP_USER_UNWIND_SHIM,
 	};
 	struct bpf_prog_info info;
 	uint32_t info_len = sizeof(info);
@@ -156,7 +167,7 @@ static int run_one(enum pp_shim_variant variant, int mem, unsigned hz, double se
 	res->run_ns += info.run_time_ns;
 	res->run_cnt += info.run_cnt;
 	/* Per run too: the spread between runs says how far to trust the difference. */
-	printf("  run %c: %llu samples, %.1f ns/sample\n", mem ? 'B' : 'A',
+	printf("  run %c: %llu samples, %.1f ns/sample\n", b ? 'B' : 'A',
 	       (unsigned long long)info.run_cnt,
 	       info.run_cnt ? (double)info.run_time_ns / (double)info.run_cnt : 0.0);
 	fflush(stdout);
@@ -191,10 +202,15 @@ int main(int argc, char **argv)
 	unsigned hz = 10000;
 	int rounds = 2, opt, stats_fd, ncpu, rc = 1;
 	struct run_result res[2];
+	enum comparison cmp = CMP_MEM;
+	static const char *const labels[2][2] = {
+	    {"A: no memory fields", "B: memory fields"},
+	    {"A: kernel's user walk", "B: shim's user walk"},
+	};
 	static double ratios[MAX_ROUNDS];
 	static pid_t busy[MAX_CPUS];
 
-	while ((opt = getopt(argc, argv, "d:F:r:v:w:h")) != -1) {
+	while ((opt = getopt(argc, argv, "d:F:r:v:w:x:h")) != -1) {
 		switch (opt) {
 		case 'd':
 			secs = atof(optarg);
@@ -208,13 +224,20 @@ int main(int argc, char **argv)
 		case 'w':
 			workload = optarg;
 			break;
+		case 'x':
+			if (strcmp(optarg, "mem") != 0 && strcmp(optarg, "unwind") != 0) {
+				fprintf(stderr, "pp_bench_shim: -x wants mem or unwind\n");
+				return 2;
+			}
+			cmp = strcmp(optarg, "mem") == 0 ? CMP_MEM : CMP_UNWIND;
+			break;
 		case 'v':
 			variant = strcmp(optarg, "core") == 0 ? PP_SHIM_CORE : PP_SHIM_KCTX;
 			break;
 		default:
 			fprintf(stderr,
-				"usage: %s [-d SECONDS] [-F HZ] [-r ROUNDS] [-v kctx|core] [-w "
-				"WORKLOAD]\n",
+				"usage: %s [-x mem|unwind] [-d SECONDS] [-F HZ] [-r ROUNDS] "
+				"[-v kctx|core] [-w WORKLOAD]\n",
 				argv[0]);
 			return 2;
 		}
@@ -247,13 +270,13 @@ int main(int argc, char **argv)
 		struct run_result round[2];
 
 		memset(round, 0, sizeof(round));
-		for (int mem = 0; mem < 2; mem++) {
-			if (run_one(variant, mem, hz, secs, &round[mem]))
+		for (int b = 0; b < 2; b++) {
+			if (run_one(variant, cmp, b, hz, secs, &round[b]))
 				goto out;
-			res[mem].run_ns += round[mem].run_ns;
-			res[mem].run_cnt += round[mem].run_cnt;
-			res[mem].records += round[mem].records;
-			res[mem].lost += round[mem].lost;
+			res[b].run_ns += round[b].run_ns;
+			res[b].run_cnt += round[b].run_cnt;
+			res[b].records += round[b].records;
+			res[b].lost += round[b].lost;
 		}
 		ratios[r] = ns_per(&round[0]) > 0 ? ns_per(&round[1]) / ns_per(&round[0]) : 0;
 	}
@@ -268,10 +291,10 @@ int main(int argc, char **argv)
 						  : "core");
 	printf("%-28s %12s %12s %10s %12s\n", "configuration", "samples", "records", "lost",
 	       "ns/sample");
-	printf("%-28s %12llu %12llu %10llu %12.1f\n", "A: no memory fields",
+	printf("%-28s %12llu %12llu %10llu %12.1f\n", labels[cmp][0],
 	       (unsigned long long)res[0].run_cnt, (unsigned long long)res[0].records,
 	       (unsigned long long)res[0].lost, ns_per(&res[0]));
-	printf("%-28s %12llu %12llu %10llu %12.1f\n", "B: memory fields",
+	printf("%-28s %12llu %12llu %10llu %12.1f\n", labels[cmp][1],
 	       (unsigned long long)res[1].run_cnt, (unsigned long long)res[1].records,
 	       (unsigned long long)res[1].lost, ns_per(&res[1]));
 	if (ns_per(&res[0]) > 0)

@@ -173,6 +173,7 @@ static const struct layers rows[] = {
     {"queue-bytes", "1 MiB", "2048KiB", "1g", "1MiB", "2MiB", "1GiB", NULL},
     {"flush-timeout", "1", "0.25", "30", "1", "0.25", "30", NULL},
     {"stack-depth", "1", "16", "127", "1", "16", "127", NULL},
+    {"user-unwind", "kernel", "shim", "kernel", "kernel", "shim", "kernel", NULL},
     {"service-name", "svc file", "svc-env", "svc#flag", "\"svc file\"", "svc-env", "\"svc#flag\"",
      NULL},
     {"resource-attributes", "a=1", "b=x%20y", "c=3,d=4", "a=1", "b=x%20y", "c=3,d=4", NULL},
@@ -655,6 +656,8 @@ TEST(file_syntax_errors_exact)
 	     "t.conf:1: 'verbose': 'maybe' is not a boolean (true/false, yes/no, on/off, 1/0)"},
 	    {"k8s-source = etcd\n",
 	     "t.conf:1: 'k8s-source': 'etcd' is not one of auto, apiserver, kubelet, none"},
+	    {"user-unwind = frames\n",
+	     "t.conf:1: 'user-unwind': 'frames' is not one of shim, kernel"},
 	    {"output-dir = \"\"\n", "t.conf:1: 'output-dir': an empty path"},
 	    {"interval = 0.01\n", "t.conf:1: 'interval': '0.01' is not a duration in seconds from "
 				  "0.1 to 86400 (e.g. 10 or 2.5)"},

@@ -118,6 +118,7 @@ enum pp_counter {
 	 */
 	PP_CNT_CGROUP_FILTERED,
 	PP_CNT_IP_FILTERED, /* samples dropped by pp_shim_config.ip_filter (user or kernel) */
+	PP_CNT_USTACK_SHIM, /* user stacks the shim walked itself (PP_USTACK_FP) */
 	PP_CNT__MAX,
 };
 
@@ -144,13 +145,28 @@ struct pp_shim_config {
 	 * cannot carry exclude_kernel/exclude_user (AMD IBS on kernels that reject them).
 	 */
 	__u32 ip_filter;
+	/*
+	 * PP_USTACK_*: how user stacks of samples without a perf callchain are taken. The
+	 * callchain of a precise event (PERF_SAMPLE_CALLCHAIN) is always copied by bpf_get_stack.
+	 */
+	__u32 ustack_walk;
+	__u32 _pad0;
 };
+
+/*
+ * PP_USTACK_FP: the shim follows the frame-pointer chain of a sample taken in 64-bit user mode
+ * itself and stops at the outermost frame (a zero frame pointer) without reading it; the
+ * kernel's walker reads that frame too, a fault on address 0 per sample. Kernel-mode and
+ * compat samples, and architectures other than x86-64 and arm64, use bpf_get_stack.
+ */
+#define PP_USTACK_FP 0
+#define PP_USTACK_HELPER 1 /* always bpf_get_stack (BPF_F_USER_STACK) */
 
 #define PP_IP_FILTER_NONE 0
 #define PP_IP_FILTER_USER_ONLY 1   /* drop samples whose ip is a kernel address */
 #define PP_IP_FILTER_KERNEL_ONLY 2 /* drop samples whose ip is a user address */
 
-_Static_assert(sizeof(struct pp_shim_config) == 40, "pp_shim_config layout");
+_Static_assert(sizeof(struct pp_shim_config) == 48, "pp_shim_config layout");
 _Static_assert(__builtin_offsetof(struct pp_shim_config, filter_cgroups) == 32,
 	       "pp_shim_config.filter_cgroups offset");
 

@@ -1,9 +1,13 @@
 #!/bin/bash
-# What reading the memory fields (addr, data_src, weight, phys_addr) costs the BPF shim per
-# sample, with both stacks, against the same shim without them: tests/tools/pp_bench_shim on
-# cpu-clock (software events accept the memory sample bits). See bench/README.md. Needs root.
+# What a part of the BPF shim costs per sample, with both stacks: tests/tools/pp_bench_shim on
+# cpu-clock, two configurations alternating. -x mem: reading the memory fields (addr,
+# data_src, weight, phys_addr; software events accept the memory sample bits) against the same
+# shim without them. -x unwind: the shim's own walk of user frame pointers against the
+# kernel's walker (bpf_get_stack). See bench/README.md. Needs root.
 #
-# usage: bench/bench_shim_mem.sh [-b BUILD_DIR] [-d SECONDS] [-F HZ] [-r ROUNDS] [-v kctx|core]
+# usage: bench/bench_shim.sh [-x mem|unwind] [-b BUILD_DIR] [-d SECONDS] [-F HZ] [-r ROUNDS]
+#                            [-v kctx|core]
+#   -x  what to compare (default mem)
 #   -b  build directory holding tests/pp_bench_shim and tests/pp_workload (default: build)
 #   -d  seconds per configuration and round (default 5)
 #   -F  sampling frequency per CPU (default 10000)
@@ -17,15 +21,17 @@ SECS=5
 HZ=10000
 ROUNDS=7
 VARIANTS="kctx core"
-while getopts "b:d:F:r:v:h" opt; do
+CMP=mem
+while getopts "x:b:d:F:r:v:h" opt; do
 	case $opt in
+	x) CMP=$OPTARG ;;
 	b) BUILD=$(cd "$OPTARG" && pwd) ;;
 	d) SECS=$OPTARG ;;
 	F) HZ=$OPTARG ;;
 	r) ROUNDS=$OPTARG ;;
 	v) VARIANTS=$OPTARG ;;
 	*)
-		sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
 		exit 2
 		;;
 	esac
@@ -34,13 +40,14 @@ TOOL=$BUILD/tests/pp_bench_shim
 WORKLOAD=$BUILD/tests/pp_workload
 
 die() {
-	echo "bench_shim_mem: $*" >&2
+	echo "bench_shim: $*" >&2
 	exit 1
 }
 [ "$(id -u)" -eq 0 ] || die "needs root (BPF, perf events, BPF statistics)"
 [ -x "$TOOL" ] || die "no $TOOL (build target pp_bench_shim, or pass -b BUILD_DIR)"
 [ -x "$WORKLOAD" ] || die "no $WORKLOAD (build target pp_workload)"
 case $SECS$HZ$ROUNDS in *[!0-9]*) die "-d, -F and -r want whole numbers" ;; esac
+case $CMP in mem | unwind) ;; *) die "-x wants mem or unwind" ;; esac
 
 RATE_F=/proc/sys/kernel/perf_event_max_sample_rate
 OLD_RATE=$(cat $RATE_F)
@@ -60,8 +67,8 @@ echo "kernel $(uname -r), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo |
 for v in $VARIANTS; do
 	echo
 	echo "== variant $v"
-	echo "$TOOL -d $SECS -F $HZ -r $ROUNDS -v $v -w $WORKLOAD"
-	"$TOOL" -d "$SECS" -F "$HZ" -r "$ROUNDS" -v "$v" -w "$WORKLOAD" ||
+	echo "$TOOL -x $CMP -d $SECS -F $HZ -r $ROUNDS -v $v -w $WORKLOAD"
+	"$TOOL" -x "$CMP" -d "$SECS" -F "$HZ" -r "$ROUNDS" -v "$v" -w "$WORKLOAD" ||
 		echo "variant $v: pp_bench_shim failed (kctx needs kernel 6.2+)"
 	now=$(cat $RATE_F)
 	if [ "$now" -lt "$SET_RATE" ]; then
