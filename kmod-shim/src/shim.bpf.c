@@ -258,43 +258,41 @@ struct frame_record {
  * The user stack of a sample taken in 64-bit user mode, by following frame pointers from the
  * sample registers: the ip, then one return address per frame record. The walk ends at a
  * zero, misaligned or unreadable frame pointer, a zero return address, or a frame pointer
- * that does not move towards the stack base (a chain that is not one). Returns the frames
- * written to dst.
+ * that does not move towards the stack base (a chain that is not one). Writes the frames to
+ * dst and their number to rec->nr_ustack.
  */
-static __always_inline __u32 walk_user_fp(struct bpf_perf_event_data *ctx, __u64 *dst, __u32 depth,
-					  struct pp_sample *rec, struct pp_counters *cnt)
+static __always_inline void walk_user_fp(struct bpf_perf_event_data *ctx, __u64 *dst, __u32 depth,
+					 struct pp_sample *rec, struct pp_counters *cnt)
 {
 	__u64 fp = PT_REGS_FP(&ctx->regs);
-	__u32 n = 1;
+	__u32 n = 0;
 
-	if (depth == 0)
-		return 0;
-	count_in(cnt, PP_CNT_USTACK_SHIM);
-	dst[0] = PT_REGS_IP(&ctx->regs);
-	for (__u32 i = 1; i < PP_MAX_STACK_DEPTH; i++) {
+	if (depth > 0) {
+		count_in(cnt, PP_CNT_USTACK_SHIM);
+		dst[0] = PT_REGS_IP(&ctx->regs);
+		n = 1;
+	}
+	/* i reaches PP_MAX_STACK_DEPTH, so the full depth too sees whether a frame follows. */
+	for (__u32 i = 1; n && i <= PP_MAX_STACK_DEPTH; i++) {
 		struct frame_record fr;
 
 		if (!fp || (fp & 7))
-			return n;
+			break;
 		if (i >= depth) {
 			/* A frame record follows that the depth leaves out. */
 			rec->flags |= PP_SF_USTACK_TRUNC;
 			count_in(cnt, PP_CNT_USTACK_TRUNC);
-			return n;
+			break;
 		}
 		if (bpf_probe_read_user(&fr, sizeof(fr), (const void *)fp) || !fr.ret)
-			return n;
+			break;
 		dst[i] = fr.ret;
 		n = i + 1;
 		if (fr.next_fp <= fp)
-			return n;
+			break;
 		fp = fr.next_fp;
 	}
-	if (fp && !(fp & 7)) {
-		rec->flags |= PP_SF_USTACK_TRUNC;
-		count_in(cnt, PP_CNT_USTACK_TRUNC);
-	}
-	return n;
+	rec->nr_ustack = n;
 }
 
 SEC("perf_event")
@@ -304,7 +302,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = pid_tgid >> 32;
 	struct pp_sample *rec;
 	struct pp_counters *cnt = cpu_counters();
-	__u32 zero = 0, nk, nu, size;
+	__u32 zero = 0;
+	__u64 nk, nu; /* 64-bit: a bound checked on a 32-bit copy would not hold for them */
+	__u64 size;
 	__u64 avail;
 
 	count_in(cnt, PP_CNT_SAMPLES);
@@ -364,12 +364,20 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (nk > PP_MAX_STACK_DEPTH)
 		nk = PP_MAX_STACK_DEPTH;
 	if (shim_config.ustack_walk == PP_USTACK_FP && !(rec->flags & PP_SF_KERNEL_IP) &&
-	    user_regs_walkable(ctx) && !has_perf_callchain(ctx))
-		nu = walk_user_fp(ctx, rec->stack + nk, shim_config.ustack_depth, rec, cnt);
-	else
+	    user_regs_walkable(ctx) && !has_perf_callchain(ctx)) {
+		walk_user_fp(ctx, rec->stack + nk, shim_config.ustack_depth, rec, cnt);
+		/*
+		 * Read back from the record, not carried in a register: the verifier tracks no
+		 * value through map memory, so the walk's 127 ways out continue as one state
+		 * instead of one verification of the rest of the program each.
+		 */
+		asm volatile("" ::: "memory");
+		nu = rec->nr_ustack;
+	} else {
 		nu = take_stack(ctx, rec->stack + nk, shim_config.ustack_depth, BPF_F_USER_STACK,
 				rec, PP_SF_USTACK_TRUNC, PP_SF_USTACK_ERR, cnt, PP_CNT_USTACK_TRUNC,
 				PP_CNT_USTACK_ERR);
+	}
 	if (nu > PP_MAX_STACK_DEPTH)
 		nu = PP_MAX_STACK_DEPTH;
 	rec->nr_kstack = nk;

@@ -6,6 +6,7 @@
  * processes inside and outside them. User stacks walked by the shim are checked against the
  * kernel's walker on a known chain of frames. Needs root and BPF; skips otherwise.
  */
+#include <bpf/bpf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -155,6 +156,22 @@ static int select_own_cgroup(struct pp_shim *shim)
 	return ret;
 }
 
+/*
+ * The verifier's work on the sample program stays small. When each of the 127 ways out of the
+ * user-stack walk went on through the rest of the program as a state of its own, 6.18 verified
+ * 13k instructions in 80 ms of the agent's start-up; as one state, at most 6.5k.
+ */
+static void check_verifier_cost(struct pp_shim *shim)
+{
+	struct bpf_prog_info info;
+	uint32_t len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	REQUIRE(bpf_obj_get_info_by_fd(pp_shim_sample_prog_fd(shim), &info, &len) == 0);
+	fprintf(stderr, "  verified instructions: %u\n", info.verified_insns);
+	CHECK(info.verified_insns > 0 && info.verified_insns < 10000);
+}
+
 static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int filter,
 			enum pp_shim_cgroup_mode cgroup)
 {
@@ -181,6 +198,7 @@ static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int f
 		fprintf(stderr, "  load failed: %s\n", err);
 	REQUIRE(shim != NULL);
 	CHECK(pp_shim_loaded_variant(shim) == variant);
+	check_verifier_cost(shim);
 	if (filter)
 		CHECK(pp_shim_add_target(shim, (uint32_t)getpid()) == 0);
 	/* This kernel (6.18) has the ancestor helper: the filter runs where it was asked to. */
