@@ -32,6 +32,7 @@ struct node {
 	struct node *hnext;
 	struct link lru;
 	uint64_t checked_ns; /* last pid-reuse check of an exited entry */
+	uint64_t exec_ns;    /* sample clock of the exec that made the entry stale; 0: unknown */
 };
 
 struct neg_slot {
@@ -464,11 +465,21 @@ void pp_proc_cache_free(struct pp_proc_cache *c)
 	free(c);
 }
 
-static const struct pp_proc *get_cached(struct pp_proc_cache *c, struct node *n, uint64_t now)
+static const struct pp_proc *get_cached(struct pp_proc_cache *c, struct node *n, uint64_t now,
+					uint64_t sample_ns)
 {
 	int err;
 
 	c->st.hits++;
+	/*
+	 * A sample taken before the exec describes the old image, which the entry still holds:
+	 * records of other CPUs' rings can arrive after the exec event.
+	 */
+	if ((n->proc.flags & PP_PROC_F_STALE) && sample_ns && sample_ns < n->exec_ns) {
+		c->st.pre_exec_hits++;
+		touch(c, n);
+		return &n->proc;
+	}
 	if (n->proc.flags & PP_PROC_F_STALE) {
 		err = reload_node(c, n, now);
 		if (err == -ESRCH) {
@@ -503,6 +514,12 @@ static const struct pp_proc *get_cached(struct pp_proc_cache *c, struct node *n,
 
 const struct pp_proc *pp_proc_cache_get(struct pp_proc_cache *c, uint32_t pid)
 {
+	return pp_proc_cache_get_at(c, pid, 0);
+}
+
+const struct pp_proc *pp_proc_cache_get_at(struct pp_proc_cache *c, uint32_t pid,
+					   uint64_t sample_ns)
+{
 	struct pp_proc fresh;
 	struct node *n;
 	uint64_t now;
@@ -521,7 +538,7 @@ const struct pp_proc *pp_proc_cache_get(struct pp_proc_cache *c, uint32_t pid)
 	}
 	now = now_ns(c);
 	if (n)
-		return get_cached(c, n, now);
+		return get_cached(c, n, now, sample_ns);
 	if (neg_hit(c, pid, now)) {
 		c->st.negative_hits++;
 		errno = ESRCH;
@@ -624,14 +641,21 @@ const struct pp_map_entry *pp_proc_cache_find_map(struct pp_proc_cache *c,
 
 void pp_proc_cache_on_exec(struct pp_proc_cache *c, uint32_t pid)
 {
+	pp_proc_cache_on_exec_at(c, pid, 0);
+}
+
+void pp_proc_cache_on_exec_at(struct pp_proc_cache *c, uint32_t pid, uint64_t exec_ns)
+{
 	struct node *n;
 
 	if (!c)
 		return;
 	neg_forget(c, pid);
 	n = lookup(c, pid);
-	if (n)
+	if (n) {
 		n->proc.flags |= PP_PROC_F_STALE;
+		n->exec_ns = exec_ns;
+	}
 }
 
 void pp_proc_cache_on_exit(struct pp_proc_cache *c, uint32_t pid)

@@ -37,9 +37,10 @@ struct pp_proc {
 };
 
 struct pp_proc_cache_stats {
-	uint64_t hits;	 /* gets answered by a cached entry */
-	uint64_t misses; /* gets for a pid not cached (and not negatively cached) */
-	uint64_t loads;	 /* full reads of a process from the proc root (first load or reload) */
+	uint64_t hits;		/* gets answered by a cached entry */
+	uint64_t pre_exec_hits; /* ... a stale one, for a sample taken before the exec */
+	uint64_t misses;	/* gets for a pid not cached (and not negatively cached) */
+	uint64_t loads; /* full reads of a process from the proc root (first load or reload) */
 	uint64_t reloads_for_unplaced_addr; /* maps rereads because an address was not mapped */
 	uint64_t reloads_suppressed;	    /* ... skipped by the per-process rate limit */
 	uint64_t evictions;		    /* entries dropped to stay within capacity */
@@ -78,6 +79,13 @@ void pp_proc_cache_free(struct pp_proc_cache *c);
  * takes the cache non-const (it may be evicted or reloaded then); its fields are read-only.
  */
 const struct pp_proc *pp_proc_cache_get(struct pp_proc_cache *c, uint32_t pid);
+/*
+ * The same for a sample taken at sample_ns (the clock of pp_proc_cache_on_exec_at; 0: now): a
+ * sample taken before the exec that made the entry stale gets the entry as it is, the image it
+ * ran in, instead of a reload.
+ */
+const struct pp_proc *pp_proc_cache_get_at(struct pp_proc_cache *c, uint32_t pid,
+					   uint64_t sample_ns);
 
 /*
  * The mapping of proc (from pp_proc_cache_get on c) that contains addr. When none does, the
@@ -90,6 +98,8 @@ const struct pp_map_entry *pp_proc_cache_find_map(struct pp_proc_cache *c,
 
 /* The process exec'ed: its cached exe and maps are stale and are reloaded on the next get. */
 void pp_proc_cache_on_exec(struct pp_proc_cache *c, uint32_t pid);
+/* The same, with the exec's time on the samples' clock (the shim's bpf_ktime_get_ns). */
+void pp_proc_cache_on_exec_at(struct pp_proc_cache *c, uint32_t pid, uint64_t exec_ns);
 /*
  * The process exited: the entry stays (queued samples may still need it) but is marked
  * exited, is not reread for unplaced addresses, and is evicted before live entries.

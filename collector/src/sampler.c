@@ -2,6 +2,7 @@
 #include "sampler.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <linux/perf_event.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -15,6 +16,31 @@ uint64_t pp_clock_ns(clockid_t id)
 
 	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The CPUs the events were opened on, ascending, once each (malloc'ed; NULL: no memory). */
+static int *event_cpus(const struct pp_event_set *set, size_t *nr)
+{
+	int *cpus = calloc(set->nr_fds ? set->nr_fds : 1, sizeof(*cpus));
+	size_t n = 0;
+
+	if (!cpus)
+		return NULL;
+	for (size_t i = 0; i < set->nr_fds; i++)
+		cpus[i] = set->fds[i].cpu;
+	qsort(cpus, set->nr_fds, sizeof(*cpus), cmp_int);
+	for (size_t i = 0; i < set->nr_fds; i++)
+		if (n == 0 || cpus[i] != cpus[n - 1])
+			cpus[n++] = cpus[i];
+	*nr = n;
+	return cpus;
 }
 
 static int check_system(const struct pp_sys *sys)
@@ -57,6 +83,7 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 				     .cgroup2_root = opts->cgroup2_root};
 	char err[1024] = "";
 	uint64_t kfunc;
+	int *ring_cpus;
 	int ret;
 
 	memset(s, 0, sizeof(*s));
@@ -112,7 +139,15 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 		sopts.ip_filter = PP_IP_FILTER_USER_ONLY;
 	else if (s->events->events[0].want_kernel_only)
 		sopts.ip_filter = PP_IP_FILTER_KERNEL_ONLY;
+	/* A ring per CPU that samples. */
+	ring_cpus = event_cpus(s->events, &sopts.nr_ring_cpus);
+	if (!ring_cpus) {
+		pp_error("out of memory for %zu CPUs' ring buffers", s->events->nr_fds);
+		return PP_EXIT_RUNTIME;
+	}
+	sopts.ring_cpus = sopts.nr_ring_cpus ? ring_cpus : NULL;
 	s->shim = pp_shim_load(&sopts, err, sizeof(err));
+	free(ring_cpus);
 	if (!s->shim) {
 		pp_error("%s", err);
 		return PP_EXIT_RUNTIME;

@@ -735,7 +735,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	if (nk > PP_MAX_STACK_DEPTH || nu > PP_MAX_STACK_DEPTH)
 		return -EINVAL;
 	if (rec->tgid) {
-		proc = pp_proc_cache_get(s->procs, rec->tgid);
+		proc = pp_proc_cache_get_at(s->procs, rec->tgid, rec->time_ns);
 		if (!proc)
 			s->stats.samples_no_process++;
 	}
@@ -853,7 +853,7 @@ int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 	if (d->kind == PP_DECODED_TASK) {
 		s->stats.task_events++;
 		if (d->task.kind == PP_TASK_EXEC)
-			pp_proc_cache_on_exec(s->procs, d->task.tgid);
+			pp_proc_cache_on_exec_at(s->procs, d->task.tgid, d->task.time_ns);
 		else
 			pp_proc_cache_on_exit(s->procs, d->task.tgid);
 		return 0;

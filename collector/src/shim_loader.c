@@ -19,7 +19,8 @@
 #include "shim_core.skel.h"
 #include "shim_kctx.skel.h"
 
-#define DEFAULT_RINGBUF_BYTES (4ull << 20)
+#define DEFAULT_RINGBUF_BYTES (4ull << 20) /* over all rings */
+#define MIN_RING_BYTES (64ull << 10)	   /* per CPU */
 #define MAX_LINKS_GROWTH 64
 #define VERDICT_SLOTS 1024  /* cgroup ids whose user-space verdict is remembered */
 #define MAX_CGROUP_DEPTH 64 /* parent steps before a walk gives up */
@@ -49,8 +50,10 @@ struct pp_shim {
 	struct shim_core *core;
 	struct bpf_object *obj;
 	struct bpf_program *on_sample;
-	struct bpf_map *events, *counters, *target_tgids, *cgroup_filter, *cgroup_levels;
+	struct bpf_map *rings, *counters, *target_tgids, *cgroup_filter, *cgroup_levels;
 	struct ring_buffer *rb;
+	int *ring_fds; /* one ring buffer per CPU in opts->ring_cpus, in that order */
+	size_t nr_rings;
 	struct bpf_link **links; /* perf events */
 	size_t nlinks, links_cap;
 	struct bpf_link *task_links[3]; /* fork, exec, exit trackers */
@@ -247,7 +250,7 @@ static int next_pow2_pages(uint64_t bytes, uint64_t *out)
 }
 
 static void set_config(struct pp_shim_config *cfg, const struct pp_shim_opts *opts,
-		       uint64_t rb_bytes, int has_cookie, enum pp_shim_cgroup_mode cg_mode)
+		       uint64_t ring_bytes, int has_cookie, enum pp_shim_cgroup_mode cg_mode)
 {
 	cfg->abi_version = PP_RECORD_ABI_VERSION;
 	cfg->kstack_depth =
@@ -257,7 +260,7 @@ static void set_config(struct pp_shim_config *cfg, const struct pp_shim_opts *op
 	cfg->read_mem_fields = !!opts->read_mem_fields;
 	cfg->filter_tgids = !!opts->filter_tgids;
 	cfg->use_attach_cookie = !!has_cookie;
-	cfg->wakeup_bytes = opts->wakeup_bytes ? opts->wakeup_bytes : rb_bytes / 4;
+	cfg->wakeup_bytes = opts->wakeup_bytes ? opts->wakeup_bytes : ring_bytes / 4;
 	cfg->filter_cgroups = cg_mode == PP_SHIM_CGROUP_KERNEL;
 	cfg->ip_filter = opts->ip_filter;
 	cfg->ustack_walk =
@@ -283,12 +286,109 @@ static int ring_cb(void *ctx, void *data, size_t size)
 	return shim->cb(shim->cb_ctx, data, size);
 }
 
+/*
+ * The CPUs that get a ring: opts->ring_cpus, or every possible CPU. Returns a malloc'ed array
+ * of ascending ids, or NULL with *err set.
+ */
+static int *ring_cpus_of(const struct pp_shim_opts *opts, size_t *nr, int *err)
+{
+	size_t n = opts->ring_cpus ? opts->nr_ring_cpus : 0;
+	int *cpus;
+
+	if (!opts->ring_cpus) {
+		int possible = libbpf_num_possible_cpus();
+
+		if (possible <= 0) {
+			*err = possible < 0 ? possible : -EINVAL;
+			return NULL;
+		}
+		n = (size_t)possible;
+	}
+	if (n == 0) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	cpus = calloc(n, sizeof(*cpus));
+	if (!cpus) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		cpus[i] = opts->ring_cpus ? opts->ring_cpus[i] : (int)i;
+		if (cpus[i] < 0 || (i > 0 && cpus[i] <= cpus[i - 1])) {
+			free(cpus);
+			*err = -EINVAL;
+			return NULL;
+		}
+	}
+	*nr = n;
+	return cpus;
+}
+
+/* Creates a ring buffer per CPU (before loading: the first is the inner-map template). */
+static int create_rings(struct pp_shim *shim, const int *cpus, uint64_t ring_bytes, char *err,
+			size_t errlen)
+{
+	shim->ring_fds = calloc(shim->nr_rings, sizeof(*shim->ring_fds));
+	if (!shim->ring_fds)
+		return -ENOMEM;
+	for (size_t i = 0; i < shim->nr_rings; i++)
+		shim->ring_fds[i] = -1;
+	for (size_t i = 0; i < shim->nr_rings; i++) {
+		int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "pp_ring", 0, 0, (uint32_t)ring_bytes,
+					NULL);
+
+		if (fd < 0) {
+			int ret = -errno;
+
+			snprintf(err, errlen,
+				 "cannot create the BPF ring buffer of CPU %d (%llu bytes): %s",
+				 cpus[i], (unsigned long long)ring_bytes, strerror(-ret));
+			return ret;
+		}
+		shim->ring_fds[i] = fd;
+	}
+	return 0;
+}
+
+/* Puts each CPU's ring in the rings map under its CPU id and maps them all for reading. */
+static int install_rings(struct pp_shim *shim, const int *cpus, char *err, size_t errlen)
+{
+	int rings_fd = bpf_map__fd(shim->rings), ret;
+
+	for (size_t i = 0; i < shim->nr_rings; i++) {
+		uint32_t key = (uint32_t)cpus[i];
+		int fd = shim->ring_fds[i];
+
+		if (bpf_map_update_elem(rings_fd, &key, &fd, BPF_ANY)) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot install the ring buffer of CPU %d: %s",
+				 cpus[i], strerror(-ret));
+			return ret;
+		}
+		if (i == 0) {
+			shim->rb = ring_buffer__new(fd, ring_cb, shim, NULL);
+			ret = shim->rb ? 0 : -errno;
+		} else {
+			ret = ring_buffer__add(shim->rb, fd, ring_cb, shim);
+		}
+		if (ret) {
+			snprintf(err, errlen, "cannot map the BPF ring buffer of CPU %d: %s",
+				 cpus[i], strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
 struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t errlen)
 {
 	struct pp_shim *shim;
 	struct pp_shim_config *cfg;
 	struct bpf_program *on_fork, *on_exec, *on_exit;
-	uint64_t rb_bytes;
+	uint64_t total_bytes, ring_bytes;
+	int *cpus = NULL;
+	size_t ncpus = 0;
 	int ret;
 
 	shim = calloc(1, sizeof(*shim));
@@ -297,11 +397,19 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 		errno = ENOMEM;
 		return NULL;
 	}
-	ret = next_pow2_pages(opts->ringbuf_bytes ? opts->ringbuf_bytes : DEFAULT_RINGBUF_BYTES,
-			      &rb_bytes);
+	cpus = ring_cpus_of(opts, &ncpus, &ret);
+	if (!cpus) {
+		snprintf(err, errlen, "no CPUs to give ring buffers: %s", strerror(-ret));
+		goto fail;
+	}
+	shim->nr_rings = ncpus;
+	total_bytes = opts->ringbuf_bytes ? opts->ringbuf_bytes : DEFAULT_RINGBUF_BYTES;
+	ret = next_pow2_pages(total_bytes / ncpus < MIN_RING_BYTES ? MIN_RING_BYTES
+								   : total_bytes / ncpus,
+			      &ring_bytes);
 	if (ret) {
-		snprintf(err, errlen, "ring buffer size %llu is too large (max 2 GiB)",
-			 (unsigned long long)opts->ringbuf_bytes);
+		snprintf(err, errlen, "ring buffer size %llu is too large (max 2 GiB per CPU)",
+			 (unsigned long long)total_bytes);
 		goto fail;
 	}
 	shim->variant = opts->variant;
@@ -338,18 +446,19 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 		shim->obj = shim->core->obj;
 		cfg = (struct pp_shim_config *)&shim->core->rodata->shim_config;
 	}
-	set_config(cfg, opts, rb_bytes, shim->has_cookie, shim->cg_mode);
+	set_config(cfg, opts, ring_bytes, shim->has_cookie, shim->cg_mode);
+	cfg->fallback_ring = (uint32_t)cpus[0];
 
 	shim->on_sample = bpf_object__find_program_by_name(shim->obj, "on_sample");
 	on_fork = bpf_object__find_program_by_name(shim->obj, "on_fork");
 	on_exec = bpf_object__find_program_by_name(shim->obj, "on_exec");
 	on_exit = bpf_object__find_program_by_name(shim->obj, "on_exit");
-	shim->events = bpf_object__find_map_by_name(shim->obj, "events");
+	shim->rings = bpf_object__find_map_by_name(shim->obj, "rings");
 	shim->counters = bpf_object__find_map_by_name(shim->obj, "counters");
 	shim->target_tgids = bpf_object__find_map_by_name(shim->obj, "target_tgids");
 	shim->cgroup_filter = bpf_object__find_map_by_name(shim->obj, "cgroup_filter");
 	shim->cgroup_levels = bpf_object__find_map_by_name(shim->obj, "cgroup_levels");
-	if (!shim->on_sample || !on_fork || !on_exec || !on_exit || !shim->events ||
+	if (!shim->on_sample || !on_fork || !on_exec || !on_exit || !shim->rings ||
 	    !shim->counters || !shim->target_tgids || !shim->cgroup_filter ||
 	    !shim->cgroup_levels) {
 		snprintf(err, errlen, "BPF shim object is incomplete (build mismatch)");
@@ -362,10 +471,16 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	/* An unused filter map need not hold its preallocated entries. */
 	if (shim->cg_mode != PP_SHIM_CGROUP_KERNEL)
 		bpf_map__set_max_entries(shim->cgroup_filter, 1);
-	ret = bpf_map__set_max_entries(shim->events, (uint32_t)rb_bytes);
+	ret = create_rings(shim, cpus, ring_bytes, err, errlen);
+	if (ret)
+		goto fail;
+	/* Inner maps must match the template: one of the rings is it. */
+	ret = bpf_map__set_inner_map_fd(shim->rings, shim->ring_fds[0]);
+	if (!ret)
+		ret = bpf_map__set_max_entries(shim->rings, (uint32_t)cpus[ncpus - 1] + 1);
 	if (ret) {
-		snprintf(err, errlen, "cannot size the BPF ring buffer to %llu bytes: %s",
-			 (unsigned long long)rb_bytes, strerror(-ret));
+		snprintf(err, errlen, "cannot set up the map of per-CPU ring buffers: %s",
+			 strerror(-ret));
 		goto fail;
 	}
 
@@ -393,18 +508,17 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 		snprintf(err, errlen, "cannot attach the exit tracker: %s", strerror(-ret));
 		goto fail;
 	}
-	shim->rb = ring_buffer__new(bpf_map__fd(shim->events), ring_cb, shim, NULL);
-	if (!shim->rb) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot map the BPF ring buffer: %s", strerror(-ret));
+	ret = install_rings(shim, cpus, err, errlen);
+	if (ret)
 		goto fail;
-	}
+	free(cpus);
 	return shim;
 
 open_failed:
 	ret = -errno;
 	snprintf(err, errlen, "cannot open the BPF shim: %s", strerror(-ret));
 fail:
+	free(cpus);
 	pp_shim_free(shim);
 	errno = ret < 0 ? -ret : EINVAL;
 	return NULL;
@@ -426,6 +540,10 @@ void pp_shim_free(struct pp_shim *shim)
 	for (size_t i = 0; i < sizeof(shim->task_links) / sizeof(shim->task_links[0]); i++)
 		bpf_link__destroy(shim->task_links[i]);
 	ring_buffer__free(shim->rb);
+	for (size_t i = 0; shim->ring_fds && i < shim->nr_rings; i++)
+		if (shim->ring_fds[i] >= 0)
+			close(shim->ring_fds[i]);
+	free(shim->ring_fds);
 	/* Destroying the skeleton also destroys links the skeleton attached (none here). */
 	if (shim->kctx)
 		shim_kctx__destroy(shim->kctx);
@@ -443,6 +561,11 @@ enum pp_shim_variant pp_shim_loaded_variant(const struct pp_shim *shim)
 int pp_shim_has_cookie(const struct pp_shim *shim)
 {
 	return shim->has_cookie;
+}
+
+size_t pp_shim_nr_rings(const struct pp_shim *shim)
+{
+	return shim->nr_rings;
 }
 
 int pp_shim_sample_prog_fd(const struct pp_shim *shim)

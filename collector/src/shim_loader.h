@@ -38,9 +38,17 @@ struct pp_shim_opts {
 	uint32_t ustack_depth; /* 0 disables user stacks */
 	int read_mem_fields;
 	int filter_tgids;
-	int track_tasks;	/* exec/exit/fork programs (needed with filter_tgids) */
-	uint64_t ringbuf_bytes; /* power of two, >= page size; 0 = default (4 MiB) */
-	uint64_t wakeup_bytes;	/* 0 = ringbuf_bytes / 4 */
+	int track_tasks; /* exec/exit/fork programs (needed with filter_tgids) */
+	/*
+	 * Records go to a ring buffer per CPU: these CPUs (ascending ids; the CPUs events are
+	 * opened on), or NULL for every possible CPU. A CPU without a ring (onlined later)
+	 * writes to the first one's.
+	 */
+	const int *ring_cpus;
+	size_t nr_ring_cpus;
+	/* over all rings; each gets a power of two of at least 64 KiB; 0 = default (4 MiB) */
+	uint64_t ringbuf_bytes;
+	uint64_t wakeup_bytes; /* per ring; 0 = a quarter of a ring */
 	/*
 	 * Only samples of tasks in (or below) the cgroups added with pp_shim_add_cgroup; none
 	 * pass until one is added. With filter_tgids too, a sample must pass both.
@@ -93,6 +101,9 @@ int pp_shim_add_cgroup(struct pp_shim *shim, uint64_t cgroup_id, uint32_t level)
  * (counted as PP_CNT_CGROUP_FILTERED). The caller says so in its log.
  */
 enum pp_shim_cgroup_mode pp_shim_cgroup_filter_mode(const struct pp_shim *shim);
+
+/* How many ring buffers (one per CPU) the shim writes to. */
+size_t pp_shim_nr_rings(const struct pp_shim *shim);
 
 /* The fd of the loaded sample program (for bpf_prog_info: run time and count). */
 int pp_shim_sample_prog_fd(const struct pp_shim *shim);

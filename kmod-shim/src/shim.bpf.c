@@ -34,10 +34,22 @@ const volatile struct pp_shim_config shim_config = {
     .wakeup_bytes = 256 * 1024,
 };
 
-struct {
+struct ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 * 1024 * 1024); /* resized by the loader */
-} events SEC(".maps");
+	__uint(max_entries, 256 * 1024); /* resized by the loader */
+};
+
+/*
+ * One ring buffer per CPU, indexed by CPU id, created and inserted by the loader. A program
+ * in NMI (PEBS, IBS) only try-locks a ring, so a ring that CPUs share loses records whenever
+ * two of them write at once; and sharing one costs every sample the contention.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* resized by the loader: highest CPU id + 1 */
+	__type(key, __u32);
+	__array(values, struct ring);
+} rings SEC(".maps");
 
 /* All counters of a CPU in one value: one map lookup per sample, not one per counter. */
 struct pp_counters {
@@ -89,6 +101,15 @@ struct {
 #if PP_SHIM_KCTX
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 #endif
+
+/* This CPU's ring, or the loader's fallback for a CPU that came online after it ran. */
+static __always_inline void *cpu_ring(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), fallback = shim_config.fallback_ring;
+	void *ring = bpf_map_lookup_elem(&rings, &cpu);
+
+	return ring ? ring : bpf_map_lookup_elem(&rings, &fallback);
+}
 
 static __always_inline struct pp_counters *cpu_counters(void)
 {
@@ -306,6 +327,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	__u64 nk, nu; /* 64-bit: a bound checked on a 32-bit copy would not hold for them */
 	__u64 size;
 	__u64 avail;
+	void *ring;
 
 	count_in(cnt, PP_CNT_SAMPLES);
 	if (shim_config.filter_tgids && !bpf_map_lookup_elem(&target_tgids, &tgid)) {
@@ -389,8 +411,13 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	rec->hdr.size = size;
 
 	/* Batched wake-ups: the consumer also polls on a timeout, so nothing waits forever. */
-	avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-	if (bpf_ringbuf_output(&events, rec, size,
+	ring = cpu_ring();
+	if (!ring) {
+		count_in(cnt, PP_CNT_RB_FULL);
+		return 0;
+	}
+	avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
+	if (bpf_ringbuf_output(ring, rec, size,
 			       avail >= shim_config.wakeup_bytes ? BPF_RB_FORCE_WAKEUP
 								 : BPF_RB_NO_WAKEUP)) {
 		count_in(cnt, PP_CNT_RB_FULL);
@@ -427,10 +454,12 @@ static __always_inline void emit_task_event(__u32 tgid, __u32 kind)
 	    .kind = kind,
 	    .time_ns = bpf_ktime_get_ns(),
 	};
+	void *ring;
 
 	if (shim_config.filter_tgids && !bpf_map_lookup_elem(&target_tgids, &tgid))
 		return;
-	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))
+	ring = cpu_ring();
+	if (!ring || bpf_ringbuf_output(ring, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))
 		count(PP_CNT_TASK_RB_FULL);
 }
 

@@ -7,6 +7,7 @@
  * kernel's walker on a known chain of frames. Needs root and BPF; skips otherwise.
  */
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -799,7 +800,105 @@ TEST(user_walk_stops_on_cyclic_frame)
 #endif
 }
 
+/* ---- one ring buffer per CPU ---- */
+
+struct cpu_records {
+	struct pp_decode_stats stats;
+	unsigned long records, per_cpu[2], other_cpu;
+};
+
+static int on_cpu_record(void *ctx, const void *data, size_t len)
+{
+	struct cpu_records *r = ctx;
+	struct pp_decoded d;
+
+	if (pp_record_decode(data, len, &d, &r->stats) || d.kind != PP_DECODED_SAMPLE)
+		return 0;
+	r->records++;
+	if (d.sample.cpu < 2)
+		r->per_cpu[d.sample.cpu]++;
+	else
+		r->other_cpu++;
+	return 0;
+}
+
+/* Samples every CPU for 300 ms with the rings given; returns what was drained. */
+static void sample_all_cpus(const int *ring_cpus, size_t nr_ring_cpus, size_t want_rings,
+			    struct cpu_records *r, uint64_t counters[PP_CNT__MAX])
+{
+	struct pp_shim_opts opts = {.kstack_depth = 8,
+				    .ustack_depth = 8,
+				    .ring_cpus = ring_cpus,
+				    .nr_ring_cpus = nr_ring_cpus};
+	char err[512] = "";
+	struct pp_shim *shim = pp_shim_load(&opts, err, sizeof(err));
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[256], nfd = 0;
+
+	if (!shim)
+		fprintf(stderr, "  load failed: %s\n", err);
+	REQUIRE(shim != NULL);
+	CHECK(pp_shim_nr_rings(shim) == want_rings);
+	memset(r, 0, sizeof(*r));
+	for (int cpu = 0; cpu < ncpu && nfd < 256; cpu++) {
+		int fd = open_cpu_clock(cpu, 0);
+
+		if (fd < 0)
+			continue;
+		fds[nfd++] = fd;
+		CHECK(pp_shim_attach(shim, fd, 0) == 0);
+	}
+	REQUIRE(nfd > 0);
+	for (int i = 0; i < 6; i++)
+		if (pp_shim_poll(shim, 50, on_cpu_record, r) < 0)
+			break;
+	pp_shim_detach_all(shim);
+	while (pp_shim_poll(shim, 0, on_cpu_record, r) > 0)
+		;
+	CHECK(pp_shim_read_counters(shim, counters) == 0);
+	fprintf(stderr, "  %zu rings: %lu records, cpu0 %lu, cpu1 %lu, emitted %llu, lost %llu\n",
+		pp_shim_nr_rings(shim), r->records, r->per_cpu[0], r->per_cpu[1],
+		(unsigned long long)counters[PP_CNT_EMITTED],
+		(unsigned long long)counters[PP_CNT_RB_FULL]);
+	for (int i = 0; i < nfd; i++)
+		close(fds[i]);
+	pp_shim_free(shim);
+}
+
+/*
+ * Each CPU writes to a ring of its own (every possible CPU has one by default), and a CPU
+ * without one (onlined after loading) writes to the first: every record arrives either way.
+ */
+TEST(rings_per_cpu_and_fallback)
+{
+	static const int only_cpu0[] = {0};
+	struct cpu_records r;
+	pid_t busy[2];
+	uint64_t cnt[PP_CNT__MAX];
+
+	if (!can_run())
+		SKIP("needs root, BPF and BTF");
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP("needs two online CPUs to see records of a CPU without a ring");
+	/* An idle CPU takes no cpu-clock samples: keep both busy. */
+	busy[0] = spawn_busy();
+	busy[1] = spawn_busy();
+	REQUIRE(busy[0] > 0 && busy[1] > 0);
+	sample_all_cpus(NULL, 0, (size_t)libbpf_num_possible_cpus(), &r, cnt);
+	CHECK(r.per_cpu[0] >= 100 && r.per_cpu[1] >= 100);
+	CHECK(r.records == cnt[PP_CNT_EMITTED] && cnt[PP_CNT_RB_FULL] == 0);
+	CHECK(r.stats.bad_size + r.stats.bad_type + r.stats.too_short == 0);
+
+	sample_all_cpus(only_cpu0, 1, 1, &r, cnt);
+	CHECK(r.per_cpu[0] >= 100 && r.per_cpu[1] >= 100);
+	CHECK(r.records == cnt[PP_CNT_EMITTED] && cnt[PP_CNT_RB_FULL] == 0);
+	for (int i = 0; i < 2; i++) {
+		kill(busy[i], SIGKILL);
+		waitpid(busy[i], NULL, 0);
+	}
+}
+
 TEST_LIST = {
+    {"rings_per_cpu_and_fallback", rings_per_cpu_and_fallback},
     {"user_walkers_agree", user_walkers_agree},
     {"user_walk_stops_on_cyclic_frame", user_walk_stops_on_cyclic_frame},
     {"ip_filter_live", ip_filter_live},

@@ -264,6 +264,57 @@ TEST(exec_reloads_on_next_get)
 	root_fini(&r, pids, 1);
 }
 
+/*
+ * With a ring buffer per CPU, a sample of the old image can arrive after the exec event: it
+ * gets the old image (no reload); the first sample taken after the exec reloads.
+ */
+TEST(samples_before_an_exec_keep_the_old_image)
+{
+	static const uint32_t pids[] = {1234};
+	struct fixture_root r;
+	struct fake_clock clk = {.now = 0};
+	struct pp_proc_cache *c;
+	const struct pp_proc *p;
+	uint64_t gen;
+
+	REQUIRE(root_init(&r) == 0);
+	REQUIRE(root_set(&r, 1234, "basic") == 0);
+	c = cache_new(r.dir, 8, &clk);
+	REQUIRE(c != NULL);
+	p = pp_proc_cache_get_at(c, 1234, 1000);
+	REQUIRE(p != NULL);
+	gen = p->generation;
+
+	REQUIRE(root_set(&r, 1234, "exec") == 0);
+	pp_proc_cache_on_exec_at(c, 1234, 5000);
+	/* taken at 4999, drained after the exec event: the old image, not reloaded */
+	p = pp_proc_cache_get_at(c, 1234, 4999);
+	REQUIRE(p != NULL);
+	CHECK_STR(p->comm, "demo server");
+	CHECK_EQ_U64(p->generation, gen);
+	CHECK(pp_proc_cache_find_map(c, p, 0x55d4c0a02000ull) != NULL);
+	CHECK_EQ_U64(stats(c).loads, 1);
+	CHECK_EQ_U64(stats(c).pre_exec_hits, 1);
+	/* taken at the exec or later: the new image */
+	p = pp_proc_cache_get_at(c, 1234, 5000);
+	REQUIRE(p != NULL);
+	CHECK_STR(p->comm, "python3");
+	CHECK(p->generation != gen);
+	CHECK_EQ_U64(stats(c).loads, 2);
+	/* Once reloaded the old image is gone: a late old sample gets the new one. */
+	p = pp_proc_cache_get_at(c, 1234, 4000);
+	REQUIRE(p != NULL);
+	CHECK_STR(p->comm, "python3");
+	/* An exec without a time (0) reloads on the next get, whatever the sample's time. */
+	pp_proc_cache_on_exec_at(c, 1234, 0);
+	p = pp_proc_cache_get_at(c, 1234, 4000);
+	REQUIRE(p != NULL);
+	CHECK_EQ_U64(stats(c).loads, 3);
+
+	pp_proc_cache_free(c);
+	root_fini(&r, pids, 1);
+}
+
 TEST(exit_keeps_entry_and_detects_pid_reuse)
 {
 	static const uint32_t pids[] = {1234};
@@ -695,6 +746,7 @@ TEST_LIST = {
     {"loads_fixture_process", loads_fixture_process},
     {"kthread_and_tricky_process", kthread_and_tricky_process},
     {"exec_reloads_on_next_get", exec_reloads_on_next_get},
+    {"samples_before_an_exec_keep_the_old_image", samples_before_an_exec_keep_the_old_image},
     {"exit_keeps_entry_and_detects_pid_reuse", exit_keeps_entry_and_detects_pid_reuse},
     {"eviction_lru_and_exited_first", eviction_lru_and_exited_first},
     {"negative_cache", negative_cache},

@@ -133,7 +133,7 @@ struct pp_shim_config {
 	__u32 read_mem_fields;	 /* read addr/data_src/weight/phys_addr */
 	__u32 filter_tgids;	 /* only emit samples of tgids in the target_tgids map */
 	__u32 use_attach_cookie; /* kernel has bpf_get_attach_cookie for perf_event (5.15+) */
-	__u64 wakeup_bytes;	 /* force a consumer wake-up once this much data is pending */
+	__u64 wakeup_bytes;	 /* force a wake-up once this much data is pending in a ring */
 	/*
 	 * Only emit samples of tasks in (or below) a cgroup of the cgroup_filter map. Which
 	 * hierarchy levels hold selected cgroups is in the cgroup_levels map, not here: cgroups
@@ -150,7 +150,8 @@ struct pp_shim_config {
 	 * callchain of a precise event (PERF_SAMPLE_CALLCHAIN) is always copied by bpf_get_stack.
 	 */
 	__u32 ustack_walk;
-	__u32 _pad0;
+	/* Index of the ring a CPU without its own writes to (a CPU onlined after loading). */
+	__u32 fallback_ring;
 };
 
 /*
