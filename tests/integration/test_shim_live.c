@@ -613,6 +613,35 @@ __asm__(".text\n"
 	"1:	jmp 1b\n");
 #endif
 
+/*
+ * Samples every CPU with the loaded shim for 300 ms (cpu-clock, 2 kHz), drains every record
+ * into cb and reads the counters.
+ */
+static void capture_300ms(struct pp_shim *shim, pp_shim_record_fn cb, void *ctx,
+			  uint64_t counters[PP_CNT__MAX])
+{
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[256], nfd = 0;
+
+	for (int cpu = 0; cpu < ncpu && nfd < 256; cpu++) {
+		int fd = open_cpu_clock(cpu, 0);
+
+		if (fd < 0)
+			continue;
+		fds[nfd++] = fd;
+		CHECK(pp_shim_attach(shim, fd, 0) == 0);
+	}
+	REQUIRE(nfd > 0);
+	for (int i = 0; i < 6; i++)
+		if (pp_shim_poll(shim, 50, cb, ctx) < 0)
+			break;
+	pp_shim_detach_all(shim);
+	while (pp_shim_poll(shim, 0, cb, ctx) > 0)
+		;
+	CHECK(pp_shim_read_counters(shim, counters) == 0);
+	for (int i = 0; i < nfd; i++)
+		close(fds[i]);
+}
+
 struct stack_collected {
 	uint32_t tgid;
 	unsigned long user_samples, truncated, shortest, longest;
@@ -673,7 +702,6 @@ static void sample_stacks(pid_t pid, enum pp_user_unwind unwind, uint32_t depth,
 	};
 	char err[512] = "";
 	struct pp_shim *shim = pp_shim_load(&opts, err, sizeof(err));
-	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[256], nfd = 0;
 
 	if (!shim)
 		fprintf(stderr, "  load failed: %s\n", err);
@@ -681,30 +709,13 @@ static void sample_stacks(pid_t pid, enum pp_user_unwind unwind, uint32_t depth,
 	memset(c, 0, sizeof(*c));
 	c->tgid = (uint32_t)pid;
 	CHECK(pp_shim_add_target(shim, (uint32_t)pid) == 0);
-	for (int cpu = 0; cpu < ncpu && nfd < 256; cpu++) {
-		int fd = open_cpu_clock(cpu, 0);
-
-		if (fd < 0)
-			continue;
-		fds[nfd++] = fd;
-		CHECK(pp_shim_attach(shim, fd, 0) == 0);
-	}
-	REQUIRE(nfd > 0);
-	for (int i = 0; i < 6; i++)
-		if (pp_shim_poll(shim, 50, on_stack_record, c) < 0)
-			break;
-	pp_shim_detach_all(shim);
-	while (pp_shim_poll(shim, 0, on_stack_record, c) > 0)
-		;
-	CHECK(pp_shim_read_counters(shim, counters) == 0);
+	capture_300ms(shim, on_stack_record, c, counters);
 	fprintf(stderr,
 		"  %s walker, depth %u: %lu user samples, frames %lu..%lu, %lu with the first "
 		"tail (%u frames), %lu truncated, shim walks %llu\n",
 		unwind == PP_USER_UNWIND_SHIM ? "shim" : "kernel", depth, c->user_samples,
 		c->shortest, c->longest, c->same_tail, c->ntail, c->truncated,
 		(unsigned long long)counters[PP_CNT_USTACK_SHIM]);
-	for (int i = 0; i < nfd; i++)
-		close(fds[i]);
 	pp_shim_free(shim);
 }
 
@@ -832,35 +843,17 @@ static void sample_all_cpus(const int *ring_cpus, size_t nr_ring_cpus, size_t wa
 				    .nr_ring_cpus = nr_ring_cpus};
 	char err[512] = "";
 	struct pp_shim *shim = pp_shim_load(&opts, err, sizeof(err));
-	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[256], nfd = 0;
 
 	if (!shim)
 		fprintf(stderr, "  load failed: %s\n", err);
 	REQUIRE(shim != NULL);
 	CHECK(pp_shim_nr_rings(shim) == want_rings);
 	memset(r, 0, sizeof(*r));
-	for (int cpu = 0; cpu < ncpu && nfd < 256; cpu++) {
-		int fd = open_cpu_clock(cpu, 0);
-
-		if (fd < 0)
-			continue;
-		fds[nfd++] = fd;
-		CHECK(pp_shim_attach(shim, fd, 0) == 0);
-	}
-	REQUIRE(nfd > 0);
-	for (int i = 0; i < 6; i++)
-		if (pp_shim_poll(shim, 50, on_cpu_record, r) < 0)
-			break;
-	pp_shim_detach_all(shim);
-	while (pp_shim_poll(shim, 0, on_cpu_record, r) > 0)
-		;
-	CHECK(pp_shim_read_counters(shim, counters) == 0);
+	capture_300ms(shim, on_cpu_record, r, counters);
 	fprintf(stderr, "  %zu rings: %lu records, cpu0 %lu, cpu1 %lu, emitted %llu, lost %llu\n",
 		pp_shim_nr_rings(shim), r->records, r->per_cpu[0], r->per_cpu[1],
 		(unsigned long long)counters[PP_CNT_EMITTED],
 		(unsigned long long)counters[PP_CNT_RB_FULL]);
-	for (int i = 0; i < nfd; i++)
-		close(fds[i]);
 	pp_shim_free(shim);
 }
 
