@@ -102,7 +102,7 @@ enum pp_counter {
 	PP_CNT_SAMPLES = 0,  /* program invocations */
 	PP_CNT_EMITTED,	     /* records written to the ring buffer */
 	PP_CNT_FILTERED,     /* samples dropped by the tgid filter */
-	PP_CNT_RB_FULL,	     /* bpf_ringbuf_output failed: ring buffer full or contended */
+	PP_CNT_RB_FULL,	     /* bpf_ringbuf_output failed: the CPU's ring full or contended */
 	PP_CNT_KSTACK_TRUNC, /* kernel stack truncated at max depth */
 	PP_CNT_USTACK_TRUNC, /* user stack truncated at max depth */
 	PP_CNT_KSTACK_ERR,   /* kernel stack could not be taken */
