@@ -260,7 +260,12 @@ static void set_config(struct pp_shim_config *cfg, const struct pp_shim_opts *op
 	cfg->read_mem_fields = !!opts->read_mem_fields;
 	cfg->filter_tgids = !!opts->filter_tgids;
 	cfg->use_attach_cookie = !!has_cookie;
-	cfg->wakeup_bytes = opts->wakeup_bytes ? opts->wakeup_bytes : ring_bytes / 4;
+	/*
+	 * The consumer polls every ring on a timeout too, so a forced wake-up only has to come
+	 * before a ring fills: at half, the other half absorbs the consumer's latency. With a
+	 * ring per CPU, an earlier mark would wake the consumer once per CPU as often.
+	 */
+	cfg->wakeup_bytes = opts->wakeup_bytes ? opts->wakeup_bytes : ring_bytes / 2;
 	cfg->filter_cgroups = cg_mode == PP_SHIM_CGROUP_KERNEL;
 	cfg->ip_filter = opts->ip_filter;
 	cfg->ustack_walk =

@@ -48,7 +48,7 @@ struct pp_shim_opts {
 	size_t nr_ring_cpus;
 	/* over all rings; each gets a power of two of at least 64 KiB; 0 = default (4 MiB) */
 	uint64_t ringbuf_bytes;
-	uint64_t wakeup_bytes; /* per ring; 0 = a quarter of a ring */
+	uint64_t wakeup_bytes; /* per ring; 0 = half a ring */
 	/*
 	 * Only samples of tasks in (or below) the cgroups added with pp_shim_add_cgroup; none
 	 * pass until one is added. With filter_tgids too, a sample must pass both.
