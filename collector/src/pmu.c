@@ -59,6 +59,19 @@ static int cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+size_t pp_cpus_sort_unique(int *cpus, size_t n)
+{
+	size_t w = 1;
+
+	if (n == 0)
+		return 0;
+	qsort(cpus, n, sizeof(*cpus), cmp_int);
+	for (size_t i = 1; i < n; i++)
+		if (cpus[i] != cpus[w - 1])
+			cpus[w++] = cpus[i];
+	return w;
+}
+
 int pp_cpulist_parse(const char *buf, size_t len, int **cpus, size_t *nr)
 {
 	int *out = NULL;
@@ -119,15 +132,7 @@ int pp_cpulist_parse(const char *buf, size_t len, int **cpus, size_t *nr)
 			}
 		}
 	}
-	if (n) {
-		size_t w = 1;
-
-		qsort(out, n, sizeof(*out), cmp_int);
-		for (size_t i = 1; i < n; i++)
-			if (out[i] != out[w - 1])
-				out[w++] = out[i];
-		n = w;
-	}
+	n = pp_cpus_sort_unique(out, n);
 	*cpus = out;
 	*nr = n;
 	return 0;

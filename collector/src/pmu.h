@@ -79,6 +79,9 @@ struct pp_pmu_set {
  */
 int pp_cpulist_parse(const char *buf, size_t len, int **cpus, size_t *nr);
 
+/* Sorts n CPU ids ascending and drops repeats in place; returns how many remain. */
+size_t pp_cpus_sort_unique(int *cpus, size_t n);
+
 /* Parse a format spec ("config:0-7,32-35", "config1:0-15"); out->name is left untouched. */
 int pp_pmu_format_parse(const char *buf, size_t len, struct pp_pmu_format *out);
 

@@ -18,28 +18,16 @@ uint64_t pp_clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* The CPUs the events were opened on, ascending, once each (malloc'ed; NULL: no memory). */
 static int *event_cpus(const struct pp_event_set *set, size_t *nr)
 {
 	int *cpus = calloc(set->nr_fds ? set->nr_fds : 1, sizeof(*cpus));
-	size_t n = 0;
 
 	if (!cpus)
 		return NULL;
 	for (size_t i = 0; i < set->nr_fds; i++)
 		cpus[i] = set->fds[i].cpu;
-	qsort(cpus, set->nr_fds, sizeof(*cpus), cmp_int);
-	for (size_t i = 0; i < set->nr_fds; i++)
-		if (n == 0 || cpus[i] != cpus[n - 1])
-			cpus[n++] = cpus[i];
-	*nr = n;
+	*nr = pp_cpus_sort_unique(cpus, set->nr_fds);
 	return cpus;
 }
 
