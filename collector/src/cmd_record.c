@@ -44,7 +44,7 @@ struct record_args {
 	uint32_t stack_depth;
 	uint32_t ldlat;
 	int no_kernel_stacks;
-	enum pp_user_unwind user_unwind;
+	uint32_t ustack_walk; /* PP_USTACK_* */
 	const char *outputs[MAX_OUTPUTS];
 	size_t noutputs;
 	size_t top;
@@ -228,11 +228,11 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 			a->no_kernel_stacks = 1;
 			break;
 		case OPT_USER_UNWIND:
-			if (strcmp(optarg, "shim") == 0)
-				a->user_unwind = PP_USER_UNWIND_SHIM;
-			else if (strcmp(optarg, "kernel") == 0)
-				a->user_unwind = PP_USER_UNWIND_KERNEL;
-			else
+			a->ustack_walk = 0;
+			while (pp_ustack_walk_names[a->ustack_walk] &&
+			       strcmp(optarg, pp_ustack_walk_names[a->ustack_walk]) != 0)
+				a->ustack_walk++;
+			if (!pp_ustack_walk_names[a->ustack_walk])
 				return usage_error("bad --user-unwind '%s': give shim or kernel",
 						   optarg);
 			break;
@@ -561,7 +561,7 @@ int pp_cmd_record(int argc, char **argv)
 			    .want_ustack = 1},
 		    .filter_tgids = !a.system_wide,
 		    .cgroup2_root = a.cgroup_root,
-		    .user_unwind = a.user_unwind,
+		    .ustack_walk = a.ustack_walk,
 		};
 		struct pp_containers_filter filter = {.cgroups = a.cgroups,
 						      .container_ids = a.container_ids};

@@ -658,7 +658,7 @@ static int start_sampling(struct agent *ag)
 		    .want_kstack = 1,
 		    .want_ustack = 1},
 	    .cgroup2_root = ag->cfg.cgroup_root[0] ? ag->cfg.cgroup_root : NULL,
-	    .user_unwind = (enum pp_user_unwind)ag->cfg.user_unwind,
+	    .ustack_walk = (uint32_t)ag->cfg.user_unwind,
 	};
 	struct pp_session_opts sess = {
 	    .proc_root = ag->cfg.proc_root, .raw_stack_entries = 1 << 16, .per_cpu = 1};

@@ -22,6 +22,7 @@
 #include "cli_util.h"
 #include "events.h"
 #include "health.h"
+#include "shim_loader.h"
 
 enum opt_type {
 	T_STR,	  /* any text */
@@ -68,7 +69,6 @@ struct option_def {
 
 static const char *const exporter_names[] = {"otlp", "pyroscope", "file", NULL};
 static const char *const k8s_names[] = {"auto", "apiserver", "kubelet", "none", NULL};
-static const char *const user_unwind_names[] = {"shim", "kernel", NULL};
 
 static const struct option_def table[PP_CFG_NKEYS] = {
     [PP_CFG_EVENT] = {.name = "event",
@@ -193,7 +193,7 @@ static const struct option_def table[PP_CFG_NKEYS] = {
 			    .type = T_ENUM,
 			    .offset = OFF(user_unwind),
 			    .def = "shim",
-			    .names = user_unwind_names,
+			    .names = pp_ustack_walk_names,
 			    .metavar = "shim|kernel",
 			    .help = "who follows user frame pointers: the shim (samples taken in\n"
 				    "user mode) or the kernel's walker (bpf_get_stack)"},

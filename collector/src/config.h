@@ -109,7 +109,7 @@ struct pp_run_config {
 	uint64_t queue_bytes;	   /* bound of the upload queue */
 	uint64_t flush_timeout_ns; /* how long exit waits for the queue to drain */
 	uint64_t stack_depth;
-	int user_unwind;    /* enum pp_user_unwind (shim_loader.h), as named in user-unwind */
+	int user_unwind;    /* PP_USTACK_* (record.h), named by pp_ustack_walk_names */
 	char *service_name; /* "" = per process (container, pod or executable) */
 	struct pp_kv_list resource_attributes;
 	char *node_name; /* default: this host's name */

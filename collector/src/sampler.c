@@ -121,7 +121,7 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 	sopts.kstack_depth = req.want_kstack ? req.stack_depth : 0;
 	sopts.ustack_depth = req.stack_depth;
 	sopts.read_mem_fields = s->events->events[0].mem;
-	sopts.user_unwind = opts->user_unwind;
+	sopts.ustack_walk = opts->ustack_walk;
 	/* Events that cannot exclude a mode in the PMU (IBS) exclude it in the shim. */
 	if (s->events->events[0].want_user_only)
 		sopts.ip_filter = PP_IP_FILTER_USER_ONLY;

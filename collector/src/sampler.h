@@ -26,7 +26,7 @@ struct pp_sampler_opts {
 	/* only tasks in the cgroups added with pp_shim_add_cgroup (and below) */
 	int filter_cgroups;
 	const char *cgroup2_root; /* for the cgroup filter; NULL: from mountinfo */
-	enum pp_user_unwind user_unwind;
+	uint32_t ustack_walk;	  /* PP_USTACK_* (record.h) */
 };
 
 /* Everything owned here; pp_sampler_close releases it. */

@@ -65,6 +65,12 @@ struct pp_shim {
 	void *cb_ctx;
 };
 
+const char *const pp_ustack_walk_names[] = {
+    [PP_USTACK_SHIM] = "shim",
+    [PP_USTACK_KERNEL] = "kernel",
+    NULL,
+};
+
 static const char *const counter_names[PP_CNT__MAX] = {
     [PP_CNT_SAMPLES] = "samples",
     [PP_CNT_EMITTED] = "emitted",
@@ -268,8 +274,7 @@ static void set_config(struct pp_shim_config *cfg, const struct pp_shim_opts *op
 	cfg->wakeup_bytes = opts->wakeup_bytes ? opts->wakeup_bytes : ring_bytes / 2;
 	cfg->filter_cgroups = cg_mode == PP_SHIM_CGROUP_KERNEL;
 	cfg->ip_filter = opts->ip_filter;
-	cfg->ustack_walk =
-	    opts->user_unwind == PP_USER_UNWIND_KERNEL ? PP_USTACK_HELPER : PP_USTACK_FP;
+	cfg->ustack_walk = opts->ustack_walk;
 }
 
 static int ring_cb(void *ctx, void *data, size_t size)

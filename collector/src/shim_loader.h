@@ -26,11 +26,11 @@ enum pp_shim_cgroup_mode {
 	PP_SHIM_CGROUP_USER,   /* in pp_shim_poll: the kernel lacks the helper (before 5.14) */
 };
 
-/* Who follows the frame pointers of user stacks (PP_USTACK_* in record.h). */
-enum pp_user_unwind {
-	PP_USER_UNWIND_SHIM = 0, /* the shim, for samples taken in 64-bit user mode */
-	PP_USER_UNWIND_KERNEL,	 /* the kernel's walker (bpf_get_stack) for every sample */
-};
+/*
+ * The names users give the PP_USTACK_* walkers (record.h), indexed by them, NULL-terminated:
+ * "shim", "kernel".
+ */
+extern const char *const pp_ustack_walk_names[];
 
 struct pp_shim_opts {
 	enum pp_shim_variant variant;
@@ -60,10 +60,10 @@ struct pp_shim_opts {
 	/* PP_IP_FILTER_*: user-only or kernel-only sampling done in the shim (IBS) */
 	uint32_t ip_filter;
 	/*
-	 * Kernel-mode, compat and precise-event samples take the kernel's walker either way
-	 * (PP_USTACK_FP in record.h).
+	 * PP_USTACK_*: who follows user frame pointers. Kernel-mode, compat and precise-event
+	 * samples take the kernel's walker either way (PP_USTACK_SHIM in record.h).
 	 */
-	enum pp_user_unwind user_unwind;
+	uint32_t ustack_walk;
 };
 
 struct pp_shim;

@@ -385,7 +385,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 				PP_CNT_KSTACK_ERR);
 	if (nk > PP_MAX_STACK_DEPTH)
 		nk = PP_MAX_STACK_DEPTH;
-	if (shim_config.ustack_walk == PP_USTACK_FP && !(rec->flags & PP_SF_KERNEL_IP) &&
+	if (shim_config.ustack_walk == PP_USTACK_SHIM && !(rec->flags & PP_SF_KERNEL_IP) &&
 	    user_regs_walkable(ctx) && !has_perf_callchain(ctx)) {
 		walk_user_fp(ctx, rec->stack + nk, shim_config.ustack_depth, rec, cnt);
 		/*

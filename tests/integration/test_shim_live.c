@@ -690,15 +690,15 @@ static int on_stack_record(void *ctx, const void *data, size_t len)
 }
 
 /* Samples process pid's user stacks for 300 ms with one walker; counters go to counters. */
-static void sample_stacks(pid_t pid, enum pp_user_unwind unwind, uint32_t depth,
-			  struct stack_collected *c, uint64_t counters[PP_CNT__MAX])
+static void sample_stacks(pid_t pid, uint32_t unwind, uint32_t depth, struct stack_collected *c,
+			  uint64_t counters[PP_CNT__MAX])
 {
 	struct pp_shim_opts opts = {
 	    .kstack_depth = PP_MAX_STACK_DEPTH,
 	    .ustack_depth = depth,
 	    .filter_tgids = 1,
 	    .ringbuf_bytes = 1 << 20,
-	    .user_unwind = unwind,
+	    .ustack_walk = unwind,
 	};
 	char err[512] = "";
 	struct pp_shim *shim = pp_shim_load(&opts, err, sizeof(err));
@@ -713,8 +713,8 @@ static void sample_stacks(pid_t pid, enum pp_user_unwind unwind, uint32_t depth,
 	fprintf(stderr,
 		"  %s walker, depth %u: %lu user samples, frames %lu..%lu, %lu with the first "
 		"tail (%u frames), %lu truncated, shim walks %llu\n",
-		unwind == PP_USER_UNWIND_SHIM ? "shim" : "kernel", depth, c->user_samples,
-		c->shortest, c->longest, c->same_tail, c->ntail, c->truncated,
+		unwind == PP_USTACK_SHIM ? "shim" : "kernel", depth, c->user_samples, c->shortest,
+		c->longest, c->same_tail, c->ntail, c->truncated,
 		(unsigned long long)counters[PP_CNT_USTACK_SHIM]);
 	pp_shim_free(shim);
 }
@@ -754,8 +754,8 @@ TEST(user_walkers_agree)
 	REQUIRE(pid > 0);
 	usleep(50 * 1000);
 	for (uint32_t depth = PP_MAX_STACK_DEPTH; depth >= 8; depth = depth == 8 ? 0 : 8) {
-		sample_stacks(pid, PP_USER_UNWIND_SHIM, depth, &shim, shim_cnt);
-		sample_stacks(pid, PP_USER_UNWIND_KERNEL, depth, &kern, kern_cnt);
+		sample_stacks(pid, PP_USTACK_SHIM, depth, &shim, shim_cnt);
+		sample_stacks(pid, PP_USTACK_KERNEL, depth, &kern, kern_cnt);
 		CHECK(shim.user_samples >= 100 && kern.user_samples >= 100);
 		/* The shim took every user-mode stack itself, or none. */
 		CHECK(shim_cnt[PP_CNT_USTACK_SHIM] >= shim.user_samples);
@@ -799,7 +799,7 @@ TEST(user_walk_stops_on_cyclic_frame)
 	pid = spawn(pp_spin_on_cyclic_frame);
 	REQUIRE(pid > 0);
 	usleep(50 * 1000);
-	sample_stacks(pid, PP_USER_UNWIND_SHIM, PP_MAX_STACK_DEPTH, &c, cnt);
+	sample_stacks(pid, PP_USTACK_SHIM, PP_MAX_STACK_DEPTH, &c, cnt);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	CHECK(c.user_samples >= 100);

@@ -119,7 +119,7 @@ static int run_one(enum pp_shim_variant variant, enum comparison cmp, int b, uns
 	    .ustack_depth = PP_MAX_STACK_DEPTH,
 	    .read_mem_fields = mem,
 	    .ringbuf_bytes = 16 << 20,
-	    .user_unwind = cmp == CMP_UNWIND && !b ? PP_USER_UNWIND_KERNEL : PP_USER_UNWIND_SHIM,
+	    .ustack_walk = cmp == CMP_UNWIND && !b ? PP_USTACK_KERNEL : PP_USTACK_SHIM,
 	};
 	struct bpf_prog_info info;
 	uint32_t info_len = sizeof(info);

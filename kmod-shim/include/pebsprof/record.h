@@ -118,7 +118,7 @@ enum pp_counter {
 	 */
 	PP_CNT_CGROUP_FILTERED,
 	PP_CNT_IP_FILTERED, /* samples dropped by pp_shim_config.ip_filter (user or kernel) */
-	PP_CNT_USTACK_SHIM, /* user stacks the shim walked itself (PP_USTACK_FP) */
+	PP_CNT_USTACK_SHIM, /* user stacks the shim walked itself (PP_USTACK_SHIM) */
 	PP_CNT__MAX,
 };
 
@@ -155,13 +155,13 @@ struct pp_shim_config {
 };
 
 /*
- * PP_USTACK_FP: the shim follows the frame-pointer chain of a sample taken in 64-bit user mode
- * itself and stops at the outermost frame (a zero frame pointer) without reading it; the
+ * PP_USTACK_SHIM: the shim follows the frame-pointer chain of a sample taken in 64-bit user
+ * mode itself and stops at the outermost frame (a zero frame pointer) without reading it; the
  * kernel's walker reads that frame too, a fault on address 0 per sample. Kernel-mode and
  * compat samples, and architectures other than x86-64 and arm64, use bpf_get_stack.
  */
-#define PP_USTACK_FP 0
-#define PP_USTACK_HELPER 1 /* always bpf_get_stack (BPF_F_USER_STACK) */
+#define PP_USTACK_SHIM 0
+#define PP_USTACK_KERNEL 1 /* always bpf_get_stack (BPF_F_USER_STACK) */
 
 #define PP_IP_FILTER_NONE 0
 #define PP_IP_FILTER_USER_ONLY 1   /* drop samples whose ip is a kernel address */
