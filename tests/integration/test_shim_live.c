@@ -86,9 +86,32 @@ static int open_cpu_clock_hz(int cpu, int mem_bits, unsigned hz)
 	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static int open_cpu_clock(int cpu, int mem_bits)
+#define MAX_EVENT_FDS 256
+
+/*
+ * Opens cpu-clock at hz on every online CPU into fds and attaches the shim to each with the
+ * cookie. Returns how many were opened.
+ */
+static int attach_cpu_clock(struct pp_shim *shim, int mem_bits, unsigned hz, uint32_t cookie,
+			    int fds[MAX_EVENT_FDS])
 {
-	return open_cpu_clock_hz(cpu, mem_bits, 2000);
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), nfd = 0;
+
+	for (int cpu = 0; cpu < ncpu && nfd < MAX_EVENT_FDS; cpu++) {
+		int fd = open_cpu_clock_hz(cpu, mem_bits, hz);
+
+		if (fd < 0)
+			continue;
+		fds[nfd++] = fd;
+		CHECK(pp_shim_attach(shim, fd, cookie) == 0);
+	}
+	return nfd;
+}
+
+static void close_fds(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
 }
 
 static void spin_ms(long ms)
@@ -190,7 +213,7 @@ static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int f
 	struct collected c = {.expected_cookie = 7};
 	char err[512] = "";
 	struct pp_shim *shim;
-	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[256], nfd = 0;
+	int fds[MAX_EVENT_FDS], nfd = 0;
 
 	fprintf(stderr, "variant=%s stacks=%d mem=%d filter=%d cgroup=%d\n",
 		pp_shim_variant_name(variant), stacks, mem, filter, (int)cgroup);
@@ -212,14 +235,7 @@ static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int f
 	}
 	if (!pp_shim_has_cookie(shim))
 		c.expected_cookie = 0;
-	for (int cpu = 0; cpu < ncpu && nfd < 256; cpu++) {
-		int fd = open_cpu_clock(cpu, mem);
-
-		if (fd < 0)
-			continue;
-		fds[nfd++] = fd;
-		CHECK(pp_shim_attach(shim, fd, 7) == 0);
-	}
+	nfd = attach_cpu_clock(shim, mem, 2000, 7, fds);
 	REQUIRE(nfd > 0);
 	spin_ms(400);
 	for (int i = 0; i < 20; i++)
@@ -264,8 +280,7 @@ static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int f
 		      counters[PP_CNT_SAMPLES]);
 	if (cgroup == PP_SHIM_CGROUP_OFF)
 		CHECK(counters[PP_CNT_CGROUP_FILTERED] == 0);
-	for (int i = 0; i < nfd; i++)
-		close(fds[i]);
+	close_fds(fds, nfd);
 	pp_shim_free(shim);
 }
 
@@ -380,7 +395,7 @@ static void run_cgroup_filter(enum pp_shim_cgroup_mode mode, const char *dir_a, 
 	uint64_t id_b_rel;
 	char err[512] = "", rel_b[PATH_MAX];
 	struct pp_shim *shim;
-	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[256], nfd = 0;
+	int fds[MAX_EVENT_FDS], nfd = 0;
 
 	fprintf(stderr, "cgroup filter mode=%d tgid_filter=%d\n", (int)mode, tgid_filter);
 	REQUIRE(pp_cgroup_id_level(NULL, dir_a, &c.id_a, &level_a) == 0);
@@ -408,14 +423,7 @@ static void run_cgroup_filter(enum pp_shim_cgroup_mode mode, const char *dir_a, 
 		CHECK(pp_shim_add_target(shim, (uint32_t)c.pids[IN_B]) == 0);
 		CHECK(pp_shim_add_target(shim, (uint32_t)c.pids[OUTSIDER]) == 0);
 	}
-	for (int cpu = 0; cpu < ncpu && nfd < 256; cpu++) {
-		int fd = open_cpu_clock_hz(cpu, 0, 1000);
-
-		if (fd < 0)
-			continue;
-		fds[nfd++] = fd;
-		CHECK(pp_shim_attach(shim, fd, 1) == 0);
-	}
+	nfd = attach_cpu_clock(shim, 0, 1000, 1, fds);
 	if (nfd == 0)
 		goto out;
 	for (int i = 0; i < 20; i++) /* about 1 s */
@@ -447,8 +455,7 @@ static void run_cgroup_filter(enum pp_shim_cgroup_mode mode, const char *dir_a, 
 	}
 out:
 	REQUIRE(nfd > 0);
-	for (int i = 0; i < nfd; i++)
-		close(fds[i]);
+	close_fds(fds, nfd);
 	for (int i = 0; i < NBUSY; i++) {
 		if (c.pids[i] <= 0)
 			continue;
@@ -528,19 +535,12 @@ static void run_ip_filter(uint32_t mode)
 	uint64_t counters[PP_CNT__MAX];
 	char err[512] = "";
 	struct pp_shim *shim = pp_shim_load(&opts, err, sizeof(err));
-	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[256], nfd = 0;
+	int fds[MAX_EVENT_FDS], nfd = 0;
 
 	if (!shim)
 		fprintf(stderr, "  load failed: %s\n", err);
 	REQUIRE(shim != NULL);
-	for (int cpu = 0; cpu < ncpu && nfd < 256; cpu++) {
-		int fd = open_cpu_clock(cpu, 0);
-
-		if (fd < 0)
-			continue;
-		fds[nfd++] = fd;
-		CHECK(pp_shim_attach(shim, fd, 0) == 0);
-	}
+	nfd = attach_cpu_clock(shim, 0, 2000, 0, fds);
 	REQUIRE(nfd > 0);
 	spin_ms(400);
 	pp_shim_detach_all(shim);
@@ -559,8 +559,7 @@ static void run_ip_filter(uint32_t mode)
 	CHECK(counters[PP_CNT_IP_FILTERED] >= 1);
 	CHECK(counters[PP_CNT_IP_FILTERED] + counters[PP_CNT_EMITTED] + counters[PP_CNT_RB_FULL] ==
 	      counters[PP_CNT_SAMPLES]);
-	for (int i = 0; i < nfd; i++)
-		close(fds[i]);
+	close_fds(fds, nfd);
 	pp_shim_free(shim);
 }
 
@@ -620,16 +619,9 @@ __asm__(".text\n"
 static void capture_300ms(struct pp_shim *shim, pp_shim_record_fn cb, void *ctx,
 			  uint64_t counters[PP_CNT__MAX])
 {
-	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[256], nfd = 0;
+	int fds[MAX_EVENT_FDS], nfd = 0;
 
-	for (int cpu = 0; cpu < ncpu && nfd < 256; cpu++) {
-		int fd = open_cpu_clock(cpu, 0);
-
-		if (fd < 0)
-			continue;
-		fds[nfd++] = fd;
-		CHECK(pp_shim_attach(shim, fd, 0) == 0);
-	}
+	nfd = attach_cpu_clock(shim, 0, 2000, 0, fds);
 	REQUIRE(nfd > 0);
 	for (int i = 0; i < 6; i++)
 		if (pp_shim_poll(shim, 50, cb, ctx) < 0)
@@ -638,8 +630,7 @@ static void capture_300ms(struct pp_shim *shim, pp_shim_record_fn cb, void *ctx,
 	while (pp_shim_poll(shim, 0, cb, ctx) > 0)
 		;
 	CHECK(pp_shim_read_counters(shim, counters) == 0);
-	for (int i = 0; i < nfd; i++)
-		close(fds[i]);
+	close_fds(fds, nfd);
 }
 
 struct stack_collected {
