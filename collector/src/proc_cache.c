@@ -471,16 +471,17 @@ static const struct pp_proc *get_cached(struct pp_proc_cache *c, struct node *n,
 	int err;
 
 	c->st.hits++;
-	/*
-	 * A sample taken before the exec describes the old image, which the entry still holds:
-	 * records of other CPUs' rings can arrive after the exec event.
-	 */
-	if ((n->proc.flags & PP_PROC_F_STALE) && sample_ns && sample_ns < n->exec_ns) {
-		c->st.pre_exec_hits++;
-		touch(c, n);
-		return &n->proc;
-	}
 	if (n->proc.flags & PP_PROC_F_STALE) {
+		/*
+		 * A sample taken before the exec describes the old image, which the entry still
+		 * holds: records of other CPUs' rings can arrive after the exec event.
+		 */
+		if (sample_ns && sample_ns < n->exec_ns) {
+			c->st.pre_exec_hits++;
+			touch(c, n);
+			return &n->proc;
+		}
+		n->exec_ns = 0;
 		err = reload_node(c, n, now);
 		if (err == -ESRCH) {
 			/* Exec'ed and then gone: the pre-exec contents describe nothing queued. */
@@ -680,6 +681,7 @@ void pp_proc_cache_on_fork(struct pp_proc_cache *c, uint32_t pid)
 	if (n) {
 		/* Whatever was cached under this pid is a previous process. */
 		n->proc.flags |= PP_PROC_F_STALE;
+		n->exec_ns = 0; /* not an exec: reloaded whatever a sample's time */
 		if (!(n->proc.flags & PP_PROC_F_EXITED))
 			mark_exited(c, n, now_ns(c));
 	}

@@ -305,11 +305,17 @@ TEST(samples_before_an_exec_keep_the_old_image)
 	p = pp_proc_cache_get_at(c, 1234, 4000);
 	REQUIRE(p != NULL);
 	CHECK_STR(p->comm, "python3");
+	/* A new process under the pid reloads, even for a sample older than the last exec. */
+	pp_proc_cache_on_exec_at(c, 1234, 9000);
+	pp_proc_cache_on_fork(c, 1234);
+	p = pp_proc_cache_get_at(c, 1234, 8000);
+	REQUIRE(p != NULL);
+	CHECK_EQ_U64(stats(c).loads, 3);
 	/* An exec without a time (0) reloads on the next get, whatever the sample's time. */
 	pp_proc_cache_on_exec_at(c, 1234, 0);
 	p = pp_proc_cache_get_at(c, 1234, 4000);
 	REQUIRE(p != NULL);
-	CHECK_EQ_U64(stats(c).loads, 3);
+	CHECK_EQ_U64(stats(c).loads, 4);
 
 	pp_proc_cache_free(c);
 	root_fini(&r, pids, 1);
