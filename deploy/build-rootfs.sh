@@ -72,14 +72,17 @@ strip --strip-unneeded "$stage/usr/bin/pebsprof"
 # Every library at the path the loader found it (e.g. /lib/x86_64-linux-gnu/libc.so.6), the
 # file itself rather than its symlink chain, so the runtime stage needs no ld.so.cache: the
 # Debian loader searches /lib/<multiarch> by default. The interpreter (PT_INTERP) comes too.
-if ldd "$bin" | grep -q 'not found'; then
+# Readers below take all of their input: one that stopped early (grep -q, awk's exit) could
+# leave the writer to die of SIGPIPE, which pipefail turns into a failure now and then.
+if ldd "$bin" | grep 'not found' >/dev/null; then
 	echo "build-rootfs: unresolved libraries:" >&2
 	ldd "$bin" | grep 'not found' >&2
 	exit 1
 fi
 # The C++ runtime is loaded with dlopen, only to demangle C++ symbol names (demangle.c): it
 # comes too, with what it needs, or C++ services' profiles would show mangled names.
-cxxrt=$(ldconfig -p | awk '$1 == "libstdc++.so.6" && $NF ~ /x86-64|^\// { print $NF; exit }')
+cxxrt=$(ldconfig -p | awk '$1 == "libstdc++.so.6" && $NF ~ /x86-64|^\// && !found { found = $NF }
+	END { if (found) print found }')
 [ -n "$cxxrt" ] || cxxrt=$(gcc -print-file-name=libstdc++.so.6 2>/dev/null)
 [ -f "$cxxrt" ] || { echo "build-rootfs: libstdc++.so.6 not found (Debian libstdc++6)" >&2; exit 1; }
 libs=$( (ldd "$bin"; echo "	$(basename "$cxxrt") => $cxxrt (0)"; ldd "$cxxrt") |
