@@ -7,12 +7,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "elf_symbols.h"
-#include "kallsyms.h"
-#include "demangle.h"
-#include "mem_attr.h"
-#include "proc_cache.h"
-#include "symcache.h"
+#include "symbolize/elf_symbols.h"
+#include "symbolize/kallsyms.h"
+#include "symbolize/demangle.h"
+#include "memory/mem_attr.h"
+#include "process/proc_cache.h"
+#include "symbolize/symcache.h"
 
 #define DEFAULT_MAX_PROCESSES 4096
 #define DEFAULT_MAX_SYMBOL_FILES 512

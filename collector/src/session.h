@@ -11,8 +11,8 @@
 
 #include <pebsprof/profile.h>
 
-#include "container_meta.h"
-#include "record_decode.h"
+#include "metadata/container_meta.h"
+#include "sampling/record_decode.h"
 
 struct pp_session_opts {
 	const char *proc_root;	  /* NULL: "/proc" */

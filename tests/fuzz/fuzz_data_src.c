@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data_src.h"
+#include "memory/data_src.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "elf_symbols.h"
+#include "symbolize/elf_symbols.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

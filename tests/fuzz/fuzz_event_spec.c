@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events.h"
-#include "pmu.h"
-#include "sysinfo.h"
+#include "sampling/events.h"
+#include "sampling/pmu.h"
+#include "sampling/sysinfo.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "k8s_pods.h"
+#include "metadata/json.h"
+#include "metadata/k8s_pods.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cgroup_ids.h"
+#include "metadata/cgroup_ids.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

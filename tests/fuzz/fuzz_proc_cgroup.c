@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "container_meta.h"
+#include "metadata/container_meta.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

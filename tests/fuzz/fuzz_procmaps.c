@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proc_cache.h"
-#include "procmaps.h"
+#include "process/proc_cache.h"
+#include "process/procmaps.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

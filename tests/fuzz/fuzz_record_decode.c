@@ -2,7 +2,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "record_decode.h"
+#include "sampling/record_decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -21,11 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup_ids.h"
-#include "cgroup_level.h"
+#include "metadata/cgroup_ids.h"
+#include "metadata/cgroup_level.h"
 #include "check.h"
-#include "record_decode.h"
-#include "shim_loader.h"
+#include "sampling/record_decode.h"
+#include "sampling/shim_loader.h"
 
 #define PERF_MEM_NA_VALUE 0x1e05080021ull /* PERF_MEM_S(OP,NA)|LVL NA|SNOOP NA|LOCK NA|TLB NA */
 

@@ -22,9 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "container_meta.h"
-#include "k8s_enrich.h"
-#include "k8s_meta.h"
+#include "metadata/container_meta.h"
+#include "metadata/k8s_enrich.h"
+#include "metadata/k8s_meta.h"
 
 struct buf {
 	char *p;

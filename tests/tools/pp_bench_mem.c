@@ -26,7 +26,7 @@
 
 #include <pebsprof/profile.h>
 
-#include "mem_attr.h"
+#include "memory/mem_attr.h"
 #include "session.h"
 
 #define BENCH_FN __attribute__((noinline, used))

@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim_loader.h"
+#include "sampling/shim_loader.h"
 
 #define MAX_CPUS 1024
 #define BUSY_DEPTH 24 /* frames of the busy processes' user stacks */

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "k8s_meta.h"
+#include "metadata/k8s_meta.h"
 
 static void sleep_ms(long ms)
 {

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup_ids.h"
+#include "metadata/cgroup_ids.h"
 #include "check.h"
 
 #define CORPUS PP_TEST_DATA_DIR "/../fuzz/corpus/mountinfo/"

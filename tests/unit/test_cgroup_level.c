@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup_ids.h"
-#include "cgroup_level.h"
+#include "metadata/cgroup_ids.h"
+#include "metadata/cgroup_level.h"
 #include "check.h"
 
 static uint32_t level_of(const char *s)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cgroup_path.h"
+#include "metadata/cgroup_path.h"
 #include "check.h"
 
 #define ID_A "74bd99a14582624f19f92fc32e56e519dd46dfaa35167aa1da7d75ee10e6f1fb"

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup_select.h"
+#include "metadata/cgroup_select.h"
 #include "check.h"
 #include "testfs.h"
 

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cli_util.h"
+#include "cli/cli_util.h"
 
 #define SENTINEL 0x5a5a5a5a5a5a5a5aull
 

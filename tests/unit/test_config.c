@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "config.h"
+#include "cli/config.h"
 
 #define DATA PP_TEST_DATA_DIR "/config/"
 #define MAX_ARGS 32

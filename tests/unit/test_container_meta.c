@@ -15,7 +15,7 @@
 
 #include "check.h"
 #include "testfs.h"
-#include "container_meta.h"
+#include "metadata/container_meta.h"
 
 #define CID_A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define CID_B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"

@@ -5,7 +5,7 @@
  */
 #include "check.h"
 
-#include "data_src.h"
+#include "memory/data_src.h"
 
 #define P(a, b) PP_MEM_S(a, b)
 #define OP_LH (P(OP, LOAD) | P(LVL, HIT))

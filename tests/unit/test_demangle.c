@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "demangle.h"
+#include "symbolize/demangle.h"
 
 static const char *dm(const char *name, char *buf, size_t len)
 {

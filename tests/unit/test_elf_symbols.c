@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "elf_symbols.h"
+#include "symbolize/elf_symbols.h"
 
 static const char prog_src[] =
     "#include <stdio.h>\n"

@@ -5,7 +5,7 @@
  * One live case runs the real perf_event_open on this machine.
  */
 #include "check.h"
-#include "events.h"
+#include "sampling/events.h"
 
 #include <errno.h>
 #include <fcntl.h>

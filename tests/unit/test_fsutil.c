@@ -3,7 +3,7 @@
  * the exact contract of pp_read_small_file that the PMU and sysinfo readers rely on.
  */
 #include "check.h"
-#include "fsutil.h"
+#include "base/fsutil.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "health.h"
-#include "shim_loader.h"
+#include "agent/health.h"
+#include "sampling/shim_loader.h"
 
 #define S(x) ((uint64_t)(x)*1000000000ull)
 

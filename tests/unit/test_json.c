@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "json.h"
+#include "metadata/json.h"
 
 /* Skip the whole document and require the end: 0 for valid JSON, else the error. */
 static int validate(const char *s, size_t len)

@@ -15,8 +15,8 @@
 
 #include "check.h"
 #include "testfs.h"
-#include "fsutil.h"
-#include "k8s_enrich.h"
+#include "base/fsutil.h"
+#include "metadata/k8s_enrich.h"
 
 #define LIST PP_TEST_DATA_DIR "/k8s/podlist_apiserver.json"
 #define CHECKOUT_APP "6dd6cf154425d58c7bdbef93750269e248335fcf325d9236c98151c3e8cfc841"

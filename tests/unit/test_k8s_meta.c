@@ -18,7 +18,7 @@
 
 #include "check.h"
 #include "testfs.h"
-#include "k8s_meta.h"
+#include "metadata/k8s_meta.h"
 
 #define K8S_DATA PP_TEST_DATA_DIR "/k8s/"
 #define ID_CHECKOUT_APP "6dd6cf154425d58c7bdbef93750269e248335fcf325d9236c98151c3e8cfc841"

@@ -10,7 +10,7 @@
 
 #include "check.h"
 #include "testfs.h"
-#include "k8s_pods.h"
+#include "metadata/k8s_pods.h"
 
 #define K8S_DATA PP_TEST_DATA_DIR "/k8s/"
 

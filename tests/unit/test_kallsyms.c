@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "kallsyms.h"
+#include "symbolize/kallsyms.h"
 
 static char *read_text(const char *path, size_t *len)
 {

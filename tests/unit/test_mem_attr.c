@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "mem_attr.h"
+#include "memory/mem_attr.h"
 
 /* An Intel SNB+ L1 load hit with the TLB bits pebs_set_tlb_lock adds for an STLB hit. */
 #define DSRC_L1_HIT                                                                                \

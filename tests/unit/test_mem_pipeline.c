@@ -22,7 +22,7 @@
 #include <pebsprof/writers.h>
 
 #include "check.h"
-#include "mem_attr.h"
+#include "memory/mem_attr.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "pprof/profile.pb-c.h"
 #include "session.h"

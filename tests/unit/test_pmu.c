@@ -3,7 +3,7 @@
  * and the cpulist / format / term-encoding parsers on exact inputs.
  */
 #include "check.h"
-#include "pmu.h"
+#include "sampling/pmu.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>

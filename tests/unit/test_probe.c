@@ -5,7 +5,7 @@
  * machine's real /sys and /proc.
  */
 #include "check.h"
-#include "probe.h"
+#include "sampling/probe.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "proc_cache.h"
+#include "process/proc_cache.h"
 
 #define MS 1000000ull
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "procmaps.h"
+#include "process/procmaps.h"
 
 /* From a real x86-64 process (addresses as printed by the kernel, padding included). */
 static const char real_maps[] =

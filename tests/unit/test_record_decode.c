@@ -3,7 +3,7 @@
 #include <stddef.h>
 
 #include "check.h"
-#include "record_decode.h"
+#include "sampling/record_decode.h"
 
 static size_t make_sample(unsigned char *buf, uint16_t nk, uint16_t nu)
 {

@@ -19,8 +19,8 @@
 
 #include "check.h"
 #include "testfs.h"
-#include "demangle.h"
-#include "kallsyms.h"
+#include "symbolize/demangle.h"
+#include "symbolize/kallsyms.h"
 #include "session.h"
 
 /*

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "symcache.h"
+#include "symbolize/symcache.h"
 
 static char g_dir[512];
 static int g_state;

@@ -47,7 +47,7 @@
 #include <pebsprof/record.h>
 #include <pebsprof/transport.h>
 
-#include "record_decode.h"
+#include "sampling/record_decode.h"
 
 /* Bound on the request line and headers; longer requests get 431. */
 #define PP_HTTP_MAX_REQUEST 4096

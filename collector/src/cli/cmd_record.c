@@ -25,10 +25,10 @@
 
 #include "cli_util.h"
 #include "containers.h"
-#include "log.h"
+#include "base/log.h"
 #include "sampler.h"
 #include "session.h"
-#include "shim_loader.h"
+#include "sampling/shim_loader.h"
 
 #define MAX_OUTPUTS 16
 #define DEFAULT_FREQ_HZ 99

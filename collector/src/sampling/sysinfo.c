@@ -18,7 +18,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "fsutil.h"
+#include "base/fsutil.h"
 
 static const char *const cap_names[] = {
     "CAP_CHOWN",

@@ -20,7 +20,7 @@
 
 #include <curl/curl.h>
 
-#include "log.h"
+#include "base/log.h"
 
 #define DEF_REFRESH_MS 45000u
 #define DEF_MISS_REFRESH_MS 5000u

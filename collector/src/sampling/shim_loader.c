@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cgroup_ids.h"
-#include "cgroup_level.h"
+#include "metadata/cgroup_ids.h"
+#include "metadata/cgroup_level.h"
 #include "shim_core.skel.h"
 #include "shim_kctx.skel.h"
 

@@ -29,8 +29,8 @@
 #include "cli_util.h"
 #include "config.h"
 #include "containers.h"
-#include "health.h"
-#include "log.h"
+#include "agent/health.h"
+#include "base/log.h"
 #include "sampler.h"
 #include "session.h"
 

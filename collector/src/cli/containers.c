@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cgroup_level.h"
-#include "cgroup_select.h"
+#include "metadata/cgroup_level.h"
+#include "metadata/cgroup_select.h"
 #include "containers.h"
-#include "k8s_enrich.h"
-#include "log.h"
-#include "shim_loader.h"
+#include "metadata/k8s_enrich.h"
+#include "base/log.h"
+#include "sampling/shim_loader.h"
 
 #define MAX_LIST_ITEMS 64
 #define POD_UID_LEN 37

@@ -11,11 +11,11 @@
 
 #include <pebsprof/profile.h>
 
-#include "events.h"
-#include "kallsyms.h"
+#include "sampling/events.h"
+#include "symbolize/kallsyms.h"
 #include "session.h"
-#include "shim_loader.h"
-#include "sysinfo.h"
+#include "sampling/shim_loader.h"
+#include "sampling/sysinfo.h"
 
 struct pp_sampler_opts {
 	const char *sysfs_root; /* NULL: /sys */

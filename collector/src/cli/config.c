@@ -20,9 +20,9 @@
 #include <pebsprof/record.h>
 
 #include "cli_util.h"
-#include "events.h"
-#include "health.h"
-#include "shim_loader.h"
+#include "sampling/events.h"
+#include "agent/health.h"
+#include "sampling/shim_loader.h"
 
 enum opt_type {
 	T_STR,	  /* any text */

@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-#include "container_meta.h"
-#include "k8s_meta.h"
+#include "metadata/container_meta.h"
+#include "metadata/k8s_meta.h"
 
 struct pp_containers_opts {
 	const char *proc_root;	 /* NULL: "/proc" */

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim_loader.h"
+#include "sampling/shim_loader.h"
 
 #define NS_PER_S 1000000000ull
 #define NS_PER_MS 1000000ull

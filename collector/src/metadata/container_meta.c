@@ -13,7 +13,7 @@
 
 #include "cgroup_ids.h"
 #include "container_meta.h"
-#include "fsutil.h"
+#include "base/fsutil.h"
 
 #define DEFAULT_MAX_ENTRIES 4096
 #define DEFAULT_MAX_CGROUP_PATHS 16384

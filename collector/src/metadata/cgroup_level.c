@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cgroup_ids.h"
-#include "fsutil.h"
+#include "base/fsutil.h"
 
 #define CGROUP2_MAGIC 0x63677270 /* CGROUP2_SUPER_MAGIC */
 

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "cgroup_path.h"
-#include "config.h" /* enum pp_k8s_source */
+#include "cli/config.h" /* enum pp_k8s_source */
 #include "k8s_pods.h"
 
 #define PP_K8S_DEFAULT_TOKEN_PATH "/var/run/secrets/kubernetes.io/serviceaccount/token"

@@ -5,7 +5,7 @@
 #include "cli_util.h"
 #include "cmd_record.h"
 #include "cmd_run.h"
-#include "probe.h"
+#include "sampling/probe.h"
 
 static void usage(FILE *f)
 {

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fsutil.h"
+#include "base/fsutil.h"
 
 #define PP_MOUNTINFO_MAX (4u << 20) /* mountinfo with thousands of mounts fits */
 #define PP_CGROUP_WALK_DEPTH 128    /* deeper cgroups are not walked (one fd per level) */

@@ -25,7 +25,7 @@
 #include <pebsprof/record.h>
 
 #include "data_src.h"
-#include "procmaps.h"
+#include "process/procmaps.h"
 
 /* PERF_SAMPLE_* bits as the kernel sets them in perf_sample_data.sample_flags. */
 #define PP_PERF_SAMPLE_ADDR (1ull << 3)

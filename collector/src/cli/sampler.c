@@ -8,7 +8,7 @@
 #include <sys/ioctl.h>
 
 #include "cli_util.h"
-#include "log.h"
+#include "base/log.h"
 
 uint64_t pp_clock_ns(clockid_t id)
 {

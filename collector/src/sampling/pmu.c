@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fsutil.h"
+#include "base/fsutil.h"
 
 #define FILE_BUF 4096
 
