@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "metadata/k8s_meta.h" /* enum pp_k8s_source */
+
 /* The path the base OTEL_EXPORTER_OTLP_ENDPOINT gets; the signal-specific one is used as is. */
 #define PP_OTLP_PROFILES_PATH "/v1development/profiles"
 
@@ -60,13 +62,6 @@ enum pp_exporter_kind {
 	PP_EXPORTER_OTLP,
 	PP_EXPORTER_PYROSCOPE,
 	PP_EXPORTER_FILE,
-};
-
-enum pp_k8s_source {
-	PP_K8S_AUTO,
-	PP_K8S_APISERVER,
-	PP_K8S_KUBELET,
-	PP_K8S_NONE,
 };
 
 enum pp_config_source {

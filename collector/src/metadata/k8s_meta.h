@@ -13,8 +13,15 @@
 #include <stdint.h>
 
 #include "cgroup_path.h"
-#include "cli/config.h" /* enum pp_k8s_source */
 #include "k8s_pods.h"
+
+/* Where pod metadata comes from (--k8s-source). */
+enum pp_k8s_source {
+	PP_K8S_AUTO,
+	PP_K8S_APISERVER,
+	PP_K8S_KUBELET,
+	PP_K8S_NONE,
+};
 
 #define PP_K8S_DEFAULT_TOKEN_PATH "/var/run/secrets/kubernetes.io/serviceaccount/token"
 #define PP_K8S_DEFAULT_CA_PATH "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
