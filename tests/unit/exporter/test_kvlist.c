@@ -3,7 +3,7 @@
  * rules of the test's own, so the offsets, the case rule, the bound and the hooks are checked
  * apart from the two public parsers built on it.
  */
-#include "../../exporter/src/kvlist.h"
+#include "../../../exporter/src/kvlist.h"
 
 #include "check.h"
 
