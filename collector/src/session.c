@@ -488,17 +488,28 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 		s->stats.frames_unmapped++;
 		name = "[unknown]";
 	} else if (m->kind == PP_MAP_KIND_FILE) {
+		int placed = 0;
+
 		syms = mapping_symbols(s, p, m);
 		if (!syms) {
 			s->stats.frames_no_file++;
 		} else if (pp_elf_symbols_map_addr(syms, addr, m->start, m->offset, &vaddr) == 0) {
+			placed = 1;
 			name = pp_demangle(pp_elf_symbols_lookup(syms, vaddr, NULL), demangled,
 					   sizeof(demangled));
 		}
 		if (!name) {
+			/*
+			 * No symbol: the frame keeps its identity as "libfoo.so+0x1a2b", the ELF
+			 * address, so backends draw it and a later symbolizer can name it. A file
+			 * that could not be read gives its file offset instead, which is the ELF
+			 * address of the text of almost every library.
+			 */
 			if (syms)
 				s->stats.frames_no_symbol++;
-			snprintf(placeholder, sizeof(placeholder), "[%s]", base_name(m->path));
+			snprintf(
+			    placeholder, sizeof(placeholder), "%s+0x%llx", base_name(m->path),
+			    (unsigned long long)(placed ? vaddr : addr - m->start + m->offset));
 			name = placeholder;
 		}
 		mi.start = m->start;

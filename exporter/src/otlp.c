@@ -438,21 +438,16 @@ static int32_t xlat_mapping(struct enc *e, struct xlat *x, uint32_t id)
 static int32_t xlat_location(struct enc *e, struct xlat *x, uint32_t id)
 {
 	const struct pp_location_info *l;
-	const struct pp_mapping_info *m;
 	struct loc_key k = {0};
 
 	if (x->loc[id] >= 0)
 		return x->loc[id];
 	l = pp_profile_get_location(x->p, id);
-	m = l->mapping_id ? pp_profile_get_mapping(x->p, l->mapping_id) : NULL;
 	k.address = l->address;
 	k.mapping = xlat_mapping(e, x, l->mapping_id);
-	/*
-	 * A "[libfoo.so]"-style placeholder in a file with a build id: no line, so that the
-	 * backend symbolizes the address from the build id instead of showing the placeholder.
-	 */
-	if (!(l->kind == PP_FRAME_NATIVE && l->function[0] == '[' && m && m->build_id[0]))
-		k.function = func_intern(e, l->function);
+	/* Every frame is named (a frame without a symbol as "libfoo.so+0x1a2b"): Pyroscope
+	 * draws no frame without a function. */
+	k.function = func_intern(e, l->function);
 	/* Interned on first use: the dictionary holds no entry nothing refers to. */
 	if (l->kind == PP_FRAME_NATIVE) {
 		if (e->a_native < 0)
@@ -724,8 +719,11 @@ static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name, 
 
 /* ---- samples ---- */
 
+/* What a Profile's one value per sample holds (profile.h names the types). */
+enum sample_value { VALUE_COUNT, VALUE_SUM, VALUE_LATENCY };
+
 static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_desc *d,
-		       const struct pp_sample_info *s, bool latency, PROF(Sample) * out)
+		       const struct pp_sample_info *s, enum sample_value what, PROF(Sample) * out)
 {
 	int32_t keys[6 + PP_SAMPLE_MAX_LABELS], attrs[6 + PP_SAMPLE_MAX_LABELS];
 	size_t na = 0;
@@ -789,7 +787,9 @@ static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_de
 	memcpy(out->attribute_indices, attrs, na * sizeof(*attrs));
 	out->n_attribute_indices = na;
 	/* One value per sample: Pyroscope rejects more than one when a period is set. */
-	out->values[0] = (int64_t)(latency ? s->latency : s->count);
+	out->values[0] = (int64_t)(what == VALUE_COUNT ? s->count
+				   : what == VALUE_SUM ? s->value
+						       : s->latency);
 	out->n_values = 1;
 	if (s->first_time_unix_ns && s->first_time_unix_ns >= d->start_unix_ns &&
 	    (!d->duration_ns || s->first_time_unix_ns - d->start_unix_ns < d->duration_ns)) {
@@ -815,11 +815,12 @@ static PROF(ValueType) * value_type(struct enc *e, const char *type, const char 
 }
 
 /*
- * Adds the samples of input profile number pi to the Profiles of their processes. With
- * latency (memory events), a second, latency-weighted Profile: sample_type and period_type
- * (<value_type>_latency, cycles), period 1 (each value is a sum of measured cycles, not a
- * count to scale), one value per sample (its latency sum); samples without a latency are
- * left out of it.
+ * Adds the samples of input profile number pi to the Profiles of their processes, named and
+ * valued as profile.h says: for cpu-clock (samples, count) over (cpu, nanoseconds), values the
+ * sample counts, which Pyroscope multiplies by the period; for other events (N, count) over
+ * (N, count), values the event counts, and with latency (memory events) a second Profile,
+ * (latency, cycles) over (N, count), values the latency sums; samples without a latency are
+ * left out of that one.
  */
 static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, bool latency)
 {
@@ -830,22 +831,24 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, boo
 	struct xlat x = {.p = p};
 	struct res_entry **rof = NULL;
 	PROF(ValueType) * st, *pt;
+	enum sample_value what;
+	char *name;
 	int err = 0;
 
 	if (!nsamples || (latency && !pp_profile_total_latency(p)))
 		return 0;
-	if (latency) {
-		size_t n = strlen(d->value_type) + sizeof("_latency");
-		char *name = alloc(e, n);
-
-		if (!name)
-			return e->err;
-		snprintf(name, n, "%s_latency", d->value_type);
-		st = value_type(e, name, "cycles");
-		pt = value_type(e, name, "cycles");
-	} else {
+	if (pp_profile_is_cpu(d)) {
+		what = VALUE_COUNT;
 		st = value_type(e, "samples", "count");
 		pt = value_type(e, d->value_type, d->value_unit);
+	} else {
+		name = alloc(e, PP_PROFILE_TYPE_NAME_MAX); /* the string table borrows it */
+		if (!name)
+			return e->err;
+		pp_profile_type_name(d, name, PP_PROFILE_TYPE_NAME_MAX);
+		what = latency ? VALUE_LATENCY : VALUE_SUM;
+		st = latency ? value_type(e, "latency", "cycles") : value_type(e, name, "count");
+		pt = value_type(e, name, "count");
 	}
 	x.map = malloc((nmaps + 1) * sizeof(*x.map));
 	x.loc = malloc((nlocs + 1) * sizeof(*x.loc));
@@ -898,7 +901,7 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, boo
 				break;
 			pr->sample_type = st;
 			pr->period_type = pt;
-			pr->period = latency ? 1 : (int64_t)d->period;
+			pr->period = (int64_t)pp_profile_period(p);
 			pr->time_unix_nano = d->start_unix_ns;
 			pr->duration_nano = d->duration_ns;
 			r->cur = pr;
@@ -907,7 +910,7 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, boo
 		s = alloc(e, sizeof(*s));
 		if (!s)
 			break;
-		err = fill_sample(e, &x, d, pp_profile_get_sample(p, i), latency, s);
+		err = fill_sample(e, &x, d, pp_profile_get_sample(p, i), what, s);
 		if (err)
 			break;
 		pr->samples[pr->n_samples++] = s;

@@ -37,8 +37,9 @@ struct enc {
 
 	Perftools__Profiles__ValueType vt[4];
 	Perftools__Profiles__ValueType *vtp[3];
-	uint32_t nvalues;	/* 2, or 3 with a latency sum (memory events) */
-	char latency_type[256]; /* "<value_type>_latency"; the string table borrows it */
+	uint32_t nvalues; /* sample types: 2 for cpu-clock, 1 or 2 (with latency) for events */
+	enum { VALUE_COUNT, VALUE_SUM, VALUE_LATENCY } value_of[3]; /* what each value holds */
+	char type_name[PP_PROFILE_TYPE_NAME_MAX]; /* the string table borrows it */
 	Perftools__Profiles__Mapping *maps;
 	Perftools__Profiles__Mapping **mapp;
 	Perftools__Profiles__Location *locs;
@@ -290,10 +291,10 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 			e->loc_ids[li++] = s->locations[j];
 		ps->n_value = e->nvalues;
 		ps->value = &e->values[i * e->nvalues];
-		ps->value[0] = (int64_t)s->count;
-		ps->value[1] = (int64_t)s->value;
-		if (e->nvalues > 2)
-			ps->value[2] = (int64_t)s->latency;
+		for (uint32_t v = 0; v < e->nvalues; v++)
+			ps->value[v] = (int64_t)(e->value_of[v] == VALUE_COUNT ? s->count
+						 : e->value_of[v] == VALUE_SUM ? s->value
+									       : s->latency);
 
 		for (uint32_t j = 0; j < nl + nres; j++) {
 			Perftools__Profiles__Label *pl = &e->labels[lab];
@@ -365,27 +366,38 @@ int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
 		e.failed = true;
 	for (int i = 0; i < 4; i++)
 		perftools__profiles__value_type__init(&e.vt[i]);
-	e.vt[0].type = S(&e, "samples");
-	e.vt[0].unit = S(&e, "count");
-	e.vt[1].type = S(&e, d->value_type);
-	e.vt[1].unit = S(&e, d->value_unit);
-	e.vt[3] = e.vt[1];
-	e.vtp[0] = &e.vt[0];
-	e.vtp[1] = &e.vt[1];
-	e.nvalues = 2;
-	if (d->mem_latency) {
-		/* Memory events: the latency sum, so `-sample_index=<event>_latency` weighs by it.
+	/* The names and values of profile.h: the same as the OTLP encoder writes. */
+	if (pp_profile_is_cpu(d)) {
+		e.vt[0].type = S(&e, "samples");
+		e.vt[0].unit = S(&e, "count");
+		e.vt[1].type = S(&e, d->value_type);
+		e.vt[1].unit = S(&e, d->value_unit);
+		e.vt[3] = e.vt[1];
+		e.value_of[0] = VALUE_COUNT;
+		e.value_of[1] = VALUE_SUM;
+		e.nvalues = 2;
+	} else {
+		/*
+		 * Pyroscope's /ingest names a pprof after its last sample type when no other rule
+		 * matches, so the event's own type goes last and "samples" (its CPU rule) is out.
 		 */
-		snprintf(e.latency_type, sizeof(e.latency_type), "%s_latency", d->value_type);
-		e.vt[2].type = S(&e, e.latency_type);
-		e.vt[2].unit = S(&e, "cycles");
-		e.vtp[2] = &e.vt[2];
-		e.nvalues = 3;
+		pp_profile_type_name(d, e.type_name, sizeof(e.type_name));
+		if (d->mem_latency) {
+			e.vt[e.nvalues].type = S(&e, "latency");
+			e.vt[e.nvalues].unit = S(&e, "cycles");
+			e.value_of[e.nvalues++] = VALUE_LATENCY;
+		}
+		e.vt[e.nvalues].type = S(&e, e.type_name);
+		e.vt[e.nvalues].unit = S(&e, "count");
+		e.vt[3] = e.vt[e.nvalues];
+		e.value_of[e.nvalues++] = VALUE_SUM;
 	}
+	for (uint32_t i = 0; i < e.nvalues; i++)
+		e.vtp[i] = &e.vt[i];
 	msg.n_sample_type = e.nvalues;
 	msg.sample_type = e.vtp;
 	msg.period_type = &e.vt[3];
-	msg.period = (int64_t)d->period;
+	msg.period = (int64_t)pp_profile_period(p);
 	msg.time_nanos = (int64_t)d->start_unix_ns;
 	msg.duration_nanos = (int64_t)d->duration_ns;
 

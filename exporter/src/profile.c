@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -562,4 +563,87 @@ uint64_t pp_profile_total_value(const struct pp_profile *p)
 uint64_t pp_profile_total_latency(const struct pp_profile *p)
 {
 	return p ? p->total_latency : 0;
+}
+
+int pp_profile_is_cpu(const struct pp_profile_desc *d)
+{
+	return d && d->value_type && strcmp(d->value_type, "cpu") == 0;
+}
+
+/* Pyroscope's /ingest takes a name holding one of these for another kind of profile. */
+static const char *const pyroscope_kind_words[] = {"cpu",    "alloc_",	  "inuse_", "mutex_",
+						   "block_", "goroutine", "wall"};
+static const char *const pyroscope_mapped_types[] = {"samples", "contentions", "delay", "space",
+						     "objects"};
+
+const char *pp_profile_type_name(const struct pp_profile_desc *d, char *buf, size_t len)
+{
+	static const char *const core_pmus[] = {"cpu/", "cpu_core/", "cpu_atom/"};
+	const char *v = d && d->value_type ? d->value_type : "";
+	size_t n = 0, cap;
+
+	if (!buf || !len)
+		return "";
+	cap = len < PP_PROFILE_TYPE_NAME_MAX ? len : PP_PROFILE_TYPE_NAME_MAX;
+	if (pp_profile_is_cpu(d)) {
+		snprintf(buf, cap, "process_cpu");
+		return buf;
+	}
+	for (size_t i = 0; i < sizeof(core_pmus) / sizeof(core_pmus[0]); i++) {
+		size_t pl = strlen(core_pmus[i]);
+
+		if (strncmp(v, core_pmus[i], pl) == 0 && v[pl]) {
+			v += pl;
+			break;
+		}
+	}
+	if (*v >= '0' && *v <= '9') {
+		snprintf(buf, cap, "event_");
+		n = strlen(buf);
+	}
+	for (; *v && n + 1 < cap; v++) {
+		char c = *v;
+		bool alnum =
+		    (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+
+		if (alnum)
+			buf[n++] = c;
+		else if (n && buf[n - 1] != '_')
+			buf[n++] = '_';
+	}
+	while (n && buf[n - 1] == '_')
+		n--;
+	buf[n] = '\0';
+	if (!n)
+		snprintf(buf, cap, "event");
+	/* Sample types Pyroscope's /ingest maps by their exact name. */
+	for (size_t i = 0; i < sizeof(pyroscope_mapped_types) / sizeof(pyroscope_mapped_types[0]);
+	     i++)
+		if (strcmp(buf, pyroscope_mapped_types[i]) == 0)
+			snprintf(buf + n, cap - n, "_events");
+	for (size_t i = 0; i < sizeof(pyroscope_kind_words) / sizeof(pyroscope_kind_words[0]);
+	     i++) {
+		size_t wl = strlen(pyroscope_kind_words[i]);
+
+		for (char *hit = strstr(buf, pyroscope_kind_words[i]); hit;
+		     hit = strstr(hit + wl, pyroscope_kind_words[i]))
+			for (size_t j = 0; j < wl; j++)
+				if (hit[j] >= 'a' && hit[j] <= 'z')
+					hit[j] = (char)(hit[j] - 'a' + 'A');
+	}
+	return buf;
+}
+
+uint64_t pp_profile_period(const struct pp_profile *p)
+{
+	const struct pp_profile_desc *d = pp_profile_get_desc(p);
+	uint64_t count, mean;
+
+	if (!d)
+		return 0;
+	if (d->period)
+		return d->period;
+	count = pp_profile_total_count(p);
+	mean = count ? pp_profile_total_value(p) / count : 0;
+	return mean ? mean : 1;
 }

@@ -145,4 +145,38 @@ uint64_t pp_profile_total_count(const struct pp_profile *p);
 uint64_t pp_profile_total_value(const struct pp_profile *p);
 uint64_t pp_profile_total_latency(const struct pp_profile *p);
 
+/*
+ * How a profile is named and valued for the backends (deploy/README.md lists the results).
+ * Pyroscope names an OTLP profile after its period type and a pushed pprof after its sample
+ * types, accepts only [a-zA-Z0-9_] in sample types, and files everything whose name holds
+ * "cpu" as a CPU profile; so every writer takes the names from here:
+ *
+ * - cpu-clock (value_type "cpu"): sample types (samples, count) and (cpu, nanoseconds),
+ *   period type (cpu, nanoseconds): Pyroscope's process_cpu.
+ * - any other event: one profile type name N (pp_profile_type_name), sample type (N, count)
+ *   whose values are event counts already scaled (the sum of the periods the kernel
+ *   reported for the samples, so -F and -c read alike), and for memory events a second,
+ *   (latency, cycles), the samples' summed load latency; period type (N, count) with the
+ *   period of pp_profile_period. Pyroscope shows them as N:N:count:N:count and
+ *   N:latency:cycles:N:count, over OTLP and over /ingest alike.
+ */
+#define PP_PROFILE_TYPE_NAME_MAX 96
+
+/* Whether d describes CPU time (cpu-clock) rather than counts of a hardware event. */
+int pp_profile_is_cpu(const struct pp_profile_desc *d);
+/*
+ * N for a hardware event: value_type with a core PMU prefix ("cpu/", "cpu_core/",
+ * "cpu_atom/") dropped, every run of characters outside [a-zA-Z0-9] turned into one '_',
+ * no '_' at either end, "event_" before a leading digit, and the words Pyroscope reads as
+ * another profile kind (cpu, alloc_, inuse_, mutex_, block_, goroutine, wall) written in
+ * capitals. "mem-loads" -> "mem_loads", "cpu/event=0x3c,umask=0x0/" -> "event_0x3c_umask_0x0".
+ * "process_cpu" for cpu-clock. Writes at most PP_PROFILE_TYPE_NAME_MAX bytes; returns buf.
+ */
+const char *pp_profile_type_name(const struct pp_profile_desc *d, char *buf, size_t len);
+/*
+ * The period a writer states: desc.period when fixed (-c, cpu-clock), else (-F) the mean
+ * period of the window's samples (total value / total count), at least 1.
+ */
+uint64_t pp_profile_period(const struct pp_profile *p);
+
 #endif /* PEBSPROF_PROFILE_H */

@@ -318,9 +318,11 @@ TEST(encode_empty)
 	CHECK_EQ_U64(check_structure(pr), 0);
 	CHECK_EQ_U64(pr->n_sample, 0);
 	CHECK_EQ_U64(pr->n_mapping, 0);
-	REQUIRE(pr->n_sample_type == 2);
-	CHECK_STR(str(pr, pr->sample_type[1]->type), "cycles");
-	CHECK_STR(str(pr, pr->sample_type[1]->unit), "count");
+	/* A hardware event: one sample type, the event's count (profile.h). */
+	REQUIRE(pr->n_sample_type == 1);
+	CHECK_STR(str(pr, pr->sample_type[0]->type), "cycles");
+	CHECK_STR(str(pr, pr->sample_type[0]->unit), "count");
+	CHECK_STR(str(pr, pr->period_type->type), "cycles");
 	CHECK_EQ_U64(pr->period, 100003);
 	perftools__profiles__profile__free_unpacked(pr, NULL);
 	pp_profile_free(p);

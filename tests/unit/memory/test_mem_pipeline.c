@@ -502,21 +502,23 @@ TEST(pprof_has_a_latency_sample_type)
 	pr = perftools__profiles__profile__unpack(NULL, len, buf);
 	free(buf);
 	REQUIRE(pr);
-	REQUIRE(pr->n_sample_type == 3);
-	CHECK_STR(pp_str(pr, pr->sample_type[0]->type), "samples");
-	CHECK_STR(pp_str(pr, pr->sample_type[1]->type), "mem-loads");
-	CHECK_STR(pp_str(pr, pr->sample_type[2]->type), "mem-loads_latency");
-	CHECK_STR(pp_str(pr, pr->sample_type[2]->unit), "cycles");
+	/* Pyroscope's names (profile.h): the latency first, the event's own type last. */
+	REQUIRE(pr->n_sample_type == 2);
+	CHECK_STR(pp_str(pr, pr->sample_type[0]->type), "latency");
+	CHECK_STR(pp_str(pr, pr->sample_type[0]->unit), "cycles");
+	CHECK_STR(pp_str(pr, pr->sample_type[1]->type), "mem_loads");
+	CHECK_STR(pp_str(pr, pr->sample_type[1]->unit), "count");
+	CHECK_STR(pp_str(pr, pr->period_type->type), "mem_loads");
+	CHECK_EQ_U64(pr->period, PERIOD);
 	for (size_t i = 0; i < pr->n_sample; i++) {
 		const Perftools__Profiles__Sample *s = pr->sample[i];
 
-		REQUIRE(s->n_value == 3);
-		latency_total += (uint64_t)s->value[2];
+		REQUIRE(s->n_value == 2);
+		latency_total += (uint64_t)s->value[0];
 		if (strcmp(pprof_leaf_name(pr, s), "mem_data_table") == 0) {
 			found++;
-			CHECK_EQ_U64(s->value[0], 10);
 			CHECK_EQ_U64(s->value[1], 10 * PERIOD);
-			CHECK_EQ_U64(s->value[2], 445);
+			CHECK_EQ_U64(s->value[0], 445);
 			CHECK_STR(pprof_label(pr, s, "memory.level"), "L1 hit");
 			CHECK_STR(pprof_label(pr, s, "memory.latency_bucket"), "32-63");
 		}
@@ -597,19 +599,19 @@ TEST(otlp_has_a_count_and_a_latency_profile)
 	REQUIRE(sp->n_profiles == 2);
 	cnt = sp->profiles[0];
 	lat = sp->profiles[1];
-	CHECK_STR(ot_str(d, cnt->sample_type->type_strindex), "samples");
-	CHECK_STR(ot_str(d, cnt->period_type->type_strindex), "mem-loads");
+	CHECK_STR(ot_str(d, cnt->sample_type->type_strindex), "mem_loads");
+	CHECK_STR(ot_str(d, cnt->period_type->type_strindex), "mem_loads");
 	CHECK_EQ_U64(cnt->period, PERIOD);
-	CHECK_STR(ot_str(d, lat->sample_type->type_strindex), "mem-loads_latency");
+	CHECK_STR(ot_str(d, lat->sample_type->type_strindex), "latency");
 	CHECK_STR(ot_str(d, lat->sample_type->unit_strindex), "cycles");
-	CHECK_STR(ot_str(d, lat->period_type->type_strindex), "mem-loads_latency");
-	CHECK_STR(ot_str(d, lat->period_type->unit_strindex), "cycles");
-	CHECK(lat->period > 0);
+	CHECK_STR(ot_str(d, lat->period_type->type_strindex), "mem_loads");
+	CHECK_STR(ot_str(d, lat->period_type->unit_strindex), "count");
+	CHECK_EQ_U64(lat->period, PERIOD);
 	for (size_t i = 0; i < cnt->n_samples; i++) {
 		REQUIRE(cnt->samples[i]->n_values == 1);
 		nsum += (uint64_t)cnt->samples[i]->values[0];
 	}
-	CHECK_EQ_U64(nsum, 22);
+	CHECK_EQ_U64(nsum, 22 * PERIOD); /* event counts: 22 samples of PERIOD loads */
 	for (size_t i = 0; i < lat->n_samples; i++) {
 		const PROF(Sample) *s = lat->samples[i];
 
