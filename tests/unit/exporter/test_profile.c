@@ -364,7 +364,82 @@ TEST(latency_sums)
 	pp_profile_free(p);
 }
 
+static const char *type_name_of(const char *value_type, char *buf, size_t len)
+{
+	struct pp_profile_desc d = {.event = value_type, .value_type = value_type};
+
+	return pp_profile_type_name(&d, buf, len);
+}
+
+/* The names Pyroscope gets (profile.h): [a-zA-Z0-9_], and never one it files as another kind. */
+TEST(type_names_for_pyroscope)
+{
+	static const struct {
+		const char *value_type, *name;
+	} cases[] = {
+	    {"cpu", "process_cpu"},
+	    {"cycles", "cycles"},
+	    {"mem-loads", "mem_loads"},
+	    {"mem-stores", "mem_stores"},
+	    {"instructions", "instructions"},
+	    {"cpu/event=0x3c,umask=0x0/", "event_0x3c_umask_0x0"},
+	    {"cpu_core/mem-loads,ldlat=30/", "mem_loads_ldlat_30"},
+	    {"cpu_atom/cycles/", "cycles"},
+	    {"ibs_op/cnt_ctl=1/", "ibs_op_cnt_ctl_1"},
+	    {"mem_load_retired.l3_miss", "mem_load_retired_l3_miss"},
+	    {"cpu-cycles", "CPU_cycles"},     /* "cpu" would make it process_cpu */
+	    {"cpu/", "CPU"},		      /* a PMU prefix with nothing after it */
+	    {"l2_block_x", "l2_BLOCK_x"},     /* /ingest's block_ rule */
+	    {"3rd-event", "event_3rd_event"}, /* no leading digit */
+	    {"samples", "samples_events"},    /* /ingest maps this exact name */
+	    {"--", "event"},
+	    {"", "event"},
+	};
+	char buf[PP_PROFILE_TYPE_NAME_MAX], small[8];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK_STR(type_name_of(cases[i].value_type, buf, sizeof(buf)), cases[i].name);
+	/* Bounded by the buffer, still NUL-terminated. */
+	CHECK_STR(type_name_of("mem-loads", small, sizeof(small)), "mem_loa");
+	CHECK_STR(pp_profile_type_name(NULL, buf, sizeof(buf)), "event");
+}
+
+/* A fixed period is stated as is; with -F (no period) the window's mean, never 0. */
+TEST(period_fixed_or_mean)
+{
+	struct pp_profile_desc d = {.event = "cycles", .value_type = "cycles", .period = 0};
+	struct pp_location_info l = {.address = 0x10, .function = "f", .kind = PP_FRAME_NATIVE};
+	uint32_t loc;
+	struct pp_sample_info s = {
+	    .nlocations = 1, .pid = 1, .tid = 1, .thread_name = "t", .process_name = "p"};
+	struct pp_profile *p = pp_profile_new(&d);
+
+	REQUIRE(p);
+	CHECK_EQ_U64(pp_profile_period(p), 1); /* nothing sampled yet */
+	loc = pp_profile_intern_location(p, &l);
+	s.locations = &loc;
+	s.count = 3;
+	s.value = 3 * 200003;
+	CHECK(pp_profile_add_sample(p, &s) == 0);
+	s.tid = 2;
+	s.count = 1;
+	s.value = 400001;
+	CHECK(pp_profile_add_sample(p, &s) == 0);
+	CHECK_EQ_U64(pp_profile_period(p), (3 * 200003 + 400001) / 4);
+	pp_profile_free(p);
+	d.period = 100003;
+	p = pp_profile_new(&d);
+	REQUIRE(p);
+	CHECK_EQ_U64(pp_profile_period(p), 100003);
+	CHECK(pp_profile_is_cpu(&d) == 0);
+	d.value_type = "cpu";
+	CHECK(pp_profile_is_cpu(&d) == 1);
+	pp_profile_free(p);
+}
+
 TEST_LIST = {
+    {"type_names_for_pyroscope", type_names_for_pyroscope},
+    {"period_fixed_or_mean", period_fixed_or_mean},
     {"latency_sums", latency_sums},
     {"new_copies_desc", new_copies_desc},
     {"mapping_interning", mapping_interning},
