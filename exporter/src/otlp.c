@@ -46,7 +46,8 @@ struct vec {
 /* One request's state. */
 struct enc {
 	struct pp_arena ar;
-	int err; /* first failure, sticky */
+	int err;		       /* first failure, sticky */
+	struct pp_label_budget budget; /* the label names left out (profile.h) */
 
 	struct pp_strtab strs; /* string_table, borrowed */
 
@@ -519,6 +520,74 @@ static bool is_fixed_key(const char *key)
 }
 
 /* Builds the resource attributes all processes share and the scope. */
+/*
+ * A label name as Pyroscope takes it on every version from 1.20: [a-zA-Z0-9_.], no leading
+ * digit (its legacy validation rejects the whole series otherwise); anything else becomes
+ * '_'. Dots stay: they are OpenTelemetry's, and Pyroscope turns them into '_' itself.
+ */
+static const char *label_key(struct enc *e, const char *key)
+{
+	size_t n = strlen(key);
+	bool ok = n && !(key[0] >= '0' && key[0] <= '9');
+	char *out;
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (key[i] >= 'a' && key[i] <= 'z') || (key[i] >= 'A' && key[i] <= 'Z') ||
+		     (key[i] >= '0' && key[i] <= '9') || key[i] == '_' || key[i] == '.';
+	if (ok)
+		return key;
+	out = alloc(e, n + 2);
+	if (!out)
+		return key;
+	out[0] = '_';
+	for (size_t i = 0; i < n; i++) {
+		char c = key[i];
+		bool good = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			    (c >= '0' && c <= '9') || c == '_' || c == '.';
+
+		out[i + 1] = good ? c : '_';
+	}
+	out[n + 1] = '\0';
+	return key[0] >= '0' && key[0] <= '9' ? out : out + 1;
+}
+
+/* Every label name a series of this request may carry, budgeted (profile.h). */
+static void plan_labels(struct enc *e, const struct pp_profile *const *profiles, size_t n)
+{
+	const struct pp_otlp_resource *r = e->rdesc;
+	struct pp_label_budget *b = &e->budget;
+	bool has_cpu = false, has_path = false;
+
+	pp_label_budget_offer(b, "service.name");
+	if (r && (is_set(r->host_name) || extra_value(r, "host.name")))
+		pp_label_budget_offer(b, "host.name");
+	if (r && (is_set(r->node_name) || extra_value(r, "k8s.node.name")))
+		pp_label_budget_offer(b, "k8s.node.name");
+	for (uint32_t i = 0; r && r->extra_attrs && i < r->n_extra; i++)
+		pp_label_budget_offer(b, r->extra_attrs[i].key);
+	pp_label_budget_offer(b, "process.pid");
+	pp_label_budget_offer(b, "process.executable.name");
+	pp_label_budget_offer(b, "thread.id");
+	pp_label_budget_offer(b, "thread.name");
+	for (size_t i = 0; i < n; i++) {
+		size_t ns = profiles[i] ? pp_profile_sample_count(profiles[i]) : 0;
+
+		for (size_t j = 0; j < ns; j++) {
+			const struct pp_sample_info *s = pp_profile_get_sample(profiles[i], j);
+
+			has_cpu |= s->has_cpu != 0;
+			has_path |= s->process_path && s->process_path[0];
+		}
+		if (profiles[i])
+			pp_label_budget_offer_profile(b, profiles[i]);
+	}
+	if (has_cpu)
+		pp_label_budget_offer(b, "cpu.logical_number");
+	if (has_path)
+		pp_label_budget_offer(b, "process.executable.path");
+	pp_label_budget_plan(b, PP_LABEL_BUDGET);
+}
+
 static int build_common(struct enc *e)
 {
 	const struct pp_otlp_resource *r = e->rdesc;
@@ -551,17 +620,18 @@ static int build_common(struct enc *e)
 		e->common_kv[n++] = kv_new(e, "service.name", service, 0);
 		e->common_has_service = true;
 	}
-	if (is_set(host))
+	if (is_set(host) && !pp_label_budget_drops(&e->budget, "host.name"))
 		e->common_kv[n++] = kv_new(e, "host.name", host, 0);
-	if (is_set(node))
+	if (is_set(node) && !pp_label_budget_drops(&e->budget, "k8s.node.name"))
 		e->common_kv[n++] = kv_new(e, "k8s.node.name", node, 0);
 	for (uint32_t i = 0; r && i < r->n_extra; i++) {
 		const struct pp_label *a = &r->extra_attrs[i];
 
 		/* Keys must be unique: only the last of repeated keys is written. */
-		if (is_fixed_key(a->key) || extra_value(r, a->key) != a->value)
+		if (is_fixed_key(a->key) || extra_value(r, a->key) != a->value ||
+		    pp_label_budget_drops(&e->budget, a->key))
 			continue;
-		e->common_kv[n++] = kv_new(e, a->key, a->value, 0);
+		e->common_kv[n++] = kv_new(e, label_key(e, a->key), a->value, 0);
 	}
 	e->n_common_kv = n;
 	return e->err;
@@ -683,8 +753,9 @@ static struct res_entry *res_get_container(struct enc *e, const struct pp_profil
 		if (!(is_set(service) && !strcmp(e->common_kv[j]->key, "service.name")))
 			kvs[n++] = e->common_kv[j];
 	for (i = 0; i < na; i++)
-		if (!kv_has(kvs, n, attrs[i].key))
-			kvs[n++] = kv_new(e, attrs[i].key, attrs[i].value, 0);
+		if (!kv_has(kvs, n, attrs[i].key) &&
+		    !pp_label_budget_drops(&e->budget, attrs[i].key))
+			kvs[n++] = kv_new(e, label_key(e, attrs[i].key), attrs[i].value, 0);
 	return res_finish(e, r, kvs, n, h) ? NULL : r;
 }
 
@@ -712,7 +783,7 @@ static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name, 
 	n += e->n_common_kv;
 	kvs[n++] = kv_new(e, "process.pid", NULL, pid);
 	kvs[n++] = kv_new(e, "process.executable.name", name, 0);
-	if (path && path[0])
+	if (path && path[0] && !pp_label_budget_drops(&e->budget, "process.executable.path"))
 		kvs[n++] = kv_new(e, "process.executable.path", path, 0);
 	return res_finish(e, r, kvs, n, h) ? NULL : r;
 }
@@ -741,13 +812,15 @@ static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_de
 	PROF_FN(sample__init)(out);
 	out->stack_index = stack_intern(e, e->scratch, s->nlocations);
 
-	keys[na] = S(e, "thread.id");
-	attrs[na] = attr_int(e, keys[na], s->tid);
-	na++;
+	if (!pp_label_budget_drops(&e->budget, "thread.id")) {
+		keys[na] = S(e, "thread.id");
+		attrs[na] = attr_int(e, keys[na], s->tid);
+		na++;
+	}
 	keys[na] = S(e, "thread.name");
 	attrs[na] = attr_str(e, keys[na], s->thread_name);
 	na++;
-	if (s->has_cpu) {
+	if (s->has_cpu && !pp_label_budget_drops(&e->budget, "cpu.logical_number")) {
 		keys[na] = S(e, "cpu.logical_number");
 		attrs[na] = attr_int(e, keys[na], s->cpu);
 		na++;
@@ -760,7 +833,8 @@ static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_de
 		keys[na] = S(e, "process.executable.name");
 		attrs[na] = attr_str(e, keys[na], s->process_name);
 		na++;
-		if (s->process_path && s->process_path[0]) {
+		if (s->process_path && s->process_path[0] &&
+		    !pp_label_budget_drops(&e->budget, "process.executable.path")) {
 			keys[na] = S(e, "process.executable.path");
 			attrs[na] = attr_str(e, keys[na], s->process_path);
 			na++;
@@ -770,9 +844,9 @@ static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_de
 		int32_t k;
 		size_t j;
 
-		if (!s->labels[i].key[0])
+		if (!s->labels[i].key[0] || pp_label_budget_drops(&e->budget, s->labels[i].key))
 			continue;
-		k = S(e, s->labels[i].key);
+		k = S(e, label_key(e, s->labels[i].key));
 		for (j = 0; j < na && keys[j] != k; j++)
 			;
 		if (j < na) /* a referrer's attribute keys must be unique */
@@ -987,6 +1061,8 @@ int pp_otlp_encode(const struct pp_profile *const *profiles, size_t nprofiles,
 	e.nprofiles = nprofiles;
 
 	err = add_zero_entries(&e);
+	if (!err)
+		plan_labels(&e, profiles, nprofiles);
 	if (!err)
 		err = build_common(&e);
 	if (err)

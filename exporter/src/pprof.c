@@ -54,6 +54,8 @@ struct enc {
 	int64_t *values;
 	Perftools__Profiles__Label *labels;
 	Perftools__Profiles__Label **labelp;
+	/* Label names left out for Pyroscope's limit (profile.h); numeric labels never count. */
+	struct pp_label_budget budget;
 };
 
 /* Index of s in string_table; 0 on failure, which e->failed records. */
@@ -301,7 +303,16 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 
 			perftools__profiles__label__init(pl);
 			if (j >= nl) {
-				pl->key = S(e, res[j - nl].key);
+				const char *k = res[j - nl].key;
+
+				/*
+				 * Pyroscope's /ingest takes service_name from the request; a second
+				 * one from a label with another value is a duplicate it rejects.
+				 */
+				if (strcmp(k, "service.name") == 0 ||
+				    pp_label_budget_drops(&e->budget, k))
+					continue;
+				pl->key = S(e, k);
 				pl->str = S(e, res[j - nl].value);
 				e->labelp[lab++] = pl;
 				continue;
@@ -329,13 +340,15 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 					pl->num = s->cpu;
 					break;
 				}
+				if (pp_label_budget_drops(&e->budget, s->labels[j - 4].key))
+					continue;
 				pl->key = S(e, s->labels[j - 4].key);
 				pl->str = S(e, s->labels[j - 4].value);
 				break;
 			}
 			e->labelp[lab++] = pl;
 		}
-		ps->n_label = nl + nres;
+		ps->n_label = (size_t)(&e->labelp[lab] - sl);
 		ps->label = sl;
 		e->samplep[i] = ps;
 	}
@@ -401,6 +414,10 @@ int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
 	msg.time_nanos = (int64_t)d->start_unix_ns;
 	msg.duration_nanos = (int64_t)d->duration_ns;
 
+	pp_label_budget_offer(&e.budget, "thread_name");
+	pp_label_budget_offer(&e.budget, "process_name");
+	pp_label_budget_offer_profile(&e.budget, p);
+	pp_label_budget_plan(&e.budget, PP_LABEL_BUDGET);
 	err = build_mappings(&e, &msg, &kmap_id);
 	if (!err)
 		err = build_locations(&e, &msg, kmap_id);

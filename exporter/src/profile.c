@@ -647,3 +647,80 @@ uint64_t pp_profile_period(const struct pp_profile *p)
 	mean = count ? pp_profile_total_value(p) / count : 0;
 	return mean ? mean : 1;
 }
+
+void pp_label_budget_offer(struct pp_label_budget *b, const char *key)
+{
+	if (!b || !key || !key[0])
+		return;
+	for (uint32_t i = 0; i < b->nkeys; i++)
+		if (strcmp(b->keys[i], key) == 0)
+			return;
+	/* Past the table, a name is kept uncounted: 64 distinct names exceed any series. */
+	if (b->nkeys < PP_LABEL_BUDGET_MAX_KEYS)
+		b->keys[b->nkeys++] = key;
+}
+
+void pp_label_budget_offer_profile(struct pp_label_budget *b, const struct pp_profile *p)
+{
+	size_t n = pp_profile_sample_count(p);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
+		uint32_t nres = 0;
+		const struct pp_label *res = pp_profile_get_resource(p, s->resource_id, &nres);
+
+		for (uint32_t j = 0; j < s->nlabels; j++)
+			pp_label_budget_offer(b, s->labels[j].key);
+		for (uint32_t j = 0; res && j < nres; j++)
+			pp_label_budget_offer(b, res[j].key);
+	}
+}
+
+uint32_t pp_label_budget_plan(struct pp_label_budget *b, uint32_t room)
+{
+	static const char *const order[] = {"cpu.logical_number", "process.executable.path",
+					    "thread.id",	  "memory.snoop",
+					    "memory.tlb",	  "memory.op",
+					    "container.runtime",  "k8s.pod.uid",
+					    "host.name"};
+	static const char *const kept[] = {
+	    "service.name",  "k8s.pod.name", "k8s.namespace.name",   "k8s.container.name",
+	    "k8s.node.name", "container.id", "process.pid",	     "process.executable.name",
+	    "thread.name",   "memory.level", "memory.latency_bucket"};
+	uint32_t left;
+
+	if (!b)
+		return 0;
+	memset(b->dropped, 0, sizeof(b->dropped));
+	b->ndropped = 0;
+	left = b->nkeys;
+	for (size_t o = 0; left > room && o < sizeof(order) / sizeof(order[0]); o++)
+		for (uint32_t i = 0; i < b->nkeys; i++)
+			if (!b->dropped[i] && strcmp(b->keys[i], order[o]) == 0) {
+				b->dropped[i] = 1;
+				left--;
+			}
+	for (uint32_t i = b->nkeys; left > room && i-- > 0;) {
+		bool keep = b->dropped[i] != 0;
+
+		for (size_t k = 0; !keep && k < sizeof(kept) / sizeof(kept[0]); k++)
+			keep =
+			    strcmp(b->keys[i], kept[k]) == 0 || strncmp(b->keys[i], "k8s.", 4) == 0;
+		if (!keep) {
+			b->dropped[i] = 1;
+			left--;
+		}
+	}
+	b->ndropped = b->nkeys - left;
+	return b->ndropped;
+}
+
+int pp_label_budget_drops(const struct pp_label_budget *b, const char *key)
+{
+	if (!b || !b->ndropped || !key)
+		return 0;
+	for (uint32_t i = 0; i < b->nkeys; i++)
+		if (b->dropped[i] && strcmp(b->keys[i], key) == 0)
+			return 1;
+	return 0;
+}

@@ -7,6 +7,7 @@ Usage: otlp_check.py GEN_DIR FILE
 GEN_DIR holds the output of `protoc --python_out` over the reference protos. Prints one
 line per broken rule and exits 1 if any, else prints a summary and exits 0.
 """
+import re
 import sys
 
 gen_dir, path = sys.argv[1], sys.argv[2]
@@ -142,10 +143,13 @@ for ri, rp in enumerate(req.resource_profiles):
         keys[kv.key] = getattr(kv.value, kind) if kind else None
     rule(isinstance(keys.get("service.name"), str) and keys["service.name"] != "",
          f"{what}: no inline service.name")
-    rule(isinstance(keys.get("process.pid"), int), f"{what}: no process.pid")
-    rule(isinstance(keys.get("process.executable.name"), str),
+    # A container's resource holds many processes: each sample names its own instead.
+    container = "container.id" in keys
+    rule(container or isinstance(keys.get("process.pid"), int), f"{what}: no process.pid")
+    rule(container or isinstance(keys.get("process.executable.name"), str),
          f"{what}: no process.executable.name")
-    pk = (keys.get("process.pid"), keys.get("process.executable.name"))
+    pk = keys.get("container.id") or (keys.get("process.pid"),
+                                       keys.get("process.executable.name"))
     rule(pk not in pids, f"{what}: process {pk} has more than one ResourceProfiles")
     pids.add(pk)
     for sp in rp.scope_profiles:
@@ -159,10 +163,17 @@ for ri, rp in enumerate(req.resource_profiles):
                   d.string_table[pr.sample_type.unit_strindex])
             pt = (d.string_table[pr.period_type.type_strindex],
                   d.string_table[pr.period_type.unit_strindex])
-            rule(st == ("samples", "count"), f"{pwhat}: sample_type {st}")
             rule(pt[0] != "" and pt[1] in ("nanoseconds", "count"), f"{pwhat}: period_type {pt}")
             if pt[0] == "cpu":
                 rule(pt == ("cpu", "nanoseconds"), f"{pwhat}: cpu period_type {pt}")
+                rule(st == ("samples", "count"), f"{pwhat}: sample_type {st}")
+            else:
+                # An event N: (N, count) event counts or (latency, cycles), as Pyroscope
+                # takes names: [a-zA-Z0-9_] only.
+                rule(st in ((pt[0], "count"), ("latency", "cycles")),
+                     f"{pwhat}: sample_type {st} under period_type {pt}")
+                rule(re.fullmatch(r"[A-Za-z0-9_]+", pt[0]) is not None,
+                     f"{pwhat}: period type {pt[0]!r} is not a Pyroscope name")
             rule(pr.period > 0, f"{pwhat}: no period")
             rule(pr.time_unix_nano > 10**18, f"{pwhat}: time_unix_nano {pr.time_unix_nano} "
                                               "is not a wall-clock time")

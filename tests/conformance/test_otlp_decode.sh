@@ -86,7 +86,8 @@ if sed -n '/^resource_profiles/,/^dictionary/p' "$d" | grep -Eq 'key_strindex|st
 fi
 [ "$(grep -Ec '^ +values: ' "$d")" = 4 ] || fail "not 4 sample values"
 vals=$(awk '/^ +values: / {s += $2} END {print s + 0}' "$d")
-[ "$vals" = 92 ] || fail "sample values sum to $vals, not 92 (40 + 15 + 30 + 7)"
+# cycles values are event counts: 7 samples of period 100000 (pp_make_otlp).
+[ "$vals" = 700085 ] || fail "sample values sum to $vals, not 700085 (40 + 15 + 30 + 7 * 100000)"
 expect "$d" '^ +period: 1000000$' "cpu period"
 expect "$d" '^ +period: 100000$' "cycles period"
 expect "$d" '^ +time_unix_nano: 1767225600000000000$' "time_unix_nano"

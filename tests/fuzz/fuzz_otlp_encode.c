@@ -254,7 +254,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!profs[i])
 			FAIL("profile_new failed");
 		build(&in, profs[i]);
-		total += pp_profile_total_count(profs[i]);
+		/* A CPU profile's values are sample counts; another event's, event counts. */
+		total += pp_profile_is_cpu(&d) ? pp_profile_total_count(profs[i])
+					       : pp_profile_total_value(profs[i]);
 	}
 	rc = pp_otlp_encode((const struct pp_profile *const *)profs, nprofs, &res, &buf, &len);
 	if (rc)

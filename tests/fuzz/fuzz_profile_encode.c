@@ -81,7 +81,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct pp_profile_desc d = {.event = "cpu-clock", .period = 1000};
+	/* As the event ladder describes cpu-clock (value type "cpu"): two values per sample. */
+	struct pp_profile_desc d = {
+	    .event = "cpu-clock", .value_type = "cpu", .value_unit = "nanoseconds", .period = 1000};
 	struct input in = {.d = data, .n = size};
 	struct pp_profile *p = pp_profile_new(&d);
 	uint64_t expect_count = 0;

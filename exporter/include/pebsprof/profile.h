@@ -179,4 +179,34 @@ const char *pp_profile_type_name(const struct pp_profile_desc *d, char *buf, siz
  */
 uint64_t pp_profile_period(const struct pp_profile *p);
 
+/*
+ * Pyroscope keeps at most 30 label names per series, counting resource attributes and the
+ * string labels of samples, and adds four of its own (__name__, service_name, __delta__ and
+ * __otel__ or pyroscope_spy); a series over the limit is rejected whole. So a profile's label
+ * names are budgeted: past PP_LABEL_BUDGET, names are left out in this order, least useful
+ * first: cpu.logical_number, process.executable.path, thread.id, memory.snoop, memory.tlb,
+ * memory.op, container.runtime, k8s.pod.uid, host.name, then any other name (the extra
+ * resource attributes) from the last given to the first. service.name, the Kubernetes
+ * names, container.id, process.pid and .executable.name, thread.name, memory.level and
+ * memory.latency_bucket stay.
+ */
+#define PP_LABEL_BUDGET (30 - 4)
+#define PP_LABEL_BUDGET_MAX_KEYS 64
+
+struct pp_label_budget {
+	const char *keys[PP_LABEL_BUDGET_MAX_KEYS]; /* every name offered, borrowed */
+	uint32_t nkeys;
+	uint8_t dropped[PP_LABEL_BUDGET_MAX_KEYS];
+	uint32_t ndropped; /* names left out */
+};
+
+/* Offers a name a series may carry (repeats are counted once). */
+void pp_label_budget_offer(struct pp_label_budget *b, const char *key);
+/* Offers the names the samples and resources of p carry beyond the writer's own. */
+void pp_label_budget_offer_profile(struct pp_label_budget *b, const struct pp_profile *p);
+/* Decides what is left out so that at most room names remain; returns how many are. */
+uint32_t pp_label_budget_plan(struct pp_label_budget *b, uint32_t room);
+/* Whether key is left out by the plan. */
+int pp_label_budget_drops(const struct pp_label_budget *b, const char *key);
+
 #endif /* PEBSPROF_PROFILE_H */
