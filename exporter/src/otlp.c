@@ -525,6 +525,12 @@ static bool is_fixed_key(const char *key)
  * digit (its legacy validation rejects the whole series otherwise); anything else becomes
  * '_'. Dots stay: they are OpenTelemetry's, and Pyroscope turns them into '_' itself.
  */
+static bool label_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '.';
+}
+
 static const char *label_key(struct enc *e, const char *key)
 {
 	size_t n = strlen(key);
@@ -532,21 +538,15 @@ static const char *label_key(struct enc *e, const char *key)
 	char *out;
 
 	for (size_t i = 0; ok && i < n; i++)
-		ok = (key[i] >= 'a' && key[i] <= 'z') || (key[i] >= 'A' && key[i] <= 'Z') ||
-		     (key[i] >= '0' && key[i] <= '9') || key[i] == '_' || key[i] == '.';
+		ok = label_char(key[i]);
 	if (ok)
 		return key;
 	out = alloc(e, n + 2);
 	if (!out)
 		return key;
 	out[0] = '_';
-	for (size_t i = 0; i < n; i++) {
-		char c = key[i];
-		bool good = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			    (c >= '0' && c <= '9') || c == '_' || c == '.';
-
-		out[i + 1] = good ? c : '_';
-	}
+	for (size_t i = 0; i < n; i++)
+		out[i + 1] = label_char(key[i]) ? key[i] : '_';
 	out[n + 1] = '\0';
 	return key[0] >= '0' && key[0] <= '9' ? out : out + 1;
 }

@@ -114,9 +114,17 @@ static void close_fds(const int *fds, int n)
 		close(fds[i]);
 }
 
+static long ms_since(const struct timespec *a)
+{
+	struct timespec b;
+
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (b.tv_sec - a->tv_sec) * 1000 + (b.tv_nsec - a->tv_nsec) / 1000000;
+}
+
 static void spin_ms(long ms)
 {
-	struct timespec a, b;
+	struct timespec a;
 	volatile unsigned long x = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &a);
@@ -125,22 +133,20 @@ static void spin_ms(long ms)
 			x += (unsigned long)i;
 		/* Some time in the kernel too, so kernel stacks are exercised. */
 		getppid();
-		clock_gettime(CLOCK_MONOTONIC, &b);
-	} while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+	} while (ms_since(&a) < ms);
 }
 
 static void spin_kernel_ms(long ms)
 {
 	static char buf[1 << 20];
-	struct timespec a, b;
+	struct timespec a;
 	int fd = open("/dev/zero", O_RDONLY);
 
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	do {
 		if (fd >= 0 && read(fd, buf, sizeof(buf)) < 0)
 			break;
-		clock_gettime(CLOCK_MONOTONIC, &b);
-	} while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+	} while (ms_since(&a) < ms);
 	if (fd >= 0)
 		close(fd);
 }
