@@ -50,6 +50,24 @@ void *pp_arena_alloc(struct pp_arena *a, size_t size)
 	return r;
 }
 
+static void *pb_alloc(void *ctx, size_t size)
+{
+	return pp_arena_alloc(ctx, size);
+}
+
+static void pb_free(void *ctx, void *p)
+{
+	(void)ctx;
+	(void)p;
+}
+
+ProtobufCAllocator pp_arena_pb_allocator(struct pp_arena *a)
+{
+	ProtobufCAllocator alloc = {pb_alloc, pb_free, a};
+
+	return alloc;
+}
+
 void pp_arena_fini(struct pp_arena *a)
 {
 	while (a->head) {

@@ -6,6 +6,7 @@
 #ifndef PP_EXPORTER_ARENA_H
 #define PP_EXPORTER_ARENA_H
 
+#include <protobuf-c/protobuf-c.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -18,6 +19,8 @@ struct pp_arena {
 
 /* Returns zeroed memory aligned for any type, or NULL (and sets a->failed). */
 void *pp_arena_alloc(struct pp_arena *a, size_t size);
+/* A protobuf-c allocator that unpacks into a (its frees wait for pp_arena_fini). */
+ProtobufCAllocator pp_arena_pb_allocator(struct pp_arena *a);
 /* Frees every block; the arena is empty and usable again. */
 void pp_arena_fini(struct pp_arena *a);
 

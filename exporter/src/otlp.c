@@ -551,12 +551,12 @@ static const char *label_key(struct enc *e, const char *key)
 	return key[0] >= '0' && key[0] <= '9' ? out : out + 1;
 }
 
-/* Every label name a series of this request may carry, budgeted (profile.h). */
-static void plan_labels(struct enc *e, const struct pp_profile *const *profiles, size_t n)
+void pp_otlp_plan_labels(const struct pp_profile *const *profiles, size_t n,
+			 const struct pp_otlp_resource *r, struct pp_label_budget *b)
 {
-	const struct pp_otlp_resource *r = e->rdesc;
-	struct pp_label_budget *b = &e->budget;
 	bool has_cpu = false, has_path = false;
+
+	memset(b, 0, sizeof(*b));
 
 	pp_label_budget_offer(b, "service.name");
 	if (r && (is_set(r->host_name) || extra_value(r, "host.name")))
@@ -1062,7 +1062,7 @@ int pp_otlp_encode(const struct pp_profile *const *profiles, size_t nprofiles,
 
 	err = add_zero_entries(&e);
 	if (!err)
-		plan_labels(&e, profiles, nprofiles);
+		pp_otlp_plan_labels(profiles, nprofiles, res, &e.budget);
 	if (!err)
 		err = build_common(&e);
 	if (err)

@@ -32,19 +32,6 @@
 /* AnyValue nests (arrays, kvlists); deeper than this is refused rather than recursed into. */
 #define MAX_VALUE_DEPTH 32
 
-/* protobuf-c unpacks each half into one arena; its frees (on a failed unpack) wait for it. */
-
-static void *arena_alloc(void *ctx, size_t size)
-{
-	return pp_arena_alloc(ctx, size);
-}
-
-static void arena_free_one(void *ctx, void *p)
-{
-	(void)ctx;
-	(void)p;
-}
-
 /* ---- garbage collection of the dictionary ---- */
 
 enum table { T_MAPPING, T_LOCATION, T_FUNCTION, T_LINK, T_STRING, T_ATTRIBUTE, T_STACK, T__N };
@@ -332,7 +319,7 @@ static int make_half(const uint8_t *buf, size_t len, const struct plan *pl, bool
 		     uint8_t **out, size_t *out_len)
 {
 	struct pp_arena a = {0};
-	ProtobufCAllocator alloc = {arena_alloc, arena_free_one, &a};
+	ProtobufCAllocator alloc = pp_arena_pb_allocator(&a);
 	SVC(ExportProfilesServiceRequest) * req;
 	int ret;
 
@@ -366,7 +353,7 @@ int pp_otlp_split_request(const uint8_t *buf, size_t len, uint8_t **first, size_
 			  uint8_t **second, size_t *second_len)
 {
 	struct pp_arena a = {0};
-	ProtobufCAllocator alloc = {arena_alloc, arena_free_one, &a};
+	ProtobufCAllocator alloc = pp_arena_pb_allocator(&a);
 	SVC(ExportProfilesServiceRequest) * req;
 	struct plan pl = {0};
 	size_t second_part;

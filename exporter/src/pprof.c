@@ -357,6 +357,129 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 	return e->failed ? -ENOMEM : 0;
 }
 
+void pp_pprof_plan_labels(const struct pp_profile *p, struct pp_label_budget *b)
+{
+	memset(b, 0, sizeof(*b));
+	pp_label_budget_offer(b, "thread_name");
+	pp_label_budget_offer(b, "process_name");
+	pp_label_budget_offer_profile(b, p);
+	pp_label_budget_plan(b, PP_LABEL_BUDGET);
+}
+
+/* Bytes of a varint holding v. */
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Upper bounds of encoded pieces: a length-delimited field's tag and length prefix (a
+ * message under 2 MiB), a varint field of any value. A Label is under 128 bytes: one byte of
+ * tag and one of length, then its key's index and its str's index or its num (at most a
+ * u32 here: pids, tids, cpus).
+ */
+#define LEN_FIELD 4
+#define VARINT_FIELD 11
+#define NUM_LABEL(v) (2 + (1 + (v)) + (1 + 5))
+#define STR_LABEL(v) (2 + 2 * (1 + (v)))
+
+static size_t str_bound(const char *s, size_t *nstr)
+{
+	(*nstr)++;
+	return 1 + varint_len(strlen(s)) + strlen(s);
+}
+
+struct bound {
+	const struct pp_profile *p;
+	uint8_t *seen_loc, *seen_map;
+	size_t nlocs, nmaps, nstr, bytes;
+};
+
+/* A Location with its Line, a Function of its own with its name, and its Mapping once. */
+static void bound_location(struct bound *b, uint32_t id)
+{
+	const struct pp_location_info *l;
+	const struct pp_mapping_info *m;
+
+	if (id > b->nlocs || b->seen_loc[id])
+		return;
+	b->seen_loc[id] = 1;
+	l = pp_profile_get_location(b->p, id);
+	b->bytes += 2 * LEN_FIELD + 4 * VARINT_FIELD;
+	b->bytes += LEN_FIELD + 4 * VARINT_FIELD + str_bound(l->function, &b->nstr);
+	if (l->mapping_id > b->nmaps || b->seen_map[l->mapping_id])
+		return;
+	b->seen_map[l->mapping_id] = 1;
+	m = pp_profile_get_mapping(b->p, l->mapping_id);
+	if (m)
+		b->bytes += LEN_FIELD + 10 * VARINT_FIELD + str_bound(m->filename, &b->nstr) +
+			    str_bound(m->build_id, &b->nstr);
+}
+
+size_t pp_pprof_size_bound(const struct pp_profile *p, const size_t *idx, size_t n)
+{
+	/* sample and period types, period, times, the kernel mapping, the label keys */
+	struct bound b = {.p = p,
+			  .nlocs = pp_profile_location_count(p),
+			  .nmaps = pp_profile_mapping_count(p),
+			  .nstr = 16,
+			  .bytes = 1024};
+	size_t loc_id = varint_len(b.nlocs + 1), num_labels = 0, str_labels = 0, v;
+	const char *last_thread = NULL, *last_process = NULL;
+
+	b.seen_loc = calloc(b.nlocs + 1, 1);
+	b.seen_map = calloc(b.nmaps + 1, 1);
+	if (!b.seen_loc || !b.seen_map) {
+		free(b.seen_loc);
+		free(b.seen_map);
+		return SIZE_MAX;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct pp_sample_info *s = pp_profile_get_sample(p, idx ? idx[i] : i);
+		uint32_t nres = 0;
+		const struct pp_label *res;
+
+		if (!s)
+			continue;
+		res = pp_profile_get_resource(p, s->resource_id, &nres);
+		/* the Sample: packed location ids, at most three values, its labels */
+		b.bytes += 2 * LEN_FIELD + (size_t)s->nlocations * loc_id + LEN_FIELD + 3 * 10;
+		num_labels += 3; /* pid, tid, cpu */
+		str_labels += 2 + (size_t)s->nlabels + nres;
+		/* label strings, counted again unless the previous sample had the same (interned)
+		 */
+		if (s->thread_name != last_thread)
+			b.bytes += str_bound(s->thread_name, &b.nstr);
+		if (s->process_name != last_process)
+			b.bytes += str_bound(s->process_name, &b.nstr);
+		last_thread = s->thread_name;
+		last_process = s->process_name;
+		for (uint32_t j = 0; j < s->nlabels; j++)
+			b.bytes += str_bound(s->labels[j].key, &b.nstr) +
+				   str_bound(s->labels[j].value, &b.nstr);
+		for (uint32_t j = 0; res && j < nres; j++)
+			b.bytes +=
+			    str_bound(res[j].key, &b.nstr) + str_bound(res[j].value, &b.nstr);
+		for (uint32_t j = 0; j < s->nlocations; j++)
+			bound_location(&b, s->locations[j]);
+	}
+	/* the whole profile: pp_pprof_encode writes every location, referred to or not */
+	if (!idx && n == pp_profile_sample_count(p))
+		for (uint32_t id = 1; id <= b.nlocs; id++)
+			bound_location(&b, id);
+	free(b.seen_loc);
+	free(b.seen_map);
+	/* every string written is one counted above (or a fixed one), so nstr bounds an index */
+	v = varint_len(b.nstr);
+	return b.bytes + num_labels * NUM_LABEL(v) + str_labels * STR_LABEL(v);
+}
+
 int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
 {
 	Perftools__Profiles__Profile msg;
@@ -414,10 +537,7 @@ int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
 	msg.time_nanos = (int64_t)d->start_unix_ns;
 	msg.duration_nanos = (int64_t)d->duration_ns;
 
-	pp_label_budget_offer(&e.budget, "thread_name");
-	pp_label_budget_offer(&e.budget, "process_name");
-	pp_label_budget_offer_profile(&e.budget, p);
-	pp_label_budget_plan(&e.budget, PP_LABEL_BUDGET);
+	pp_pprof_plan_labels(p, &e.budget);
 	err = build_mappings(&e, &msg, &kmap_id);
 	if (!err)
 		err = build_locations(&e, &msg, kmap_id);

@@ -724,3 +724,106 @@ int pp_label_budget_drops(const struct pp_label_budget *b, const char *key)
 			return 1;
 	return 0;
 }
+
+/* Copies location id `id` of p into q (with its mapping) once; map[] remembers the copies. */
+static uint32_t copy_location(struct pp_profile *q, const struct pp_profile *p, uint32_t id,
+			      uint32_t *loc_map, uint32_t *map_map)
+{
+	const struct pp_location_info *l = p->locs[id - 1];
+	struct pp_location_info nl = *l;
+
+	if (loc_map[id])
+		return loc_map[id];
+	if (l->mapping_id) {
+		if (!map_map[l->mapping_id])
+			map_map[l->mapping_id] =
+			    pp_profile_intern_mapping(q, p->maps[l->mapping_id - 1]);
+		nl.mapping_id = map_map[l->mapping_id];
+		if (!nl.mapping_id)
+			return 0;
+	}
+	loc_map[id] = pp_profile_intern_location(q, &nl);
+	return loc_map[id];
+}
+
+size_t pp_label_budget_describe(const struct pp_label_budget *b, char *buf, size_t len)
+{
+	size_t w = 0;
+
+	if (!len)
+		return 0;
+	buf[0] = '\0';
+	for (uint32_t i = 0; b && i < b->nkeys && w < len; i++)
+		if (b->dropped[i])
+			w += (size_t)snprintf(buf + w, len - w, "%s%s", w ? ", " : "", b->keys[i]);
+	return w < len ? w : len - 1;
+}
+
+struct pp_profile *pp_profile_subset_new(const struct pp_profile *p, const size_t *idx, size_t n)
+{
+	uint32_t *loc_map = NULL, *map_map = NULL, *res_map = NULL, *locs = NULL;
+	uint32_t depth = 1;
+	struct pp_profile_desc d;
+	struct pp_profile *q;
+	int err = -ENOMEM;
+
+	if (!p || (n && !idx)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (idx[i] >= p->nsamples) {
+			errno = EINVAL;
+			return NULL;
+		}
+		if (p->samples[idx[i]]->info.nlocations > depth)
+			depth = p->samples[idx[i]]->info.nlocations;
+	}
+	d = p->desc;
+	d.period = pp_profile_period(p); /* every part of a window states the window's period */
+	q = pp_profile_new(&d);
+	if (!q)
+		return NULL;
+	loc_map = calloc(p->nlocs + 1, sizeof(*loc_map));
+	map_map = calloc(p->nmaps + 1, sizeof(*map_map));
+	res_map = calloc(p->nresources + 1, sizeof(*res_map));
+	locs = malloc(depth * sizeof(*locs));
+	if (!loc_map || !map_map || !res_map || !locs)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const struct pp_sample_info *s;
+		struct pp_sample_info c;
+
+		s = &p->samples[idx[i]]->info;
+		c = *s;
+		err = -ENOMEM;
+		for (uint32_t j = 0; j < s->nlocations; j++)
+			if (!(locs[j] = copy_location(q, p, s->locations[j], loc_map, map_map)))
+				goto out;
+		c.locations = locs;
+		if (s->resource_id) {
+			const struct resource *r = p->resources[s->resource_id - 1];
+
+			if (!res_map[s->resource_id])
+				res_map[s->resource_id] =
+				    pp_profile_intern_resource(q, r->attrs, r->nattrs);
+			if (!(c.resource_id = res_map[s->resource_id]))
+				goto out;
+		}
+		err = pp_profile_add_sample(q, &c);
+		if (err)
+			goto out;
+	}
+	err = 0;
+out:
+	free(loc_map);
+	free(map_map);
+	free(res_map);
+	free(locs);
+	if (err) {
+		pp_profile_free(q);
+		errno = -err;
+		return NULL;
+	}
+	return q;
+}

@@ -4,6 +4,7 @@
  * OTLP retry rules applied per attempt. Backoff is a due time compared with the caller's
  * clock, never a sleep, so the daemon decides where the waiting happens.
  */
+#define _GNU_SOURCE /* strcasestr */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -687,6 +688,7 @@ static void finish(struct pp_transport *t, enum pp_send_outcome o, long status, 
 	    .attempts = t->attempts,
 	    .rejected = rejected,
 	    .len = t->cur->len,
+	    .meta = &t->cur->meta,
 	};
 
 	pthread_mutex_lock(&t->stats_lock);
@@ -753,7 +755,8 @@ static bool take_next(struct pp_transport *t, int *resolved)
 			}
 		} else if (it->meta.kind == PP_SEND_PYROSCOPE &&
 			   t->cfg.protocol == PP_TRANSPORT_PYROSCOPE_INGEST) {
-			char *name = curl_easy_escape(t->curl, t->app_name, 0);
+			char *name = curl_easy_escape(
+			    t->curl, it->meta.app_name[0] ? it->meta.app_name : t->app_name, 0);
 			size_t n = name ? strlen(name) + 96 : 0;
 
 			t->wire = it->body;
@@ -843,6 +846,23 @@ static int64_t check_partial_success(struct pp_transport *t)
 	return rejected;
 }
 
+/*
+ * Whether a 400's body says the request was too large: the Collector answers a body over its
+ * max_request_body_size with 400 "http: request body too large" (Go's MaxBytesReader), and
+ * Pyroscope a profile over its limits with 400 "... exceeds the size limit" or "exceeds the
+ * samples count limit" (pkg/validation/validate.go). Smaller requests fix both.
+ */
+static bool says_too_large(const char *body)
+{
+	static const char *const phrases[] = {"too large", "exceeds the size limit",
+					      "exceeds the samples count limit"};
+
+	for (size_t i = 0; i < sizeof(phrases) / sizeof(phrases[0]); i++)
+		if (strcasestr(body, phrases[i]))
+			return true;
+	return false;
+}
+
 /* One HTTP attempt of the request in hand. */
 static enum attempt_class attempt(struct pp_transport *t, long *status, int64_t *retry_after_ms)
 {
@@ -905,11 +925,11 @@ static enum attempt_class attempt(struct pp_transport *t, long *status, int64_t 
 		return A_RETRY;
 	}
 	sanitize(t->resp, t->resp_len, body, sizeof(body), PP_LOG_BODY_MAX);
-	if (*status == 413) {
+	if (*status == 413 || (*status == 400 && says_too_large(body))) {
 		tlog(t, PP_TRANSPORT_LOG_WARN,
-		     "export to %s: HTTP 413, request of %zu bytes (%zu sent) is too large for "
+		     "export to %s: HTTP %ld, request of %zu bytes (%zu sent) is too large for "
 		     "the server; handed back to be split: %s",
-		     t->log_url, t->cur->len, t->wire_len, body);
+		     t->log_url, *status, t->cur->len, t->wire_len, body);
 		return A_SPLIT;
 	}
 	tlog(t, PP_TRANSPORT_LOG_ERROR,

@@ -1,9 +1,12 @@
 /*
  * Structured fuzz target for the exporter: input bytes drive a sequence of intern/add calls
  * (valid and invalid ids, odd names, too many labels), then the profile is encoded to pprof,
- * unpacked with protobuf-c and checked to round-trip; the text writers run over it too.
+ * unpacked with protobuf-c and checked to round-trip; the text writers run over it too, and
+ * the profile is cut for tiny backend limits (every sample must land in exactly one part,
+ * each part within the limits unless a single sample is over them).
  */
 #include <pebsprof/profile.h>
+#include <pebsprof/split.h>
 #include <pebsprof/writers.h>
 
 #include "pprof/profile.pb-c.h"
@@ -75,6 +78,74 @@ static void check_encoding(const struct pp_profile *p)
 	if (count != pp_profile_total_count(p))
 		FAIL("sample counts do not sum to the total");
 	perftools__profiles__profile__free_unpacked(pr, NULL);
+}
+
+/*
+ * The profile Pyroscope sees of one OTLP resource in part (the fuzzer makes no container
+ * resources: a process, pid and executable name, as the encoder groups them): its samples
+ * encoded alone, within the limits unless it is one sample.
+ */
+static void check_resource(const struct pp_profile *part, const struct pp_sample_info *of,
+			   size_t max_samples, size_t max_bytes)
+{
+	size_t n = pp_profile_sample_count(part), m = 0, len = 0;
+	size_t *idx = calloc(n + 1, sizeof(*idx));
+	struct pp_profile *sub;
+	uint8_t *buf = NULL;
+
+	if (!idx)
+		FAIL("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const struct pp_sample_info *s = pp_profile_get_sample(part, i);
+
+		if (s->pid == of->pid && strcmp(s->process_name, of->process_name) == 0)
+			idx[m++] = i;
+	}
+	sub = pp_profile_subset_new(part, idx, m);
+	if (!sub || pp_pprof_encode(sub, &buf, &len))
+		FAIL("a resource of a part does not encode");
+	if (m > max_samples || (len > max_bytes && m > 1))
+		FAIL("a resource of a part over the limits");
+	free(buf);
+	free(idx);
+	pp_profile_free(sub);
+}
+
+static void check_split(const struct pp_profile *p, enum pp_split_by by, size_t max_samples,
+			size_t max_bytes)
+{
+	struct pp_split_limits lim = {max_samples, max_bytes};
+	struct pp_split s;
+	uint64_t count = 0;
+	size_t samples = 0;
+
+	if (pp_split_profile(p, by, "svc", &lim, &s))
+		FAIL("split failed");
+	for (size_t i = 0; i < s.nparts; i++) {
+		const struct pp_profile *part = s.parts[i].profile;
+		size_t n = pp_profile_sample_count(part);
+		uint8_t *buf = NULL;
+		size_t len = 0;
+
+		samples += n;
+		count += pp_profile_total_count(part);
+		if (by == PP_SPLIT_BY_SERVICE && (n > max_samples || !s.parts[i].service))
+			FAIL("a push part over the sample limit or without a service");
+		if (pp_pprof_encode(part, &buf, &len))
+			FAIL("a part does not encode");
+		free(buf);
+		if (by == PP_SPLIT_BY_SERVICE && len > max_bytes && n > 1)
+			FAIL("a push part of several samples over the byte limit");
+		if (len > pp_pprof_size_bound(part, NULL, n))
+			FAIL("the size bound is below the encoded size");
+		/* over OTLP the limits hold for each resource of a part */
+		for (size_t j = 0; by == PP_SPLIT_BY_RESOURCE && j < n; j++)
+			check_resource(part, pp_profile_get_sample(part, j), max_samples,
+				       max_bytes);
+	}
+	if (samples != pp_profile_sample_count(p) || count != pp_profile_total_count(p))
+		FAIL("the parts do not hold every sample once");
+	pp_split_fini(&s);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -162,6 +233,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (pp_profile_total_count(p) != expect_count)
 		FAIL("total count differs from the sum of accepted samples");
 	check_encoding(p);
+	check_split(p, PP_SPLIT_BY_RESOURCE, 3, 1024);
+	check_split(p, PP_SPLIT_BY_SERVICE, 2, 700);
 	null = fopen("/dev/null", "w");
 	if (null) {
 		if (pp_folded_write(p, null) || pp_flamegraph_write_svg(p, null, "fuzz"))

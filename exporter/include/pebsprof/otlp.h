@@ -85,6 +85,13 @@ int pp_otlp_encode(const struct pp_profile *const *profiles, size_t nprofiles,
 int pp_otlp_split_request(const uint8_t *buf, size_t len, uint8_t **first, size_t *first_len,
 			  uint8_t **second, size_t *second_len);
 
+/*
+ * The label budget pp_otlp_encode applies to this request (profile.h): which names it
+ * leaves out, for the counters that say so. res may be NULL.
+ */
+void pp_otlp_plan_labels(const struct pp_profile *const *profiles, size_t nprofiles,
+			 const struct pp_otlp_resource *res, struct pp_label_budget *b);
+
 /* The same request written to path whole or not at all (uncompressed, `.otlp.pb`). */
 int pp_otlp_write_file(const struct pp_profile *const *profiles, size_t nprofiles,
 		       const struct pp_otlp_resource *res, const char *path);

@@ -134,6 +134,15 @@ const struct pp_label *pp_profile_get_resource(const struct pp_profile *p, uint3
  */
 int pp_profile_add_sample(struct pp_profile *p, const struct pp_sample_info *s);
 
+/*
+ * A new profile holding only samples idx[0..n) of p (0-based, each at most once), with the
+ * mappings, locations and resources they refer to and nothing else: one part of a window
+ * cut for a backend's limits. The part keeps p's window and states p's period
+ * (pp_profile_period of the whole), so every part of a window reads alike. Returns NULL
+ * with errno set (EINVAL: bad index; ENOMEM).
+ */
+struct pp_profile *pp_profile_subset_new(const struct pp_profile *p, const size_t *idx, size_t n);
+
 /* Read access for the writers. Indexes are 0-based; ids 1-based. */
 size_t pp_profile_sample_count(const struct pp_profile *p);
 const struct pp_sample_info *pp_profile_get_sample(const struct pp_profile *p, size_t i);
@@ -208,5 +217,7 @@ void pp_label_budget_offer_profile(struct pp_label_budget *b, const struct pp_pr
 uint32_t pp_label_budget_plan(struct pp_label_budget *b, uint32_t room);
 /* Whether key is left out by the plan. */
 int pp_label_budget_drops(const struct pp_label_budget *b, const char *key);
+/* Writes the names left out, "a, b, c" in offer order, truncated to len; returns the length. */
+size_t pp_label_budget_describe(const struct pp_label_budget *b, char *buf, size_t len);
 
 #endif /* PEBSPROF_PROFILE_H */

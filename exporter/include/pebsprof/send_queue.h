@@ -15,6 +15,9 @@
 /* Default byte cap: the OTLP request size limit, 64 MiB. */
 #define PP_SEND_QUEUE_DEFAULT_BYTES (64u << 20)
 
+/* Longest Pyroscope application name a request carries (its service name). */
+#define PP_SEND_APP_NAME_MAX 256
+
 /* What a queued request is. */
 enum pp_send_kind {
 	PP_SEND_OTLP = 0,      /* an uncompressed ExportProfilesServiceRequest */
@@ -29,6 +32,9 @@ struct pp_send_meta {
 	uint64_t tag;
 	/* Pyroscope only: the profile's window in unix seconds (from=, until=). */
 	int64_t from_s, until_s;
+	/* Pyroscope only: the application (service) name= of this request; "" = the
+	 * transport's configured one. */
+	char app_name[PP_SEND_APP_NAME_MAX];
 };
 
 /* One queued request; the queue owns it until popped, then the popper frees it. */

@@ -6,13 +6,16 @@
  * - OTLP: POST {endpoint}/v1development/profiles, Content-Type exactly
  *   application/x-protobuf, gzip'ed body with Content-Encoding: gzip; Pyroscope:
  *   POST {endpoint}/ingest?name=<app>&from=<unix>&until=<unix>&format=pprof with the pprof
- *   bytes as queued. Both send User-Agent and the OTEL_EXPORTER_OTLP_HEADERS headers.
+ *   bytes as queued; <app> is the request's pp_send_meta.app_name, else the configured one. Both
+ * send User-Agent and the OTEL_EXPORTER_OTLP_HEADERS headers.
  * - Retried: 429, 502, 503, 504 and transport failures (refused, reset, no reply, timeout),
  *   with exponential backoff and jitter (5 s, x1.5, 30 s cap, give up past 300 s by
  *   default); Retry-After (delta-seconds or HTTP-date) lengthens the wait, never shortens it.
- * - 413: the request is handed back as PP_SEND_SPLIT with its body (pp_send_result.body);
- *   the caller pushes two smaller requests (pp_otlp_split_request in otlp.h makes them from
- *   an OTLP body; pp_send_split says how to halve a count).
+ * - 413, and a 400 whose body says the request is too large (the Collector's answer past its
+ *   max_request_body_size, Pyroscope's past its profile limits): the request is handed back
+ *   as PP_SEND_SPLIT with its body (pp_send_result.body); the caller pushes two smaller
+ *   requests (pp_otlp_split_request in otlp.h makes them from an OTLP body, pp_pprof_split
+ *   in writers.h from a pprof one; pp_send_split says how to halve a count).
  * - Any other 4xx/5xx (400, 401, 404, 500...) is dropped and counted; never retried.
  * - 2xx with partial_success: logged through the caller's callback and counted, never retried.
  *
@@ -80,7 +83,7 @@ int pp_transport_check_endpoint(const char *url, bool verbatim, char *err, size_
 
 enum pp_send_outcome {
 	PP_SEND_DELIVERED = 0,	  /* 2xx; partial_success, if any, is in rejected/counters */
-	PP_SEND_SPLIT,		  /* 413: push the request's profiles again in two halves */
+	PP_SEND_SPLIT,		  /* too large: push the request's profiles again in two halves */
 	PP_SEND_DROPPED_4XX,	  /* a non-retryable 4xx: the server refuses the data */
 	PP_SEND_DROPPED_5XX,	  /* a non-retryable 5xx (500, 501...) */
 	PP_SEND_GAVE_UP,	  /* retryable failures until max_elapsed_ms passed */
@@ -99,6 +102,8 @@ struct pp_send_result {
 	uint32_t attempts; /* HTTP attempts made */
 	int64_t rejected;  /* partial_success.rejected_profiles (DELIVERED only) */
 	size_t len;	   /* queued (uncompressed) body bytes */
+	/* The request's description as pushed; valid during on_result only. */
+	const struct pp_send_meta *meta;
 	/*
 	 * PP_SEND_SPLIT only (NULL otherwise): the queued body, len bytes as pushed (OTLP:
 	 * uncompressed), handed back so it can be split and pushed again. Ownership passes to
@@ -163,7 +168,7 @@ struct pp_transport_stats {
 	uint64_t dropped_shutdown;
 	uint64_t dropped_too_big; /* pushes over max_request_bytes, refused */
 	uint64_t dropped_bytes;	  /* queued bytes of every request dropped here */
-	uint64_t split_needed;	  /* 413s handed back */
+	uint64_t split_needed;	  /* too-large answers (413, 400) handed back */
 	uint64_t partial_success; /* 2xx responses carrying partial_success */
 	uint64_t rejected_profiles;
 	long last_status;

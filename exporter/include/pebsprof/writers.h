@@ -18,6 +18,26 @@
 int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len);
 /* Gzipped pprof, as `go tool pprof` and Pyroscope read it. */
 int pp_pprof_write_file(const struct pp_profile *p, const char *path);
+/* The label budget pp_pprof_encode applies to p: which names it leaves out (profile.h). */
+void pp_pprof_plan_labels(const struct pp_profile *p, struct pp_label_budget *b);
+/*
+ * An upper bound of the bytes pp_pprof_encode would write for samples idx[0..n) of p
+ * (idx NULL: samples 0..n), computed without encoding: the limit checks of a backend that
+ * measures profiles as pprof (Pyroscope) cost nothing when the bound is below them. It
+ * also bounds the pprof Pyroscope builds from the same samples sent over OTLP, which carries
+ * fewer labels. SIZE_MAX when memory runs out.
+ */
+size_t pp_pprof_size_bound(const struct pp_profile *p, const size_t *idx, size_t n);
+/*
+ * Splits a serialized pprof Profile in two for a push the server found too large: the first
+ * half gets the first half of the samples, the second the rest, each with only the
+ * locations, functions, mappings and strings it refers to (string indexes renumbered; ids
+ * kept) and every other field as it was. *first and *second are malloc'ed. Returns 0,
+ * -EINVAL (not a profile, a string index out of range), -ENOMEM, or -E2BIG for fewer than
+ * two samples: there is no smaller profile, drop it.
+ */
+int pp_pprof_split(const uint8_t *buf, size_t len, uint8_t **first, size_t *first_len,
+		   uint8_t **second, size_t *second_len);
 
 /* Folded stacks: "root;caller;leaf count" per line, sorted, as flamegraph.pl reads them. */
 int pp_folded_write(const struct pp_profile *p, FILE *f);

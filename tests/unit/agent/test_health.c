@@ -266,6 +266,10 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.transport.dropped_too_big = 6;
 	s.transport.dropped_bytes = 1000;
 	s.transport.split_needed = 7;
+	s.profiles_cut = 11;
+	s.requests_cut = 12;
+	s.samples_oversize = 13;
+	s.label_names_dropped = 14;
 	s.transport.rejected_profiles = 8;
 	s.transport.last_status = 503;
 	s.transport.queue.dropped_overflow = 9;
@@ -348,8 +352,22 @@ static const char metrics_tail[] =
     "0 when they work.\n"
     "# TYPE pebsprof_export_failing_seconds gauge\n"
     "pebsprof_export_failing_seconds 2.500\n"
+    "# HELP pebsprof_export_cut_total Cut before sending to meet the backend's limits: profiles "
+    "over max-profile-samples or max-profile-bytes, requests over max-request-bytes.\n"
+    "# TYPE pebsprof_export_cut_total counter\n"
+    "pebsprof_export_cut_total{what=\"profile\"} 11\n"
+    "pebsprof_export_cut_total{what=\"request\"} 12\n"
+    "# HELP pebsprof_export_oversize_samples_total Single samples over max-profile-bytes on their "
+    "own: sent, and likely refused.\n"
+    "# TYPE pebsprof_export_oversize_samples_total counter\n"
+    "pebsprof_export_oversize_samples_total 13\n"
+    "# HELP pebsprof_export_label_names_dropped_total Label names left out of exported windows to "
+    "stay within Pyroscope's 30 per series, summed over the windows.\n"
+    "# TYPE pebsprof_export_label_names_dropped_total counter\n"
+    "pebsprof_export_label_names_dropped_total 14\n"
     "# HELP pebsprof_export_requests_total Upload requests by outcome: ok (2xx), retried (a "
-    "failed attempt to be retried), split (HTTP 413, resent in halves), and the drops.\n"
+    "failed attempt to be retried), split (too large: 413, or 400 saying so; resent in halves), "
+    "and the drops.\n"
     "# TYPE pebsprof_export_requests_total counter\n"
     "pebsprof_export_requests_total{outcome=\"ok\"} 9\n"
     "pebsprof_export_requests_total{outcome=\"retried\"} 4\n"
@@ -379,8 +397,8 @@ static const char metrics_tail[] =
     "success.\n"
     "# TYPE pebsprof_export_rejected_profiles_total counter\n"
     "pebsprof_export_rejected_profiles_total 8\n"
-    "# HELP pebsprof_export_split_total Requests answered HTTP 413: resent as two halves, or "
-    "dropped (cannot be split).\n"
+    "# HELP pebsprof_export_split_total Requests the server found too large (HTTP 413, or 400 "
+    "saying so): resent as two halves, or dropped (one sample, cannot be split).\n"
     "# TYPE pebsprof_export_split_total counter\n"
     "pebsprof_export_split_total{result=\"resent\"} 6\n"
     "pebsprof_export_split_total{result=\"dropped\"} 1\n"

@@ -785,6 +785,50 @@ TEST(status_413_reported_as_split)
 	sink_stop(&s);
 }
 
+/*
+ * A Collector answers a body over max_request_body_size with 400 "http: request body too
+ * large" (in its Status message), Pyroscope a profile over its limits with 400 "... exceeds
+ * the size limit" or "exceeds the samples count limit": all three are handed back to be
+ * split like a 413. Any other 400 is dropped.
+ */
+TEST(status_400_too_large_reported_as_split)
+{
+	struct pp_transport_config cfg;
+	struct pp_transport_stats st;
+	struct capture cap;
+	struct sink s;
+	struct pp_transport *t;
+	uint64_t next = 0;
+
+	START_SINK(&s,
+		   "[{\"status\":400,\"body\":\"\\u0008\\u0003\\u0012\\u001chttp: request body "
+		   "too large\"},{\"status\":400,\"body\":\"the profile with labels '{}' "
+		   "exceeds the size limit (max_profile_size_byte, actual: 5000000, limit: "
+		   "4194304)\"},{\"status\":400,\"body\":\"the profile with labels '{}' exceeds "
+		   "the samples count limit (max_profile_stacktrace_samples, actual: 20000, "
+		   "limit: 16000)\"},{\"status\":400,\"body\":\"invalid metric name\"}]");
+	base_cfg(&cfg, sink_url(&s, ""), &cap);
+	t = pp_transport_new(&cfg, NULL, 0);
+	REQUIRE(t);
+	for (unsigned i = 1; i <= 4; i++)
+		CHECK_EQ_U64(push(t, 1000 * i, i), 0);
+	CHECK_EQ_U64(pp_transport_poll(t, &next), 4);
+	REQUIRE(cap.nres == 4);
+	for (int i = 0; i < 3; i++) {
+		CHECK(cap.res[i].outcome == PP_SEND_SPLIT);
+		CHECK_EQ_U64(cap.res[i].http_status, 400);
+		CHECK(cap.res[i].body != NULL);
+		free(cap.res[i].body);
+	}
+	CHECK(cap.res[3].outcome == PP_SEND_DROPPED_4XX && cap.res[3].body == NULL);
+	pp_transport_stats(t, &st);
+	CHECK_EQ_U64(st.split_needed, 3);
+	CHECK_EQ_U64(st.dropped_4xx, 1);
+	CHECK_EQ_U64(st.dropped_bytes, 4000);
+	pp_transport_free(t);
+	sink_stop(&s);
+}
+
 /* Without gzip the body in hand is also the bytes sent: it is handed back once, not freed. */
 TEST(status_413_hands_back_plain_body)
 {
@@ -1181,17 +1225,26 @@ TEST(pyroscope_ingest_push)
 	t = pp_transport_new(&cfg, NULL, 0);
 	REQUIRE(t);
 	CHECK_EQ_U64(pp_transport_push(t, payload(3000, 9), 3000, &m), 0);
+	/* a request naming its own service (one per service of a window) */
+	snprintf(m.app_name, sizeof(m.app_name), "checkout");
+	m.tag = 5;
+	CHECK_EQ_U64(pp_transport_push(t, payload(3000, 9), 3000, &m), 0);
 	/* an OTLP request does not belong on this transport */
 	CHECK_EQ_U64(push(t, 10, 10), 0);
 	CHECK_EQ_U64(pp_transport_poll(t, &next), 0);
 	CHECK_EQ_U64(next - fake_now, 100);
 	fake_now = next;
-	CHECK_EQ_U64(pp_transport_poll(t, &next), 2);
-	REQUIRE(sink_count(&s) == 2);
-	for (int i = 0; i < 2; i++) {
+	CHECK_EQ_U64(pp_transport_poll(t, &next), 3);
+	REQUIRE(sink_count(&s) == 3);
+	for (int i = 0; i < 3; i++) {
 		v = sink_reqline(&s, i);
-		CHECK_STR(v, "POST /ingest?name=my-app%7Benv%3Dprod%7D&from=1700000000&until="
-			     "1700000010&format=pprof");
+		if (i < 2)
+			CHECK_STR(v,
+				  "POST /ingest?name=my-app%7Benv%3Dprod%7D&from=1700000000&until="
+				  "1700000010&format=pprof");
+		else
+			CHECK_STR(v, "POST /ingest?name=checkout&from=1700000000&until="
+				     "1700000010&format=pprof");
 		free(v);
 		CHECK(body_is(&s, i, 3000, 9)); /* the pprof bytes as queued */
 		CHECK_EQ_U64(header_count(&s, i, "Content-Encoding"), 0);
@@ -1202,12 +1255,13 @@ TEST(pyroscope_ingest_push)
 		CHECK_STR(v, UA);
 		free(v);
 	}
-	REQUIRE(cap.nres == 2);
+	REQUIRE(cap.nres == 3);
 	CHECK(cap.res[0].tag == 4 && cap.res[0].outcome == PP_SEND_DELIVERED);
 	CHECK_EQ_U64(cap.res[0].attempts, 2);
-	CHECK(cap.res[1].tag == 10 && cap.res[1].outcome == PP_SEND_DROPPED_OTHER);
+	CHECK(cap.res[1].tag == 5 && cap.res[1].outcome == PP_SEND_DELIVERED);
+	CHECK(cap.res[2].tag == 10 && cap.res[2].outcome == PP_SEND_DROPPED_OTHER);
 	pp_transport_stats(t, &st);
-	CHECK_EQ_U64(st.sent, 1);
+	CHECK_EQ_U64(st.sent, 2);
 	CHECK_EQ_U64(st.retried, 1);
 	CHECK_EQ_U64(st.dropped_other, 1);
 	pp_transport_free(t);
@@ -1290,6 +1344,7 @@ TEST_LIST = {
     {"non_retryable_statuses_dropped_and_counted", non_retryable_statuses_dropped_and_counted},
     {"status_413_reported_as_split", status_413_reported_as_split},
     {"status_413_hands_back_plain_body", status_413_hands_back_plain_body},
+    {"status_400_too_large_reported_as_split", status_400_too_large_reported_as_split},
     {"connection_closed_mid_request_retried", connection_closed_mid_request_retried},
     {"connection_reset_retried", connection_reset_retried},
     {"stall_past_timeout_retried", stall_past_timeout_retried},

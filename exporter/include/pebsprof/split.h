@@ -1,0 +1,74 @@
+/*
+ * Cuts a window's profile into parts a backend accepts, before anything is sent. Pyroscope
+ * rejects a profile of more than 16,000 samples or 4 MiB (measured as pprof) whole
+ * (pkg/validation/validate.go, ValidateProfile), and on v1.21 the rest of its request with
+ * it; the profiles it measures are one per resource over OTLP and one per request over the
+ * push, whose name= is one service. So:
+ *
+ * - PP_SPLIT_BY_RESOURCE (OTLP): samples are grouped as the OTLP encoder groups them into
+ *   ResourceProfiles (one per container resource, one per process outside containers); a
+ *   group over a limit is cut into pieces, and part k holds piece k of every group, so no
+ *   profile of any part is over a limit and a window that fits stays one part.
+ * - PP_SPLIT_BY_SERVICE (push): samples are grouped by service (below); each piece of each
+ *   group is a part of its own, with its service's name.
+ *
+ * The service of a sample: its resource's service.name, else the configured one, else its
+ * executable name (what the OTLP encoder writes as service.name), else "unknown_service".
+ * Pieces keep the samples' order. The request-size limit of a Collector (20 MiB) is not
+ * applied here: the OTLP bytes are measured after encoding (pp_otlp_split_request).
+ */
+#ifndef PEBSPROF_SPLIT_H
+#define PEBSPROF_SPLIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <pebsprof/profile.h>
+
+/* Pyroscope's defaults: validation.max-profile-stacktrace-samples, max-profile-size-bytes. */
+#define PP_PYROSCOPE_MAX_SAMPLES 16000
+#define PP_PYROSCOPE_MAX_PROFILE_BYTES (4u << 20)
+
+enum pp_split_by {
+	PP_SPLIT_BY_RESOURCE = 0,
+	PP_SPLIT_BY_SERVICE = 1,
+};
+
+struct pp_split_limits {
+	size_t max_samples;	  /* samples per profile; 0 = no limit */
+	size_t max_profile_bytes; /* bytes per profile as pprof; 0 = no limit */
+};
+
+struct pp_split_part {
+	/* The input itself (when it fits whole) or a part of it owned by the split. */
+	const struct pp_profile *profile;
+	/* PP_SPLIT_BY_SERVICE: the service every sample of the part belongs to, borrowed from
+	 * the input profile or the configured name: valid while both are. */
+	const char *service;
+};
+
+struct pp_split {
+	struct pp_split_part *parts;
+	size_t nparts;
+	size_t groups;	 /* the profiles the backend sees in the whole window */
+	size_t cut;	 /* groups cut into pieces for a limit */
+	size_t oversize; /* single samples over max_profile_bytes, which no cut helps: sent */
+	/* owned parts, freed by pp_split_fini */
+	struct pp_profile **owned;
+	size_t nowned;
+};
+
+/*
+ * Fills *out with the parts of p. service is the configured service name (NULL or "" =
+ * none). A profile without samples gives no parts. Returns 0, -EINVAL, -ENOMEM; on error
+ * *out holds nothing to free.
+ */
+int pp_split_profile(const struct pp_profile *p, enum pp_split_by by, const char *service,
+		     const struct pp_split_limits *lim, struct pp_split *out);
+void pp_split_fini(struct pp_split *s);
+
+/* The service of sample s of p, as above; never NULL. */
+const char *pp_split_service_of(const struct pp_profile *p, const struct pp_sample_info *s,
+				const char *service);
+
+#endif /* PEBSPROF_SPLIT_H */
