@@ -316,7 +316,7 @@ static void render_transport(FILE *f, const struct pp_health_snapshot *s)
 
 	family(f, req, "counter",
 	       "Upload requests by outcome: ok (2xx), retried (a failed attempt to be retried), "
-	       "split (HTTP 413, resent in halves), and the drops.");
+	       "split (too large: 413, or 400 saying so; resent in halves), and the drops.");
 	labelled(f, req, "outcome", "ok", t->sent);
 	labelled(f, req, "outcome", "retried", t->retried);
 	labelled(f, req, "outcome", "split", t->split_needed);
@@ -343,7 +343,8 @@ static void render_transport(FILE *f, const struct pp_health_snapshot *s)
 	       "Profiles the backend rejected in a partial success.");
 	value(f, "pebsprof_export_rejected_profiles_total", t->rejected_profiles);
 	family(f, "pebsprof_export_split_total", "counter",
-	       "Requests answered HTTP 413: resent as two halves, or dropped (cannot be split).");
+	       "Requests the server found too large (HTTP 413, or 400 saying so): resent as two "
+	       "halves, or dropped (one sample, cannot be split).");
 	labelled(f, "pebsprof_export_split_total", "result", "resent", s->split_resent);
 	labelled(f, "pebsprof_export_split_total", "result", "dropped", s->split_dropped);
 	family(f, "pebsprof_export_queue_bytes", "gauge", "Bytes waiting in the upload queue.");
@@ -398,6 +399,18 @@ int pp_metrics_render(const struct pp_health_snapshot *s, const struct pp_health
 	family(f, "pebsprof_export_failing_seconds", "gauge",
 	       "How long uploads have failed with nothing delivered; 0 when they work.");
 	fprintf(f, "pebsprof_export_failing_seconds %.3f\n", secs(failing));
+	family(f, "pebsprof_export_cut_total", "counter",
+	       "Cut before sending to meet the backend's limits: profiles over max-profile-samples "
+	       "or max-profile-bytes, requests over max-request-bytes.");
+	labelled(f, "pebsprof_export_cut_total", "what", "profile", s->profiles_cut);
+	labelled(f, "pebsprof_export_cut_total", "what", "request", s->requests_cut);
+	family(f, "pebsprof_export_oversize_samples_total", "counter",
+	       "Single samples over max-profile-bytes on their own: sent, and likely refused.");
+	value(f, "pebsprof_export_oversize_samples_total", s->samples_oversize);
+	family(f, "pebsprof_export_label_names_dropped_total", "counter",
+	       "Label names left out of exported windows to stay within Pyroscope's 30 per "
+	       "series, summed over the windows.");
+	value(f, "pebsprof_export_label_names_dropped_total", s->label_names_dropped);
 	if (s->has_transport)
 		render_transport(f, s);
 	family(f, "pebsprof_http_requests_total", "counter",

@@ -120,7 +120,10 @@ struct pp_health_snapshot {
 	uint64_t export_failing_since_ns; /* 0 = not failing */
 	int has_transport;		  /* uploads over HTTP: the fields below are valid */
 	struct pp_transport_stats transport;
-	uint64_t split_resent, split_dropped; /* HTTP 413 handling */
+	uint64_t split_resent, split_dropped; /* too large for the server (413, 400) */
+	/* Cut before sending for the backend's limits (pebsprof/split.h). */
+	uint64_t profiles_cut, requests_cut, samples_oversize;
+	uint64_t label_names_dropped; /* left out for Pyroscope's 30 names, summed per window */
 	struct pp_health_http_stats http;
 };
 

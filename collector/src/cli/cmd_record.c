@@ -399,7 +399,8 @@ static const char *format_name(enum pp_output_format f)
 }
 
 /* The OTLP request `pebsprof run` would send for this capture, with the OTel environment. */
-static int write_otlp(const struct pp_profile *profile, const char *path)
+static int write_otlp(const struct pp_profile *profile, const char *path,
+		      struct pp_label_budget *budget)
 {
 	const struct pp_profile *profiles[1] = {profile};
 	const char *env_attrs = getenv("OTEL_RESOURCE_ATTRIBUTES");
@@ -423,6 +424,7 @@ static int write_otlp(const struct pp_profile *profile, const char *path)
 	}
 	res.extra_attrs = attrs;
 	res.n_extra = nattrs;
+	pp_otlp_plan_labels(profiles, 1, &res, budget);
 	ret = pp_otlp_write_file(profiles, 1, &res, path);
 	pp_otlp_free_attributes(attrs);
 	return ret;
@@ -434,10 +436,13 @@ static int write_outputs(const struct record_args *a, const struct pp_profile *p
 
 	for (size_t i = 0; i < a->noutputs; i++) {
 		enum pp_output_format f = pp_output_format_of(a->outputs[i]);
+		struct pp_label_budget budget = {0};
+		char dropped[512];
 		int ret;
 
 		switch (f) {
 		case PP_OUT_PPROF:
+			pp_pprof_plan_labels(profile, &budget);
 			ret = pp_pprof_write_file(profile, a->outputs[i]);
 			break;
 		case PP_OUT_FOLDED:
@@ -447,7 +452,7 @@ static int write_outputs(const struct record_args *a, const struct pp_profile *p
 			ret = pp_flamegraph_write_file(profile, a->outputs[i], "pebsprof record");
 			break;
 		case PP_OUT_OTLP:
-			ret = write_otlp(profile, a->outputs[i]);
+			ret = write_otlp(profile, a->outputs[i], &budget);
 			break;
 		default:
 			ret = -EINVAL;
@@ -459,6 +464,14 @@ static int write_outputs(const struct record_args *a, const struct pp_profile *p
 		} else if (!a->quiet) {
 			fprintf(stderr, "pebsprof: wrote %s to %s\n", format_name(f),
 				a->outputs[i]);
+		}
+		/* Pyroscope refuses a series of more than 30 label names: say which went. */
+		if (!ret && !a->quiet && budget.ndropped) {
+			pp_label_budget_describe(&budget, dropped, sizeof(dropped));
+			fprintf(stderr,
+				"pebsprof: %s: %u label names left out for Pyroscope's limit of "
+				"30: %s\n",
+				a->outputs[i], budget.ndropped, dropped);
 		}
 	}
 	return failed ? -EIO : 0;

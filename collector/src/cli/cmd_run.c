@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 
 #include <pebsprof/otlp.h>
 #include <pebsprof/profile.h>
+#include <pebsprof/split.h>
 #include <pebsprof/transport.h>
 #include <pebsprof/writers.h>
 
@@ -64,8 +66,14 @@ struct agent {
 	int sender_running;
 	atomic_int sender_stop;
 	atomic_int export_failing; /* last result was a failure: log only on change */
-	/* HTTP 413: requests split and resent, and those that could not be split (dropped) */
+	/* Too large for the server (413, 400): requests split and resent, and those that could
+	 * not be split (dropped) */
 	atomic_uint_fast64_t split_resent, split_dropped;
+	/* Cut before sending to meet the backend's limits (split.h): profiles over the sample
+	 * or byte limit, requests over max-request-bytes; single samples over the byte limit. */
+	uint64_t profiles_cut, requests_cut, samples_oversize;
+	uint64_t label_names_dropped; /* summed over the windows sent (Pyroscope's limit) */
+	int label_drop_said;	      /* the names left out were logged once */
 	uint64_t window_seq;
 	/* A closed window waiting for its jittered upload time (network exporters only). */
 	struct pp_profile *pending;
@@ -100,49 +108,50 @@ static void transport_log(void *ctx, enum pp_transport_log_level level, const ch
 }
 
 /*
- * HTTP 413: the server finds the request too large; the transport hands its body back and it
- * goes out again as two requests (OTLP's rule). This runs on the thread that polls the
- * transport (the sender, or the shutdown drain), so the sampling loop never spends time
- * splitting; halves that get 413 again come back here and are split again, down to single
- * samples. A pprof body (Pyroscope) cannot be cut, nor can one sample: those are dropped.
+ * Too large (HTTP 413, or a 400 that says so): the transport hands the body back and it goes
+ * out again as two requests (OTLP's rule), an OTLP body cut by resources or samples, a
+ * pprof one by samples. This runs on the thread that polls the transport (the sender, or the
+ * shutdown drain), so the sampling loop never spends time splitting; halves that are still
+ * too large come back here and are split again, down to single samples, which are dropped.
  */
 static void resend_halves(struct agent *ag, const struct pp_send_result *res)
 {
-	struct pp_send_meta meta = {.kind = PP_SEND_OTLP, .tag = res->tag};
+	struct pp_send_meta meta = {.kind = res->kind, .tag = res->tag};
 	uint8_t *a = NULL, *b = NULL;
 	size_t la = 0, lb = 0;
-	int ret = -EPROTOTYPE, ret2;
+	int ret = -EINVAL, ret2;
 
-	if (res->kind == PP_SEND_OTLP && res->body)
-		ret = pp_otlp_split_request(res->body, res->len, &a, &la, &b, &lb);
+	if (res->meta)
+		meta = *res->meta;
+	if (res->body)
+		ret = res->kind == PP_SEND_OTLP
+			  ? pp_otlp_split_request(res->body, res->len, &a, &la, &b, &lb)
+			  : pp_pprof_split(res->body, res->len, &a, &la, &b, &lb);
 	free(res->body);
 	if (ret) {
 		atomic_fetch_add(&ag->split_dropped, 1);
 		atomic_fetch_add(&ag->export_failures, 1);
 		atomic_fetch_add(&ag->failures_in_a_row, 1);
-		if (ret == -EPROTOTYPE)
-			pp_warn("window %llu dropped: %s answered HTTP 413 (too large) and a pprof "
-				"body cannot be split",
-				(unsigned long long)res->tag, ag->cfg.endpoint);
-		else if (ret == -E2BIG)
-			pp_warn(
-			    "window %llu dropped: %s answered HTTP 413 (too large) to a request "
-			    "of a single sample (%zu bytes), which cannot be split further",
-			    (unsigned long long)res->tag, ag->cfg.endpoint, res->len);
+		if (ret == -E2BIG)
+			pp_warn("window %llu: dropped a request of one sample (%zu bytes) that %s "
+				"finds too large (HTTP %ld); it cannot be split further",
+				(unsigned long long)res->tag, res->len, ag->cfg.endpoint,
+				res->http_status);
 		else
-			pp_warn("window %llu dropped: cannot split it after HTTP 413: %s",
-				(unsigned long long)res->tag, strerror(-ret));
+			pp_warn("window %llu dropped: cannot split it after HTTP %ld: %s",
+				(unsigned long long)res->tag, res->http_status, strerror(-ret));
 		return;
 	}
-	pp_info("window %llu (%zu bytes) is too large for %s (HTTP 413): resent as two requests "
+	pp_info("window %llu (%zu bytes) is too large for %s (HTTP %ld): resent as two requests "
 		"of %zu and %zu bytes",
-		(unsigned long long)res->tag, res->len, ag->cfg.endpoint, la, lb);
+		(unsigned long long)res->tag, res->len, ag->cfg.endpoint, res->http_status, la, lb);
 	ret = pp_transport_push(ag->transport, a, la, &meta);
 	ret2 = pp_transport_push(ag->transport, b, lb, &meta);
 	if (ret || ret2) {
 		atomic_fetch_add(&ag->split_dropped, 1);
-		pp_warn("window %llu: half of it not queued for export after HTTP 413: %s",
-			(unsigned long long)res->tag, strerror(ret ? -ret : -ret2));
+		pp_warn("window %llu: half of it not queued for export after HTTP %ld: %s",
+			(unsigned long long)res->tag, res->http_status,
+			strerror(ret ? -ret : -ret2));
 		return;
 	}
 	atomic_fetch_add(&ag->split_resent, 1);
@@ -333,19 +342,158 @@ static struct pp_otlp_resource resource_of(struct agent *ag)
 	return res;
 }
 
+/* The service name configured for every process: --service-name, else OTEL_RESOURCE_ATTRIBUTES. */
+static const char *configured_service(const struct agent *ag)
+{
+	const char *v = NULL;
+
+	if (ag->cfg.service_name[0])
+		return ag->cfg.service_name;
+	for (uint32_t i = 0; i < ag->nattrs; i++)
+		if (strcmp(ag->attrs[i].key, "service.name") == 0)
+			v = ag->attrs[i].value;
+	return v;
+}
+
+/* Label names the backend would refuse past its limit: counted, and named once in the log. */
+static void count_label_drops(struct agent *ag, const struct pp_label_budget *b)
+{
+	char names[512];
+
+	if (!b->ndropped)
+		return;
+	ag->label_names_dropped += b->ndropped;
+	if (ag->label_drop_said)
+		return;
+	ag->label_drop_said = 1;
+	pp_label_budget_describe(b, names, sizeof(names));
+	pp_info("profiles carry more label names than Pyroscope keeps (30 per series): %u left "
+		"out, least useful first: %s",
+		b->ndropped, names);
+}
+
+/* Queues one request; the caller counts a failure. */
+static int queue_request(struct agent *ag, uint8_t *body, size_t len,
+			 const struct pp_send_meta *meta)
+{
+	int ret = pp_transport_push(ag->transport, body, len, meta);
+
+	if (ret)
+		pp_warn("window %llu: a request of %zu bytes not queued for export: %s",
+			(unsigned long long)meta->tag, len, strerror(-ret));
+	return ret;
+}
+
+/*
+ * Queues an OTLP request, cut in halves first while it is over max-request-bytes (a
+ * Collector answers 400 past 20 MiB). A request of one sample is sent as it is.
+ */
+static int queue_otlp(struct agent *ag, uint8_t *body, size_t len, const struct pp_send_meta *meta)
+{
+	uint8_t *a, *b;
+	size_t la, lb;
+	int ret, ret2;
+
+	if (len <= ag->cfg.max_request_bytes)
+		return queue_request(ag, body, len, meta);
+	ret = pp_otlp_split_request(body, len, &a, &la, &b, &lb);
+	if (ret == -E2BIG)
+		return queue_request(ag, body, len, meta);
+	free(body);
+	if (ret) {
+		pp_warn("window %llu: cannot cut a request of %zu bytes: %s",
+			(unsigned long long)meta->tag, len, strerror(-ret));
+		return ret;
+	}
+	ag->requests_cut++;
+	ret = queue_otlp(ag, a, la, meta);
+	ret2 = queue_otlp(ag, b, lb, meta);
+	return ret ? ret : ret2;
+}
+
+/*
+ * Sends a window to the network exporter in the parts the backend accepts (split.h): over
+ * OTLP, usually one request; over the push, one request per service, named after it.
+ */
+static int send_window(struct agent *ag, const struct pp_profile *p,
+		       const struct pp_otlp_resource *res)
+{
+	const struct pp_profile_desc *d = pp_profile_get_desc(p);
+	struct pp_split_limits lim = {.max_samples = ag->cfg.max_profile_samples,
+				      .max_profile_bytes = ag->cfg.max_profile_bytes};
+	bool push = ag->cfg.exporter == PP_EXPORTER_PYROSCOPE;
+	struct pp_send_meta meta = {.kind = push ? PP_SEND_PYROSCOPE : PP_SEND_OTLP,
+				    .tag = ag->window_seq};
+	struct pp_label_budget budget;
+	struct pp_split split;
+	int ret, first_err = 0;
+
+	if (push) {
+		meta.from_s = (int64_t)(d->start_unix_ns / NS_PER_S);
+		meta.until_s = (int64_t)((d->start_unix_ns + d->duration_ns) / NS_PER_S);
+	}
+	ret = pp_split_profile(p, push ? PP_SPLIT_BY_SERVICE : PP_SPLIT_BY_RESOURCE,
+			       configured_service(ag), &lim, &split);
+	if (ret) {
+		pp_warn("window %llu not exported: cannot cut it for the backend's limits: %s",
+			(unsigned long long)ag->window_seq, strerror(-ret));
+		return ret;
+	}
+	if (split.cut || split.oversize)
+		pp_debug("window %llu: %zu of %zu profiles cut into %zu requests; %zu samples "
+			 "over max-profile-bytes alone",
+			 (unsigned long long)ag->window_seq, split.cut, split.groups, split.nparts,
+			 split.oversize);
+	ag->profiles_cut += split.cut;
+	ag->samples_oversize += split.oversize;
+	if (push)
+		pp_pprof_plan_labels(p, &budget);
+	else
+		pp_otlp_plan_labels(&p, 1, res, &budget);
+	count_label_drops(ag, &budget);
+	for (size_t i = 0; i < split.nparts; i++) {
+		const struct pp_profile *part = split.parts[i].profile;
+		uint8_t *body = NULL;
+		size_t len = 0;
+
+		if (push) {
+			snprintf(meta.app_name, sizeof(meta.app_name), "%s",
+				 split.parts[i].service);
+			ret = pp_pprof_encode(part, &body, &len);
+			if (!ret)
+				ret = queue_request(ag, body, len, &meta);
+		} else {
+			ret = pp_otlp_encode(&part, 1, res, &body, &len);
+			if (!ret)
+				ret = queue_otlp(ag, body, len, &meta);
+		}
+		if (ret && !first_err) {
+			first_err = ret;
+			pp_warn("window %llu: part %zu of %zu not exported: %s",
+				(unsigned long long)ag->window_seq, i + 1, split.nparts,
+				strerror(-ret));
+		}
+	}
+	pp_split_fini(&split);
+	if (first_err) {
+		atomic_fetch_add(&ag->export_failures, 1);
+		atomic_fetch_add(&ag->failures_in_a_row, 1);
+	}
+	return first_err;
+}
+
 static int export_window(struct agent *ag, const struct pp_profile *p)
 {
 	const struct pp_profile *profiles[1] = {p};
 	struct pp_otlp_resource res = resource_of(ag);
 	const struct pp_profile_desc *d = pp_profile_get_desc(p);
-	uint8_t *body = NULL;
-	size_t len = 0;
 	int ret;
 
 	if (!pp_profile_sample_count(p))
 		return 0;
 	ag->window_seq++;
 	if (ag->cfg.exporter == PP_EXPORTER_FILE) {
+		struct pp_label_budget budget;
 		char stamp[32], path[4096];
 		time_t secs = (time_t)(d->start_unix_ns / NS_PER_S);
 		struct tm tm;
@@ -353,6 +501,8 @@ static int export_window(struct agent *ag, const struct pp_profile *p)
 		gmtime_r(&secs, &tm);
 		strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
 		snprintf(path, sizeof(path), "%s/pebsprof-%s.otlp.pb", ag->cfg.output_dir, stamp);
+		pp_otlp_plan_labels(profiles, 1, &res, &budget);
+		count_label_drops(ag, &budget);
 		ret = pp_otlp_write_file(profiles, 1, &res, path);
 		if (!ret) {
 			snprintf(path, sizeof(path), "%s/pebsprof-%s.pb.gz", ag->cfg.output_dir,
@@ -372,30 +522,7 @@ static int export_window(struct agent *ag, const struct pp_profile *p)
 		}
 		return ret;
 	}
-	if (ag->cfg.exporter == PP_EXPORTER_PYROSCOPE) {
-		struct pp_send_meta meta = {
-		    .kind = PP_SEND_PYROSCOPE,
-		    .tag = ag->window_seq,
-		    .from_s = (int64_t)(d->start_unix_ns / NS_PER_S),
-		    .until_s = (int64_t)((d->start_unix_ns + d->duration_ns) / NS_PER_S)};
-
-		ret = pp_pprof_encode(p, &body, &len);
-		if (!ret)
-			ret = pp_transport_push(ag->transport, body, len, &meta);
-	} else {
-		struct pp_send_meta meta = {.kind = PP_SEND_OTLP, .tag = ag->window_seq};
-
-		ret = pp_otlp_encode(profiles, 1, &res, &body, &len);
-		if (!ret)
-			ret = pp_transport_push(ag->transport, body, len, &meta);
-	}
-	if (ret) {
-		atomic_fetch_add(&ag->export_failures, 1);
-		atomic_fetch_add(&ag->failures_in_a_row, 1);
-		pp_warn("window %llu not queued for export: %s", (unsigned long long)ag->window_seq,
-			strerror(-ret));
-	}
-	return ret;
+	return send_window(ag, p, &res);
 }
 
 /*
@@ -488,11 +615,18 @@ static void print_summary(struct agent *ag)
 		    (unsigned long long)ts.dropped_shutdown,
 		    (unsigned long long)ts.rejected_profiles);
 		if (ts.split_needed)
-			pp_info("export: %llu requests too large for the server (HTTP 413): %llu "
-				"split and resent, %llu dropped",
+			pp_info("export: %llu requests too large for the server (HTTP 413 or 400): "
+				"%llu split and resent, %llu dropped",
 				(unsigned long long)ts.split_needed,
 				(unsigned long long)atomic_load(&ag->split_resent),
 				(unsigned long long)atomic_load(&ag->split_dropped));
+		if (ag->profiles_cut || ag->requests_cut)
+			pp_info(
+			    "export: cut before sending for the backend's limits: %llu profiles "
+			    "(max-profile-samples, max-profile-bytes), %llu requests "
+			    "(max-request-bytes)",
+			    (unsigned long long)ag->profiles_cut,
+			    (unsigned long long)ag->requests_cut);
 	} else {
 		pp_info(
 		    "stopped: %llu windows written to %s, %llu samples (lost in kernel %llu)",
@@ -500,6 +634,10 @@ static void print_summary(struct agent *ag)
 		    (unsigned long long)ss.samples,
 		    (unsigned long long)(counters[PP_CNT_RB_FULL] + counters[PP_CNT_SCRATCH_MISS]));
 	}
+	if (ag->label_names_dropped)
+		pp_info("export: %llu label names left out of the windows (Pyroscope keeps 30 per "
+			"series)",
+			(unsigned long long)ag->label_names_dropped);
 }
 
 /*
@@ -540,6 +678,10 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.windows_exported = ag->window_seq;
 	snap.export_failures = atomic_load(&ag->export_failures);
 	snap.failures_in_a_row = (uint32_t)atomic_load(&ag->failures_in_a_row);
+	snap.profiles_cut = ag->profiles_cut;
+	snap.requests_cut = ag->requests_cut;
+	snap.samples_oversize = ag->samples_oversize;
+	snap.label_names_dropped = ag->label_names_dropped;
 	if (ag->transport) {
 		const struct pp_transport_stats *t = &snap.transport;
 		uint64_t failed;

@@ -30,6 +30,9 @@ enum pp_config_key {
 	PP_CFG_OUTPUT_DIR,
 	PP_CFG_KEEP,
 	PP_CFG_QUEUE_BYTES,
+	PP_CFG_MAX_PROFILE_SAMPLES,
+	PP_CFG_MAX_PROFILE_BYTES,
+	PP_CFG_MAX_REQUEST_BYTES,
 	PP_CFG_FLUSH_TIMEOUT,
 	PP_CFG_STACK_DEPTH,
 	PP_CFG_USER_UNWIND,
@@ -100,8 +103,12 @@ struct pp_run_config {
 	struct pp_kv_list headers; /* secret: values never printed */
 	enum pp_exporter_kind exporter;
 	char *output_dir;
-	uint64_t keep;		   /* window files kept in output_dir per format */
-	uint64_t queue_bytes;	   /* bound of the upload queue */
+	uint64_t keep;	      /* window files kept in output_dir per format */
+	uint64_t queue_bytes; /* bound of the upload queue */
+	/* A backend's limits, met by cutting windows before they are sent (split.h). */
+	uint64_t max_profile_samples;
+	uint64_t max_profile_bytes;
+	uint64_t max_request_bytes;
 	uint64_t flush_timeout_ns; /* how long exit waits for the queue to drain */
 	uint64_t stack_depth;
 	int user_unwind;    /* PP_USTACK_* (record.h), named by pp_ustack_walk_names */
