@@ -4,7 +4,8 @@
 # decode with the official schema; a 503 is retried and the window arrives exactly once;
 # SIGTERM mid-window ships the partial window and exits 0; an unreachable backend does not stop
 # sampling; bad configuration exits 2 naming the key and the line; a window answered 413 is
-# split and arrives as two halves with every sample once.
+# split and arrives as two halves with every sample once (the push's pprof too:
+# test_run_backend_limits.sh).
 
 . "$(dirname "$0")/lib.sh"
 
@@ -263,18 +264,4 @@ pp_check "413: each half is a valid request on its own (otlp_check.py)" \
 	bash -c "[ $halves_ok -eq 1 ] && [ \$(grep -c '^HALF ' '$T/split.out') -eq 2 ]"
 pp_check "413: the exit summary counts the split" \
 	grep -q 'HTTP 413 or 400): 1 split and resent, 0 dropped' "$T/s.err"
-# A pprof body (Pyroscope) cannot be split: dropped with a warning and counted, sampling goes on.
-mkdir -p "$T/pyro413"
-"$PP_PYTHON" "$sink" --port 0 --dir "$T/pyro413" --script '[{"status": 413}]' \
-	>"$T/pyro413.port" 2>"$T/pyro413.err" &
-SINK=$!
-for _ in $(seq 50); do grep -q PORT "$T/pyro413.port" 2>/dev/null && break; sleep 0.1; done
-PORT=$(awk '/PORT/{print $2}' "$T/pyro413.port")
-run_for 2.5 "$T/p413" --exporter pyroscope --endpoint "http://127.0.0.1:$PORT" --interval 1
-kill "$SINK" 2>/dev/null
-wait "$SINK" 2>/dev/null
-pp_check "413 on Pyroscope: exits 0, the pprof window dropped with a warning and counted" \
-	bash -c "[ $PP_RC -eq 0 ] && grep -q 'pprof body cannot be split' '$T/p413.err' &&
-		grep -q 'HTTP 413): 0 split and resent, 1 dropped' '$T/p413.err'"
-
 pp_finish

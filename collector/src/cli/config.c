@@ -195,7 +195,7 @@ static const struct option_def table[PP_CFG_NKEYS] = {
 				  .type = T_SIZE,
 				  .offset = OFF(max_request_bytes),
 				  .def = "16MiB",
-				  .min = 4 * KIB,
+				  .min = 1 * KIB,
 				  .max = 64 * MIB,
 				  .metavar = "SIZE",
 				  .help = "bytes per OTLP request before compression (a Collector\n"
@@ -233,8 +233,8 @@ static const struct option_def table[PP_CFG_NKEYS] = {
 			     .offset = OFF(service_name),
 			     .def = "",
 			     .metavar = "NAME",
-			     .help = "service.name of every profile (default: per process,\n"
-				     "from its container, pod or executable)"},
+			     .help = "service.name of processes whose container or pod names\n"
+				     "none (default: the executable's name)"},
     [PP_CFG_RESOURCE_ATTRIBUTES] = {.name = "resource-attributes",
 				    .env = "OTEL_RESOURCE_ATTRIBUTES",
 				    .type = T_KV,

@@ -1,0 +1,245 @@
+#!/bin/bash
+# `pebsprof run` against a local sink, its requests then judged by Pyroscope's own ingest rules
+# (tests/conformance/pyroscope_check.py, v1.21 and head) and by otlp_check.py: what a live agent
+# sends is accepted, not only what the encoders make from synthetic profiles. And the backend's
+# limits are met before sending: with a small --max-profile-samples every profile is cut below
+# it, with a small --max-request-bytes every OTLP request is (cut in halves after encoding), the push sends one request per
+# service named after it, a pushed pprof answered 413 is split in halves that hold every sample
+# once, and label names past Pyroscope's 30 are left out and said.
+
+. "$(dirname "$0")/lib.sh"
+
+pp_require_root
+pp_require_bpf
+pp_require_perf_events
+pp_require_pebsprof
+T=$PP_TMP
+ref="${PP_SOURCE_DIR:?}/../shared/reference"
+sink="$PP_SOURCE_DIR/tests/tools/pp_http_sink.py"
+checker="$PP_SOURCE_DIR/tests/conformance/pyroscope_check.py"
+otlp_check="$PP_SOURCE_DIR/tests/conformance/otlp_check.py"
+command -v protoc >/dev/null && [ -d "$ref/pprof" ] ||
+	pp_skip "needs protoc and the reference schemas at $ref"
+"$PP_PYTHON" -c 'import google.protobuf' 2>/dev/null ||
+	pp_skip "no python3 with google.protobuf (Debian package python3-protobuf)"
+pp_otlp_python "$ref/opentelemetry-proto" "$T/gen" &&
+	(cd "$ref/pprof" && protoc --python_out="$T/gen" proto/profile.proto) ||
+	pp_skip "protoc cannot generate the reference classes"
+
+# start_sink NAME SCRIPT: a sink recording into $T/NAME; sets PORT and SINK.
+start_sink() {
+	mkdir -p "$T/$1"
+	"$PP_PYTHON" "$sink" --port 0 --dir "$T/$1" --script "$2" >"$T/$1.port" 2>"$T/$1.err" &
+	SINK=$!
+	PP_BG_PIDS="${PP_BG_PIDS:-} $SINK"
+	for _ in $(seq 50); do grep -q PORT "$T/$1.port" 2>/dev/null && break; sleep 0.1; done
+	PORT=$(awk '/PORT/{print $2}' "$T/$1.port")
+}
+# run_for SECONDS OUT ARGS...: the agent for SECONDS, then SIGTERM (30 s to exit).
+run_for() {
+	local secs=$1 out=$2
+	shift 2
+	"$PEBSPROF" run "$@" >"$out.out" 2>"$out.err" &
+	local pid=$!
+	sleep "$secs"
+	kill -TERM "$pid"
+	pp_wait_pid "$pid" 30
+}
+stop_sink() {
+	kill "$SINK" 2>/dev/null
+	wait "$SINK" 2>/dev/null
+}
+# judge DIR MODE: every request of the sink in DIR through pyroscope_check.py at v1.21 and head
+# (MODE otlp, or ingest with the request's own name=); prints the type ids; 0 if all accepted.
+judge() {
+	local dir=$1 mode=$2 ok=1 b name out v
+	for b in "$dir"/req-*.body; do
+		for v in v1.21 head; do
+			if [ "$mode" = otlp ]; then
+				out=$("$PP_PYTHON" "$checker" "$T/gen" otlp "$b" --version "$v" 2>&1)
+			else
+				name=$(head -n1 "${b%.body}.hdr" | sed -E 's/.*[?&]name=([^&]*).*/\1/' |
+					"$PP_PYTHON" -c 'import sys, urllib.parse; print(urllib.parse.unquote(sys.stdin.read().strip()))')
+				out=$("$PP_PYTHON" "$checker" "$T/gen" ingest "$b" "$name" --version "$v" 2>&1)
+			fi
+			case $out in
+			ok:*) echo "$(basename "$b") $v $out" ;;
+			*)
+				echo "$(basename "$b") $v: $out"
+				ok=0
+				;;
+			esac
+		done
+	done
+	[ "$ok" -eq 1 ]
+}
+
+cat >"$T/limits.py" <<'PY'
+"""limits.py GEN DIR MODE MAX_SAMPLES MAX_BYTES: the requests of a sink directory against the
+limits they were cut for. otlp: every Profile <= MAX_SAMPLES samples and every body <=
+MAX_BYTES unless it holds one sample; prints windows and requests per window. push: every
+pprof <= MAX_SAMPLES samples, every sample's process_name label equal to the request's name=
+(one request per service, the executable's name without --service-name)."""
+import glob, os, re, sys, urllib.parse
+sys.path.insert(0, sys.argv[1])
+from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2 as svc
+from proto import profile_pb2
+d, mode, max_samples, max_bytes = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+bad, windows, names = [], {}, set()
+for b in sorted(glob.glob(os.path.join(d, "req-*.body"))):
+    data = open(b, "rb").read()
+    if mode == "otlp":
+        r = svc.ExportProfilesServiceRequest()
+        r.ParseFromString(data)
+        n = 0
+        for rp in r.resource_profiles:
+            for sp in rp.scope_profiles:
+                for p in sp.profiles:
+                    n += len(p.samples)
+                    windows.setdefault(p.time_unix_nano, set()).add(b)
+                    if len(p.samples) > max_samples:
+                        bad.append(f"{b}: a profile of {len(p.samples)} samples")
+        if len(data) > max_bytes and n > 1:
+            bad.append(f"{b}: {len(data)} bytes, {n} samples")
+    else:
+        p = profile_pb2.Profile()
+        p.ParseFromString(data)
+        line = open(b[:-len(".body")] + ".hdr").readline()
+        name = urllib.parse.unquote(re.search(r"[?&]name=([^& ]*)", line).group(1))
+        names.add(name)
+        windows.setdefault(p.time_nanos, set()).add(b)
+        if len(p.sample) > max_samples:
+            bad.append(f"{b}: {len(p.sample)} samples")
+        st = p.string_table
+        for s in p.sample:
+            procs = [st[l.str] for l in s.label if st[l.key] == "process_name"]
+            if procs != [name]:
+                bad.append(f"{b}: a sample of {procs} in the request named {name}")
+                break
+print("windows %d, requests per window %s%s" % (len(windows), sorted(len(v) for v in windows.values()),
+      ", services " + ",".join(sorted(names)) if names else ""))
+for x in bad[:10]:
+    print("FAIL", x)
+sys.exit(1 if bad else 0)
+PY
+
+"$PP_WORKLOAD" --fork 60 >/dev/null 2>&1 &
+WL=$!
+PP_BG_PIDS="${PP_BG_PIDS:-} $WL"
+
+# --- OTLP, live, every profile cut below 8 samples --------------------------------------------
+start_sink otlp '[]'
+run_for 5 "$T/o" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 \
+	--max-profile-samples 8 --flush-timeout 10
+stop_sink
+pp_check "OTLP: SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
+judge "$T/otlp" otlp >"$T/otlp.judged"
+rc=$?
+tail -n 2 "$T/otlp.judged"
+pp_check "OTLP: Pyroscope's ingest rules (v1.21, head) accept every request a live run sent" \
+	bash -c "[ $rc -eq 0 ] && grep -q 'ok: process_cpu:cpu:nanoseconds:cpu:nanoseconds' '$T/otlp.judged'"
+all_ok=1
+for b in "$T/otlp"/req-*.body; do
+	"$PP_PYTHON" "$otlp_check" "$T/gen" "$b" >"$T/oc.out" 2>&1 || {
+		all_ok=0
+		pp_show "$T/oc.out"
+	}
+done
+pp_check "OTLP: every request passes otlp_check.py" [ "$all_ok" -eq 1 ]
+"$PP_PYTHON" "$T/limits.py" "$T/gen" "$T/otlp" otlp 8 $((64 << 20)) >"$T/ol.out" 2>&1
+rc=$?
+cat "$T/ol.out"
+pp_check "OTLP: no profile holds more than --max-profile-samples 8" [ "$rc" -eq 0 ]
+pp_check "OTLP: windows went out as several requests, and the summary says so" \
+	bash -c "grep -qE 'requests per window \[.*[2-9]' '$T/ol.out' &&
+		grep -qE 'cut before sending for the backend.s limits: [1-9][0-9]* profiles' '$T/o.err'"
+
+# --- OTLP, every request cut below 1 KiB --------------------------------------------------------
+start_sink small '[]'
+run_for 4 "$T/r" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 \
+	--max-request-bytes 1KiB --flush-timeout 10
+stop_sink
+"$PP_PYTHON" "$T/limits.py" "$T/gen" "$T/small" otlp 16000 1024 >"$T/rl.out" 2>&1
+rc=$?
+cat "$T/rl.out"
+pp_check "OTLP: every request within --max-request-bytes 1KiB (or of one sample)" [ "$rc" -eq 0 ]
+pp_check "OTLP: requests were cut, and the summary says so" \
+	grep -qE 'profiles \(max-profile-samples, max-profile-bytes\), [1-9][0-9]* requests' "$T/r.err"
+judge "$T/small" otlp >"$T/small.judged"
+pp_check "OTLP: the cut requests are accepted by Pyroscope's rules" [ $? -eq 0 ]
+
+# --- the push: one request per service, each cut below 8 samples --------------------------------
+start_sink push '[]'
+run_for 5 "$T/p" --exporter pyroscope --endpoint "http://127.0.0.1:$PORT" --interval 2 \
+	--max-profile-samples 8 --flush-timeout 10
+stop_sink
+pp_check "push: SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
+"$PP_PYTHON" "$T/limits.py" "$T/gen" "$T/push" push 8 0 >"$T/pl.out" 2>&1
+rc=$?
+cat "$T/pl.out"
+pp_check "push: one service per request (name= is its samples' executable), at most 8 samples each" \
+	[ "$rc" -eq 0 ]
+pp_check "push: the workload is a service of its own" grep -q 'services .*pp_workload' "$T/pl.out"
+judge "$T/push" ingest >"$T/push.judged"
+rc=$?
+tail -n 2 "$T/push.judged"
+pp_check "push: Pyroscope's ingest rules (v1.21, head) accept every request under its name" \
+	[ "$rc" -eq 0 ]
+
+# --- the push answered 413: the pprof is split in halves holding every sample once --------------
+start_sink p413 '[{"status": 413, "body": "request entity too large"}]'
+run_for 3.5 "$T/q" --exporter pyroscope --endpoint "http://127.0.0.1:$PORT" --interval 2 \
+	--service-name shop --flush-timeout 10
+stop_sink
+pp_check "push 413: the agent split the pprof and resent it" \
+	grep -q 'HTTP 413): resent as two requests' "$T/q.err"
+cat >"$T/halves.py" <<'PY'
+"""halves.py GEN DIR: req-0000 was answered 413; the two requests of the same window that
+follow hold exactly its samples (stack by function names, values, labels)."""
+import collections, glob, os, sys
+sys.path.insert(0, sys.argv[1])
+from proto import profile_pb2
+def load(b):
+    p = profile_pb2.Profile()
+    p.ParseFromString(open(b, "rb").read())
+    return p
+def samples(p):
+    st, fn = p.string_table, {f.id: p.string_table[f.name] for f in p.function}
+    loc = {l.id: fn[l.line[0].function_id] for l in p.location}
+    return collections.Counter((tuple(loc[i] for i in s.location_id), tuple(s.value),
+                                tuple(sorted((st[l.key], st[l.str], l.num) for l in s.label))) for s in p.sample)
+bodies = sorted(glob.glob(os.path.join(sys.argv[2], "req-*.body")))
+orig = load(bodies[0])
+halves = [load(b) for b in bodies[1:] if load(b).time_nanos == orig.time_nanos]
+got = sum((samples(h) for h in halves), collections.Counter())
+print("413'd: %d samples; %d halves: %s" % (len(orig.sample), len(halves), [len(h.sample) for h in halves]))
+sys.exit(0 if len(halves) == 2 and got == samples(orig) and all(h.sample for h in halves) else 1)
+PY
+"$PP_PYTHON" "$T/halves.py" "$T/gen" "$T/p413" >"$T/h.out" 2>&1
+rc=$?
+cat "$T/h.out"
+pp_check "push 413: two halves of the window hold every sample exactly once" [ "$rc" -eq 0 ]
+pp_check "push 413: both halves keep the name=" \
+	bash -c "[ \$(grep -l '^POST /ingest?name=shop&' '$T/p413'/req-000[12].hdr | wc -l) -eq 2 ]"
+pp_check "push 413: the exit summary counts the split" \
+	grep -q 'HTTP 413 or 400): 1 split and resent, 0 dropped' "$T/q.err"
+
+# --- more label names than Pyroscope keeps: left out, said, and then accepted --------------------
+attrs=$(seq 1 30 | sed 's/.*/team.attr&=v&/' | paste -sd,)
+start_sink labels '[]'
+OTEL_RESOURCE_ATTRIBUTES="$attrs" run_for 3.5 "$T/l" \
+	--endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 --flush-timeout 10
+stop_sink
+pp_check "labels: the agent names what it leaves out, once" \
+	bash -c "[ \$(grep -c 'more label names than Pyroscope keeps' '$T/l.err') -eq 1 ] &&
+		grep -q 'least useful first: cpu.logical_number\|least useful first: .*team.attr30' '$T/l.err'"
+pp_check "labels: the exit summary counts the names left out" \
+	grep -qE 'export: [1-9][0-9]* label names left out' "$T/l.err"
+judge "$T/labels" otlp >"$T/labels.judged"
+rc=$?
+tail -n 1 "$T/labels.judged"
+pp_check "labels: with 30 extra attributes every request is still accepted" [ "$rc" -eq 0 ]
+
+kill "$WL" 2>/dev/null
+wait "$WL" 2>/dev/null
+pp_finish
