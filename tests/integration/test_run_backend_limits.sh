@@ -5,7 +5,7 @@
 # limits are met before sending: with a small --max-profile-samples every profile is cut below
 # it, with a small --max-request-bytes every OTLP request is (cut in halves after encoding), the push sends one request per
 # service named after it, a pushed pprof answered 413 is split in halves that hold every sample
-# once, and label names past Pyroscope's 30 are left out and said.
+# once, and label names past Pyroscope's 30 are left out and said (by record too).
 
 . "$(dirname "$0")/lib.sh"
 
@@ -239,6 +239,13 @@ judge "$T/labels" otlp >"$T/labels.judged"
 rc=$?
 tail -n 1 "$T/labels.judged"
 pp_check "labels: with 30 extra attributes every request is still accepted" [ "$rc" -eq 0 ]
+
+# record says it too, for the OTLP file it writes
+OTEL_RESOURCE_ATTRIBUTES="$attrs" pp_run "$T/rec" timeout -s KILL 60 "$PEBSPROF" record -d 1 \
+	-o "$T/rec.otlp.pb" -o "$T/rec.pb.gz"
+pp_check "record: names the label names its OTLP file leaves out, not its pprof's" \
+	bash -c "[ $PP_RC -eq 0 ] && grep -qE 'rec.otlp.pb: [0-9]+ label names left out for Pyroscope.s limit of 30: .*team.attr30' '$T/rec.err' &&
+		! grep -q 'rec.pb.gz: .*label names left out' '$T/rec.err'"
 
 kill "$WL" 2>/dev/null
 wait "$WL" 2>/dev/null
