@@ -16,6 +16,9 @@
 
 #define DEFAULT_MAX_PROCESSES 4096
 #define DEFAULT_MAX_SYMBOL_FILES 512
+/* The raw-stack table goes to the profile past this many bytes of entries, not only when it
+ * is half full: deep stacks would otherwise hold tens of MiB until the window ends. */
+#define RAW_STACK_MAX_BYTES (8u << 20)
 #define DEFAULT_MAX_CACHED_FRAMES (1u << 16)
 #define MAX_FRAMES (2 * PP_MAX_STACK_DEPTH + 2) /* + the ip and a data-object frame */
 
@@ -57,6 +60,7 @@ struct raw_stack {
 	uint64_t ip;
 	uint64_t *frames;
 	uint32_t *locs;
+	size_t bytes; /* the allocation, for the session's raw_bytes */
 };
 
 /*
@@ -78,6 +82,7 @@ struct pp_session {
 	struct mapsym_slot mapsyms[MAPSYM_SLOTS];
 	struct raw_stack **raw; /* open addressing, raw_cap slots (power of two) */
 	size_t raw_cap, raw_used;
+	size_t raw_bytes; /* held by the entries of the raw-stack table */
 	char *proc_root;
 	struct pp_profile *profile;
 	struct pp_proc_cache *procs;
@@ -145,6 +150,7 @@ static void raw_clear(struct pp_session *s)
 		s->raw[i] = NULL;
 	}
 	s->raw_used = 0;
+	s->raw_bytes = 0;
 }
 
 /*
@@ -301,9 +307,11 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 	s->proc_root = strdup(opts->proc_root ? opts->proc_root : "/proc");
 	popts.proc_root = s->proc_root;
 	popts.capacity = opts->max_processes ? opts->max_processes : DEFAULT_MAX_PROCESSES;
+	popts.max_bytes = opts->max_process_bytes;
 	s->procs = pp_proc_cache_new(&popts);
-	s->syms = pp_symcache_new(opts->max_symbol_files ? opts->max_symbol_files
-							 : DEFAULT_MAX_SYMBOL_FILES);
+	s->syms = pp_symcache_new(
+	    opts->max_symbol_files ? opts->max_symbol_files : DEFAULT_MAX_SYMBOL_FILES,
+	    opts->max_symbol_bytes ? opts->max_symbol_bytes : PP_SESSION_SYMBOL_BYTES_DEFAULT);
 	while (cap <
 	       (opts->max_cached_frames ? opts->max_cached_frames : DEFAULT_MAX_CACHED_FRAMES))
 		cap <<= 1;
@@ -365,6 +373,19 @@ void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *o
 	*out = s->stats;
 	out->processes_cached = pp_proc_cache_count(s->procs);
 	out->symbol_files_cached = pp_symcache_size(s->syms);
+	out->process_cache_bytes =
+	    pp_proc_cache_bytes(s->procs) + pp_proc_cache_buffer_bytes(s->procs);
+	out->symbol_cache_bytes = pp_symcache_bytes(s->syms);
+	out->frame_cache_bytes = s->frames_cap * sizeof(*s->frames);
+	out->raw_stack_bytes = s->raw_cap * sizeof(*s->raw) + s->raw_bytes;
+	out->mem_obj_cache_bytes = pp_mem_objcache_bytes(s->objs);
+	{
+		struct pp_symcache_stats ys;
+
+		pp_symcache_get_stats(s->syms, &ys);
+		out->symbol_evictions = ys.evictions;
+		out->symbol_too_big = ys.too_big;
+	}
 	if (s->objs) {
 		struct pp_mem_objcache_stats os;
 
@@ -684,17 +705,21 @@ static int raw_store(struct pp_session *s, struct raw_stack **slot, const struct
 	uint32_t n = (uint32_t)rec->nr_kstack + rec->nr_ustack;
 	struct raw_stack *e;
 
-	if (s->raw_used + 1 > s->raw_cap / 2) {
+	if (s->raw_used + 1 > s->raw_cap / 2 || s->raw_bytes > RAW_STACK_MAX_BYTES) {
 		pp_session_flush(s);
 		slot = raw_slot(s, d, hash, generation, mi);
 	}
 	/* One allocation: the entry, its raw frames, then its location ids. */
 	size_t path_len = si->process_path ? strlen(si->process_path) + 1 : 1;
 
-	e = malloc(sizeof(*e) + n * sizeof(*e->frames) + si->nlocations * sizeof(*e->locs) +
-		   path_len);
+	size_t bytes =
+	    sizeof(*e) + n * sizeof(*e->frames) + si->nlocations * sizeof(*e->locs) + path_len;
+
+	e = malloc(bytes);
 	if (!e)
 		return -ENOMEM;
+	e->bytes = bytes;
+	s->raw_bytes += bytes;
 	e->frames = (uint64_t *)(e + 1);
 	e->locs = (uint32_t *)(e->frames + n);
 	e->process_path = memcpy((char *)(e->locs + si->nlocations),

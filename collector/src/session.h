@@ -14,10 +14,16 @@
 #include "metadata/container_meta.h"
 #include "sampling/record_decode.h"
 
+/* The symbol cache's default bound: with the process cache's 16 MiB and the fixed tables,
+ * the agent's caches stay within 64 MiB. */
+#define PP_SESSION_SYMBOL_BYTES_DEFAULT (24u << 20)
+
 struct pp_session_opts {
 	const char *proc_root;	  /* NULL: "/proc" */
 	size_t max_processes;	  /* process cache bound; 0: 4096 */
 	size_t max_symbol_files;  /* symbol cache bound; 0: 512 */
+	size_t max_symbol_bytes;  /* symbol cache bound in bytes; 0: 24 MiB */
+	size_t max_process_bytes; /* process cache bound in bytes; 0: 16 MiB */
 	size_t max_cached_frames; /* (pid, address) -> location cache bound; 0: 1 << 16 */
 	/* CLOCK_REALTIME - CLOCK_MONOTONIC, to turn record times into wall-clock times. */
 	int64_t mono_to_wall_ns;
@@ -71,6 +77,11 @@ struct pp_session_stats {
 	uint64_t container_samples;   /* samples attributed to a container or pod */
 	uint64_t processes_cached;    /* gauges: the process cache's entries now */
 	uint64_t symbol_files_cached; /* the symbol cache's files now */
+	/* gauges: the bytes each cache holds now */
+	uint64_t process_cache_bytes, symbol_cache_bytes, frame_cache_bytes, raw_stack_bytes;
+	uint64_t mem_obj_cache_bytes;
+	uint64_t symbol_evictions; /* symbol tables evicted for the file or byte bound */
+	uint64_t symbol_too_big;   /* symbol tables over the byte bound alone: not kept */
 	/* Memory events (opts.mem_event). */
 	uint64_t mem_samples;	      /* samples with at least one real memory field */
 	uint64_t mem_no_fields;	      /* PP_SF_MEM_FIELDS set, but the kernel filled none */

@@ -254,6 +254,11 @@ void pp_mem_objcache_reset(struct pp_mem_objcache *c)
 	c->used = 0;
 }
 
+size_t pp_mem_objcache_bytes(const struct pp_mem_objcache *c)
+{
+	return c ? sizeof(*c) + c->cap * sizeof(*c->slots) : 0;
+}
+
 void pp_mem_objcache_get_stats(const struct pp_mem_objcache *c, struct pp_mem_objcache_stats *out)
 {
 	*out = c->stats;

@@ -148,6 +148,8 @@ void pp_mem_objcache_free(struct pp_mem_objcache *c);
 struct pp_mem_obj *pp_mem_objcache_get(struct pp_mem_objcache *c, const struct pp_mem_obj_key *key);
 /* Drops every entry (location ids of a finished profile), without counting evictions. */
 void pp_mem_objcache_reset(struct pp_mem_objcache *c);
+/* Bytes the cache holds (a fixed table); 0 for NULL. */
+size_t pp_mem_objcache_bytes(const struct pp_mem_objcache *c);
 void pp_mem_objcache_get_stats(const struct pp_mem_objcache *c, struct pp_mem_objcache_stats *out);
 
 #endif /* PP_COLLECTOR_MEM_ATTR_H */

@@ -19,6 +19,10 @@
 #define DEFAULT_NEG_TTL_NS 1000000000ull
 #define DEFAULT_RELOAD_GAP_NS 200000000ull
 #define DEFAULT_MAX_MAPS_BYTES (64u << 20)
+#define DEFAULT_MAX_BYTES (16u << 20)
+#define DEFAULT_EXITED_TTL_NS (30 * 1000000000ull)
+/* A scratch buffer grown past this for one large maps file is given back after the read. */
+#define SCRATCH_KEEP_BYTES (256u << 10)
 #define STAT_BUF_LEN 4096
 #define PF_KTHREAD_FLAG 0x00200000u /* include/linux/sched.h PF_KTHREAD */
 #define DELETED_SUFFIX " (deleted)"
@@ -33,6 +37,8 @@ struct node {
 	struct link lru;
 	uint64_t checked_ns; /* last pid-reuse check of an exited entry */
 	uint64_t exec_ns;    /* sample clock of the exec that made the entry stale; 0: unknown */
+	size_t bytes;	     /* what the entry holds, as counted in the cache's bytes */
+	uint64_t exited_ns;  /* cache clock when it was marked exited */
 };
 
 struct neg_slot {
@@ -44,6 +50,8 @@ struct neg_slot {
 struct pp_proc_cache {
 	char *root;
 	size_t capacity, count;
+	size_t max_bytes, bytes; /* entries' memory, bounded */
+	uint64_t exited_ttl_ns;	 /* exited entries are dropped this long after the exit */
 	struct node **buckets;
 	unsigned bucket_bits;
 	struct link live, exited; /* next = most recently used */
@@ -153,8 +161,28 @@ static void node_remove(struct pp_proc_cache *c, struct node *n)
 		*pp = n->hnext;
 	list_del(&n->lru);
 	proc_release(&n->proc);
+	c->bytes -= n->bytes;
 	free(n);
 	c->count--;
+}
+
+/* What an entry holds: the node, its exe path, its maps and their paths. */
+static size_t node_bytes(const struct node *n)
+{
+	size_t b = sizeof(*n) + (n->proc.exe ? strlen(n->proc.exe) + 1 : 0);
+
+	b += n->proc.maps.n * sizeof(n->proc.maps.entries[0]);
+	for (size_t i = 0; i < n->proc.maps.n; i++)
+		b += strlen(n->proc.maps.entries[i].path) + 1;
+	return b;
+}
+
+/* Counts n again after its contents changed. */
+static void account(struct pp_proc_cache *c, struct node *n)
+{
+	c->bytes -= n->bytes;
+	n->bytes = node_bytes(n);
+	c->bytes += n->bytes;
 }
 
 static void evict_one(struct pp_proc_cache *c)
@@ -165,6 +193,45 @@ static void evict_one(struct pp_proc_cache *c)
 		return;
 	node_remove(c, node_of_link(victim));
 	c->st.evictions++;
+}
+
+/*
+ * A process that exited long ago has no samples left in flight: its entry only holds memory.
+ * Exited entries are dropped exited_ttl_ns after the exit (oldest first, on a miss), so a
+ * node that spawns 50 processes a second does not keep thousands of them.
+ */
+static void expire_exited(struct pp_proc_cache *c, uint64_t now)
+{
+	for (struct link *l = c->exited.prev; l != &c->exited;) {
+		struct node *n = node_of_link(l);
+
+		/* the list is in use order, nearly exit order: stop at the first one still young */
+		if (now - n->exited_ns < c->exited_ttl_ns)
+			break;
+		l = l->prev;
+		node_remove(c, n);
+		c->st.expired++;
+	}
+}
+
+/*
+ * Evicts (exited first, then least recently used) while the cache holds more bytes than its
+ * bound, never keep: the entry just loaded stays even when it alone is over the bound.
+ */
+static void make_room(struct pp_proc_cache *c, const struct node *keep)
+{
+	while (c->bytes > c->max_bytes) {
+		struct link *lists[2] = {&c->exited, &c->live}, *victim = NULL;
+
+		for (int i = 0; i < 2 && !victim; i++)
+			for (struct link *l = lists[i]->prev; l != lists[i] && !victim; l = l->prev)
+				if (l != &keep->lru)
+					victim = l;
+		if (!victim)
+			return;
+		node_remove(c, node_of_link(victim));
+		c->st.evictions++;
+	}
 }
 
 /* ---- negative cache ---- */
@@ -344,6 +411,12 @@ static int read_maps(struct pp_proc_cache *c, uint32_t pid, struct pp_maps *out)
 	err = pp_maps_parse(c->scratch, len, out);
 	if (!err)
 		c->st.maps_bad_lines += out->bad_lines;
+	/* one huge maps file must not keep its buffer for the agent's lifetime */
+	if (c->scratch_cap > SCRATCH_KEEP_BYTES) {
+		free(c->scratch);
+		c->scratch = NULL;
+		c->scratch_cap = 0;
+	}
 	return err;
 }
 
@@ -408,6 +481,8 @@ static int reload_node(struct pp_proc_cache *c, struct node *n, uint64_t now)
 	proc_release(&n->proc);
 	n->proc = fresh;
 	touch(c, n);
+	account(c, n);
+	make_room(c, n);
 	return 0;
 }
 
@@ -441,6 +516,8 @@ struct pp_proc_cache *pp_proc_cache_new(const struct pp_proc_cache_opts *opts)
 	c->reload_gap_ns =
 	    opts->reload_min_gap_ns ? opts->reload_min_gap_ns : DEFAULT_RELOAD_GAP_NS;
 	c->max_maps_bytes = opts->max_maps_bytes ? opts->max_maps_bytes : DEFAULT_MAX_MAPS_BYTES;
+	c->max_bytes = opts->max_bytes ? opts->max_bytes : DEFAULT_MAX_BYTES;
+	c->exited_ttl_ns = opts->exited_ttl_ns ? opts->exited_ttl_ns : DEFAULT_EXITED_TTL_NS;
 	c->now_fn = opts->now_ns ? opts->now_ns : monotonic_ns;
 	c->clock_ctx = opts->clock_ctx;
 	list_init(&c->live);
@@ -546,6 +623,7 @@ const struct pp_proc *pp_proc_cache_get_at(struct pp_proc_cache *c, uint32_t pid
 		return NULL;
 	}
 	c->st.misses++;
+	expire_exited(c, now);
 	err = load_proc(c, pid, &fresh, now);
 	if (err) {
 		if (err == -ESRCH)
@@ -567,6 +645,8 @@ const struct pp_proc *pp_proc_cache_get_at(struct pp_proc_cache *c, uint32_t pid
 	list_init(&n->lru);
 	list_add_front(&c->live, &n->lru);
 	c->count++;
+	account(c, n);
+	make_room(c, n);
 	return &n->proc;
 }
 
@@ -574,6 +654,7 @@ static void mark_exited(struct pp_proc_cache *c, struct node *n, uint64_t now)
 {
 	n->proc.flags |= PP_PROC_F_EXITED;
 	n->checked_ns = now;
+	n->exited_ns = now;
 	touch(c, n);
 }
 
@@ -605,6 +686,8 @@ static void reload_maps(struct pp_proc_cache *c, struct node *n, uint64_t now)
 	pp_maps_fini(&n->proc.maps);
 	n->proc.maps = maps;
 	n->proc.flags &= ~(uint32_t)PP_PROC_F_NO_MAPS;
+	account(c, n);
+	make_room(c, n);
 }
 
 const struct pp_map_entry *pp_proc_cache_find_map(struct pp_proc_cache *c,
@@ -696,6 +779,16 @@ void pp_proc_cache_get_stats(const struct pp_proc_cache *c, struct pp_proc_cache
 		return;
 	}
 	*out = c->st;
+}
+
+size_t pp_proc_cache_bytes(const struct pp_proc_cache *c)
+{
+	return c ? c->bytes : 0;
+}
+
+size_t pp_proc_cache_buffer_bytes(const struct pp_proc_cache *c)
+{
+	return c ? c->scratch_cap : 0;
 }
 
 size_t pp_proc_cache_count(const struct pp_proc_cache *c)

@@ -1,7 +1,8 @@
 /*
- * A bounded cache of per-process facts (start time, comm, exe, parsed maps) keyed by tgid and
- * read from a configurable proc root. The collector asks it for every sample, so it answers
- * from memory, remembers recently vanished pids, and rate-limits its rereads of /proc.
+ * A cache, bounded in entries and in bytes, of per-process facts (start time, comm, exe, parsed
+ * maps) keyed by tgid and read from a configurable proc root. The collector asks it for every
+ * sample, so it answers from memory, remembers recently vanished pids, and rate-limits its rereads
+ * of /proc.
  *
  * Not thread-safe: one collector thread owns a cache.
  */
@@ -44,6 +45,7 @@ struct pp_proc_cache_stats {
 	uint64_t reloads_for_unplaced_addr; /* maps rereads because an address was not mapped */
 	uint64_t reloads_suppressed;	    /* ... skipped by the per-process rate limit */
 	uint64_t evictions;		    /* entries dropped to stay within capacity */
+	uint64_t expired;		    /* exited entries dropped after exited_ttl_ns */
 	uint64_t gone;			    /* loads that found the process gone (ESRCH) */
 	uint64_t negative_hits;		    /* gets answered ESRCH from the negative cache */
 	uint64_t negative_evictions;	    /* live negative entries overwritten */
@@ -59,6 +61,10 @@ struct pp_proc_cache_opts {
 	uint64_t negative_ttl_ns;   /* how long a gone pid is remembered; 0: 1 s */
 	uint64_t reload_min_gap_ns; /* per process, between maps rereads; 0: 200 ms */
 	size_t max_maps_bytes;	    /* larger maps files are cut here; 0: 64 MiB */
+	/* Bytes the entries may hold (exe paths, maps); the least recently used (exited first)
+	 * are evicted past it, never the one just loaded; 0: 16 MiB. */
+	size_t max_bytes;
+	uint64_t exited_ttl_ns; /* exited entries are dropped this long after the exit; 0: 30 s */
 	/* Monotonic clock in ns; NULL: CLOCK_MONOTONIC. Tests inject their own. */
 	uint64_t (*now_ns)(void *clock_ctx);
 	void *clock_ctx;
@@ -114,6 +120,10 @@ void pp_proc_cache_on_fork(struct pp_proc_cache *c, uint32_t pid);
 void pp_proc_cache_get_stats(const struct pp_proc_cache *c, struct pp_proc_cache_stats *out);
 /* Number of processes held (at most capacity). */
 size_t pp_proc_cache_count(const struct pp_proc_cache *c);
+/* Bytes the entries hold now (what max_bytes bounds), and the read buffer kept between reads
+ * (at most 256 KiB: a larger one, for a huge maps file, is given back after the read). */
+size_t pp_proc_cache_bytes(const struct pp_proc_cache *c);
+size_t pp_proc_cache_buffer_bytes(const struct pp_proc_cache *c);
 
 /*
  * Write "<proc_root>/<pid>/root<path>" to out: the path as the process sees it, reachable from

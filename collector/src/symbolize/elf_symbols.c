@@ -38,6 +38,7 @@ struct pp_elf_symbols {
 	struct pp_elf_segment *segs;
 	size_t nsegs;
 	char *names; /* owns every symbol name */
+	size_t names_len;
 };
 
 /* Per-section facts the symbol filters need, indexed by section number. */
@@ -548,6 +549,7 @@ static int build_tables(struct reader *r, struct pp_elf_symbols *s)
 		size_t total = names_size(&funcs) + names_size(&data);
 
 		s->names = malloc(total ? total : 1);
+		s->names_len = total;
 		if (!s->names) {
 			err = -ENOMEM;
 		} else {
@@ -725,6 +727,14 @@ void pp_elf_symbols_free(struct pp_elf_symbols *s)
 	free(s->segs);
 	free(s->names);
 	free(s);
+}
+
+size_t pp_elf_symbols_bytes(const struct pp_elf_symbols *s)
+{
+	if (!s)
+		return 0;
+	return sizeof(*s) + (s->nfuncs + s->ndata) * sizeof(struct pp_elf_symbol) +
+	       s->nsegs * sizeof(struct pp_elf_segment) + s->names_len;
 }
 
 const char *pp_elf_symbols_build_id(const struct pp_elf_symbols *s)

@@ -62,6 +62,9 @@ void pp_elf_symbols_free(struct pp_elf_symbols *s);
  */
 int pp_elf_read_build_id_fd(int fd, char *out, size_t out_size);
 
+/* The memory s holds, in bytes: what a cache bounded in bytes counts. */
+size_t pp_elf_symbols_bytes(const struct pp_elf_symbols *s);
+
 /* The lower-case hex GNU build id, "" when the file has none. Borrowed from s. */
 const char *pp_elf_symbols_build_id(const struct pp_elf_symbols *s);
 

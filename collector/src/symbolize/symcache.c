@@ -46,6 +46,8 @@ struct entry {
 
 struct pp_symcache {
 	size_t max_files;
+	size_t max_bytes;
+	size_t bytes; /* tables (each counted once) and entries held */
 	size_t n;
 	size_t nbuckets; /* a power of two, for both hashes */
 	struct entry **buckets;
@@ -102,12 +104,12 @@ static void key_from_stat(const struct stat *st, struct file_key *k)
 	k->mtime_nsec = (int64_t)st->st_mtim.tv_nsec;
 }
 
-struct pp_symcache *pp_symcache_new(size_t max_files)
+struct pp_symcache *pp_symcache_new(size_t max_files, size_t max_bytes)
 {
 	struct pp_symcache *c;
 	size_t nb = 16;
 
-	if (max_files == 0 || max_files > SIZE_MAX / 4) {
+	if (max_files == 0 || max_files > SIZE_MAX / 4 || max_bytes == 0) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -122,6 +124,7 @@ struct pp_symcache *pp_symcache_new(size_t max_files)
 		goto out_free;
 	c->nbuckets = nb;
 	c->max_files = max_files;
+	c->max_bytes = max_bytes;
 	c->negative_ttl_ns = (uint64_t)PP_SYMCACHE_NEGATIVE_TTL_MS_DEFAULT * 1000000u;
 	return c;
 
@@ -146,6 +149,7 @@ static void table_put(struct pp_symcache *c, struct table *t)
 		if (*pp)
 			*pp = t->hnext;
 	}
+	c->bytes -= sizeof(*t) + pp_elf_symbols_bytes(t->syms);
 	pp_elf_symbols_free(t->syms);
 	free(t);
 }
@@ -170,6 +174,7 @@ static struct table *table_new(struct pp_symcache *c, struct pp_elf_symbols *sym
 		return NULL;
 	t->syms = syms;
 	t->refs = 1;
+	c->bytes += sizeof(*t) + pp_elf_symbols_bytes(syms);
 	if (id[0]) {
 		struct table **b;
 
@@ -206,6 +211,11 @@ static void lru_push_front(struct pp_symcache *c, struct entry *e)
 		c->lru_tail = e;
 }
 
+static size_t entry_bytes(const struct entry *e)
+{
+	return sizeof(*e) + (e->path ? strlen(e->path) + 1 : 0);
+}
+
 static void entry_remove(struct pp_symcache *c, struct entry *e)
 {
 	struct entry **pp = &c->buckets[e->hash & (c->nbuckets - 1)];
@@ -216,17 +226,22 @@ static void entry_remove(struct pp_symcache *c, struct entry *e)
 		*pp = e->hnext;
 	lru_unlink(c, e);
 	table_put(c, e->tab);
+	c->bytes -= entry_bytes(e);
 	free(e->path);
 	free(e);
 	c->n--;
 }
 
-/* Insert e (hash set), evicting the least recently used entry when full. */
+/*
+ * Insert e (hash set), evicting the least recently used entries while the cache is over
+ * either bound: its table, if new, is counted already, so room is made for it too.
+ */
 static void entry_insert(struct pp_symcache *c, struct entry *e)
 {
 	struct entry **b;
 
-	while (c->n >= c->max_files && c->lru_tail) {
+	c->bytes += entry_bytes(e);
+	while ((c->n >= c->max_files || c->bytes > c->max_bytes) && c->lru_tail) {
 		entry_remove(c, c->lru_tail);
 		c->stats.evictions++;
 	}
@@ -286,8 +301,10 @@ static void remember_failure(struct pp_symcache *c, const struct file_key *key, 
 		e->hash = path_hash(path);
 	}
 	e->err = err;
-	e->expires_ns =
-	    now > UINT64_MAX - c->negative_ttl_ns ? UINT64_MAX : now + c->negative_ttl_ns;
+	/* the same file will not fit later either: asked again only once evicted */
+	e->expires_ns = err == EFBIG || now > UINT64_MAX - c->negative_ttl_ns
+			    ? UINT64_MAX
+			    : now + c->negative_ttl_ns;
 	entry_insert(c, e);
 }
 
@@ -348,6 +365,14 @@ static struct entry *load(struct pp_symcache *c, const char *path, const struct 
 			goto out_fail;
 		}
 		c->stats.opens++;
+		/* one table past the whole bound would evict everything and still not fit */
+		if (sizeof(struct table) + pp_elf_symbols_bytes(syms) > c->max_bytes) {
+			pp_elf_symbols_free(syms);
+			close(fd);
+			c->stats.too_big++;
+			err = EFBIG;
+			goto out_fail;
+		}
 		tab = table_new(c, syms);
 		if (!tab) {
 			pp_elf_symbols_free(syms);
@@ -455,6 +480,11 @@ void pp_symcache_free(struct pp_symcache *c)
 size_t pp_symcache_size(const struct pp_symcache *c)
 {
 	return c ? c->n : 0;
+}
+
+size_t pp_symcache_bytes(const struct pp_symcache *c)
+{
+	return c ? c->bytes : 0;
 }
 
 void pp_symcache_get_stats(const struct pp_symcache *c, struct pp_symcache_stats *out)

@@ -1,9 +1,9 @@
 /*
- * A bounded cache of ELF symbol tables. A file is found again by (st_dev, st_ino, st_size,
- * st_mtime) so the same binary is not reopened per sample, and tables are shared by build id so
- * one binary seen through many containers' /proc/PID/root paths is parsed once. Failures to
- * open are remembered for a short while (negative entries) so a missing file costs one open
- * per interval, not one per sample.
+ * A cache of ELF symbol tables bounded in files and in bytes. A file is found again by (st_dev,
+ * st_ino, st_size, st_mtime) so the same binary is not reopened per sample, and tables are shared
+ * by build id so one binary seen through many containers' /proc/PID/root paths is parsed once.
+ * Failures to open are remembered for a short while (negative entries) so a missing file costs one
+ * open per interval, not one per sample.
  */
 #ifndef PP_COLLECTOR_SYMCACHE_H
 #define PP_COLLECTOR_SYMCACHE_H
@@ -23,18 +23,21 @@ struct pp_symcache_stats {
 	uint64_t open_failures;	     /* files that could not be opened or parsed */
 	uint64_t negative_hits;	     /* of hits, those that repeated a remembered failure */
 	uint64_t shared_by_build_id; /* misses served by a table already cached under its id */
-	uint64_t evictions;	     /* entries dropped to stay within max_files */
+	uint64_t evictions;	     /* entries dropped to stay within max_files, max_bytes */
+	uint64_t too_big;	     /* tables larger than max_bytes alone: not kept */
 	uint64_t build_id_mismatch;  /* lookups refused with ESTALE */
 };
 
 struct pp_symcache;
 
 /*
- * A cache holding at most max_files entries (files and remembered failures together); the
- * least recently used entry is evicted to make room. NULL with errno EINVAL for max_files 0,
- * or ENOMEM.
+ * A cache holding at most max_files entries (files and remembered failures together) and
+ * max_bytes of tables and entries (pp_elf_symbols_bytes; a table shared by build id counts
+ * once); the least recently used entries are evicted to make room. A table larger than
+ * max_bytes on its own is not kept: its file fails with EFBIG (remembered like any failure),
+ * counted in too_big. NULL with errno EINVAL for max_files or max_bytes 0, or ENOMEM.
  */
-struct pp_symcache *pp_symcache_new(size_t max_files);
+struct pp_symcache *pp_symcache_new(size_t max_files, size_t max_bytes);
 
 /* Release the cache and every table in it. NULL is a no-op. */
 void pp_symcache_free(struct pp_symcache *c);
@@ -55,8 +58,9 @@ void pp_symcache_set_negative_ttl_ms(struct pp_symcache *c, uint64_t ttl_ms);
 const struct pp_elf_symbols *pp_symcache_get_file(struct pp_symcache *c, const char *path,
 						  const char *expected_build_id);
 
-/* Entries held now, and the counters so far. */
+/* Entries and bytes held now, and the counters so far. */
 size_t pp_symcache_size(const struct pp_symcache *c);
+size_t pp_symcache_bytes(const struct pp_symcache *c);
 void pp_symcache_get_stats(const struct pp_symcache *c, struct pp_symcache_stats *out);
 
 #endif /* PP_COLLECTOR_SYMCACHE_H */

@@ -426,6 +426,115 @@ TEST(eviction_lru_and_exited_first)
 	root_fini(&r, pids, 3);
 }
 
+/* The byte bound: entries are counted by their maps and paths; past it the LRU ones go. */
+/* An exited process's entry goes exited_ttl_ns after the exit, not when the cache is full. */
+TEST(exited_entries_expire)
+{
+	static const uint32_t pids[] = {2, 777, 1234};
+	struct fixture_root r;
+	struct fake_clock clk = {.now = 1000 * MS};
+	struct pp_proc_cache_opts o = {
+	    .capacity = 100, .exited_ttl_ns = 30000 * MS, .now_ns = fake_now, .clock_ctx = &clk};
+	struct pp_proc_cache *c;
+
+	REQUIRE(root_init(&r) == 0);
+	for (size_t i = 0; i < 3; i++)
+		REQUIRE(root_set(&r, pids[i], "basic") == 0);
+	o.proc_root = r.dir;
+	c = pp_proc_cache_new(&o);
+	REQUIRE(c != NULL);
+	REQUIRE(pp_proc_cache_get(c, 1234) != NULL);
+	REQUIRE(pp_proc_cache_get(c, 777) != NULL);
+	pp_proc_cache_on_exit(c, 1234);
+	clk.now += 29000 * MS;
+	/* samples in flight still find the exited process */
+	REQUIRE(pp_proc_cache_get(c, 1234) != NULL);
+	root_remove(&r, 2);
+	CHECK(pp_proc_cache_get(c, 2) == NULL); /* a miss, before the ttl: nothing expires */
+	CHECK_EQ_U64(pp_proc_cache_count(c), 2);
+	clk.now += 2000 * MS;
+	REQUIRE(root_set(&r, 2, "basic") == 0);
+	REQUIRE(pp_proc_cache_get(c, 2) != NULL); /* a miss past the ttl: 1234 goes */
+	CHECK_EQ_U64(stats(c).expired, 1);
+	CHECK_EQ_U64(pp_proc_cache_count(c), 2);
+	CHECK_EQ_U64(stats(c).evictions, 0);
+	pp_proc_cache_free(c);
+	root_fini(&r, pids, 3);
+}
+
+/* The bytes of pid's entry alone. */
+static size_t entry_bytes(struct pp_proc_cache_opts o, uint32_t pid)
+{
+	struct pp_proc_cache *c;
+	size_t b = 0;
+
+	o.max_bytes = 0;
+	c = pp_proc_cache_new(&o);
+	if (c && pp_proc_cache_get(c, pid))
+		b = pp_proc_cache_bytes(c);
+	pp_proc_cache_free(c);
+	return b;
+}
+
+/* The byte bound: entries are counted by their maps and paths; past it the LRU ones go. */
+TEST(byte_bound_evicts_lru)
+{
+	static const uint32_t pids[] = {2, 777, 1234};
+	struct fixture_root r;
+	struct fake_clock clk = {.now = 0};
+	struct pp_proc_cache_opts o = {.capacity = 100, .now_ns = fake_now, .clock_ctx = &clk};
+	struct pp_proc_cache *c;
+	size_t b[3];
+
+	REQUIRE(root_init(&r) == 0);
+	for (size_t i = 0; i < 3; i++)
+		REQUIRE(root_set(&r, pids[i], "basic") == 0);
+	o.proc_root = r.dir;
+	for (size_t i = 0; i < 3; i++)
+		b[i] = entry_bytes(o, pids[i]);
+	/* an entry holds its maps (16 in 1234's, 4 in 777's, none in the kernel thread 2's) */
+	CHECK(b[2] > sizeof(struct pp_proc) + 16 * sizeof(struct pp_map_entry));
+	CHECK(b[1] > sizeof(struct pp_proc) + 4 * sizeof(struct pp_map_entry));
+	CHECK(b[0] > sizeof(struct pp_proc) && b[0] < b[1]);
+	/* 1234 and 777 fit, not with 2 as well */
+	o.max_bytes = b[2] + b[1] + b[0] / 2;
+	c = pp_proc_cache_new(&o);
+	REQUIRE(c != NULL);
+	REQUIRE(pp_proc_cache_get(c, 1234) != NULL);
+	REQUIRE(pp_proc_cache_get(c, 777) != NULL);
+	CHECK_EQ_U64(pp_proc_cache_bytes(c), b[2] + b[1]);
+	REQUIRE(pp_proc_cache_get(c, 1234) != NULL); /* 777 is now the least recently used */
+	REQUIRE(pp_proc_cache_get(c, 2) != NULL);
+	CHECK_EQ_U64(stats(c).evictions, 1);
+	CHECK_EQ_U64(pp_proc_cache_count(c), 2);
+	CHECK_EQ_U64(pp_proc_cache_bytes(c), b[2] + b[0]);
+	REQUIRE(pp_proc_cache_get(c, 1234) != NULL);
+	CHECK_EQ_U64(stats(c).loads, 3); /* 1234 stayed */
+	for (int round = 0; round < 10; round++)
+		for (size_t i = 0; i < 3; i++)
+			REQUIRE(pp_proc_cache_get(c, pids[i]) != NULL);
+	CHECK(pp_proc_cache_bytes(c) <= o.max_bytes);
+	CHECK(stats(c).evictions > 10);
+	pp_proc_cache_free(c);
+
+	/* a bound below one entry: the entry just loaded stays, alone */
+	o.max_bytes = b[2] / 2;
+	c = pp_proc_cache_new(&o);
+	REQUIRE(c != NULL);
+	REQUIRE(pp_proc_cache_get(c, 1234) != NULL);
+	{
+		const struct pp_proc *p = pp_proc_cache_get(c, 777);
+
+		REQUIRE(p != NULL);
+		CHECK_EQ_U64(p->pid, 777);
+		CHECK(p->maps.n > 0);
+	}
+	CHECK_EQ_U64(pp_proc_cache_count(c), 1);
+	CHECK_EQ_U64(pp_proc_cache_bytes(c), b[1]);
+	pp_proc_cache_free(c);
+	root_fini(&r, pids, 3);
+}
+
 TEST(negative_cache)
 {
 	static const uint32_t pids[] = {1234};
@@ -755,6 +864,8 @@ TEST_LIST = {
     {"samples_before_an_exec_keep_the_old_image", samples_before_an_exec_keep_the_old_image},
     {"exit_keeps_entry_and_detects_pid_reuse", exit_keeps_entry_and_detects_pid_reuse},
     {"eviction_lru_and_exited_first", eviction_lru_and_exited_first},
+    {"byte_bound_evicts_lru", byte_bound_evicts_lru},
+    {"exited_entries_expire", exited_entries_expire},
     {"negative_cache", negative_cache},
     {"negative_cache_is_bounded", negative_cache_is_bounded},
     {"unplaced_address_reload_is_rate_limited", unplaced_address_reload_is_rate_limited},

@@ -114,7 +114,7 @@ TEST(same_file_by_inode)
 	path_of(link, sizeof(link), "a.hardlink");
 	REQUIRE(sh("ln -f '%s' '%s'", a, link) == 0);
 	snprintf(via_root, sizeof(via_root), "/proc/self/root%s", a);
-	c = pp_symcache_new(8);
+	c = pp_symcache_new(8, 64u << 20);
 	REQUIRE(c != NULL);
 	s1 = pp_symcache_get_file(c, a, NULL);
 	REQUIRE(s1 != NULL);
@@ -144,7 +144,7 @@ TEST(copies_share_a_table_by_build_id)
 	path_of(a, sizeof(a), "a");
 	path_of(copy, sizeof(copy), "a.copy");
 	REQUIRE(sh("cp '%s' '%s'", a, copy) == 0);
-	c = pp_symcache_new(8);
+	c = pp_symcache_new(8, 64u << 20);
 	REQUIRE(c != NULL);
 	s1 = pp_symcache_get_file(c, a, NULL);
 	s2 = pp_symcache_get_file(c, copy, pp_elf_symbols_build_id(s1));
@@ -169,7 +169,7 @@ TEST(build_id_mismatch_is_estale)
 	path_of(b, sizeof(b), "b");
 	path_of(victim, sizeof(victim), "replaced");
 	REQUIRE(sh("cp '%s' '%s'", a, victim) == 0);
-	c = pp_symcache_new(8);
+	c = pp_symcache_new(8, 64u << 20);
 	REQUIRE(c != NULL);
 	s = pp_symcache_get_file(c, a, NULL);
 	REQUIRE(s != NULL);
@@ -213,9 +213,9 @@ TEST(lru_eviction)
 	path_of(a, sizeof(a), "a");
 	path_of(b, sizeof(b), "b");
 	path_of(cc, sizeof(cc), "c");
-	CHECK(pp_symcache_new(0) == NULL);
+	CHECK(pp_symcache_new(0, 64u << 20) == NULL);
 	CHECK_EQ_U64(errno, EINVAL);
-	c = pp_symcache_new(2);
+	c = pp_symcache_new(2, 64u << 20);
 	REQUIRE(c != NULL);
 	CHECK(pp_symcache_get_file(c, a, NULL) != NULL);
 	CHECK(pp_symcache_get_file(c, b, NULL) != NULL);
@@ -236,6 +236,62 @@ TEST(lru_eviction)
 	pp_symcache_free(c);
 }
 
+/* The byte bound: tables are counted by what they hold, and the least recently used go. */
+TEST(byte_bound_evicts_lru_and_refuses_a_table_over_it)
+{
+	char a[PATH_MAX], b[PATH_MAX], cc[PATH_MAX];
+	struct pp_symcache *c;
+	size_t one;
+
+	NEED_FIXTURE();
+	path_of(a, sizeof(a), "a");
+	path_of(b, sizeof(b), "b");
+	path_of(cc, sizeof(cc), "c");
+	CHECK(pp_symcache_new(8, 0) == NULL);
+	c = pp_symcache_new(8, 64u << 20);
+	REQUIRE(c != NULL);
+	CHECK_EQ_U64(pp_symcache_bytes(c), 0);
+	REQUIRE(pp_symcache_get_file(c, a, NULL) != NULL);
+	one = pp_symcache_bytes(c);
+	/* a table and its entry: more than the struct, less than the file's size */
+	CHECK(one > 200 && one < 64 * 1024);
+	REQUIRE(pp_symcache_get_file(c, b, NULL) != NULL);
+	CHECK(pp_symcache_bytes(c) > one);
+	pp_symcache_free(c);
+
+	/* room for two such tables, not three (a, b, c are the same program but a constant) */
+	c = pp_symcache_new(8, one * 2 + one / 2);
+	REQUIRE(c != NULL);
+	CHECK(pp_symcache_get_file(c, a, NULL) != NULL);
+	CHECK(pp_symcache_get_file(c, b, NULL) != NULL);
+	CHECK(pp_symcache_get_file(c, a, NULL) != NULL); /* b is now the least recently used */
+	CHECK(pp_symcache_get_file(c, cc, NULL) != NULL);
+	CHECK_EQ_U64(stats(c).evictions, 1);
+	CHECK_EQ_U64(pp_symcache_size(c), 2);
+	CHECK(pp_symcache_bytes(c) <= one * 2 + one / 2);
+	CHECK(pp_symcache_get_file(c, a, NULL) != NULL);
+	CHECK_EQ_U64(stats(c).opens, 3); /* a stayed */
+	CHECK(pp_symcache_get_file(c, b, NULL) != NULL);
+	CHECK_EQ_U64(stats(c).opens, 4); /* b had gone */
+	CHECK(pp_symcache_bytes(c) <= one * 2 + one / 2);
+	pp_symcache_free(c);
+
+	/* a table larger than the whole bound is not kept, and not parsed again and again */
+	c = pp_symcache_new(8, one / 2);
+	REQUIRE(c != NULL);
+	errno = 0;
+	CHECK(pp_symcache_get_file(c, a, NULL) == NULL);
+	CHECK_EQ_U64(errno, EFBIG);
+	CHECK_EQ_U64(stats(c).too_big, 1);
+	CHECK(pp_symcache_bytes(c) < one / 2);
+	errno = 0;
+	CHECK(pp_symcache_get_file(c, a, NULL) == NULL);
+	CHECK_EQ_U64(errno, EFBIG);
+	CHECK_EQ_U64(stats(c).opens, 1);
+	CHECK_EQ_U64(stats(c).negative_hits, 1);
+	pp_symcache_free(c);
+}
+
 TEST(failures_are_remembered)
 {
 	char missing[PATH_MAX], text[PATH_MAX], a[PATH_MAX];
@@ -245,7 +301,7 @@ TEST(failures_are_remembered)
 	path_of(missing, sizeof(missing), "appears-later");
 	path_of(text, sizeof(text), "text.txt");
 	path_of(a, sizeof(a), "a");
-	c = pp_symcache_new(8);
+	c = pp_symcache_new(8, 64u << 20);
 	REQUIRE(c != NULL);
 
 	/* A missing file: one failure, then answered from the cache. */
@@ -299,7 +355,7 @@ TEST(many_files_stay_bounded)
 	path_of(b, sizeof(b), "b");
 	path_of(cc, sizeof(cc), "c");
 	/* One slot: every switch of file evicts, and tables are freed (ASan would see leaks). */
-	c = pp_symcache_new(1);
+	c = pp_symcache_new(1, 64u << 20);
 	REQUIRE(c != NULL);
 	for (int i = 0; i < 30; i++) {
 		const struct pp_elf_symbols *s = pp_symcache_get_file(c, paths[i % 3], NULL);
@@ -317,6 +373,8 @@ TEST_LIST = {
     {"copies_share_a_table_by_build_id", copies_share_a_table_by_build_id},
     {"build_id_mismatch_is_estale", build_id_mismatch_is_estale},
     {"lru_eviction", lru_eviction},
+    {"byte_bound_evicts_lru_and_refuses_a_table_over_it",
+     byte_bound_evicts_lru_and_refuses_a_table_over_it},
     {"failures_are_remembered", failures_are_remembered},
     {"many_files_stay_bounded", many_files_stay_bounded},
 };
