@@ -203,5 +203,6 @@ void pp_send_queue_stats(struct pp_send_queue *q, struct pp_send_queue_stats *ou
 		return;
 	pthread_mutex_lock(&q->lock);
 	*out = q->st;
+	out->oldest_queued_ms = q->head ? q->head->meta.queued_ms : 0;
 	pthread_mutex_unlock(&q->lock);
 }

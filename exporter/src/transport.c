@@ -7,6 +7,7 @@
 #define _GNU_SOURCE /* strcasestr */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,14 @@ struct pp_transport {
 	char retry_after[64];
 	char content_type[128];
 	char last_fail[CURL_ERROR_SIZE + 32]; /* why the last attempt failed, for messages */
+	/* The outage, said once when it starts, once per change of its reason (the class of
+	 * failure: "HTTP 503", "no response: Couldn't connect to server"), once when it ends. */
+	char last_class[128];
+	char outage_class[128];
+	bool outage;
+	uint64_t outage_since_ms;
+	/* meta.queued_ms of the request in hand (0: none), read by pp_transport_stats */
+	_Atomic uint64_t cur_queued_ms;
 };
 
 enum attempt_class {
@@ -585,6 +594,7 @@ fail:
 /* Drops the request in hand without a result (teardown). */
 static void release_cur(struct pp_transport *t)
 {
+	atomic_store(&t->cur_queued_ms, 0);
 	if (t->wire != (t->cur ? t->cur->body : NULL))
 		free(t->wire);
 	t->wire = NULL;
@@ -629,6 +639,14 @@ int pp_transport_push(struct pp_transport *t, uint8_t *body, size_t len,
 		free(body);
 		return -EMSGSIZE;
 	}
+	if (meta && !meta->queued_ms) {
+		struct pp_send_meta m = *meta;
+
+		m.queued_ms = now_ms(t);
+		if (!m.queued_ms)
+			m.queued_ms = 1; /* 0 means "not set" */
+		return pp_send_queue_push(t->q, body, len, &m);
+	}
 	return pp_send_queue_push(t->q, body, len, meta);
 }
 
@@ -640,6 +658,14 @@ void pp_transport_stats(struct pp_transport *t, struct pp_transport_stats *out)
 	*out = t->st;
 	pthread_mutex_unlock(&t->stats_lock);
 	pp_send_queue_stats(t->q, &out->queue);
+	/* the request in hand is older than any queued one */
+	{
+		uint64_t held = atomic_load(&t->cur_queued_ms);
+		uint64_t oldest = held ? held : out->queue.oldest_queued_ms;
+		uint64_t now = now_ms(t);
+
+		out->oldest_queued_age_ms = oldest && now > oldest ? now - oldest : 0;
+	}
 }
 
 /* ---- sending ---- */
@@ -744,6 +770,7 @@ static bool take_next(struct pp_transport *t, int *resolved)
 		if (!it)
 			return false;
 		t->cur = it;
+		atomic_store(&t->cur_queued_ms, it->meta.queued_ms);
 		t->attempts = t->retries = 0;
 		t->first_ms = t->due_ms = now_ms(t);
 		if (it->meta.kind == PP_SEND_OTLP && t->cfg.protocol == PP_TRANSPORT_OTLP_HTTP) {
@@ -902,6 +929,8 @@ static enum attempt_class attempt(struct pp_transport *t, long *status, int64_t 
 		}
 		if (retryable_curl(rc) && !t->resp_overflow) {
 			*status = 0;
+			snprintf(t->last_class, sizeof(t->last_class), "no response: %s",
+				 curl_easy_strerror(rc));
 			snprintf(t->last_fail, sizeof(t->last_fail), "no response: %s",
 				 t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc));
 			tlog(t, PP_TRANSPORT_LOG_DEBUG, "export to %s: attempt %u failed: %s",
@@ -909,6 +938,9 @@ static enum attempt_class attempt(struct pp_transport *t, long *status, int64_t 
 			     t->errbuf[0] ? t->errbuf : curl_easy_strerror(rc));
 			return A_RETRY;
 		}
+		snprintf(t->last_class, sizeof(t->last_class), "%s",
+			 t->resp_overflow ? "response over the 4 MiB limit"
+					  : curl_easy_strerror(rc));
 		tlog(t, PP_TRANSPORT_LOG_ERROR, "export to %s: request of %zu bytes dropped: %s%s",
 		     t->log_url, t->cur->len,
 		     t->resp_overflow ? "response over the 4 MiB limit: " : "",
@@ -942,14 +974,56 @@ static enum attempt_class attempt(struct pp_transport *t, long *status, int64_t 
 	return A_DROP_OTHER;
 }
 
+/*
+ * An attempt failed (retried or dropped): the first failure starts an outage and says so
+ * with its reason, at once rather than when a request is finally given up; a failure of
+ * another class says the new reason; more of the same say nothing.
+ */
+static void outage_failure(struct pp_transport *t, long status)
+{
+	char cls[sizeof(t->outage_class)];
+
+	if (status)
+		snprintf(cls, sizeof(cls), "HTTP %ld", status);
+	else
+		snprintf(cls, sizeof(cls), "%s", t->last_class[0] ? t->last_class : "no response");
+	if (!t->outage) {
+		t->outage = true;
+		t->outage_since_ms = now_ms(t);
+		memcpy(t->outage_class, cls, sizeof(cls));
+		tlog(t, PP_TRANSPORT_LOG_WARN,
+		     "export to %s is failing: %s; requests are retried and queued (up to %zu "
+		     "bytes), sampling goes on",
+		     t->log_url, cls, t->cfg.queue_bytes);
+	} else if (strcmp(cls, t->outage_class) != 0) {
+		tlog(t, PP_TRANSPORT_LOG_WARN, "export to %s is still failing, now: %s (was: %s)",
+		     t->log_url, cls, t->outage_class);
+		memcpy(t->outage_class, cls, sizeof(cls));
+	}
+}
+
+static void outage_over(struct pp_transport *t)
+{
+	if (!t->outage)
+		return;
+	t->outage = false;
+	tlog(t, PP_TRANSPORT_LOG_INFO, "export to %s works again, after %.1f s of failures (%s)",
+	     t->log_url, (double)(now_ms(t) - t->outage_since_ms) / 1000.0, t->outage_class);
+}
+
 /* Attempts the request in hand and resolves it or schedules its retry; true if resolved. */
 static bool run_attempt(struct pp_transport *t, bool final)
 {
 	int64_t ra, rejected = 0;
 	uint64_t now, delay;
 	long status;
+	enum attempt_class a = attempt(t, &status, &ra);
 
-	switch (attempt(t, &status, &ra)) {
+	if (a == A_OK)
+		outage_over(t);
+	else if (a != A_SPLIT)
+		outage_failure(t, status);
+	switch (a) {
 	case A_OK:
 		if (t->cur->meta.kind == PP_SEND_OTLP)
 			rejected = check_partial_success(t);

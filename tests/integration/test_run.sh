@@ -131,7 +131,28 @@ run_for 3.5 "$T/u" --endpoint "http://127.0.0.1:9/v1development/profiles" --inte
 	--flush-timeout 2
 pp_check "unreachable backend: SIGTERM still exits 0" [ "$PP_RC" -eq 0 ]
 pp_check "unreachable backend: the failure is logged once, not per window" \
-	[ "$(grep -c 'is failing' "$T/u.err")" -le 1 ]
+	[ "$(grep -c 'is failing' "$T/u.err")" -eq 1 ]
+pp_check "unreachable backend: said at the first failed attempt, with its reason" \
+	grep -q 'is failing: no response: ' "$T/u.err"
+
+# --- a backend slower than the windows: queue overflow drops are said and counted --------------
+mkdir -p "$T/slow"
+"$PP_PYTHON" "$sink" --port 0 --dir "$T/slow" \
+	--script '[{"stall": 6}, {"stall": 6}, {"stall": 6}, {"stall": 6}]' >"$T/slow.port" 2>"$T/slow.err" &
+SINK=$!
+for _ in $(seq 50); do grep -q PORT "$T/slow.port" 2>/dev/null && break; sleep 0.1; done
+PORT=$(awk '/PORT/{print $2}' "$T/slow.port")
+"$PP_WORKLOAD" --fork 30 >/dev/null 2>&1 &
+WL=$!
+run_for 9 "$T/v" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 0.2 \
+	--queue-bytes 64KiB --flush-timeout 1
+kill "$SINK" "$WL" 2>/dev/null
+wait "$SINK" "$WL" 2>/dev/null
+pp_check "queue overflow: the drops are said, once (rate-limited), with their count" \
+	bash -c "[ \$(grep -c 'upload queue full' '$T/v.err') -eq 1 ] &&
+		grep -qE 'upload queue full \(65536 bytes\): [1-9][0-9]* oldest requests dropped' '$T/v.err'"
+pp_check "queue overflow: the summary counts them" \
+	grep -qE 'queue overflow [1-9][0-9]*' "$T/v.err"
 pp_check "unreachable backend: sampling never stopped (3+ windows, samples taken)" \
 	grep -qE 'stopped: ([3-9]|[1-9][0-9]+) windows, [1-9][0-9]* samples' "$T/u.err"
 

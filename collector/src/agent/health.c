@@ -231,6 +231,16 @@ enum pp_health_status pp_health_check(const struct pp_health_snapshot *s,
 			return PP_HEALTH_EXPORT_FAILING;
 		}
 	}
+	if (l->queue_age_ns && s->has_transport &&
+	    s->transport.oldest_queued_age_ms * 1000000ull > l->queue_age_ns) {
+		snprintf(
+		    reason, reason_len,
+		    "exports behind: the oldest queued window has waited %.0f s (limit %.0f s); "
+		    "%llu requests queued",
+		    (double)s->transport.oldest_queued_age_ms / 1000.0, secs(l->queue_age_ns),
+		    (unsigned long long)s->transport.queue.items);
+		return PP_HEALTH_EXPORT_BEHIND;
+	}
 	snprintf(reason, reason_len, "ok");
 	return PP_HEALTH_OK;
 }
@@ -307,6 +317,22 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 		       "Files in the symbol cache, remembered failures included.");
 		value(f, "pebsprof_symbol_cache_files", (uint64_t)s->symbol_cache_files);
 	}
+	family(f, "pebsprof_cache_bytes", "gauge",
+	       "Bytes each cache holds: processes (maps), symbols (ELF tables; bound "
+	       "symbol-cache-bytes), frames, raw stacks (before they reach the window), "
+	       "mem_objects.");
+	labelled(f, "pebsprof_cache_bytes", "cache", "processes", s->process_cache_bytes);
+	labelled(f, "pebsprof_cache_bytes", "cache", "symbols", s->symbol_cache_bytes);
+	labelled(f, "pebsprof_cache_bytes", "cache", "frames", s->frame_cache_bytes);
+	labelled(f, "pebsprof_cache_bytes", "cache", "raw_stacks", s->raw_stack_bytes);
+	labelled(f, "pebsprof_cache_bytes", "cache", "mem_objects", s->mem_obj_cache_bytes);
+	family(f, "pebsprof_symbol_cache_evictions_total", "counter",
+	       "Symbol tables evicted (least recently used) to stay within the cache's bounds.");
+	value(f, "pebsprof_symbol_cache_evictions_total", s->symbol_evictions);
+	family(f, "pebsprof_symbol_cache_too_big_total", "counter",
+	       "Symbol tables larger than symbol-cache-bytes alone: not kept, their frames "
+	       "unnamed.");
+	value(f, "pebsprof_symbol_cache_too_big_total", s->symbol_too_big);
 }
 
 static void render_transport(FILE *f, const struct pp_health_snapshot *s)
@@ -485,7 +511,7 @@ int pp_health_response(int parse_ret, const struct pp_http_request *req,
 
 		/* Liveness: sampling only. A restart cannot bring a backend back. */
 		if (path_is(req, "/livez"))
-			live.failed_windows = 0, live.export_fail_ns = 0;
+			live.failed_windows = 0, live.export_fail_ns = 0, live.queue_age_ns = 0;
 		head = req->method == PP_HTTP_HEAD;
 		code = pp_health_check(s, &live, now_ns, reason, sizeof(reason)) == PP_HEALTH_OK
 			   ? 200

@@ -33,10 +33,13 @@
  *                 after its retries or refused by the server, or a window that could not be
  *                 queued or written), or uploads have been failing (an attempt failed and
  *                 nothing was delivered since) for more than limits.export_fail_ns.
+ *   behind        the oldest request not yet delivered was queued more than
+ *                 limits.queue_age_ns ago: an outage shows before its retry budget ends.
  *
  * `pebsprof run` sets stall_ns from --stall-timeout (default: two windows, at least 30 s),
- * failed_windows to PP_HEALTH_FAILED_WINDOWS and export_fail_ns to the transport's retry
- * budget (300 s) plus one window.
+ * failed_windows to PP_HEALTH_FAILED_WINDOWS, export_fail_ns to the transport's retry
+ * budget (300 s) plus one window, and queue_age_ns to PP_HEALTH_QUEUE_AGE_WINDOWS windows
+ * (at least 30 s).
  */
 #ifndef PP_COLLECTOR_HEALTH_H
 #define PP_COLLECTOR_HEALTH_H
@@ -53,6 +56,8 @@
 #define PP_HTTP_MAX_REQUEST 4096
 #define PP_HEALTH_CONN_TIMEOUT_MS 5000
 #define PP_HEALTH_MAX_CONNS 16
+/* How many windows the oldest queued one may wait before the agent is unhealthy. */
+#define PP_HEALTH_QUEUE_AGE_WINDOWS 3
 /* Export failures in a row that make the agent unhealthy. */
 #define PP_HEALTH_FAILED_WINDOWS 3
 
@@ -87,6 +92,7 @@ struct pp_health_limits {
 	uint64_t stall_ns;	 /* loop or kernel progress older than this: unhealthy */
 	uint32_t failed_windows; /* this many failed exports in a row: unhealthy; 0 = off */
 	uint64_t export_fail_ns; /* failing without a delivery this long: unhealthy; 0 = off */
+	uint64_t queue_age_ns; /* the oldest queued request waited this long: unhealthy; 0 = off */
 };
 
 /* Requests the server answered, for /metrics; filled in by the server itself. */
@@ -112,6 +118,10 @@ struct pp_health_snapshot {
 	uint64_t frames, frames_unmapped, frames_no_symbol, frames_no_file;
 	int64_t process_cache_entries; /* -1 = unknown: not exported */
 	int64_t symbol_cache_files;    /* -1 = unknown: not exported */
+	/* bytes held by each cache now (the session's pp_session_stats gauges) */
+	uint64_t process_cache_bytes, symbol_cache_bytes, frame_cache_bytes, raw_stack_bytes;
+	uint64_t mem_obj_cache_bytes;
+	uint64_t symbol_evictions, symbol_too_big;
 	/* Windows and export. */
 	uint64_t windows_closed;	  /* windows ended at an interval boundary */
 	uint64_t windows_exported;	  /* non-empty windows handed to the exporter */
@@ -135,6 +145,7 @@ enum pp_health_status {
 	PP_HEALTH_NO_SAMPLES,
 	PP_HEALTH_EXPORT_FAILED_WINDOWS,
 	PP_HEALTH_EXPORT_FAILING,
+	PP_HEALTH_EXPORT_BEHIND,
 };
 
 /*
@@ -193,7 +204,8 @@ void pp_health_server_free(struct pp_health_server *s);
 	"\"ok\", or 503 with the reason when: the agent is starting or stopping; the run loop\n"   \
 	"or the kernel's samples made no progress for stall-timeout; the last 3 exports in a\n"    \
 	"row failed (dropped after retries, refused, or not written); or uploads have failed\n"    \
-	"with nothing delivered for longer than the retry budget (300 s) plus one window.\n"       \
+	"with nothing delivered for longer than the retry budget (300 s) plus one window;\n"       \
+	"or the oldest queued window has waited more than 3 windows (at least 30 s).\n"            \
 	"GET /livez applies the sampling rules only (for a liveness probe).\n"
 
 #endif /* PP_COLLECTOR_HEALTH_H */

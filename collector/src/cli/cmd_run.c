@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -74,6 +75,8 @@ struct agent {
 	uint64_t profiles_cut, requests_cut, samples_oversize;
 	uint64_t label_names_dropped; /* summed over the windows sent (Pyroscope's limit) */
 	int label_drop_said;	      /* the names left out were logged once */
+	/* Queue-overflow drops: when last said, and how many since. */
+	uint64_t queue_drop_said_ns, queue_drops_unsaid;
 	uint64_t window_seq;
 	/* A closed window waiting for its jittered upload time (network exporters only). */
 	struct pp_profile *pending;
@@ -157,32 +160,26 @@ static void resend_halves(struct agent *ag, const struct pp_send_result *res)
 	atomic_fetch_add(&ag->split_resent, 1);
 }
 
-/* Logs once per change of state, not once per window: a down backend is one line. */
+/* How each request ended: counted for health; one too large is split and sent again. */
 static void transport_result(void *ctx, const struct pp_send_result *res)
 {
 	struct agent *ag = ctx;
-	int failing, was;
+	int failing;
 
 	if (res->outcome == PP_SEND_SPLIT) { /* not a failure of the backend: no state change */
 		resend_halves(ag, res);
 		return;
 	}
+	/* The transport says when an outage starts, changes and ends (as attempts fail, not
+	 * when a request is finally given up); here a lost request is counted for health. */
 	failing = res->outcome != PP_SEND_DELIVERED;
-	was = atomic_exchange(&ag->export_failing, failing);
+	atomic_store(&ag->export_failing, failing);
 	if (failing) {
 		atomic_fetch_add(&ag->export_failures, 1);
 		atomic_fetch_add(&ag->failures_in_a_row, 1);
 	} else {
 		atomic_store(&ag->failures_in_a_row, 0);
 	}
-
-	if (failing && !was)
-		pp_warn(
-		    "export to %s is failing (%s, HTTP %ld after %u attempts); sampling goes on",
-		    ag->cfg.endpoint, pp_send_outcome_name(res->outcome), res->http_status,
-		    res->attempts);
-	else if (!failing && was)
-		pp_info("export to %s works again", ag->cfg.endpoint);
 }
 
 static void *sender_main(void *arg)
@@ -372,15 +369,40 @@ static void count_label_drops(struct agent *ag, const struct pp_label_budget *b)
 		b->ndropped, names);
 }
 
-/* Queues one request; the caller counts a failure. */
+/*
+ * Queues one request; the caller counts a failure. A full queue drops its oldest requests to
+ * make room: each such drop is a lost window part, counted as a failed export (health) and
+ * said, at once and then at most once a minute with the count since.
+ */
 static int queue_request(struct agent *ag, uint8_t *body, size_t len,
 			 const struct pp_send_meta *meta)
 {
-	int ret = pp_transport_push(ag->transport, body, len, meta);
+	struct pp_transport_stats before, after;
+	uint64_t dropped, now;
+	int ret;
 
+	pp_transport_stats(ag->transport, &before);
+	ret = pp_transport_push(ag->transport, body, len, meta);
+	pp_transport_stats(ag->transport, &after);
 	if (ret)
 		pp_warn("window %llu: a request of %zu bytes not queued for export: %s",
 			(unsigned long long)meta->tag, len, strerror(-ret));
+	dropped = after.queue.dropped_overflow - before.queue.dropped_overflow;
+	if (!dropped)
+		return ret;
+	atomic_fetch_add(&ag->export_failures, dropped);
+	atomic_fetch_add(&ag->failures_in_a_row, dropped);
+	ag->queue_drops_unsaid += dropped;
+	now = pp_clock_ns(CLOCK_MONOTONIC);
+	if (!ag->queue_drop_said_ns || now - ag->queue_drop_said_ns >= 60 * NS_PER_S) {
+		pp_warn("upload queue full (%llu bytes): %llu oldest requests dropped to make room "
+			"(%llu in all); the backend takes less than the agent sends",
+			(unsigned long long)after.queue.cap_bytes,
+			(unsigned long long)ag->queue_drops_unsaid,
+			(unsigned long long)after.queue.dropped_overflow);
+		ag->queue_drops_unsaid = 0;
+		ag->queue_drop_said_ns = now;
+	}
 	return ret;
 }
 
@@ -548,6 +570,9 @@ static void export_pending(struct agent *ag)
 	export_window(ag, ag->pending);
 	pp_profile_free(ag->pending);
 	ag->pending = NULL;
+	/* A window's profile and its encodings were just freed: give the pages back, so the
+	 * agent's RSS follows what it holds rather than its largest window so far. */
+	malloc_trim(0);
 }
 
 /* Stops the sender and gives the queue until the flush deadline to drain. */
@@ -656,6 +681,13 @@ static void health_tick(struct agent *ag, int stopping)
 	pp_session_get_stats(ag->session, &ss);
 	snap.process_cache_entries = (int64_t)ss.processes_cached;
 	snap.symbol_cache_files = (int64_t)ss.symbol_files_cached;
+	snap.process_cache_bytes = ss.process_cache_bytes;
+	snap.symbol_cache_bytes = ss.symbol_cache_bytes;
+	snap.frame_cache_bytes = ss.frame_cache_bytes;
+	snap.raw_stack_bytes = ss.raw_stack_bytes;
+	snap.mem_obj_cache_bytes = ss.mem_obj_cache_bytes;
+	snap.symbol_evictions = ss.symbol_evictions;
+	snap.symbol_too_big = ss.symbol_too_big;
 	pp_shim_read_counters(ag->smp.shim, snap.shim);
 	/* Progress: the BPF program ran, or records came out of the ring buffer. */
 	kernel = snap.shim[PP_CNT_SAMPLES] + ss.decode.samples + ss.decode.tasks;
@@ -724,6 +756,11 @@ static int start_health(struct agent *ag, char *err, size_t errlen)
 	pp_transport_config_init(&tc); /* the retry budget setup_export leaves as it is */
 	if (ag->cfg.exporter != PP_EXPORTER_FILE && tc.max_elapsed_ms)
 		lim.export_fail_ns = tc.max_elapsed_ms * 1000000ull + ag->cfg.interval_ns;
+	if (ag->cfg.exporter != PP_EXPORTER_FILE) {
+		lim.queue_age_ns = PP_HEALTH_QUEUE_AGE_WINDOWS * ag->cfg.interval_ns;
+		if (lim.queue_age_ns < 30 * NS_PER_S)
+			lim.queue_age_ns = 30 * NS_PER_S;
+	}
 	ag->health = pp_health_server_new(ag->cfg.listen, &lim, err, errlen);
 	if (!ag->health)
 		return -errno;
@@ -802,8 +839,10 @@ static int start_sampling(struct agent *ag)
 	    .cgroup2_root = ag->cfg.cgroup_root[0] ? ag->cfg.cgroup_root : NULL,
 	    .ustack_walk = (uint32_t)ag->cfg.user_unwind,
 	};
-	struct pp_session_opts sess = {
-	    .proc_root = ag->cfg.proc_root, .raw_stack_entries = 1 << 16, .per_cpu = 1};
+	struct pp_session_opts sess = {.proc_root = ag->cfg.proc_root,
+				       .raw_stack_entries = 1 << 16,
+				       .per_cpu = 1,
+				       .max_symbol_bytes = (size_t)ag->cfg.symbol_cache_bytes};
 	struct pp_containers_filter wanted = filter_of(ag);
 	char err[512];
 	int ret;
@@ -883,6 +922,13 @@ int pp_cmd_run(int argc, char **argv)
 	if (ag.cfg.verbose)
 		pp_log_set_level(PP_LOG_DEBUG);
 	pp_log_hook_libbpf();
+	/*
+	 * glibc raises its mmap threshold after a large block is freed, so later symbol tables
+	 * and windows land in the heap and stay in RSS; a fixed threshold returns them on free.
+	 * Two arenas serve the agent's three threads.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+	mallopt(M_ARENA_MAX, 2);
 	if (gethostname(ag.host, sizeof(ag.host) - 1))
 		snprintf(ag.host, sizeof(ag.host), "unknown");
 	if (resource_attributes(&ag)) {

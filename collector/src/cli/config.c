@@ -200,6 +200,17 @@ static const struct option_def table[PP_CFG_NKEYS] = {
 				  .metavar = "SIZE",
 				  .help = "bytes per OTLP request before compression (a Collector\n"
 					  "refuses more than 20 MiB)"},
+    [PP_CFG_SYMBOL_CACHE_BYTES] = {.name = "symbol-cache-bytes",
+				   .env = "PEBSPROF_SYMBOL_CACHE_BYTES",
+				   .type = T_SIZE,
+				   .offset = OFF(symbol_cache_bytes),
+				   .def = "24MiB",
+				   .min = 1 * MIB,
+				   .max = 16 * GIB,
+				   .metavar = "SIZE",
+				   .help =
+				       "bound of the ELF symbol tables kept; the least recently\n"
+				       "used go first (with the other caches, 64 MiB by default)"},
     [PP_CFG_FLUSH_TIMEOUT] = {.name = "flush-timeout",
 			      .env = "PEBSPROF_FLUSH_TIMEOUT",
 			      .type = T_SECS,

@@ -33,6 +33,7 @@ enum pp_config_key {
 	PP_CFG_MAX_PROFILE_SAMPLES,
 	PP_CFG_MAX_PROFILE_BYTES,
 	PP_CFG_MAX_REQUEST_BYTES,
+	PP_CFG_SYMBOL_CACHE_BYTES,
 	PP_CFG_FLUSH_TIMEOUT,
 	PP_CFG_STACK_DEPTH,
 	PP_CFG_USER_UNWIND,
@@ -109,7 +110,8 @@ struct pp_run_config {
 	uint64_t max_profile_samples;
 	uint64_t max_profile_bytes;
 	uint64_t max_request_bytes;
-	uint64_t flush_timeout_ns; /* how long exit waits for the queue to drain */
+	uint64_t symbol_cache_bytes; /* bound of the symbol tables held */
+	uint64_t flush_timeout_ns;   /* how long exit waits for the queue to drain */
 	uint64_t stack_depth;
 	int user_unwind;    /* PP_USTACK_* (record.h), named by pp_ustack_walk_names */
 	char *service_name; /* "" = per process (container, pod or executable) */

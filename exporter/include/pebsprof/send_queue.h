@@ -35,6 +35,9 @@ struct pp_send_meta {
 	/* Pyroscope only: the application (service) name= of this request; "" = the
 	 * transport's configured one. */
 	char app_name[PP_SEND_APP_NAME_MAX];
+	/* When the request was first queued, on the transport's clock (ms); set by
+	 * pp_transport_push when 0, and kept by the halves of a split request. */
+	uint64_t queued_ms;
 };
 
 /* One queued request; the queue owns it until popped, then the popper frees it. */
@@ -54,6 +57,7 @@ struct pp_send_queue_stats {
 	uint64_t items;		   /* requests queued now */
 	uint64_t bytes;		   /* body bytes queued now */
 	uint64_t cap_bytes;
+	uint64_t oldest_queued_ms; /* meta.queued_ms of the oldest request queued; 0 = none */
 };
 
 struct pp_send_queue;

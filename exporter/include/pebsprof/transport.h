@@ -172,6 +172,9 @@ struct pp_transport_stats {
 	uint64_t partial_success; /* 2xx responses carrying partial_success */
 	uint64_t rejected_profiles;
 	long last_status;
+	/* How long the oldest request not yet resolved (in hand or queued) has waited since
+	 * it was first queued; 0 when none waits. */
+	uint64_t oldest_queued_age_ms;
 	struct pp_send_queue_stats queue; /* includes the overflow drops */
 };
 

@@ -141,8 +141,10 @@ static struct pp_health_snapshot healthy_at(uint64_t t)
 
 TEST(health_decision_table)
 {
-	const struct pp_health_limits lim = {
-	    .stall_ns = S(30), .failed_windows = 3, .export_fail_ns = S(310)};
+	const struct pp_health_limits lim = {.stall_ns = S(30),
+					     .failed_windows = 3,
+					     .export_fail_ns = S(310),
+					     .queue_age_ns = S(30)};
 	const uint64_t t0 = S(1000);
 	struct {
 		const char *what;
@@ -150,7 +152,7 @@ TEST(health_decision_table)
 		uint64_t now;
 		enum pp_health_status want;
 		const char *reason;
-	} cases[12];
+	} cases[15];
 	size_t n = 0;
 
 #define CASE(w, snap, at, st, r)                                                                   \
@@ -200,6 +202,18 @@ TEST(health_decision_table)
 	s.progress_ns = t0 - S(60);
 	CASE("sampling is reported before exports", s, t0, PP_HEALTH_NO_SAMPLES,
 	     "sampling stopped: no samples from the kernel for 60.0 s (limit 30.0 s)");
+	/* an outage shows within a few windows, long before the retry budget ends */
+	s = healthy_at(t0);
+	s.has_transport = 1;
+	s.transport.oldest_queued_age_ms = 29000;
+	s.transport.queue.items = 3;
+	CASE("oldest queued window within the age", s, t0, PP_HEALTH_OK, "ok");
+	s.transport.oldest_queued_age_ms = 42000;
+	CASE("oldest queued window past the age", s, t0, PP_HEALTH_EXPORT_BEHIND,
+	     "exports behind: the oldest queued window has waited 42 s (limit 30 s); 3 requests "
+	     "queued");
+	s.has_transport = 0;
+	CASE("no transport, no queue rule", s, t0, PP_HEALTH_OK, "ok");
 #undef CASE
 	REQUIRE(n == sizeof(cases) / sizeof(cases[0]));
 	for (size_t i = 0; i < n; i++) {
@@ -221,6 +235,8 @@ TEST(health_decision_table)
 		s.progress_ns = 0;
 		s.failures_in_a_row = 100;
 		s.export_failing_since_ns = 1;
+		s.has_transport = 1;
+		s.transport.oldest_queued_age_ms = 1000000;
 		CHECK(pp_health_check(&s, &off, t0 + S(1000), NULL, 0) == PP_HEALTH_OK);
 	}
 }
@@ -247,6 +263,13 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.frames_no_file = 10;
 	s.process_cache_entries = 42;
 	s.symbol_cache_files = 17;
+	s.process_cache_bytes = 101;
+	s.symbol_cache_bytes = 102;
+	s.frame_cache_bytes = 103;
+	s.raw_stack_bytes = 104;
+	s.mem_obj_cache_bytes = 105;
+	s.symbol_evictions = 106;
+	s.symbol_too_big = 107;
 	s.windows_closed = 12;
 	s.windows_exported = 11;
 	s.export_failures = 2;
@@ -334,6 +357,24 @@ static const char metrics_tail[] =
     "# HELP pebsprof_symbol_cache_files Files in the symbol cache, remembered failures included.\n"
     "# TYPE pebsprof_symbol_cache_files gauge\n"
     "pebsprof_symbol_cache_files 17\n"
+    "# HELP pebsprof_cache_bytes Bytes each cache holds: processes (maps), symbols (ELF tables; "
+    "bound symbol-cache-bytes), frames, raw stacks (before they reach the window), "
+    "mem_objects.\n"
+    "# TYPE pebsprof_cache_bytes gauge\n"
+    "pebsprof_cache_bytes{cache=\"processes\"} 101\n"
+    "pebsprof_cache_bytes{cache=\"symbols\"} 102\n"
+    "pebsprof_cache_bytes{cache=\"frames\"} 103\n"
+    "pebsprof_cache_bytes{cache=\"raw_stacks\"} 104\n"
+    "pebsprof_cache_bytes{cache=\"mem_objects\"} 105\n"
+    "# HELP pebsprof_symbol_cache_evictions_total Symbol tables evicted (least recently used) to "
+    "stay within the cache's bounds.\n"
+    "# TYPE pebsprof_symbol_cache_evictions_total counter\n"
+    "pebsprof_symbol_cache_evictions_total 106\n"
+    "# HELP pebsprof_symbol_cache_too_big_total Symbol tables larger than symbol-cache-bytes "
+    "alone: "
+    "not kept, their frames unnamed.\n"
+    "# TYPE pebsprof_symbol_cache_too_big_total counter\n"
+    "pebsprof_symbol_cache_too_big_total 107\n"
     "# HELP pebsprof_windows_total Windows closed at an interval boundary.\n"
     "# TYPE pebsprof_windows_total counter\n"
     "pebsprof_windows_total 12\n"

@@ -174,6 +174,7 @@ static const struct layers rows[] = {
     {"max-profile-samples", "100", "200", "300", "100", "200", "300", NULL},
     {"max-profile-bytes", "64KiB", "1MiB", "2MiB", "64KiB", "1MiB", "2MiB", NULL},
     {"max-request-bytes", "64KiB", "8MiB", "32MiB", "64KiB", "8MiB", "32MiB", NULL},
+    {"symbol-cache-bytes", "2MiB", "8MiB", "1GiB", "2MiB", "8MiB", "1GiB", NULL},
     {"flush-timeout", "1", "0.25", "30", "1", "0.25", "30", NULL},
     {"stack-depth", "1", "16", "127", "1", "16", "127", NULL},
     {"user-unwind", "kernel", "shim", "kernel", "kernel", "shim", "kernel", NULL},

@@ -629,6 +629,89 @@ TEST(retries_503_three_times_then_delivers_once)
 	sink_stop(&s);
 }
 
+static int count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* An outage is said when its first attempt fails, once per change of reason, once when over. */
+TEST(outage_said_at_start_on_change_and_at_end)
+{
+	struct pp_transport_config cfg;
+	struct capture cap;
+	struct sink s;
+	struct pp_transport *t;
+	uint64_t next = 0;
+
+	START_SINK(&s, "[{\"status\":503},{\"status\":503},{\"status\":429},{\"status\":429},"
+		       "{\"status\":200},{\"status\":503},{\"status\":200}]");
+	base_cfg(&cfg, sink_url(&s, ""), &cap);
+	t = pp_transport_new(&cfg, NULL, 0);
+	REQUIRE(t);
+	CHECK_EQ_U64(push(t, 100, 1), 0);
+	CHECK_EQ_U64(pp_transport_poll(t, &next), 0);
+	/* said at the first failed attempt, long before the request would be given up */
+	CHECK_EQ_U64(count_of(cap.log, "is failing: HTTP 503"), 1);
+	for (int i = 0; i < 4; i++) {
+		fake_now = next;
+		pp_transport_poll(t, &next);
+	}
+	CHECK_EQ_U64(sink_count(&s), 5);
+	CHECK_EQ_U64(count_of(cap.log, "is failing: HTTP 503"), 1);
+	CHECK_EQ_U64(count_of(cap.log, "is still failing, now: HTTP 429 (was: HTTP 503)"), 1);
+	CHECK_EQ_U64(count_of(cap.log, "works again"), 1);
+	CHECK(strstr(cap.log, "works again, after ") != NULL);
+	/* a second outage is a new one */
+	CHECK_EQ_U64(push(t, 100, 2), 0);
+	pp_transport_poll(t, &next);
+	fake_now = next;
+	pp_transport_poll(t, &next);
+	CHECK_EQ_U64(count_of(cap.log, "is failing: HTTP 503"), 2);
+	CHECK_EQ_U64(count_of(cap.log, "works again"), 2);
+	CHECK_EQ_U64(count_of(cap.log, "failing"), 3); /* two starts, one change */
+	pp_transport_free(t);
+	sink_stop(&s);
+}
+
+/* The age of the oldest request not yet resolved, for the agent's health rule. */
+TEST(oldest_queued_age)
+{
+	struct pp_transport_config cfg;
+	struct pp_transport_stats st;
+	struct capture cap;
+	struct sink s;
+	struct pp_transport *t;
+	uint64_t next = 0;
+
+	START_SINK(&s, "[{\"status\":503},{\"status\":503}]");
+	base_cfg(&cfg, sink_url(&s, ""), &cap);
+	t = pp_transport_new(&cfg, NULL, 0);
+	REQUIRE(t);
+	pp_transport_stats(t, &st);
+	CHECK_EQ_U64(st.oldest_queued_age_ms, 0);
+	CHECK_EQ_U64(push(t, 100, 1), 0);
+	fake_now += 40;
+	CHECK_EQ_U64(push(t, 100, 2), 0);
+	fake_now += 10;
+	pp_transport_stats(t, &st);
+	CHECK_EQ_U64(st.oldest_queued_age_ms, 50); /* request 1, queued */
+	pp_transport_poll(t, &next);		   /* 1 in hand, waiting for its retry */
+	fake_now = next;
+	pp_transport_stats(t, &st);
+	CHECK_EQ_U64(st.oldest_queued_age_ms, 50 + 100);
+	pp_transport_poll(t, &next); /* 503 again */
+	fake_now = next;
+	CHECK_EQ_U64(pp_transport_poll(t, &next), 2); /* both delivered */
+	pp_transport_stats(t, &st);
+	CHECK_EQ_U64(st.oldest_queued_age_ms, 0);
+	pp_transport_free(t);
+	sink_stop(&s);
+}
+
 TEST(jittered_delays_stay_in_bounds)
 {
 	struct pp_transport_config cfg;
@@ -1345,6 +1428,8 @@ TEST_LIST = {
     {"status_413_reported_as_split", status_413_reported_as_split},
     {"status_413_hands_back_plain_body", status_413_hands_back_plain_body},
     {"status_400_too_large_reported_as_split", status_400_too_large_reported_as_split},
+    {"outage_said_at_start_on_change_and_at_end", outage_said_at_start_on_change_and_at_end},
+    {"oldest_queued_age", oldest_queued_age},
     {"connection_closed_mid_request_retried", connection_closed_mid_request_retried},
     {"connection_reset_retried", connection_reset_retried},
     {"stall_past_timeout_retried", stall_past_timeout_retried},
