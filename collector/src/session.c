@@ -19,6 +19,9 @@
 /* The raw-stack table goes to the profile past this many bytes of entries, not only when it
  * is half full: deep stacks would otherwise hold tens of MiB until the window ends. */
 #define RAW_STACK_MAX_BYTES (8u << 20)
+/* Records held for the next window during a window's grace; past it they go to the closing
+ * window (its samples then carry no time in it). */
+#define HOLD_MAX_BYTES (8u << 20)
 #define DEFAULT_MAX_CACHED_FRAMES (1u << 16)
 #define MAX_FRAMES (2 * PP_MAX_STACK_DEPTH + 2) /* + the ip and a data-object frame */
 
@@ -83,6 +86,11 @@ struct pp_session {
 	struct raw_stack **raw; /* open addressing, raw_cap slots (power of two) */
 	size_t raw_cap, raw_used;
 	size_t raw_bytes; /* held by the entries of the raw-stack table */
+	/* Records taken at or after hold_boundary_ns while holding (length-prefixed copies). */
+	int holding;
+	uint64_t hold_boundary_ns;
+	uint8_t *held;
+	size_t held_len, held_cap;
 	char *proc_root;
 	struct pp_profile *profile;
 	struct pp_proc_cache *procs;
@@ -353,6 +361,7 @@ void pp_session_free(struct pp_session *s)
 	pp_mem_objcache_free(s->objs);
 	free(s->frames);
 	free(s->proc_root);
+	free(s->held);
 	free(s);
 }
 
@@ -853,6 +862,8 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	si.count = 1;
 	si.value = rec->period;
 	si.first_time_unix_ns = (uint64_t)((int64_t)rec->time_ns + s->opts.mono_to_wall_ns);
+	if (si.first_time_unix_ns < pp_profile_get_desc(s->profile)->start_unix_ns)
+		s->stats.samples_late++;
 	si.has_cpu = (uint32_t) !!s->opts.per_cpu;
 	si.cpu = rec->cpu;
 	si.latency = mi.latency;
@@ -897,6 +908,32 @@ int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 	return handle_sample(s, d);
 }
 
+/* Keeps a copy of a record taken after the hold boundary, for the next window. */
+static int hold_record(struct pp_session *s, const void *data, size_t len)
+{
+	size_t need = s->held_len + sizeof(uint32_t) + len;
+
+	if (need > HOLD_MAX_BYTES || len > UINT32_MAX)
+		return -ENOSPC;
+	if (need > s->held_cap) {
+		size_t cap = s->held_cap ? s->held_cap : 64 * 1024;
+		uint8_t *nb;
+
+		while (cap < need)
+			cap *= 2;
+		nb = realloc(s->held, cap);
+		if (!nb)
+			return -ENOMEM;
+		s->held = nb;
+		s->held_cap = cap;
+	}
+	memcpy(s->held + s->held_len, &(uint32_t){(uint32_t)len}, sizeof(uint32_t));
+	memcpy(s->held + s->held_len + sizeof(uint32_t), data, len);
+	s->held_len = need;
+	s->stats.samples_held++;
+	return 0;
+}
+
 int pp_session_handle_record(struct pp_session *s, const void *data, size_t len)
 {
 	struct pp_decoded d;
@@ -904,7 +941,39 @@ int pp_session_handle_record(struct pp_session *s, const void *data, size_t len)
 
 	if (ret)
 		return ret;
+	if (s->holding && d.kind != PP_DECODED_TASK && d.sample.time_ns >= s->hold_boundary_ns &&
+	    hold_record(s, data, len) == 0)
+		return 0;
 	return pp_session_handle_decoded(s, &d);
+}
+
+void pp_session_hold_from(struct pp_session *s, uint64_t boundary_mono_ns)
+{
+	s->holding = 1;
+	s->hold_boundary_ns = boundary_mono_ns;
+}
+
+int pp_session_release_held(struct pp_session *s)
+{
+	size_t off = 0;
+
+	s->holding = 0;
+	while (off + sizeof(uint32_t) <= s->held_len) {
+		uint32_t len;
+
+		memcpy(&len, s->held + off, sizeof(len));
+		off += sizeof(len);
+		pp_session_handle_record(s, s->held + off, len);
+		off += len;
+	}
+	s->held_len = 0;
+	/* a burst must not keep its buffer */
+	if (s->held_cap > 256 * 1024) {
+		free(s->held);
+		s->held = NULL;
+		s->held_cap = 0;
+	}
+	return 0;
 }
 
 int pp_session_record_cb(void *ctx, const void *data, size_t len)

@@ -63,6 +63,8 @@ struct pp_session_opts {
 struct pp_session_stats {
 	struct pp_decode_stats decode;
 	uint64_t samples;	      /* samples added to the profile */
+	uint64_t samples_late;	      /* ... taken before the window they went into started */
+	uint64_t samples_held;	      /* ... held during a grace for the window after it */
 	uint64_t samples_no_process;  /* process gone before we could read it */
 	uint64_t frames;	      /* frames symbolized (cache hits included) */
 	uint64_t frames_cached;	      /* answered by the frame cache */
@@ -115,6 +117,17 @@ void pp_session_set_profile(struct pp_session *s, struct pp_profile *profile);
 
 /* Handles one raw ring-buffer record. Returns 0 or -errno; malformed records are counted. */
 int pp_session_handle_record(struct pp_session *s, const void *data, size_t len);
+
+/*
+ * A window's grace: from here, sample records taken at or after boundary_mono_ns (the
+ * window's end on the records' clock) are held, copied, while those taken before still go
+ * into the current (closing) window, so that records read late land in the window they were
+ * taken in. pp_session_release_held(), after pp_session_set_profile() switched to the next
+ * window, feeds the held records to it. Task records are never held. At most 8 MiB is
+ * held; past it records go to the closing window.
+ */
+void pp_session_hold_from(struct pp_session *s, uint64_t boundary_mono_ns);
+int pp_session_release_held(struct pp_session *s);
 /* The same as a pp_shim_record_fn: ctx is the session; never stops the poll. */
 int pp_session_record_cb(void *ctx, const void *data, size_t len);
 /* Handles one decoded record (tests feed synthetic records here). */

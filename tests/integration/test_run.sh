@@ -52,6 +52,31 @@ for f in $(ls "$T/files"/pebsprof-*.otlp.pb | sort); do
 	prev_end=$((start + dur))
 done
 pp_check "windows decode and tile time without gaps" [ "$tiled" -eq 1 ]
+# Every sample is in the window it was taken in: its time lies inside the window (the
+# encoder leaves out a time outside it), thanks to each window's grace after its end.
+pp_otlp_python "$ref" "$T/gen0" 2>"$T/gen0.err"
+"$PP_PYTHON" - "$T/gen0" "$T/files" >"$T/times.out" 2>&1 <<'PY'
+import glob, os, sys
+sys.path.insert(0, sys.argv[1])
+from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2 as svc
+n = without = 0
+for f in sorted(glob.glob(os.path.join(sys.argv[2], "*.otlp.pb"))):
+    r = svc.ExportProfilesServiceRequest()
+    r.ParseFromString(open(f, "rb").read())
+    for rp in r.resource_profiles:
+        for sp in rp.scope_profiles:
+            for p in sp.profiles:
+                for s in p.samples:
+                    n += 1
+                    ok = s.timestamps_unix_nano and all(
+                        p.time_unix_nano <= t < p.time_unix_nano + p.duration_nano for t in s.timestamps_unix_nano)
+                    without += not ok
+print(f"{n} samples, {without} without a time inside their window")
+sys.exit(0 if n and not without else 1)
+PY
+rc=$?
+cat "$T/times.out"
+pp_check "every sample's time lies inside its window" [ "$rc" -eq 0 ]
 pp_check "k8s.node.name from NODE_NAME" \
 	bash -c "grep -A3 'key: \"k8s.node.name\"' '$(ls "$T/files"/*.otlp.pb | sort | tail -n1).txt' | grep -q node-7"
 pp_check "windows are aligned to the interval" \

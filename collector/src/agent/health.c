@@ -282,6 +282,10 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 
 	family(f, "pebsprof_samples_total", "counter", "Samples added to profiles.");
 	value(f, "pebsprof_samples_total", s->samples);
+	family(f, "pebsprof_samples_late_total", "counter",
+	       "Samples read after their window had closed (past its grace): in the next window, "
+	       "without a time.");
+	value(f, "pebsprof_samples_late_total", s->samples_late);
 	family(f, lost, "counter",
 	       "Samples lost before reaching a profile, by reason: in the kernel (ringbuf_full, "
 	       "scratch_miss), malformed ring-buffer records (record_*), refused by the profile "

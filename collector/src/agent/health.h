@@ -110,7 +110,8 @@ struct pp_health_snapshot {
 	uint64_t progress_ns; /* the last tick at which the kernel side made progress */
 	int stopping;	      /* shutting down */
 	/* Sampling. */
-	uint64_t samples; /* samples added to profiles */
+	uint64_t samples;      /* samples added to profiles */
+	uint64_t samples_late; /* ... into a window that started after they were taken */
 	uint64_t shim[PP_CNT__MAX];
 	struct pp_decode_stats decode;
 	uint64_t samples_no_process; /* kept, without process metadata */

@@ -78,6 +78,7 @@ struct agent {
 	/* Queue-overflow drops: when last said, and how many since. */
 	uint64_t queue_drop_said_ns, queue_drops_unsaid;
 	uint64_t window_seq;
+	int64_t mono_to_wall_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, as the session has it */
 	/* A closed window waiting for its jittered upload time (network exporters only). */
 	struct pp_profile *pending;
 	uint64_t pending_due_ns;
@@ -547,6 +548,14 @@ static int export_window(struct agent *ag, const struct pp_profile *p)
 	return send_window(ag, p, &res);
 }
 
+/* How long a window stays open after its end: two poll ticks, at most a fifth of it. */
+static uint64_t grace_ns(uint64_t interval)
+{
+	uint64_t g = 2 * POLL_INTERVAL_MS * 1000000ull + 50 * 1000000ull;
+
+	return g < interval / 5 ? g : interval / 5;
+}
+
 /*
  * Uploads of a fleet's windows would all start at the same aligned instant; each node waits
  * a random part of the next window (at most half of it, at most 5 s) before it sends.
@@ -625,12 +634,13 @@ static void print_summary(struct agent *ag)
 
 		pp_transport_stats(ag->transport, &ts);
 		pp_info(
-		    "stopped: %llu windows, %llu samples (lost in kernel %llu); export: %llu "
-		    "delivered, %llu retries, dropped %llu (4xx %llu, 5xx %llu, gave up %llu, "
+		    "stopped: %llu windows, %llu samples (lost in kernel %llu, late %llu); export: "
+		    "%llu delivered, %llu retries, dropped %llu (4xx %llu, 5xx %llu, gave up %llu, "
 		    "queue overflow %llu, at shutdown %llu), %llu profiles rejected by the backend",
 		    (unsigned long long)ag->window_seq, (unsigned long long)ss.samples,
 		    (unsigned long long)(counters[PP_CNT_RB_FULL] + counters[PP_CNT_SCRATCH_MISS]),
-		    (unsigned long long)ts.sent, (unsigned long long)ts.retried,
+		    (unsigned long long)ss.samples_late, (unsigned long long)ts.sent,
+		    (unsigned long long)ts.retried,
 		    (unsigned long long)(ts.dropped_4xx + ts.dropped_5xx + ts.dropped_give_up +
 					 ts.dropped_other + ts.dropped_shutdown +
 					 ts.queue.dropped_overflow),
@@ -654,10 +664,12 @@ static void print_summary(struct agent *ag)
 			    (unsigned long long)ag->requests_cut);
 	} else {
 		pp_info(
-		    "stopped: %llu windows written to %s, %llu samples (lost in kernel %llu)",
+		    "stopped: %llu windows written to %s, %llu samples (lost in kernel %llu, "
+		    "late %llu)",
 		    (unsigned long long)ag->window_seq, ag->cfg.output_dir,
 		    (unsigned long long)ss.samples,
-		    (unsigned long long)(counters[PP_CNT_RB_FULL] + counters[PP_CNT_SCRATCH_MISS]));
+		    (unsigned long long)(counters[PP_CNT_RB_FULL] + counters[PP_CNT_SCRATCH_MISS]),
+		    (unsigned long long)ss.samples_late);
 	}
 	if (ag->label_names_dropped)
 		pp_info("export: %llu label names left out of the windows (Pyroscope keeps 30 per "
@@ -699,6 +711,7 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.progress_ns = ag->progress_ns;
 	snap.stopping = stopping;
 	snap.samples = ss.samples;
+	snap.samples_late = ss.samples_late;
 	snap.decode = ss.decode;
 	snap.samples_no_process = ss.samples_no_process;
 	snap.add_errors = ss.add_errors;
@@ -871,6 +884,8 @@ static int start_sampling(struct agent *ag)
 		pp_info("%s", ag->smp.events->events[i].why);
 	pp_sampler_profile_desc(&ag->smp, &ag->desc);
 	pp_sampler_session_opts(&ag->smp, &sess);
+	ag->mono_to_wall_ns =
+	    sess.mono_to_wall_ns; /* the records' clock, as the session reads it */
 	ag->session = pp_session_new(&sess, NULL);
 	if (!ag->session || new_window(ag, pp_clock_ns(CLOCK_REALTIME))) {
 		pp_error("out of memory");
@@ -900,7 +915,7 @@ int pp_cmd_run(int argc, char **argv)
 	struct agent ag = {0};
 	struct pp_config_errors errs = {0};
 	char err[1024] = "";
-	uint64_t interval, window_end;
+	uint64_t interval, window_end, grace_until = 0;
 	int status, ret;
 
 	ret = pp_run_config_load(argc, argv, environ, &ag.cfg, &errs);
@@ -978,6 +993,21 @@ int pp_cmd_run(int argc, char **argv)
 			export_pending(&ag);
 		if (now < window_end)
 			continue;
+		/*
+		 * The window's grace: records are read up to POLL_INTERVAL_MS late, so for a
+		 * short while after its end the window stays open for the samples taken in it,
+		 * and those taken after its end are held for the next one.
+		 */
+		if (!grace_until) {
+			pp_session_hold_from(ag.session, window_end - (uint64_t)ag.mono_to_wall_ns);
+			grace_until = now + grace_ns(interval);
+			continue;
+		}
+		if (now < grace_until)
+			continue;
+		grace_until = 0;
+		while (pp_shim_poll(ag.smp.shim, 0, pp_session_record_cb, ag.session) > 0)
+			;
 		{
 			struct pp_profile *closing = ag.profile;
 			uint64_t start = pp_profile_get_desc(closing)->start_unix_ns;
@@ -992,6 +1022,7 @@ int pp_cmd_run(int argc, char **argv)
 				status = PP_EXIT_RUNTIME;
 				goto out;
 			}
+			pp_session_release_held(ag.session);
 			export_pending(&ag); /* the previous one, if still waiting */
 			if (ag.cfg.exporter == PP_EXPORTER_FILE) {
 				export_window(&ag, closing);

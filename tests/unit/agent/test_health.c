@@ -248,6 +248,7 @@ static struct pp_health_snapshot known_snapshot(void)
 	struct pp_health_snapshot s = healthy_at(S(100));
 
 	s.samples = 1234;
+	s.samples_late = 5;
 	for (int c = 0; c < PP_CNT__MAX; c++)
 		s.shim[c] = 100 + (uint64_t)c;
 	s.decode.too_short = 1;
@@ -321,6 +322,10 @@ static const char metrics_head[] =
     "# HELP pebsprof_samples_total Samples added to profiles.\n"
     "# TYPE pebsprof_samples_total counter\n"
     "pebsprof_samples_total 1234\n"
+    "# HELP pebsprof_samples_late_total Samples read after their window had closed (past its "
+    "grace): in the next window, without a time.\n"
+    "# TYPE pebsprof_samples_late_total counter\n"
+    "pebsprof_samples_late_total 5\n"
     "# HELP pebsprof_lost_samples_total Samples lost before reaching a profile, by reason: in "
     "the kernel (ringbuf_full, scratch_miss), malformed ring-buffer records (record_*), refused "
     "by the profile (profile_refused).\n"

@@ -1058,6 +1058,72 @@ TEST(cxx_symbols_are_demangled)
 	fixture_fini(&f);
 }
 
+/* The tids of p's samples, as a bit set (tids below 64). */
+static uint64_t tids_of(const struct pp_profile *p)
+{
+	uint64_t set = 0;
+
+	for (size_t i = 0; i < pp_profile_sample_count(p); i++)
+		set |= 1ull << (pp_profile_get_sample(p, i)->tid & 63);
+	return set;
+}
+
+/*
+ * A window's grace: records read after the window's end but taken before it still go into
+ * it; those taken after its end wait for the next window; and a record taken before the
+ * window it lands in is counted late. With and without the raw-stack table.
+ */
+TEST(grace_puts_samples_in_the_window_they_were_taken_in)
+{
+	for (int raw = 0; raw < 2; raw++) {
+		struct pp_session_opts opts = {.proc_root = "/nonexistent",
+					       .raw_stack_entries = raw ? 1024 : 0};
+		struct sess_fixture f;
+		struct pp_profile *next;
+		struct pp_session_stats st;
+		unsigned char buf[sizeof(struct pp_sample) + 16];
+		const uint64_t uf[1] = {0x401000};
+		const uint64_t s = 1000000000ull;
+		struct {
+			uint32_t tid;
+			uint64_t t;
+		} in_grace[] = {{2, 10 * s + 900000000}, {3, 11 * s + 50000000}, {4, 11 * s}};
+
+		REQUIRE(fixture_init(&f, &opts, 0) == 0);
+		pp_profile_set_window(f.prof, (uint64_t)MONO_TO_WALL + 10 * s, 0);
+		encode_sample(buf, NO_SUCH_PID, 1, uf, 1);
+		((struct pp_sample *)buf)->time_ns = 10 * s + 500000000;
+		CHECK(pp_session_handle_record(f.s, buf, sizeof(struct pp_sample) + 8) == 0);
+		/* the window ends at 11 s; its grace begins */
+		pp_session_hold_from(f.s, 11 * s);
+		for (size_t i = 0; i < 3; i++) {
+			encode_sample(buf, NO_SUCH_PID, in_grace[i].tid, uf, 1);
+			((struct pp_sample *)buf)->time_ns = in_grace[i].t;
+			CHECK(pp_session_handle_record(f.s, buf, sizeof(struct pp_sample) + 8) ==
+			      0);
+		}
+		/* close: the next window takes over, the held records go into it */
+		next = new_profile();
+		REQUIRE(next);
+		pp_profile_set_window(next, (uint64_t)MONO_TO_WALL + 11 * s, 0);
+		pp_session_set_profile(f.s, next);
+		CHECK(pp_session_release_held(f.s) == 0);
+		/* read after the close although taken before it: late */
+		encode_sample(buf, NO_SUCH_PID, 5, uf, 1);
+		((struct pp_sample *)buf)->time_ns = 10 * s + 990000000;
+		CHECK(pp_session_handle_record(f.s, buf, sizeof(struct pp_sample) + 8) == 0);
+		pp_session_flush(f.s);
+		CHECK_EQ_U64(tids_of(f.prof), (1u << 1) | (1u << 2));
+		CHECK_EQ_U64(tids_of(next), (1u << 3) | (1u << 4) | (1u << 5));
+		pp_session_get_stats(f.s, &st);
+		CHECK_EQ_U64(st.samples_held, 2);
+		CHECK_EQ_U64(st.samples_late, 1);
+		CHECK_EQ_U64(st.samples, 5);
+		fixture_fini(&f);
+		pp_profile_free(next);
+	}
+}
+
 TEST_LIST = {
     {"cxx_symbols_are_demangled", cxx_symbols_are_demangled},
     {"containers_become_resources", containers_become_resources},
@@ -1079,6 +1145,8 @@ TEST_LIST = {
     {"new_profile_drops_cached_ids", new_profile_drops_cached_ids},
     {"raw_stack_aggregation_matches_direct_mode", raw_stack_aggregation_matches_direct_mode},
     {"per_cpu_samples_keep_their_cpu", per_cpu_samples_keep_their_cpu},
+    {"grace_puts_samples_in_the_window_they_were_taken_in",
+     grace_puts_samples_in_the_window_they_were_taken_in},
 };
 
 TEST_MAIN()
