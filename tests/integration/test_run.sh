@@ -195,6 +195,9 @@ pp_check "unknown key in the config file: exit 2 with file:line" \
 OTEL_EXPORTER_OTLP_HEADERS="novalue" run_bad --endpoint http://127.0.0.1:1/x --dry-run
 pp_check "bad header syntax: exit 2 naming the headers" \
 	bash -c "[ $PP_RC -eq 2 ] && grep -qi header '$T/b.err'"
+run_bad --endpoint http://127.0.0.1:4318 --dry-run
+pp_check "--endpoint without a path is a base (the Collector's convention): --dry-run shows the URL" \
+	bash -c "[ $PP_RC -eq 0 ] && grep -q '^endpoint = http://127.0.0.1:4318/v1development/profiles ' '$T/b.out'"
 run_bad --config "$T/does-not-exist.conf" --dry-run
 pp_check "unreadable config file: exit 2 naming it" \
 	bash -c "[ $PP_RC -eq 2 ] && grep -q does-not-exist.conf '$T/b.err'"

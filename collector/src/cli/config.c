@@ -125,9 +125,9 @@ static const struct option_def table[PP_CFG_NKEYS] = {
 			 .offset = OFF(endpoint),
 			 .def = "",
 			 .metavar = "URL",
-			 .help = "the full URL profiles are posted to, used as is, e.g.\n"
-				 "http://collector:4318" PP_OTLP_PROFILES_PATH "\n"
-				 "(none: write each window to output-dir)"},
+			 .help = "where profiles go: a base URL (http://collector:4318, the\n"
+				 "path " PP_OTLP_PROFILES_PATH " is appended) or one with\n"
+				 "a path, used as is (none: write each window to output-dir)"},
     [PP_CFG_HEADERS] = {.name = "headers",
 			.env = "OTEL_EXPORTER_OTLP_HEADERS",
 			.type = T_KV,
@@ -1338,6 +1338,15 @@ static const char *origin_text(const struct pp_run_config *c, int k, char *buf, 
 	return buf;
 }
 
+/* Whether url (already checked) has a path other than "/". */
+static bool url_has_path(const char *url)
+{
+	const char *p = strstr(url, "://");
+	const char *slash = p ? strchr(p + 3, '/') : NULL;
+
+	return slash && slash[1] != '\0';
+}
+
 int pp_run_config_finish(struct pp_run_config *c, struct pp_config_errors *errs)
 {
 	enum pp_config_source fs = c->origin[PP_CFG_FREQ].src, ps = c->origin[PP_CFG_PERIOD].src;
@@ -1360,8 +1369,29 @@ int pp_run_config_finish(struct pp_run_config *c, struct pp_config_errors *errs)
 	if (c->origin[PP_CFG_STALL_TIMEOUT].src == PP_SRC_DEFAULT)
 		c->stall_timeout_ns =
 		    c->interval_ns * 2 > DEFAULT_STALL_NS ? c->interval_ns * 2 : DEFAULT_STALL_NS;
-	if (c->origin[PP_CFG_EXPORTER].src == PP_SRC_DEFAULT) {
+	if (c->origin[PP_CFG_EXPORTER].src == PP_SRC_DEFAULT)
 		c->exporter = c->endpoint[0] ? PP_EXPORTER_OTLP : PP_EXPORTER_FILE;
+	/*
+	 * The Collector's and Alloy's `endpoint` convention for a flag or the file: a URL
+	 * without a path is a base the signal's path goes after; with a path it is used as is
+	 * (OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT is always used as is; the base variable got
+	 * its path when it was read).
+	 */
+	if (c->exporter == PP_EXPORTER_OTLP && c->endpoint[0] &&
+	    (c->origin[PP_CFG_ENDPOINT].src == PP_SRC_FLAG ||
+	     c->origin[PP_CFG_ENDPOINT].src == PP_SRC_FILE) &&
+	    !url_has_path(c->endpoint)) {
+		size_t bl = strlen(c->endpoint);
+		char *full;
+
+		while (bl && c->endpoint[bl - 1] == '/')
+			bl--;
+		if (asprintf(&full, "%.*s%s", (int)bl, c->endpoint, PP_OTLP_PROFILES_PATH) < 0)
+			return -ENOMEM;
+		free(c->endpoint);
+		c->endpoint = full;
+	}
+	if (c->origin[PP_CFG_EXPORTER].src == PP_SRC_DEFAULT) {
 	} else if (c->exporter != PP_EXPORTER_FILE && !c->endpoint[0]) {
 		err_add(errs,
 			"exporter '%s' (%s) needs an endpoint: give --endpoint URL, endpoint in "

@@ -346,9 +346,20 @@ TEST(otlp_endpoint_variables)
 	    /* the signal-specific variable wins and is used as is */
 	    {"http://base:1", "http://full:2/x", NULL, "http://full:2/x",
 	     "env OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT"},
-	    /* a flag wins over both, also used as is */
-	    {"http://base:1", "http://full:2/x", "http://flag:3", "http://flag:3",
+	    /* a flag wins over both; like the Collector's endpoint, a URL without a path is a
+	     * base the signal path goes after, one with a path is used as is */
+	    {"http://base:1", "http://full:2/x", "http://flag:3",
+	     "http://flag:3/v1development/profiles", "flag --endpoint"},
+	    {NULL, NULL, "http://flag:3/", "http://flag:3/v1development/profiles",
 	     "flag --endpoint"},
+	    {NULL, NULL, "http://[::1]:4318", "http://[::1]:4318/v1development/profiles",
+	     "flag --endpoint"},
+	    {NULL, NULL, "https://gw/otlp/v1development/profiles",
+	     "https://gw/otlp/v1development/profiles", "flag --endpoint"},
+	    {NULL, NULL, "http://flag:3/custom", "http://flag:3/custom", "flag --endpoint"},
+	    /* the signal-specific variable is used as is, with no path too (the OTel rule) */
+	    {NULL, "http://c:4318", NULL, "http://c:4318",
+	     "env OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
