@@ -77,6 +77,8 @@ PY
 rc=$?
 cat "$T/times.out"
 pp_check "every sample's time lies inside its window" [ "$rc" -eq 0 ]
+pp_check "host.name is the node's (NODE_NAME), not the agent's own host name" \
+	bash -c "grep -A3 'key: \"host.name\"' '$(ls "$T/files"/*.otlp.pb | sort | tail -n1).txt' | grep -q node-7"
 pp_check "k8s.node.name from NODE_NAME" \
 	bash -c "grep -A3 'key: \"k8s.node.name\"' '$(ls "$T/files"/*.otlp.pb | sort | tail -n1).txt' | grep -q node-7"
 pp_check "windows are aligned to the interval" \

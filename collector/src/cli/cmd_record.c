@@ -26,6 +26,7 @@
 #include "cli_util.h"
 #include "containers.h"
 #include "base/log.h"
+#include "metadata/host_name.h"
 #include "sampler.h"
 #include "session.h"
 #include "sampling/shim_loader.h"
@@ -399,7 +400,7 @@ static const char *format_name(enum pp_output_format f)
 }
 
 /* The OTLP request `pebsprof run` would send for this capture, with the OTel environment. */
-static int write_otlp(const struct pp_profile *profile, const char *path,
+static int write_otlp(const struct pp_profile *profile, const char *path, const char *proc_root,
 		      struct pp_label_budget *budget)
 {
 	const struct pp_profile *profiles[1] = {profile};
@@ -414,8 +415,12 @@ static int write_otlp(const struct pp_profile *profile, const char *path,
 	char host[256] = "", err[256];
 	int ret;
 
-	if (gethostname(host, sizeof(host) - 1) == 0)
-		res.host_name = host;
+	/* host.name: the node's name, not the pod's (when run in the agent's pod) */
+	if (res.node_name && res.node_name[0])
+		snprintf(host, sizeof(host), "%s", res.node_name);
+	else
+		pp_host_name(proc_root, host, sizeof(host));
+	res.host_name = host;
 	if (env_attrs && *env_attrs) {
 		/* The OTel SDK rule: a malformed variable is reported and ignored as a whole. */
 		if (pp_otlp_parse_resource_attributes(env_attrs, strlen(env_attrs), &attrs, &nattrs,
@@ -452,7 +457,7 @@ static int write_outputs(const struct record_args *a, const struct pp_profile *p
 			ret = pp_flamegraph_write_file(profile, a->outputs[i], "pebsprof record");
 			break;
 		case PP_OUT_OTLP:
-			ret = write_otlp(profile, a->outputs[i], &budget);
+			ret = write_otlp(profile, a->outputs[i], a->proc_root, &budget);
 			break;
 		default:
 			ret = -EINVAL;

@@ -34,6 +34,7 @@
 #include "containers.h"
 #include "agent/health.h"
 #include "base/log.h"
+#include "metadata/host_name.h"
 #include "sampler.h"
 #include "session.h"
 
@@ -944,8 +945,11 @@ int pp_cmd_run(int argc, char **argv)
 	 */
 	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	mallopt(M_ARENA_MAX, 2);
-	if (gethostname(ag.host, sizeof(ag.host) - 1))
-		snprintf(ag.host, sizeof(ag.host), "unknown");
+	/* host.name: the node's name, not the pod's (the agent's own UTS namespace) */
+	if (ag.cfg.origin[PP_CFG_NODE_NAME].src != PP_SRC_DEFAULT && ag.cfg.node_name[0])
+		snprintf(ag.host, sizeof(ag.host), "%s", ag.cfg.node_name);
+	else
+		pp_host_name(ag.cfg.proc_root, ag.host, sizeof(ag.host));
 	if (resource_attributes(&ag)) {
 		pp_error("out of memory");
 		agent_fini(&ag);
