@@ -91,7 +91,7 @@ const want = [
   [c.ports[0].containerPort === 9500 && ds.spec.template.metadata.annotations["prometheus.io/port"] === "9500", "listen port 9500"],
   [conf.includes("endpoint = http://prof-gw.obs:4318/v1development/profiles\n"), "endpoint through tpl"],
   [/^event = cycles$/m.test(conf) && /^freq = 49$/m.test(conf) && /^interval = 15$/m.test(conf), "event, freq, interval"],
-  [/^k8s-source = kubelet$/m.test(conf) && /^listen = 0\.0\.0\.0:9500$/m.test(conf) && /^stack-depth = 64$/m.test(conf), "k8s-source, listen, extraConfig"],
+  [/^k8s-source = kubelet$/m.test(conf) && /^listen = :9500$/m.test(conf) && /^stack-depth = 64$/m.test(conf), "k8s-source, listen, extraConfig"],
   [role.rules.some((r) => r.resources.includes("nodes/proxy") && r.verbs.join() === "get"), "nodes/proxy get for the kubelet source"],
 ];
 let bad = 0;

@@ -50,7 +50,7 @@ import fs from "node:fs"; import YAML from "yaml";
 const cm = YAML.parse(fs.readFileSync(process.argv[1], "utf8"));
 fs.writeFileSync(process.argv[2], cm.data["pebsprof.conf"]);' "$k8s/configmap.yaml" "$tmp/pebsprof.conf"
 if out=$(dry_run "$tmp/pebsprof.conf" 2>&1); then
-	for want in 'listen = 0.0.0.0:9464 .*from file' 'proc-root = /host/proc .*from file' \
+	for want in 'listen = :9464 .*from file' 'proc-root = /host/proc .*from file' \
 		'k8s-source = auto .*from file' 'endpoint = http://.*:4040/v1development/profiles .*from file'; do
 		printf '%s\n' "$out" | grep -Eq "$want" || fail "agent --dry-run of the ConfigMap: no line /$want/"
 	done
