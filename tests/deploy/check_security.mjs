@@ -98,6 +98,17 @@ for (const d of dsets) {
     const port = typeof g?.port === "string" ? (c.ports ?? []).find((p) => p.name === g.port)?.containerPort : g?.port;
     check(listen && port === Number(listen[1]), cw, `${kind} port ${g?.port} (${port}) is not the listen port ${listen?.[1]}`);
   }
+  // Output-dir mode (no endpoint) must work as shipped: on a read-only root, the directory
+  // the windows go to is on a writable volume of its own, with a size bound.
+  const outDir = /^\s*output-dir\s*=\s*"?([^"\s]+)/m.exec(conf)?.[1] ?? "/var/lib/pebsprof/profiles";
+  if (c.securityContext?.readOnlyRootFilesystem) {
+    const outMount = mounts.find((m) => (outDir + "/").startsWith(m.mountPath.replace(/\/$/, "") + "/"));
+    const outVol = (pod.volumes ?? []).find((v) => v.name === outMount?.name);
+    check(!!outMount && !outMount.readOnly && (outVol?.emptyDir || outVol?.hostPath), cw,
+      `output-dir ${outDir} is on the read-only root: mount a writable volume there`);
+    check(!outVol?.emptyDir || !!outVol.emptyDir.sizeLimit, cw,
+      `the output-dir volume ${outVol?.name} needs emptyDir.sizeLimit`);
+  }
   const cfgArg = (c.args ?? []).indexOf("--config");
   const cfgPath = cfgArg >= 0 ? c.args[cfgArg + 1] : null;
   check(!!cfgPath, cw, "args must pass --config");
