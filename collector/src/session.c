@@ -490,6 +490,14 @@ static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const 
 	return slot->syms;
 }
 
+/* Whether location id names the marker of a return address outside code. */
+static int is_not_code(const struct pp_session *s, uint32_t id)
+{
+	const struct pp_location_info *l = pp_profile_get_location(s->profile, id);
+
+	return l && l->function[0] == '[' && strcmp(l->function, PP_FRAME_NOT_CODE) == 0;
+}
+
 static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uint64_t addr)
 {
 	struct frame_slot *slot;
@@ -500,6 +508,7 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	char placeholder[300], demangled[1024];
 	uint64_t vaddr = addr;
 	const char *name = NULL;
+	int not_code = 0;
 	uint32_t id;
 
 	if (!p) {
@@ -517,6 +526,14 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	if (!m) {
 		s->stats.frames_unmapped++;
 		name = "[unknown]";
+	} else if (!(m->perms & PP_MAP_EXEC)) {
+		/*
+		 * Code runs only from executable mappings: a return address in the heap, a stack
+		 * or a file's data is an unwinding error (a frame pointer that was not one), not
+		 * JIT code. The walk ends here; handle_sample keeps this frame as its marker.
+		 */
+		name = PP_FRAME_NOT_CODE;
+		not_code = 1;
 	} else if (m->kind == PP_MAP_KIND_FILE) {
 		int placed = 0;
 
@@ -563,7 +580,8 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 			name = "[unknown]";
 		}
 	}
-	loc.address = vaddr;
+	/* one marker location per window, whatever the bad address was */
+	loc.address = not_code ? 0 : vaddr;
 	loc.function = name;
 	loc.kind = PP_FRAME_NATIVE;
 	id = pp_profile_intern_location(s->profile, &loc);
@@ -839,9 +857,15 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		if (!leaf && addr)
 			addr -= 1;
 		locs[n] = user_location(s, proc, addr);
+		s->stats.frames++;
+		if (locs[n] && is_not_code(s, locs[n])) {
+			/* the rest of the walk is built on a bad frame: end it, flagged */
+			s->stats.samples_walk_ended++;
+			n++;
+			break;
+		}
 		if (locs[n])
 			n++;
-		s->stats.frames++;
 	}
 
 	if (proc && proc->exe && proc->exe[0])

@@ -18,6 +18,13 @@
  * the agent's caches stay within 64 MiB. */
 #define PP_SESSION_SYMBOL_BYTES_DEFAULT (24u << 20)
 
+/*
+ * The outermost frame of a user stack whose walk reached a return address outside any
+ * executable mapping (the heap, a stack, a file's data): the walk ends there, and the
+ * frame says so instead of passing the error off as "[anonymous code]".
+ */
+#define PP_FRAME_NOT_CODE "[unwind error: return address not in code]"
+
 struct pp_session_opts {
 	const char *proc_root;	  /* NULL: "/proc" */
 	size_t max_processes;	  /* process cache bound; 0: 4096 */
@@ -64,6 +71,7 @@ struct pp_session_stats {
 	struct pp_decode_stats decode;
 	uint64_t samples;	      /* samples added to the profile */
 	uint64_t samples_late;	      /* ... taken before the window they went into started */
+	uint64_t samples_walk_ended;  /* ... whose user stack ended at a frame outside code */
 	uint64_t samples_held;	      /* ... held during a grace for the window after it */
 	uint64_t samples_no_process;  /* process gone before we could read it */
 	uint64_t frames;	      /* frames symbolized (cache hits included) */

@@ -308,10 +308,13 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 	value(f, "pebsprof_samples_without_process_total", s->samples_no_process);
 	family(f, "pebsprof_frames_total", "counter", "Frames symbolized, cache hits included.");
 	value(f, "pebsprof_frames_total", s->frames);
-	family(f, unres, "counter", "Frames left without a symbol, by reason.");
+	family(f, unres, "counter",
+	       "Frames left without a symbol, by reason (not_code: a return address outside "
+	       "executable memory, where the user stack was cut).");
 	labelled(f, unres, "reason", "unmapped", s->frames_unmapped);
 	labelled(f, unres, "reason", "no_symbol", s->frames_no_symbol);
 	labelled(f, unres, "reason", "no_file", s->frames_no_file);
+	labelled(f, unres, "reason", "not_code", s->frames_not_code);
 	if (s->process_cache_entries >= 0) {
 		family(f, "pebsprof_process_cache_entries", "gauge", "Processes in the cache.");
 		value(f, "pebsprof_process_cache_entries", (uint64_t)s->process_cache_entries);

@@ -117,6 +117,7 @@ struct pp_health_snapshot {
 	uint64_t samples_no_process; /* kept, without process metadata */
 	uint64_t add_errors;	     /* samples the profile refused (memory) */
 	uint64_t frames, frames_unmapped, frames_no_symbol, frames_no_file;
+	uint64_t frames_not_code;      /* user walks ended at a return address outside code */
 	int64_t process_cache_entries; /* -1 = unknown: not exported */
 	int64_t symbol_cache_files;    /* -1 = unknown: not exported */
 	/* bytes held by each cache now (the session's pp_session_stats gauges) */

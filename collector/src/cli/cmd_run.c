@@ -720,6 +720,7 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.frames_unmapped = ss.frames_unmapped;
 	snap.frames_no_symbol = ss.frames_no_symbol;
 	snap.frames_no_file = ss.frames_no_file;
+	snap.frames_not_code = ss.samples_walk_ended;
 	snap.windows_closed = ag->windows_closed;
 	snap.windows_exported = ag->window_seq;
 	snap.export_failures = atomic_load(&ag->export_failures);

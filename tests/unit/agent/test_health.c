@@ -264,6 +264,7 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.frames_no_file = 10;
 	s.process_cache_entries = 42;
 	s.symbol_cache_files = 17;
+	s.frames_not_code = 11;
 	s.process_cache_bytes = 101;
 	s.symbol_cache_bytes = 102;
 	s.frame_cache_bytes = 103;
@@ -351,11 +352,13 @@ static const char metrics_tail[] =
     "# HELP pebsprof_frames_total Frames symbolized, cache hits included.\n"
     "# TYPE pebsprof_frames_total counter\n"
     "pebsprof_frames_total 5000\n"
-    "# HELP pebsprof_frames_unresolved_total Frames left without a symbol, by reason.\n"
+    "# HELP pebsprof_frames_unresolved_total Frames left without a symbol, by reason (not_code: "
+    "a return address outside executable memory, where the user stack was cut).\n"
     "# TYPE pebsprof_frames_unresolved_total counter\n"
     "pebsprof_frames_unresolved_total{reason=\"unmapped\"} 8\n"
     "pebsprof_frames_unresolved_total{reason=\"no_symbol\"} 9\n"
     "pebsprof_frames_unresolved_total{reason=\"no_file\"} 10\n"
+    "pebsprof_frames_unresolved_total{reason=\"not_code\"} 11\n"
     "# HELP pebsprof_process_cache_entries Processes in the cache.\n"
     "# TYPE pebsprof_process_cache_entries gauge\n"
     "pebsprof_process_cache_entries 42\n"

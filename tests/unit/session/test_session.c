@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -1058,6 +1059,61 @@ TEST(cxx_symbols_are_demangled)
 	fixture_fini(&f);
 }
 
+/*
+ * Code runs only from executable mappings: a return address in the heap or a stack is an
+ * unwinding error, which ends the walk with a marker frame (not "[anonymous code]"), and is
+ * counted; an executable anonymous mapping is JIT code and stays "[anonymous code]".
+ */
+TEST(return_address_outside_code_ends_the_walk)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct rec r;
+	long pg = sysconf(_SC_PAGESIZE);
+	char *heap = malloc(4096), *jit;
+	int on_stack = 0;
+
+	REQUIRE(heap);
+	jit = mmap(NULL, (size_t)pg, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(jit != MAP_FAILED);
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	{
+		/* leaf, a caller in JIT code, then a "caller" in the heap, then more */
+		uint64_t uf[5] = {FN_ADDR(sess_leaf_alpha) + 4, (uint64_t)(uintptr_t)jit + 16,
+				  (uint64_t)(uintptr_t)heap + 64, FN_ADDR(sess_mid_gamma) + 8,
+				  FN_ADDR(sess_root_delta) + 8};
+		const struct pp_sample_info *si;
+
+		make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 5);
+		CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+		REQUIRE(pp_profile_sample_count(f.prof) == 1);
+		si = pp_profile_get_sample(f.prof, 0);
+		REQUIRE(si->nlocations == 3);
+		CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_leaf_alpha");
+		CHECK_STR(loc_name(f.prof, si->locations[1]), "[anonymous code]");
+		CHECK_STR(loc_name(f.prof, si->locations[2]), PP_FRAME_NOT_CODE);
+	}
+	{
+		/* a return address on the stack: the same */
+		uint64_t uf[3] = {FN_ADDR(sess_leaf_alpha) + 4, (uint64_t)(uintptr_t)&on_stack,
+				  FN_ADDR(sess_root_delta) + 8};
+		const struct pp_sample_info *si;
+
+		make_sample(&r, own_pid(), own_tid() + 1, 1000, NULL, 0, uf, 3);
+		CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+		REQUIRE(pp_profile_sample_count(f.prof) == 2);
+		si = pp_profile_get_sample(f.prof, 1);
+		REQUIRE(si->nlocations == 2);
+		CHECK_STR(loc_name(f.prof, si->locations[1]), PP_FRAME_NOT_CODE);
+	}
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.samples_walk_ended, 2);
+	fixture_fini(&f);
+	munmap(jit, (size_t)pg);
+	free(heap);
+}
+
 /* The tids of p's samples, as a bit set (tids below 64). */
 static uint64_t tids_of(const struct pp_profile *p)
 {
@@ -1145,6 +1201,7 @@ TEST_LIST = {
     {"new_profile_drops_cached_ids", new_profile_drops_cached_ids},
     {"raw_stack_aggregation_matches_direct_mode", raw_stack_aggregation_matches_direct_mode},
     {"per_cpu_samples_keep_their_cpu", per_cpu_samples_keep_their_cpu},
+    {"return_address_outside_code_ends_the_walk", return_address_outside_code_ends_the_walk},
     {"grace_puts_samples_in_the_window_they_were_taken_in",
      grace_puts_samples_in_the_window_they_were_taken_in},
 };
