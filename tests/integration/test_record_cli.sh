@@ -160,6 +160,22 @@ fi
 expect_error 1 'no BTF.*CONFIG_DEBUG_INFO_BTF' "kernel without BTF" -- \
 	record --sysfs-root "$PP_SOURCE_DIR/tests/data/sysfs/novm-pmu/sys" -d 1 -o "$T/nobtf.pb.gz"
 
+# --- root without CAP_BPF and CAP_PERFMON (a container that dropped them): told what it lacks ----
+if command -v setpriv >/dev/null; then
+	pp_run "$T/nocap" timeout -s KILL 60 setpriv --bounding-set=-bpf,-perfmon,-sys_admin \
+		--inh-caps=-bpf,-perfmon,-sys_admin -- "$PEBSPROF" record -d 1 -o "$T/nocap.pb.gz"
+	pp_check "uid 0 without CAP_BPF/CAP_PERFMON: a privilege error, not 'needs Linux 5.8'" \
+		bash -c "[ $PP_RC -eq 1 ] && grep -q 'lacks CAP_BPF and CAP_PERFMON although it runs as uid 0' '$T/nocap.err' &&
+			! grep -q '5.8' '$T/nocap.err'"
+	pp_run "$T/nocapp" setpriv --bounding-set=-bpf,-perfmon,-sys_admin \
+		--inh-caps=-bpf,-perfmon,-sys_admin -- "$PEBSPROF" probe
+	pp_check "probe without CAP_BPF: bpf() refused (EPERM) is said, features unknown, not 'no'" \
+		bash -c "grep -qE 'bpf\(\) refused \(EPERM\) +yes' '$T/nocapp.out' &&
+			grep -qE 'BPF ring buffer +unknown \(bpf\(\) refused' '$T/nocapp.out'"
+else
+	echo "  (setpriv missing: the capability checks are skipped)"
+fi
+
 # --- on a terminal, a progress line while it runs ---------------------------------------------
 if command -v script >/dev/null; then
 	script -qec "$PEBSPROF record -a -d 2.5 -o $T/tty.pb.gz" /dev/null >"$T/tty.out" 2>&1

@@ -31,27 +31,52 @@ static int *event_cpus(const struct pp_event_set *set, size_t *nr)
 	return cpus;
 }
 
-static int check_system(const struct pp_sys *sys)
+int pp_sampler_check_system(const struct pp_sys *sys, char *msg, size_t len)
 {
-	if (!sys->is_root &&
-	    !(pp_sys_has_cap(sys, PP_CAP_BPF) && pp_sys_has_cap(sys, PP_CAP_PERFMON)) &&
-	    !pp_sys_has_cap(sys, PP_CAP_SYS_ADMIN)) {
-		pp_error("missing privileges: loading the BPF shim needs root, or CAP_BPF and "
-			 "CAP_PERFMON (CAP_SYS_ADMIN where perf_event_paranoid > 2); run with "
-			 "sudo");
+	char caps[256];
+
+	/*
+	 * Capabilities, not the uid: a root container without CAP_BPF and CAP_PERFMON is as
+	 * unprivileged as any user, and would otherwise be told its kernel is too old.
+	 */
+	if (sys->cap_eff_known
+		? !(pp_sys_has_cap(sys, PP_CAP_BPF) && pp_sys_has_cap(sys, PP_CAP_PERFMON)) &&
+		      !pp_sys_has_cap(sys, PP_CAP_SYS_ADMIN)
+		: !sys->is_root) {
+		int no_bpf = !pp_sys_has_cap(sys, PP_CAP_BPF),
+		    no_perfmon = !pp_sys_has_cap(sys, PP_CAP_PERFMON);
+
+		snprintf(msg, len,
+			 "missing privileges: loading the BPF shim needs CAP_BPF and CAP_PERFMON "
+			 "(or CAP_SYS_ADMIN), and this process lacks %s%s%s%s; run with sudo, or "
+			 "add BPF and PERFMON to the container's capabilities",
+			 no_bpf ? "CAP_BPF" : "", no_bpf && no_perfmon ? " and " : "",
+			 no_perfmon ? "CAP_PERFMON" : "",
+			 sys->is_root ? " although it runs as uid 0" : "");
+		return PP_EXIT_RUNTIME;
+	}
+	if (sys->bpf_eperm) {
+		snprintf(msg, len,
+			 "missing privileges: the kernel refuses bpf() with EPERM although this "
+			 "process has %s: a seccomp profile (use seccompProfile Unconfined or one "
+			 "that allows bpf and perf_event_open), an LSM, or "
+			 "kernel.unprivileged_bpf_disabled is in the way",
+			 pp_sys_caps_str(sys, caps, sizeof(caps)));
 		return PP_EXIT_RUNTIME;
 	}
 	if (!sys->btf_vmlinux) {
-		pp_error("this kernel has no BTF (%s/kernel/btf/vmlinux missing): pebsprof needs a "
+		snprintf(msg, len,
+			 "this kernel has no BTF (%s/kernel/btf/vmlinux missing): pebsprof needs a "
 			 "kernel built with CONFIG_DEBUG_INFO_BTF=y (5.8+ distro kernels have it)",
 			 sys->sysfs_root);
 		return PP_EXIT_RUNTIME;
 	}
 	if (sys->has_perf_event_prog == PP_FEAT_NO || sys->has_ringbuf == PP_FEAT_NO) {
-		pp_error("this kernel lacks BPF %s: pebsprof needs Linux 5.8 or newer",
+		snprintf(msg, len, "this kernel lacks BPF %s: pebsprof needs Linux 5.8 or newer",
 			 sys->has_ringbuf == PP_FEAT_NO ? "ring buffers" : "perf_event programs");
 		return PP_EXIT_RUNTIME;
 	}
+	snprintf(msg, len, "ok");
 	return PP_EXIT_OK;
 }
 
@@ -80,9 +105,11 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 		pp_error("cannot inspect this system: %s", strerror(errno));
 		return PP_EXIT_RUNTIME;
 	}
-	ret = check_system(s->sys);
-	if (ret)
+	ret = pp_sampler_check_system(s->sys, err, sizeof(err));
+	if (ret) {
+		pp_error("%s", err);
 		return ret;
+	}
 
 	/* Events first: a bad event is a usage error and nothing is loaded for it. */
 	req.pid = -1;

@@ -42,6 +42,14 @@ struct pp_sampler {
  * Returns PP_EXIT_OK, PP_EXIT_USAGE (bad event) or PP_EXIT_RUNTIME; *s holds what was set
  * up either way and must be closed.
  */
+/*
+ * Whether this system can run the shim: privileges by effective capabilities (CAP_BPF and
+ * CAP_PERFMON, or CAP_SYS_ADMIN; the uid only when CapEff is unreadable), bpf() not refused
+ * with EPERM, BTF, ring buffers and perf_event programs. Writes the reason (or "ok") to msg;
+ * returns PP_EXIT_OK or PP_EXIT_RUNTIME. Privilege problems are named before kernel ones.
+ */
+int pp_sampler_check_system(const struct pp_sys *sys, char *msg, size_t len);
+
 int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s);
 /* Attaches the shim to every opened event (and enables mem-loads-aux group leaders). */
 int pp_sampler_attach(struct pp_sampler *s);

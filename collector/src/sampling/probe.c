@@ -93,7 +93,19 @@ static const char *privilege_verdict(const struct pp_sys *sys)
 	if (!bpf || !perfmon)
 		return "insufficient: loading perf_event BPF programs needs CAP_BPF and "
 		       "CAP_PERFMON (or CAP_SYS_ADMIN)";
+	/* the kernel's features then read "no" for want of privilege, not of support */
+	if (sys->bpf_eperm)
+		return "insufficient: bpf() is refused with EPERM despite the capabilities "
+		       "(a seccomp profile, an LSM, or kernel.unprivileged_bpf_disabled)";
 	return "sufficient";
+}
+
+/* A BPF feature's answer; "no" is no answer when bpf() itself was refused for privilege. */
+static const char *bpf_feat_str(const struct pp_sys *sys, int feat)
+{
+	if (sys->bpf_eperm && feat != PP_FEAT_YES)
+		return "unknown (bpf() refused: EPERM, see privileges)";
+	return pp_feat_str(feat);
 }
 
 static void sysctl_text(FILE *out, const char *name, int64_t v)
@@ -225,10 +237,11 @@ static void report_text(const struct pp_sys *sys, const struct pp_event_set *set
 	fprintf(out, "  %-28s %s\n", "BTF (vmlinux)", pp_feat_str(sys->btf_vmlinux));
 	fprintf(out, "  %-28s %s\n", "bpf_cast_to_kern_ctx",
 		pp_feat_str(sys->has_cast_to_kern_ctx));
-	fprintf(out, "  %-28s %s\n", "BPF ring buffer", pp_feat_str(sys->has_ringbuf));
+	fprintf(out, "  %-28s %s\n", "BPF ring buffer", bpf_feat_str(sys, sys->has_ringbuf));
 	fprintf(out, "  %-28s %s\n", "perf_event BPF programs",
-		pp_feat_str(sys->has_perf_event_prog));
-	fprintf(out, "  %-28s %s\n", "bpf_get_attach_cookie", pp_feat_str(sys->has_attach_cookie));
+		bpf_feat_str(sys, sys->has_perf_event_prog));
+	fprintf(out, "  %-28s %s\n", "bpf_get_attach_cookie",
+		bpf_feat_str(sys, sys->has_attach_cookie));
 	fprintf(out, "sysctl\n");
 	sysctl_text(out, "perf_event_paranoid", sys->perf_event_paranoid);
 	sysctl_text(out, "perf_event_max_sample_rate", sys->max_sample_rate);
@@ -236,6 +249,7 @@ static void report_text(const struct pp_sys *sys, const struct pp_event_set *set
 	sysctl_text(out, "kptr_restrict", sys->kptr_restrict);
 	fprintf(out, "privileges\n");
 	fprintf(out, "  %-28s %s\n", "root", sys->is_root ? "yes" : "no");
+	fprintf(out, "  %-28s %s\n", "bpf() refused (EPERM)", sys->bpf_eperm ? "yes" : "no");
 	fprintf(out, "  %-28s %s\n", "capabilities", pp_sys_caps_str(sys, buf, sizeof(buf)));
 	fprintf(out, "  %-28s %s\n", "for BPF perf sampling", privilege_verdict(sys));
 	fprintf(out, "cpus\n  %-28s %s (%zu)\n", "online",
@@ -420,7 +434,7 @@ static void report_json(const struct pp_sys *sys, const struct pp_event_set *set
 		}
 		fputc(']', out);
 	}
-	fputs(",\"verdict\":", out);
+	fprintf(out, ",\"bpf_eperm\":%s,\"verdict\":", sys->bpf_eperm ? "true" : "false");
 	pp_probe_json_string(out, privilege_verdict(sys));
 	fputs("},\"cpu\":{\"vendor\":", out);
 	if (sys->cpu_vendor[0])

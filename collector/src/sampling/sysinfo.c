@@ -259,6 +259,15 @@ static void probe_bpf(struct pp_sys *sys)
 	if (sys->has_perf_event_prog == PP_FEAT_YES)
 		sys->has_attach_cookie = feat_from_probe(libbpf_probe_bpf_helper(
 		    BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_attach_cookie, NULL));
+	/* libbpf's probes answer "no" for EPERM too: ask with the oldest map there is */
+	if (sys->has_ringbuf != PP_FEAT_YES || sys->has_perf_event_prog != PP_FEAT_YES) {
+		int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, 4, 1, NULL);
+
+		if (fd >= 0)
+			close(fd);
+		else
+			sys->bpf_eperm = errno == EPERM;
+	}
 	libbpf_set_print(old);
 }
 

@@ -49,6 +49,12 @@ struct pp_sys {
 	int has_ringbuf;	  /* BPF_MAP_TYPE_RINGBUF (PP_FEAT_*; UNKNOWN without probe_bpf) */
 	int has_perf_event_prog;  /* BPF_PROG_TYPE_PERF_EVENT */
 	int has_attach_cookie;	  /* bpf_get_attach_cookie from perf_event programs */
+	/*
+	 * bpf() itself is refused with EPERM (no CAP_BPF, a seccomp profile or an LSM in the
+	 * way, kernel.unprivileged_bpf_disabled): the feature probes above then say "no" for
+	 * want of privilege, not of kernel support. 0 without probe_bpf.
+	 */
+	int bpf_eperm;
 
 	int64_t perf_event_paranoid; /* PP_SYSCTL_UNKNOWN when unreadable */
 	int64_t max_sample_rate;     /* perf_event_max_sample_rate */
