@@ -176,6 +176,20 @@ else
 	echo "  (setpriv missing: the capability checks are skipped)"
 fi
 
+# --- kernel frames named with the host's /proc mounted elsewhere (the DaemonSet's /host/proc)
+# and no CAP_SYSLOG (kallsyms then shows zeros): the kernel is asked through BPF instead ----------
+mkdir -p "$T/hostproc"
+if command -v setpriv >/dev/null && mount -t proc proc "$T/hostproc" 2>/dev/null; then
+	pp_run "$T/ks" timeout -s KILL 60 setpriv --bounding-set=-syslog --inh-caps=-syslog -- \
+		"$PEBSPROF" record -a -d 2 --proc-root "$T/hostproc" -o "$T/ks.folded"
+	umount "$T/hostproc"
+	pp_check "proc-root on the host's procfs, no CAP_SYSLOG: kernel frames are named" \
+		bash -c "[ $PP_RC -eq 0 ] && grep -qE ';[a-z_][a-z0-9_.]*_\[k\]' '$T/ks.folded' &&
+			! grep -q 'kernel frames stay unnamed' '$T/ks.err'"
+else
+	echo "  (cannot mount a procfs or no setpriv: the kernel-symbol check is skipped)"
+fi
+
 # --- on a terminal, a progress line while it runs ---------------------------------------------
 if command -v script >/dev/null; then
 	script -qec "$PEBSPROF record -a -d 2.5 -o $T/tty.pb.gz" /dev/null >"$T/tty.out" 2>&1

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <linux/perf_event.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/ioctl.h>
+#include <sys/statfs.h>
 
 #include "cli_util.h"
 #include "base/log.h"
@@ -29,6 +31,36 @@ static int *event_cpus(const struct pp_event_set *set, size_t *nr)
 		cpus[i] = set->fds[i].cpu;
 	*nr = pp_cpus_sort_unique(cpus, set->nr_fds);
 	return cpus;
+}
+
+/* Whether dir is a procfs mount (the host's /proc mounted elsewhere), not a fixture tree. */
+static int is_procfs(const char *dir)
+{
+	struct statfs st;
+
+	return statfs(dir, &st) == 0 && st.f_type == PROC_SUPER_MAGIC;
+}
+
+void pp_sampler_kallsyms_advice(const struct pp_sys *sys, int err, char *msg, size_t len)
+{
+	int syslog = pp_sys_has_cap(sys, PP_CAP_SYSLOG);
+
+	/* the kernel's kallsyms_show_value(): who sees the addresses */
+	if (sys->kptr_restrict >= 2)
+		snprintf(msg, len,
+			 "kernel.kptr_restrict=%lld hides them from everyone; set it to 1 (and "
+			 "give CAP_SYSLOG) or 0",
+			 (long long)sys->kptr_restrict);
+	else if (!syslog && sys->cap_eff_known &&
+		 (sys->kptr_restrict == 1 || sys->perf_event_paranoid > 1))
+		snprintf(msg, len,
+			 "this process lacks CAP_SYSLOG, which kernel.kptr_restrict=%lld with "
+			 "kernel.perf_event_paranoid=%lld requires; add SYSLOG to the "
+			 "capabilities, or use a kernel of 5.16+ where they are asked of the "
+			 "kernel through BPF",
+			 (long long)sys->kptr_restrict, (long long)sys->perf_event_paranoid);
+	else
+		snprintf(msg, len, "%s", strerror(err ? err : EIO));
 }
 
 int pp_sampler_check_system(const struct pp_sys *sys, char *msg, size_t len)
@@ -124,19 +156,22 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 	 * at most, and reading all of /proc/kallsyms costs the kernel tens of ms. Only for the
 	 * host's own /proc: another root may be a fixture whose symbols are the point.
 	 */
-	if (!opts->proc_root || strcmp(opts->proc_root, "/proc") == 0) {
-		s->ksyms = pp_kallsyms_open_lazy(NULL, 0);
+	if (!opts->proc_root || strcmp(opts->proc_root, "/proc") == 0 ||
+	    is_procfs(opts->proc_root)) {
+		s->ksyms = pp_kallsyms_open_lazy(opts->proc_root, 0);
 		if (!s->ksyms)
 			pp_debug("kernel symbols on demand unavailable (%s): reading %s/kallsyms",
 				 strerror(errno), proc_root);
 	}
 	if (!s->ksyms)
 		s->ksyms = pp_kallsyms_load(opts->proc_root);
-	if (!s->ksyms && req.want_kstack)
-		pp_warn(
-		    "kernel frames stay unnamed: cannot read %s/kallsyms addresses (%s); run as "
-		    "root or lower kernel.kptr_restrict",
-		    proc_root, strerror(errno));
+	if (!s->ksyms && req.want_kstack) {
+		char why[400];
+
+		pp_sampler_kallsyms_advice(s->sys, errno, why, sizeof(why));
+		pp_warn("kernel frames stay unnamed: cannot read %s/kallsyms addresses: %s",
+			proc_root, why);
+	}
 	/*
 	 * bpf_cast_to_kern_ctx (6.2+) is a kernel function, so kallsyms tells whether the kctx
 	 * variant loads; without kallsyms the loader asks vmlinux BTF itself.

@@ -50,6 +50,13 @@ struct pp_sampler {
  */
 int pp_sampler_check_system(const struct pp_sys *sys, char *msg, size_t len);
 
+/*
+ * Why kernel symbol addresses cannot be read (kallsyms shows zeros), as the kernel decides:
+ * kptr_restrict 2 hides them from everyone; 1, or 0 with perf_event_paranoid above 1, shows
+ * them only with CAP_SYSLOG; otherwise err's text.
+ */
+void pp_sampler_kallsyms_advice(const struct pp_sys *sys, int err, char *msg, size_t len);
+
 int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s);
 /* Attaches the shim to every opened event (and enables mem-loads-aux group leaders). */
 int pp_sampler_attach(struct pp_sampler *s);

@@ -23,6 +23,7 @@
 #define PP_CAP_SYS_PTRACE 19
 #define PP_CAP_SYS_ADMIN 21
 #define PP_CAP_SYS_RESOURCE 24
+#define PP_CAP_SYSLOG 34
 #define PP_CAP_PERFMON 38
 #define PP_CAP_BPF 39
 

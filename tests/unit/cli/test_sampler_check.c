@@ -8,6 +8,7 @@
 #include "cli/cli_util.h"
 #include "cli/sampler.h"
 
+#include <errno.h>
 #include <string.h>
 
 static struct pp_sys capable(void)
@@ -79,9 +80,35 @@ TEST(eperm_is_a_privilege_problem)
 	CHECK(strstr(msg, "no BTF") != NULL);
 }
 
+/* The kallsyms message names the real cause, as the kernel's kallsyms_show_value() decides. */
+TEST(kallsyms_advice_names_the_cause)
+{
+	struct pp_sys sys = capable();
+	char msg[512];
+
+	sys.kptr_restrict = 0;
+	sys.perf_event_paranoid = 2;
+	pp_sampler_kallsyms_advice(&sys, EPERM, msg, sizeof(msg));
+	CHECK(strstr(msg, "lacks CAP_SYSLOG, which kernel.kptr_restrict=0 with "
+			  "kernel.perf_event_paranoid=2 requires") != NULL);
+	sys.kptr_restrict = 1;
+	sys.perf_event_paranoid = 1;
+	pp_sampler_kallsyms_advice(&sys, EPERM, msg, sizeof(msg));
+	CHECK(strstr(msg, "lacks CAP_SYSLOG, which kernel.kptr_restrict=1") != NULL);
+	sys.kptr_restrict = 2;
+	pp_sampler_kallsyms_advice(&sys, EPERM, msg, sizeof(msg));
+	CHECK(strstr(msg, "kernel.kptr_restrict=2 hides them from everyone") != NULL);
+	/* with CAP_SYSLOG at kptr_restrict 1, or paranoid 1 at 0: something else */
+	sys.kptr_restrict = 1;
+	sys.cap_eff |= 1ull << PP_CAP_SYSLOG;
+	pp_sampler_kallsyms_advice(&sys, ENOENT, msg, sizeof(msg));
+	CHECK_STR(msg, strerror(ENOENT));
+}
+
 TEST_LIST = {
     {"capabilities_not_uid", capabilities_not_uid},
     {"eperm_is_a_privilege_problem", eperm_is_a_privilege_problem},
+    {"kallsyms_advice_names_the_cause", kallsyms_advice_names_the_cause},
 };
 
 TEST_MAIN()
