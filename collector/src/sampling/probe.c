@@ -100,6 +100,37 @@ static const char *privilege_verdict(const struct pp_sys *sys)
 	return "sufficient";
 }
 
+/*
+ * The capabilities the agent uses, each with what its absence costs. SYS_RESOURCE only
+ * before 5.11 (BPF memory is charged to the cgroup since then, not to RLIMIT_MEMLOCK).
+ */
+static const struct {
+	unsigned int bit;
+	const char *name;
+	const char *cost;
+	int before_5_11; /* needed only on kernels before 5.11 */
+} cap_costs[] = {
+    {PP_CAP_BPF, "BPF", "no sampling: the shim cannot be loaded (unless SYS_ADMIN)", 0},
+    {PP_CAP_PERFMON, "PERFMON", "no sampling: perf events cannot be opened (unless SYS_ADMIN)", 0},
+    {PP_CAP_SYS_PTRACE, "SYS_PTRACE",
+     "other processes' maps and binaries unreadable: their user frames unnamed", 0},
+    {PP_CAP_DAC_READ_SEARCH, "DAC_READ_SEARCH",
+     "binaries not readable by root's file modes stay unnamed", 0},
+    {PP_CAP_SYSLOG, "SYSLOG",
+     "kernel frames unnamed where they cannot be asked of the kernel through BPF (before "
+     "5.16) and kallsyms hides addresses",
+     0},
+    {PP_CAP_SYS_RESOURCE, "SYS_RESOURCE", "BPF maps fail to load: RLIMIT_MEMLOCK too low", 1},
+};
+
+static int needs_cap(const struct pp_sys *sys, size_t i)
+{
+	int old = sys->kernel_major &&
+		  (sys->kernel_major < 5 || (sys->kernel_major == 5 && sys->kernel_minor < 11));
+
+	return !cap_costs[i].before_5_11 || old;
+}
+
 /* A BPF feature's answer; "no" is no answer when bpf() itself was refused for privilege. */
 static const char *bpf_feat_str(const struct pp_sys *sys, int feat)
 {
@@ -252,6 +283,19 @@ static void report_text(const struct pp_sys *sys, const struct pp_event_set *set
 	fprintf(out, "  %-28s %s\n", "bpf() refused (EPERM)", sys->bpf_eperm ? "yes" : "no");
 	fprintf(out, "  %-28s %s\n", "capabilities", pp_sys_caps_str(sys, buf, sizeof(buf)));
 	fprintf(out, "  %-28s %s\n", "for BPF perf sampling", privilege_verdict(sys));
+	for (size_t i = 0; i < sizeof(cap_costs) / sizeof(cap_costs[0]); i++) {
+		char key[40];
+
+		if (!needs_cap(sys, i))
+			continue;
+		snprintf(key, sizeof(key), "CAP_%s", cap_costs[i].name);
+		if (!sys->cap_eff_known)
+			fprintf(out, "  %-28s unknown\n", key);
+		else if (pp_sys_has_cap(sys, cap_costs[i].bit))
+			fprintf(out, "  %-28s present\n", key);
+		else
+			fprintf(out, "  %-28s missing: %s\n", key, cap_costs[i].cost);
+	}
 	fprintf(out, "cpus\n  %-28s %s (%zu)\n", "online",
 		pp_probe_cpulist_str(pmus->online, pmus->nr_online, buf, sizeof(buf)),
 		pmus->nr_online);
@@ -434,6 +478,22 @@ static void report_json(const struct pp_sys *sys, const struct pp_event_set *set
 		}
 		fputc(']', out);
 	}
+	fputs(",\"missing\":{", out);
+	for (size_t i = 0, none = 1; i < sizeof(cap_costs) / sizeof(cap_costs[0]); i++) {
+		char key[40];
+
+		if (!needs_cap(sys, i) || !sys->cap_eff_known ||
+		    pp_sys_has_cap(sys, cap_costs[i].bit))
+			continue;
+		snprintf(key, sizeof(key), "CAP_%s", cap_costs[i].name);
+		if (!none)
+			fputc(',', out);
+		none = 0;
+		pp_probe_json_string(out, key);
+		fputc(':', out);
+		pp_probe_json_string(out, cap_costs[i].cost);
+	}
+	fputc('}', out);
 	fprintf(out, ",\"bpf_eperm\":%s,\"verdict\":", sys->bpf_eperm ? "true" : "false");
 	pp_probe_json_string(out, privilege_verdict(sys));
 	fputs("},\"cpu\":{\"vendor\":", out);

@@ -20,6 +20,7 @@
 /* Sysctl values that could not be read. */
 #define PP_SYSCTL_UNKNOWN INT64_MIN
 
+#define PP_CAP_DAC_READ_SEARCH 2
 #define PP_CAP_SYS_PTRACE 19
 #define PP_CAP_SYS_ADMIN 21
 #define PP_CAP_SYS_RESOURCE 24

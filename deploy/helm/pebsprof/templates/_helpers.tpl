@@ -49,8 +49,8 @@ app.kubernetes.io/component: agent
 {{- define "pebsprof.capabilities" -}}
 {{- $caps := list "BPF" "PERFMON" -}}
 {{- if .Values.legacyKernel -}}
-{{- $caps = list "SYS_ADMIN" -}}
+{{- $caps = list "SYS_ADMIN" "SYS_RESOURCE" -}}
 {{- end -}}
-{{- $caps = concat $caps (list "SYS_RESOURCE" "SYS_PTRACE" "DAC_READ_SEARCH") .Values.extraCapabilities -}}
+{{- $caps = concat $caps (list "SYS_PTRACE" "DAC_READ_SEARCH") .Values.extraCapabilities -}}
 [{{ join ", " $caps }}]
 {{- end -}}
