@@ -110,6 +110,6 @@ n=$(ls "$T/out"/*.otlp.pb 2>/dev/null | wc -l)
 # Window files are named by their start (UTC, seconds): consecutive ones 10 s apart tile time.
 gaps=$(ls "$T/out"/*.otlp.pb | sed -E 's/.*pebsprof-([0-9T]+)Z.*/\1/' |
 	while read -r s; do date -u -d "$(echo "$s" | sed -E 's/(....)(..)(..)T(..)(..)(..)/\1-\2-\3 \4:\5:\6/')" +%s; done |
-	awk 'NR > 1 && $1 - p != 10 {g++} {p = $1} END {print g + 0}')
-echo "windows written: $n; gaps between consecutive windows: $gaps"
+	awk 'NR > 2 && $1 - p != 10 {g++} {p = $1} END {print g + 0}')
+echo "windows written: $n (the first starts with the agent); gaps between the others: $gaps"
 tail -n 2 "$T/agent.err"

@@ -799,8 +799,13 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		return -EINVAL;
 	if (rec->tgid) {
 		proc = pp_proc_cache_get_at(s->procs, rec->tgid, rec->time_ns);
-		if (!proc)
+		if (!proc && (errno == EACCES || errno == EPERM))
+			s->stats.samples_unreadable++; /* there, but not ours to read */
+		else if (!proc)
 			s->stats.samples_no_process++;
+		else if ((proc->flags & (PP_PROC_F_NO_MAPS | PP_PROC_F_NO_EXE)) &&
+			 !(proc->flags & PP_PROC_F_KTHREAD))
+			s->stats.samples_unreadable++;
 	}
 	if (s->objs && (rec->flags & PP_SF_MEM_FIELDS))
 		mem_prepare(s, proc, rec, &mi);

@@ -69,11 +69,17 @@ struct pp_session_opts {
 
 struct pp_session_stats {
 	struct pp_decode_stats decode;
-	uint64_t samples;	      /* samples added to the profile */
-	uint64_t samples_late;	      /* ... taken before the window they went into started */
-	uint64_t samples_walk_ended;  /* ... whose user stack ended at a frame outside code */
-	uint64_t samples_held;	      /* ... held during a grace for the window after it */
-	uint64_t samples_no_process;  /* process gone before we could read it */
+	uint64_t samples;	     /* samples added to the profile */
+	uint64_t samples_late;	     /* ... taken before the window they went into started */
+	uint64_t samples_walk_ended; /* ... whose user stack ended at a frame outside code */
+	uint64_t samples_held;	     /* ... held during a grace for the window after it */
+	uint64_t samples_no_process; /* process gone before we could read it */
+	/*
+	 * ... whose process's maps or executable could not be read although it is there (no
+	 * CAP_SYS_PTRACE for another user's process, an LSM such as AppArmor): their user
+	 * frames are bare.
+	 */
+	uint64_t samples_unreadable;
 	uint64_t frames;	      /* frames symbolized (cache hits included) */
 	uint64_t frames_cached;	      /* answered by the frame cache */
 	uint64_t frames_unmapped;     /* user address in no mapping */

@@ -109,6 +109,9 @@ for (const d of dsets) {
     check(!outVol?.emptyDir || !!outVol.emptyDir.sizeLimit, cw,
       `the output-dir volume ${outVol?.name} needs emptyDir.sizeLimit`);
   }
+  // AppArmor's default profiles deny reading other processes' maps: every frame bare.
+  check(sc.appArmorProfile?.type === "Unconfined" || sc.appArmorProfile?.type === "Localhost", cw,
+    "securityContext.appArmorProfile must be Unconfined (or a Localhost profile allowing ptrace read)");
   const cfgArg = (c.args ?? []).indexOf("--config");
   const cfgPath = cfgArg >= 0 ? c.args[cfgArg + 1] : null;
   check(!!cfgPath, cw, "args must pass --config");

@@ -189,6 +189,21 @@ if command -v setpriv >/dev/null; then
 			grep -qE ';[a-z_][a-z0-9_.]*_\[k\]' '$T/mincap.folded'"
 fi
 
+# --- without CAP_SYS_PTRACE another user's process is unreadable: said at start, counted ---------
+if command -v setpriv >/dev/null; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$PP_WORKLOAD" 3 >/dev/null 2>&1 &
+	WLP=$!
+	sleep 0.3
+	pp_run "$T/noptrace" timeout -s KILL 60 setpriv --bounding-set=-sys_ptrace,-sys_admin \
+		--inh-caps=-sys_ptrace,-sys_admin -- "$PEBSPROF" record -a -d 2 -o "$T/noptrace.folded"
+	wait "$WLP" 2>/dev/null
+	pp_check "no CAP_SYS_PTRACE: said once at start-up" \
+		bash -c "[ \$(grep -c 'without CAP_SYS_PTRACE' '$T/noptrace.err') -eq 1 ]"
+	pp_check "no CAP_SYS_PTRACE: the samples of unreadable processes are counted, not silent" \
+		grep -qE '^[1-9][0-9]* samples from processes whose maps or binaries could not be read' \
+		"$T/noptrace.out"
+fi
+
 # --- kernel frames named with the host's /proc mounted elsewhere (the DaemonSet's /host/proc)
 # and no CAP_SYSLOG (kallsyms then shows zeros): the kernel is asked through BPF instead ----------
 mkdir -p "$T/hostproc"

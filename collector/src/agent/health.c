@@ -241,7 +241,15 @@ enum pp_health_status pp_health_check(const struct pp_health_snapshot *s,
 		    (unsigned long long)s->transport.queue.items);
 		return PP_HEALTH_EXPORT_BEHIND;
 	}
-	snprintf(reason, reason_len, "ok");
+	if (s->unreadable_pct >= PP_HEALTH_UNREADABLE_PCT)
+		snprintf(reason, reason_len,
+			 "ok; degraded: %u%% of the last window's samples come from processes "
+			 "whose maps or binaries cannot be read (CAP_SYS_PTRACE missing, or "
+			 "AppArmor): their "
+			 "user frames are bare",
+			 s->unreadable_pct);
+	else
+		snprintf(reason, reason_len, "ok");
 	return PP_HEALTH_OK;
 }
 
@@ -282,6 +290,11 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 
 	family(f, "pebsprof_samples_total", "counter", "Samples added to profiles.");
 	value(f, "pebsprof_samples_total", s->samples);
+	family(
+	    f, "pebsprof_samples_unreadable_total", "counter",
+	    "Samples of processes whose maps or binaries could not be read although they run (no "
+	    "CAP_SYS_PTRACE, AppArmor): their user frames are bare.");
+	value(f, "pebsprof_samples_unreadable_total", s->samples_unreadable);
 	family(f, "pebsprof_samples_late_total", "counter",
 	       "Samples read after their window had closed (past its grace): in the next window, "
 	       "without a time.");

@@ -36,6 +36,10 @@
  *   behind        the oldest request not yet delivered was queued more than
  *                 limits.queue_age_ns ago: an outage shows before its retry budget ends.
  *
+ * Healthy but degraded (200, the reason after "ok; degraded: "): PP_HEALTH_UNREADABLE_PCT
+ * percent or more of the last window's samples came from processes whose maps or binaries
+ * could not be read (no CAP_SYS_PTRACE, AppArmor), so their user frames are bare.
+ *
  * `pebsprof run` sets stall_ns from --stall-timeout (default: two windows, at least 30 s),
  * failed_windows to PP_HEALTH_FAILED_WINDOWS, export_fail_ns to the transport's retry
  * budget (300 s) plus one window, and queue_age_ns to PP_HEALTH_QUEUE_AGE_WINDOWS windows
@@ -58,6 +62,8 @@
 #define PP_HEALTH_MAX_CONNS 16
 /* How many windows the oldest queued one may wait before the agent is unhealthy. */
 #define PP_HEALTH_QUEUE_AGE_WINDOWS 3
+/* Share of a window's samples with unreadable maps that makes the agent "degraded". */
+#define PP_HEALTH_UNREADABLE_PCT 10
 /* Export failures in a row that make the agent unhealthy. */
 #define PP_HEALTH_FAILED_WINDOWS 3
 
@@ -110,8 +116,12 @@ struct pp_health_snapshot {
 	uint64_t progress_ns; /* the last tick at which the kernel side made progress */
 	int stopping;	      /* shutting down */
 	/* Sampling. */
-	uint64_t samples;      /* samples added to profiles */
-	uint64_t samples_late; /* ... into a window that started after they were taken */
+	uint64_t samples;	     /* samples added to profiles */
+	uint64_t samples_late;	     /* ... into a window that started after they were taken */
+	uint64_t samples_unreadable; /* ... of processes whose maps or binaries could not be read */
+	/* Share (percent) of the last window's samples whose process's maps or binary could not be
+	 * read; at PP_HEALTH_UNREADABLE_PCT or more, /healthz says "degraded" (still 200). */
+	uint32_t unreadable_pct;
 	uint64_t shim[PP_CNT__MAX];
 	struct pp_decode_stats decode;
 	uint64_t samples_no_process; /* kept, without process metadata */

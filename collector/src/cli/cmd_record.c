@@ -508,6 +508,11 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 				    st->decode.bad_type + st->decode.bad_version +
 				    st->decode.bad_stack),
 	       (unsigned long long)st->samples_no_process);
+	if (st->samples_unreadable)
+		printf("%llu samples from processes whose maps or binaries could not be read "
+		       "(CAP_SYS_PTRACE "
+		       "missing, or AppArmor): their user frames are bare\n",
+		       (unsigned long long)st->samples_unreadable);
 }
 
 static int exit_status_of(int wstatus)

@@ -80,6 +80,9 @@ struct agent {
 	uint64_t queue_drop_said_ns, queue_drops_unsaid;
 	uint64_t window_seq;
 	int64_t mono_to_wall_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, as the session has it */
+	/* Samples with unreadable maps: the counts at the last window's close, and its share. */
+	uint64_t seen_samples, seen_unreadable;
+	uint32_t unreadable_pct;
 	/* A closed window waiting for its jittered upload time (network exporters only). */
 	struct pp_profile *pending;
 	uint64_t pending_due_ns;
@@ -549,6 +552,35 @@ static int export_window(struct agent *ag, const struct pp_profile *p)
 	return send_window(ag, p, &res);
 }
 
+/*
+ * The share of the closing window's samples whose process's maps or binary could not be read: said
+ * when it reaches PP_HEALTH_UNREADABLE_PCT (and /healthz says degraded), and when it
+ * falls back under half of that.
+ */
+static void window_maps_share(struct agent *ag)
+{
+	struct pp_session_stats ss;
+	uint64_t n, bad;
+	uint32_t pct, was = ag->unreadable_pct;
+
+	pp_session_get_stats(ag->session, &ss);
+	n = ss.samples - ag->seen_samples;
+	bad = ss.samples_unreadable - ag->seen_unreadable;
+	ag->seen_samples = ss.samples;
+	ag->seen_unreadable = ss.samples_unreadable;
+	pct = n ? (uint32_t)(bad * 100 / n) : 0;
+	ag->unreadable_pct = pct;
+	if (pct >= PP_HEALTH_UNREADABLE_PCT && was < PP_HEALTH_UNREADABLE_PCT)
+		pp_warn("%u%% of the window's samples come from processes whose maps or binaries "
+			"cannot be read (EACCES): their user frames are bare; the agent needs "
+			"CAP_SYS_PTRACE, and AppArmor must allow it (appArmorProfile: Unconfined)",
+			pct);
+	else if (pct < PP_HEALTH_UNREADABLE_PCT / 2 && was >= PP_HEALTH_UNREADABLE_PCT)
+		pp_info("processes' maps and binaries are readable again (%u%% of the window's "
+			"samples not)",
+			pct);
+}
+
 /* How long a window stays open after its end: two poll ticks, at most a fifth of it. */
 static uint64_t grace_ns(uint64_t interval)
 {
@@ -713,6 +745,8 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.stopping = stopping;
 	snap.samples = ss.samples;
 	snap.samples_late = ss.samples_late;
+	snap.samples_unreadable = ss.samples_unreadable;
+	snap.unreadable_pct = ag->unreadable_pct;
 	snap.decode = ss.decode;
 	snap.samples_no_process = ss.samples_no_process;
 	snap.add_errors = ss.add_errors;
@@ -1019,6 +1053,7 @@ int pp_cmd_run(int argc, char **argv)
 
 			ag.profile = NULL;
 			ag.windows_closed++;
+			window_maps_share(&ag);
 			pp_profile_set_window(closing, start, window_end - start);
 			/* new_window flushes the session into `closing` before switching. */
 			if (new_window(&ag, window_end)) {

@@ -142,6 +142,14 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 		pp_error("%s", err);
 		return ret;
 	}
+	/* Sampling works without these, but names do not: said once, here, not per frame. */
+	if (s->sys->cap_eff_known && !pp_sys_has_cap(s->sys, PP_CAP_SYS_PTRACE))
+		pp_warn("without CAP_SYS_PTRACE the maps and binaries of other users' processes "
+			"cannot be read: their user frames stay unnamed (add SYS_PTRACE to the "
+			"capabilities)");
+	if (s->sys->cap_eff_known && !pp_sys_has_cap(s->sys, PP_CAP_DAC_READ_SEARCH))
+		pp_warn("without CAP_DAC_READ_SEARCH binaries that root cannot read by their file "
+			"modes stay unnamed (add DAC_READ_SEARCH to the capabilities)");
 
 	/* Events first: a bad event is a usage error and nothing is loaded for it. */
 	req.pid = -1;

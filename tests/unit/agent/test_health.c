@@ -152,7 +152,7 @@ TEST(health_decision_table)
 		uint64_t now;
 		enum pp_health_status want;
 		const char *reason;
-	} cases[15];
+	} cases[17];
 	size_t n = 0;
 
 #define CASE(w, snap, at, st, r)                                                                   \
@@ -214,6 +214,14 @@ TEST(health_decision_table)
 	     "queued");
 	s.has_transport = 0;
 	CASE("no transport, no queue rule", s, t0, PP_HEALTH_OK, "ok");
+	s = healthy_at(t0);
+	s.unreadable_pct = 37;
+	CASE("maps unreadable: degraded, still healthy", s, t0, PP_HEALTH_OK,
+	     "ok; degraded: 37% of the last window's samples come from processes whose maps or "
+	     "binaries cannot be read (CAP_SYS_PTRACE missing, or AppArmor): their user frames "
+	     "are bare");
+	s.unreadable_pct = 9;
+	CASE("maps unreadable below the threshold", s, t0, PP_HEALTH_OK, "ok");
 #undef CASE
 	REQUIRE(n == sizeof(cases) / sizeof(cases[0]));
 	for (size_t i = 0; i < n; i++) {
@@ -249,6 +257,7 @@ static struct pp_health_snapshot known_snapshot(void)
 
 	s.samples = 1234;
 	s.samples_late = 5;
+	s.samples_unreadable = 6;
 	for (int c = 0; c < PP_CNT__MAX; c++)
 		s.shim[c] = 100 + (uint64_t)c;
 	s.decode.too_short = 1;
@@ -323,6 +332,10 @@ static const char metrics_head[] =
     "# HELP pebsprof_samples_total Samples added to profiles.\n"
     "# TYPE pebsprof_samples_total counter\n"
     "pebsprof_samples_total 1234\n"
+    "# HELP pebsprof_samples_unreadable_total Samples of processes whose maps or binaries could "
+    "not be read although they run (no CAP_SYS_PTRACE, AppArmor): their user frames are bare.\n"
+    "# TYPE pebsprof_samples_unreadable_total counter\n"
+    "pebsprof_samples_unreadable_total 6\n"
     "# HELP pebsprof_samples_late_total Samples read after their window had closed (past its "
     "grace): in the next window, without a time.\n"
     "# TYPE pebsprof_samples_late_total counter\n"

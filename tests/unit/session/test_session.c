@@ -1114,6 +1114,42 @@ TEST(return_address_outside_code_ends_the_walk)
 	free(heap);
 }
 
+/*
+ * A process that is there but whose maps cannot be read (another user's, without
+ * CAP_SYS_PTRACE; an LSM): counted apart from processes that are gone, since its frames are
+ * bare for a reason the operator can fix.
+ */
+TEST(unreadable_maps_are_counted)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct rec r;
+	char root[64], cmd[512];
+	const uint64_t uf[1] = {0x401000};
+
+	snprintf(root, sizeof(root), "/tmp/pp-sess-maps-XXXXXX");
+	REQUIRE(mkdtemp(root));
+	/* pid 777 of the fixture, with its maps a directory: reading it fails (EISDIR) */
+	snprintf(cmd, sizeof(cmd),
+		 "cp -r '%s/proc/basic/777' '%s/777' && rm '%s/777/maps' && mkdir '%s/777/maps'",
+		 PP_TEST_DATA_DIR, root, root, root);
+	REQUIRE(system(cmd) == 0);
+	opts.proc_root = root;
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	make_sample(&r, 777, 777, 1000, NULL, 0, uf, 1);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	make_sample(&r, NO_SUCH_PID, 1, 1000, NULL, 0, uf, 1);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.samples_unreadable, 1);
+	CHECK_EQ_U64(st.samples_no_process, 1);
+	CHECK_EQ_U64(st.samples, 2);
+	fixture_fini(&f);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	CHECK(system(cmd) == 0);
+}
+
 /* The tids of p's samples, as a bit set (tids below 64). */
 static uint64_t tids_of(const struct pp_profile *p)
 {
@@ -1202,6 +1238,7 @@ TEST_LIST = {
     {"raw_stack_aggregation_matches_direct_mode", raw_stack_aggregation_matches_direct_mode},
     {"per_cpu_samples_keep_their_cpu", per_cpu_samples_keep_their_cpu},
     {"return_address_outside_code_ends_the_walk", return_address_outside_code_ends_the_walk},
+    {"unreadable_maps_are_counted", unreadable_maps_are_counted},
     {"grace_puts_samples_in_the_window_they_were_taken_in",
      grace_puts_samples_in_the_window_they_were_taken_in},
 };
