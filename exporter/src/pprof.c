@@ -108,6 +108,52 @@ static void *xcalloc(struct enc *e, size_t n, size_t sz)
 	return r;
 }
 
+struct exe_weight {
+	const char *path; /* interned in the profile: equal paths are equal pointers */
+	uint64_t count;
+};
+
+static int cmp_exe(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)((const struct exe_weight *)a)->path;
+	uintptr_t y = (uintptr_t)((const struct exe_weight *)b)->path;
+
+	return (x > y) - (x < y);
+}
+
+/* The executable path of the process with the most samples; NULL when none is known. */
+static const char *heaviest_executable(const struct pp_profile *p)
+{
+	size_t n = pp_profile_sample_count(p), m = 0;
+	struct exe_weight *w = calloc(n ? n : 1, sizeof(*w));
+	const char *best = NULL;
+	uint64_t best_count = 0;
+
+	if (!w)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
+
+		if (s->process_path && s->process_path[0])
+			w[m++] = (struct exe_weight){s->process_path, s->count};
+	}
+	qsort(w, m, sizeof(*w), cmp_exe);
+	for (size_t i = 0; i < m;) {
+		size_t j = i;
+		uint64_t c = 0;
+
+		while (j < m && w[j].path == w[i].path)
+			c += w[j++].count;
+		if (c > best_count) {
+			best_count = c;
+			best = w[i].path;
+		}
+		i = j;
+	}
+	free(w);
+	return best;
+}
+
 static int build_mappings(struct enc *e, Perftools__Profiles__Profile *msg, uint32_t *kmap_id)
 {
 	const struct pp_profile *p = e->p;
@@ -162,20 +208,25 @@ static int build_mappings(struct enc *e, Perftools__Profiles__Profile *msg, uint
 		*kmap_id = (uint32_t)pm->id;
 	}
 	/*
-	 * pprof treats the first mapping as the main binary (it names the profile after it), so
-	 * file mappings go first and pseudo ones such as "[kernel.kallsyms]" last; ids stay.
+	 * pprof treats the first mapping as the main binary (`go tool pprof` prints it as the
+	 * profile's File), so the executable of the process with the most samples goes first,
+	 * then the other file mappings, and pseudo ones such as "[kernel.kallsyms]" last; ids
+	 * stay.
 	 */
 	{
+		const char *main_exe = heaviest_executable(p);
 		size_t w = 0;
 
-		for (int pass = 0; pass < 2; pass++) {
+		for (int pass = 0; pass < 3; pass++) {
 			for (size_t i = 0; i < msg->n_mapping; i++) {
 				const char *name =
 				    i < nmaps ? pp_profile_get_mapping(p, (uint32_t)i + 1)->filename
 					      : KERNEL_MAPPING_NAME;
-				int pseudo = name[0] == '[' || name[0] == '\0';
+				int rank = name[0] == '[' || name[0] == '\0'	     ? 2
+					   : main_exe && strcmp(name, main_exe) == 0 ? 0
+										     : 1;
 
-				if (pseudo == pass)
+				if (rank == pass)
 					e->mapp[w++] = &e->maps[i];
 			}
 		}

@@ -524,6 +524,64 @@ TEST(resource_labels)
 	pp_profile_free(p);
 }
 
+/* The first Mapping is the main executable of the process with the most samples. */
+TEST(main_executable_is_the_first_mapping)
+{
+	struct pp_profile_desc d = {
+	    .event = "cpu-clock", .value_type = "cpu", .value_unit = "nanoseconds", .period = 1};
+	struct pp_profile *p = pp_profile_new(&d);
+	const char *files[3] = {"/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/small",
+				"/usr/bin/big"};
+	uint32_t locs[3];
+	Profile *pr;
+
+	REQUIRE(p);
+	for (int i = 0; i < 3; i++) {
+		struct pp_mapping_info m = {.start = 0x1000 * (i + 1),
+					    .limit = 0x1000 * (i + 2),
+					    .filename = files[i],
+					    .build_id = ""};
+		struct pp_location_info l = {.kind = PP_FRAME_NATIVE, .function = files[i]};
+
+		l.mapping_id = pp_profile_intern_mapping(p, &m);
+		l.address = 0x1000 * (i + 1);
+		locs[i] = pp_profile_intern_location(p, &l);
+		REQUIRE(locs[i]);
+	}
+	{
+		/* small: 3 samples in libc and itself; big: 5 in libc and itself */
+		uint32_t s1[2] = {locs[0], locs[1]}, s2[2] = {locs[0], locs[2]};
+		struct pp_sample_info a = {.locations = s1,
+					   .nlocations = 2,
+					   .pid = 1,
+					   .tid = 1,
+					   .thread_name = "small",
+					   .process_name = "small",
+					   .process_path = "/usr/bin/small",
+					   .count = 3,
+					   .value = 3};
+		struct pp_sample_info b = {.locations = s2,
+					   .nlocations = 2,
+					   .pid = 2,
+					   .tid = 2,
+					   .thread_name = "big",
+					   .process_name = "big",
+					   .process_path = "/usr/bin/big",
+					   .count = 5,
+					   .value = 5};
+
+		REQUIRE(pp_profile_add_sample(p, &a) == 0);
+		REQUIRE(pp_profile_add_sample(p, &b) == 0);
+	}
+	pr = encode_decode(p);
+	REQUIRE(pr && pr->n_mapping == 3);
+	CHECK_STR(str(pr, pr->mapping[0]->filename), "/usr/bin/big");
+	CHECK_STR(str(pr, pr->mapping[1]->filename), "/usr/lib/x86_64-linux-gnu/libc.so.6");
+	CHECK_STR(str(pr, pr->mapping[2]->filename), "/usr/bin/small");
+	perftools__profiles__profile__free_unpacked(pr, NULL);
+	pp_profile_free(p);
+}
+
 TEST_LIST = {
     {"encode_known", encode_known},
     {"encode_empty", encode_empty},
@@ -531,5 +589,6 @@ TEST_LIST = {
     {"write_file_gzip", write_file_gzip},
     {"write_file_errors", write_file_errors},
     {"resource_labels", resource_labels},
+    {"main_executable_is_the_first_mapping", main_executable_is_the_first_mapping},
 };
 TEST_MAIN()
