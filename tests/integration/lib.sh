@@ -170,6 +170,31 @@ pp_start_in_cgroup() {
 	echo $!
 }
 
+# pp_start_sink NAME SCRIPT: tests/tools/pp_http_sink.py on a kernel-chosen port of 127.0.0.1,
+# recording into $PP_TMP/NAME and answering by SCRIPT (its JSON list); sets SINK (its pid,
+# killed at exit) and SINK_PORT.
+pp_start_sink() {
+	mkdir -p "$PP_TMP/$1"
+	"$PP_PYTHON" "$PP_SOURCE_DIR/tests/tools/pp_http_sink.py" --port 0 --dir "$PP_TMP/$1" \
+		--script "$2" >"$PP_TMP/$1.port" 2>"$PP_TMP/$1.err" &
+	SINK=$!
+	PP_BG_PIDS="${PP_BG_PIDS:-} $SINK"
+	for _ in $(seq 50); do grep -q PORT "$PP_TMP/$1.port" 2>/dev/null && break; sleep 0.1; done
+	SINK_PORT=$(awk '/PORT/{print $2}' "$PP_TMP/$1.port")
+}
+
+# pp_run_for SECONDS OUT ARGS...: `pebsprof run ARGS` for SECONDS, then SIGTERM; its output in
+# OUT.out and OUT.err; PP_RC is its exit status (124 if it took more than 30 s to stop).
+pp_run_for() {
+	local secs=$1 out=$2
+	shift 2
+	"$PEBSPROF" run "$@" >"$out.out" 2>"$out.err" &
+	local pid=$!
+	sleep "$secs"
+	kill -TERM "$pid"
+	pp_wait_pid "$pid" 30
+}
+
 # pp_otlp_python REF DIR: python classes of the OTLP profiles schema at REF (the reference
 # opentelemetry-proto tree), made by protoc into DIR. Returns protoc's status.
 pp_otlp_python() {

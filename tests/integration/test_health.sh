@@ -14,20 +14,10 @@ pp_require_perf_events
 pp_require_pebsprof
 command -v curl >/dev/null || pp_skip "needs curl"
 T=$PP_TMP
-sink="$PP_SOURCE_DIR/tests/tools/pp_http_sink.py"
 
 # free_port: a port nobody listens on now (bound and released by the kernel's choice).
 free_port() {
 	"$PP_PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-# start_sink NAME SCRIPT: an HTTP sink on a kernel-chosen port; sets SINK and SINK_PORT.
-start_sink() {
-	mkdir -p "$T/$1"
-	"$PP_PYTHON" "$sink" --port 0 --dir "$T/$1" --script "$2" >"$T/$1.port" 2>"$T/$1.err" &
-	SINK=$!
-	PP_BG_PIDS="${PP_BG_PIDS:-} $SINK"
-	for _ in $(seq 50); do grep -q PORT "$T/$1.port" 2>/dev/null && break; sleep 0.1; done
-	SINK_PORT=$(awk '/PORT/{print $2}' "$T/$1.port")
 }
 # start_agent NAME ARGS...: pebsprof run in the background; sets AGENT.
 start_agent() {
@@ -64,7 +54,7 @@ stop_agent() {
 }
 
 # --- a working backend ---------------------------------------------------------------------
-start_sink ok '[]'
+pp_start_sink ok '[]'
 pp_check "test server listens" [ -n "$SINK_PORT" ]
 HP=$(free_port)
 start_agent a --listen "127.0.0.1:$HP" --interval 1 \
@@ -142,7 +132,7 @@ wait "$SINK" 2>/dev/null
 
 # --- a backend that answers 500: not retried, every window dropped -> 503 -----------------------
 script=$("$PP_PYTHON" -c 'import json; print(json.dumps([{"status": 500, "body": "boom"}] * 200))')
-start_sink e500 "$script"
+pp_start_sink e500 "$script"
 HP=$(free_port)
 start_agent b --listen "127.0.0.1:$HP" --interval 1 \
 	--endpoint "http://127.0.0.1:$SINK_PORT/v1development/profiles"

@@ -22,19 +22,9 @@ sink="$PP_SOURCE_DIR/tests/tools/pp_http_sink.py"
 	pp_skip "needs protoc and the reference schema at $ref"
 
 decode() { (cd "$ref" && protoc --decode="$msg" "$svc") <"$1"; }
-# run_for SECONDS OUT ARGS...: runs the agent, sends SIGTERM after SECONDS, waits (max 30 s).
-run_for() {
-	local secs=$1 out=$2
-	shift 2
-	"$PEBSPROF" run "$@" >"$out.out" 2>"$out.err" &
-	local pid=$!
-	sleep "$secs"
-	kill -TERM "$pid"
-	pp_wait_pid "$pid" 30
-}
 
 # --- the embedded default: windows as files ----------------------------------------------------
-NODE_NAME=node-7 run_for 4.5 "$T/f" --output-dir "$T/files" --interval 1 --keep 3
+NODE_NAME=node-7 pp_run_for 4.5 "$T/f" --output-dir "$T/files" --interval 1 --keep 3
 pp_check "file exporter: SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
 n_otlp=$(ls "$T/files"/pebsprof-*.otlp.pb 2>/dev/null | wc -l)
 n_pprof=$(ls "$T/files"/pebsprof-*.pb.gz 2>/dev/null | wc -l)
@@ -95,7 +85,7 @@ PORT=$(awk '/PORT/{print $2}' "$T/sink.port")
 pp_check "test server listens" [ -n "$PORT" ]
 OTEL_EXPORTER_OTLP_HEADERS="X-Scope-OrgID=tenant-a,Authorization=Basic%20dXNlcjpw%2Cw%3D%3D" \
 	OTEL_SERVICE_NAME=agent-test \
-	run_for 9 "$T/o" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 \
+	pp_run_for 9 "$T/o" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 \
 	--flush-timeout 10
 pp_check "OTLP exporter: SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
 kill "$SINK" 2>/dev/null
@@ -143,7 +133,7 @@ mkdir -p "$T/pyro"
 SINK=$!
 for _ in $(seq 50); do grep -q PORT "$T/pyro.port" 2>/dev/null && break; sleep 0.1; done
 PORT=$(awk '/PORT/{print $2}' "$T/pyro.port")
-run_for 3.5 "$T/p" --exporter pyroscope --endpoint "http://127.0.0.1:$PORT" --interval 1 \
+pp_run_for 3.5 "$T/p" --exporter pyroscope --endpoint "http://127.0.0.1:$PORT" --interval 1 \
 	--service-name shop
 kill "$SINK" 2>/dev/null
 wait "$SINK" 2>/dev/null
@@ -154,7 +144,7 @@ pp_check "Pyroscope: the body is a pprof profile" \
 	bash -c "(cd '$PP_SOURCE_DIR/../shared/reference/pprof/proto' && protoc --decode=perftools.profiles.Profile profile.proto) <'$T/pyro/req-0000.body' | grep -q sample_type"
 
 # --- backend unreachable: sampling goes on, exit 0 within the flush deadline ---------------------
-run_for 3.5 "$T/u" --endpoint "http://127.0.0.1:9/v1development/profiles" --interval 1 \
+pp_run_for 3.5 "$T/u" --endpoint "http://127.0.0.1:9/v1development/profiles" --interval 1 \
 	--flush-timeout 2
 pp_check "unreachable backend: SIGTERM still exits 0" [ "$PP_RC" -eq 0 ]
 pp_check "unreachable backend: the failure is logged once, not per window" \
@@ -171,7 +161,7 @@ for _ in $(seq 50); do grep -q PORT "$T/slow.port" 2>/dev/null && break; sleep 0
 PORT=$(awk '/PORT/{print $2}' "$T/slow.port")
 "$PP_WORKLOAD" --fork 30 >/dev/null 2>&1 &
 WL=$!
-run_for 9 "$T/v" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 0.2 \
+pp_run_for 9 "$T/v" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 0.2 \
 	--queue-bytes 64KiB --flush-timeout 1
 kill "$SINK" "$WL" 2>/dev/null
 wait "$SINK" "$WL" 2>/dev/null
@@ -295,7 +285,7 @@ PORT=$(awk '/PORT/{print $2}' "$T/big.port")
 "$PP_WORKLOAD" --fork 8 >/dev/null 2>&1 &
 WL=$!
 PP_BG_PIDS="${PP_BG_PIDS:-} $WL $SINK"
-run_for 5 "$T/s" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 \
+pp_run_for 5 "$T/s" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 \
 	--flush-timeout 10
 pp_check "413: SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
 kill "$WL" "$SINK" 2>/dev/null

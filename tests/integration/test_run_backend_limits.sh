@@ -15,7 +15,6 @@ pp_require_perf_events
 pp_require_pebsprof
 T=$PP_TMP
 ref="${PP_SOURCE_DIR:?}/../shared/reference"
-sink="$PP_SOURCE_DIR/tests/tools/pp_http_sink.py"
 checker="$PP_SOURCE_DIR/tests/conformance/pyroscope_check.py"
 otlp_check="$PP_SOURCE_DIR/tests/conformance/otlp_check.py"
 command -v protoc >/dev/null && [ -d "$ref/pprof" ] ||
@@ -26,25 +25,6 @@ pp_otlp_python "$ref/opentelemetry-proto" "$T/gen" &&
 	(cd "$ref/pprof" && protoc --python_out="$T/gen" proto/profile.proto) ||
 	pp_skip "protoc cannot generate the reference classes"
 
-# start_sink NAME SCRIPT: a sink recording into $T/NAME; sets PORT and SINK.
-start_sink() {
-	mkdir -p "$T/$1"
-	"$PP_PYTHON" "$sink" --port 0 --dir "$T/$1" --script "$2" >"$T/$1.port" 2>"$T/$1.err" &
-	SINK=$!
-	PP_BG_PIDS="${PP_BG_PIDS:-} $SINK"
-	for _ in $(seq 50); do grep -q PORT "$T/$1.port" 2>/dev/null && break; sleep 0.1; done
-	PORT=$(awk '/PORT/{print $2}' "$T/$1.port")
-}
-# run_for SECONDS OUT ARGS...: the agent for SECONDS, then SIGTERM (30 s to exit).
-run_for() {
-	local secs=$1 out=$2
-	shift 2
-	"$PEBSPROF" run "$@" >"$out.out" 2>"$out.err" &
-	local pid=$!
-	sleep "$secs"
-	kill -TERM "$pid"
-	pp_wait_pid "$pid" 30
-}
 stop_sink() {
 	kill "$SINK" 2>/dev/null
 	wait "$SINK" 2>/dev/null
@@ -128,8 +108,8 @@ WL=$!
 PP_BG_PIDS="${PP_BG_PIDS:-} $WL"
 
 # --- OTLP, live, every profile cut below 8 samples --------------------------------------------
-start_sink otlp '[]'
-run_for 5 "$T/o" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 \
+pp_start_sink otlp '[]'
+pp_run_for 5 "$T/o" --endpoint "http://127.0.0.1:$SINK_PORT/v1development/profiles" --interval 2 \
 	--max-profile-samples 8 --flush-timeout 10
 stop_sink
 pp_check "OTLP: SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
@@ -155,8 +135,8 @@ pp_check "OTLP: windows went out as several requests, and the summary says so" \
 		grep -qE 'cut before sending for the backend.s limits: [1-9][0-9]* profiles' '$T/o.err'"
 
 # --- OTLP, every request cut below 1 KiB --------------------------------------------------------
-start_sink small '[]'
-run_for 4 "$T/r" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 \
+pp_start_sink small '[]'
+pp_run_for 4 "$T/r" --endpoint "http://127.0.0.1:$SINK_PORT/v1development/profiles" --interval 2 \
 	--max-request-bytes 1KiB --flush-timeout 10
 stop_sink
 "$PP_PYTHON" "$T/limits.py" "$T/gen" "$T/small" otlp 16000 1024 >"$T/rl.out" 2>&1
@@ -169,8 +149,8 @@ judge "$T/small" otlp >"$T/small.judged"
 pp_check "OTLP: the cut requests are accepted by Pyroscope's rules" [ $? -eq 0 ]
 
 # --- the push: one request per service, each cut below 8 samples --------------------------------
-start_sink push '[]'
-run_for 5 "$T/p" --exporter pyroscope --endpoint "http://127.0.0.1:$PORT" --interval 2 \
+pp_start_sink push '[]'
+pp_run_for 5 "$T/p" --exporter pyroscope --endpoint "http://127.0.0.1:$SINK_PORT" --interval 2 \
 	--max-profile-samples 8 --flush-timeout 10
 stop_sink
 pp_check "push: SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
@@ -187,8 +167,8 @@ pp_check "push: Pyroscope's ingest rules (v1.21, head) accept every request unde
 	[ "$rc" -eq 0 ]
 
 # --- the push answered 413: the pprof is split in halves holding every sample once --------------
-start_sink p413 '[{"status": 413, "body": "request entity too large"}]'
-run_for 3.5 "$T/q" --exporter pyroscope --endpoint "http://127.0.0.1:$PORT" --interval 2 \
+pp_start_sink p413 '[{"status": 413, "body": "request entity too large"}]'
+pp_run_for 3.5 "$T/q" --exporter pyroscope --endpoint "http://127.0.0.1:$SINK_PORT" --interval 2 \
 	--service-name shop --flush-timeout 10
 stop_sink
 pp_check "push 413: the agent split the pprof and resent it" \
@@ -226,9 +206,9 @@ pp_check "push 413: the exit summary counts the split" \
 
 # --- more label names than Pyroscope keeps: left out, said, and then accepted --------------------
 attrs=$(seq 1 30 | sed 's/.*/team.attr&=v&/' | paste -sd,)
-start_sink labels '[]'
-OTEL_RESOURCE_ATTRIBUTES="$attrs" run_for 3.5 "$T/l" \
-	--endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 --flush-timeout 10
+pp_start_sink labels '[]'
+OTEL_RESOURCE_ATTRIBUTES="$attrs" pp_run_for 3.5 "$T/l" \
+	--endpoint "http://127.0.0.1:$SINK_PORT/v1development/profiles" --interval 2 --flush-timeout 10
 stop_sink
 pp_check "labels: the agent names what it leaves out, once" \
 	bash -c "[ \$(grep -c 'more label names than Pyroscope keeps' '$T/l.err') -eq 1 ] &&
