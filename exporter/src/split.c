@@ -9,6 +9,7 @@
 #include <pebsprof/writers.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,28 +115,21 @@ static int add_piece(struct splitter *sp, size_t lo, size_t hi, size_t piece)
 static int fits_bytes(struct splitter *sp, size_t lo, size_t hi)
 {
 	size_t n = hi - lo, limit = sp->lim->max_profile_bytes, len = 0;
-	struct pp_profile *part;
+	/* all of it is sent as it is (emit): measure that, unreferenced entries included */
+	bool whole = n == pp_profile_sample_count(sp->p);
+	struct pp_profile *part = NULL;
 	uint8_t *buf = NULL;
 	int err;
 
 	if (!limit)
 		return 1;
-	/* all of it is sent as it is (emit): measure that, unreferenced entries included */
-	if (n == pp_profile_sample_count(sp->p)) {
-		if (pp_pprof_size_bound(sp->p, NULL, n) <= limit)
-			return 1;
-		err = pp_pprof_encode(sp->p, &buf, &len);
-		free(buf);
-		return err ? err : len <= limit;
-	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; !whole && i < n; i++)
 		sp->idx[i] = sp->m[lo + i].idx;
-	if (pp_pprof_size_bound(sp->p, sp->idx, n) <= limit)
+	if (pp_pprof_size_bound(sp->p, whole ? NULL : sp->idx, n) <= limit)
 		return 1;
-	part = pp_profile_subset_new(sp->p, sp->idx, n);
-	if (!part)
+	if (!whole && !(part = pp_profile_subset_new(sp->p, sp->idx, n)))
 		return -errno;
-	err = pp_pprof_encode(part, &buf, &len);
+	err = pp_pprof_encode(whole ? sp->p : part, &buf, &len);
 	pp_profile_free(part);
 	free(buf);
 	return err ? err : len <= limit;

@@ -17,7 +17,6 @@ T=$PP_TMP
 ref="${PP_SOURCE_DIR:?}/../shared/reference/opentelemetry-proto"
 msg=opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest
 svc=opentelemetry/proto/collector/profiles/v1development/profiles_service.proto
-sink="$PP_SOURCE_DIR/tests/tools/pp_http_sink.py"
 [ -d "$ref/opentelemetry" ] && command -v protoc >/dev/null ||
 	pp_skip "needs protoc and the reference schema at $ref"
 
@@ -77,11 +76,8 @@ pp_check "the pprof windows read in go tool pprof" \
 	bash -c "go tool pprof -raw '$(ls "$T/files"/*.pb.gz | sort | tail -n1)' >/dev/null 2>&1 || ! command -v go >/dev/null"
 
 # --- OTLP to a real server: 503 once, then 200 --------------------------------------------------
-mkdir -p "$T/sink"
-"$PP_PYTHON" "$sink" --port 0 --dir "$T/sink" --script '[{"status": 503}]' >"$T/sink.port" 2>"$T/sink.err" &
-SINK=$!
-for _ in $(seq 50); do grep -q PORT "$T/sink.port" 2>/dev/null && break; sleep 0.1; done
-PORT=$(awk '/PORT/{print $2}' "$T/sink.port")
+pp_start_sink sink '[{"status": 503}]'
+PORT=$SINK_PORT
 pp_check "test server listens" [ -n "$PORT" ]
 OTEL_EXPORTER_OTLP_HEADERS="X-Scope-OrgID=tenant-a,Authorization=Basic%20dXNlcjpw%2Cw%3D%3D" \
 	OTEL_SERVICE_NAME=agent-test \
@@ -128,11 +124,8 @@ pp_check "exit summary counts the delivery and the retry" \
 	grep -qE 'export: [0-9]+ delivered, [1-9][0-9]* retries' "$T/o.err"
 
 # --- Pyroscope push -------------------------------------------------------------------------
-mkdir -p "$T/pyro"
-"$PP_PYTHON" "$sink" --port 0 --dir "$T/pyro" --script '[]' >"$T/pyro.port" 2>"$T/pyro.err" &
-SINK=$!
-for _ in $(seq 50); do grep -q PORT "$T/pyro.port" 2>/dev/null && break; sleep 0.1; done
-PORT=$(awk '/PORT/{print $2}' "$T/pyro.port")
+pp_start_sink pyro '[]'
+PORT=$SINK_PORT
 pp_run_for 3.5 "$T/p" --exporter pyroscope --endpoint "http://127.0.0.1:$PORT" --interval 1 \
 	--service-name shop
 kill "$SINK" 2>/dev/null
@@ -153,12 +146,8 @@ pp_check "unreachable backend: said at the first failed attempt, with its reason
 	grep -q 'is failing: no response: ' "$T/u.err"
 
 # --- a backend slower than the windows: queue overflow drops are said and counted --------------
-mkdir -p "$T/slow"
-"$PP_PYTHON" "$sink" --port 0 --dir "$T/slow" \
-	--script '[{"stall": 6}, {"stall": 6}, {"stall": 6}, {"stall": 6}]' >"$T/slow.port" 2>"$T/slow.err" &
-SINK=$!
-for _ in $(seq 50); do grep -q PORT "$T/slow.port" 2>/dev/null && break; sleep 0.1; done
-PORT=$(awk '/PORT/{print $2}' "$T/slow.port")
+pp_start_sink slow '[{"stall": 6}, {"stall": 6}, {"stall": 6}, {"stall": 6}]'
+PORT=$SINK_PORT
 "$PP_WORKLOAD" --fork 30 >/dev/null 2>&1 &
 WL=$!
 pp_run_for 9 "$T/v" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 0.2 \
@@ -276,11 +265,8 @@ if got != want:
 for b, _ in halves:
     print("HALF", b)
 PY
-"$PP_PYTHON" "$sink" --port 0 --dir "$T/big" \
-	--script '[{"status": 413, "body": "request entity too large"}]' >"$T/big.port" 2>"$T/big.err" &
-SINK=$!
-for _ in $(seq 50); do grep -q PORT "$T/big.port" 2>/dev/null && break; sleep 0.1; done
-PORT=$(awk '/PORT/{print $2}' "$T/big.port")
+pp_start_sink big '[{"status": 413, "body": "request entity too large"}]'
+PORT=$SINK_PORT
 # Two busy processes, so the window certainly holds many samples to split.
 "$PP_WORKLOAD" --fork 8 >/dev/null 2>&1 &
 WL=$!

@@ -1259,6 +1259,17 @@ static const char *env_get(char *const *envp, const char *name)
 	return NULL;
 }
 
+/* A base URL with the profiles signal's path after its own path (malloc'ed; NULL: memory). */
+static char *profiles_url(const char *base)
+{
+	size_t bl = strlen(base);
+	char *full;
+
+	while (bl && base[bl - 1] == '/')
+		bl--;
+	return asprintf(&full, "%.*s%s", (int)bl, base, PP_OTLP_PROFILES_PATH) < 0 ? NULL : full;
+}
+
 static int apply_env(struct pp_run_config *c, char *const *envp, struct pp_config_errors *errs)
 {
 	char loc[160];
@@ -1283,12 +1294,9 @@ static int apply_env(struct pp_run_config *c, char *const *envp, struct pp_confi
 		v = o->env_base ? env_get(envp, o->env_base) : NULL;
 		if (v) {
 			/* OTLP's base endpoint: the signal path goes after the base's own path */
-			size_t bl = strlen(v);
-			char *full;
+			char *full = profiles_url(v);
 
-			while (bl && v[bl - 1] == '/')
-				bl--;
-			if (asprintf(&full, "%.*s%s", (int)bl, v, PP_OTLP_PROFILES_PATH) < 0)
+			if (!full)
 				return -ENOMEM;
 			snprintf(loc, sizeof(loc), "environment %s ('%s')", o->env_base, o->name);
 			/* check the base as given, so the message shows what the user wrote */
@@ -1381,18 +1389,15 @@ int pp_run_config_finish(struct pp_run_config *c, struct pp_config_errors *errs)
 	    (c->origin[PP_CFG_ENDPOINT].src == PP_SRC_FLAG ||
 	     c->origin[PP_CFG_ENDPOINT].src == PP_SRC_FILE) &&
 	    !url_has_path(c->endpoint)) {
-		size_t bl = strlen(c->endpoint);
-		char *full;
+		char *full = profiles_url(c->endpoint);
 
-		while (bl && c->endpoint[bl - 1] == '/')
-			bl--;
-		if (asprintf(&full, "%.*s%s", (int)bl, c->endpoint, PP_OTLP_PROFILES_PATH) < 0)
+		if (!full)
 			return -ENOMEM;
 		free(c->endpoint);
 		c->endpoint = full;
 	}
-	if (c->origin[PP_CFG_EXPORTER].src == PP_SRC_DEFAULT) {
-	} else if (c->exporter != PP_EXPORTER_FILE && !c->endpoint[0]) {
+	if (c->origin[PP_CFG_EXPORTER].src != PP_SRC_DEFAULT && c->exporter != PP_EXPORTER_FILE &&
+	    !c->endpoint[0]) {
 		err_add(errs,
 			"exporter '%s' (%s) needs an endpoint: give --endpoint URL, endpoint in "
 			"the config file or OTEL_EXPORTER_OTLP_ENDPOINT, or use exporter file",

@@ -20,7 +20,6 @@
 #ifndef PEBSPROF_SPLIT_H
 #define PEBSPROF_SPLIT_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include <pebsprof/profile.h>
