@@ -100,6 +100,7 @@ struct pp_session {
 	uint32_t kernel_mapping;
 	struct pp_mem_objcache *objs; /* memory events only */
 	uint32_t data_kernel_loc, data_unknown_loc;
+	uint32_t not_code_loc; /* the window's PP_FRAME_NOT_CODE location; 0: none yet */
 	struct pp_session_stats stats;
 };
 
@@ -373,6 +374,7 @@ void pp_session_set_profile(struct pp_session *s, struct pp_profile *profile)
 	frame_cache_reset(s);
 	s->data_kernel_loc = 0;
 	s->data_unknown_loc = 0;
+	s->not_code_loc = 0;
 	if (s->objs)
 		pp_mem_objcache_reset(s->objs);
 }
@@ -490,14 +492,6 @@ static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const 
 	return slot->syms;
 }
 
-/* Whether location id names the marker of a return address outside code. */
-static int is_not_code(const struct pp_session *s, uint32_t id)
-{
-	const struct pp_location_info *l = pp_profile_get_location(s->profile, id);
-
-	return l && l->function[0] == '[' && strcmp(l->function, PP_FRAME_NOT_CODE) == 0;
-}
-
 static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uint64_t addr)
 {
 	struct frame_slot *slot;
@@ -585,6 +579,8 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	loc.function = name;
 	loc.kind = PP_FRAME_NATIVE;
 	id = pp_profile_intern_location(s->profile, &loc);
+	if (id && not_code)
+		s->not_code_loc = id;
 	if (id) {
 		/* find_map may have reloaded the maps; the slot pointer is still ours. */
 		frame_cache_put(s, frame_slot(s, p->pid, p->generation, addr), p->pid,
@@ -863,7 +859,8 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 			addr -= 1;
 		locs[n] = user_location(s, proc, addr);
 		s->stats.frames++;
-		if (locs[n] && is_not_code(s, locs[n])) {
+		/* the marker is interned once per window, so its id tells it apart */
+		if (locs[n] && locs[n] == s->not_code_loc) {
 			/* the rest of the walk is built on a bad frame: end it, flagged */
 			s->stats.samples_walk_ended++;
 			n++;
