@@ -112,14 +112,17 @@ for (const d of dsets) {
   // AppArmor's default profiles deny reading other processes' maps: every frame bare.
   check(sc.appArmorProfile?.type === "Unconfined" || sc.appArmorProfile?.type === "Localhost", cw,
     "securityContext.appArmorProfile must be Unconfined (or a Localhost profile allowing ptrace read)");
-  const cfgArg = (c.args ?? []).indexOf("--config");
-  const cfgPath = cfgArg >= 0 ? c.args[cfgArg + 1] : null;
-  check(!!cfgPath, cw, "args must pass --config");
+  // The config file by PEBSPROF_CONFIG, not --config: `kubectl exec ... pebsprof record` in
+  // the pod then reads the same file (the pod metadata source, the token and CA files).
+  const cfgPath = (c.env ?? []).find((e) => e.name === "PEBSPROF_CONFIG")?.value ?? null;
+  check(!!cfgPath, cw, "env must set PEBSPROF_CONFIG to the ConfigMap's file");
+  check(!(c.args ?? []).includes("--config"), cw,
+    "the config file goes in PEBSPROF_CONFIG, not --config: an exec'd record would not read it");
   const cfgMount = mounts.find((m) => cfgPath && cfgPath.startsWith(m.mountPath + "/"));
   const cfgVol = (pod.volumes ?? []).find((v) => v.name === cfgMount?.name)?.configMap?.name;
   const cfgKey = cfgPath && cfgMount ? cfgPath.slice(cfgMount.mountPath.length + 1) : null;
   check(cms.some((m) => m.obj.metadata.name === cfgVol && m.obj.data?.[cfgKey] !== undefined), cw,
-    `--config ${cfgPath} is not a key of a ConfigMap mounted there`);
+    `PEBSPROF_CONFIG ${cfgPath} is not a key of a ConfigMap mounted there`);
 
   const us = ds.spec?.updateStrategy;
   check(us?.type === "RollingUpdate" && us?.rollingUpdate?.maxUnavailable !== undefined, w,

@@ -130,6 +130,72 @@ pp_check "--namespace shop: the shop pod's container is there" \
 	has_attr "$T/ns.jsonl" "$CID_A" k8s.namespace.name shop
 pp_check "--namespace shop: nothing else (one resource)" [ "$(wc -l <"$T/ns.jsonl")" -eq 1 ]
 
+# --- record in the agent's pod: `kubectl exec` gets the pod's environment and config file -----
+# The API server first lists only pod A; pod B's container, unknown at the first fetch, is
+# named by the one more fetch record makes before it writes.
+"$PP_PYTHON" -c 'import json, sys
+d = json.load(open(sys.argv[1])); d["items"] = d["items"][:1]; json.dump(d, open(sys.argv[2], "w"))' \
+	"$T/pods.json" "$SRV/body.json"
+cat >"$T/agent.conf" <<EOF
+k8s-source = auto
+k8s-token-file = $T/token
+k8s-ca-file = $T/cert.pem
+# keys of run alone are not record's to check
+endpoint = not a URL
+EOF
+: >"$SRV/requests.log"
+pid_a=$(pp_start_in_cgroup "$cg_a" 4)
+pid_b=$(pp_start_in_cgroup "$cg_b" 4)
+env KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$PORT" NODE_NAME="$NODE" \
+	PEBSPROF_CONFIG="$T/agent.conf" "$PEBSPROF" record -q -a -d 3 -F 199 \
+	-o "$T/rec.otlp.pb" >"$T/rec.out" 2>"$T/rec.err" &
+rec=$!
+sleep 1.5
+rm -f "$SRV/body.json"
+pp_wait_pid "$rec" 30
+wait "$pid_a" "$pid_b" 2>/dev/null
+pp_check "record in the pod: exits 0" [ "$PP_RC" -eq 0 ]
+J=$T/rec.jsonl
+"$PP_PYTHON" "$PP_SOURCE_DIR/tests/integration/otlp_resources.py" "$T/gen" "$T/rec.otlp.pb" >"$J"
+pp_check "record in the pod: k8s.pod.name from the API server" \
+	has_attr "$J" "$CID_A" k8s.pod.name checkout-6b7f9c8d5-q2w3e
+pp_check "record in the pod: k8s.deployment.name" has_attr "$J" "$CID_A" k8s.deployment.name checkout
+pp_check "record in the pod: k8s.node.name from NODE_NAME" grep -q "\"k8s.node.name\": \"$NODE\"" "$J"
+pp_check "record in the pod: a container missing from the first list is named (postgres-0)" \
+	has_attr "$J" "$CID_B" k8s.pod.name postgres-0
+pp_check "record in the pod: the token file from the config file was used" \
+	grep -q "Bearer token-$$" "$SRV/requests.log"
+pp_check "record in the pod: one fetch before sampling, one before writing" \
+	[ "$(wc -l <"$SRV/requests.log")" -eq 2 ]
+
+# The same keys as flags; outside a cluster (no KUBERNETES_SERVICE_HOST) auto fetches nothing.
+lacks() { ! grep -q "$@"; }
+record_in_b() { # NAME ARGS...: a 2 s system-wide record while pod B's workload runs
+	local name=$1 pid
+	shift
+	pid=$(pp_start_in_cgroup "$cg_b" 3)
+	"$PEBSPROF" record -q -a -d 2 -F 199 -o "$T/$name.otlp.pb" "$@" >"$T/$name.out" 2>&1
+	PP_RC=$?
+	wait "$pid" 2>/dev/null
+	"$PP_PYTHON" "$PP_SOURCE_DIR/tests/integration/otlp_resources.py" "$T/gen" \
+		"$T/$name.otlp.pb" >"$T/$name.jsonl"
+}
+record_in_b rec-flags --k8s-source apiserver --k8s-api-url "https://127.0.0.1:$PORT" \
+	--k8s-token-file "$T/token" --k8s-ca-file "$T/cert.pem" --node-name "$NODE"
+pp_check "record with --k8s-* flags: exits 0" [ "$PP_RC" -eq 0 ]
+pp_check "record with --k8s-* flags: k8s.statefulset.name" \
+	has_attr "$T/rec-flags.jsonl" "$CID_B" k8s.statefulset.name postgres
+: >"$SRV/requests.log"
+KUBERNETES_SERVICE_HOST='' record_in_b rec-none
+pp_check "record outside a cluster: the container's runtime still arrives" \
+	has_attr "$T/rec-none.jsonl" "$CID_B" container.runtime cri-o
+pp_check "record outside a cluster: no pod name" lacks k8s.pod.name "$T/rec-none.jsonl"
+pp_check "record outside a cluster: no request" [ ! -s "$SRV/requests.log" ]
+"$PEBSPROF" record --k8s-source nowhere -d 1 -o "$T/x.folded" 2>"$T/rec-bad.err"
+pp_check "record with a bad --k8s-source: exit 2" [ $? -eq 2 ]
+pp_check "record with a bad --k8s-source: the message names the key" \
+	grep -q 'k8s-source' "$T/rec-bad.err"
+
 # --- the API server fails: the cgroup-derived attributes still go out ---------------------------
 for mode in 401 malformed down; do
 	if [ "$mode" = down ]; then

@@ -24,6 +24,7 @@
 #include <pebsprof/writers.h>
 
 #include "cli_util.h"
+#include "config.h"
 #include "containers.h"
 #include "base/log.h"
 #include "metadata/host_name.h"
@@ -34,6 +35,16 @@
 #define MAX_OUTPUTS 16
 #define DEFAULT_FREQ_HZ 99
 #define POLL_INTERVAL_MS 100
+#define RUN_KEYS_MAX_FLAGS 32
+
+/* The keys record shares with run: where pod metadata comes from, read from the same config
+ * file (PEBSPROF_CONFIG) and environment as the agent's, so `kubectl exec` into its pod names
+ * pods. */
+static const uint64_t run_keys =
+    PP_CONFIG_KEY_BIT(PP_CFG_K8S_SOURCE) | PP_CONFIG_KEY_BIT(PP_CFG_K8S_API_URL) |
+    PP_CONFIG_KEY_BIT(PP_CFG_K8S_KUBELET_URL) | PP_CONFIG_KEY_BIT(PP_CFG_K8S_TOKEN_FILE) |
+    PP_CONFIG_KEY_BIT(PP_CFG_K8S_CA_FILE) | PP_CONFIG_KEY_BIT(PP_CFG_K8S_KUBELET_INSECURE) |
+    PP_CONFIG_KEY_BIT(PP_CFG_NODE_NAME) | PP_CONFIG_KEY_BIT(PP_CFG_CONFIG);
 
 struct record_args {
 	const char *event;
@@ -55,6 +66,11 @@ struct record_args {
 	const char *cgroup_root;   /* NULL: the cgroup2 mount from mountinfo */
 	const char *cgroups;	   /* --cgroup: comma-separated paths */
 	const char *container_ids; /* --container-id: comma-separated ids */
+	/* run's pod metadata flags, as given, for pp_run_config_load_keys: "record" first */
+	char *run_argv[1 + 2 * RUN_KEYS_MAX_FLAGS];
+	char run_flags[RUN_KEYS_MAX_FLAGS][32];
+	int run_argc, run_nflags;
+	const char *node_name; /* the node's name when set (NODE_NAME, --node-name, file) */
 	int verbose;
 	int quiet;
 };
@@ -108,6 +124,13 @@ static void usage(FILE *f)
 	    "      --container-id ID,...  profile only these containers (ids, or their first\n"
 	    "                        12+ hex digits, as docker ps and crictl ps print them)\n"
 	    "      --cgroup-root DIR the cgroup v2 mount (default: from /proc/self/mountinfo)\n"
+	    "      --k8s-source SOURCE  pod metadata from: auto (the API server when\n"
+	    "                        KUBERNETES_SERVICE_HOST is set, else none), apiserver,\n"
+	    "                        kubelet or none; fetched once, before the outputs are\n"
+	    "                        written. --k8s-api-url, --k8s-kubelet-url,\n"
+	    "                        --k8s-token-file, --k8s-ca-file, --k8s-kubelet-insecure,\n"
+	    "                        --node-name and --config work as in `run`, and so do\n"
+	    "                        their PEBSPROF_* variables and config file keys\n"
 	    "  -q, --quiet           no progress line and no summary\n"
 	    "  -v, --verbose         debug logging (libbpf and verifier messages)\n"
 	    "  -h, --help            this text\n"
@@ -141,7 +164,9 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 		OPT_SYSFS_ROOT,
 		OPT_CGROUP,
 		OPT_CONTAINER_ID,
-		OPT_CGROUP_ROOT
+		OPT_CGROUP_ROOT,
+		OPT_RUN_KEY_ARG,
+		OPT_RUN_KEY_BOOL,
 	};
 	static const struct option longopts[] = {
 	    {"event", required_argument, NULL, 'e'},
@@ -161,14 +186,23 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	    {"cgroup", required_argument, NULL, OPT_CGROUP},
 	    {"container-id", required_argument, NULL, OPT_CONTAINER_ID},
 	    {"cgroup-root", required_argument, NULL, OPT_CGROUP_ROOT},
+	    {"k8s-source", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"k8s-api-url", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"k8s-kubelet-url", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"k8s-token-file", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"k8s-ca-file", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"k8s-kubelet-insecure", no_argument, NULL, OPT_RUN_KEY_BOOL},
+	    {"node-name", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"config", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	uint64_t v;
-	int c;
+	int c, li = -1;
 
+	a->run_argv[a->run_argc++] = argv[0];
 	a->event = "auto";
 	a->pid = -1;
 	a->stack_depth = PP_MAX_STACK_DEPTH;
@@ -178,7 +212,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	optind = 1;
 	opterr = 0;
 	/* '+': stop at the first non-option, so a command's own options stay its own. */
-	while ((c = getopt_long(argc, argv, "+:e:F:c:d:p:ao:qvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:e:F:c:d:p:ao:qvh", longopts, &li)) != -1) {
 		switch (c) {
 		case 'e':
 			a->event = optarg;
@@ -263,6 +297,21 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 		case OPT_CGROUP_ROOT:
 			a->cgroup_root = optarg;
 			break;
+		case OPT_RUN_KEY_ARG:
+		case OPT_RUN_KEY_BOOL: {
+			/* run's own parser checks them: pp_run_config_load_keys */
+			int nflag = a->run_nflags++;
+
+			if (nflag >= RUN_KEYS_MAX_FLAGS)
+				return usage_error("too many pod metadata options (at most %d)",
+						   RUN_KEYS_MAX_FLAGS);
+			snprintf(a->run_flags[nflag], sizeof(a->run_flags[nflag]), "--%s",
+				 longopts[li].name);
+			a->run_argv[a->run_argc++] = a->run_flags[nflag];
+			if (c == OPT_RUN_KEY_ARG)
+				a->run_argv[a->run_argc++] = optarg;
+			break;
+		}
 		case 'q':
 			a->quiet = 1;
 			break;
@@ -401,13 +450,13 @@ static const char *format_name(enum pp_output_format f)
 
 /* The OTLP request `pebsprof run` would send for this capture, with the OTel environment. */
 static int write_otlp(const struct pp_profile *profile, const char *path, const char *proc_root,
-		      struct pp_label_budget *budget)
+		      const char *node_name, struct pp_label_budget *budget)
 {
 	const struct pp_profile *profiles[1] = {profile};
 	const char *env_attrs = getenv("OTEL_RESOURCE_ATTRIBUTES");
 	struct pp_otlp_resource res = {
 	    .service_name = getenv("OTEL_SERVICE_NAME"),
-	    .node_name = getenv("NODE_NAME"),
+	    .node_name = node_name,
 	    .scope_version = PP_VERSION,
 	};
 	struct pp_label *attrs = NULL;
@@ -457,7 +506,8 @@ static int write_outputs(const struct record_args *a, const struct pp_profile *p
 			ret = pp_flamegraph_write_file(profile, a->outputs[i], "pebsprof record");
 			break;
 		case PP_OUT_OTLP:
-			ret = write_otlp(profile, a->outputs[i], a->proc_root, &budget);
+			ret =
+			    write_otlp(profile, a->outputs[i], a->proc_root, a->node_name, &budget);
 			break;
 		default:
 			ret = -EINVAL;
@@ -524,6 +574,54 @@ static int exit_status_of(int wstatus)
 	return PP_EXIT_RUNTIME;
 }
 
+/* run's pod metadata keys: its config file, its environment, then record's flags for them. */
+static int load_run_keys(struct record_args *a, struct pp_run_config *rc)
+{
+	struct pp_config_errors *errs = calloc(1, sizeof(*errs));
+	int ret;
+
+	if (!errs) {
+		pp_error("out of memory");
+		return PP_EXIT_RUNTIME;
+	}
+	ret = pp_run_config_load_keys(a->run_argc, a->run_argv, environ, run_keys, rc, errs);
+	if (ret) {
+		pp_config_errors_print(errs, "pebsprof record", stderr);
+		free(errs);
+		return ret == -ENOMEM ? PP_EXIT_RUNTIME : PP_EXIT_USAGE;
+	}
+	free(errs);
+	if (rc->origin[PP_CFG_NODE_NAME].src != PP_SRC_DEFAULT && rc->node_name[0])
+		a->node_name = rc->node_name;
+	return 0;
+}
+
+static struct pp_k8s_meta_opts k8s_opts_of(const struct pp_run_config *rc, const char *node_name)
+{
+	return (struct pp_k8s_meta_opts){
+	    .source = rc->k8s_source,
+	    .api_url = rc->k8s_api_url[0] ? rc->k8s_api_url : NULL,
+	    .kubelet_url = rc->k8s_kubelet_url[0] ? rc->k8s_kubelet_url : NULL,
+	    .node_name = node_name,
+	    .token_path = rc->k8s_token_file,
+	    .ca_path = rc->k8s_ca_file,
+	    .kubelet_insecure = rc->k8s_kubelet_insecure,
+	    .no_thread = 1, /* a bounded capture fetches when it chooses to */
+	};
+}
+
+/* A container that started during the capture missed the first list: fetch once more. */
+static void refresh_pods_if_missed(struct pp_containers *c)
+{
+	struct pp_k8s_meta_stats st;
+
+	if (!c->k8s)
+		return;
+	pp_k8s_meta_get_stats(c->k8s, &st);
+	if (st.refresh_requests)
+		pp_k8s_meta_refresh_now(c->k8s);
+}
+
 int pp_cmd_record(int argc, char **argv)
 {
 	struct record_args a = {0};
@@ -531,6 +629,7 @@ int pp_cmd_record(int argc, char **argv)
 	struct pp_profile *profile = NULL;
 	struct pp_session *session = NULL;
 	struct pp_containers containers = {0};
+	struct pp_run_config rc = {0};
 	struct child ch = {.pid = -1, .go_fd = -1, .err_fd = -1};
 	struct pp_session_stats st;
 	uint64_t counters[PP_CNT__MAX] = {0};
@@ -571,6 +670,10 @@ int pp_cmd_record(int argc, char **argv)
 		}
 	}
 
+	status = load_run_keys(&a, &rc);
+	if (status != PP_EXIT_OK)
+		goto out;
+	status = PP_EXIT_RUNTIME;
 	{
 		struct pp_sampler_opts so = {
 		    .sysfs_root = a.sysfs_root,
@@ -590,7 +693,7 @@ int pp_cmd_record(int argc, char **argv)
 						      .container_ids = a.container_ids};
 		struct pp_containers_opts co = {.proc_root = a.proc_root,
 						.cgroup_root = a.cgroup_root,
-						.k8s = {.source = PP_K8S_NONE}};
+						.k8s = k8s_opts_of(&rc, a.node_name)};
 		char err[512];
 		struct pp_profile_desc desc = {0};
 		struct pp_session_opts sess = {
@@ -612,6 +715,9 @@ int pp_cmd_record(int argc, char **argv)
 			status = ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME;
 			goto out;
 		}
+		/* Once, before sampling: samples meet the pods of this node as they arrive. */
+		if (containers.k8s)
+			pp_k8s_meta_refresh_now(containers.k8s);
 		if (!a.quiet)
 			for (size_t i = 0; i < smp.events->nr_events; i++)
 				fprintf(stderr, "pebsprof: %s\n", smp.events->events[i].why);
@@ -703,6 +809,7 @@ int pp_cmd_record(int argc, char **argv)
 	pp_shim_detach_all(smp.shim);
 	while (pp_shim_poll(smp.shim, 0, pp_session_record_cb, session) > 0)
 		;
+	refresh_pods_if_missed(&containers);
 	if (pp_session_flush(session))
 		pp_warn("some samples could not be added to the profile: out of memory");
 	pp_profile_set_window(profile, pp_profile_get_desc(profile)->start_unix_ns,
@@ -751,5 +858,6 @@ out:
 	pp_containers_close(&containers);
 	pp_sampler_close(&smp);
 	pp_profile_free(profile);
+	pp_run_config_fini(&rc);
 	return status;
 }

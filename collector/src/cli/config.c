@@ -947,6 +947,12 @@ static int store(struct pp_run_config *c, int k, const char *s, char *err, size_
 	return -EINVAL;
 }
 
+/* Loading for another subcommand sets only its keys; the others keep their defaults unchecked. */
+static bool key_wanted(const struct pp_run_config *c, int k)
+{
+	return !c->keys_wanted || (c->keys_wanted & PP_CONFIG_KEY_BIT(k));
+}
+
 static void set_origin(struct pp_run_config *c, int k, enum pp_config_source src, const char *fmt,
 		       ...) __attribute__((format(printf, 4, 5)));
 
@@ -955,6 +961,8 @@ static void set_origin(struct pp_run_config *c, int k, enum pp_config_source src
 {
 	va_list ap;
 
+	if (!key_wanted(c, k))
+		return;
 	c->origin[k].src = src;
 	va_start(ap, fmt);
 	vsnprintf(c->origin[k].where, sizeof(c->origin[k].where), fmt, ap);
@@ -972,6 +980,8 @@ static int apply(struct pp_run_config *c, int k, const char *val, size_t len,
 	char *s;
 	int ret;
 
+	if (!key_wanted(c, k))
+		return 0;
 	if (memchr(val, '\0', len)) {
 		err_add(errs, "%s: the value holds a NUL byte", loc);
 		return -EINVAL;
@@ -1414,8 +1424,8 @@ struct flag_value {
 	const char *val;
 };
 
-int pp_run_config_load(int argc, char **argv, char *const *envp, struct pp_run_config *out,
-		       struct pp_config_errors *errs)
+static int load(int argc, char **argv, char *const *envp, uint64_t keys, struct pp_run_config *out,
+		struct pp_config_errors *errs)
 {
 	struct option longopts[PP_CFG_NKEYS + 1];
 	char shortopts[3 + 2 * PP_CFG_NKEYS] = "+:";
@@ -1433,6 +1443,7 @@ int pp_run_config_load(int argc, char **argv, char *const *envp, struct pp_run_c
 		err_add(errs, "cannot set the defaults: %s", strerror(-ret));
 		return ret;
 	}
+	out->keys_wanted = keys;
 	for (int k = 0; k < PP_CFG_NKEYS; k++) {
 		bool arg = table[k].type != T_BOOL;
 
@@ -1495,6 +1506,12 @@ int pp_run_config_load(int argc, char **argv, char *const *envp, struct pp_run_c
 			argv[i]);
 		bad = 1;
 	}
+	for (size_t i = 0; i < nflags; i++) {
+		if (key_wanted(out, flags[i].key))
+			continue;
+		err_add(errs, "--%s is an option of run only", table[flags[i].key].name);
+		bad = 1;
+	}
 
 	if (!config_path)
 		config_path = env_get(envp, "PEBSPROF_CONFIG");
@@ -1527,6 +1544,18 @@ int pp_run_config_load(int argc, char **argv, char *const *envp, struct pp_run_c
 out:
 	free(flags);
 	return ret;
+}
+
+int pp_run_config_load(int argc, char **argv, char *const *envp, struct pp_run_config *out,
+		       struct pp_config_errors *errs)
+{
+	return load(argc, argv, envp, 0, out, errs);
+}
+
+int pp_run_config_load_keys(int argc, char **argv, char *const *envp, uint64_t keys,
+			    struct pp_run_config *out, struct pp_config_errors *errs)
+{
+	return load(argc, argv, envp, keys ? keys : ~0ull, out, errs);
 }
 
 /* ---- printing ------------------------------------------------------------------------------ */

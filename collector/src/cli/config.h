@@ -139,7 +139,11 @@ struct pp_run_config {
 	int dry_run;
 	int help;
 	struct pp_config_origin origin[PP_CFG_NKEYS];
+	uint64_t keys_wanted; /* the loader's: 0 = every key; else only these are set */
 };
+
+#define PP_CONFIG_KEY_BIT(k) (1ull << (k))
+_Static_assert(PP_CFG_NKEYS <= 64, "keys_wanted holds a bit per key");
 
 #define PP_CONFIG_MAX_ERRORS 32
 #define PP_CONFIG_ERROR_LEN 384
@@ -168,6 +172,15 @@ void pp_run_config_fini(struct pp_run_config *c);
  */
 int pp_run_config_load(int argc, char **argv, char *const *envp, struct pp_run_config *out,
 		       struct pp_config_errors *errs);
+
+/*
+ * Some of run's keys for another subcommand (`record`'s pod metadata, so a one-off capture in
+ * the agent's pod reads what the agent reads): as pp_run_config_load, but the config file and
+ * the environment set only the keys in `keys` (PP_CONFIG_KEY_BIT of each), the others keep
+ * their defaults unchecked, and a flag of another key is an error.
+ */
+int pp_run_config_load_keys(int argc, char **argv, char *const *envp, uint64_t keys,
+			    struct pp_run_config *out, struct pp_config_errors *errs);
 
 /*
  * Applies a config file's text (`key = value` lines, `#` comments, optional quotes) over c,

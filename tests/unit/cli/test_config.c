@@ -1099,6 +1099,47 @@ TEST(load_twice_reinitialises_getopt)
 	pp_run_config_fini(&c);
 }
 
+/* record's view: the pod metadata keys from file, environment and flags; run's others unread. */
+TEST(load_keys_takes_only_its_keys)
+{
+	const uint64_t keys =
+	    PP_CONFIG_KEY_BIT(PP_CFG_K8S_SOURCE) | PP_CONFIG_KEY_BIT(PP_CFG_K8S_TOKEN_FILE) |
+	    PP_CONFIG_KEY_BIT(PP_CFG_NODE_NAME) | PP_CONFIG_KEY_BIT(PP_CFG_CONFIG);
+	const char *path =
+	    write_conf("k8s-token-file = /t/token\nendpoint = not a url\nfreq = x\n");
+	char conf_env[300];
+	char *env[] = {conf_env, "PEBSPROF_K8S_SOURCE=kubelet", "NODE_NAME=n1", "PEBSPROF_FREQ=bad",
+		       NULL};
+	char *argv[] = {"record", "--k8s-source", "apiserver", NULL};
+	char *bad_argv[] = {"record", "--freq", "7", NULL};
+	char *bad_value_argv[] = {"record", "--k8s-source", "nowhere", NULL};
+	struct pp_run_config c;
+	struct pp_config_errors e;
+
+	REQUIRE(path);
+	snprintf(conf_env, sizeof(conf_env), "PEBSPROF_CONFIG=%s", path);
+	REQUIRE(pp_run_config_load_keys(3, argv, env, keys, &c, &e) == 0);
+	CHECK_EQ_U64(e.n, 0);
+	CHECK_EQ_U64(c.k8s_source, PP_K8S_APISERVER); /* the flag over the environment */
+	CHECK_EQ_U64(c.origin[PP_CFG_K8S_SOURCE].src, PP_SRC_FLAG);
+	CHECK_STR(c.k8s_token_file, "/t/token"); /* from the file */
+	CHECK_EQ_U64(c.origin[PP_CFG_K8S_TOKEN_FILE].src, PP_SRC_FILE);
+	CHECK_STR(c.node_name, "n1");
+	/* run's keys outside the set: defaults, their bad values neither read nor reported */
+	CHECK_STR(c.endpoint, "");
+	CHECK_EQ_U64(c.freq_hz, 99);
+	CHECK_EQ_U64(c.origin[PP_CFG_FREQ].src, PP_SRC_DEFAULT);
+	pp_run_config_fini(&c);
+
+	CHECK(pp_run_config_load_keys(3, bad_argv, env, keys, &c, &e) == -EINVAL);
+	CHECK(e.n == 1 && strstr(e.msg[0], "--freq is an option of run only"));
+	pp_run_config_fini(&c);
+	CHECK(pp_run_config_load_keys(3, bad_value_argv, env, keys, &c, &e) == -EINVAL);
+	CHECK(e.n == 1 && strstr(e.msg[0], "--k8s-source") && strstr(e.msg[0], "nowhere"));
+	pp_run_config_fini(&c);
+	unlink(path);
+}
+
 TEST_LIST = {
     {"defaults", defaults},
     {"every_key_has_a_precedence_row", every_key_has_a_precedence_row},
@@ -1127,6 +1168,7 @@ TEST_LIST = {
     {"help_is_generated_from_the_table", help_is_generated_from_the_table},
     {"stall_timeout_default_follows_the_interval", stall_timeout_default_follows_the_interval},
     {"load_twice_reinitialises_getopt", load_twice_reinitialises_getopt},
+    {"load_keys_takes_only_its_keys", load_keys_takes_only_its_keys},
 };
 
 TEST_MAIN()
