@@ -276,16 +276,32 @@ struct frame_record {
 };
 
 /*
+ * The lower of two user addresses (below 2^63) without a branch: a branch would give each path
+ * its own range for a and b, and the verifier could not merge the paths of a loop.
+ */
+static __always_inline __u64 lower_of(__u64 a, __u64 b)
+{
+	__u64 b_below = (b - a) >> 63;
+
+	barrier_var(b_below); /* keeps the compiler from turning the product into a branch */
+	return a - (a - b) * b_below;
+}
+
+/*
  * The user stack of a sample taken in 64-bit user mode, by following frame pointers from the
  * sample registers: the ip, then one return address per frame record. The walk ends at a
- * zero, misaligned or unreadable frame pointer, a zero return address, or a frame pointer
- * that does not move towards the stack base (a chain that is not one). Writes the frames to
- * dst and their number to rec->nr_ustack.
+ * zero, misaligned or unreadable frame pointer or a zero return address. A frame pointer
+ * moves towards the stack base; one that moves back is followed only as a switch to another
+ * stack (Go's systemstack and mcall, whose g0 frames name the goroutine's; coroutines):
+ * below the sample's stack pointer, where nothing live of this stack lies, and below every
+ * frame walked, so a walk never comes back to a frame it passed and cycles end. Writes the
+ * frames to dst and their number to rec->nr_ustack.
  */
 static __always_inline void walk_user_fp(struct bpf_perf_event_data *ctx, __u64 *dst, __u32 depth,
 					 struct pp_sample *rec, struct pp_counters *cnt)
 {
 	__u64 fp = PT_REGS_FP(&ctx->regs);
+	__u64 lowest = PT_REGS_SP(&ctx->regs), switches = 0;
 	__u32 n = 0;
 
 	if (depth > 0) {
@@ -293,9 +309,11 @@ static __always_inline void walk_user_fp(struct bpf_perf_event_data *ctx, __u64 
 		dst[0] = PT_REGS_IP(&ctx->regs);
 		n = 1;
 	}
+	lowest = lower_of(lowest, fp);
 	/* i reaches PP_MAX_STACK_DEPTH, so the full depth too sees whether a frame follows. */
 	for (__u32 i = 1; n && i <= PP_MAX_STACK_DEPTH; i++) {
 		struct frame_record fr;
+		__u64 up, down;
 
 		if (!fp || (fp & 7))
 			break;
@@ -309,11 +327,18 @@ static __always_inline void walk_user_fp(struct bpf_perf_event_data *ctx, __u64 
 			break;
 		dst[i] = fr.ret;
 		n = i + 1;
-		if (fr.next_fp <= fp)
+		/* by arithmetic, as in lower_of, so one state goes on */
+		up = (fp - fr.next_fp) >> 63;	    /* towards the stack base */
+		down = (fr.next_fp - lowest) >> 63; /* onto another stack */
+		if (!(up | down))
 			break;
+		lowest = lower_of(lowest, fr.next_fp);
+		switches += down;
 		fp = fr.next_fp;
 	}
 	rec->nr_ustack = n;
+	if (cnt)
+		cnt->v[PP_CNT_USTACK_SWITCH] += switches;
 }
 
 SEC("perf_event")

@@ -87,6 +87,7 @@ static const char *const counter_names[PP_CNT__MAX] = {
     [PP_CNT_CGROUP_FILTERED] = "cgroup_filtered",
     [PP_CNT_IP_FILTERED] = "ip_filtered",
     [PP_CNT_USTACK_SHIM] = "ustack_shim_walked",
+    [PP_CNT_USTACK_SWITCH] = "ustack_stack_switches",
 };
 
 const char *pp_counter_name(enum pp_counter c)

@@ -117,8 +117,9 @@ enum pp_counter {
 	 * loader filters in user space and adds the records it dropped here.
 	 */
 	PP_CNT_CGROUP_FILTERED,
-	PP_CNT_IP_FILTERED, /* samples dropped by pp_shim_config.ip_filter (user or kernel) */
-	PP_CNT_USTACK_SHIM, /* user stacks the shim walked itself (PP_USTACK_SHIM) */
+	PP_CNT_IP_FILTERED,   /* samples dropped by pp_shim_config.ip_filter (user or kernel) */
+	PP_CNT_USTACK_SHIM,   /* user stacks the shim walked itself (PP_USTACK_SHIM) */
+	PP_CNT_USTACK_SWITCH, /* frame chains followed onto another stack (Go's systemstack) */
 	PP_CNT__MAX,
 };
 
