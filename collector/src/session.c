@@ -548,11 +548,13 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 			 */
 			if (syms)
 				s->stats.frames_no_symbol++;
-			snprintf(
-			    placeholder, sizeof(placeholder), "%s+0x%llx", base_name(m->path),
-			    (unsigned long long)(placed ? vaddr : addr - m->start + m->offset));
+			if (!placed)
+				vaddr = addr - m->start + m->offset;
+			snprintf(placeholder, sizeof(placeholder), "%s+0x%llx", base_name(m->path),
+				 (unsigned long long)vaddr);
 			name = placeholder;
 		}
+		mi.load_bias = addr - vaddr;
 		mi.start = m->start;
 		mi.limit = m->end;
 		mi.file_offset = m->offset;

@@ -106,7 +106,7 @@ static int build_tree(const struct pp_profile *p, struct tree *t)
 		if (!s->count)
 			continue;
 		t->v[0].count += s->count;
-		cur = child(t, 0, s->process_name, PP_FRAME_NATIVE);
+		cur = child(t, 0, pp_sample_comm(s), PP_FRAME_NATIVE);
 		if (cur == PP_HTAB_NONE)
 			return -ENOMEM;
 		t->v[cur].count += s->count;

@@ -91,7 +91,7 @@ int pp_folded_write(const struct pp_profile *p, FILE *f)
 
 		if (!s->count)
 			continue;
-		put_frame(&b, s->process_name, PP_FRAME_NATIVE);
+		put_frame(&b, pp_sample_comm(s), PP_FRAME_NATIVE);
 		for (uint32_t j = s->nlocations; j-- > 0;) {
 			const struct pp_location_info *l =
 			    pp_profile_get_location(p, s->locations[j]);

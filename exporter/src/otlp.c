@@ -254,7 +254,11 @@ static bool map_eq(const void *ctx, uint32_t idx, const void *key)
 
 static int32_t map_intern(struct enc *e, const struct pp_mapping_info *mi)
 {
-	struct map_key k = {.start = mi->start, .limit = mi->limit, .offset = mi->file_offset};
+	/* In the ELF address space, as the locations' addresses (the OTel eBPF profiler's way):
+	 * one binary mapped by many processes is one Mapping */
+	struct map_key k = {.start = mi->start - mi->load_bias,
+			    .limit = mi->limit - mi->load_bias,
+			    .offset = mi->file_offset};
 	PROF(Mapping) * m;
 	uint64_t h;
 	uint32_t i;

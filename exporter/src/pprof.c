@@ -288,6 +288,10 @@ static int build_locations(struct enc *e, Perftools__Profiles__Profile *msg, uin
 		pl->id = i + 1;
 		pl->mapping_id = mapping_id;
 		pl->address = l->address;
+		/* pprof's address is the process's: inside the Mapping, which gives the file
+		 * offset (address - memory_start + file_offset) and so the ELF address */
+		if (l->mapping_id)
+			pl->address += pp_profile_get_mapping(p, l->mapping_id)->load_bias;
 		pl->n_line = 1;
 		pl->line = &e->linep[i];
 		e->locp[i] = pl;

@@ -175,6 +175,7 @@ static uint64_t hash_mapping(const struct pp_mapping_info *m)
 	h = pp_hash_u64(h, m->start);
 	h = pp_hash_u64(h, m->limit);
 	h = pp_hash_u64(h, m->file_offset);
+	h = pp_hash_u64(h, m->load_bias);
 	h = pp_hash_u64(h, (uintptr_t)m->filename);
 	return pp_hash_u64(h, (uintptr_t)m->build_id);
 }
@@ -185,7 +186,8 @@ static bool mapping_eq(const void *ctx, uint32_t idx, const void *key)
 	const struct pp_mapping_info *a = p->maps[idx], *b = key;
 
 	return a->start == b->start && a->limit == b->limit && a->file_offset == b->file_offset &&
-	       a->filename == b->filename && a->build_id == b->build_id;
+	       a->load_bias == b->load_bias && a->filename == b->filename &&
+	       a->build_id == b->build_id;
 }
 
 uint32_t pp_profile_intern_mapping(struct pp_profile *p, const struct pp_mapping_info *m)
@@ -368,6 +370,11 @@ const struct pp_label *pp_profile_get_resource(const struct pp_profile *p, uint3
 	if (nattrs)
 		*nattrs = p->resources[id - 1]->nattrs;
 	return p->resources[id - 1]->attrs;
+}
+
+const char *pp_sample_comm(const struct pp_sample_info *s)
+{
+	return s->pid == 0 ? "swapper" : s->thread_name;
 }
 
 static uint64_t hash_sample(const struct pp_sample_info *s)

@@ -19,9 +19,14 @@ exits 1 when an assertion fails, 2 on unreadable input.
   pprof_shares.py sample-types FILE            (pprof only; prints "type/unit" per line)
   pprof_shares.py label-values FILE KEY        (pprof only; distinct values of a label)
   pprof_shares.py svg-names FILE NAME...       (the SVG parses as XML and mentions each NAME)
+  pprof_shares.py check-addresses RAWFILE BINARY...  (pprof only: every location in a
+      mapping of BINARY is a process address inside the mapping, and its file offset leads
+      through BINARY's program headers (readelf) to the ELF address of the function it names
+      (nm), or to the address its "file+0xADDR" placeholder names)
 """
 import argparse
 import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -313,6 +318,79 @@ def cmd_svg_names(a):
     return 1 if missing else 0
 
 
+MAP_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) (\S+)")
+RAW_LOC_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+) M=(\d+) (\S+)")
+
+
+def elf_loads(binary):
+    """(file offset, ELF address, file size) of each PT_LOAD, from readelf."""
+    out = subprocess.run(["readelf", "-lW", binary], capture_output=True, text=True,
+                         check=True).stdout
+    return [(int(f[1], 16), int(f[2], 16), int(f[4], 16))
+            for f in (line.split() for line in out.splitlines()) if f and f[0] == "LOAD"]
+
+
+def elf_functions(binary):
+    """Sorted (address, name) of the defined functions, from nm (the dynamic table too)."""
+    syms = set()
+    for extra in ([], ["-D"]):
+        out = subprocess.run(["nm", "-n", "--defined-only", *extra, binary],
+                             capture_output=True, text=True).stdout
+        for f in (line.split() for line in out.splitlines()):
+            if len(f) == 3 and f[1] in "tTwWi":
+                syms.add((int(f[0], 16), f[2].split("@")[0]))
+    return sorted(syms)
+
+
+def cmd_check_addresses(a):
+    text = open(a.file).read()
+    maps, checked, bad = {}, 0, []
+    section = None
+    for line in text.splitlines():
+        if line.startswith(("Locations", "Mappings", "Samples:")):
+            section = line.split()[0].rstrip(":")
+            continue
+        m = MAP_RE.match(line) if section == "Mappings" else None
+        if m and m.group(5) in a.binaries:
+            maps[m.group(1)] = (int(m.group(2), 16), int(m.group(3), 16), int(m.group(4), 16),
+                                m.group(5))
+    elf = {b: (elf_loads(b), elf_functions(b)) for b in a.binaries}
+    section = None
+    for line in text.splitlines():
+        if line.startswith(("Locations", "Mappings", "Samples:")):
+            section = line.split()[0].rstrip(":")
+            continue
+        m = RAW_LOC_RE.match(line) if section == "Locations" else None
+        if not m or m.group(3) not in maps:
+            continue
+        addr, name = int(m.group(2), 16), m.group(4)
+        start, limit, offset, binary = maps[m.group(3)]
+        loads, funcs = elf[binary]
+        checked += 1
+        if not start <= addr < limit:
+            bad.append(f"{name} at {addr:#x} outside its mapping {start:#x}-{limit:#x}")
+            continue
+        foff = addr - start + offset
+        vaddr = next((v + foff - o for o, v, n in loads if o <= foff < o + n), None)
+        if vaddr is None:
+            bad.append(f"{name}: file offset {foff:#x} in no PT_LOAD of {binary}")
+            continue
+        placeholder = re.match(r".*\+0x([0-9a-f]+)$", name)
+        if placeholder:
+            if int(placeholder.group(1), 16) != vaddr:
+                bad.append(f"{name}: the address leads to ELF {vaddr:#x}")
+            continue
+        below = [f for f in funcs if f[0] <= vaddr]
+        if not below or name not in {n for v, n in below if v == below[-1][0]}:
+            bad.append(f"{name} at {addr:#x}: ELF {vaddr:#x} is in "
+                       f"{below[-1][1] if below else 'no function'}")
+    for b in bad[:10]:
+        print(f"FAIL: {b}")
+    print(f"{'ok' if checked and not bad else 'FAIL'}: {checked} locations in "
+          f"{', '.join(a.binaries)}, {len(bad)} wrong")
+    return 0 if checked and not bad else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -380,6 +458,11 @@ def main():
     p.add_argument("file")
     p.add_argument("key")
     p.set_defaults(fn=cmd_label_values)
+
+    p = sub.add_parser("check-addresses")
+    p.add_argument("file")
+    p.add_argument("binaries", nargs="+")
+    p.set_defaults(fn=cmd_check_addresses)
 
     p = sub.add_parser("svg-names")
     p.add_argument("file")

@@ -88,10 +88,23 @@ if pp_pprof_raw "$T/w.pb.gz" "$T/w.raw"; then
 	go tool pprof -symbolize=none -traces "$T/w.pb.gz" >"$T/w.traces" 2>&1 &&
 		grep -q via_gamma "$T/w.traces" && pp_ok "pprof -traces shows via_gamma" ||
 		{ pp_fail "pprof -traces does not show via_gamma"; pp_show "$T/w.traces"; }
+	# pprof's convention: process addresses inside their Mapping, from which the file offset
+	# and, through the program headers, the ELF address of the named function follow.
+	libc=$(awk '$NF ~ /\/libc\.so\.6$/ { print $NF; exit }' /proc/self/maps)
+	pp_check "pprof: Location.address is the process's, and leads to the ELF symbol" \
+		pp_py check-addresses "$T/w.raw" "$(readlink -f "$PP_WORKLOAD")" ${libc:+"$libc"}
 else
 	pp_fail "go tool pprof cannot read w.pb.gz"
 	pp_show "$T/w.raw.err"
 fi
+
+# The folded root is the comm perf shows, not the executable's name: started through a link
+# named worker-alias, the task is called so (as perf script's comm column says).
+ln -s "$PP_WORKLOAD" "$T/worker-alias"
+pp_run "$T/alias" "$PEBSPROF" record -q -e cpu-clock -F 499 -o "$T/alias.folded" -- \
+	"$T/worker-alias" 1
+pp_check "folded: the root is the comm (worker-alias), not the executable (pp_workload)" \
+	grep -Eq '^worker-alias;.*main;run_phase' "$T/alias.folded"
 
 if grep -Eq '^pp_workload;.*main;run_phase;.* [0-9]+$' "$T/w.folded"; then
 	pp_ok "folded lines start with pp_workload; and hold main;run_phase"

@@ -450,8 +450,10 @@ static void teardown(struct bench *b)
 /* Interns every stack's locations (and their mappings), as the collector's resolver would. */
 static int intern_all(struct bench *b, struct pp_profile *p)
 {
-	struct pp_mapping_info km = {KERN_START, KERN_START + 0x2000000, 0, "[kernel.kallsyms]",
-				     KERN_BUILD_ID};
+	struct pp_mapping_info km = {.start = KERN_START,
+				     .limit = KERN_START + 0x2000000,
+				     .filename = "[kernel.kallsyms]",
+				     .build_id = KERN_BUILD_ID};
 	uint32_t kmap = pp_profile_intern_mapping(p, &km);
 
 	if (!kmap)
@@ -460,10 +462,17 @@ static int intern_all(struct bench *b, struct pp_profile *p)
 	for (uint32_t s = 0; s < b->o.nstacks; s++) {
 		const struct proc *pr = &b->procs[b->stack_proc[s]];
 		uint32_t *cache = b->loc_cache + (size_t)b->stack_proc[s] * NFUNC * NSITE;
-		struct pp_mapping_info em = {pr->exe_start, pr->exe_start + 0x200000, 0,
-					     pr->exe_path, pr->exe_build_id};
-		struct pp_mapping_info lm = {pr->libc_start, pr->libc_start + 0x1a0000, 0x28000,
-					     LIBC_PATH, LIBC_BUILD_ID};
+		struct pp_mapping_info em = {.start = pr->exe_start,
+					     .limit = pr->exe_start + 0x200000,
+					     .filename = pr->exe_path,
+					     .build_id = pr->exe_build_id,
+					     .load_bias = pr->exe_start};
+		struct pp_mapping_info lm = {.start = pr->libc_start,
+					     .limit = pr->libc_start + 0x1a0000,
+					     .file_offset = 0x28000,
+					     .filename = LIBC_PATH,
+					     .build_id = LIBC_BUILD_ID,
+					     .load_bias = pr->libc_start - 0x28000};
 		uint32_t emap = pp_profile_intern_mapping(p, &em);
 		uint32_t lmap = pp_profile_intern_mapping(p, &lm);
 

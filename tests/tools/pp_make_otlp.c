@@ -53,13 +53,21 @@ static uint32_t loc(struct pp_profile *p, uint32_t map, uint64_t addr, const cha
 
 static int make(struct pp_profile *cpu, struct pp_profile *cyc)
 {
-	struct pp_mapping_info app = {0x555555554000, 0x555555600000, 0x1000, "/usr/bin/app",
-				      "0123456789abcdef0123456789abcdef01234567"};
-	struct pp_mapping_info db = {0x555555554000, 0x555555600000, 0x1000, "/usr/bin/db", ""};
-	struct pp_mapping_info libc = {0x7ffff7dc0000, 0x7ffff7f50000, 0x28000,
+	struct pp_mapping_info app = {0x555555554000,
+				      0x555555600000,
+				      0x1000,
+				      "/usr/bin/app",
+				      "0123456789abcdef0123456789abcdef01234567",
+				      0x555555553000};
+	struct pp_mapping_info db = {0x555555554000, 0x555555600000, 0x1000, "/usr/bin/db", "",
+				     0x555555553000};
+	struct pp_mapping_info libc = {0x7ffff7dc0000,
+				       0x7ffff7f50000,
+				       0x28000,
 				       "/usr/lib/x86_64-linux-gnu/libc.so.6",
-				       "c89b11207f6479603b0d49bf291c092c2b719293"};
-	struct pp_mapping_info kern = {0, UINT64_MAX, 0, "[kernel.kallsyms]", ""};
+				       "c89b11207f6479603b0d49bf291c092c2b719293",
+				       0x7ffff7d98000};
+	struct pp_mapping_info kern = {0, UINT64_MAX, 0, "[kernel.kallsyms]", "", 0};
 	struct pp_label svc[] = {{"service", "checkout"}};
 	uint32_t m_app = pp_profile_intern_mapping(cpu, &app);
 	uint32_t m_db = pp_profile_intern_mapping(cpu, &db);

@@ -68,11 +68,18 @@ static uint32_t loc(struct pp_profile *p, uint32_t map, uint64_t addr, const cha
 
 static int fill(struct pp_profile *p, const struct pcase *c, uint64_t t0)
 {
-	struct pp_mapping_info app = {0x555555554000, 0x555555600000, 0x1000, "/usr/bin/app",
-				      "0123456789abcdef0123456789abcdef01234567"};
-	struct pp_mapping_info libc = {0x7ffff7dc0000, 0x7ffff7f50000, 0x28000,
+	struct pp_mapping_info app = {0x555555554000,
+				      0x555555600000,
+				      0x1000,
+				      "/usr/bin/app",
+				      "0123456789abcdef0123456789abcdef01234567",
+				      0x555555553000};
+	struct pp_mapping_info libc = {0x7ffff7dc0000,
+				       0x7ffff7f50000,
+				       0x28000,
 				       "/usr/lib/x86_64-linux-gnu/libc.so.6",
-				       "89abcdef0123456789abcdef0123456789abcdef"};
+				       "89abcdef0123456789abcdef0123456789abcdef",
+				       0x7ffff7d98000};
 	uint32_t mapp = pp_profile_intern_mapping(p, &app);
 	uint32_t mlibc = pp_profile_intern_mapping(p, &libc);
 	uint32_t res = c->pod ? pp_profile_intern_resource(p, pod_attrs,

@@ -47,11 +47,18 @@ struct pp_mapping_info {
 	uint64_t file_offset; /* file offset of start */
 	const char *filename; /* path as the process sees it, or "[kernel.kallsyms]" */
 	const char *build_id; /* lower-case hex GNU build id, or "" */
+	/*
+	 * Runtime address minus ELF virtual address in this mapping (the load bias; for a
+	 * file not read, start - file_offset). Locations hold ELF addresses, as OTLP sends them;
+	 * pprof adds this to send process addresses inside [start, limit).
+	 */
+	uint64_t load_bias;
 };
 
 struct pp_location_info {
 	uint32_t mapping_id;  /* 0 for none */
-	uint64_t address;     /* ELF virtual address (native), kernel address (kernel) */
+	uint64_t address;     /* ELF virtual address (native: + the mapping's load_bias at run
+			       * time), kernel address (kernel) */
 	const char *function; /* symbol name, or "[unknown]"-style placeholder; never NULL */
 	enum pp_frame_kind kind;
 };
@@ -106,7 +113,7 @@ void pp_profile_free(struct pp_profile *p);
 const struct pp_profile_desc *pp_profile_get_desc(const struct pp_profile *p);
 void pp_profile_set_window(struct pp_profile *p, uint64_t start_unix_ns, uint64_t duration_ns);
 
-/* Interns a mapping; same (start, limit, file_offset, filename, build_id) returns the same id.
+/* Interns a mapping; the same fields (strings by content) return the same id.
  * Returns 0 on allocation failure. */
 uint32_t pp_profile_intern_mapping(struct pp_profile *p, const struct pp_mapping_info *m);
 
@@ -181,6 +188,12 @@ int pp_profile_is_cpu(const struct pp_profile_desc *d);
  * capitals. "mem-loads" -> "mem_loads", "cpu/event=0x3c,umask=0x0/" -> "event_0x3c_umask_0x0".
  * "process_cpu" for cpu-clock. Writes at most PP_PROFILE_TYPE_NAME_MAX bytes; returns buf.
  */
+/*
+ * The name perf gives a sample's task, the root frame of folded stacks and flame graphs: the
+ * thread's comm ("swapper" for the idle task), so both line up with perf script's.
+ */
+const char *pp_sample_comm(const struct pp_sample_info *s);
+
 const char *pp_profile_type_name(const struct pp_profile_desc *d, char *buf, size_t len);
 /*
  * The period a writer states: desc.period when fixed (-c, cpu-clock), else (-F) the mean

@@ -58,8 +58,8 @@ static int add(struct pp_profile *p, const uint32_t *locs, uint32_t n, uint64_t 
 				   .nlocations = n,
 				   .pid = 1,
 				   .tid = 1,
-				   .thread_name = "t",
-				   .process_name = "app",
+				   .thread_name = "app", /* the comm: the root */
+				   .process_name = "app-1.2",
 				   .count = count,
 				   .value = count};
 

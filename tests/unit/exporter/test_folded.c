@@ -17,15 +17,16 @@ static uint32_t loc(struct pp_profile *p, uint64_t addr, const char *fn, enum pp
 	return pp_profile_intern_location(p, &l);
 }
 
-static int add(struct pp_profile *p, const uint32_t *locs, uint32_t n, const char *proc,
+/* A sample of a task whose comm is comm; its executable's name is not the root. */
+static int add(struct pp_profile *p, const uint32_t *locs, uint32_t n, const char *comm,
 	       uint32_t tid, uint64_t count)
 {
 	struct pp_sample_info s = {.locations = locs,
 				   .nlocations = n,
 				   .pid = 1,
 				   .tid = tid,
-				   .thread_name = "t",
-				   .process_name = proc,
+				   .thread_name = comm,
+				   .process_name = "not-the-comm",
 				   .count = count,
 				   .value = count};
 
@@ -154,7 +155,42 @@ TEST(write_file)
 	pp_profile_free(p);
 }
 
+/* The root is perf's: the comm (python3, not the executable python3.11), swapper for idle. */
+TEST(root_is_perf_comm)
+{
+	struct pp_profile_desc d = {.event = "cpu-clock", .value_type = "cpu", .period = 1};
+	struct pp_profile *p = pp_profile_new(&d);
+	struct pp_location_info l = {.function = "f", .kind = PP_FRAME_NATIVE};
+	struct pp_sample_info py = {.nlocations = 1,
+				    .pid = 5,
+				    .tid = 5,
+				    .thread_name = "python3",
+				    .process_name = "python3.11",
+				    .count = 2,
+				    .value = 2};
+	struct pp_sample_info idle = {.nlocations = 1,
+				      .pid = 0,
+				      .tid = 0,
+				      .thread_name = "swapper/1",
+				      .process_name = "[idle]",
+				      .count = 1,
+				      .value = 1};
+	uint32_t loc;
+	char *text;
+
+	REQUIRE(p);
+	loc = pp_profile_intern_location(p, &l);
+	py.locations = idle.locations = &loc;
+	REQUIRE(pp_profile_add_sample(p, &py) == 0 && pp_profile_add_sample(p, &idle) == 0);
+	text = folded(p);
+	REQUIRE(text);
+	CHECK_STR(text, "python3;f 2\nswapper;f 1\n");
+	free(text);
+	pp_profile_free(p);
+}
+
 TEST_LIST = {
+    {"root_is_perf_comm", root_is_perf_comm},
     {"known_text", known_text},
     {"empty_profile", empty_profile},
     {"sanitize_names", sanitize_names},

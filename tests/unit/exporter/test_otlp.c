@@ -88,12 +88,15 @@ static int make_known(struct known *k)
 				     .period = 100000,
 				     .start_unix_ns = T0 + 5,
 				     .duration_ns = 2000000000};
-	struct pp_mapping_info app = {0x555555554000, 0x555555600000, 0x1000, "/usr/bin/app",
-				      BID_APP};
-	struct pp_mapping_info db = {0x555555554000, 0x555555600000, 0x1000, "/usr/bin/db", ""};
-	struct pp_mapping_info libc = {0x7ffff7dc0000, 0x7ffff7f50000, 0x28000,
-				       "/usr/lib/x86_64-linux-gnu/libc.so.6", BID_LIBC};
-	struct pp_mapping_info kern = {0, UINT64_MAX, 0, "[kernel.kallsyms]", ""};
+	/* PIE text at ELF 0x1000, libc's at 0x28000: the load biases the maps give */
+	struct pp_mapping_info app = {0x555555554000, 0x555555600000, 0x1000,
+				      "/usr/bin/app", BID_APP,	      0x555555553000};
+	struct pp_mapping_info db = {0x555555554000, 0x555555600000, 0x1000, "/usr/bin/db", "",
+				     0x555555553000};
+	struct pp_mapping_info libc = {0x7ffff7dc0000, 0x7ffff7f50000,
+				       0x28000,	       "/usr/lib/x86_64-linux-gnu/libc.so.6",
+				       BID_LIBC,       0x7ffff7d98000};
+	struct pp_mapping_info kern = {0, UINT64_MAX, 0, "[kernel.kallsyms]", "", 0};
 	struct pp_label l1[] = {{"service", "checkout"}};
 	struct pp_label l2[] = {{"thread.name", "x"}, {"zone", "eu"}};
 	struct pp_profile *p;
@@ -558,11 +561,14 @@ TEST(known_profiles_follow_rules)
 		REQUIRE(fname);
 		if (!strcmp(fname, "/usr/bin/app")) {
 			CHECK_STR(bid, BID_APP);
-			CHECK_EQ_U64(m->memory_start, 0x555555554000);
-			CHECK_EQ_U64(m->memory_limit, 0x555555600000);
+			/* in the ELF address space of the locations, as the OTel eBPF profiler */
+			CHECK_EQ_U64(m->memory_start, 0x1000);
+			CHECK_EQ_U64(m->memory_limit, 0x555555600000 - 0x555555553000);
 			CHECK_EQ_U64(m->file_offset, 0x1000);
 		} else if (!strcmp(fname, "/usr/lib/x86_64-linux-gnu/libc.so.6")) {
 			CHECK_STR(bid, BID_LIBC);
+			CHECK_EQ_U64(m->memory_start, 0x28000);
+			CHECK_EQ_U64(m->memory_limit, 0x7ffff7f50000 - 0x7ffff7d98000);
 		} else {
 			/* db and the kernel have no build id: no attribute at all. */
 			CHECK(m->n_attribute_indices == 0);
@@ -1022,8 +1028,8 @@ TEST(memory_profile_has_a_latency_twin)
 				     .start_unix_ns = T0,
 				     .duration_ns = 1000000000,
 				     .mem_latency = 1};
-	struct pp_mapping_info app = {0x555555554000, 0x555555600000, 0x1000, "/usr/bin/app",
-				      BID_APP};
+	struct pp_mapping_info app = {0x555555554000, 0x555555600000, 0x1000,
+				      "/usr/bin/app", BID_APP,	      0x555555553000};
 	struct pp_label lab[] = {{"memory.level", "L3 hit"}, {"memory.latency_bucket", "64-127"}};
 	const struct pp_profile *profs[2];
 	const PROF(ProfilesDictionary) * d;

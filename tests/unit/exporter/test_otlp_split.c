@@ -50,11 +50,12 @@ static const struct pp_profile_desc cycles_desc = {.event = "cycles",
  */
 static int add_samples(struct pp_profile *p, uint32_t pid, const char *proc, int n, int salt)
 {
-	struct pp_mapping_info exe = {0x555555554000, 0x555555600000, 0x1000, "/usr/bin/app",
-				      BID_APP};
-	struct pp_mapping_info libc = {0x7ffff7dc0000, 0x7ffff7f50000, 0x28000,
-				       "/usr/lib/x86_64-linux-gnu/libc.so.6", ""};
-	struct pp_mapping_info kern = {0, UINT64_MAX, 0, "[kernel.kallsyms]", ""};
+	struct pp_mapping_info exe = {0x555555554000, 0x555555600000, 0x1000,
+				      "/usr/bin/app", BID_APP,	      0x555555553000};
+	struct pp_mapping_info libc = {
+	    0x7ffff7dc0000, 0x7ffff7f50000, 0x28000, "/usr/lib/x86_64-linux-gnu/libc.so.6", "",
+	    0x7ffff7d98000};
+	struct pp_mapping_info kern = {0, UINT64_MAX, 0, "[kernel.kallsyms]", "", 0};
 	uint32_t m_exe = pp_profile_intern_mapping(p, &exe);
 	uint32_t m_libc = pp_profile_intern_mapping(p, &libc);
 	uint32_t m_kern = pp_profile_intern_mapping(p, &kern);

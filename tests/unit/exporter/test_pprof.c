@@ -582,6 +582,50 @@ TEST(main_executable_is_the_first_mapping)
 	pp_profile_free(p);
 }
 
+/*
+ * A position-independent binary: the model holds ELF addresses (as OTLP sends them); pprof
+ * gets the process's, inside the Mapping, whose start and offset give the ELF address back.
+ */
+TEST(addresses_are_the_process)
+{
+	struct pp_profile_desc d = {
+	    .event = "cpu-clock", .value_type = "cpu", .value_unit = "nanoseconds", .period = 1};
+	struct pp_profile *p = pp_profile_new(&d);
+	struct pp_mapping_info m = {.start = 0x7f0000001000,
+				    .limit = 0x7f0000100000,
+				    .file_offset = 0x1000,
+				    .filename = "/usr/lib/libapp.so",
+				    .build_id = "",
+				    .load_bias = 0x7f0000000000};
+	struct pp_location_info l = {.kind = PP_FRAME_NATIVE, .address = 0x1234, .function = "f"};
+	uint32_t loc;
+	struct pp_sample_info si = {.nlocations = 1,
+				    .pid = 1,
+				    .tid = 1,
+				    .thread_name = "app",
+				    .process_name = "app",
+				    .count = 1,
+				    .value = 1};
+	Profile *pr;
+
+	REQUIRE(p);
+	l.mapping_id = pp_profile_intern_mapping(p, &m);
+	loc = pp_profile_intern_location(p, &l);
+	si.locations = &loc;
+	REQUIRE(pp_profile_add_sample(p, &si) == 0);
+	pr = encode_decode(p);
+	REQUIRE(pr && pr->n_location == 1 && pr->n_mapping == 1);
+	CHECK_EQ_U64(pr->location[0]->address, 0x7f0000001234);
+	CHECK_EQ_U64(pr->mapping[0]->memory_start, 0x7f0000001000);
+	CHECK_EQ_U64(pr->mapping[0]->memory_limit, 0x7f0000100000);
+	/* the file offset, here the ELF address too (text at offset = address) */
+	CHECK_EQ_U64(pr->location[0]->address - pr->mapping[0]->memory_start +
+			 pr->mapping[0]->file_offset,
+		     0x1234);
+	perftools__profiles__profile__free_unpacked(pr, NULL);
+	pp_profile_free(p);
+}
+
 TEST_LIST = {
     {"encode_known", encode_known},
     {"encode_empty", encode_empty},
@@ -590,5 +634,6 @@ TEST_LIST = {
     {"write_file_errors", write_file_errors},
     {"resource_labels", resource_labels},
     {"main_executable_is_the_first_mapping", main_executable_is_the_first_mapping},
+    {"addresses_are_the_process", addresses_are_the_process},
 };
 TEST_MAIN()
