@@ -13,6 +13,8 @@ packages=(
 	clang-format util-linux bsdutils procps time openssl
 	# deploy tests: YAML lint, the chart renderer's Go sources, the image's CA bundle
 	yamllint golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev ca-certificates
+	# the image built and run as the DaemonSet runs it (tests/integration/test_image_podman.sh)
+	podman runc slirp4netns netavark curl
 )
 # Node.js for the Kubernetes schema checks (npm kubernetes-models); a NodeSource or other
 # install that already provides node and npm is kept.

@@ -13,11 +13,18 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # The Dockerfile: a build stage FROM debian:12, a runtime stage FROM scratch that only copies.
-grep -Eq '^FROM debian:12(\.[0-9]+)?(-[a-z]+)? AS build$' "$dockerfile" || fail "the build stage is not FROM debian:12 AS build"
+grep -Eq '^FROM debian:12(\.[0-9]+)?(-[a-z]+)?@sha256:[0-9a-f]{64} AS build$' "$dockerfile" ||
+	fail "the build stage is not FROM debian:12 pinned by digest (debian:12.N@sha256:...) AS build"
 runtime=$(awk '/^FROM /{n++} n==2' "$dockerfile")
 printf '%s\n' "$runtime" | grep -q '^FROM scratch$' || fail "the runtime stage is not FROM scratch"
 printf '%s\n' "$runtime" | grep -Eq '^(RUN|ADD) ' && fail "the runtime stage runs or adds something"
 printf '%s\n' "$runtime" | grep -Eq '^COPY --from=build /rootfs/ /$' || fail "the runtime stage does not copy /rootfs/"
+
+# deploy/Containerfile (the image from a staged tree, no registry) is the same runtime stage.
+containerfile="$deploy_dir/Containerfile"
+[ "$(grep -E '^(FROM|ENTRYPOINT|CMD) ' "$containerfile")" = "$(printf '%s\n' "$runtime" | grep -E '^(FROM|ENTRYPOINT|CMD) ')" ] ||
+	fail "deploy/Containerfile's FROM, ENTRYPOINT and CMD differ from the Dockerfile's runtime stage"
+grep -Eq '^COPY rootfs/ /$' "$containerfile" || fail "deploy/Containerfile does not copy rootfs/"
 
 # The build context as the Dockerfile sees it: only what it COPYs.
 mkdir -p "$tmp/src"
