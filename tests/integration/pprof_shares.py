@@ -342,29 +342,31 @@ def elf_functions(binary):
     return sorted(syms)
 
 
-def cmd_check_addresses(a):
-    text = open(a.file).read()
-    maps, checked, bad = {}, 0, []
+def raw_sections(text):
+    """(section, line) for every line of `go tool pprof -raw`, section its last heading."""
     section = None
     for line in text.splitlines():
         if line.startswith(("Locations", "Mappings", "Samples:")):
             section = line.split()[0].rstrip(":")
-            continue
+        else:
+            yield section, line
+
+
+def cmd_check_addresses(a):
+    maps, locs, checked, bad = {}, [], 0, []
+    for section, line in raw_sections(open(a.file).read()):
         m = MAP_RE.match(line) if section == "Mappings" else None
         if m and m.group(5) in a.binaries:
             maps[m.group(1)] = (int(m.group(2), 16), int(m.group(3), 16), int(m.group(4), 16),
                                 m.group(5))
-    elf = {b: (elf_loads(b), elf_functions(b)) for b in a.binaries}
-    section = None
-    for line in text.splitlines():
-        if line.startswith(("Locations", "Mappings", "Samples:")):
-            section = line.split()[0].rstrip(":")
-            continue
         m = RAW_LOC_RE.match(line) if section == "Locations" else None
-        if not m or m.group(3) not in maps:
+        if m:
+            locs.append((int(m.group(2), 16), m.group(3), m.group(4)))
+    elf = {b: (elf_loads(b), elf_functions(b)) for b in a.binaries}
+    for addr, mapping, name in locs:
+        if mapping not in maps:
             continue
-        addr, name = int(m.group(2), 16), m.group(4)
-        start, limit, offset, binary = maps[m.group(3)]
+        start, limit, offset, binary = maps[mapping]
         loads, funcs = elf[binary]
         checked += 1
         if not start <= addr < limit:
