@@ -75,6 +75,34 @@ pp_check "windows are aligned to the interval" \
 pp_check "the pprof windows read in go tool pprof" \
 	bash -c "go tool pprof -raw '$(ls "$T/files"/*.pb.gz | sort | tail -n1)' >/dev/null 2>&1 || ! command -v go >/dev/null"
 
+# --- SIGTERM in a window's grace (the 250 ms after its end, samples held for the next) -----
+# The ended window keeps its length and the held samples start a partial window of their own.
+"$PP_WORKLOAD" 6 >/dev/null 2>&1 &
+wl=$!
+"$PEBSPROF" run --output-dir "$T/grace" --interval 2 -F 199 >"$T/grace.out" 2>"$T/grace.err" &
+gpid=$!
+sleep 2.5
+"$PP_PYTHON" -c 'import time; t = time.time(); time.sleep((int(t / 2) + 1) * 2 - t + 0.08)'
+kill -TERM "$gpid"
+pp_wait_pid "$gpid" 30
+kill "$wl" 2>/dev/null
+wait "$wl" 2>/dev/null
+pp_check "SIGTERM in a grace: exits 0" [ "$PP_RC" -eq 0 ]
+prev_end=
+grace_ok=1
+last_dur=
+for f in $(ls "$T/grace"/pebsprof-*.otlp.pb | sort); do
+	decode "$f" >"$f.txt" || grace_ok=0
+	start=$(awk '/^ *time_unix_nano:/{print $2; exit}' "$f.txt")
+	last_dur=$(awk '/^ *duration_nano:/{print $2; exit}' "$f.txt")
+	[ "${last_dur:-0}" -le 2000000000 ] || grace_ok=0
+	if [ -n "$prev_end" ] && [ "$start" != "$prev_end" ]; then grace_ok=0; fi
+	prev_end=$((start + ${last_dur:-0}))
+done
+pp_check "SIGTERM in a grace: no window longer than the interval, windows tile" [ "$grace_ok" -eq 1 ]
+pp_check "SIGTERM in a grace: the last window is the short one after the boundary ($last_dur ns)" \
+	[ "${last_dur:-0}" -gt 0 -a "${last_dur:-0}" -lt 1000000000 ]
+
 # --- OTLP to a real server: 503 once, then 200 --------------------------------------------------
 pp_start_sink sink '[{"status": 503}]'
 PORT=$SINK_PORT

@@ -617,6 +617,39 @@ static void export_pending(struct agent *ag)
 	malloc_trim(0);
 }
 
+/*
+ * Closes the window that ended at window_end: its samples (the session's, flushed by
+ * new_window), its length, and the next window from window_end with the samples held for it.
+ * The closed one is written now (file exporter) or waits its upload jitter. 0 or -ENOMEM,
+ * logged.
+ */
+static int close_window(struct agent *ag, uint64_t window_end, uint64_t now)
+{
+	struct pp_profile *closing = ag->profile;
+	uint64_t start = pp_profile_get_desc(closing)->start_unix_ns;
+
+	ag->profile = NULL;
+	ag->windows_closed++;
+	window_maps_share(ag);
+	pp_profile_set_window(closing, start, window_end - start);
+	/* new_window flushes the session into `closing` before switching. */
+	if (new_window(ag, window_end)) {
+		pp_profile_free(closing);
+		pp_error("out of memory");
+		return -ENOMEM;
+	}
+	pp_session_release_held(ag->session);
+	export_pending(ag); /* the previous one, if still waiting */
+	if (ag->cfg.exporter == PP_EXPORTER_FILE) {
+		export_window(ag, closing);
+		pp_profile_free(closing);
+	} else {
+		ag->pending = closing;
+		ag->pending_due_ns = now + upload_jitter_ns(ag);
+	}
+	return 0;
+}
+
 /* Stops the sender and gives the queue until the flush deadline to drain. */
 static void drain_export(struct agent *ag)
 {
@@ -1047,34 +1080,13 @@ int pp_cmd_run(int argc, char **argv)
 		grace_until = 0;
 		while (pp_shim_poll(ag.smp.shim, 0, pp_session_record_cb, ag.session) > 0)
 			;
-		{
-			struct pp_profile *closing = ag.profile;
-			uint64_t start = pp_profile_get_desc(closing)->start_unix_ns;
-
-			ag.profile = NULL;
-			ag.windows_closed++;
-			window_maps_share(&ag);
-			pp_profile_set_window(closing, start, window_end - start);
-			/* new_window flushes the session into `closing` before switching. */
-			if (new_window(&ag, window_end)) {
-				pp_profile_free(closing);
-				pp_error("out of memory");
-				status = PP_EXIT_RUNTIME;
-				goto out;
-			}
-			pp_session_release_held(ag.session);
-			export_pending(&ag); /* the previous one, if still waiting */
-			if (ag.cfg.exporter == PP_EXPORTER_FILE) {
-				export_window(&ag, closing);
-				pp_profile_free(closing);
-			} else {
-				ag.pending = closing;
-				ag.pending_due_ns = now + upload_jitter_ns(&ag);
-			}
-			window_end += interval;
-			if (window_end <= now) /* the loop stalled: skip to the current window */
-				window_end = (now / interval + 1) * interval;
+		if (close_window(&ag, window_end, now)) {
+			status = PP_EXIT_RUNTIME;
+			goto out;
 		}
+		window_end += interval;
+		if (window_end <= now) /* the loop stalled: skip to the current window */
+			window_end = (now / interval + 1) * interval;
 	}
 
 	/* SIGTERM/SIGINT: close the partial window, ship it and the queue, exit 0. */
@@ -1082,6 +1094,12 @@ int pp_cmd_run(int argc, char **argv)
 	pp_shim_detach_all(ag.smp.shim);
 	while (pp_shim_poll(ag.smp.shim, 0, pp_session_record_cb, ag.session) > 0)
 		;
+	/* Stopped in a window's grace: that window ends where it ends, the held samples start
+	 * the partial one. */
+	if (grace_until && close_window(&ag, window_end, pp_clock_ns(CLOCK_REALTIME))) {
+		status = PP_EXIT_RUNTIME;
+		goto out;
+	}
 	pp_session_flush(ag.session);
 	export_pending(&ag);
 	{
