@@ -591,23 +591,8 @@ static int load_run_keys(struct record_args *a, struct pp_run_config *rc)
 		return ret == -ENOMEM ? PP_EXIT_RUNTIME : PP_EXIT_USAGE;
 	}
 	free(errs);
-	if (rc->origin[PP_CFG_NODE_NAME].src != PP_SRC_DEFAULT && rc->node_name[0])
-		a->node_name = rc->node_name;
+	a->node_name = pp_run_config_node_name(rc);
 	return 0;
-}
-
-static struct pp_k8s_meta_opts k8s_opts_of(const struct pp_run_config *rc, const char *node_name)
-{
-	return (struct pp_k8s_meta_opts){
-	    .source = rc->k8s_source,
-	    .api_url = rc->k8s_api_url[0] ? rc->k8s_api_url : NULL,
-	    .kubelet_url = rc->k8s_kubelet_url[0] ? rc->k8s_kubelet_url : NULL,
-	    .node_name = node_name,
-	    .token_path = rc->k8s_token_file,
-	    .ca_path = rc->k8s_ca_file,
-	    .kubelet_insecure = rc->k8s_kubelet_insecure,
-	    .no_thread = 1, /* a bounded capture fetches when it chooses to */
-	};
 }
 
 /* A container that started during the capture missed the first list: fetch once more. */
@@ -693,7 +678,7 @@ int pp_cmd_record(int argc, char **argv)
 						      .container_ids = a.container_ids};
 		struct pp_containers_opts co = {.proc_root = a.proc_root,
 						.cgroup_root = a.cgroup_root,
-						.k8s = k8s_opts_of(&rc, a.node_name)};
+						.k8s = pp_run_config_k8s_opts(&rc)};
 		char err[512];
 		struct pp_profile_desc desc = {0};
 		struct pp_session_opts sess = {
@@ -701,6 +686,7 @@ int pp_cmd_record(int argc, char **argv)
 		    .raw_stack_entries = 1 << 16,
 		};
 
+		co.k8s.no_thread = 1; /* a bounded capture fetches when it chooses to */
 		so.filter_cgroups = pp_containers_filter_wanted(&filter);
 		status = pp_sampler_open(&so, &smp);
 		if (status != PP_EXIT_OK)

@@ -330,12 +330,7 @@ static struct pp_otlp_resource resource_of(struct agent *ag)
 	struct pp_otlp_resource res = {
 	    .service_name = ag->cfg.service_name[0] ? ag->cfg.service_name : NULL,
 	    .host_name = ag->host,
-	    /* k8s.node.name only when set (NODE_NAME, flag, file): the host-name default
-	     * would label every machine outside Kubernetes as a node. */
-	    .node_name =
-		ag->cfg.origin[PP_CFG_NODE_NAME].src != PP_SRC_DEFAULT && ag->cfg.node_name[0]
-		    ? ag->cfg.node_name
-		    : NULL,
+	    .node_name = pp_run_config_node_name(&ag->cfg), /* k8s.node.name only when set */
 	    .scope_version = PP_VERSION,
 	    .extra_attrs = ag->attrs,
 	    .n_extra = ag->nattrs,
@@ -869,31 +864,13 @@ static void agent_fini(struct agent *ag)
 	pp_run_config_fini(&ag->cfg);
 }
 
-/* Node name for pod metadata only when given: the host-name default is wrong in a pod. */
-static const char *explicit_node_name(const struct agent *ag)
-{
-	return ag->cfg.origin[PP_CFG_NODE_NAME].src != PP_SRC_DEFAULT && ag->cfg.node_name[0]
-		   ? ag->cfg.node_name
-		   : NULL;
-}
-
 static int open_containers(struct agent *ag, char *err, size_t errlen)
 {
 	const struct pp_run_config *c = &ag->cfg;
 	struct pp_containers_opts o = {
 	    .proc_root = c->proc_root,
 	    .cgroup_root = c->cgroup_root,
-	    .k8s =
-		{
-		    .source = c->k8s_source,
-		    .api_url = c->k8s_api_url[0] ? c->k8s_api_url : NULL,
-		    .kubelet_url = c->k8s_kubelet_url[0] ? c->k8s_kubelet_url : NULL,
-		    .node_name = explicit_node_name(ag),
-		    .token_path = c->k8s_token_file,
-		    .ca_path = c->k8s_ca_file,
-		    .kubelet_insecure = c->k8s_kubelet_insecure,
-		    .refresh_ms = (uint32_t)(c->k8s_refresh_ns / 1000000),
-		},
+	    .k8s = pp_run_config_k8s_opts(c),
 	};
 
 	return pp_containers_open(&o, &ag->containers, err, errlen);

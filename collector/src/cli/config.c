@@ -1558,6 +1558,26 @@ int pp_run_config_load_keys(int argc, char **argv, char *const *envp, uint64_t k
 	return load(argc, argv, envp, keys ? keys : ~0ull, out, errs);
 }
 
+const char *pp_run_config_node_name(const struct pp_run_config *c)
+{
+	return c->origin[PP_CFG_NODE_NAME].src != PP_SRC_DEFAULT && c->node_name[0] ? c->node_name
+										    : NULL;
+}
+
+struct pp_k8s_meta_opts pp_run_config_k8s_opts(const struct pp_run_config *c)
+{
+	return (struct pp_k8s_meta_opts){
+	    .source = c->k8s_source,
+	    .api_url = c->k8s_api_url[0] ? c->k8s_api_url : NULL,
+	    .kubelet_url = c->k8s_kubelet_url[0] ? c->k8s_kubelet_url : NULL,
+	    .node_name = pp_run_config_node_name(c),
+	    .token_path = c->k8s_token_file,
+	    .ca_path = c->k8s_ca_file,
+	    .kubelet_insecure = c->k8s_kubelet_insecure,
+	    .refresh_ms = (uint32_t)(c->k8s_refresh_ns / 1000000),
+	};
+}
+
 /* ---- printing ------------------------------------------------------------------------------ */
 
 static void print_quoted(const char *s, FILE *f)

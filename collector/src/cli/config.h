@@ -198,6 +198,15 @@ int pp_config_file_load(const char *path, struct pp_run_config *c, struct pp_con
  */
 int pp_run_config_finish(struct pp_run_config *c, struct pp_config_errors *errs);
 
+/*
+ * The node's name when it was given (NODE_NAME, --node-name, the file); NULL when only the
+ * host-name default holds, which is wrong in a pod and would label every machine outside
+ * Kubernetes as a node.
+ */
+const char *pp_run_config_node_name(const struct pp_run_config *c);
+/* Where pod metadata comes from, as the k8s-* keys and the node name say. */
+struct pp_k8s_meta_opts pp_run_config_k8s_opts(const struct pp_run_config *c);
+
 /* Prints "key = value   (from ...)" for every key; secrets redacted. */
 void pp_run_config_print(const struct pp_run_config *c, FILE *f);
 /* The --help text, generated from the option table. */
