@@ -69,8 +69,7 @@ struct raw_stack {
 /*
  * The symbol table of one mapping of one process, so that each new address in it costs no
  * path walk and stat: direct-mapped, overwritten on collision. epoch is the symbol cache's
- * eviction count when filled; tables are freed only on eviction, so a moved count means the
- * pointer must be fetched again.
+ * epoch when filled (pp_symcache_epoch): a moved epoch means the pointer must be fetched again.
  */
 #define MAPSYM_SLOTS 1024
 struct mapsym_slot {
@@ -604,10 +603,7 @@ static uint32_t data_loc_named(struct pp_session *s, const char *name, uint64_t 
 
 static uint64_t symcache_epoch(const struct pp_session *s)
 {
-	struct pp_symcache_stats st;
-
-	pp_symcache_get_stats(s->syms, &st);
-	return st.evictions;
+	return pp_symcache_epoch(s->syms);
 }
 
 /*

@@ -43,6 +43,12 @@ static void walk(const struct pp_elf_symbols *s)
 	(void)pp_elf_symbols_lookup(s, UINT64_MAX, NULL);
 	(void)pp_elf_symbols_build_id(s);
 	(void)pp_elf_symbols_debuglink(s);
+	{
+		uint32_t crc;
+
+		(void)pp_elf_symbols_debuglink_crc(s, &crc);
+	}
+	(void)pp_symbol_source_name(pp_elf_symbols_source(s));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

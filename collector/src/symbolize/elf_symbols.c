@@ -28,6 +28,9 @@
 struct pp_elf_symbols {
 	char build_id[PP_BUILD_ID_HEX_SIZE];
 	char debuglink[256];
+	uint32_t debuglink_crc;
+	int has_debuglink_crc;
+	enum pp_symbol_source source;
 	int elf_class;
 	int elf_type;
 	int has_symtab;
@@ -72,6 +75,7 @@ struct reader {
 	GElf_Ehdr ehdr;
 	size_t shnum;
 	struct sec_info *secs;
+	unsigned int flags; /* PP_ELF_OPEN_* */
 	uint64_t tls_vaddr;
 	bool have_tls;
 };
@@ -239,12 +243,17 @@ static int read_segments(struct reader *r, struct pp_elf_symbols *s)
 	return 0;
 }
 
+/*
+ * .gnu_debuglink: the debug file's name, NUL, padding to 4 bytes, then the CRC-32 of the
+ * whole debug file in the file's byte order (binutils' layout).
+ */
 static void read_debuglink(struct reader *r, Elf_Scn *scn, const GElf_Shdr *sh,
 			   struct pp_elf_symbols *s)
 {
+	const unsigned char *c;
 	Elf_Data *d;
 	const char *p;
-	size_t len;
+	size_t len, crc_off;
 
 	if (sh->sh_type == SHT_NOBITS || !in_file(sh->sh_offset, sh->sh_size, r->file_size))
 		return;
@@ -253,9 +262,20 @@ static void read_debuglink(struct reader *r, Elf_Scn *scn, const GElf_Shdr *sh,
 		return;
 	p = d->d_buf;
 	len = strnlen(p, d->d_size);
-	if (len == d->d_size || len == 0 || len >= sizeof(s->debuglink))
+	if (len == d->d_size || len == 0 || len >= sizeof(s->debuglink) || memchr(p, '/', len))
 		return;
 	memcpy(s->debuglink, p, len + 1);
+	crc_off = (len + 1 + 3) & ~(size_t)3;
+	if (crc_off > d->d_size || d->d_size - crc_off < 4)
+		return;
+	c = (const unsigned char *)p + crc_off;
+	if (r->ehdr.e_ident[EI_DATA] == ELFDATA2MSB)
+		s->debuglink_crc =
+		    (uint32_t)c[0] << 24 | (uint32_t)c[1] << 16 | (uint32_t)c[2] << 8 | c[3];
+	else
+		s->debuglink_crc =
+		    (uint32_t)c[3] << 24 | (uint32_t)c[2] << 16 | (uint32_t)c[1] << 8 | c[0];
+	s->has_debuglink_crc = 1;
 }
 
 static bool func_candidate(const GElf_Sym *sym, const char *name, const struct sec_info *sec)
@@ -534,7 +554,8 @@ static int build_tables(struct reader *r, struct pp_elf_symbols *s)
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) {
-			err = read_symtab(r, scn, &sh, &funcs, &data);
+			if (!(r->flags & PP_ELF_OPEN_NO_SYMBOLS))
+				err = read_symtab(r, scn, &sh, &funcs, &data);
 		} else if (!s->has_symtab && have_shstr && sh.sh_type == SHT_PROGBITS) {
 			name = elf_strptr(r->elf, shstrndx, sh.sh_name);
 			if (name && strcmp(name, ".gnu_debuglink") == 0)
@@ -560,12 +581,21 @@ static int build_tables(struct reader *r, struct pp_elf_symbols *s)
 	}
 	free(funcs.v);
 	free(data.v);
+	if (r->flags & PP_ELF_OPEN_NO_SYMBOLS)
+		s->source = PP_SYMBOLS_NOT_READ;
+	else if (s->has_symtab)
+		s->source = PP_SYMBOLS_SYMTAB;
+	else if (s->nfuncs)
+		s->source = PP_SYMBOLS_DYNSYM;
+	else
+		s->source = PP_SYMBOLS_NONE;
 	return err;
 }
 
-static int build_from_elf(Elf *elf, uint64_t file_size, struct pp_elf_symbols **out)
+static int build_from_elf(Elf *elf, uint64_t file_size, unsigned int flags,
+			  struct pp_elf_symbols **out)
 {
-	struct reader r = {.elf = elf, .file_size = file_size};
+	struct reader r = {.elf = elf, .file_size = file_size, .flags = flags};
 	struct pp_elf_symbols *s;
 	int err;
 
@@ -601,6 +631,11 @@ static bool libelf_ready(void)
 
 struct pp_elf_symbols *pp_elf_symbols_open_fd(int fd)
 {
+	return pp_elf_symbols_open_fd_flags(fd, 0);
+}
+
+struct pp_elf_symbols *pp_elf_symbols_open_fd_flags(int fd, unsigned int flags)
+{
 	struct pp_elf_symbols *s = NULL;
 	struct stat st;
 	Elf *elf;
@@ -622,7 +657,7 @@ struct pp_elf_symbols *pp_elf_symbols_open_fd(int fd)
 	}
 	/* ELF_C_READ, not _MMAP: a file truncated under us must not turn into SIGBUS. */
 	elf = elf_begin(fd, ELF_C_READ, NULL);
-	err = build_from_elf(elf, (uint64_t)st.st_size, &s);
+	err = build_from_elf(elf, (uint64_t)st.st_size, flags, &s);
 	elf_end(elf);
 	if (err) {
 		errno = -err;
@@ -677,7 +712,7 @@ struct pp_elf_symbols *pp_elf_symbols_open_mem(const void *buf, size_t len)
 	}
 	memcpy(copy, buf, len);
 	elf = elf_memory(copy, len);
-	err = build_from_elf(elf, len, &s);
+	err = build_from_elf(elf, len, 0, &s);
 	elf_end(elf);
 	free(copy);
 	if (err) {
@@ -865,4 +900,63 @@ int pp_elf_symbols_has_symtab(const struct pp_elf_symbols *s)
 const char *pp_elf_symbols_debuglink(const struct pp_elf_symbols *s)
 {
 	return s ? s->debuglink : "";
+}
+
+int pp_elf_symbols_debuglink_crc(const struct pp_elf_symbols *s, uint32_t *crc)
+{
+	if (!s || !s->debuglink[0] || !s->has_debuglink_crc)
+		return -ENOENT;
+	*crc = s->debuglink_crc;
+	return 0;
+}
+
+enum pp_symbol_source pp_elf_symbols_source(const struct pp_elf_symbols *s)
+{
+	return s ? s->source : PP_SYMBOLS_NONE;
+}
+
+const char *pp_symbol_source_name(enum pp_symbol_source src)
+{
+	switch (src) {
+	case PP_SYMBOLS_SYMTAB:
+		return "symtab";
+	case PP_SYMBOLS_DYNSYM:
+		return "dynsym";
+	case PP_SYMBOLS_DEBUG_FILE:
+		return "debug_file";
+	case PP_SYMBOLS_DEBUGINFOD:
+		return "debuginfod";
+	case PP_SYMBOLS_NOT_READ:
+		return "not_read";
+	case PP_SYMBOLS_NONE:
+		break;
+	}
+	return "none";
+}
+
+int pp_elf_symbols_adopt(struct pp_elf_symbols *dst, struct pp_elf_symbols *debug,
+			 enum pp_symbol_source source)
+{
+	if (!dst || !debug)
+		return -EINVAL;
+	if (dst->build_id[0] && debug->build_id[0] && strcmp(dst->build_id, debug->build_id) != 0)
+		return -ESTALE;
+	if (!debug->has_symtab)
+		return -ENOENT;
+	free(dst->funcs);
+	free(dst->data);
+	free(dst->names);
+	dst->funcs = debug->funcs;
+	dst->nfuncs = debug->nfuncs;
+	dst->data = debug->data;
+	dst->ndata = debug->ndata;
+	dst->names = debug->names;
+	dst->names_len = debug->names_len;
+	dst->has_symtab = 1;
+	dst->source = source;
+	debug->funcs = NULL;
+	debug->data = NULL;
+	debug->names = NULL;
+	pp_elf_symbols_free(debug);
+	return 0;
 }

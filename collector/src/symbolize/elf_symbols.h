@@ -38,6 +38,20 @@ struct pp_elf_symbol {
 
 struct pp_elf_symbols;
 
+/* Where a table's function and data symbols came from. */
+enum pp_symbol_source {
+	PP_SYMBOLS_NONE = 0,   /* the file has none */
+	PP_SYMBOLS_SYMTAB,     /* its own .symtab (not stripped) */
+	PP_SYMBOLS_DYNSYM,     /* only its .dynsym: exported names */
+	PP_SYMBOLS_DEBUG_FILE, /* the .symtab of a separate debug file found on disk */
+	PP_SYMBOLS_DEBUGINFOD, /* ... of one a debuginfod server gave */
+	PP_SYMBOLS_NOT_READ,   /* opened with PP_ELF_OPEN_NO_SYMBOLS */
+};
+
+/* Flags of pp_elf_symbols_open_fd_flags. */
+/* Build id, segments and debuglink only: no symbol is read (--symbolize none). */
+#define PP_ELF_OPEN_NO_SYMBOLS 0x1u
+
 /*
  * Build the table of the ELF file at path / behind fd (the fd is read with pread-style access
  * and not closed; its offset is not used) / in len bytes at buf (copied, so buf may be freed
@@ -51,6 +65,8 @@ struct pp_elf_symbols;
 struct pp_elf_symbols *pp_elf_symbols_open_path(const char *path);
 struct pp_elf_symbols *pp_elf_symbols_open_fd(int fd);
 struct pp_elf_symbols *pp_elf_symbols_open_mem(const void *buf, size_t len);
+/* pp_elf_symbols_open_fd with PP_ELF_OPEN_* flags. */
+struct pp_elf_symbols *pp_elf_symbols_open_fd_flags(int fd, unsigned int flags);
 
 /* Release a table. NULL is a no-op. */
 void pp_elf_symbols_free(struct pp_elf_symbols *s);
@@ -120,8 +136,25 @@ int pp_elf_symbols_has_symtab(const struct pp_elf_symbols *s);
 
 /*
  * The file name in .gnu_debuglink when the file has no .symtab (where separate debug info
- * would be), "" otherwise. Only noted: nothing fetches or opens it.
+ * would be), "" otherwise; a name holding '/' is ignored, so it can only name a file in the
+ * directories debug_file.h searches.
  */
 const char *pp_elf_symbols_debuglink(const struct pp_elf_symbols *s);
+/* The CRC-32 the debuglink asks of its file: 0 and *crc, or -ENOENT when there is none. */
+int pp_elf_symbols_debuglink_crc(const struct pp_elf_symbols *s, uint32_t *crc);
+
+/* Where the table's symbols came from, and its short name ("symtab", "debug_file", ...). */
+enum pp_symbol_source pp_elf_symbols_source(const struct pp_elf_symbols *s);
+const char *pp_symbol_source_name(enum pp_symbol_source src);
+
+/*
+ * Give dst the symbols of debug, the separate debug file of the same binary, and free debug
+ * (on success only): dst keeps its own segments, build id and class, so addresses still map
+ * through the mapped file, and the debug file's .symtab names them (a debug file holds the
+ * same virtual addresses as its binary). dst's source becomes source. Returns 0, -ESTALE when
+ * both have build ids and they differ, -ENOENT when debug has no .symtab, -EINVAL for NULL.
+ */
+int pp_elf_symbols_adopt(struct pp_elf_symbols *dst, struct pp_elf_symbols *debug,
+			 enum pp_symbol_source source);
 
 #endif /* PP_COLLECTOR_ELF_SYMBOLS_H */

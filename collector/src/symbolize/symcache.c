@@ -54,6 +54,11 @@ struct pp_symcache {
 	struct table **id_buckets;
 	struct entry *lru_head, *lru_tail;
 	uint64_t negative_ttl_ns;
+	uint64_t epoch; /* entries removed so far: borrowed tables may be gone */
+	unsigned int open_flags;
+	const struct pp_debug_dirs *debug_dirs;
+	pp_debug_fetch_fn debug_fetch;
+	void *debug_fetch_ctx;
 	struct pp_symcache_stats stats;
 };
 
@@ -225,6 +230,8 @@ static void entry_remove(struct pp_symcache *c, struct entry *e)
 	if (*pp)
 		*pp = e->hnext;
 	lru_unlink(c, e);
+	if (e->tab)
+		c->epoch++;
 	table_put(c, e->tab);
 	c->bytes -= entry_bytes(e);
 	free(e->path);
@@ -318,9 +325,54 @@ static struct entry *live(struct pp_symcache *c, struct entry *e, uint64_t now)
 	return e;
 }
 
+/*
+ * A stripped file's symbols from its separate debug file: on disk first, then from the
+ * fetcher. Failures only leave the file's own (.dynsym) names.
+ */
+static void add_debug_symbols(struct pp_symcache *c, struct pp_elf_symbols *syms, const char *root,
+			      const char *name)
+{
+	struct pp_debug_target t = {
+	    .root = root,
+	    .path = name,
+	    .build_id = pp_elf_symbols_build_id(syms),
+	    .debuglink = pp_elf_symbols_debuglink(syms),
+	};
+	enum pp_symbol_source src = PP_SYMBOLS_DEBUG_FILE;
+	struct pp_elf_symbols *debug;
+	int fd = -ENOENT;
+
+	if (pp_elf_symbols_has_symtab(syms) || (c->open_flags & PP_ELF_OPEN_NO_SYMBOLS))
+		return;
+	if (!t.build_id[0] && !t.debuglink[0])
+		return;
+	t.has_crc = pp_elf_symbols_debuglink_crc(syms, &t.crc) == 0;
+	if (c->debug_dirs && name && name[0] == '/')
+		fd = pp_debug_file_open(c->debug_dirs, &t, NULL, 0);
+	if (fd < 0 && c->debug_fetch && t.build_id[0]) {
+		fd = c->debug_fetch(c->debug_fetch_ctx, t.build_id);
+		src = PP_SYMBOLS_DEBUGINFOD;
+	}
+	if (fd < 0) {
+		c->stats.debug_missing++;
+		return;
+	}
+	debug = pp_elf_symbols_open_fd(fd);
+	close(fd);
+	if (!debug || pp_elf_symbols_adopt(syms, debug, src) != 0) {
+		pp_elf_symbols_free(debug);
+		c->stats.debug_errors++;
+		return;
+	}
+	if (src == PP_SYMBOLS_DEBUGINFOD)
+		c->stats.debug_fetched++;
+	else
+		c->stats.debug_files++;
+}
+
 /* Open the file for a miss: an entry holding its table, or NULL with errno set. */
-static struct entry *load(struct pp_symcache *c, const char *path, const struct file_key *key,
-			  uint64_t now)
+static struct entry *load(struct pp_symcache *c, const char *path, const char *root,
+			  const char *name, const struct file_key *key, uint64_t now)
 {
 	char id[PP_BUILD_ID_HEX_SIZE];
 	struct pp_elf_symbols *syms;
@@ -330,7 +382,8 @@ static struct entry *load(struct pp_symcache *c, const char *path, const struct 
 	struct entry *e;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a process may have put a FIFO where its mapped file was */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		err = errno;
 		goto out_fail;
@@ -358,13 +411,14 @@ static struct entry *load(struct pp_symcache *c, const char *path, const struct 
 		tab->refs++;
 		c->stats.shared_by_build_id++;
 	} else {
-		syms = pp_elf_symbols_open_fd(fd);
+		syms = pp_elf_symbols_open_fd_flags(fd, c->open_flags);
 		if (!syms) {
 			err = errno;
 			close(fd);
 			goto out_fail;
 		}
 		c->stats.opens++;
+		add_debug_symbols(c, syms, root, name);
 		/* one table past the whole bound would evict everything and still not fit */
 		if (sizeof(struct table) + pp_elf_symbols_bytes(syms) > c->max_bytes) {
 			pp_elf_symbols_free(syms);
@@ -403,6 +457,13 @@ out_fail:
 
 const struct pp_elf_symbols *pp_symcache_get_file(struct pp_symcache *c, const char *path,
 						  const char *expected_build_id)
+{
+	return pp_symcache_get_mapped(c, path, NULL, path, expected_build_id);
+}
+
+const struct pp_elf_symbols *pp_symcache_get_mapped(struct pp_symcache *c, const char *path,
+						    const char *root, const char *name,
+						    const char *expected_build_id)
 {
 	struct file_key key;
 	struct stat st;
@@ -446,7 +507,7 @@ const struct pp_elf_symbols *pp_symcache_get_file(struct pp_symcache *c, const c
 		}
 	} else {
 		c->stats.misses++;
-		e = load(c, path, &key, now);
+		e = load(c, path, root, name, &key, now);
 		if (!e)
 			return NULL;
 	}
@@ -457,6 +518,44 @@ const struct pp_elf_symbols *pp_symcache_get_file(struct pp_symcache *c, const c
 		return NULL;
 	}
 	return e->tab->syms;
+}
+
+void pp_symcache_set_debug_dirs(struct pp_symcache *c, const struct pp_debug_dirs *dirs)
+{
+	if (c)
+		c->debug_dirs = dirs;
+}
+
+void pp_symcache_set_debug_fetch(struct pp_symcache *c, pp_debug_fetch_fn fn, void *ctx)
+{
+	if (!c)
+		return;
+	c->debug_fetch = fn;
+	c->debug_fetch_ctx = ctx;
+}
+
+void pp_symcache_set_open_flags(struct pp_symcache *c, unsigned int flags)
+{
+	if (c)
+		c->open_flags = flags;
+}
+
+size_t pp_symcache_forget_build_id(struct pp_symcache *c, const char *build_id)
+{
+	struct entry *e, *older;
+	size_t n = 0;
+
+	if (!c || !build_id || !build_id[0])
+		return 0;
+	for (e = c->lru_head; e; e = older) {
+		older = e->lru_next;
+		if (e->tab && strcasecmp(pp_elf_symbols_build_id(e->tab->syms), build_id) == 0) {
+			entry_remove(c, e);
+			n++;
+		}
+	}
+	c->stats.forgotten += n;
+	return n;
 }
 
 void pp_symcache_set_negative_ttl_ms(struct pp_symcache *c, uint64_t ttl_ms)
@@ -480,6 +579,11 @@ void pp_symcache_free(struct pp_symcache *c)
 size_t pp_symcache_size(const struct pp_symcache *c)
 {
 	return c ? c->n : 0;
+}
+
+uint64_t pp_symcache_epoch(const struct pp_symcache *c)
+{
+	return c ? c->epoch : 0;
 }
 
 size_t pp_symcache_bytes(const struct pp_symcache *c)

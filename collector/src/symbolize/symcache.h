@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "debug_file.h"
 #include "elf_symbols.h"
 
 /* How long a failure to open or parse a file is remembered, unless changed. */
@@ -26,7 +27,20 @@ struct pp_symcache_stats {
 	uint64_t evictions;	     /* entries dropped to stay within max_files, max_bytes */
 	uint64_t too_big;	     /* tables larger than max_bytes alone: not kept */
 	uint64_t build_id_mismatch;  /* lookups refused with ESTALE */
+	uint64_t debug_files;	     /* stripped files named by a separate debug file on disk */
+	uint64_t debug_fetched;	     /* ... by one the debug fetcher (debuginfod) gave */
+	uint64_t debug_missing;	     /* stripped files for which neither had one (yet) */
+	uint64_t debug_errors;	     /* debug files found but unusable (corrupt, too big) */
+	uint64_t forgotten;	     /* entries dropped by pp_symcache_forget_build_id */
 };
+
+/*
+ * Asked for a stripped file's debug file when none is on disk (debuginfod, see
+ * debuginfod_fetch.h); must not block. Returns an open fd of the debug file, -EAGAIN when the
+ * answer is not known yet (asked in the background; the caller will forget the build id once
+ * it is), or another -errno when there is none.
+ */
+typedef int (*pp_debug_fetch_fn)(void *ctx, const char *build_id);
 
 struct pp_symcache;
 
@@ -41,6 +55,25 @@ struct pp_symcache *pp_symcache_new(size_t max_files, size_t max_bytes);
 
 /* Release the cache and every table in it. NULL is a no-op. */
 void pp_symcache_free(struct pp_symcache *c);
+
+/*
+ * Where stripped files' separate debug files are looked for (borrowed; NULL: nowhere, the
+ * default), and the fetcher asked when none is there (NULL: none).
+ */
+void pp_symcache_set_debug_dirs(struct pp_symcache *c, const struct pp_debug_dirs *dirs);
+void pp_symcache_set_debug_fetch(struct pp_symcache *c, pp_debug_fetch_fn fn, void *ctx);
+
+/*
+ * PP_ELF_OPEN_* flags for every file opened from now on (PP_ELF_OPEN_NO_SYMBOLS: build ids and
+ * segments only, for --symbolize none; no debug file is looked for then).
+ */
+void pp_symcache_set_open_flags(struct pp_symcache *c, unsigned int flags);
+
+/*
+ * Drop every entry whose table has this build id, so the next get reads the file again (its
+ * debug file has just become available). Returns how many entries were dropped.
+ */
+size_t pp_symcache_forget_build_id(struct pp_symcache *c, const char *build_id);
 
 /* Change how long failures are remembered (0: not at all). */
 void pp_symcache_set_negative_ttl_ms(struct pp_symcache *c, uint64_t ttl_ms);
@@ -57,6 +90,21 @@ void pp_symcache_set_negative_ttl_ms(struct pp_symcache *c, uint64_t ttl_ms);
  */
 const struct pp_elf_symbols *pp_symcache_get_file(struct pp_symcache *c, const char *path,
 						  const char *expected_build_id);
+
+/*
+ * The same for a file mapped by a process: path is what to open (e.g.
+ * "/proc/PID/map_files/..."), root the process's root ("/proc/PID/root", NULL: the host's) and
+ * name the file's path as the process sees it, both used to look for its debug file.
+ */
+const struct pp_elf_symbols *pp_symcache_get_mapped(struct pp_symcache *c, const char *path,
+						    const char *root, const char *name,
+						    const char *expected_build_id);
+
+/*
+ * Changes whenever a table may have been freed (eviction, pp_symcache_forget_build_id): a
+ * caller that keeps borrowed tables across gets checks it before using them.
+ */
+uint64_t pp_symcache_epoch(const struct pp_symcache *c);
 
 /* Entries and bytes held now, and the counters so far. */
 size_t pp_symcache_size(const struct pp_symcache *c);
