@@ -450,9 +450,12 @@ static int32_t xlat_location(struct enc *e, struct xlat *x, uint32_t id)
 	l = pp_profile_get_location(x->p, id);
 	k.address = l->address;
 	k.mapping = xlat_mapping(e, x, l->mapping_id);
-	/* Every frame is named (a frame without a symbol as "libfoo.so+0x1a2b"): Pyroscope
-	 * draws no frame without a function. */
-	k.function = func_intern(e, l->function);
+	/*
+	 * A frame no symbol named goes without a Line: Pyroscope's symbolizer names exactly those
+	 * (by the mapping's build id) and draws the rest as "file!0xaddr".
+	 */
+	if (!(l->unnamed && l->mapping_id))
+		k.function = func_intern(e, l->function);
 	/* Interned on first use: the dictionary holds no entry nothing refers to. */
 	if (l->kind == PP_FRAME_NATIVE) {
 		if (e->a_native < 0)

@@ -191,6 +191,13 @@ static int build_mappings(struct enc *e, Perftools__Profiles__Profile *msg, uint
 		pm->has_functions = 1;
 		e->mapp[i] = pm;
 	}
+	/* a mapping with a frame left unnamed is one a symbolizer should still look at */
+	for (uint32_t id = 1; id <= nlocs; id++) {
+		const struct pp_location_info *l = pp_profile_get_location(p, id);
+
+		if (l->unnamed && l->mapping_id)
+			e->maps[l->mapping_id - 1].has_functions = 0;
+	}
 	*kmap_id = 0;
 	if (need_kmap) {
 		Perftools__Profiles__Mapping *pm = &e->maps[nmaps];
@@ -292,8 +299,11 @@ static int build_locations(struct enc *e, Perftools__Profiles__Profile *msg, uin
 		 * offset (address - memory_start + file_offset) and so the ELF address */
 		if (l->mapping_id)
 			pl->address += pp_profile_get_mapping(p, l->mapping_id)->load_bias;
-		pl->n_line = 1;
-		pl->line = &e->linep[i];
+		/* unnamed: the address alone, as pprof writes what it has not symbolized */
+		if (!(l->unnamed && l->mapping_id)) {
+			pl->n_line = 1;
+			pl->line = &e->linep[i];
+		}
 		e->locp[i] = pl;
 	}
 	msg->n_location = nlocs;

@@ -282,6 +282,25 @@ nomem:
 	return 0;
 }
 
+int pp_profile_name_location(struct pp_profile *p, uint32_t id, const char *name)
+{
+	struct pp_location_info *l;
+	const char *fn;
+
+	if (!p || !name || !name[0] || id == 0 || id > p->nlocs)
+		return -EINVAL;
+	fn = intern_str(p, name);
+	if (!fn)
+		return -ENOMEM;
+	l = p->locs[id - 1];
+	l->function = fn;
+	l->unnamed = 0;
+	/* found again under its new key; the old key's slot just no longer matches */
+	if (pp_htab_insert(&p->loc_idx, hash_location(l), id - 1))
+		return -ENOMEM;
+	return 0;
+}
+
 static uint64_t hash_labels(const struct pp_label *l, uint32_t n)
 {
 	uint64_t h = PP_HASH_SEED;

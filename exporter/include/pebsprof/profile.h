@@ -61,6 +61,13 @@ struct pp_location_info {
 			       * time), kernel address (kernel) */
 	const char *function; /* symbol name, or "[unknown]"-style placeholder; never NULL */
 	enum pp_frame_kind kind;
+	/*
+	 * Nothing named this frame of a file: function is a placeholder ("libfoo.so+0x1a2b") for
+	 * the text outputs (folded, flame graph, top), while pprof and OTLP send the address alone,
+	 * with no Line, so a backend's symbolizer (Pyroscope's debuginfod one) can name it from
+	 * the mapping's build id. Not part of the location's identity.
+	 */
+	uint32_t unnamed;
 };
 
 #define PP_SAMPLE_MAX_LABELS 8
@@ -120,6 +127,13 @@ uint32_t pp_profile_intern_mapping(struct pp_profile *p, const struct pp_mapping
 /* Interns a location; same (mapping_id, address, function, kind) returns the same id.
  * Returns 0 on allocation failure. */
 uint32_t pp_profile_intern_location(struct pp_profile *p, const struct pp_location_info *loc);
+
+/*
+ * Name location id after the fact (its file's debug symbols arrived later): function becomes
+ * name and unnamed is cleared, so every sample that already refers to it is named. Returns 0,
+ * -EINVAL for a bad id or name, -ENOMEM.
+ */
+int pp_profile_name_location(struct pp_profile *p, uint32_t id, const char *name);
 
 /*
  * Interns a resource: an ordered list of attributes (e.g. container.id, k8s.pod.name), keys

@@ -1236,7 +1236,90 @@ TEST(one_resource_per_container)
 	pp_profile_free(p2);
 }
 
+/*
+ * A frame no symbol named keeps its identity for a backend symbolizer: its Location has the
+ * ELF address and no Line, its Mapping the file name and build id; a named frame of the same
+ * file keeps its Line. Named later (pp_profile_name_location), it gets its Line.
+ */
+TEST(unnamed_frames_carry_address_mapping_and_build_id)
+{
+	struct pp_profile_desc desc = {.event = "cpu-clock",
+				       .value_type = "cpu",
+				       .value_unit = "nanoseconds",
+				       .period = 1000000};
+	struct pp_profile *p = pp_profile_new(&desc);
+	const struct pp_profile *profs[1] = {p};
+	struct pp_mapping_info m = {.start = 0x7f0000001000,
+				    .limit = 0x7f0000100000,
+				    .file_offset = 0x1000,
+				    .filename = "/usr/lib/libstripped.so",
+				    .build_id = "00112233445566778899aabbccddeeff00112233",
+				    .load_bias = 0x7f0000000000};
+	struct pp_location_info un = {.address = 0x1a2b,
+				      .function = "libstripped.so+0x1a2b",
+				      .kind = PP_FRAME_NATIVE,
+				      .unnamed = 1};
+	uint32_t locs[2];
+	REQ *r;
+
+	REQUIRE(p);
+	un.mapping_id = pp_profile_intern_mapping(p, &m);
+	locs[0] = pp_profile_intern_location(p, &un);
+	locs[1] = loc(p, un.mapping_id, 0x1100, "named_caller", PP_FRAME_NATIVE);
+	REQUIRE(locs[0] && locs[1]);
+	REQUIRE(add(p, locs, 2, 9, 9, "app", NULL, 0, 1, 0) == 0);
+	r = encode(profs, 1, NULL);
+	REQUIRE(r);
+	CHECK(check_rules(r) == 0);
+	{
+		const PROF(ProfilesDictionary) *d = r->dictionary;
+		const PROF(Profile) *prof = res_by_pid(r, 9)->scope_profiles[0]->profiles[0];
+		const PROF(Stack) *st = d->stack_table[prof->samples[0]->stack_index];
+		const PROF(Location) * l0, *l1;
+		const PROF(Mapping) * mp;
+
+		REQUIRE(st->n_location_indices == 2);
+		l0 = d->location_table[st->location_indices[0]];
+		l1 = d->location_table[st->location_indices[1]];
+		CHECK_EQ_U64(l0->n_lines, 0);
+		CHECK_EQ_U64(l0->address, 0x1a2b);
+		CHECK_STR(loc_fn(d, l1), "named_caller");
+		REQUIRE(l0->mapping_index > 0);
+		mp = d->mapping_table[l0->mapping_index];
+		CHECK_STR(str(d, mp->filename_strindex), "/usr/lib/libstripped.so");
+		CHECK_STR(attr_sval(find_attr(d, mp->attribute_indices, mp->n_attribute_indices,
+					      "process.executable.build_id.gnu")),
+			  "00112233445566778899aabbccddeeff00112233");
+		/* the placeholder is no function of the dictionary */
+		for (size_t i = 0; i < d->n_function_table; i++)
+			CHECK(!str(d, d->function_table[i]->name_strindex) ||
+			      strcmp(str(d, d->function_table[i]->name_strindex),
+				     "libstripped.so+0x1a2b") != 0);
+	}
+	req_free(r);
+	CHECK(pp_profile_name_location(p, locs[0], "late_name") == 0);
+	CHECK(pp_profile_name_location(p, 99, "x") == -EINVAL);
+	CHECK(pp_profile_get_location(p, locs[0])->unnamed == 0);
+	/* the same frame interned again is the named location */
+	un.function = "late_name";
+	un.unnamed = 0;
+	CHECK_EQ_U64(pp_profile_intern_location(p, &un), locs[0]);
+	r = encode(profs, 1, NULL);
+	REQUIRE(r);
+	{
+		const PROF(ProfilesDictionary) *d = r->dictionary;
+		const PROF(Profile) *prof = res_by_pid(r, 9)->scope_profiles[0]->profiles[0];
+		const PROF(Stack) *st = d->stack_table[prof->samples[0]->stack_index];
+
+		CHECK_STR(loc_fn(d, d->location_table[st->location_indices[0]]), "late_name");
+	}
+	req_free(r);
+	pp_profile_free(p);
+}
+
 TEST_LIST = {
+    {"unnamed_frames_carry_address_mapping_and_build_id",
+     unnamed_frames_carry_address_mapping_and_build_id},
     {"known_profiles_follow_rules", known_profiles_follow_rules},
     {"profile_types_values_and_times", profile_types_values_and_times},
     {"sample_attributes", sample_attributes},

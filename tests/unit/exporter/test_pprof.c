@@ -626,6 +626,67 @@ TEST(addresses_are_the_process)
 	pp_profile_free(p);
 }
 
+/* An unnamed frame: the address alone (no Line), its Mapping not claiming to have functions. */
+TEST(unnamed_frames_have_no_line)
+{
+	struct pp_profile_desc d = {
+	    .event = "cpu-clock", .value_type = "cpu", .value_unit = "nanoseconds", .period = 1};
+	struct pp_profile *p = pp_profile_new(&d);
+	struct pp_mapping_info m1 = {.start = 0x7f0000001000,
+				     .limit = 0x7f0000100000,
+				     .file_offset = 0x1000,
+				     .filename = "/usr/lib/libstripped.so",
+				     .build_id = "aabb",
+				     .load_bias = 0x7f0000000000};
+	struct pp_mapping_info m2 = {
+	    .start = 0x400000, .limit = 0x500000, .filename = "/usr/bin/app", .build_id = "ccdd"};
+	struct pp_location_info un = {.kind = PP_FRAME_NATIVE,
+				      .address = 0x1a2b,
+				      .function = "libstripped.so+0x1a2b",
+				      .unnamed = 1};
+	struct pp_location_info named = {
+	    .kind = PP_FRAME_NATIVE, .address = 0x401000, .function = "main"};
+	uint32_t locs[2];
+	struct pp_sample_info si = {.nlocations = 2,
+				    .pid = 1,
+				    .tid = 1,
+				    .thread_name = "app",
+				    .process_name = "app",
+				    .count = 1,
+				    .value = 1};
+	Profile *pr;
+
+	REQUIRE(p);
+	un.mapping_id = pp_profile_intern_mapping(p, &m1);
+	named.mapping_id = pp_profile_intern_mapping(p, &m2);
+	locs[0] = pp_profile_intern_location(p, &un);
+	locs[1] = pp_profile_intern_location(p, &named);
+	si.locations = locs;
+	REQUIRE(pp_profile_add_sample(p, &si) == 0);
+	pr = encode_decode(p);
+	REQUIRE(pr && pr->n_location == 2 && pr->n_mapping == 2);
+	for (size_t i = 0; i < pr->n_location; i++) {
+		const Perftools__Profiles__Location *l = pr->location[i];
+		const Perftools__Profiles__Mapping *mp = NULL;
+
+		for (size_t j = 0; j < pr->n_mapping; j++)
+			if (pr->mapping[j]->id == l->mapping_id)
+				mp = pr->mapping[j];
+		REQUIRE(mp);
+		if (!strcmp(pr->string_table[mp->filename], "/usr/lib/libstripped.so")) {
+			CHECK_EQ_U64(l->n_line, 0);
+			CHECK_EQ_U64(l->address, 0x7f0000001a2b);
+			CHECK(!mp->has_functions);
+			CHECK_STR(pr->string_table[mp->build_id], "aabb");
+		} else {
+			CHECK_EQ_U64(l->n_line, 1);
+			CHECK(mp->has_functions);
+		}
+	}
+	perftools__profiles__profile__free_unpacked(pr, NULL);
+	pp_profile_free(p);
+}
+
 TEST_LIST = {
     {"encode_known", encode_known},
     {"encode_empty", encode_empty},
@@ -635,5 +696,6 @@ TEST_LIST = {
     {"resource_labels", resource_labels},
     {"main_executable_is_the_first_mapping", main_executable_is_the_first_mapping},
     {"addresses_are_the_process", addresses_are_the_process},
+    {"unnamed_frames_have_no_line", unnamed_frames_have_no_line},
 };
 TEST_MAIN()
