@@ -8,9 +8,13 @@ packages=(
 	# build
 	build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
 	protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev
+	# loaded at run time for --debuginfod (symbolize/debuginfod_fetch.c)
+	libdebuginfod1
 	# tests: independent decoders, the peer profiler, sanitizer runtimes, formatting
 	protobuf-compiler python3 python3-protobuf golang-go linux-perf libclang-rt-14-dev
 	clang-format util-linux bsdutils procps time openssl
+	# a real debuginfod server, and the JIT runtimes whose perf maps are read
+	debuginfod openjdk-17-jdk-headless
 	# deploy tests: YAML lint, the chart renderer's Go sources, the image's CA bundle
 	yamllint golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev ca-certificates
 	# the image built and run as the DaemonSet runs it (tests/integration/test_image_podman.sh)
