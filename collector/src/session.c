@@ -5,13 +5,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "symbolize/elf_symbols.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/demangle.h"
 #include "memory/mem_attr.h"
 #include "process/proc_cache.h"
+#include "symbolize/perf_map.h"
 #include "symbolize/symcache.h"
 
 #define DEFAULT_MAX_PROCESSES 4096
@@ -94,6 +97,7 @@ struct pp_session {
 	struct pp_profile *profile;
 	struct pp_proc_cache *procs;
 	struct pp_symcache *syms;
+	struct pp_perf_maps *perf_maps; /* NULL: not read */
 	struct frame_slot *frames;
 	size_t frames_cap, frames_used;
 	uint32_t kernel_mapping;
@@ -287,6 +291,7 @@ int pp_session_flush(struct pp_session *s)
 {
 	int first_err = 0;
 
+	pp_session_apply_debug(s);
 	if (!s->raw_used)
 		return 0;
 	for (size_t i = 0; i < s->raw_cap; i++) {
@@ -325,6 +330,26 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 		cap <<= 1;
 	s->frames_cap = cap < 16 ? 16 : cap;
 	s->frames = calloc(s->frames_cap, sizeof(*s->frames));
+	if (s->syms) {
+		pp_symcache_set_debug_dirs(s->syms, opts->debug_dirs);
+		if (opts->debuginfod)
+			pp_symcache_set_debug_fetch(s->syms, pp_debuginfod_fetch, opts->debuginfod);
+		if (opts->addresses_only)
+			pp_symcache_set_open_flags(s->syms, PP_ELF_OPEN_NO_SYMBOLS);
+	}
+	if (!opts->addresses_only && !opts->no_perf_maps) {
+		struct pp_perf_maps_opts mo = {
+		    .proc_root = s->proc_root,
+		    .max_bytes = opts->max_perf_map_bytes,
+		};
+
+		s->perf_maps = pp_perf_maps_new(&mo);
+		if (!s->perf_maps) {
+			pp_session_free(s);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
 	if (opts->mem_event)
 		s->objs = pp_mem_objcache_new(opts->max_mem_objects);
 	if (!s->proc_root || !s->procs || !s->syms || !s->frames || (opts->mem_event && !s->objs)) {
@@ -358,6 +383,7 @@ void pp_session_free(struct pp_session *s)
 	free(s->raw);
 	pp_proc_cache_free(s->procs);
 	pp_symcache_free(s->syms);
+	pp_perf_maps_free(s->perf_maps);
 	pp_mem_objcache_free(s->objs);
 	free(s->frames);
 	free(s->proc_root);
@@ -395,6 +421,15 @@ void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *o
 		pp_symcache_get_stats(s->syms, &ys);
 		out->symbol_evictions = ys.evictions;
 		out->symbol_too_big = ys.too_big;
+		out->debug_files = ys.debug_files;
+	}
+	if (s->perf_maps) {
+		struct pp_perf_maps_stats ms;
+
+		pp_perf_maps_get_stats(s->perf_maps, &ms);
+		out->perf_map_bytes = pp_perf_maps_bytes(s->perf_maps);
+		out->perf_map_refused = ms.refused;
+		out->perf_map_bad_lines = ms.bad_lines;
 	}
 	if (s->objs) {
 		struct pp_mem_objcache_stats os;
@@ -436,7 +471,10 @@ static uint32_t kernel_location(struct pp_session *s, uint64_t addr)
 		name = pp_kallsyms_lookup(s->opts.kallsyms, addr, NULL, NULL);
 	if (!name) {
 		s->stats.frames_no_symbol++;
+		s->stats.unnamed++;
 		name = "[kernel]";
+	} else {
+		s->stats.named[PP_NAMED_KALLSYMS]++;
 	}
 	loc.mapping_id = s->kernel_mapping;
 	loc.address = addr;
@@ -466,7 +504,12 @@ static const struct pp_elf_symbols *mapping_symbols_uncached(struct pp_session *
 		snprintf(path, sizeof(path), "%s/%u/map_files/%llx-%llx", s->proc_root, p->pid,
 			 (unsigned long long)m->start, (unsigned long long)m->end);
 	}
-	return pp_symcache_get_file(s->syms, path, NULL);
+	{
+		char root[512];
+
+		snprintf(root, sizeof(root), "%s/%u/root", s->proc_root, p->pid);
+		return pp_symcache_get_mapped(s->syms, path, root, m->path, NULL);
+	}
 }
 
 static uint64_t symcache_epoch(const struct pp_session *s);
@@ -489,6 +532,47 @@ static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const 
 	slot->epoch = symcache_epoch(s); /* the lookup itself may have evicted */
 	slot->valid = 1;
 	return slot->syms;
+}
+
+static enum pp_frame_source source_of(const struct pp_elf_symbols *syms)
+{
+	switch (pp_elf_symbols_source(syms)) {
+	case PP_SYMBOLS_DYNSYM:
+		return PP_NAMED_DYNSYM;
+	case PP_SYMBOLS_DEBUG_FILE:
+		return PP_NAMED_DEBUG_FILE;
+	case PP_SYMBOLS_DEBUGINFOD:
+		return PP_NAMED_DEBUGINFOD;
+	default:
+		return PP_NAMED_SYMTAB;
+	}
+}
+
+const char *pp_frame_source_name(enum pp_frame_source src)
+{
+	static const char *const names[PP_NAMED_SOURCES] = {
+	    [PP_NAMED_SYMTAB] = "symtab",	  [PP_NAMED_DYNSYM] = "dynsym",
+	    [PP_NAMED_DEBUG_FILE] = "debug_file", [PP_NAMED_DEBUGINFOD] = "debuginfod",
+	    [PP_NAMED_PERF_MAP] = "perf_map",	  [PP_NAMED_KALLSYMS] = "kallsyms",
+	};
+
+	return (unsigned)src < PP_NAMED_SOURCES ? names[src] : "unknown";
+}
+
+/* The name a JIT runtime's perf map gives addr, or NULL. */
+static const char *jit_name(struct pp_session *s, const struct pp_proc *p, uint64_t addr, char *buf,
+			    size_t size)
+{
+	const char *name;
+
+	if (!s->perf_maps)
+		return NULL;
+	name = pp_perf_maps_lookup(s->perf_maps, p->pid, p->generation, addr);
+	if (!name)
+		return NULL;
+	s->stats.named[PP_NAMED_PERF_MAP]++;
+	/* C++ JITs (and .NET's native stubs) may write mangled names */
+	return pp_demangle(name, buf, size);
 }
 
 static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uint64_t addr)
@@ -518,6 +602,7 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	m = pp_proc_cache_find_map(s->procs, p, addr);
 	if (!m) {
 		s->stats.frames_unmapped++;
+		s->stats.unnamed++;
 		name = "[unknown]";
 	} else if (!(m->perms & PP_MAP_EXEC)) {
 		/*
@@ -537,7 +622,12 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 			placed = 1;
 			name = pp_demangle(pp_elf_symbols_lookup(syms, vaddr, NULL), demangled,
 					   sizeof(demangled));
+			if (name)
+				s->stats.named[source_of(syms)]++;
 		}
+		/* code in a memfd (a JIT's double mapping) is named by the runtime's perf map */
+		if (!name && strncmp(m->path, "/memfd:", 7) == 0)
+			name = jit_name(s, p, addr, demangled, sizeof(demangled));
 		if (!name) {
 			/*
 			 * No symbol: the frame keeps its identity as "libfoo.so+0x1a2b", the ELF
@@ -547,11 +637,13 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 			 */
 			if (syms)
 				s->stats.frames_no_symbol++;
+			s->stats.unnamed++;
 			if (!placed)
 				vaddr = addr - m->start + m->offset;
 			snprintf(placeholder, sizeof(placeholder), "%s+0x%llx", base_name(m->path),
 				 (unsigned long long)vaddr);
 			name = placeholder;
+			loc.unnamed = 1;
 		}
 		mi.load_bias = addr - vaddr;
 		mi.start = m->start;
@@ -561,8 +653,15 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 		mi.build_id = syms ? pp_elf_symbols_build_id(syms) : "";
 		loc.mapping_id = pp_profile_intern_mapping(s->profile, &mi);
 	} else {
-		s->stats.frames_no_symbol++;
-		switch (m->kind) {
+		if (m->kind == PP_MAP_KIND_ANON || m->kind == PP_MAP_KIND_HEAP)
+			name = jit_name(s, p, addr, demangled, sizeof(demangled));
+		if (!name) {
+			s->stats.frames_no_symbol++;
+			s->stats.unnamed++;
+		}
+		switch (name ? -1 : m->kind) {
+		case -1:
+			break;
 		case PP_MAP_KIND_VDSO:
 			name = "[vdso]";
 			break;
@@ -599,6 +698,70 @@ static uint32_t data_loc_named(struct pp_session *s, const char *name, uint64_t 
 	};
 
 	return pp_profile_intern_location(s->profile, &loc);
+}
+
+/* Name the profile's unnamed locations in the file whose build id is id from its debug file. */
+static size_t name_from_debug_file(struct pp_session *s, const char *id)
+{
+	size_t nlocs = pp_profile_location_count(s->profile), named = 0;
+	struct pp_elf_symbols *dbg;
+	char demangled[1024];
+	int fd;
+
+	fd = pp_debuginfod_fetch(s->opts.debuginfod, id);
+	if (fd < 0)
+		return 0;
+	dbg = pp_elf_symbols_open_fd(fd);
+	close(fd);
+	if (!dbg)
+		return 0;
+	for (uint32_t lid = 1; lid <= nlocs; lid++) {
+		const struct pp_location_info *l = pp_profile_get_location(s->profile, lid);
+		const struct pp_mapping_info *m;
+		const char *name;
+
+		if (!l->unnamed || !l->mapping_id)
+			continue;
+		m = pp_profile_get_mapping(s->profile, l->mapping_id);
+		if (strcasecmp(m->build_id, id) != 0)
+			continue;
+		name = pp_demangle(pp_elf_symbols_lookup(dbg, l->address, NULL), demangled,
+				   sizeof(demangled));
+		if (name && pp_profile_name_location(s->profile, lid, name) == 0)
+			named++;
+	}
+	pp_elf_symbols_free(dbg);
+	return named;
+}
+
+size_t pp_session_apply_debug(struct pp_session *s)
+{
+	char ids[16][PP_BUILD_ID_HEX_SIZE];
+	size_t n, named = 0;
+
+	if (!s || !s->opts.debuginfod)
+		return 0;
+	while ((n = pp_debuginfod_take_ready(s->opts.debuginfod, ids, 16)) > 0) {
+		for (size_t i = 0; i < n; i++) {
+			/* new frames of the file: its table is read again, with the debug file */
+			pp_symcache_forget_build_id(s->syms, ids[i]);
+			if (s->profile)
+				named += name_from_debug_file(s, ids[i]);
+		}
+	}
+	s->stats.named_late += named;
+	s->stats.named[PP_NAMED_DEBUGINFOD] += named;
+	if (s->stats.unnamed >= named)
+		s->stats.unnamed -= named;
+	return named;
+}
+
+size_t pp_session_wait_debug(struct pp_session *s, uint64_t timeout_ms)
+{
+	if (!s || !s->opts.debuginfod)
+		return 0;
+	(void)pp_debuginfod_wait_idle(s->opts.debuginfod, timeout_ms);
+	return pp_session_apply_debug(s);
 }
 
 static uint64_t symcache_epoch(const struct pp_session *s)

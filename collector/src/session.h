@@ -13,6 +13,8 @@
 
 #include "metadata/container_meta.h"
 #include "sampling/record_decode.h"
+#include "symbolize/debug_file.h"
+#include "symbolize/debuginfod_fetch.h"
 
 /* The symbol cache's default bound: with the process cache's 16 MiB and the fixed tables,
  * the agent's caches stay within 64 MiB. */
@@ -65,7 +67,38 @@ struct pp_session_opts {
 	int mem_event;
 	/* (pid, mapping) -> data object cache bound (memory events); 0: 4096. */
 	size_t max_mem_objects;
+	/* Where stripped files' separate debug files are looked for; NULL: nowhere. Borrowed. */
+	const struct pp_debug_dirs *debug_dirs;
+	/*
+	 * Debug files from debuginfod (NULL: none). Borrowed. Frames sent unnamed before their
+	 * file arrived are named in the profile at the next flush (pp_session_apply_debug).
+	 */
+	struct pp_debuginfod *debuginfod;
+	/*
+	 * --symbolize none: no symbol table, debug file or perf map is read; user frames keep
+	 * their ELF address, mapping and build id for a backend to name. Kernel frames are still
+	 * named from kallsyms (opts.kallsyms), as the OTel eBPF profiler does.
+	 */
+	int addresses_only;
+	/* JIT perf maps (/tmp/perf-PID.map) are not read. */
+	int no_perf_maps;
+	/* The perf maps' bound in bytes, all processes together; 0: 16 MiB. */
+	size_t max_perf_map_bytes;
 };
+
+/* Where the names of frames came from: pp_session_stats.named[]. */
+enum pp_frame_source {
+	PP_NAMED_SYMTAB,     /* the file's own .symtab */
+	PP_NAMED_DYNSYM,     /* its .dynsym (exported names only) */
+	PP_NAMED_DEBUG_FILE, /* a separate debug file on disk */
+	PP_NAMED_DEBUGINFOD, /* a debug file from debuginfod (named late ones included) */
+	PP_NAMED_PERF_MAP,   /* a JIT perf map */
+	PP_NAMED_KALLSYMS,   /* kernel symbols */
+	PP_NAMED_SOURCES
+};
+
+/* The short name of a source ("symtab", "perf_map", ...), as record and /metrics print it. */
+const char *pp_frame_source_name(enum pp_frame_source src);
 
 struct pp_session_stats {
 	struct pp_decode_stats decode;
@@ -107,8 +140,20 @@ struct pp_session_stats {
 	uint64_t data_classes;	      /* ... by their mapping's class ([heap], [anon], ...) */
 	uint64_t data_unmapped;	      /* ... in no mapping ([unknown]) */
 	uint64_t data_kernel;	      /* ... in the kernel ([kernel]) */
-	uint64_t mem_obj_hits;	      /* (pid, mapping) cache hits */
-	uint64_t mem_obj_evictions;   /* (pid, mapping) entries dropped (cache full) */
+	/*
+	 * Locations made (each distinct frame once per window), by where their name came from,
+	 * and those no source named: a file's frames sent as file+0xaddr, anonymous code with no
+	 * perf map, kernel frames without symbols.
+	 */
+	uint64_t named[PP_NAMED_SOURCES];
+	uint64_t unnamed;
+	uint64_t named_late;	 /* unnamed locations named at a flush when their debug file came */
+	uint64_t perf_map_bytes; /* gauge: what the perf maps hold */
+	uint64_t perf_map_refused;   /* perf map files refused (a link, a FIFO, another user's) */
+	uint64_t perf_map_bad_lines; /* perf map lines that did not parse */
+	uint64_t debug_files;	     /* stripped files named by a separate debug file on disk */
+	uint64_t mem_obj_hits;	     /* (pid, mapping) cache hits */
+	uint64_t mem_obj_evictions;  /* (pid, mapping) entries dropped (cache full) */
 };
 
 struct pp_session;
@@ -148,5 +193,15 @@ int pp_session_record_cb(void *ctx, const void *data, size_t len);
 int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d);
 
 void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *out);
+
+/*
+ * Debug files that debuginfod delivered since the last call: the symbol cache rereads their
+ * binaries for new frames, and the profile's locations sent unnamed in those files are named
+ * now. pp_session_flush calls it; a long window may call it more often. Returns how many
+ * locations were named.
+ */
+size_t pp_session_apply_debug(struct pp_session *s);
+/* Wait (at most timeout_ms) for the debuginfod requests under way, then apply them. */
+size_t pp_session_wait_debug(struct pp_session *s, uint64_t timeout_ms);
 
 #endif /* PP_SESSION_H */

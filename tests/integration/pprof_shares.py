@@ -25,6 +25,7 @@ exits 1 when an assertion fails, 2 on unreadable input.
       (nm), or to the address its "file+0xADDR" placeholder names)
 """
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -393,6 +394,40 @@ def cmd_check_addresses(a):
     return 0 if checked and not bad else 1
 
 
+UNNAMED_LOC_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+) M=(\d+)\s*$")
+RAW_MAP_FULL_RE = re.compile(
+    r"^\s*(\d+): (0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) (\S+)(?: ([0-9a-f]+))?( \[FN\])?")
+
+
+def cmd_check_unnamed(a):
+    """Unnamed frames of a file: Locations with an address and no function, inside the
+    function nm places there, in a Mapping with the file's name and build id and no [FN]."""
+    maps, unnamed = {}, []
+    for section, line in raw_sections(open(a.file).read()):
+        m = RAW_MAP_FULL_RE.match(line) if section == "Mappings" else None
+        if m and os.path.basename(m.group(5)) == a.name:
+            maps[m.group(1)] = (int(m.group(2), 16), int(m.group(4), 16), m.group(6) or "",
+                                bool(m.group(7)))
+        m = UNNAMED_LOC_RE.match(line) if section == "Locations" else None
+        if m:
+            unnamed.append((int(m.group(2), 16), m.group(3)))
+    if not maps:
+        print(f"FAIL: no mapping of {a.name}")
+        return 1
+    bad = [f"mapping {k}: build id {v[2]!r}, has_functions {v[3]}"
+           for k, v in maps.items() if v[2] != a.build_id or v[3]]
+    lo, size = int(a.func_addr, 16), int(a.func_size, 16)
+    inside = [addr for addr, mid in unnamed if mid in maps and
+              lo <= addr - maps[mid][0] + maps[mid][1] < lo + size]
+    if not inside:
+        bad.append(f"no unnamed location of {a.name} inside {lo:#x}+{size:#x}")
+    for b in bad:
+        print(f"FAIL: {b}")
+    print(f"{'ok' if not bad else 'FAIL'}: {len(unnamed)} unnamed locations, {len(inside)} in "
+          f"the function")
+    return 0 if not bad else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -460,6 +495,14 @@ def main():
     p.add_argument("file")
     p.add_argument("key")
     p.set_defaults(fn=cmd_label_values)
+
+    p = sub.add_parser("check-unnamed")
+    p.add_argument("file")
+    p.add_argument("name")
+    p.add_argument("build_id")
+    p.add_argument("func_addr")
+    p.add_argument("func_size")
+    p.set_defaults(fn=cmd_check_unnamed)
 
     p = sub.add_parser("check-addresses")
     p.add_argument("file")

@@ -328,6 +328,21 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 	labelled(f, unres, "reason", "no_symbol", s->frames_no_symbol);
 	labelled(f, unres, "reason", "no_file", s->frames_no_file);
 	labelled(f, unres, "reason", "not_code", s->frames_not_code);
+	family(f, "pebsprof_frames_named_total", "counter",
+	       "Distinct frames named (once per window), by where the name came from.");
+	for (int i = 0; i < PP_HEALTH_NAME_SOURCES; i++)
+		if (s->frames_named_source[i])
+			labelled(f, "pebsprof_frames_named_total", "source",
+				 s->frames_named_source[i], s->frames_named[i]);
+	family(f, "pebsprof_frames_unnamed_total", "counter",
+	       "Distinct frames no source named: sent as file+0xaddr for a backend to name.");
+	value(f, "pebsprof_frames_unnamed_total", s->frames_unnamed);
+	family(f, "pebsprof_perf_map_refused_total", "counter",
+	       "JIT perf map files refused: a link, not a regular file, another user's.");
+	value(f, "pebsprof_perf_map_refused_total", s->perf_map_refused);
+	family(f, "pebsprof_perf_map_bad_lines_total", "counter",
+	       "JIT perf map lines that did not parse (skipped).");
+	value(f, "pebsprof_perf_map_bad_lines_total", s->perf_map_bad_lines);
 	if (s->process_cache_entries >= 0) {
 		family(f, "pebsprof_process_cache_entries", "gauge", "Processes in the cache.");
 		value(f, "pebsprof_process_cache_entries", (uint64_t)s->process_cache_entries);

@@ -111,6 +111,9 @@ struct pp_health_http_stats {
  * What the run loop knows, copied once per tick. Times are CLOCK_MONOTONIC nanoseconds.
  * Counters are totals since start.
  */
+/* Room for the sources of frame names (the session has fewer). */
+#define PP_HEALTH_NAME_SOURCES 8
+
 struct pp_health_snapshot {
 	uint64_t updated_ns;  /* the tick that took this copy; 0 = none yet (starting) */
 	uint64_t progress_ns; /* the last tick at which the kernel side made progress */
@@ -127,9 +130,14 @@ struct pp_health_snapshot {
 	uint64_t samples_no_process; /* kept, without process metadata */
 	uint64_t add_errors;	     /* samples the profile refused (memory) */
 	uint64_t frames, frames_unmapped, frames_no_symbol, frames_no_file;
-	uint64_t frames_not_code;      /* user walks ended at a return address outside code */
-	int64_t process_cache_entries; /* -1 = unknown: not exported */
-	int64_t symbol_cache_files;    /* -1 = unknown: not exported */
+	uint64_t frames_not_code; /* user walks ended at a return address outside code */
+	/* Locations named, by source ("symtab", "perf_map", ...: names[i] says), and unnamed. */
+	uint64_t frames_named[PP_HEALTH_NAME_SOURCES];
+	const char *frames_named_source[PP_HEALTH_NAME_SOURCES]; /* NULL: unused slot */
+	uint64_t frames_unnamed;
+	uint64_t perf_map_refused, perf_map_bad_lines; /* hostile or broken JIT perf maps */
+	int64_t process_cache_entries;		       /* -1 = unknown: not exported */
+	int64_t symbol_cache_files;		       /* -1 = unknown: not exported */
 	/* bytes held by each cache now (the session's pp_session_stats gauges) */
 	uint64_t process_cache_bytes, symbol_cache_bytes, frame_cache_bytes, raw_stack_bytes;
 	uint64_t mem_obj_cache_bytes;

@@ -36,15 +36,20 @@
 #define DEFAULT_FREQ_HZ 99
 #define POLL_INTERVAL_MS 100
 #define RUN_KEYS_MAX_FLAGS 32
+/* How long the end of a capture waits for debug files still coming from debuginfod. */
+#define RECORD_DEBUGINFOD_WAIT_S 10u
 
-/* The keys record shares with run: where pod metadata comes from, read from the same config
- * file (PEBSPROF_CONFIG) and environment as the agent's, so `kubectl exec` into its pod names
- * pods. */
+/* The keys record shares with run: where pod metadata comes from and how frames are named,
+ * read from the same config file (PEBSPROF_CONFIG) and environment as the agent's, so
+ * `kubectl exec` into its pod names pods and frames as the agent does. */
 static const uint64_t run_keys =
     PP_CONFIG_KEY_BIT(PP_CFG_K8S_SOURCE) | PP_CONFIG_KEY_BIT(PP_CFG_K8S_API_URL) |
     PP_CONFIG_KEY_BIT(PP_CFG_K8S_KUBELET_URL) | PP_CONFIG_KEY_BIT(PP_CFG_K8S_TOKEN_FILE) |
     PP_CONFIG_KEY_BIT(PP_CFG_K8S_CA_FILE) | PP_CONFIG_KEY_BIT(PP_CFG_K8S_KUBELET_INSECURE) |
-    PP_CONFIG_KEY_BIT(PP_CFG_NODE_NAME) | PP_CONFIG_KEY_BIT(PP_CFG_CONFIG);
+    PP_CONFIG_KEY_BIT(PP_CFG_NODE_NAME) | PP_CONFIG_KEY_BIT(PP_CFG_CONFIG) |
+    PP_CONFIG_KEY_BIT(PP_CFG_SYMBOLIZE) | PP_CONFIG_KEY_BIT(PP_CFG_DEBUG_DIRS) |
+    PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD) | PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD_CACHE) |
+    PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD_CACHE_BYTES) | PP_CONFIG_KEY_BIT(PP_CFG_NO_PERF_MAPS);
 
 struct record_args {
 	const char *event;
@@ -131,6 +136,14 @@ static void usage(FILE *f)
 	    "                        --k8s-token-file, --k8s-ca-file, --k8s-kubelet-insecure,\n"
 	    "                        --node-name and --config work as in `run`, and so do\n"
 	    "                        their PEBSPROF_* variables and config file keys\n"
+	    "      --symbolize local|none  name frames here, or keep addresses and build ids\n"
+	    "                        only, for the backend to name (default local)\n"
+	    "      --debug-dirs DIR:...  more directories of separate debug files, after\n"
+	    "                        /usr/lib/debug (inside each process's root, then the host's)\n"
+	    "      --debuginfod URLS ask these debuginfod servers (or DEBUGINFOD_URLS) for\n"
+	    "                        stripped files' debug files; --debuginfod-cache DIR and\n"
+	    "                        --debuginfod-cache-bytes SIZE bound what is kept\n"
+	    "      --no-perf-maps    do not read JIT runtimes' /tmp/perf-PID.map files\n"
 	    "  -q, --quiet           no progress line and no summary\n"
 	    "  -v, --verbose         debug logging (libbpf and verifier messages)\n"
 	    "  -h, --help            this text\n"
@@ -194,6 +207,12 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	    {"k8s-kubelet-insecure", no_argument, NULL, OPT_RUN_KEY_BOOL},
 	    {"node-name", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"config", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"symbolize", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"debug-dirs", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"debuginfod", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"debuginfod-cache", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"debuginfod-cache-bytes", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"no-perf-maps", no_argument, NULL, OPT_RUN_KEY_BOOL},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
@@ -558,6 +577,27 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 				    st->decode.bad_type + st->decode.bad_version +
 				    st->decode.bad_stack),
 	       (unsigned long long)st->samples_no_process);
+	{
+		uint64_t named = 0;
+
+		for (int i = 0; i < PP_NAMED_SOURCES; i++)
+			named += st->named[i];
+		printf("frames named %llu", (unsigned long long)named);
+		for (int i = 0, first = 1; i < PP_NAMED_SOURCES; i++) {
+			if (!st->named[i])
+				continue;
+			printf("%s%s %llu", first ? " (" : ", ",
+			       pp_frame_source_name((enum pp_frame_source)i),
+			       (unsigned long long)st->named[i]);
+			first = 0;
+		}
+		printf("%s, unnamed %llu", named ? ")" : "", (unsigned long long)st->unnamed);
+		if (st->perf_map_refused || st->perf_map_bad_lines)
+			printf("; perf maps refused %llu, bad lines %llu",
+			       (unsigned long long)st->perf_map_refused,
+			       (unsigned long long)st->perf_map_bad_lines);
+		printf("\n");
+	}
 	if (st->samples_unreadable)
 		printf("%llu samples from processes whose maps or binaries could not be read "
 		       "(CAP_SYS_PTRACE "
@@ -615,6 +655,7 @@ int pp_cmd_record(int argc, char **argv)
 	struct pp_session *session = NULL;
 	struct pp_containers containers = {0};
 	struct pp_run_config rc = {0};
+	struct pp_symbolizer sym = {0};
 	struct child ch = {.pid = -1, .go_fd = -1, .err_fd = -1};
 	struct pp_session_stats st;
 	uint64_t counters[PP_CNT__MAX] = {0};
@@ -658,6 +699,11 @@ int pp_cmd_record(int argc, char **argv)
 	status = load_run_keys(&a, &rc);
 	if (status != PP_EXIT_OK)
 		goto out;
+	ret = pp_symbolizer_init(&sym, &rc);
+	if (ret) {
+		status = ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME;
+		goto out;
+	}
 	status = PP_EXIT_RUNTIME;
 	{
 		struct pp_sampler_opts so = {
@@ -710,6 +756,10 @@ int pp_cmd_record(int argc, char **argv)
 		pp_sampler_profile_desc(&smp, &desc);
 		pp_sampler_session_opts(&smp, &sess);
 		sess.containers = containers.meta;
+		sess.debug_dirs = sym.debug_dirs;
+		sess.debuginfod = sym.debuginfod;
+		sess.addresses_only = sym.addresses_only;
+		sess.no_perf_maps = sym.no_perf_maps;
 		profile = pp_profile_new(&desc);
 		session = profile ? pp_session_new(&sess, profile) : NULL;
 		if (!session) {
@@ -796,6 +846,18 @@ int pp_cmd_record(int argc, char **argv)
 	while (pp_shim_poll(smp.shim, 0, pp_session_record_cb, session) > 0)
 		;
 	refresh_pods_if_missed(&containers);
+	/* debug files asked of debuginfod during the capture name its frames before writing */
+	if (sym.debuginfod) {
+		struct pp_debuginfod_stats ds;
+
+		pp_debuginfod_get_stats(sym.debuginfod, &ds);
+		if (ds.pending && !a.quiet)
+			fprintf(stderr,
+				"pebsprof: waiting up to %u s for %llu debug files from "
+				"debuginfod\n",
+				RECORD_DEBUGINFOD_WAIT_S, (unsigned long long)ds.pending);
+		pp_session_wait_debug(session, (uint64_t)RECORD_DEBUGINFOD_WAIT_S * 1000);
+	}
 	if (pp_session_flush(session))
 		pp_warn("some samples could not be added to the profile: out of memory");
 	pp_profile_set_window(profile, pp_profile_get_desc(profile)->start_unix_ns,
@@ -844,6 +906,7 @@ out:
 	pp_containers_close(&containers);
 	pp_sampler_close(&smp);
 	pp_profile_free(profile);
+	pp_symbolizer_fini(&sym);
 	pp_run_config_fini(&rc);
 	return status;
 }

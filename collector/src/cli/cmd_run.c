@@ -54,7 +54,8 @@ static void on_stop_signal(int sig)
 /* Everything the agent owns; one instance, torn down in reverse order by agent_fini. */
 struct agent {
 	struct pp_run_config cfg;
-	struct pp_sampler smp; /* system, events, kernel symbols, shim */
+	struct pp_symbolizer sym; /* debug directories, debuginfod; the session borrows them */
+	struct pp_sampler smp;	  /* system, events, kernel symbols, shim */
 	struct pp_session *session;
 	struct pp_containers containers; /* cgroup -> container and pod; the session borrows it */
 	struct pp_profile *profile;	 /* the open window */
@@ -782,6 +783,13 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.frames_unmapped = ss.frames_unmapped;
 	snap.frames_no_symbol = ss.frames_no_symbol;
 	snap.frames_no_file = ss.frames_no_file;
+	for (int i = 0; i < PP_NAMED_SOURCES && i < PP_HEALTH_NAME_SOURCES; i++) {
+		snap.frames_named[i] = ss.named[i];
+		snap.frames_named_source[i] = pp_frame_source_name((enum pp_frame_source)i);
+	}
+	snap.frames_unnamed = ss.unnamed;
+	snap.perf_map_refused = ss.perf_map_refused;
+	snap.perf_map_bad_lines = ss.perf_map_bad_lines;
 	snap.frames_not_code = ss.samples_walk_ended;
 	snap.windows_closed = ag->windows_closed;
 	snap.windows_exported = ag->window_seq;
@@ -856,6 +864,7 @@ static void agent_fini(struct agent *ag)
 	}
 	pp_transport_free(ag->transport);
 	pp_session_free(ag->session);
+	pp_symbolizer_fini(&ag->sym);
 	pp_containers_close(&ag->containers);
 	pp_profile_free(ag->pending);
 	pp_profile_free(ag->profile);
@@ -930,6 +939,10 @@ static int start_sampling(struct agent *ag)
 		pp_info("%s", ag->smp.events->events[i].why);
 	pp_sampler_profile_desc(&ag->smp, &ag->desc);
 	pp_sampler_session_opts(&ag->smp, &sess);
+	sess.debug_dirs = ag->sym.debug_dirs;
+	sess.debuginfod = ag->sym.debuginfod;
+	sess.addresses_only = ag->sym.addresses_only;
+	sess.no_perf_maps = ag->sym.no_perf_maps;
 	ag->mono_to_wall_ns =
 	    sess.mono_to_wall_ns; /* the records' clock, as the session reads it */
 	ag->session = pp_session_new(&sess, NULL);
@@ -999,6 +1012,12 @@ int pp_cmd_run(int argc, char **argv)
 		pp_error("out of memory");
 		agent_fini(&ag);
 		return PP_EXIT_RUNTIME;
+	}
+	/* before any other thread: debuginfod takes its settings from the environment */
+	ret = pp_symbolizer_init(&ag.sym, &ag.cfg);
+	if (ret) {
+		agent_fini(&ag);
+		return ret == -EINVAL ? PP_EXIT_USAGE : PP_EXIT_RUNTIME;
 	}
 
 	ret = start_health(&ag, err, sizeof(err));

@@ -23,6 +23,9 @@
 #include "sampling/events.h"
 #include "agent/health.h"
 #include "sampling/shim_loader.h"
+#include "base/log.h"
+#include "symbolize/debug_file.h"
+#include "symbolize/debuginfod_fetch.h"
 
 enum opt_type {
 	T_STR,	  /* any text */
@@ -68,6 +71,7 @@ struct option_def {
 #define DEFAULT_STALL_NS (30 * NS_PER_S)
 
 static const char *const exporter_names[] = {"otlp", "pyroscope", "file", NULL};
+static const char *const symbolize_names[] = {"local", "none", NULL};
 static const char *const k8s_names[] = {"auto", "apiserver", "kubelet", "none", NULL};
 
 static const struct option_def table[PP_CFG_NKEYS] = {
@@ -211,6 +215,54 @@ static const struct option_def table[PP_CFG_NKEYS] = {
 				   .help =
 				       "bound of the ELF symbol tables kept; the least recently\n"
 				       "used go first (with the other caches, 64 MiB by default)"},
+    [PP_CFG_SYMBOLIZE] = {.name = "symbolize",
+			  .env = "PEBSPROF_SYMBOLIZE",
+			  .type = T_ENUM,
+			  .offset = OFF(symbolize),
+			  .def = "local",
+			  .names = symbolize_names,
+			  .metavar = "local|none",
+			  .help = "name frames here (local), or send addresses and build ids\n"
+				  "only, for the backend to name (none)"},
+    [PP_CFG_DEBUG_DIRS] = {.name = "debug-dirs",
+			   .env = "PEBSPROF_DEBUG_DIRS",
+			   .type = T_STR,
+			   .offset = OFF(debug_dirs),
+			   .def = "",
+			   .metavar = "DIR:...",
+			   .help = "more directories of separate debug files, searched after\n"
+				   "/usr/lib/debug (inside each process's root, then the host's)"},
+    [PP_CFG_DEBUGINFOD] = {.name = "debuginfod",
+			   .env = "DEBUGINFOD_URLS",
+			   .type = T_STR,
+			   .offset = OFF(debuginfod),
+			   .def = "",
+			   .metavar = "URLS",
+			   .help = "debuginfod servers (space-separated) asked in the background\n"
+				   "for stripped files' debug files (empty: off)"},
+    [PP_CFG_DEBUGINFOD_CACHE] = {.name = "debuginfod-cache",
+				 .env = "PEBSPROF_DEBUGINFOD_CACHE",
+				 .type = T_PATH,
+				 .offset = OFF(debuginfod_cache),
+				 .def = PP_DEBUGINFOD_CACHE_DIR_DEFAULT,
+				 .metavar = "DIR",
+				 .help = "where debug files from debuginfod are kept"},
+    [PP_CFG_DEBUGINFOD_CACHE_BYTES] = {.name = "debuginfod-cache-bytes",
+				       .env = "PEBSPROF_DEBUGINFOD_CACHE_BYTES",
+				       .type = T_SIZE,
+				       .offset = OFF(debuginfod_cache_bytes),
+				       .def = "128MiB",
+				       .min = 1 * MIB,
+				       .max = 1024 * GIB,
+				       .metavar = "SIZE",
+				       .help =
+					   "bound of that directory; the oldest files go first"},
+    [PP_CFG_NO_PERF_MAPS] = {.name = "no-perf-maps",
+			     .env = "PEBSPROF_NO_PERF_MAPS",
+			     .type = T_BOOL,
+			     .offset = OFF(no_perf_maps),
+			     .def = "false",
+			     .help = "do not read JIT runtimes' /tmp/perf-PID.map files"},
     [PP_CFG_FLUSH_TIMEOUT] = {.name = "flush-timeout",
 			      .env = "PEBSPROF_FLUSH_TIMEOUT",
 			      .type = T_SECS,
@@ -1753,4 +1805,56 @@ void pp_run_config_usage(FILE *f)
 		"`key = value` lines keyed by the long flags' names, `#` comments, and optional\n"
 		"quotes around values. --dry-run shows each value and where it came from.\n"
 		"\n" PP_HEALTH_USAGE);
+}
+
+int pp_symbolizer_init(struct pp_symbolizer *out, const struct pp_run_config *c)
+{
+	char dirs[8192];
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	out->addresses_only = c->symbolize == PP_SYMBOLIZE_NONE;
+	out->no_perf_maps = c->no_perf_maps;
+	if (out->addresses_only)
+		return 0; /* nothing of the files' symbols is read */
+	snprintf(dirs, sizeof(dirs), "%s%s%s", PP_DEBUG_DIRS_DEFAULT, c->debug_dirs[0] ? ":" : "",
+		 c->debug_dirs);
+	out->debug_dirs = pp_debug_dirs_new(dirs);
+	if (!out->debug_dirs) {
+		err = -errno;
+		pp_error("debug-dirs: \"%s\": %s (absolute directories, colon-separated, at most "
+			 "%d with /usr/lib/debug)",
+			 c->debug_dirs, strerror(-err), PP_DEBUG_DIRS_MAX);
+		return err;
+	}
+	if (c->debuginfod[0]) {
+		struct pp_debuginfod_opts o = {
+		    .urls = c->debuginfod,
+		    .cache_dir = c->debuginfod_cache,
+		    .cache_max_bytes = c->debuginfod_cache_bytes,
+		};
+
+		out->debuginfod = pp_debuginfod_new(&o);
+		if (!out->debuginfod) {
+			err = -errno;
+			if (err == -ENOENT)
+				pp_error("debuginfod: libdebuginfod.so.1 cannot be loaded (Debian "
+					 "package libdebuginfod1)");
+			else
+				pp_error("debuginfod: cannot start (cache %s): %s",
+					 c->debuginfod_cache, strerror(-err));
+			pp_symbolizer_fini(out);
+			return err;
+		}
+	}
+	return 0;
+}
+
+void pp_symbolizer_fini(struct pp_symbolizer *s)
+{
+	if (!s)
+		return;
+	pp_debuginfod_free(s->debuginfod);
+	pp_debug_dirs_free(s->debug_dirs);
+	memset(s, 0, sizeof(*s));
 }

@@ -34,6 +34,12 @@ enum pp_config_key {
 	PP_CFG_MAX_PROFILE_BYTES,
 	PP_CFG_MAX_REQUEST_BYTES,
 	PP_CFG_SYMBOL_CACHE_BYTES,
+	PP_CFG_SYMBOLIZE,
+	PP_CFG_DEBUG_DIRS,
+	PP_CFG_DEBUGINFOD,
+	PP_CFG_DEBUGINFOD_CACHE,
+	PP_CFG_DEBUGINFOD_CACHE_BYTES,
+	PP_CFG_NO_PERF_MAPS,
 	PP_CFG_FLUSH_TIMEOUT,
 	PP_CFG_STACK_DEPTH,
 	PP_CFG_USER_UNWIND,
@@ -60,6 +66,11 @@ enum pp_config_key {
 	PP_CFG_DRY_RUN, /* flag only */
 	PP_CFG_HELP,	/* flag only */
 	PP_CFG_NKEYS
+};
+
+enum pp_symbolize_mode {
+	PP_SYMBOLIZE_LOCAL, /* names from symbol tables, debug files, debuginfod, perf maps */
+	PP_SYMBOLIZE_NONE,  /* addresses and build ids only, for a backend to name */
 };
 
 enum pp_exporter_kind {
@@ -111,7 +122,13 @@ struct pp_run_config {
 	uint64_t max_profile_bytes;
 	uint64_t max_request_bytes;
 	uint64_t symbol_cache_bytes; /* bound of the symbol tables held */
-	uint64_t flush_timeout_ns;   /* how long exit waits for the queue to drain */
+	int symbolize;		     /* PP_SYMBOLIZE_* */
+	char *debug_dirs;	     /* more debug directories, colon-separated; "" = none */
+	char *debuginfod;	     /* server URLs, space-separated; "" = off */
+	char *debuginfod_cache;
+	uint64_t debuginfod_cache_bytes;
+	int no_perf_maps;
+	uint64_t flush_timeout_ns; /* how long exit waits for the queue to drain */
 	uint64_t stack_depth;
 	int user_unwind;    /* PP_USTACK_* (record.h), named by pp_ustack_walk_names */
 	char *service_name; /* "" = per process (container, pod or executable) */
@@ -231,5 +248,22 @@ int pp_url_check(const char *buf, size_t len, char *err, size_t errlen);
 int pp_size_parse(const char *buf, size_t len, uint64_t *out, char *err, size_t errlen);
 /* ADDR:PORT, ADDR a name, IPv4, [IPv6] or empty (every address); "" means off. */
 int pp_listen_check(const char *buf, size_t len, char *err, size_t errlen);
+
+/* What the symbolizing keys of a config set up for a session (pp_session_opts). */
+struct pp_symbolizer {
+	struct pp_debug_dirs *debug_dirs;
+	struct pp_debuginfod *debuginfod; /* NULL: off */
+	int addresses_only;
+	int no_perf_maps;
+};
+
+/*
+ * Set up what c's symbolizing keys ask for: the debug directories (/usr/lib/debug, then
+ * debug-dirs) and, when debuginfod names servers, the fetcher (its thread starts here: call
+ * it before starting other threads). Returns 0, or -errno with the reason logged (a bad
+ * directory list, libdebuginfod missing, a cache directory that cannot be made).
+ */
+int pp_symbolizer_init(struct pp_symbolizer *out, const struct pp_run_config *c);
+void pp_symbolizer_fini(struct pp_symbolizer *s);
 
 #endif /* PP_COLLECTOR_CONFIG_H */

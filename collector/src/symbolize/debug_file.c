@@ -93,7 +93,8 @@ int pp_debug_file_crc(int fd, uint64_t max_bytes, uint32_t *crc)
 
 /*
  * Does the file behind fd prove to be t's debug file? By build id, the ids must be equal; by
- * debuglink, equal ids where both files have one, else the CRC the link records.
+ * debuglink, the CRC the link records must match (as gdb checks it), and the ids too where
+ * both files have one.
  */
 static int matches(int fd, const struct pp_debug_target *t, int by_build_id)
 {
@@ -106,9 +107,11 @@ static int matches(int fd, const struct pp_debug_target *t, int by_build_id)
 		return 0;
 	if (pp_elf_read_build_id_fd(fd, id, sizeof(id)) != 0)
 		return 0;
-	if (target_has_id && id[0])
-		return strcmp(id, t->build_id) == 0;
-	if (by_build_id || !t->has_crc)
+	if (target_has_id && id[0] && strcmp(id, t->build_id) != 0)
+		return 0;
+	if (by_build_id)
+		return target_has_id && id[0];
+	if (!t->has_crc)
 		return 0;
 	return pp_debug_file_crc(fd, PP_DEBUG_FILE_MAX_BYTES, &crc) == 0 && crc == t->crc;
 }

@@ -274,6 +274,13 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.process_cache_entries = 42;
 	s.symbol_cache_files = 17;
 	s.frames_not_code = 11;
+	s.frames_named[0] = 12;
+	s.frames_named_source[0] = "symtab";
+	s.frames_named[1] = 13;
+	s.frames_named_source[1] = "perf_map";
+	s.frames_unnamed = 14;
+	s.perf_map_refused = 15;
+	s.perf_map_bad_lines = 16;
 	s.process_cache_bytes = 101;
 	s.symbol_cache_bytes = 102;
 	s.frame_cache_bytes = 103;
@@ -372,6 +379,22 @@ static const char metrics_tail[] =
     "pebsprof_frames_unresolved_total{reason=\"no_symbol\"} 9\n"
     "pebsprof_frames_unresolved_total{reason=\"no_file\"} 10\n"
     "pebsprof_frames_unresolved_total{reason=\"not_code\"} 11\n"
+    "# HELP pebsprof_frames_named_total Distinct frames named (once per window), by where the name "
+    "came from.\n"
+    "# TYPE pebsprof_frames_named_total counter\n"
+    "pebsprof_frames_named_total{source=\"symtab\"} 12\n"
+    "pebsprof_frames_named_total{source=\"perf_map\"} 13\n"
+    "# HELP pebsprof_frames_unnamed_total Distinct frames no source named: sent as file+0xaddr for "
+    "a backend to name.\n"
+    "# TYPE pebsprof_frames_unnamed_total counter\n"
+    "pebsprof_frames_unnamed_total 14\n"
+    "# HELP pebsprof_perf_map_refused_total JIT perf map files refused: a link, not a regular "
+    "file, another user's.\n"
+    "# TYPE pebsprof_perf_map_refused_total counter\n"
+    "pebsprof_perf_map_refused_total 15\n"
+    "# HELP pebsprof_perf_map_bad_lines_total JIT perf map lines that did not parse (skipped).\n"
+    "# TYPE pebsprof_perf_map_bad_lines_total counter\n"
+    "pebsprof_perf_map_bad_lines_total 16\n"
     "# HELP pebsprof_process_cache_entries Processes in the cache.\n"
     "# TYPE pebsprof_process_cache_entries gauge\n"
     "pebsprof_process_cache_entries 42\n"
