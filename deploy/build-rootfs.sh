@@ -36,7 +36,7 @@ done
 
 # The build section of scripts/setup.sh, plus the CA bundle the runtime stage ships.
 packages=(build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
-	protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev ca-certificates)
+	protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev ca-certificates libdebuginfod1)
 if [ "$install_deps" = 1 ]; then
 	missing=()
 	for p in "${packages[@]}"; do
@@ -85,7 +85,12 @@ cxxrt=$(ldconfig -p | awk '$1 == "libstdc++.so.6" && $NF ~ /x86-64|^\// && !foun
 	END { if (found) print found }')
 [ -n "$cxxrt" ] || cxxrt=$(gcc -print-file-name=libstdc++.so.6 2>/dev/null)
 [ -f "$cxxrt" ] || { echo "build-rootfs: libstdc++.so.6 not found (Debian libstdc++6)" >&2; exit 1; }
-libs=$( (ldd "$bin"; echo "	$(basename "$cxxrt") => $cxxrt (0)"; ldd "$cxxrt") |
+# libdebuginfod is loaded with dlopen too, only for --debuginfod (debuginfod_fetch.c).
+dbgd=$(ldconfig -p | awk '$1 == "libdebuginfod.so.1" && $NF ~ /x86-64|^\// && !found { found = $NF }
+	END { if (found) print found }')
+[ -f "$dbgd" ] || { echo "build-rootfs: libdebuginfod.so.1 not found (Debian libdebuginfod1)" >&2; exit 1; }
+libs=$( (ldd "$bin"; echo "	$(basename "$cxxrt") => $cxxrt (0)"; ldd "$cxxrt"
+	echo "	$(basename "$dbgd") => $dbgd (0)"; ldd "$dbgd") |
 	awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u)
 [ -n "$libs" ] || { echo "build-rootfs: ldd found no libraries for $bin" >&2; exit 1; }
 for lib in $libs; do

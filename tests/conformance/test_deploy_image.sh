@@ -69,7 +69,13 @@ outside=$(printf '%s\n' "$list" | awk -v s="$stage/" '$2 == "=>" && index($3, s)
 # The C++ runtime the agent dlopens to demangle names, and what it needs, count as used.
 cxxlist=$("$loader" --library-path "$stage/lib/x86_64-linux-gnu" --list "$stage/lib/x86_64-linux-gnu/libstdc++.so.6" 2>&1) ||
 	fail "the C++ runtime (dlopened for demangling) is not in the stage or does not resolve: $cxxlist"
-used=$(printf '%s\n%s\n\tlibstdc++.so.6 => x/libstdc++.so.6\n' "$list" "$cxxlist" |
+# So does libdebuginfod, dlopened for --debuginfod.
+dbgdlist=$("$loader" --library-path "$stage/lib/x86_64-linux-gnu" --list "$stage/lib/x86_64-linux-gnu/libdebuginfod.so.1" 2>&1) ||
+	fail "libdebuginfod (dlopened for --debuginfod) is not in the stage or does not resolve: $dbgdlist"
+outside=$(printf '%s\n' "$dbgdlist" | awk -v s="$stage/" '$2 == "=>" && index($3, s) != 1')
+[ -z "$outside" ] || fail "libdebuginfod's libraries resolved outside the stage: $outside"
+used=$(printf '%s\n%s\n%s\n\tlibstdc++.so.6 => x/libstdc++.so.6\n\tlibdebuginfod.so.1 => x/libdebuginfod.so.1\n' \
+	"$list" "$cxxlist" "$dbgdlist" |
 	awk '$2 == "=>" && $3 !~ /ld-linux/ { print $3 }' | xargs -n1 basename | sort -u)
 staged=$(ls "$stage/lib/x86_64-linux-gnu" | sort)
 [ "$used" = "$staged" ] || fail "staged libraries differ from the resolved ones: $(diff <(echo "$used") <(echo "$staged") | grep '^[<>]' | tr '\n' ' ')"
