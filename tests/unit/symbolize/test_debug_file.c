@@ -259,7 +259,7 @@ TEST(found_by_debuglink_in_each_place)
 
 TEST(wrong_crc_or_build_id_is_refused)
 {
-	char root[PATH_MAX], rel[PATH_MAX], file[PATH_MAX];
+	char root[PATH_MAX], rel[PATH_MAX], file[PATH_MAX + 64];
 	struct pp_debug_dirs *dirs = pp_debug_dirs_new(NULL);
 	struct pp_debug_target t;
 
@@ -364,7 +364,7 @@ TEST(fifo_refused_without_blocking)
 
 TEST(symcache_names_stripped_files_through_debug_dirs)
 {
-	char root[PATH_MAX], rel[PATH_MAX], path[PATH_MAX];
+	char root[PATH_MAX], rel[PATH_MAX], path[PATH_MAX + 64];
 	struct pp_debug_dirs *dirs = pp_debug_dirs_new(NULL);
 	const struct pp_elf_symbols *s;
 	struct pp_symcache_stats st;
