@@ -40,6 +40,7 @@ struct name_chunk {
 
 struct pp_perf_map {
 	struct pm_entry *v;
+	uint64_t *max_end; /* max_end[i]: the largest end of v[0..i], once sorted */
 	size_t n, cap, sorted_n;
 	size_t max_entries, max_bytes, bytes;
 	uint64_t seq;
@@ -73,6 +74,7 @@ void pp_perf_map_free(struct pp_perf_map *m)
 		free(c);
 	}
 	free(m->v);
+	free(m->max_end);
 	free(m);
 }
 
@@ -142,12 +144,13 @@ static bool entry_room(struct pp_perf_map *m)
 	ncap = m->cap ? m->cap * 2 : 256;
 	if (ncap > m->max_entries)
 		ncap = m->max_entries;
-	if (m->bytes + (ncap - m->cap) * sizeof(*nv) > m->max_bytes)
+	/* each entry also has its max_end slot */
+	if (m->bytes + (ncap - m->cap) * (sizeof(*nv) + sizeof(uint64_t)) > m->max_bytes)
 		return false;
 	nv = realloc(m->v, ncap * sizeof(*nv));
 	if (!nv)
 		return false;
-	m->bytes += (ncap - m->cap) * sizeof(*nv);
+	m->bytes += (ncap - m->cap) * (sizeof(*nv) + sizeof(uint64_t));
 	m->v = nv;
 	m->cap = ncap;
 	return true;
@@ -244,7 +247,14 @@ const char *pp_perf_map_lookup(struct pp_perf_map *m, uint64_t addr, uint64_t *s
 	if (!m || !m->n)
 		return NULL;
 	if (m->sorted_n != m->n) {
+		uint64_t *me = realloc(m->max_end, m->cap * sizeof(*me));
+
+		if (!me)
+			return NULL;
+		m->max_end = me;
 		qsort(m->v, m->n, sizeof(*m->v), entry_cmp);
+		for (size_t i = 0; i < m->n; i++)
+			me[i] = i && me[i - 1] > m->v[i].end ? me[i - 1] : m->v[i].end;
 		m->sorted_n = m->n;
 	}
 	hi = m->n;
@@ -256,7 +266,8 @@ const char *pp_perf_map_lookup(struct pp_perf_map *m, uint64_t addr, uint64_t *s
 		else
 			hi = mid;
 	}
-	for (size_t i = lo, k = 0; i > 0 && k < LOOKBACK; i--, k++) {
+	/* no entry at or before i - 1 reaches addr once their largest end does not */
+	for (size_t i = lo, k = 0; i > 0 && k < LOOKBACK && m->max_end[i - 1] > addr; i--, k++) {
 		const struct pm_entry *e = &m->v[i - 1];
 
 		if (addr < e->end && (!best || e->seq > best->seq))
