@@ -49,6 +49,17 @@ record_prog() {
 		-o "$T/$name.otlp.pb" "$@" -- "$bin" 2
 }
 
+# --- 0. what probe says about naming frames ------------------------------------------------
+"$PEBSPROF" probe --json >"$T/probe.json" 2>"$T/probe.err"
+want_dbgd=false
+[ -n "$(ldconfig -p | awk '$1 == "libdebuginfod.so.1"')" ] && want_dbgd=true
+pp_check "probe --json reports symbolization: libdebuginfod $want_dbgd, openat2, the debug dir" \
+	"$PP_PYTHON" -c "import json, sys; s = json.load(open('$T/probe.json'))['symbolization']
+sys.exit(0 if s['libdebuginfod'] == $([ $want_dbgd = true ] && echo True || echo False) and s['openat2'] and
+         s['debug_dir'] == '/usr/lib/debug' else 1)"
+pp_check "probe's text names the debuginfod and perf map facts" \
+	bash -c "'$PEBSPROF' probe | grep -q '^symbolization:' && '$PEBSPROF' probe | grep -q 'perf maps:'"
+
 # --- 1. separate debug files ---------------------------------------------------------------
 mkdir -p "$T/bid/bin" "$T/dbg/.build-id/${ID:0:2}" "$T/link/bin"
 objcopy --strip-all "$T/prog" "$T/bid/bin/prog"

@@ -5,6 +5,7 @@
 #include "cli_util.h"
 #include "cmd_record.h"
 #include "cmd_run.h"
+#include "probe_symbolize.h"
 #include "sampling/probe.h"
 
 static void usage(FILE *f)
@@ -42,7 +43,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "record"))
 		return pp_cmd_record(argc - 1, argv + 1);
 	if (!strcmp(cmd, "probe"))
-		return pp_probe_run(argc - 1, argv + 1);
+		return pp_probe_run(argc - 1, argv + 1, &pp_probe_symbolize);
 	if (!strcmp(cmd, "run"))
 		return pp_cmd_run(argc - 1, argv + 1);
 	fprintf(stderr,

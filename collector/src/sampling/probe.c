@@ -620,11 +620,11 @@ static void report_json(const struct pp_sys *sys, const struct pp_event_set *set
 			fputc(',', out);
 		json_event(out, &set->events[i]);
 	}
-	fputs("]}}\n", out);
+	fputs("]}", out); /* the report's object is closed by pp_probe_report */
 }
 
 int pp_probe_report(const struct pp_sys *sys, pp_perf_open_fn open_fn, void *open_ctx, int json,
-		    FILE *out)
+		    FILE *out, const struct pp_probe_extra *extra)
 {
 	struct pp_event_set *set = NULL;
 	struct mem_plan mp[NR_MEM_SPECS];
@@ -632,10 +632,18 @@ int pp_probe_report(const struct pp_sys *sys, pp_perf_open_fn open_fn, void *ope
 	int r = run_auto(sys, open_fn, open_ctx, &set, err, sizeof(err));
 
 	plan_mem(sys, open_fn, open_ctx, mp);
-	if (json)
+	if (json) {
 		report_json(sys, set, r, err, mp, out);
-	else
+		if (extra && extra->json) {
+			fputc(',', out);
+			extra->json(out);
+		}
+		fputs("}\n", out);
+	} else {
 		report_text(sys, set, r, err, mp, out);
+		if (extra && extra->text)
+			extra->text(out);
+	}
 	pp_event_set_free(set);
 	for (size_t m = 0; m < NR_MEM_SPECS; m++)
 		pp_event_set_free(mp[m].set);
@@ -663,7 +671,7 @@ static void usage(FILE *out)
 		"Exit status: 0 report written, 1 runtime failure, 2 usage error.\n");
 }
 
-int pp_probe_run(int argc, char **argv)
+int pp_probe_run(int argc, char **argv, const struct pp_probe_extra *extra)
 {
 	static const struct option opts[] = {
 	    {"json", no_argument, NULL, 'j'},
@@ -707,7 +715,7 @@ int pp_probe_run(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
-	r = pp_probe_report(sys, NULL, NULL, json, stdout);
+	r = pp_probe_report(sys, NULL, NULL, json, stdout, extra);
 	pp_sys_free(sys);
 	if (r) {
 		fprintf(stderr, "pebsprof probe: writing the report failed: %s\n", strerror(-r));

@@ -13,12 +13,22 @@
 #include "sysinfo.h"
 
 /*
- * Write the report for sys to out. The auto decision is taken with open_fn/open_ctx (NULL =
- * the perf_event_open syscall) in dry-run mode, so nothing stays open. Returns 0, or -EIO
- * when writing fails. A failed auto decision is part of the report, not an error.
+ * Sections another layer adds to the report (the collector's symbolization facts): text
+ * writes its lines, json one "key":value member of the report's object.
+ */
+struct pp_probe_extra {
+	void (*text)(FILE *out);
+	void (*json)(FILE *out);
+};
+
+/*
+ * Write the report for sys to out, with extra's sections when extra is not NULL. The auto decision
+ * is taken with open_fn/open_ctx (NULL = the perf_event_open syscall) in dry-run mode, so nothing
+ * stays open. Returns 0, or -EIO when writing fails. A failed auto decision is part of the report,
+ * not an error.
  */
 int pp_probe_report(const struct pp_sys *sys, pp_perf_open_fn open_fn, void *open_ctx, int json,
-		    FILE *out);
+		    FILE *out, const struct pp_probe_extra *extra);
 
 /* Write s as a JSON string literal (quotes included, control characters escaped). */
 void pp_probe_json_string(FILE *out, const char *s);
@@ -30,6 +40,6 @@ char *pp_probe_cpulist_str(const int *cpus, size_t nr, char *buf, size_t len);
  * The subcommand: argv[0] is "probe". Options: --json, --sysfs-root DIR, --procfs-root DIR,
  * -h/--help. Returns the exit code: 0 ok, 1 runtime failure, 2 usage error.
  */
-int pp_probe_run(int argc, char **argv);
+int pp_probe_run(int argc, char **argv, const struct pp_probe_extra *extra);
 
 #endif /* PP_COLLECTOR_PROBE_H */

@@ -171,7 +171,7 @@ static char *report(const struct pp_sys *sys, pp_perf_open_fn fn, int json)
 
 	if (!out)
 		return NULL;
-	if (pp_probe_report(sys, fn, NULL, json, out) != 0) {
+	if (pp_probe_report(sys, fn, NULL, json, out, NULL) != 0) {
 		fclose(out);
 		free(buf);
 		return NULL;
@@ -539,7 +539,7 @@ static int run_captured(int argc, char **argv, char **text)
 	fflush(stdout);
 	saved = dup(STDOUT_FILENO);
 	dup2(fd, STDOUT_FILENO);
-	rc = pp_probe_run(argc, argv);
+	rc = pp_probe_run(argc, argv, NULL);
 	fflush(stdout);
 	dup2(saved, STDOUT_FILENO);
 	close(saved);
