@@ -149,11 +149,15 @@ pp_check "JIT: the generated code is named from its perf map" \
 	grep -q 'pp_jit_hot_loop' "$T/jit.folded"
 pp_check "JIT: the summary counts perf map names" grep -q 'perf_map' "$T/jit.out"
 
-echo "7f0000000000 7fffffff0000 leaked_secret_name" >"$T/secret.map"
 pp_run "$T/jlink" timeout 30 "$PEBSPROF" record -F 499 -o "$T/jlink.folded" -- \
+	"$JIT" 2 link /etc/shadow
+pp_check "hostile: a perf map that is a link to /etc/shadow is refused, nothing of it in the profile" \
+	bash -c "grep -q 'perf maps refused [1-9]' '$T/jlink.out' && ! grep -q 'root:' '$T/jlink.folded'"
+echo "7f0000000000 7fffffff0000 leaked_secret_name" >"$T/secret.map"
+pp_run "$T/jlink2" timeout 30 "$PEBSPROF" record -F 499 -o "$T/jlink2.folded" -- \
 	"$JIT" 2 link "$T/secret.map"
-pp_check "hostile: a perf map that is a link to another file is refused" \
-	bash -c "! grep -q leaked_secret_name '$T/jlink.folded' && grep -q 'perf maps refused [1-9]' '$T/jlink.out'"
+pp_check "hostile: a link to a well-formed map the agent can read names nothing" \
+	bash -c "! grep -q leaked_secret_name '$T/jlink2.folded' && grep -q 'perf maps refused [1-9]' '$T/jlink2.out'"
 
 pp_run "$T/jfifo" timeout 30 "$PEBSPROF" record -F 499 -o "$T/jfifo.folded" -- "$JIT" 2 fifo
 pp_check "hostile: a FIFO perf map neither blocks the capture nor names anything" \
