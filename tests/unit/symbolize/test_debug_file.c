@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testsh.h"
 #include "symbolize/debug_file.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/symcache.h"
@@ -32,22 +33,9 @@ static const char *g_skip_reason;
 static char g_build_id[PP_BUILD_ID_HEX_SIZE];
 static unsigned long long g_hidden_addr, g_hidden_addr_noid;
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[4 * PATH_MAX];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void cleanup_dir(void)
 {
-	if (g_dir[0] && sh("rm -rf '%s'", g_dir) != 0)
+	if (g_dir[0] && pp_test_sh("rm -rf '%s'", g_dir) != 0)
 		fprintf(stderr, "  could not remove %s\n", g_dir);
 }
 
@@ -82,14 +70,11 @@ static int fixture(void)
 	if (g_state)
 		return g_state;
 	g_state = -1;
-	if (sh("cc --version >/dev/null 2>&1 && which nm objcopy >/dev/null 2>&1") != 0) {
+	if (pp_test_sh("cc --version >/dev/null 2>&1 && which nm objcopy >/dev/null 2>&1") != 0) {
 		g_skip_reason = "no cc or binutils (nm, objcopy) to build the test binaries";
 		return g_state;
 	}
-	snprintf(g_dir, sizeof(g_dir), "%s/pp-dbg-XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(g_dir)) {
-		g_dir[0] = '\0';
+	if (pp_test_mkdtemp(g_dir, sizeof(g_dir), "pp-dbg")) {
 		g_skip_reason = "cannot create a temporary directory";
 		return g_state;
 	}
@@ -101,13 +86,13 @@ static int fixture(void)
 		return g_state;
 	}
 	g_skip_reason = "cc or objcopy failed to build and split the test binaries";
-	if (sh("cd '%s' && cc -O1 -fPIE -pie -Wl,--build-id -o prog prog.c && "
-	       "objcopy --only-keep-debug prog prog.debug && "
-	       "objcopy --strip-all --add-gnu-debuglink=prog.debug prog prog_s && "
-	       "cc -O1 -fPIE -pie -Wl,--build-id=none -o prognoid prog.c && "
-	       "objcopy --only-keep-debug prognoid prognoid.debug && "
-	       "objcopy --strip-all --add-gnu-debuglink=prognoid.debug prognoid prognoid_s",
-	       g_dir))
+	if (pp_test_sh("cd '%s' && cc -O1 -fPIE -pie -Wl,--build-id -o prog prog.c && "
+		       "objcopy --only-keep-debug prog prog.debug && "
+		       "objcopy --strip-all --add-gnu-debuglink=prog.debug prog prog_s && "
+		       "cc -O1 -fPIE -pie -Wl,--build-id=none -o prognoid prog.c && "
+		       "objcopy --only-keep-debug prognoid prognoid.debug && "
+		       "objcopy --strip-all --add-gnu-debuglink=prognoid.debug prognoid prognoid_s",
+		       g_dir))
 		return g_state;
 	g_hidden_addr = nm_addr("prog", "pp_hidden_worker");
 	g_hidden_addr_noid = nm_addr("prognoid", "pp_hidden_worker");
@@ -135,15 +120,15 @@ static int fixture(void)
 static void fresh_dir(char *out, size_t size, const char *name)
 {
 	snprintf(out, size, "%s/%s", g_dir, name);
-	if (sh("rm -rf '%s' && mkdir -p '%s'", out, out) != 0)
+	if (pp_test_sh("rm -rf '%s' && mkdir -p '%s'", out, out) != 0)
 		out[0] = '\0';
 }
 
 /* Copy fixture file name to root + rel, making the folders on the way. */
 static int place(const char *name, const char *root, const char *rel)
 {
-	return sh("mkdir -p \"$(dirname '%s%s')\" && cp '%s/%s' '%s%s'", root, rel, g_dir, name,
-		  root, rel);
+	return pp_test_sh("mkdir -p \"$(dirname '%s%s')\" && cp '%s/%s' '%s%s'", root, rel, g_dir,
+			  name, root, rel);
 }
 
 static void build_id_rel(char *out, size_t size)
@@ -269,7 +254,7 @@ TEST(wrong_crc_or_build_id_is_refused)
 	fresh_dir(root, sizeof(root), "root-crc");
 	REQUIRE(place("prognoid.debug", root, "/app/prognoid.debug") == 0);
 	snprintf(file, sizeof(file), "%s/app/prognoid.debug", root);
-	REQUIRE(sh("printf x >> '%s'", file) == 0);
+	REQUIRE(pp_test_sh("printf x >> '%s'", file) == 0);
 	t = target_of(root, "/app/prognoid", "", "prognoid_s");
 	CHECK_EQ_U64((uint64_t)pp_debug_file_open(dirs, &t, NULL, 0), (uint64_t)-ENOENT);
 
@@ -327,14 +312,15 @@ TEST(links_resolve_inside_the_root_only)
 	build_id_rel(rel, sizeof(rel));
 	snprintf(link, sizeof(link), "%s%s", root, rel);
 	snprintf(hostfile, sizeof(hostfile), "%s/prog.debug", host);
-	REQUIRE(sh("mkdir -p \"$(dirname '%s')\" && ln -s '%s' '%s'", link, hostfile, link) == 0);
+	REQUIRE(pp_test_sh("mkdir -p \"$(dirname '%s')\" && ln -s '%s' '%s'", link, hostfile,
+			   link) == 0);
 	t = target_of(root, "/app/prog", g_build_id, "prog_s");
 	t.debuglink = "";
 	CHECK_EQ_U64((uint64_t)pp_debug_file_open(dirs, &t, NULL, 0), (uint64_t)-ENOENT);
 
 	/* a relative link inside the root (how Debian's .build-id tree is built) is followed */
 	REQUIRE(place("prog.debug", root, "/usr/lib/debug/app/prog.debug") == 0);
-	REQUIRE(sh("ln -sf ../../app/prog.debug '%s'", link) == 0);
+	REQUIRE(pp_test_sh("ln -sf ../../app/prog.debug '%s'", link) == 0);
 	fd = pp_debug_file_open(dirs, &t, NULL, 0);
 	CHECK(fd >= 0);
 	if (fd >= 0)
@@ -353,7 +339,7 @@ TEST(fifo_refused_without_blocking)
 	fresh_dir(root, sizeof(root), "root-fifo");
 	build_id_rel(rel, sizeof(rel));
 	snprintf(fifo, sizeof(fifo), "%s%s", root, rel);
-	REQUIRE(sh("mkdir -p \"$(dirname '%s')\" && mkfifo '%s'", fifo, fifo) == 0);
+	REQUIRE(pp_test_sh("mkdir -p \"$(dirname '%s')\" && mkfifo '%s'", fifo, fifo) == 0);
 	t = target_of(root, "/app/prog", g_build_id, "prog_s");
 	t.debuglink = "";
 	alarm(10); /* a blocking open would hang here: SIGALRM fails the test instead */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testsh.h"
 #include "symbolize/debuginfod_fetch.h"
 #include "symbolize/elf_symbols.h"
 
@@ -25,25 +26,13 @@ static int g_port;
 static char g_id1[PP_BUILD_ID_HEX_SIZE], g_id2[PP_BUILD_ID_HEX_SIZE];
 static unsigned long long g_hidden;
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[4 * PATH_MAX];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void cleanup(void)
 {
 	if (!g_dir[0])
 		return;
-	(void)sh("[ -f '%s/server.pid' ] && kill $(cat '%s/server.pid') 2>/dev/null", g_dir, g_dir);
-	(void)sh("rm -rf '%s'", g_dir);
+	(void)pp_test_sh("[ -f '%s/server.pid' ] && kill $(cat '%s/server.pid') 2>/dev/null", g_dir,
+			 g_dir);
+	(void)pp_test_sh("rm -rf '%s'", g_dir);
 }
 
 static int read_id(const char *file, char *out)
@@ -68,27 +57,26 @@ static int fixture(void)
 	if (g_state)
 		return g_state;
 	g_state = -1;
-	if (sh("command -v debuginfod >/dev/null && command -v curl >/dev/null") != 0) {
+	if (pp_test_sh("command -v debuginfod >/dev/null && command -v curl >/dev/null") != 0) {
 		g_skip_reason = "no debuginfod server (Debian package debuginfod) or curl";
 		return g_state;
 	}
-	snprintf(g_dir, sizeof(g_dir), "%s/pp-dbgd-XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(g_dir)) {
-		g_dir[0] = '\0';
+	if (pp_test_mkdtemp(g_dir, sizeof(g_dir), "pp-dbgd")) {
 		g_skip_reason = "cannot create a temporary directory";
 		return g_state;
 	}
 	atexit(cleanup);
 	g_skip_reason = "cc or objcopy failed";
-	if (sh("cd '%s' && mkdir srv && printf '%%s\\n' "
-	       "'__attribute__((noinline)) static int pp_hidden_worker(int x)' "
-	       "'{ int s = 0; for (int i = 0; i < x; i++) s += i ^ (s >> 2); return s; }' "
-	       "'int main(int c, char **v) { (void)v; return pp_hidden_worker(c) & ID; }' > p.c && "
-	       "cc -O1 -DID=1 -Wl,--build-id -o p1 p.c && cc -O1 -DID=3 -Wl,--build-id -o p2 p.c "
-	       "&& objcopy --only-keep-debug p1 srv/p1.debug && "
-	       "objcopy --only-keep-debug p2 srv/p2.debug && objcopy --strip-all p1 p1_s",
-	       g_dir))
+	if (pp_test_sh(
+		"cd '%s' && mkdir srv && printf '%%s\\n' "
+		"'__attribute__((noinline)) static int pp_hidden_worker(int x)' "
+		"'{ int s = 0; for (int i = 0; i < x; i++) s += i ^ (s >> 2); return s; }' "
+		"'int main(int c, char **v) { (void)v; return pp_hidden_worker(c) & ID; }' > p.c "
+		"&& "
+		"cc -O1 -DID=1 -Wl,--build-id -o p1 p.c && cc -O1 -DID=3 -Wl,--build-id -o p2 p.c "
+		"&& objcopy --only-keep-debug p1 srv/p1.debug && "
+		"objcopy --only-keep-debug p2 srv/p2.debug && objcopy --strip-all p1 p1_s",
+		g_dir))
 		return g_state;
 	if (read_id("p1", g_id1) || read_id("p2", g_id2)) {
 		g_skip_reason = "the test programs have no build id";
@@ -104,11 +92,11 @@ static int fixture(void)
 	g_port = 20000 + (int)(getpid() % 20000);
 	/* the server indexes srv/ at start; ready once it serves the first file */
 	g_skip_reason = "debuginfod did not start or index the test files within 30 s";
-	if (sh("cd '%s' && (debuginfod -F srv -p %d -d '%s/db.sqlite' >server.log 2>&1 & "
-	       "echo $! > server.pid) && for i in $(seq 150); do "
-	       "curl -sf -o /dev/null http://127.0.0.1:%d/buildid/%s/debuginfo && exit 0; "
-	       "sleep 0.2; done; exit 1",
-	       g_dir, g_port, g_dir, g_port, g_id1))
+	if (pp_test_sh("cd '%s' && (debuginfod -F srv -p %d -d '%s/db.sqlite' >server.log 2>&1 & "
+		       "echo $! > server.pid) && for i in $(seq 150); do "
+		       "curl -sf -o /dev/null http://127.0.0.1:%d/buildid/%s/debuginfo && exit 0; "
+		       "sleep 0.2; done; exit 1",
+		       g_dir, g_port, g_dir, g_port, g_id1))
 		return g_state;
 	g_skip_reason = NULL;
 	g_state = 1;

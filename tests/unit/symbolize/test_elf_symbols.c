@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testsh.h"
 #include "symbolize/elf_symbols.h"
 
 static const char prog_src[] =
@@ -90,19 +91,6 @@ static void path_of(char *out, size_t size, const char *name)
 	snprintf(out, size, "%s/%s", g_dir, name);
 }
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[4 * PATH_MAX];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* stdout of a shell command, NUL-terminated; NULL on failure. */
 static char *capture(const char *fmt, ...)
 {
@@ -160,18 +148,15 @@ static int fixture(void)
 	if (g_state)
 		return g_state;
 	g_state = -1;
-	if (sh("cc --version >/dev/null 2>&1") != 0) {
+	if (pp_test_sh("cc --version >/dev/null 2>&1") != 0) {
 		g_skip_reason = "no working cc to build test binaries";
 		return g_state;
 	}
-	if (sh("which nm readelf objcopy >/dev/null 2>&1") != 0) {
+	if (pp_test_sh("which nm readelf objcopy >/dev/null 2>&1") != 0) {
 		g_skip_reason = "binutils (nm, readelf, objcopy) not installed";
 		return g_state;
 	}
-	snprintf(g_dir, sizeof(g_dir), "%s/pp-elf-XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(g_dir)) {
-		g_dir[0] = '\0';
+	if (pp_test_mkdtemp(g_dir, sizeof(g_dir), "pp-elf")) {
 		g_skip_reason = "cannot create a temporary directory";
 		return g_state;
 	}
@@ -182,27 +167,30 @@ static int fixture(void)
 		return g_state;
 	}
 	g_skip_reason = "cc failed to build the test binaries";
-	if (sh("cd '%s' && cc -O1 -fPIE -pie -rdynamic -Wl,--build-id -o prog_pie prog.c", g_dir) ||
-	    sh("cd '%s' && cc -O1 -fno-pie -no-pie -rdynamic -Wl,--build-id -o prog_nopie prog.c",
-	       g_dir) ||
-	    sh("cd '%s' && cc -O1 -fPIC -shared -Wl,--build-id -o libpptest.so lib.c", g_dir) ||
-	    sh("cd '%s' && cc -O1 -fPIE -pie -DWITH_LIB -Wl,--build-id -o prog_lib prog.c "
-	       "-L. -lpptest -Wl,-rpath,'%s'",
-	       g_dir, g_dir))
+	if (pp_test_sh("cd '%s' && cc -O1 -fPIE -pie -rdynamic -Wl,--build-id -o prog_pie prog.c",
+		       g_dir) ||
+	    pp_test_sh(
+		"cd '%s' && cc -O1 -fno-pie -no-pie -rdynamic -Wl,--build-id -o prog_nopie prog.c",
+		g_dir) ||
+	    pp_test_sh("cd '%s' && cc -O1 -fPIC -shared -Wl,--build-id -o libpptest.so lib.c",
+		       g_dir) ||
+	    pp_test_sh("cd '%s' && cc -O1 -fPIE -pie -DWITH_LIB -Wl,--build-id -o prog_lib prog.c "
+		       "-L. -lpptest -Wl,-rpath,'%s'",
+		       g_dir, g_dir))
 		return g_state;
 	g_skip_reason = "objcopy failed";
-	if (sh("cd '%s' && objcopy --strip-all prog_pie prog_stripped", g_dir) ||
-	    sh("cd '%s' && objcopy --only-keep-debug prog_pie prog.debug && "
-	       "objcopy --strip-all --add-gnu-debuglink=prog.debug prog_pie prog_dbglink",
-	       g_dir))
+	if (pp_test_sh("cd '%s' && objcopy --strip-all prog_pie prog_stripped", g_dir) ||
+	    pp_test_sh("cd '%s' && objcopy --only-keep-debug prog_pie prog.debug && "
+		       "objcopy --strip-all --add-gnu-debuglink=prog.debug prog_pie prog_dbglink",
+		       g_dir))
 		return g_state;
 	g_skip_reason = NULL;
 	g_state = 1;
-	if (sh("cd '%s' && cc -m32 -O1 -Wl,--build-id -o prog32 s32.c >/dev/null 2>&1", g_dir) ==
-		0 ||
-	    sh("cd '%s' && cc -m32 -O1 -nostdlib -static -Wl,-e,pp32_entry -Wl,--build-id "
-	       "-o prog32 s32.c >/dev/null 2>&1",
-	       g_dir) == 0)
+	if (pp_test_sh("cd '%s' && cc -m32 -O1 -Wl,--build-id -o prog32 s32.c >/dev/null 2>&1",
+		       g_dir) == 0 ||
+	    pp_test_sh("cd '%s' && cc -m32 -O1 -nostdlib -static -Wl,-e,pp32_entry -Wl,--build-id "
+		       "-o prog32 s32.c >/dev/null 2>&1",
+		       g_dir) == 0)
 		g_have32 = 1;
 	else
 		g_why_no32 = "cc -m32 cannot build a 32-bit executable here (no multilib)";

@@ -17,20 +17,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testsh.h"
 #include "symbolize/perf_map.h"
-
-static int sh(const char *fmt, ...)
-{
-	char cmd[4 * PATH_MAX];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static size_t feed_str(struct pp_perf_map *m, const char *s, int final)
 {
@@ -195,25 +183,23 @@ static uint64_t fake_now(void *ctx)
 static void cleanup(void)
 {
 	if (g_proc[0])
-		(void)sh("rm -rf '%s'", g_proc);
+		(void)pp_test_sh("rm -rf '%s'", g_proc);
 }
 
 /* A process 4242 known to itself as 17, running as uid 0, with an empty root. */
 static int fake_proc(void)
 {
 	if (g_proc[0])
-		return sh("rm -rf '%s/4242/root/tmp' && mkdir -p '%s/4242/root/tmp'", g_proc,
-			  g_proc);
-	snprintf(g_proc, sizeof(g_proc), "%s/pp-pmap-XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(g_proc)) {
-		g_proc[0] = '\0';
+		return pp_test_sh("rm -rf '%s/4242/root/tmp' && mkdir -p '%s/4242/root/tmp'",
+				  g_proc, g_proc);
+	if (pp_test_mkdtemp(g_proc, sizeof(g_proc), "pp-pmap")) {
 		return -1;
 	}
 	atexit(cleanup);
-	return sh("mkdir -p '%s/4242/root/tmp' && printf 'Pid:\\t4242\\nUid:\\t%u\\t%u\\t%u\\t%u\\n"
-		  "NSpid:\\t4242\\t17\\n' > '%s/4242/status'",
-		  g_proc, getuid(), getuid(), getuid(), getuid(), g_proc);
+	return pp_test_sh(
+	    "mkdir -p '%s/4242/root/tmp' && printf 'Pid:\\t4242\\nUid:\\t%u\\t%u\\t%u\\t%u\\n"
+	    "NSpid:\\t4242\\t17\\n' > '%s/4242/status'",
+	    g_proc, getuid(), getuid(), getuid(), getuid(), g_proc);
 }
 
 static struct pp_perf_maps *maps_new(uint64_t max_file_bytes)
@@ -233,29 +219,30 @@ TEST(cache_reads_the_map_by_namespace_pid_and_rereads_growth)
 	struct pp_perf_maps *c;
 
 	REQUIRE(fake_proc() == 0);
-	REQUIRE(sh("printf '7f00001000 100 jit_one\\n' > '%s/4242/root/tmp/perf-17.map'", g_proc) ==
-		0);
+	REQUIRE(pp_test_sh("printf '7f00001000 100 jit_one\\n' > '%s/4242/root/tmp/perf-17.map'",
+			   g_proc) == 0);
 	/* the host pid's name must not be what is read */
-	REQUIRE(sh("printf '7f00001000 100 wrong\\n' > '%s/4242/root/tmp/perf-4242.map'", g_proc) ==
-		0);
+	REQUIRE(pp_test_sh("printf '7f00001000 100 wrong\\n' > '%s/4242/root/tmp/perf-4242.map'",
+			   g_proc) == 0);
 	c = maps_new(0);
 	REQUIRE(c != NULL);
 	CHECK_STR(pp_perf_maps_lookup(c, 4242, 1, 0x7f00001010), "jit_one");
 	CHECK(pp_perf_maps_lookup(c, 4242, 1, 0x7f00002010) == NULL);
-	REQUIRE(sh("printf '7f00002000 100 jit_two\\n7f0000' >> '%s/4242/root/tmp/perf-17.map'",
-		   g_proc) == 0);
+	REQUIRE(
+	    pp_test_sh("printf '7f00002000 100 jit_two\\n7f0000' >> '%s/4242/root/tmp/perf-17.map'",
+		       g_proc) == 0);
 	/* within the recheck interval the file is not looked at again */
 	CHECK(pp_perf_maps_lookup(c, 4242, 1, 0x7f00002010) == NULL);
 	g_now += 2000000000ull;
 	CHECK_STR(pp_perf_maps_lookup(c, 4242, 1, 0x7f00002010), "jit_two");
 	/* the half-written line is finished later */
-	REQUIRE(sh("printf '3000 100 jit_three\\n' >> '%s/4242/root/tmp/perf-17.map'", g_proc) ==
-		0);
+	REQUIRE(pp_test_sh("printf '3000 100 jit_three\\n' >> '%s/4242/root/tmp/perf-17.map'",
+			   g_proc) == 0);
 	g_now += 2000000000ull;
 	CHECK_STR(pp_perf_maps_lookup(c, 4242, 1, 0x7f00003010), "jit_three");
 	/* exec (a new generation): the old names are gone until the file is read again */
-	REQUIRE(sh("printf '7f00001000 100 after_exec\\n' > '%s/4242/root/tmp/perf-17.map'",
-		   g_proc) == 0);
+	REQUIRE(pp_test_sh("printf '7f00001000 100 after_exec\\n' > '%s/4242/root/tmp/perf-17.map'",
+			   g_proc) == 0);
 	CHECK_STR(pp_perf_maps_lookup(c, 4242, 2, 0x7f00001010), "after_exec");
 	pp_perf_maps_get_stats(c, &st);
 	CHECK_EQ_U64(st.files_read, 4);
@@ -279,18 +266,20 @@ TEST(hostile_files_are_refused_without_blocking)
 	alarm(20); /* a blocking open or read would hang: SIGALRM fails the test instead */
 
 	/* a link to a file the agent can read and the process cannot */
-	REQUIRE(sh("printf '7f00001000 100 secret_name\\n' > '%s/secret' && ln -s '%s/secret' "
-		   "'%s'",
-		   g_proc, g_proc, map) == 0);
+	REQUIRE(
+	    pp_test_sh("printf '7f00001000 100 secret_name\\n' > '%s/secret' && ln -s '%s/secret' "
+		       "'%s'",
+		       g_proc, g_proc, map) == 0);
 	CHECK(pp_perf_maps_lookup(c, 4242, 1, 0x7f00001010) == NULL);
 	/* even a relative link inside the root is refused */
-	REQUIRE(sh("rm -f '%s' && printf '7f00001000 100 linked\\n' > '%s/4242/root/tmp/real' && "
-		   "ln -s real '%s'",
-		   map, g_proc, map) == 0);
+	REQUIRE(pp_test_sh(
+		    "rm -f '%s' && printf '7f00001000 100 linked\\n' > '%s/4242/root/tmp/real' && "
+		    "ln -s real '%s'",
+		    map, g_proc, map) == 0);
 	g_now += 2000000000ull;
 	CHECK(pp_perf_maps_lookup(c, 4242, 1, 0x7f00001010) == NULL);
 	/* a FIFO nobody writes */
-	REQUIRE(sh("rm -f '%s' && mkfifo '%s'", map, map) == 0);
+	REQUIRE(pp_test_sh("rm -f '%s' && mkfifo '%s'", map, map) == 0);
 	g_now += 2000000000ull;
 	CHECK(pp_perf_maps_lookup(c, 4242, 1, 0x7f00001010) == NULL);
 	pp_perf_maps_get_stats(c, &st);
@@ -298,8 +287,9 @@ TEST(hostile_files_are_refused_without_blocking)
 	CHECK_EQ_U64(st.named, 0);
 
 	/* another user's file */
-	REQUIRE(sh("rm -f '%s' && printf '7f00001000 100 theirs\\n' > '%s' && chown 65534 '%s'",
-		   map, map, map) == 0);
+	REQUIRE(
+	    pp_test_sh("rm -f '%s' && printf '7f00001000 100 theirs\\n' > '%s' && chown 65534 '%s'",
+		       map, map, map) == 0);
 	g_now += 2000000000ull;
 	if (getuid() == 0) {
 		CHECK(pp_perf_maps_lookup(c, 4242, 1, 0x7f00001010) == NULL);
@@ -319,9 +309,9 @@ TEST(huge_file_is_read_up_to_the_bound)
 	REQUIRE(fake_proc() == 0);
 	snprintf(map, sizeof(map), "%s/4242/root/tmp/perf-17.map", g_proc);
 	/* good lines, then 4 GiB of holes (NUL bytes, no newline), then a good line past it */
-	REQUIRE(sh("printf '7f00001000 100 first\\n' > '%s' && truncate -s 4G '%s' && "
-		   "printf '7f00002000 100 past_the_bound\\n' >> '%s'",
-		   map, map, map) == 0);
+	REQUIRE(pp_test_sh("printf '7f00001000 100 first\\n' > '%s' && truncate -s 4G '%s' && "
+			   "printf '7f00002000 100 past_the_bound\\n' >> '%s'",
+			   map, map, map) == 0);
 	c = maps_new(8u << 20);
 	REQUIRE(c != NULL);
 	alarm(20);
@@ -336,7 +326,7 @@ TEST(huge_file_is_read_up_to_the_bound)
 	CHECK(st.bad_lines >= 1);
 	CHECK(pp_perf_maps_bytes(c) < (1u << 20));
 	pp_perf_maps_free(c);
-	(void)sh("rm -f '%s'", map);
+	(void)pp_test_sh("rm -f '%s'", map);
 }
 
 TEST(no_map_is_rechecked_later)
@@ -351,8 +341,8 @@ TEST(no_map_is_rechecked_later)
 	CHECK(pp_perf_maps_lookup(c, 4242, 1, 0x7f00001010) == NULL);
 	pp_perf_maps_get_stats(c, &st);
 	CHECK_EQ_U64(st.files_missing, 1);
-	REQUIRE(sh("printf '7f00001000 100 late\\n' > '%s/4242/root/tmp/perf-17.map'", g_proc) ==
-		0);
+	REQUIRE(pp_test_sh("printf '7f00001000 100 late\\n' > '%s/4242/root/tmp/perf-17.map'",
+			   g_proc) == 0);
 	g_now += 2000000000ull;
 	CHECK_STR(pp_perf_maps_lookup(c, 4242, 1, 0x7f00001010), "late");
 	/* a process that is gone has no status: nothing, no crash */

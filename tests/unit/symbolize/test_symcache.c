@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testsh.h"
 #include "symbolize/symcache.h"
 
 static char g_dir[512];
@@ -31,19 +32,6 @@ static void cleanup_dir(void)
 	}
 }
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void path_of(char *out, size_t size, const char *name)
 {
 	snprintf(out, size, "%s/%s", g_dir, name);
@@ -55,27 +43,25 @@ static int fixture(void)
 	if (g_state)
 		return g_state;
 	g_state = -1;
-	if (sh("cc --version >/dev/null 2>&1") != 0) {
+	if (pp_test_sh("cc --version >/dev/null 2>&1") != 0) {
 		g_skip_reason = "no working cc to build test binaries";
 		return g_state;
 	}
-	snprintf(g_dir, sizeof(g_dir), "%s/pp-symcache-XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(g_dir)) {
-		g_dir[0] = '\0';
+	if (pp_test_mkdtemp(g_dir, sizeof(g_dir), "pp-symcache")) {
 		g_skip_reason = "cannot create a temporary directory";
 		return g_state;
 	}
 	atexit(cleanup_dir);
 	g_skip_reason = "cc failed to build the test binaries";
 	for (int v = 0; v < 3; v++) {
-		if (sh("cd '%s' && printf 'int pp_variant_%d(int x) { return x * %d; }\\n"
-		       "int main(int c, char **v) { (void)v; return pp_variant_%d(c); }\\n' > %c.c "
-		       "&& cc -O1 -Wl,--build-id -o %c %c.c",
-		       g_dir, v, v + 2, v, 'a' + v, 'a' + v, 'a' + v))
+		if (pp_test_sh("cd '%s' && printf 'int pp_variant_%d(int x) { return x * %d; }\\n"
+			       "int main(int c, char **v) { (void)v; return pp_variant_%d(c); "
+			       "}\\n' > %c.c "
+			       "&& cc -O1 -Wl,--build-id -o %c %c.c",
+			       g_dir, v, v + 2, v, 'a' + v, 'a' + v, 'a' + v))
 			return g_state;
 	}
-	if (sh("cd '%s' && echo 'not an ELF file' > text.txt", g_dir))
+	if (pp_test_sh("cd '%s' && echo 'not an ELF file' > text.txt", g_dir))
 		return g_state;
 	g_skip_reason = NULL;
 	g_state = 1;
@@ -112,7 +98,7 @@ TEST(same_file_by_inode)
 	NEED_FIXTURE();
 	path_of(a, sizeof(a), "a");
 	path_of(link, sizeof(link), "a.hardlink");
-	REQUIRE(sh("ln -f '%s' '%s'", a, link) == 0);
+	REQUIRE(pp_test_sh("ln -f '%s' '%s'", a, link) == 0);
 	snprintf(via_root, sizeof(via_root), "/proc/self/root%s", a);
 	c = pp_symcache_new(8, 64u << 20);
 	REQUIRE(c != NULL);
@@ -143,7 +129,7 @@ TEST(copies_share_a_table_by_build_id)
 	NEED_FIXTURE();
 	path_of(a, sizeof(a), "a");
 	path_of(copy, sizeof(copy), "a.copy");
-	REQUIRE(sh("cp '%s' '%s'", a, copy) == 0);
+	REQUIRE(pp_test_sh("cp '%s' '%s'", a, copy) == 0);
 	c = pp_symcache_new(8, 64u << 20);
 	REQUIRE(c != NULL);
 	s1 = pp_symcache_get_file(c, a, NULL);
@@ -168,7 +154,7 @@ TEST(build_id_mismatch_is_estale)
 	path_of(a, sizeof(a), "a");
 	path_of(b, sizeof(b), "b");
 	path_of(victim, sizeof(victim), "replaced");
-	REQUIRE(sh("cp '%s' '%s'", a, victim) == 0);
+	REQUIRE(pp_test_sh("cp '%s' '%s'", a, victim) == 0);
 	c = pp_symcache_new(8, 64u << 20);
 	REQUIRE(c != NULL);
 	s = pp_symcache_get_file(c, a, NULL);
@@ -193,7 +179,7 @@ TEST(build_id_mismatch_is_estale)
 	/* A binary replaced in place (a process still runs the old one): refused, not reused. */
 	s = pp_symcache_get_file(c, victim, id_a);
 	CHECK(s != NULL);
-	REQUIRE(sh("cat '%s' > '%s'", b, victim) == 0);
+	REQUIRE(pp_test_sh("cat '%s' > '%s'", b, victim) == 0);
 	errno = 0;
 	CHECK(pp_symcache_get_file(c, victim, id_a) == NULL);
 	CHECK_EQ_U64(errno, ESTALE);
@@ -331,7 +317,7 @@ TEST(failures_are_remembered)
 	CHECK_EQ_U64(stats(c).open_failures, 4);
 
 	/* A file that shows up is used at once (its identity is new). */
-	REQUIRE(sh("cp '%s' '%s'", a, missing) == 0);
+	REQUIRE(pp_test_sh("cp '%s' '%s'", a, missing) == 0);
 	CHECK(pp_symcache_get_file(c, missing, NULL) != NULL);
 
 	/* With remembering off, every call tries again. */
