@@ -643,7 +643,8 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 			snprintf(placeholder, sizeof(placeholder), "%s+0x%llx", base_name(m->path),
 				 (unsigned long long)vaddr);
 			name = placeholder;
-			loc.unnamed = 1;
+			loc.unnamed =
+			    s->opts.addresses_only ? PP_UNNAMED_FOR_BACKEND : PP_UNNAMED_DRAWN;
 		}
 		mi.load_bias = addr - vaddr;
 		mi.start = m->start;

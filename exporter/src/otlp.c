@@ -451,10 +451,11 @@ static int32_t xlat_location(struct enc *e, struct xlat *x, uint32_t id)
 	k.address = l->address;
 	k.mapping = xlat_mapping(e, x, l->mapping_id);
 	/*
-	 * A frame no symbol named goes without a Line: Pyroscope's symbolizer names exactly those
-	 * (by the mapping's build id) and draws the rest as "file!0xaddr".
+	 * A frame left to the backend goes without a Line: Pyroscope's symbolizer names exactly
+	 * those (by the mapping's build id). One the agent could not name keeps its placeholder
+	 * as the function, so a backend without a symbolizer still draws it.
 	 */
-	if (!(l->unnamed && l->mapping_id))
+	if (!(l->unnamed == PP_UNNAMED_FOR_BACKEND && l->mapping_id))
 		k.function = func_intern(e, l->function);
 	/* Interned on first use: the dictionary holds no entry nothing refers to. */
 	if (l->kind == PP_FRAME_NATIVE) {

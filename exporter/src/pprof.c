@@ -299,8 +299,9 @@ static int build_locations(struct enc *e, Perftools__Profiles__Profile *msg, uin
 		 * offset (address - memory_start + file_offset) and so the ELF address */
 		if (l->mapping_id)
 			pl->address += pp_profile_get_mapping(p, l->mapping_id)->load_bias;
-		/* unnamed: the address alone, as pprof writes what it has not symbolized */
-		if (!(l->unnamed && l->mapping_id)) {
+		/* left to the backend: the address alone, as pprof writes what it has not
+		 * symbolized */
+		if (!(l->unnamed == PP_UNNAMED_FOR_BACKEND && l->mapping_id)) {
 			pl->n_line = 1;
 			pl->line = &e->linep[i];
 		}

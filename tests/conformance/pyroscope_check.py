@@ -23,7 +23,9 @@ head of 2026-08-21 (3fe6a457a), not from our encoder:
   per profile, 100 labels per sample, no '-' in a sample type, one value per sample type),
   with the limits' defaults of pkg/validation/limits.go.
 
-We add one rule of ours: every frame has a function name (Pyroscope draws no other).
+We add one rule of ours: every frame has a function name (Pyroscope draws no other), which
+`--symbolize local` (the default) guarantees; `--symbolize none` leaves frames without a Line
+on purpose, for Pyroscope's symbolizer, and is not checked here.
 
 Usage: pyroscope_check.py GEN_DIR {otlp FILE | ingest FILE.pb.gz APP_NAME} [--version v1.21|head]
 GEN_DIR holds protoc --python_out of the reference OTLP and pprof protos. Prints the profile

@@ -331,11 +331,23 @@ def elf_loads(binary):
             for f in (line.split() for line in out.splitlines()) if f and f[0] == "LOAD"]
 
 
+def debug_file_of(binary):
+    """The separate debug file of a stripped binary under /usr/lib/debug/.build-id, or None."""
+    out = subprocess.run(["readelf", "-n", binary], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]{4,})", out)
+    path = m and f"/usr/lib/debug/.build-id/{m.group(1)[:2]}/{m.group(1)[2:]}.debug"
+    return path if path and os.path.exists(path) else None
+
+
 def elf_functions(binary):
-    """Sorted (address, name) of the defined functions, from nm (the dynamic table too)."""
+    """Sorted (address, name) of the defined functions, from nm (the dynamic table too, and
+    the separate debug file's table, which the agent names from too, when there is one)."""
     syms = set()
-    for extra in ([], ["-D"]):
-        out = subprocess.run(["nm", "-n", "--defined-only", *extra, binary],
+    debug = debug_file_of(binary)
+    for extra, path in ([], binary), (["-D"], binary), ([], debug):
+        if not path:
+            continue
+        out = subprocess.run(["nm", "-n", "--defined-only", *extra, path],
                              capture_output=True, text=True).stdout
         for f in (line.split() for line in out.splitlines()):
             if len(f) == 3 and f[1] in "tTwWi":
@@ -394,14 +406,15 @@ def cmd_check_addresses(a):
     return 0 if checked and not bad else 1
 
 
-UNNAMED_LOC_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+) M=(\d+)\s*$")
+UNNAMED_LOC_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+) M=(\d+)\s*(\S*)")
 RAW_MAP_FULL_RE = re.compile(
     r"^\s*(\d+): (0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) (\S+)(?: ([0-9a-f]+))?( \[FN\])?")
 
 
 def cmd_check_unnamed(a):
-    """Unnamed frames of a file: Locations with an address and no function, inside the
-    function nm places there, in a Mapping with the file's name and build id and no [FN]."""
+    """Unnamed frames of a file: Locations with an address inside the function nm places
+    there and no function (with --drawn: the function NAME+0x<that ELF address>), in a
+    Mapping with the file's name and build id and no [FN]."""
     maps, unnamed = {}, []
     for section, line in raw_sections(open(a.file).read()):
         m = RAW_MAP_FULL_RE.match(line) if section == "Mappings" else None
@@ -409,16 +422,21 @@ def cmd_check_unnamed(a):
             maps[m.group(1)] = (int(m.group(2), 16), int(m.group(4), 16), m.group(6) or "",
                                 bool(m.group(7)))
         m = UNNAMED_LOC_RE.match(line) if section == "Locations" else None
-        if m:
-            unnamed.append((int(m.group(2), 16), m.group(3)))
+        if m and (m.group(4).startswith(a.name + "+0x") if a.drawn else not m.group(4)):
+            unnamed.append((int(m.group(2), 16), m.group(3), m.group(4)))
     if not maps:
         print(f"FAIL: no mapping of {a.name}")
         return 1
     bad = [f"mapping {k}: build id {v[2]!r}, has_functions {v[3]}"
            for k, v in maps.items() if v[2] != a.build_id or v[3]]
     lo, size = int(a.func_addr, 16), int(a.func_size, 16)
-    inside = [addr for addr, mid in unnamed if mid in maps and
+    inside = [addr for addr, mid, _ in unnamed if mid in maps and
               lo <= addr - maps[mid][0] + maps[mid][1] < lo + size]
+    for addr, mid, name in unnamed:
+        if a.drawn and mid in maps and \
+                int(name.split("+0x")[1], 16) != addr - maps[mid][0] + maps[mid][1]:
+            bad.append(f"{name} at {addr:#x}: its ELF address is "
+                       f"{addr - maps[mid][0] + maps[mid][1]:#x}")
     if not inside:
         bad.append(f"no unnamed location of {a.name} inside {lo:#x}+{size:#x}")
     for b in bad:
@@ -502,6 +520,7 @@ def main():
     p.add_argument("build_id")
     p.add_argument("func_addr")
     p.add_argument("func_size")
+    p.add_argument("--drawn", action="store_true")
     p.set_defaults(fn=cmd_check_unnamed)
 
     p = sub.add_parser("check-addresses")

@@ -95,27 +95,39 @@ grep -Eq 'unnamed [1-9]' "$T/bare.out" && pp_ok "the summary counts unnamed fram
 SPIN=$(nm "$T/prog" | awk '$3 == "pp_split_spin" { print $1 }')
 SPIN_SIZE=$(nm -S "$T/prog" | awk '$4 == "pp_split_spin" { print $2 }')
 
-if pp_pprof_raw "$T/bare.pb.gz" "$T/bare.raw"; then
-	pp_check "pprof: prog's unnamed frames have an address inside pp_split_spin and no line, \
-its mapping the file and build id" \
-		pp_py check-unnamed "$T/bare.raw" prog "$ID" "$SPIN" "$SPIN_SIZE"
-else
-	pp_fail "go tool pprof cannot read the profile"
-	pp_show "$T/bare.raw.err"
-fi
-if "$PP_PYTHON" -c 'import google.protobuf' 2>/dev/null &&
-	pp_otlp_python "$PP_SOURCE_DIR/../shared/reference/opentelemetry-proto" "$T/gen" 2>/dev/null; then
-	pp_check "OTLP: prog's unnamed frames carry the ELF address, no Line, the mapping's file \
-and build id" \
-		"$PP_PYTHON" "$PP_SOURCE_DIR/tests/integration/otlp_unnamed.py" "$T/gen" \
-		"$T/bare.otlp.pb" prog "$ID" "$SPIN" "$SPIN_SIZE"
-else
-	pp_skip_check "OTLP schema check: python3-protobuf or the reference schema is missing"
-fi
+# check_unnamed NAME [--drawn]: prog's unnamed frames in NAME's pprof and OTLP files
+check_unnamed() {
+	local name=$1 drawn=${2:-} what
+	what=$([ -n "$drawn" ] && echo "their placeholder as the function" || echo "no Line")
+	if pp_pprof_raw "$T/$name.pb.gz" "$T/$name.raw"; then
+		pp_check "$name: pprof: prog's unnamed frames lie inside pp_split_spin with $what, \
+their mapping has the file and build id and no [FN]" \
+			pp_py check-unnamed "$T/$name.raw" prog "$ID" "$SPIN" "$SPIN_SIZE" $drawn
+	else
+		pp_fail "$name: go tool pprof cannot read the profile"
+		pp_show "$T/$name.raw.err"
+	fi
+	if [ "$HAVE_OTLP_PY" = 1 ]; then
+		pp_check "$name: OTLP: prog's unnamed frames carry the ELF address with $what, the \
+mapping's file and build id" \
+			"$PP_PYTHON" "$PP_SOURCE_DIR/tests/integration/otlp_unnamed.py" "$T/gen" \
+			"$T/$name.otlp.pb" prog "$ID" "$SPIN" "$SPIN_SIZE" $drawn
+	else
+		pp_skip_check "$name: OTLP schema check: python3-protobuf or the reference schema is missing"
+	fi
+}
+HAVE_OTLP_PY=0
+"$PP_PYTHON" -c 'import google.protobuf' 2>/dev/null &&
+	pp_otlp_python "$PP_SOURCE_DIR/../shared/reference/opentelemetry-proto" "$T/gen" 2>/dev/null &&
+	HAVE_OTLP_PY=1
+# local: the agent tried; the frame is drawn as prog+0x..., and pprof may symbolize it again
+check_unnamed bare --drawn
 
 record_prog none "$T/prog" --symbolize none
 pp_check "--symbolize none: even the unstripped program's function stays unnamed" \
 	bash -c "! grep -q pp_split_spin '$T/none.folded' && grep -Eq ';prog\+0x' '$T/none.folded'"
+# none: left to the backend, with no Line, as Pyroscope's symbolizer expects
+check_unnamed none
 
 # --- 2. debuginfod ---------------------------------------------------------------------------
 if command -v debuginfod >/dev/null; then

@@ -278,6 +278,17 @@ static void read_debuglink(struct reader *r, Elf_Scn *scn, const GElf_Shdr *sh,
 	s->has_debuglink_crc = 1;
 }
 
+/*
+ * The length of name without a symbol version: glibc's .symtab holds "clock_gettime@@GLIBC_2.17"
+ * for what .dynsym and perf call clock_gettime. A name that is only "@..." is kept whole.
+ */
+static size_t unversioned_len(const char *name, size_t len)
+{
+	const char *at = memchr(name, '@', len);
+
+	return at && at > name ? (size_t)(at - name) : len;
+}
+
 static bool func_candidate(const GElf_Sym *sym, const char *name, const struct sec_info *sec)
 {
 	int type = GELF_ST_TYPE(sym->st_info);
@@ -345,6 +356,7 @@ static int read_symtab(struct reader *r, Elf_Scn *scn, const GElf_Shdr *sh, stru
 		len = strnlen(name, sd->d_size - sym.st_name);
 		if (len == 0 || len == sd->d_size - sym.st_name || len > MAX_NAME_LEN)
 			continue;
+		len = unversioned_len(name, len);
 		c = (struct cand){
 		    .start = sym.st_value,
 		    .size = sym.st_size,

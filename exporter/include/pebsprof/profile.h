@@ -62,13 +62,21 @@ struct pp_location_info {
 	const char *function; /* symbol name, or "[unknown]"-style placeholder; never NULL */
 	enum pp_frame_kind kind;
 	/*
-	 * Nothing named this frame of a file: function is a placeholder ("libfoo.so+0x1a2b") for
-	 * the text outputs (folded, flame graph, top), while pprof and OTLP send the address alone,
-	 * with no Line, so a backend's symbolizer (Pyroscope's debuginfod one) can name it from
-	 * the mapping's build id. Not part of the location's identity.
+	 * Nothing named this frame of a file: function is a placeholder ("libfoo.so+0x1a2b") and
+	 * the address and mapping (file name, build id) keep its identity. Not part of the
+	 * location's identity. PP_UNNAMED_* says how pprof and OTLP send it.
 	 */
 	uint32_t unnamed;
 };
+
+/*
+ * pp_location_info.unnamed. DRAWN (the agent tried to name it): sent with the placeholder as
+ * its function so backends draw it, and pprof's Mapping says has_functions false so pprof's
+ * own symbolizer looks at it again. FOR_BACKEND (--symbolize none): sent with no Line, the
+ * way Pyroscope's symbolizer (by the mapping's build id) and the OTel eBPF profiler expect it.
+ */
+#define PP_UNNAMED_DRAWN 1
+#define PP_UNNAMED_FOR_BACKEND 2
 
 #define PP_SAMPLE_MAX_LABELS 8
 

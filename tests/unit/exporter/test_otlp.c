@@ -1258,7 +1258,7 @@ TEST(unnamed_frames_carry_address_mapping_and_build_id)
 	struct pp_location_info un = {.address = 0x1a2b,
 				      .function = "libstripped.so+0x1a2b",
 				      .kind = PP_FRAME_NATIVE,
-				      .unnamed = 1};
+				      .unnamed = PP_UNNAMED_FOR_BACKEND};
 	uint32_t locs[2];
 	REQ *r;
 
@@ -1297,6 +1297,32 @@ TEST(unnamed_frames_carry_address_mapping_and_build_id)
 				     "libstripped.so+0x1a2b") != 0);
 	}
 	req_free(r);
+	{
+		/* one the agent tried to name: drawn, with its placeholder as the function */
+		struct pp_location_info drawn = un;
+		uint32_t dl;
+
+		drawn.address = 0x2a2b;
+		drawn.function = "libstripped.so+0x2a2b";
+		drawn.unnamed = PP_UNNAMED_DRAWN;
+		dl = pp_profile_intern_location(p, &drawn);
+		REQUIRE(dl && add(p, &dl, 1, 9, 9, "app", NULL, 0, 1, 0) == 0);
+		r = encode(profs, 1, NULL);
+		REQUIRE(r);
+		{
+			const PROF(ProfilesDictionary) *d = r->dictionary;
+			int seen = 0;
+
+			for (size_t i = 1; i < d->n_location_table; i++)
+				if (d->location_table[i]->address == 0x2a2b) {
+					CHECK_STR(loc_fn(d, d->location_table[i]),
+						  "libstripped.so+0x2a2b");
+					seen++;
+				}
+			CHECK(seen == 1);
+		}
+		req_free(r);
+	}
 	CHECK(pp_profile_name_location(p, locs[0], "late_name") == 0);
 	CHECK(pp_profile_name_location(p, 99, "x") == -EINVAL);
 	CHECK(pp_profile_get_location(p, locs[0])->unnamed == 0);

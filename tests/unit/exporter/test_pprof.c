@@ -643,7 +643,7 @@ TEST(unnamed_frames_have_no_line)
 	struct pp_location_info un = {.kind = PP_FRAME_NATIVE,
 				      .address = 0x1a2b,
 				      .function = "libstripped.so+0x1a2b",
-				      .unnamed = 1};
+				      .unnamed = PP_UNNAMED_FOR_BACKEND};
 	struct pp_location_info named = {
 	    .kind = PP_FRAME_NATIVE, .address = 0x401000, .function = "main"};
 	uint32_t locs[2];

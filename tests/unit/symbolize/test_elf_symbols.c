@@ -955,6 +955,24 @@ TEST(bad_input_fails_cleanly)
 	free(elf);
 }
 
+/* glibc's .symtab names versioned symbols "name@@VERSION": the version is not part of it. */
+TEST(symbol_versions_are_cut)
+{
+	char path[PATH_MAX];
+	struct pp_elf_symbols *s;
+
+	NEED_FIXTURE();
+	REQUIRE(pp_test_sh("cd '%s' && printf '%%s\\n' .text '.globl \"pp_versioned@@PP_1\"' "
+			   "'.type \"pp_versioned@@PP_1\",@function' '\"pp_versioned@@PP_1\":' "
+			   "nop ret '.size \"pp_versioned@@PP_1\",2' > v.s && as -o v.o v.s",
+			   g_dir) == 0);
+	snprintf(path, sizeof(path), "%s/v.o", g_dir);
+	s = pp_elf_symbols_open_path(path);
+	REQUIRE(s != NULL);
+	CHECK_STR(pp_elf_symbols_lookup(s, 1, NULL), "pp_versioned");
+	pp_elf_symbols_free(s);
+}
+
 TEST_LIST = {
     {"build_ids_match_readelf", build_ids_match_readelf},
     {"pie_functions_match_nm", pie_functions_match_nm},
@@ -968,5 +986,6 @@ TEST_LIST = {
     {"elf32_executable", elf32_executable},
     {"path_fd_and_memory_agree", path_fd_and_memory_agree},
     {"bad_input_fails_cleanly", bad_input_fails_cleanly},
+    {"symbol_versions_are_cut", symbol_versions_are_cut},
 };
 TEST_MAIN()
