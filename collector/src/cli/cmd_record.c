@@ -551,6 +551,25 @@ static int write_outputs(const struct record_args *a, const struct pp_profile *p
 	return failed ? -EIO : 0;
 }
 
+/* The shim as this kernel took it: what a kernel matrix compares (tests/vm). */
+static void print_shim(const struct pp_shim *shim, int ustack_walk)
+{
+	static const char *const cgroup_modes[] = {"off", "in the kernel", "in user space"};
+	enum pp_shim_cgroup_mode cg = pp_shim_cgroup_filter_mode(shim);
+	uint32_t insns = pp_shim_verified_insns(shim);
+
+	printf("shim: %s variant, loaded in %.0f ms, ",
+	       pp_shim_variant_name(pp_shim_loaded_variant(shim)),
+	       (double)pp_shim_load_ns(shim) / 1e6);
+	if (insns)
+		printf("%u instructions verified", insns);
+	else
+		printf("verified instructions not reported (kernel before 5.16)");
+	printf("; user stacks walked by the %s; cgroup filter %s\n",
+	       ustack_walk == PP_USTACK_KERNEL ? "kernel" : "shim",
+	       (unsigned)cg < 3 ? cgroup_modes[cg] : "?");
+}
+
 static void print_summary(const struct record_args *a, const struct pp_profile *profile,
 			  const uint64_t counters[PP_CNT__MAX], const struct pp_session_stats *st,
 			  double seconds)
@@ -886,6 +905,8 @@ int pp_cmd_record(int argc, char **argv)
 	}
 
 	ret = write_outputs(&a, profile);
+	if (!a.quiet)
+		print_shim(smp.shim, (int)a.ustack_walk);
 	print_summary(&a, profile, counters, &st,
 		      (double)pp_profile_get_desc(profile)->duration_ns / 1e9);
 	if (ret)

@@ -945,6 +945,10 @@ static int start_sampling(struct agent *ag)
 	sess.no_perf_maps = ag->sym.no_perf_maps;
 	ag->mono_to_wall_ns =
 	    sess.mono_to_wall_ns; /* the records' clock, as the session reads it */
+	pp_info("shim: %s variant, loaded in %.0f ms, %u instructions verified (0: kernel before "
+		"5.16)",
+		pp_shim_variant_name(pp_shim_loaded_variant(ag->smp.shim)),
+		(double)pp_shim_load_ns(ag->smp.shim) / 1e6, pp_shim_verified_insns(ag->smp.shim));
 	ag->session = pp_session_new(&sess, NULL);
 	if (!ag->session || new_window(ag, pp_clock_ns(CLOCK_REALTIME))) {
 		pp_error("out of memory");

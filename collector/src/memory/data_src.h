@@ -94,6 +94,8 @@
 
 /* What the kernel puts in data_src when it knows nothing (PERF_MEM_NA). */
 #define PP_MEM_NA 0x1e05080021ULL
+/* The same on older kernels, whose PERF_MEM_NA had no LVLNUM_NA (5.10: tests/vm). */
+#define PP_MEM_NA_NO_LVLNUM 0x5080021ULL
 
 /* Buffer sizes that hold any output of the string functions below without truncation. */
 #define PP_DATA_SRC_STR_MAX 256

@@ -21,7 +21,8 @@ int pp_mem_sample_get(const struct pp_sample *rec, struct pp_mem_sample *out)
 		out->addr = rec->addr;
 		out->has_addr = 1;
 	}
-	if ((sf & PP_PERF_SAMPLE_DATA_SRC) && rec->data_src && rec->data_src != PP_MEM_NA) {
+	if ((sf & PP_PERF_SAMPLE_DATA_SRC) && rec->data_src && rec->data_src != PP_MEM_NA &&
+	    rec->data_src != PP_MEM_NA_NO_LVLNUM) {
 		out->data_src = rec->data_src;
 		out->has_data_src = 1;
 	}

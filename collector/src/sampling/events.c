@@ -614,6 +614,15 @@ static int open_one(const struct ctx *c, const struct plan *p, const struct perf
 			return leader;
 	}
 	r = c->open_fn(&attr, c->req->pid, cpu, leader, PERF_FLAG_FD_CLOEXEC, c->open_ctx);
+	if (r == -EINVAL && (attr.sample_type & PERF_SAMPLE_WEIGHT_STRUCT)) {
+		/*
+		 * PERF_SAMPLE_WEIGHT_STRUCT is new in 5.12; before, the load latency comes as the
+		 * u64 PERF_SAMPLE_WEIGHT (its low 32 bits), and the shim reads either layout.
+		 */
+		attr.sample_type =
+		    (attr.sample_type & ~(uint64_t)PERF_SAMPLE_WEIGHT_STRUCT) | PERF_SAMPLE_WEIGHT;
+		r = c->open_fn(&attr, c->req->pid, cpu, leader, PERF_FLAG_FD_CLOEXEC, c->open_ctx);
+	}
 	if (r < 0) {
 		if (leader >= 0)
 			close(leader);

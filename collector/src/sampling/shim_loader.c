@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "metadata/cgroup_ids.h"
@@ -63,6 +64,7 @@ struct pp_shim {
 	uint64_t user_cgroup_filtered;
 	pp_shim_record_fn cb;
 	void *cb_ctx;
+	uint64_t load_ns; /* pp_shim_load's own time: open, verifier, maps */
 };
 
 const char *const pp_ustack_walk_names[] = {
@@ -400,8 +402,10 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	uint64_t total_bytes, ring_bytes;
 	int *cpus = NULL;
 	size_t ncpus = 0;
+	struct timespec t0, t1;
 	int ret;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	shim = calloc(1, sizeof(*shim));
 	if (!shim) {
 		snprintf(err, errlen, "out of memory loading the BPF shim");
@@ -523,6 +527,9 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	if (ret)
 		goto fail;
 	free(cpus);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	shim->load_ns =
+	    (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec);
 	return shim;
 
 open_failed:
@@ -698,4 +705,20 @@ int pp_shim_read_counters(const struct pp_shim *shim, uint64_t out[PP_CNT__MAX])
 	out[PP_CNT_CGROUP_FILTERED] += shim->user_cgroup_filtered;
 	free(vals);
 	return ret;
+}
+
+uint32_t pp_shim_verified_insns(const struct pp_shim *shim)
+{
+	struct bpf_prog_info info;
+	uint32_t len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (!shim || bpf_obj_get_info_by_fd(pp_shim_sample_prog_fd(shim), &info, &len) != 0)
+		return 0;
+	return info.verified_insns;
+}
+
+uint64_t pp_shim_load_ns(const struct pp_shim *shim)
+{
+	return shim ? shim->load_ns : 0;
 }

@@ -79,6 +79,10 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 void pp_shim_free(struct pp_shim *shim);
 
 enum pp_shim_variant pp_shim_loaded_variant(const struct pp_shim *shim);
+/* Instructions the verifier processed for the sample program (0 before 5.16: not reported). */
+uint32_t pp_shim_verified_insns(const struct pp_shim *shim);
+/* How long pp_shim_load took (BPF object, verifier, maps), ns. */
+uint64_t pp_shim_load_ns(const struct pp_shim *shim);
 const char *pp_shim_variant_name(enum pp_shim_variant v);
 /* Whether records carry the attach cookie (kernel supports bpf_get_attach_cookie here). */
 int pp_shim_has_cookie(const struct pp_shim *shim);

@@ -103,6 +103,9 @@ TEST(kernel_5_x_values_decide)
 
 	mem_rec(&r, PP_SF_MEM_FIELDS, 0xffff /* garbage: not the kernel's */, 0, PP_MEM_NA, 0);
 	CHECK(pp_mem_sample_get(&r, &m) == 0);
+	/* 5.10's PERF_MEM_NA has no LVLNUM_NA: still nothing (seen in tests/vm) */
+	mem_rec(&r, PP_SF_MEM_FIELDS, 0, 0, PP_MEM_NA_NO_LVLNUM, 0);
+	CHECK(pp_mem_sample_get(&r, &m) == 0);
 	mem_rec(&r, PP_SF_MEM_FIELDS, 0, 0x1000, DSRC_REM_RAM1, 0);
 	CHECK(pp_mem_sample_get(&r, &m) == 1);
 	CHECK(m.has_addr && m.has_data_src && !m.has_latency);

@@ -30,7 +30,8 @@ struct fake {
 	int script[16];
 	int nr_script;
 	int fail_cpu, fail_errno;
-	int fail_type_hw; /* answer ENOENT for PERF_TYPE_HARDWARE/RAW-type events, like a VM */
+	int fail_type_hw;     /* answer ENOENT for PERF_TYPE_HARDWARE/RAW-type events, like a VM */
+	int no_weight_struct; /* EINVAL for PERF_SAMPLE_WEIGHT_STRUCT, like kernels before 5.12 */
 	int fds[MAX_CALLS];
 	int nr_fds;
 };
@@ -56,6 +57,8 @@ static int fake_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group
 		r = f->fail_errno;
 	if (!r && f->fail_type_hw && attr->type != PERF_TYPE_SOFTWARE)
 		r = -ENOENT;
+	if (!r && f->no_weight_struct && (attr->sample_type & PERF_SAMPLE_WEIGHT_STRUCT))
+		r = -EINVAL;
 	f->n++;
 	if (r) {
 		c->ret = r;
@@ -547,6 +550,37 @@ TEST(skylake_mem_stores_and_default_ldlat)
 	CHECK_EQ_U64(f.calls[0].attr.config1, 30); /* perf's default, not sysfs' ldlat=3 */
 	CHECK(f.calls[0].attr.precise_ip == 2);
 	CHECK(f.calls[0].group_fd == -1); /* no mem-loads-aux on Skylake */
+	pp_event_set_free(set);
+	pp_sys_free(sys);
+}
+
+/*
+ * Before 5.12 the kernel refuses PERF_SAMPLE_WEIGHT_STRUCT with EINVAL (seen on Debian 11's
+ * 5.10 in tests/vm): memory events then ask for the u64 PERF_SAMPLE_WEIGHT, on every CPU.
+ */
+TEST(mem_events_fall_back_to_u64_weight_before_5_12)
+{
+	struct pp_sys *sys = load(MACHINE("skylake-sp"));
+	struct pp_event_request req = stack_req("mem-loads");
+	struct fake f = {.no_weight_struct = 1};
+	struct pp_event_set *set = NULL;
+	char err[512] = "";
+	int opened = 0;
+
+	REQUIRE(sys);
+	REQUIRE(pp_events_open(&req, sys, fake_open, &f, &set, err, sizeof(err)) == 0);
+	for (int i = 0; i < f.n; i++) {
+		if (f.calls[i].ret < 0) {
+			CHECK(f.calls[i].attr.sample_type & PERF_SAMPLE_WEIGHT_STRUCT);
+			continue;
+		}
+		opened++;
+		CHECK_EQ_U64(f.calls[i].attr.sample_type &
+				 (PERF_SAMPLE_WEIGHT_STRUCT | PERF_SAMPLE_WEIGHT),
+			     PERF_SAMPLE_WEIGHT);
+		CHECK(f.calls[i].attr.sample_type & PERF_SAMPLE_DATA_SRC);
+	}
+	CHECK(opened == (int)set->nr_fds && opened > 0);
 	pp_event_set_free(set);
 	pp_sys_free(sys);
 }
@@ -1279,6 +1313,8 @@ TEST_LIST = {
     {"hybrid_one_event_per_core_pmu", hybrid_one_event_per_core_pmu},
     {"spr_mem_loads_behind_aux_leader", spr_mem_loads_behind_aux_leader},
     {"skylake_mem_stores_and_default_ldlat", skylake_mem_stores_and_default_ldlat},
+    {"mem_events_fall_back_to_u64_weight_before_5_12",
+     mem_events_fall_back_to_u64_weight_before_5_12},
     {"hybrid_mem_loads_uses_each_pmus_encoding", hybrid_mem_loads_uses_each_pmus_encoding},
     {"amd_mem_loads_is_ibs_op", amd_mem_loads_is_ibs_op},
     {"raw_events", raw_events},
