@@ -15,6 +15,8 @@ packages=(
 	clang-format util-linux bsdutils procps time openssl
 	# a real debuginfod server, and the JIT runtimes whose perf maps are read
 	debuginfod openjdk-17-jdk-headless
+	# the kernel matrix (tests/vm): QEMU with virtiofsd, a static busybox for the initramfs
+	qemu-system-x86 busybox-static xz-utils
 	# deploy tests: YAML lint, the chart renderer's Go sources, the image's CA bundle
 	yamllint golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev ca-certificates
 	# the image built and run as the DaemonSet runs it (tests/integration/test_image_podman.sh)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test: formatting, the full ctest suite of ./build (unit, fuzz corpus replay,
-# conformance, and integration as root), then the unit and fuzz tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer. Run scripts/setup.sh first.
+# Runs every test: formatting, the unit and fuzz tests under AddressSanitizer +
+# UndefinedBehaviorSanitizer, the full ctest suite of ./build (unit, fuzz corpus replay,
+# conformance, and integration as root), then the kernel matrix (tests/vm: other kernels
+# booted under QEMU). Run scripts/setup.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,5 +22,14 @@ cmake --build build-asan -j"$(nproc)"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L 'unit|fuzz' --output-on-failure -j2)
 
 echo "== all tests"
-cd build
-ctest --output-on-failure
+(cd build && ctest --output-on-failure)
+
+echo "== kernel matrix"
+# KVM where /dev/kvm runs guests (PP_VM_ACCEL=kvm), else QEMU's TCG: a few minutes either way.
+if ! command -v qemu-system-x86_64 >/dev/null; then
+	echo "skipped: no qemu-system-x86_64 (scripts/setup.sh installs qemu-system-x86)"
+elif [ "$(id -u)" -ne 0 ]; then
+	echo "skipped: the kernel matrix needs root (virtiofsd, a read-only bind of /)"
+else
+	tests/vm/run-matrix.sh -b build
+fi

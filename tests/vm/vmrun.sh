@@ -137,7 +137,7 @@ kvm) accel_args=(-accel kvm -cpu host) ;;
 *) accel_args=(-accel tcg,thread=multi -cpu max) ;;
 esac
 timeout "$timeout_s" qemu-system-x86_64 "${accel_args[@]}" -m "$mem" -smp "$cpus" -nographic \
-	-no-reboot -kernel "$vmlinuz" -initrd "$work/initrd.gz" \
+	-no-reboot -nic none -kernel "$vmlinuz" -initrd "$work/initrd.gz" \
 	-append "console=ttyS0 panic=-1 quiet pp_scratch=$scratch" \
 	-object memory-backend-memfd,id=mem,size="${mem}M",share=on -numa node,memdev=mem \
 	-chardev socket,id=root,path="$work/root.sock" \

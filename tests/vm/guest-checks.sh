@@ -1,0 +1,123 @@
+#!/bin/bash
+# What runs inside each kernel of the matrix (tests/vm/run-matrix.sh starts it with vmrun.sh):
+# probe, record on the test workload with its shares, the shim live test, the cgroup filter,
+# and `run` for a few windows into a local sink. Writes OUT/result (key=value lines the
+# matrix compares with kernels.list) and each step's output under OUT; prints ok/FAIL lines.
+#
+# usage: guest-checks.sh BUILD_DIR OUT_DIR
+set -u
+build=${1:?usage: guest-checks.sh BUILD_DIR OUT_DIR}
+out=${2:?usage: guest-checks.sh BUILD_DIR OUT_DIR}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+pebsprof=$build/collector/pebsprof
+workload=$build/tests/pp_workload
+py=/usr/bin/python3
+mkdir -p "$out"
+res=$out/result
+: >"$res"
+fails=0
+put() { echo "$1=$2" >>"$res"; }
+ok() { echo "ok: $*"; }
+fail() {
+	echo "FAIL: $*"
+	fails=$((fails + 1))
+}
+ip link set lo up 2>/dev/null
+put kernel "$(uname -r)"
+
+# --- probe -----------------------------------------------------------------------------------
+if "$pebsprof" probe --json >"$out/probe.json" 2>"$out/probe.err"; then
+	"$py" - "$out/probe.json" >>"$res" <<'PY'
+import json, sys
+k = json.load(open(sys.argv[1]))["kernel"]
+for key in ("btf", "ringbuf", "cast_to_kern_ctx", "attach_cookie"):
+    print(f"probe_{key}={'yes' if k.get(key) else 'no'}")
+PY
+	ok "probe --json"
+else
+	fail "probe exited $?"
+fi
+
+# --- record on the workload: shares, loss, the shim as this kernel took it ------------------
+start=$(date +%s%N)
+"$pebsprof" record -e cpu-clock -F 499 -o "$out/w.folded" -- "$workload" 3 >"$out/record.out" \
+	2>"$out/record.err"
+rc=$?
+put record_exit "$rc"
+shim=$(grep '^shim:' "$out/record.out")
+put variant "$(echo "$shim" | sed -n 's/^shim: \([a-z]*\).*/\1/p')"
+put load_ms "$(echo "$shim" | sed -n 's/.*loaded in \([0-9]*\) ms.*/\1/p')"
+put verified_insns "$(echo "$shim" | sed -n 's/.* \([0-9]*\) instructions verified.*/\1/p')"
+put user_unwind "$(echo "$shim" | sed -n 's/.*user stacks walked by the \([a-z]*\).*/\1/p')"
+put samples "$(sed -n 's/^\([0-9]*\) samples in.*/\1/p' "$out/record.out")"
+put lost "$(sed -n 's/.*; lost \([0-9]*\) .*/\1/p' "$out/record.out")"
+if [ "$rc" = 0 ] && "$py" "$src/tests/integration/pprof_shares.py" check-shares folded \
+	"$out/w.folded" --expect burn_alpha=50,burn_beta=30,burn_gamma=20 --tol 8 \
+	>"$out/shares.txt" 2>&1; then
+	put shares ok
+	ok "record: burn shares 50/30/20 +- 8 ($(tr '\n' ' ' <"$out/shares.txt"))"
+else
+	put shares FAIL
+	fail "record (exit $rc): shares $(tr '\n' ' ' <"$out/shares.txt" 2>/dev/null)"
+fi
+
+# --- the shim live test: every variant this kernel should load -------------------------------
+"$build/tests/test_shim_live" >"$out/shim_live.txt" 2>&1
+rc=$?
+put shim_live "$([ $rc = 0 ] && echo ok || echo FAIL)"
+put shim_live_summary "$(tail -n1 "$out/shim_live.txt" | tr ' ' '_')"
+[ $rc = 0 ] && ok "test_shim_live: $(tail -n1 "$out/shim_live.txt")" ||
+	fail "test_shim_live: $(grep -E 'FAIL' "$out/shim_live.txt" | head -3 | tr '\n' ' ')"
+
+# --- the cgroup filter: a workload inside a cgroup and one outside ---------------------------
+cg2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+cg=${cg2:-/sys/fs/cgroup}/pp-vm-inside
+mkdir -p "$cg"
+cp "$workload" /tmp/pp_inside
+cp "$workload" /tmp/pp_outside
+/tmp/pp_inside 4 >/dev/null &
+inside=$!
+echo "$inside" >"$cg/cgroup.procs"
+/tmp/pp_outside 4 >/dev/null &
+outside=$!
+"$pebsprof" record -a -d 2 -F 499 --cgroup "$cg" -o "$out/cg.folded" >"$out/cg.out" \
+	2>"$out/cg.err"
+rc=$?
+wait "$inside" "$outside" 2>/dev/null
+mode=$(sed -n 's/.*cgroup filter \(in the kernel\|in user space\).*/\1/p' "$out/cg.out")
+put cgroup_filter "$(case $mode in 'in the kernel') echo kernel ;; 'in user space') echo user ;; *) echo none ;; esac)"
+if [ $rc = 0 ] && grep -q '^pp_inside' "$out/cg.folded" && ! grep -q '^pp_outside' "$out/cg.folded"; then
+	ok "cgroup filter ($mode): only the cgroup's workload"
+else
+	fail "cgroup filter (exit $rc, $mode): $(cut -d';' -f1 "$out/cg.folded" 2>/dev/null | sort -u | tr '\n' ' ')"
+fi
+rmdir "$cg" 2>/dev/null
+
+# --- run: a few windows into a local sink ----------------------------------------------------
+mkdir -p "$out/sink"
+"$py" "$src/tests/tools/pp_http_sink.py" --port 0 --dir "$out/sink" --script '[]' \
+	>"$out/sink.port" 2>"$out/sink.err" &
+sink=$!
+for _ in $(seq 100); do grep -q PORT "$out/sink.port" 2>/dev/null && break; sleep 0.1; done
+port=$(awk '/PORT/ { print $2 }' "$out/sink.port")
+"$workload" 9 >/dev/null &
+wl=$!
+"$pebsprof" run --interval 2 --endpoint "http://127.0.0.1:$port/v1development/profiles" \
+	>"$out/run.out" 2>"$out/run.err" &
+agent=$!
+sleep 8
+kill -TERM "$agent"
+wait "$agent"
+rc=$?
+kill "$wl" "$sink" 2>/dev/null
+wait 2>/dev/null
+reqs=$(ls "$out/sink" | grep -c 'body$')
+put run_requests "$reqs"
+if [ $rc = 0 ] && [ "$reqs" -ge 2 ]; then
+	ok "run: $reqs requests reached the sink, exit 0"
+else
+	fail "run: exit $rc, $reqs requests"
+fi
+
+put checks_failed "$fails"
+exit $((fails > 0))
