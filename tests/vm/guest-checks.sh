@@ -66,6 +66,8 @@ fi
 rc=$?
 put shim_live "$([ $rc = 0 ] && echo ok || echo FAIL)"
 put shim_live_summary "$(tail -n1 "$out/shim_live.txt" | tr ' ' '_')"
+# the kctx variants load from 6.2 (bpf_cast_to_kern_ctx); before, the test skips them
+put kctx_variants "$(grep -q '^SKIP kctx_variants' "$out/shim_live.txt" && echo skipped || echo loaded)"
 [ $rc = 0 ] && ok "test_shim_live: $(tail -n1 "$out/shim_live.txt")" ||
 	fail "test_shim_live: $(grep -E 'FAIL' "$out/shim_live.txt" | head -3 | tr '\n' ' ')"
 
