@@ -25,7 +25,7 @@ echo "== all tests"
 (cd build && ctest --output-on-failure)
 
 echo "== kernel matrix"
-# KVM where /dev/kvm runs guests (PP_VM_ACCEL=kvm), else QEMU's TCG: a few minutes either way.
+# KVM where /dev/kvm is kvm_intel or kvm_amd, else QEMU's TCG: a few minutes either way.
 if ! command -v qemu-system-x86_64 >/dev/null; then
 	echo "skipped: no qemu-system-x86_64 (scripts/setup.sh installs qemu-system-x86)"
 elif [ "$(id -u)" -ne 0 ]; then

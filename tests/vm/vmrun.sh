@@ -8,8 +8,9 @@
 #
 # usage: tests/vm/vmrun.sh [-t SECONDS] [-m MEM_MB] [-c CPUS] KERNEL_DIR SCRATCH -- CMD ARGS...
 #
-# KVM is used when /dev/kvm can run a guest (-accel kvm), else TCG (-accel tcg,thread=multi:
-# 16-40x slower, boots in seconds). PP_VM_ACCEL=kvm|tcg forces one.
+# KVM is used when /dev/kvm is backed by kvm_intel or kvm_amd, else TCG (-accel
+# tcg,thread=multi: 16-40x slower, boots in seconds): a /dev/kvm from a paging-based nested
+# hypervisor (kvm_pvm) cannot run these guests. PP_VM_ACCEL=kvm|tcg forces one.
 set -uo pipefail
 timeout_s=300
 mem=2048
@@ -131,7 +132,11 @@ pids+=($!)
 pids+=($!)
 for _ in $(seq 50); do [ -S "$work/root.sock" ] && [ -S "$work/scratch.sock" ] && break; sleep 0.1; done
 
-accel=${PP_VM_ACCEL:-tcg}
+accel=${PP_VM_ACCEL:-auto}
+if [ "$accel" = auto ]; then
+	accel=tcg
+	[ -w /dev/kvm ] && { [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; } && accel=kvm
+fi
 case $accel in
 kvm) accel_args=(-accel kvm -cpu host) ;;
 *) accel_args=(-accel tcg,thread=multi -cpu max) ;;
