@@ -1,0 +1,99 @@
+/*
+ * Unwind tables: the .eh_frame call frame information (CFI) of one ELF file, compiled into
+ * rows sorted by ELF address, each holding, from its pc to the next row's, how to find the
+ * caller: the CFA (canonical frame address, the caller's stack pointer) and where the caller's
+ * rbp and return address are. Only the rules compilers emit for x86-64 user code are
+ * represented, each named; anything else is a row that says the unwinder must stop.
+ *
+ * The file is untrusted (it comes from a profiled container): libdw evaluates it, but only
+ * entries checked first (register numbers, nesting, operands in bounds), the FDE list comes
+ * from .eh_frame_hdr's table, which must be sorted, and every count and the work are bounded.
+ *
+ * arm64 needs the same rows with its registers: the CFA from sp (31) or x29, the return
+ * address in x30 (the link register, DW_REG 30) rather than at CFA-8 for leaf functions, and
+ * pointer authentication (DW_CFA_AARCH64_negate_ra_state) named; `enum pp_cfa_rule` and
+ * `enum pp_reg_rule` are where they go.
+ */
+#ifndef PP_COLLECTOR_UNWIND_TABLE_H
+#define PP_COLLECTOR_UNWIND_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How to compute the CFA at a pc. */
+enum pp_cfa_rule {
+	PP_CFA_NONE = 0,    /* no CFI covers this pc (a gap between FDEs): stop */
+	PP_CFA_RSP,	    /* rsp + cfa_off */
+	PP_CFA_RBP,	    /* rbp + cfa_off */
+	PP_CFA_PLT,	    /* a PLT entry: rsp + 8, + 8 more when (rip & 15) >= cfa_off */
+	PP_CFA_DEREF_RSP,   /* *(rsp + cfa_off): a signal frame (libc's __restore_rt) */
+	PP_CFA_UNSUPPORTED, /* another register or expression: stop */
+};
+
+/* Where a caller's register (rbp, the return address) is. */
+enum pp_reg_rule {
+	PP_REG_SAME = 0,    /* not changed by this frame (rbp: still in rbp) */
+	PP_REG_UNDEFINED,   /* lost (the return address of the outermost frame) */
+	PP_REG_AT_CFA,	    /* saved at CFA + off */
+	PP_REG_AT_RSP,	    /* saved at rsp + off (signal frames: in the ucontext) */
+	PP_REG_UNSUPPORTED, /* another rule: stop */
+};
+
+/* A row's flags. */
+#define PP_UNWIND_SIGNAL_FRAME 0x1 /* the FDE is a signal trampoline ("S") */
+
+struct pp_unwind_row {
+	uint64_t pc; /* ELF virtual address where this row starts */
+	int32_t cfa_off;
+	int16_t rbp_off;
+	int16_t ra_off;
+	uint8_t cfa_rule; /* enum pp_cfa_rule */
+	uint8_t rbp_rule; /* enum pp_reg_rule */
+	uint8_t ra_rule;  /* enum pp_reg_rule */
+	uint8_t flags;	  /* PP_UNWIND_* */
+};
+
+struct pp_unwind_table_stats {
+	uint64_t fdes;		   /* FDEs listed by .eh_frame_hdr */
+	uint64_t rows;		   /* rows kept (consecutive equal rows merged) */
+	uint64_t cfa_rsp, cfa_rbp; /* rows by CFA rule */
+	uint64_t cfa_plt, cfa_signal;
+	uint64_t cfa_unsupported; /* rows where the unwinder must stop */
+	uint64_t reg_unsupported; /* rows whose rbp or return address rule is not represented */
+	uint64_t fdes_unreadable; /* FDEs libdw could not evaluate */
+};
+
+struct pp_unwind_table;
+
+/*
+ * Compile the CFI of the ELF file behind fd / in len bytes at buf (copied). At most max_rows
+ * rows (0: 1 << 22). NULL with errno set:
+ *   ENOEXEC  not an ELF file;
+ *   ENODATA  no .eh_frame_hdr (nothing to unwind with: frame pointers it is);
+ *   ENOTSUP  not x86-64, or an .eh_frame_hdr table encoding other than the linkers'
+ *            (datarel sdata4);
+ *   EINVAL   a header or table that lies outside the file, or a table not strictly sorted;
+ *   E2BIG    more than max_rows rows, or CFI that would take more work to evaluate than
+ *            compilers' ever does (64 instruction bytes per byte of .eh_frame);
+ *   ENOMEM.
+ */
+struct pp_unwind_table *pp_unwind_table_open_fd(int fd, size_t max_rows);
+struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, size_t max_rows);
+/* A table of the given rows (copied), which must be sorted by pc: NULL with EINVAL if not. */
+struct pp_unwind_table *pp_unwind_table_from_rows(const struct pp_unwind_row *rows, size_t n);
+void pp_unwind_table_free(struct pp_unwind_table *t);
+
+/* The row covering pc (the last row starting at or below it), or NULL before the first. */
+const struct pp_unwind_row *pp_unwind_table_lookup(const struct pp_unwind_table *t, uint64_t pc);
+
+size_t pp_unwind_table_count(const struct pp_unwind_table *t);
+const struct pp_unwind_row *pp_unwind_table_get(const struct pp_unwind_table *t, size_t i);
+void pp_unwind_table_get_stats(const struct pp_unwind_table *t, struct pp_unwind_table_stats *out);
+/* The memory the rows take, in bytes. */
+size_t pp_unwind_table_bytes(const struct pp_unwind_table *t);
+
+/* The rules' short names, for logs and tests ("rsp", "plt", "at_cfa", ...). */
+const char *pp_cfa_rule_name(enum pp_cfa_rule r);
+const char *pp_reg_rule_name(enum pp_reg_rule r);
+
+#endif /* PP_COLLECTOR_UNWIND_TABLE_H */

@@ -1,0 +1,37 @@
+/*
+ * Fuzz target for the CFI compiler: the bytes are an ELF file whose .eh_frame_hdr and
+ * .eh_frame may be anything. Whatever compiles must be a sorted table whose lookups land on
+ * rows at or below the address asked.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "unwind/unwind_table.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pp_unwind_table *t = pp_unwind_table_open_mem(data, size, 1u << 16);
+	size_t n;
+
+	if (!t)
+		return 0;
+	n = pp_unwind_table_count(t);
+	for (size_t i = 0; i < n; i++) {
+		const struct pp_unwind_row *r = pp_unwind_table_get(t, i);
+		const struct pp_unwind_row *l = pp_unwind_table_lookup(t, r->pc);
+
+		if (i && pp_unwind_table_get(t, i - 1)->pc > r->pc)
+			__builtin_trap();
+		if (!l || l->pc > r->pc)
+			__builtin_trap();
+		(void)pp_cfa_rule_name((enum pp_cfa_rule)r->cfa_rule);
+		(void)pp_reg_rule_name((enum pp_reg_rule)r->ra_rule);
+	}
+	(void)pp_unwind_table_lookup(t, 0);
+	(void)pp_unwind_table_lookup(t, UINT64_MAX);
+	(void)pp_unwind_table_bytes(t);
+	pp_unwind_table_free(t);
+	return 0;
+}
