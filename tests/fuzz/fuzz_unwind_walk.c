@@ -1,0 +1,89 @@
+/*
+ * Fuzz target for the stack walk: the bytes give a table's rows (any rules, any offsets),
+ * the registers and the stack memory, as a hostile process could arrange them. The walk
+ * must end within its frame limit, read only through the callback and never crash.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unwind/unwind_table.h"
+#include "unwind/unwind_walk.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CODE_LO 0x400000u
+#define CODE_HI 0x500000u
+#define STACK 0x7ff000000000ull
+
+struct input {
+	struct pp_unwind_table *table;
+	const uint8_t *stack;
+	size_t stack_len;
+};
+
+static const struct pp_unwind_table *find(void *ctx, uint64_t pc, uint64_t *bias)
+{
+	const struct input *in = ctx;
+
+	*bias = 0;
+	return pc >= CODE_LO && pc < CODE_HI ? in->table : NULL; /* else frame pointers */
+}
+
+static int read_u64(void *ctx, uint64_t addr, uint64_t *out)
+{
+	const struct input *in = ctx;
+
+	if (addr < STACK || addr - STACK >= in->stack_len || in->stack_len - (addr - STACK) < 8)
+		return -14;
+	memcpy(out, in->stack + (addr - STACK), 8);
+	return 0;
+}
+
+static int by_pc(const void *a, const void *b)
+{
+	const struct pp_unwind_row *x = a, *y = b;
+
+	return x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pp_unwind_row rows[32];
+	struct pp_unwind_regs regs;
+	struct input in = {0};
+	uint64_t pcs[64];
+	enum pp_unwind_stop why;
+	size_t nrows, n;
+
+	if (size < 1 + sizeof(regs))
+		return 0;
+	nrows = data[0] % 32;
+	data++, size--;
+	if (size < nrows * sizeof(rows[0]) + sizeof(regs))
+		return 0;
+	memcpy(rows, data, nrows * sizeof(rows[0]));
+	data += nrows * sizeof(rows[0]), size -= nrows * sizeof(rows[0]);
+	for (size_t i = 0; i < nrows; i++)
+		rows[i].pc = CODE_LO + rows[i].pc % (CODE_HI - CODE_LO);
+	qsort(rows, nrows, sizeof(rows[0]), by_pc);
+	memcpy(&regs, data, sizeof(regs));
+	data += sizeof(regs), size -= sizeof(regs);
+	regs.rsp = STACK + regs.rsp % 4096; /* a stack pointer into the given bytes, mostly */
+	in.table = pp_unwind_table_from_rows(rows, nrows);
+	in.stack = data;
+	in.stack_len = size;
+	if (!in.table)
+		return 0;
+	{
+		struct pp_unwind_ops ops = {.find = find, .read_u64 = read_u64, .ctx = &in};
+
+		n = pp_unwind_walk(&regs, &ops, pcs, 64, &why, NULL);
+		if (n < 1 || n > 64 || (n == 64) != (why == PP_UNWIND_DEPTH))
+			__builtin_trap();
+		(void)pp_unwind_stop_name(why);
+	}
+	pp_unwind_table_free(in.table);
+	return 0;
+}
