@@ -16,6 +16,7 @@
 #include "process/proc_cache.h"
 #include "symbolize/perf_map.h"
 #include "symbolize/symcache.h"
+#include "unwind/unwinder.h"
 
 #define DEFAULT_MAX_PROCESSES 4096
 #define DEFAULT_MAX_SYMBOL_FILES 512
@@ -1087,12 +1088,14 @@ int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 {
 	if (d->kind == PP_DECODED_TASK) {
 		s->stats.task_events++;
+		pp_unwinder_release(s->opts.unwinder, d->task.tgid);
 		if (d->task.kind == PP_TASK_EXEC)
 			pp_proc_cache_on_exec_at(s->procs, d->task.tgid, d->task.time_ns);
 		else
 			pp_proc_cache_on_exit(s->procs, d->task.tgid);
 		return 0;
 	}
+	pp_unwinder_note(s->opts.unwinder, d->sample.tgid);
 	return handle_sample(s, d);
 }
 

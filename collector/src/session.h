@@ -27,6 +27,8 @@
  */
 #define PP_FRAME_NOT_CODE "[unwind error: return address not in code]"
 
+struct pp_unwinder;
+
 struct pp_session_opts {
 	const char *proc_root;	  /* NULL: "/proc" */
 	size_t max_processes;	  /* process cache bound; 0: 4096 */
@@ -67,6 +69,11 @@ struct pp_session_opts {
 	int mem_event;
 	/* (pid, mapping) -> data object cache bound (memory events); 0: 4096. */
 	size_t max_mem_objects;
+	/*
+	 * The shim's unwind tables (--user-unwind auto, dwarf): each sample's process is noted
+	 * (installed off the sample path), each exec and exit releases it. NULL: none. Borrowed.
+	 */
+	struct pp_unwinder *unwinder;
 	/* Where stripped files' separate debug files are looked for; NULL: nowhere. Borrowed. */
 	const struct pp_debug_dirs *debug_dirs;
 	/*

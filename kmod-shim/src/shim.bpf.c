@@ -341,8 +341,257 @@ static __always_inline void walk_user_fp(struct bpf_perf_event_data *ctx, __u64 
 		cnt->v[PP_CNT_USTACK_SWITCH] += switches;
 }
 
-SEC("perf_event")
-int on_sample(struct bpf_perf_event_data *ctx)
+/* Unwind tables (PP_USTACK_AUTO, PP_USTACK_DWARF; layout in record.h), written by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE); /* user space writes a table's run with memcpy */
+	__uint(max_entries, 1);		   /* resized by the loader: the budget / sizeof(row) */
+	__type(key, __u32);
+	__type(value, struct pp_bpf_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, PP_UNWIND_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct pp_bpf_unwind_proc);
+} unwind_procs SEC(".maps");
+
+/* The walk's state between bpf_loop steps, on the program's stack. */
+struct uw_state {
+	__u64 ip, sp, bp;
+	struct pp_sample *rec;
+	struct pp_bpf_unwind_proc *proc;
+	struct pp_counters *cnt;
+	__u32 nk, n, depth;
+	__u32 table_frames, fp_frames;
+	__u32 exact; /* ip is where the thread stopped, not a return address */
+};
+
+#define UW_CONTINUE 0
+#define UW_DONE 1
+
+/* The walk ended early: flagged on the record, counted by why. */
+static __always_inline long uw_stop(struct uw_state *s, __u32 counter)
+{
+	s->rec->flags |= PP_SF_USTACK_STOPPED;
+	count_in(s->cnt, counter);
+	return UW_DONE;
+}
+
+/*
+ * The binary searches below are branch-free, as lower_of: a branch per step would double
+ * the verifier's paths at every step, where this is one path of fixed length. The answer
+ * stays in [base, base + n); each step halves n and moves base up by arithmetic when the
+ * key is not below the probed entry (below = 0).
+ */
+static __always_inline __u32 bsearch_step(__u32 base, __u32 half, __u64 below)
+{
+	barrier_var(below);
+	return base + half * (__u32)(1 - below);
+}
+
+/* The mapping holding pc: binary search of the process's sorted mappings. */
+static __always_inline struct pp_bpf_unwind_mapping *uw_mapping(struct pp_bpf_unwind_proc *proc,
+								__u64 pc)
+{
+	__u32 base = 0, n = proc->nr;
+	struct pp_bpf_unwind_mapping *m;
+
+	if (n == 0 || n > PP_UNWIND_MAX_MAPPINGS)
+		return NULL;
+	for (int i = 0; i < 8; i++) { /* log2(PP_UNWIND_MAX_MAPPINGS) */
+		__u32 half = n / 2;
+
+		m = &proc->m[(base + half) & (PP_UNWIND_MAX_MAPPINGS - 1)];
+		base = bsearch_step(base, half, (pc - m->start) >> 63);
+		n -= half;
+	}
+	m = &proc->m[base & (PP_UNWIND_MAX_MAPPINGS - 1)];
+	return m->start <= pc && pc < m->end ? m : NULL;
+}
+
+/* The row covering rel in the table's run: binary search, one array lookup per step. */
+static __always_inline struct pp_bpf_unwind_row *uw_row(const struct pp_bpf_unwind_mapping *m,
+							__u32 rel)
+{
+	__u32 base = 0, n = m->nr_rows, first = m->first_row, idx;
+	struct pp_bpf_unwind_row *r;
+
+	if (n == 0 || n > (1u << 24))
+		return NULL;
+	for (int i = 0; i < 24; i++) { /* tables hold at most 2^24 rows */
+		__u32 half = n / 2;
+
+		idx = first + base + half;
+		r = bpf_map_lookup_elem(&unwind_rows, &idx);
+		if (!r)
+			return NULL;
+		base = bsearch_step(base, half, ((__u64)rel - r->pc) >> 63);
+		n -= half;
+	}
+	idx = first + base;
+	r = bpf_map_lookup_elem(&unwind_rows, &idx);
+	return r && r->pc <= rel ? r : NULL;
+}
+
+/* Where a register rule says a value is: 0 with *val set, or -1 (unreadable, unsupported). */
+static __always_inline int uw_read_reg(__u8 rule, __s16 off, __u64 cfa, __u64 sp, __u64 *val)
+{
+	__u64 at;
+
+	if (rule == PP_UW_REG_AT_CFA)
+		at = cfa + off;
+	else if (rule == PP_UW_REG_AT_RSP)
+		at = sp + off;
+	else
+		return -1;
+	return bpf_probe_read_user(val, sizeof(*val), (const void *)at) ? -1 : 0;
+}
+
+static __always_inline long uw_fp_step(struct uw_state *s)
+{
+	struct frame_record fr;
+
+	/* a zero frame pointer is the outermost frame: a whole stack, not a stop */
+	if (!s->bp || (s->bp & 7))
+		return UW_DONE;
+	if (s->bp < s->sp)
+		return uw_stop(s, PP_CNT_UNWIND_STOP_NOT_UP);
+	if (bpf_probe_read_user(&fr, sizeof(fr), (const void *)s->bp))
+		return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
+	s->sp = s->bp + 16;
+	s->bp = fr.next_fp;
+	s->ip = fr.ret;
+	s->exact = 0;
+	s->fp_frames++;
+	return fr.ret ? UW_CONTINUE : UW_DONE;
+}
+
+/* One frame: record the pc, then step to the caller with its table row or frame pointer. */
+static long uw_step(__u32 i, void *data)
+{
+	struct uw_state *s = data;
+	struct pp_bpf_unwind_mapping *m;
+	struct pp_bpf_unwind_row *row;
+	__u64 pc, rel, cfa, ra, bp, idx = s->nk + s->n;
+
+	if (s->n >= s->depth) {
+		s->rec->flags |= PP_SF_USTACK_TRUNC;
+		count_in(s->cnt, PP_CNT_USTACK_TRUNC);
+		return UW_DONE;
+	}
+	if (idx >= 2 * PP_MAX_STACK_DEPTH)
+		return UW_DONE;
+	s->rec->stack[idx] = s->ip;
+	s->n++;
+	pc = s->exact ? s->ip : s->ip - 1;
+	m = s->proc ? uw_mapping(s->proc, pc) : NULL;
+	if (!m || !m->nr_rows) {
+		if (shim_config.ustack_walk == PP_USTACK_DWARF)
+			return uw_stop(s, PP_CNT_UNWIND_STOP_NO_CFI);
+		return uw_fp_step(s);
+	}
+	rel = pc - m->base;
+	if (rel >> 32)
+		return uw_stop(s, PP_CNT_UNWIND_STOP_NO_CFI);
+	row = uw_row(m, (__u32)rel);
+	if (!row || row->cfa_rule == PP_UW_CFA_NONE)
+		return uw_stop(s, PP_CNT_UNWIND_STOP_NO_CFI);
+	switch (row->cfa_rule) {
+	case PP_UW_CFA_RSP:
+		cfa = s->sp + row->cfa_off;
+		break;
+	case PP_UW_CFA_RBP:
+		cfa = s->bp + row->cfa_off;
+		break;
+	case PP_UW_CFA_PLT:
+		cfa = s->sp + 8 + (((s->ip & 15) >= (__u64)row->cfa_off) ? 8 : 0);
+		break;
+	case PP_UW_CFA_DEREF_RSP:
+		if (bpf_probe_read_user(&cfa, sizeof(cfa), (const void *)(s->sp + row->cfa_off)))
+			return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
+		break;
+	default:
+		return uw_stop(s, PP_CNT_UNWIND_STOP_UNSUPPORTED);
+	}
+	if (row->ra_rule == PP_UW_REG_UNDEFINED)
+		return UW_DONE; /* the outermost frame (_start, thread starts) */
+	if (row->ra_rule != PP_UW_REG_AT_CFA && row->ra_rule != PP_UW_REG_AT_RSP)
+		return uw_stop(s, PP_CNT_UNWIND_STOP_UNSUPPORTED);
+	if (uw_read_reg(row->ra_rule, row->ra_off, cfa, s->sp, &ra))
+		return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
+	bp = s->bp;
+	if (row->rbp_rule == PP_UW_REG_UNDEFINED)
+		bp = 0;
+	else if (row->rbp_rule != PP_UW_REG_SAME &&
+		 uw_read_reg(row->rbp_rule, row->rbp_off, cfa, s->sp, &bp))
+		return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
+	if (cfa <= s->sp)
+		return uw_stop(s, PP_CNT_UNWIND_STOP_NOT_UP);
+	s->exact = row->flags & PP_UW_SIGNAL_FRAME;
+	s->ip = ra;
+	s->sp = cfa;
+	s->bp = bp;
+	s->table_frames++;
+	return ra ? UW_CONTINUE : UW_DONE;
+}
+
+/*
+ * The user stack with unwind tables from the user registers regs (the sample's, or the task's
+ * for a sample taken in the kernel): written after the nk kernel frames. The loop is
+ * bpf_loop's, so the verifier checks one step, not PP_MAX_STACK_DEPTH of them.
+ */
+static __always_inline __u32 walk_user_tables(struct pp_sample *rec, __u32 nk, __u64 ip, __u64 sp,
+					      __u64 bp, __u32 depth, struct pp_counters *cnt)
+{
+	struct uw_state s = {
+	    .ip = ip,
+	    .sp = sp,
+	    .bp = bp,
+	    .rec = rec,
+	    .cnt = cnt,
+	    .nk = nk,
+	    .exact = 1,
+	};
+	__u32 tgid = rec->tgid;
+
+	s.depth = depth > PP_MAX_STACK_DEPTH ? PP_MAX_STACK_DEPTH : depth;
+	s.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	if (!s.proc)
+		count_in(cnt, PP_CNT_UNWIND_NO_PROC);
+	bpf_loop(PP_MAX_STACK_DEPTH + 1, uw_step, &s, 0);
+	if (s.table_frames)
+		rec->flags |= PP_SF_USTACK_TABLES;
+	if (cnt) {
+		cnt->v[PP_CNT_UNWIND_TABLE_FRAMES] += s.table_frames;
+		cnt->v[PP_CNT_UNWIND_FP_FRAMES] += s.fp_frames;
+	}
+	return s.n;
+}
+
+/* The user registers of the current task, for a sample taken in the kernel: 0, or -1. */
+static __always_inline int task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct pt_regs r;
+
+	if (!regs || bpf_probe_read_kernel(&r, sizeof(r), regs))
+		return -1;
+	if ((r.cs & 0xffff) != 0x33) /* a kernel thread, or a compat task */
+		return -1;
+	*ip = PT_REGS_IP(&r);
+	*sp = PT_REGS_SP(&r);
+	*bp = PT_REGS_FP(&r);
+	return 0;
+#else
+	return -1;
+#endif
+}
+
+static __always_inline int handle_sample(struct bpf_perf_event_data *ctx, const int tables)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
@@ -410,8 +659,26 @@ int on_sample(struct bpf_perf_event_data *ctx)
 				PP_CNT_KSTACK_ERR);
 	if (nk > PP_MAX_STACK_DEPTH)
 		nk = PP_MAX_STACK_DEPTH;
-	if (shim_config.ustack_walk == PP_USTACK_SHIM && !(rec->flags & PP_SF_KERNEL_IP) &&
-	    user_regs_walkable(ctx) && !has_perf_callchain(ctx)) {
+	if (tables && shim_config.ustack_depth) {
+		__u64 ip = 0, sp = 0, bp = 0;
+		int ok;
+
+		if (rec->flags & PP_SF_KERNEL_IP) {
+			ok = task_user_regs(&ip, &sp, &bp) == 0;
+		} else {
+			ok = user_regs_walkable(ctx);
+			ip = PT_REGS_IP(&ctx->regs);
+			sp = PT_REGS_SP(&ctx->regs);
+			bp = PT_REGS_FP(&ctx->regs);
+		}
+		nu = 0;
+		if (ok) {
+			count_in(cnt, PP_CNT_USTACK_SHIM);
+			nu = walk_user_tables(rec, (__u32)nk, ip, sp, bp, shim_config.ustack_depth,
+					      cnt);
+		}
+	} else if (shim_config.ustack_walk == PP_USTACK_SHIM && !(rec->flags & PP_SF_KERNEL_IP) &&
+		   user_regs_walkable(ctx) && !has_perf_callchain(ctx)) {
 		walk_user_fp(ctx, rec->stack + nk, shim_config.ustack_depth, rec, cnt);
 		/*
 		 * Read back from the record, not carried in a register: the verifier tracks no
@@ -450,6 +717,19 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 	count_in(cnt, PP_CNT_EMITTED);
 	return 0; /* 0: no perf output of its own, no perf mmap buffer needed */
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	return handle_sample(ctx, 0);
+}
+
+/* PP_USTACK_AUTO and PP_USTACK_DWARF: user stacks with unwind tables (5.17+: bpf_loop). */
+SEC("perf_event")
+int on_sample_unwind(struct bpf_perf_event_data *ctx)
+{
+	return handle_sample(ctx, 1);
 }
 
 /* Keeps the tgid filter following `record -- CMD` and `-p PID` into their child processes. */

@@ -117,6 +117,8 @@ pp_check "folded: burn shares 50/30/20 +- $TOL" \
 pp_check "SVG parses as XML and names burn_alpha" pp_py svg-names "$T/w.svg" burn_alpha
 
 # --- 1b. the kernel's user-stack walker gives the same stacks as the shim's -----------------
+# The shim's default walk (--user-unwind auto) goes on with libc's unwind table below main,
+# to _start, where frame pointers end at main (libc keeps none): compared without those.
 pp_log "record --user-unwind kernel -- pp_workload 4"
 pp_run "$T/kwalk" "$PEBSPROF" record -e cpu-clock -F 999 --user-unwind kernel -o "$T/k.pb.gz" \
 	-o "$T/k.folded" -- "$PP_WORKLOAD" --pidfile "$T/k.pid" 4
@@ -126,7 +128,16 @@ KPID=$(head -n1 "$T/k.pid" 2>/dev/null)
 pp_pprof_raw "$T/k.pb.gz" "$T/k.raw" && check_profile "kernel walker" "$T/k.raw" "$KPID" ||
 	pp_fail "--user-unwind kernel: go tool pprof cannot read k.pb.gz"
 # The stacks of samples taken in the burn functions (user mode, no kernel frames), as sets.
-burn_stacks() { sed -n 's/^\(.*;burn_[a-z]*\) [0-9]*$/\1/p' "$1" | sort -u; }
+burn_stacks() {
+	sed -n 's/^\(.*;burn_[a-z]*\) [0-9]*$/\1/p' "$1" |
+		sed 's/;_start;__libc_start_main;__libc_start_call_main;main;/;main;/' | sort -u
+}
+if grep -q '^pp_workload;_start;__libc_start_main;__libc_start_call_main;main;run_phase;burn_alpha ' \
+	"$T/w.folded"; then
+	pp_ok "the shim's unwind tables walk libc below main to _start"
+else
+	pp_fail "no burn_alpha stack reaches _start through libc (unwind tables)"
+fi
 if [ -n "$(burn_stacks "$T/w.folded")" ] &&
 	[ "$(burn_stacks "$T/w.folded")" = "$(burn_stacks "$T/k.folded")" ]; then
 	pp_ok "the shim's and the kernel's walks give the same burn stacks:" \

@@ -7,11 +7,16 @@
  *      event accepts the bits; the values are zero/NA, but the program does every read).
  * -x unwind compares who follows user frame pointers:
  *   A  the kernel's walker (bpf_get_stack) for every sample;
- *   B  the shim's own walk for samples taken in user mode (the default of pebsprof).
+ *   B  the shim's own walk for samples taken in user mode.
+ * -x tables compares the shim's user walks:
+ *   A  its frame-pointer walk (--user-unwind fp);
+ *   B  its walk with .eh_frame unwind tables (--user-unwind auto), the busy processes' tables
+ *      installed before sampling. On a workload built with frame pointers both give the same
+ *      stacks.
  * With busy processes on every CPU, the program's run_time_ns / run_cnt (bpf_prog_info, with
  * BPF run-time statistics enabled for the duration) gives ns per sample for each, and B/A.
  *
- * usage: pp_bench_shim [-x mem|unwind] [-d SECONDS per run] [-F HZ] [-r ROUNDS]
+ * usage: pp_bench_shim [-x mem|unwind|tables] [-d SECONDS per run] [-F HZ] [-r ROUNDS]
  *                      [-v kctx|core] [-w WORKLOAD]
  *   -w  program run once per CPU as the load ("WORKLOAD 0": until killed), e.g. the frame-pointer
  *       built tests/pp_workload, so user stacks have a known depth; default: a spin loop here
@@ -30,6 +35,7 @@
 #include <unistd.h>
 
 #include "sampling/shim_loader.h"
+#include "unwind/unwinder.h"
 
 #define MAX_CPUS 1024
 #define BUSY_DEPTH 24 /* frames of the busy processes' user stacks */
@@ -107,11 +113,17 @@ static int open_event(int cpu, unsigned hz, int mem)
 enum comparison {
 	CMP_MEM,    /* B reads the memory fields */
 	CMP_UNWIND, /* A walks user stacks with the kernel's walker, B with the shim's */
+	CMP_TABLES, /* A walks frame pointers in the shim, B unwind tables */
 };
+
+static pid_t busy[MAX_CPUS];
+static int nbusy;
 
 static int run_one(enum pp_shim_variant variant, enum comparison cmp, int b, unsigned hz,
 		   double secs, struct run_result *res)
 {
+	struct pp_unwinder_sink *sink = NULL;
+	struct pp_unwinder *unwinder = NULL;
 	int mem = cmp == CMP_MEM && b;
 	struct pp_shim_opts opts = {
 	    .variant = variant,
@@ -119,7 +131,9 @@ static int run_one(enum pp_shim_variant variant, enum comparison cmp, int b, uns
 	    .ustack_depth = PP_MAX_STACK_DEPTH,
 	    .read_mem_fields = mem,
 	    .ringbuf_bytes = 16 << 20,
-	    .ustack_walk = cmp == CMP_UNWIND && !b ? PP_USTACK_KERNEL : PP_USTACK_SHIM,
+	    .ustack_walk = cmp == CMP_UNWIND && !b  ? PP_USTACK_KERNEL
+			   : cmp == CMP_TABLES && b ? PP_USTACK_AUTO
+						    : PP_USTACK_SHIM,
 	};
 	struct bpf_prog_info info;
 	uint32_t info_len = sizeof(info);
@@ -134,6 +148,21 @@ static int run_one(enum pp_shim_variant variant, enum comparison cmp, int b, uns
 	if (!shim) {
 		fprintf(stderr, "pp_bench_shim: %s\n", err);
 		return -1;
+	}
+	if (opts.ustack_walk == PP_USTACK_AUTO) {
+		uint32_t nr_rows;
+		int rows_fd = pp_shim_unwind_rows_fd(shim, &nr_rows);
+
+		sink = pp_unwinder_bpf_sink_new(rows_fd, nr_rows, pp_shim_unwind_procs_fd(shim));
+		unwinder = sink ? pp_unwinder_new(sink, &(struct pp_unwinder_opts){0}) : NULL;
+		for (int i = 0; unwinder && i < nbusy; i++)
+			if (pp_unwinder_install(unwinder, (uint32_t)busy[i]))
+				fprintf(stderr, "pp_bench_shim: no tables for pid %d\n", busy[i]);
+		if (!unwinder) {
+			fprintf(stderr, "pp_bench_shim: cannot set up unwind tables\n");
+			ret = -1;
+			goto out;
+		}
 	}
 	for (int cpu = 0; cpu < ncpu && cpu < MAX_CPUS; cpu++) {
 		int fd = open_event(cpu, hz, mem);
@@ -178,6 +207,8 @@ static int run_one(enum pp_shim_variant variant, enum comparison cmp, int b, uns
 out:
 	for (int i = 0; i < nfd; i++)
 		close(fds[i]);
+	pp_unwinder_free(unwinder);
+	pp_unwinder_bpf_sink_free(sink);
 	pp_shim_free(shim);
 	return ret;
 }
@@ -203,12 +234,12 @@ int main(int argc, char **argv)
 	int rounds = 2, opt, stats_fd, ncpu, rc = 1;
 	struct run_result res[2];
 	enum comparison cmp = CMP_MEM;
-	static const char *const labels[2][2] = {
+	static const char *const labels[3][2] = {
 	    {"A: no memory fields", "B: memory fields"},
 	    {"A: kernel's user walk", "B: shim's user walk"},
+	    {"A: shim frame pointers", "B: shim unwind tables"},
 	};
 	static double ratios[MAX_ROUNDS];
-	static pid_t busy[MAX_CPUS];
 
 	while ((opt = getopt(argc, argv, "d:F:r:v:w:x:h")) != -1) {
 		switch (opt) {
@@ -225,18 +256,21 @@ int main(int argc, char **argv)
 			workload = optarg;
 			break;
 		case 'x':
-			if (strcmp(optarg, "mem") != 0 && strcmp(optarg, "unwind") != 0) {
-				fprintf(stderr, "pp_bench_shim: -x wants mem or unwind\n");
+			if (strcmp(optarg, "mem") != 0 && strcmp(optarg, "unwind") != 0 &&
+			    strcmp(optarg, "tables") != 0) {
+				fprintf(stderr, "pp_bench_shim: -x wants mem, unwind or tables\n");
 				return 2;
 			}
-			cmp = strcmp(optarg, "mem") == 0 ? CMP_MEM : CMP_UNWIND;
+			cmp = strcmp(optarg, "mem") == 0      ? CMP_MEM
+			      : strcmp(optarg, "unwind") == 0 ? CMP_UNWIND
+							      : CMP_TABLES;
 			break;
 		case 'v':
 			variant = strcmp(optarg, "core") == 0 ? PP_SHIM_CORE : PP_SHIM_KCTX;
 			break;
 		default:
 			fprintf(stderr,
-				"usage: %s [-x mem|unwind] [-d SECONDS] [-F HZ] [-r ROUNDS] "
+				"usage: %s [-x mem|unwind|tables] [-d SECONDS] [-F HZ] [-r ROUNDS] "
 				"[-v kctx|core] [-w WORKLOAD]\n",
 				argv[0]);
 			return 2;
@@ -263,6 +297,9 @@ int main(int argc, char **argv)
 		ncpu = MAX_CPUS;
 	for (int i = 0; i < ncpu; i++)
 		busy[i] = spawn_busy(workload);
+	nbusy = ncpu;
+	if (cmp == CMP_TABLES)
+		usleep(300000); /* the workload's libraries mapped before its tables are read */
 
 	memset(res, 0, sizeof(res));
 	/* Alternating A and B spreads drift (frequency, other load) over both. */

@@ -62,6 +62,7 @@ struct record_args {
 	uint32_t ldlat;
 	int no_kernel_stacks;
 	uint32_t ustack_walk; /* PP_USTACK_* */
+	uint64_t unwind_table_bytes;
 	const char *outputs[MAX_OUTPUTS];
 	size_t noutputs;
 	size_t top;
@@ -117,9 +118,11 @@ static void usage(FILE *f)
 	    "                        .pb.gz (pprof), .folded (folded stacks), .svg (flame graph)\n"
 	    "      --stack-depth N   frames per stack, 1..%d (default %d)\n"
 	    "      --no-kernel-stacks  user stacks only\n"
-	    "      --user-unwind shim|kernel  who follows user frame pointers: the shim\n"
-	    "                        (default; samples taken in user mode) or the kernel's\n"
-	    "                        walker (bpf_get_stack) for every sample\n"
+	    "      --user-unwind auto|dwarf|fp|kernel  how user stacks are unwound: auto\n"
+	    "                        (default) with .eh_frame unwind tables where a file has\n"
+	    "                        them and frame pointers elsewhere; dwarf tables only; fp\n"
+	    "                        the shim follows frame pointers; kernel bpf_get_stack\n"
+	    "      --unwind-table-bytes SIZE  kernel memory for unwind tables (default 64MiB)\n"
 	    "      --ldlat CYCLES    load-latency threshold for mem-loads (default 30)\n"
 	    "      --top N           functions in the summary (default 15; 0 = none)\n"
 	    "      --proc-root DIR   where /proc is (default /proc)\n"
@@ -171,6 +174,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 		OPT_STACK_DEPTH = 256,
 		OPT_NO_KSTACK,
 		OPT_USER_UNWIND,
+		OPT_UNWIND_TABLE_BYTES,
 		OPT_LDLAT,
 		OPT_TOP,
 		OPT_PROC_ROOT,
@@ -192,6 +196,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	    {"stack-depth", required_argument, NULL, OPT_STACK_DEPTH},
 	    {"no-kernel-stacks", no_argument, NULL, OPT_NO_KSTACK},
 	    {"user-unwind", required_argument, NULL, OPT_USER_UNWIND},
+	    {"unwind-table-bytes", required_argument, NULL, OPT_UNWIND_TABLE_BYTES},
 	    {"ldlat", required_argument, NULL, OPT_LDLAT},
 	    {"top", required_argument, NULL, OPT_TOP},
 	    {"proc-root", required_argument, NULL, OPT_PROC_ROOT},
@@ -225,6 +230,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	a->event = "auto";
 	a->pid = -1;
 	a->stack_depth = PP_MAX_STACK_DEPTH;
+	a->ustack_walk = PP_USTACK_AUTO;
 	a->ldlat = 30;
 	a->top = 15;
 	a->proc_root = "/proc";
@@ -282,13 +288,18 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 			a->no_kernel_stacks = 1;
 			break;
 		case OPT_USER_UNWIND:
-			a->ustack_walk = 0;
-			while (pp_ustack_walk_names[a->ustack_walk] &&
-			       strcmp(optarg, pp_ustack_walk_names[a->ustack_walk]) != 0)
-				a->ustack_walk++;
-			if (!pp_ustack_walk_names[a->ustack_walk])
-				return usage_error("bad --user-unwind '%s': give shim or kernel",
+			if (pp_ustack_walk_parse(optarg) < 0)
+				return usage_error("bad --user-unwind '%s': give auto, dwarf, fp "
+						   "or kernel",
 						   optarg);
+			a->ustack_walk = (uint32_t)pp_ustack_walk_parse(optarg);
+			break;
+		case OPT_UNWIND_TABLE_BYTES:
+			if (pp_size_parse(optarg, strlen(optarg), &v, NULL, 0) || v < (1u << 20) ||
+			    v > (4ull << 30))
+				return usage_error("bad --unwind-table-bytes '%s': give 1MiB..4GiB",
+						   optarg);
+			a->unwind_table_bytes = v;
 			break;
 		case OPT_LDLAT:
 			if (pp_parse_u64(optarg, 1, 65535, &v))
@@ -566,8 +577,45 @@ static void print_shim(const struct pp_shim *shim, int ustack_walk)
 	else
 		printf("verified instructions not reported (kernel before 5.16)");
 	printf("; user stacks walked by the %s; cgroup filter %s\n",
-	       ustack_walk == PP_USTACK_KERNEL ? "kernel" : "shim",
+	       ustack_walk == PP_USTACK_KERNEL	? "kernel"
+	       : ustack_walk == PP_USTACK_AUTO	? "tables (frame pointers elsewhere)"
+	       : ustack_walk == PP_USTACK_DWARF ? "tables only"
+						: "fp",
 	       (unsigned)cg < 3 ? cgroup_modes[cg] : "?");
+}
+
+/* What unwinding with tables did: the shim's walks and the tables behind them. */
+static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX])
+{
+	struct pp_unwinder_stats us;
+	uint64_t stops = c[PP_CNT_UNWIND_STOP_NO_CFI] + c[PP_CNT_UNWIND_STOP_UNREADABLE] +
+			 c[PP_CNT_UNWIND_STOP_NOT_UP] + c[PP_CNT_UNWIND_STOP_UNSUPPORTED];
+
+	if (!u)
+		return;
+	pp_unwinder_get_stats(u, &us);
+	printf("unwinding: %llu frames by table, %llu by frame pointer; %llu samples before "
+	       "their process had tables; walks stopped early %llu (no CFI %llu, unreadable "
+	       "%llu, CFA not up %llu, unsupported %llu)\n",
+	       (unsigned long long)c[PP_CNT_UNWIND_TABLE_FRAMES],
+	       (unsigned long long)c[PP_CNT_UNWIND_FP_FRAMES],
+	       (unsigned long long)c[PP_CNT_UNWIND_NO_PROC], (unsigned long long)stops,
+	       (unsigned long long)c[PP_CNT_UNWIND_STOP_NO_CFI],
+	       (unsigned long long)c[PP_CNT_UNWIND_STOP_UNREADABLE],
+	       (unsigned long long)c[PP_CNT_UNWIND_STOP_NOT_UP],
+	       (unsigned long long)c[PP_CNT_UNWIND_STOP_UNSUPPORTED]);
+	printf("unwind tables: %llu built in %.0f ms, %llu shared, %llu files without CFI, "
+	       "%llu evicted, %llu did not fit; %llu of %llu rows (%.1f MiB) in use; %llu "
+	       "process installs (%llu released, %llu live, %llu gone before), %llu mappings "
+	       "(%llu without a table)\n",
+	       (unsigned long long)us.tables_built, (double)us.build_ns / 1e6,
+	       (unsigned long long)us.tables_shared, (unsigned long long)us.tables_none,
+	       (unsigned long long)us.tables_evicted, (unsigned long long)us.tables_no_room,
+	       (unsigned long long)us.rows_used, (unsigned long long)us.rows_total,
+	       (double)us.rows_used * sizeof(struct pp_bpf_unwind_row) / (1 << 20),
+	       (unsigned long long)us.procs_installed, (unsigned long long)us.procs_released,
+	       (unsigned long long)us.procs_live, (unsigned long long)us.procs_failed,
+	       (unsigned long long)us.mappings, (unsigned long long)us.mappings_no_table);
 }
 
 static void print_summary(const struct record_args *a, const struct pp_profile *profile,
@@ -738,6 +786,7 @@ int pp_cmd_record(int argc, char **argv)
 		    .filter_tgids = !a.system_wide,
 		    .cgroup2_root = a.cgroup_root,
 		    .ustack_walk = a.ustack_walk,
+		    .unwind_table_bytes = a.unwind_table_bytes,
 		};
 		struct pp_containers_filter filter = {.cgroups = a.cgroups,
 						      .container_ids = a.container_ids};
@@ -799,6 +848,9 @@ int pp_cmd_record(int argc, char **argv)
 		ret = pp_shim_add_target(smp.shim, (uint32_t)ch.pid);
 	} else if (a.pid >= 0) {
 		ret = pp_shim_add_target(smp.shim, (uint32_t)a.pid);
+		/* a running process: its tables before the first sample, not after */
+		if (!ret && smp.unwinder)
+			(void)pp_unwinder_install(smp.unwinder, (uint32_t)a.pid);
 	}
 	if (ret) {
 		pp_error("cannot set the process filter: %s", strerror(-ret));
@@ -905,8 +957,10 @@ int pp_cmd_record(int argc, char **argv)
 	}
 
 	ret = write_outputs(&a, profile);
-	if (!a.quiet)
-		print_shim(smp.shim, (int)a.ustack_walk);
+	if (!a.quiet) {
+		print_shim(smp.shim, (int)smp.ustack_walk);
+		print_unwinding(smp.unwinder, counters);
+	}
 	print_summary(&a, profile, counters, &st,
 		      (double)pp_profile_get_desc(profile)->duration_ns / 1e9);
 	if (ret)

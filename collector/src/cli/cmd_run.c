@@ -906,6 +906,7 @@ static int start_sampling(struct agent *ag)
 		    .want_ustack = 1},
 	    .cgroup2_root = ag->cfg.cgroup_root[0] ? ag->cfg.cgroup_root : NULL,
 	    .ustack_walk = (uint32_t)ag->cfg.user_unwind,
+	    .unwind_table_bytes = ag->cfg.unwind_table_bytes,
 	};
 	struct pp_session_opts sess = {.proc_root = ag->cfg.proc_root,
 				       .raw_stack_entries = 1 << 16,

@@ -285,11 +285,24 @@ static const struct option_def table[PP_CFG_NKEYS] = {
 			    .env = "PEBSPROF_USER_UNWIND",
 			    .type = T_ENUM,
 			    .offset = OFF(user_unwind),
-			    .def = "shim",
+			    .def = "auto",
 			    .names = pp_ustack_walk_names,
-			    .metavar = "shim|kernel",
-			    .help = "who follows user frame pointers: the shim (samples taken in\n"
-				    "user mode) or the kernel's walker (bpf_get_stack)"},
+			    .metavar = "auto|dwarf|fp|kernel",
+			    .help =
+				"how user stacks are unwound: auto (unwind tables where a file\n"
+				"has them, frame pointers elsewhere), dwarf (tables only), fp\n"
+				"(the shim follows frame pointers) or kernel (bpf_get_stack)"},
+    [PP_CFG_UNWIND_TABLE_BYTES] =
+	{.name = "unwind-table-bytes",
+	 .env = "PEBSPROF_UNWIND_TABLE_BYTES",
+	 .type = T_SIZE,
+	 .offset = OFF(unwind_table_bytes),
+	 .def = "64MiB",
+	 .min = 1 * MIB,
+	 .max = 4 * GIB,
+	 .metavar = "SIZE",
+	 .help = "kernel memory for unwind tables (user-unwind auto, dwarf);\n"
+		 "the least recently used unused tables make room"},
     [PP_CFG_SERVICE_NAME] = {.name = "service-name",
 			     .env = "OTEL_SERVICE_NAME",
 			     .type = T_STR,
@@ -974,6 +987,10 @@ static int store(struct pp_run_config *c, int k, const char *s, char *err, size_
 		*(uint64_t *)field(c, k) = v;
 		return 0;
 	case T_ENUM:
+		if (k == PP_CFG_USER_UNWIND && !strcmp(s, "shim")) { /* fp's name before tables */
+			*(int *)field(c, k) = PP_USTACK_SHIM;
+			return 0;
+		}
 		for (int i = 0; o->names[i]; i++) {
 			if (!strcmp(s, o->names[i])) {
 				*(int *)field(c, k) = i;

@@ -43,6 +43,7 @@ enum pp_config_key {
 	PP_CFG_FLUSH_TIMEOUT,
 	PP_CFG_STACK_DEPTH,
 	PP_CFG_USER_UNWIND,
+	PP_CFG_UNWIND_TABLE_BYTES,
 	PP_CFG_SERVICE_NAME,
 	PP_CFG_RESOURCE_ATTRIBUTES,
 	PP_CFG_NODE_NAME,
@@ -130,7 +131,8 @@ struct pp_run_config {
 	int no_perf_maps;
 	uint64_t flush_timeout_ns; /* how long exit waits for the queue to drain */
 	uint64_t stack_depth;
-	int user_unwind;    /* PP_USTACK_* (record.h), named by pp_ustack_walk_names */
+	int user_unwind; /* PP_USTACK_* (record.h), named by pp_ustack_walk_names */
+	uint64_t unwind_table_bytes;
 	char *service_name; /* "" = per process (container, pod or executable) */
 	struct pp_kv_list resource_attributes;
 	char *node_name; /* default: this host's name */

@@ -112,6 +112,28 @@ int pp_sampler_check_system(const struct pp_sys *sys, char *msg, size_t len)
 	return PP_EXIT_OK;
 }
 
+/* The unwind tables' manager, writing into the loaded shim's maps. */
+static int open_unwinder(struct pp_sampler *s, const struct pp_sampler_opts *opts)
+{
+	struct pp_unwinder_opts uo = {.proc_root = opts->proc_root, .worker = true};
+	uint32_t nr_rows;
+	int rows_fd = pp_shim_unwind_rows_fd(s->shim, &nr_rows);
+
+	s->unwind_sink =
+	    pp_unwinder_bpf_sink_new(rows_fd, nr_rows, pp_shim_unwind_procs_fd(s->shim));
+	if (!s->unwind_sink) {
+		pp_error("cannot map the shim's unwind table array (%u rows): %s", nr_rows,
+			 strerror(errno));
+		return PP_EXIT_RUNTIME;
+	}
+	s->unwinder = pp_unwinder_new(s->unwind_sink, &uo);
+	if (!s->unwinder) {
+		pp_error("cannot start the unwind table worker: %s", strerror(errno));
+		return PP_EXIT_RUNTIME;
+	}
+	return PP_EXIT_OK;
+}
+
 int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 {
 	struct pp_sys_opts sys_opts = {
@@ -192,6 +214,19 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 	sopts.ustack_depth = req.stack_depth;
 	sopts.read_mem_fields = s->events->events[0].mem;
 	sopts.ustack_walk = opts->ustack_walk;
+	sopts.unwind_table_bytes = opts->unwind_table_bytes;
+	if ((sopts.ustack_walk == PP_USTACK_AUTO || sopts.ustack_walk == PP_USTACK_DWARF) &&
+	    s->sys->has_unwind_tables != PP_FEAT_YES) {
+		if (sopts.ustack_walk == PP_USTACK_DWARF) {
+			pp_error("--user-unwind dwarf needs bpf_loop and bpf_task_pt_regs for "
+				 "perf_event programs (kernel 5.17+): use auto, fp or kernel");
+			return PP_EXIT_USAGE;
+		}
+		pp_info("this kernel cannot walk unwind tables in BPF (bpf_loop, 5.17+): user "
+			"stacks follow frame pointers");
+		sopts.ustack_walk = PP_USTACK_SHIM;
+	}
+	s->ustack_walk = sopts.ustack_walk;
 	/* Events that cannot exclude a mode in the PMU (IBS) exclude it in the shim. */
 	if (s->events->events[0].want_user_only)
 		sopts.ip_filter = PP_IP_FILTER_USER_ONLY;
@@ -210,6 +245,8 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 		pp_error("%s", err);
 		return PP_EXIT_RUNTIME;
 	}
+	if (s->ustack_walk == PP_USTACK_AUTO || s->ustack_walk == PP_USTACK_DWARF)
+		return open_unwinder(s, opts);
 	return PP_EXIT_OK;
 }
 
@@ -242,6 +279,8 @@ int pp_sampler_attach(struct pp_sampler *s)
 
 void pp_sampler_close(struct pp_sampler *s)
 {
+	pp_unwinder_free(s->unwinder); /* its worker writes to the shim's maps: first */
+	pp_unwinder_bpf_sink_free(s->unwind_sink);
 	pp_shim_free(s->shim);
 	pp_event_set_free(s->events);
 	pp_kallsyms_free(s->ksyms);
@@ -265,6 +304,7 @@ void pp_sampler_session_opts(const struct pp_sampler *s, struct pp_session_opts 
 	sess->kallsyms = s->ksyms;
 	sess->precise_ip = s->events->events[0].precise_ip > 0;
 	sess->mem_event = s->events->events[0].mem;
+	sess->unwinder = s->unwinder;
 	sess->mono_to_wall_ns =
 	    (int64_t)pp_clock_ns(CLOCK_REALTIME) - (int64_t)pp_clock_ns(CLOCK_MONOTONIC);
 }

@@ -16,6 +16,7 @@
 #include "session.h"
 #include "sampling/shim_loader.h"
 #include "sampling/sysinfo.h"
+#include "unwind/unwinder.h"
 
 struct pp_sampler_opts {
 	const char *sysfs_root; /* NULL: /sys */
@@ -25,8 +26,9 @@ struct pp_sampler_opts {
 	int filter_tgids; /* only the processes added with pp_shim_add_target (and children) */
 	/* only tasks in the cgroups added with pp_shim_add_cgroup (and below) */
 	int filter_cgroups;
-	const char *cgroup2_root; /* for the cgroup filter; NULL: from mountinfo */
-	uint32_t ustack_walk;	  /* PP_USTACK_* (record.h) */
+	const char *cgroup2_root;    /* for the cgroup filter; NULL: from mountinfo */
+	uint32_t ustack_walk;	     /* PP_USTACK_* (record.h) */
+	uint64_t unwind_table_bytes; /* the table budget (auto, dwarf); 0: the default */
 };
 
 /* Everything owned here; pp_sampler_close releases it. */
@@ -35,6 +37,10 @@ struct pp_sampler {
 	struct pp_event_set *events;
 	struct pp_kallsyms *ksyms; /* NULL when kallsyms could not be read */
 	struct pp_shim *shim;
+	/* --user-unwind auto, dwarf: the unwind tables and where they go; NULL otherwise */
+	struct pp_unwinder_sink *unwind_sink;
+	struct pp_unwinder *unwinder;
+	uint32_t ustack_walk; /* the walker loaded: the asked one, or fp where tables cannot */
 };
 
 /*

@@ -273,6 +273,12 @@ static void report_text(const struct pp_sys *sys, const struct pp_event_set *set
 		bpf_feat_str(sys, sys->has_perf_event_prog));
 	fprintf(out, "  %-28s %s\n", "bpf_get_attach_cookie",
 		bpf_feat_str(sys, sys->has_attach_cookie));
+	fprintf(out, "  %-28s %s\n", "unwind tables in BPF",
+		bpf_feat_str(sys, sys->has_unwind_tables));
+	fprintf(out, "  %-28s %s\n", "--user-unwind",
+		sys->has_unwind_tables == PP_FEAT_YES
+		    ? "auto (tables, frame pointers elsewhere), dwarf, fp, kernel"
+		    : "fp, kernel (auto follows frame pointers: no bpf_loop before 5.17)");
 	fprintf(out, "sysctl\n");
 	sysctl_text(out, "perf_event_paranoid", sys->perf_event_paranoid);
 	sysctl_text(out, "perf_event_max_sample_rate", sys->max_sample_rate);
@@ -451,7 +457,8 @@ static void report_json(const struct pp_sys *sys, const struct pp_event_set *set
 	feat_json(out, "cast_to_kern_ctx", sys->has_cast_to_kern_ctx, 0);
 	feat_json(out, "ringbuf", sys->has_ringbuf, 0);
 	feat_json(out, "perf_event_prog", sys->has_perf_event_prog, 0);
-	feat_json(out, "attach_cookie", sys->has_attach_cookie, 1);
+	feat_json(out, "attach_cookie", sys->has_attach_cookie, 0);
+	feat_json(out, "unwind_tables", sys->has_unwind_tables, 1);
 	fputs("},\"sysctl\":{", out);
 	sysctl_json(out, "perf_event_paranoid", sys->perf_event_paranoid, 0);
 	sysctl_json(out, "perf_event_max_sample_rate", sys->max_sample_rate, 0);

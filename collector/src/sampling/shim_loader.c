@@ -6,6 +6,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
@@ -52,6 +53,7 @@ struct pp_shim {
 	struct bpf_object *obj;
 	struct bpf_program *on_sample;
 	struct bpf_map *rings, *counters, *target_tgids, *cgroup_filter, *cgroup_levels;
+	struct bpf_map *unwind_rows, *unwind_procs; /* used with PP_USTACK_AUTO and _DWARF */
 	struct ring_buffer *rb;
 	int *ring_fds; /* one ring buffer per CPU in opts->ring_cpus, in that order */
 	size_t nr_rings;
@@ -68,10 +70,31 @@ struct pp_shim {
 };
 
 const char *const pp_ustack_walk_names[] = {
-    [PP_USTACK_SHIM] = "shim",
+    [PP_USTACK_SHIM] = "fp",
     [PP_USTACK_KERNEL] = "kernel",
+    [PP_USTACK_AUTO] = "auto",
+    [PP_USTACK_DWARF] = "dwarf",
     NULL,
 };
+
+int pp_ustack_walk_parse(const char *name)
+{
+	if (!strcmp(name, "shim")) /* its name before there were tables */
+		return PP_USTACK_SHIM;
+	for (int i = 0; pp_ustack_walk_names[i]; i++)
+		if (!strcmp(name, pp_ustack_walk_names[i]))
+			return i;
+	return -1;
+}
+
+/* Rows the table budget buys: at least one, at most what an array map may hold. */
+static uint32_t unwind_rows_for(uint64_t bytes)
+{
+	uint64_t rows =
+	    (bytes ? bytes : PP_UNWIND_TABLE_BYTES_DEFAULT) / sizeof(struct pp_bpf_unwind_row);
+
+	return rows < 1 ? 1 : rows > (1u << 28) ? (1u << 28) : (uint32_t)rows;
+}
 
 static const char *const counter_names[PP_CNT__MAX] = {
     [PP_CNT_SAMPLES] = "samples",
@@ -90,6 +113,13 @@ static const char *const counter_names[PP_CNT__MAX] = {
     [PP_CNT_IP_FILTERED] = "ip_filtered",
     [PP_CNT_USTACK_SHIM] = "ustack_shim_walked",
     [PP_CNT_USTACK_SWITCH] = "ustack_stack_switches",
+    [PP_CNT_UNWIND_TABLE_FRAMES] = "unwind_table_frames",
+    [PP_CNT_UNWIND_FP_FRAMES] = "unwind_fp_frames",
+    [PP_CNT_UNWIND_NO_PROC] = "unwind_no_proc",
+    [PP_CNT_UNWIND_STOP_NO_CFI] = "unwind_stop_no_cfi",
+    [PP_CNT_UNWIND_STOP_UNREADABLE] = "unwind_stop_unreadable",
+    [PP_CNT_UNWIND_STOP_NOT_UP] = "unwind_stop_cfa_not_up",
+    [PP_CNT_UNWIND_STOP_UNSUPPORTED] = "unwind_stop_unsupported",
 };
 
 const char *pp_counter_name(enum pp_counter c)
@@ -398,7 +428,8 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 {
 	struct pp_shim *shim;
 	struct pp_shim_config *cfg;
-	struct bpf_program *on_fork, *on_exec, *on_exit;
+	struct bpf_program *on_fork, *on_exec, *on_exit, *on_other;
+	bool tables;
 	uint64_t total_bytes, ring_bytes;
 	int *cpus = NULL;
 	size_t ncpus = 0;
@@ -464,7 +495,13 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	set_config(cfg, opts, ring_bytes, shim->has_cookie, shim->cg_mode);
 	cfg->fallback_ring = (uint32_t)cpus[0];
 
-	shim->on_sample = bpf_object__find_program_by_name(shim->obj, "on_sample");
+	tables = opts->ustack_walk == PP_USTACK_AUTO || opts->ustack_walk == PP_USTACK_DWARF;
+	on_other =
+	    bpf_object__find_program_by_name(shim->obj, tables ? "on_sample" : "on_sample_unwind");
+	shim->on_sample =
+	    bpf_object__find_program_by_name(shim->obj, tables ? "on_sample_unwind" : "on_sample");
+	shim->unwind_rows = bpf_object__find_map_by_name(shim->obj, "unwind_rows");
+	shim->unwind_procs = bpf_object__find_map_by_name(shim->obj, "unwind_procs");
 	on_fork = bpf_object__find_program_by_name(shim->obj, "on_fork");
 	on_exec = bpf_object__find_program_by_name(shim->obj, "on_exec");
 	on_exit = bpf_object__find_program_by_name(shim->obj, "on_exit");
@@ -475,11 +512,17 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	shim->cgroup_levels = bpf_object__find_map_by_name(shim->obj, "cgroup_levels");
 	if (!shim->on_sample || !on_fork || !on_exec || !on_exit || !shim->rings ||
 	    !shim->counters || !shim->target_tgids || !shim->cgroup_filter ||
-	    !shim->cgroup_levels) {
+	    !shim->cgroup_levels || !on_other || !shim->unwind_rows || !shim->unwind_procs) {
 		snprintf(err, errlen, "BPF shim object is incomplete (build mismatch)");
 		ret = -ENOENT;
 		goto fail;
 	}
+	bpf_program__set_autoload(on_other, false);
+	/* the table budget: rows in one array map; without tables no memory for them */
+	bpf_map__set_max_entries(shim->unwind_rows,
+				 tables ? unwind_rows_for(opts->unwind_table_bytes) : 1);
+	if (!tables)
+		bpf_map__set_max_entries(shim->unwind_procs, 1);
 	bpf_program__set_autoload(on_fork, opts->filter_tgids);
 	bpf_program__set_autoload(on_exec, opts->track_tasks);
 	bpf_program__set_autoload(on_exit, opts->track_tasks || opts->filter_tgids);
@@ -589,6 +632,23 @@ size_t pp_shim_nr_rings(const struct pp_shim *shim)
 int pp_shim_sample_prog_fd(const struct pp_shim *shim)
 {
 	return bpf_program__fd(shim->on_sample);
+}
+
+int pp_shim_unwind_rows_fd(const struct pp_shim *shim, uint32_t *nr_rows)
+{
+	if (nr_rows)
+		*nr_rows = bpf_map__max_entries(shim->unwind_rows);
+	return bpf_map__fd(shim->unwind_rows);
+}
+
+int pp_shim_unwind_procs_fd(const struct pp_shim *shim)
+{
+	return bpf_map__fd(shim->unwind_procs);
+}
+
+uint32_t pp_unwind_rows_for_bytes(uint64_t bytes)
+{
+	return unwind_rows_for(bytes);
 }
 
 int pp_shim_add_target(struct pp_shim *shim, uint32_t tgid)

@@ -28,9 +28,11 @@ enum pp_shim_cgroup_mode {
 
 /*
  * The names users give the PP_USTACK_* walkers (record.h), indexed by them, NULL-terminated:
- * "shim", "kernel".
+ * "fp" (the shim's frame-pointer walk, also accepted as "shim"), "kernel", "auto", "dwarf".
  */
 extern const char *const pp_ustack_walk_names[];
+/* The PP_USTACK_* value a name gives, or -1. */
+int pp_ustack_walk_parse(const char *name);
 
 struct pp_shim_opts {
 	enum pp_shim_variant variant;
@@ -64,7 +66,11 @@ struct pp_shim_opts {
 	 * samples take the kernel's walker either way (PP_USTACK_SHIM in record.h).
 	 */
 	uint32_t ustack_walk;
+	/* PP_USTACK_AUTO, _DWARF: bytes of unwind table rows in the kernel; 0 = the default */
+	uint64_t unwind_table_bytes;
 };
+
+#define PP_UNWIND_TABLE_BYTES_DEFAULT (64ull << 20)
 
 struct pp_shim;
 
@@ -111,6 +117,16 @@ size_t pp_shim_nr_rings(const struct pp_shim *shim);
 
 /* The fd of the loaded sample program (for bpf_prog_info: run time and count). */
 int pp_shim_sample_prog_fd(const struct pp_shim *shim);
+
+/*
+ * The unwind table maps (PP_USTACK_AUTO, _DWARF; layout in record.h): the rows array (its
+ * size in rows in *nr_rows, mmap-able) and the per-process mapping hash. Without tables the
+ * maps exist with one entry.
+ */
+int pp_shim_unwind_rows_fd(const struct pp_shim *shim, uint32_t *nr_rows);
+int pp_shim_unwind_procs_fd(const struct pp_shim *shim);
+/* The rows a table budget in bytes buys (0: PP_UNWIND_TABLE_BYTES_DEFAULT). */
+uint32_t pp_unwind_rows_for_bytes(uint64_t bytes);
 
 /* Attaches the sample program to an opened (disabled) perf event fd and enables it. */
 int pp_shim_attach(struct pp_shim *shim, int perf_fd, uint32_t cookie);

@@ -256,9 +256,16 @@ static void probe_bpf(struct pp_sys *sys)
 	sys->has_ringbuf = feat_from_probe(libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL));
 	sys->has_perf_event_prog =
 	    feat_from_probe(libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, NULL));
-	if (sys->has_perf_event_prog == PP_FEAT_YES)
+	if (sys->has_perf_event_prog == PP_FEAT_YES) {
 		sys->has_attach_cookie = feat_from_probe(libbpf_probe_bpf_helper(
 		    BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_attach_cookie, NULL));
+		/* the table walker: bpf_loop (5.17) and the task's user registers (5.15) */
+		sys->has_unwind_tables = feat_from_probe(
+		    libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL));
+		if (sys->has_unwind_tables == PP_FEAT_YES)
+			sys->has_unwind_tables = feat_from_probe(libbpf_probe_bpf_helper(
+			    BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, NULL));
+	}
 	/* libbpf's probes answer "no" for EPERM too: ask with the oldest map there is */
 	if (sys->has_ringbuf != PP_FEAT_YES || sys->has_perf_event_prog != PP_FEAT_YES) {
 		int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, 4, 1, NULL);
@@ -328,6 +335,7 @@ struct pp_sys *pp_sys_new(const struct pp_sys_opts *opts)
 		sys->kernel_major = sys->kernel_minor = 0;
 
 	sys->has_ringbuf = sys->has_perf_event_prog = sys->has_attach_cookie = PP_FEAT_UNKNOWN;
+	sys->has_unwind_tables = PP_FEAT_UNKNOWN;
 	probe_btf(sys, opts->skip_kfunc_probe);
 	if (opts->probe_bpf)
 		probe_bpf(sys);

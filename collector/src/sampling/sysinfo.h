@@ -51,6 +51,7 @@ struct pp_sys {
 	int has_ringbuf;	  /* BPF_MAP_TYPE_RINGBUF (PP_FEAT_*; UNKNOWN without probe_bpf) */
 	int has_perf_event_prog;  /* BPF_PROG_TYPE_PERF_EVENT */
 	int has_attach_cookie;	  /* bpf_get_attach_cookie from perf_event programs */
+	int has_unwind_tables;	  /* bpf_loop and bpf_task_pt_regs there: --user-unwind auto */
 	/*
 	 * bpf() itself is refused with EPERM (no CAP_BPF, a seccomp profile or an LSM in the
 	 * way, kernel.unprivileged_bpf_disabled): the feature probes above then say "no" for

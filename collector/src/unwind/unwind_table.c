@@ -37,6 +37,8 @@ struct pp_unwind_table {
 	struct pp_unwind_row *rows;
 	size_t n, cap, max_rows;
 	struct pp_unwind_table_stats stats;
+	struct pp_unwind_load loads[PP_UNWIND_MAX_LOADS];
+	size_t nloads;
 };
 
 /*
@@ -585,6 +587,24 @@ static int32_t rd32(const uint8_t *p, bool big)
 	return (int32_t)v;
 }
 
+static void read_loads(Elf *elf, struct pp_unwind_table *t)
+{
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n) != 0)
+		return;
+	for (size_t i = 0; i < n && t->nloads < PP_UNWIND_MAX_LOADS; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		t->loads[t->nloads].vaddr = ph.p_vaddr;
+		t->loads[t->nloads].offset = ph.p_offset;
+		t->loads[t->nloads].filesz = ph.p_filesz;
+		t->nloads++;
+	}
+}
+
 /* The hdr's table entry i: an FDE's initial location and its offset in .eh_frame. */
 static void hdr_entry(const struct section *hdr, const struct section *eh, size_t i, bool big,
 		      uint64_t *loc, uint64_t *fde_off)
@@ -648,6 +668,7 @@ static int build(Elf *elf, size_t max_rows, struct pp_unwind_table **out)
 	}
 	t->max_rows = max_rows ? max_rows : (size_t)1 << 22;
 	t->stats.fdes = nfde;
+	read_loads(elf, t);
 	/* compilers' FDEs execute a few dozen bytes per row: 64 per byte of CFI is generous */
 	budget = ((uint64_t)eh.data->d_size << 6) + ((uint64_t)1 << 20);
 	for (uint32_t i = 0; i < nfde && !err; i++) {
@@ -809,6 +830,29 @@ const struct pp_unwind_row *pp_unwind_table_lookup(const struct pp_unwind_table 
 			hi = mid;
 	}
 	return lo ? &t->rows[lo - 1] : NULL;
+}
+
+size_t pp_unwind_table_get_loads(const struct pp_unwind_table *t, struct pp_unwind_load *out)
+{
+	if (!t)
+		return 0;
+	memcpy(out, t->loads, t->nloads * sizeof(*out));
+	return t->nloads;
+}
+
+int pp_unwind_vaddr_of(const struct pp_unwind_load *loads, size_t n, uint64_t file_offset,
+		       uint64_t *vaddr)
+{
+	for (size_t i = 0; i < n; i++) {
+		/* a mapping starts at the page holding the segment's first byte */
+		uint64_t page_off = loads[i].offset & ~(uint64_t)0xfff;
+
+		if (file_offset >= page_off && file_offset < loads[i].offset + loads[i].filesz) {
+			*vaddr = file_offset - loads[i].offset + loads[i].vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 size_t pp_unwind_table_count(const struct pp_unwind_table *t)

@@ -86,6 +86,23 @@ void pp_unwind_table_free(struct pp_unwind_table *t);
 /* The row covering pc (the last row starting at or below it), or NULL before the first. */
 const struct pp_unwind_row *pp_unwind_table_lookup(const struct pp_unwind_table *t, uint64_t pc);
 
+/* A PT_LOAD segment: where the file's bytes go in its ELF addresses. */
+struct pp_unwind_load {
+	uint64_t vaddr, offset, filesz;
+};
+
+#define PP_UNWIND_MAX_LOADS 8
+
+/* The file's PT_LOAD segments (at most PP_UNWIND_MAX_LOADS), their number returned. */
+size_t pp_unwind_table_get_loads(const struct pp_unwind_table *t, struct pp_unwind_load *out);
+
+/*
+ * The ELF virtual address of a file offset, by PT_LOAD segments: what a mapping of the file
+ * at that offset starts at (its load bias is start - *vaddr). 0 or -ENOENT.
+ */
+int pp_unwind_vaddr_of(const struct pp_unwind_load *loads, size_t n, uint64_t file_offset,
+		       uint64_t *vaddr);
+
 size_t pp_unwind_table_count(const struct pp_unwind_table *t);
 const struct pp_unwind_row *pp_unwind_table_get(const struct pp_unwind_table *t, size_t i);
 void pp_unwind_table_get_stats(const struct pp_unwind_table *t, struct pp_unwind_table_stats *out);

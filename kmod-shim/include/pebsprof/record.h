@@ -38,6 +38,8 @@
  * change: older collectors ignore it, older shims never set it.
  */
 #define PP_SF_EXACT_IP (1u << 7)
+#define PP_SF_USTACK_TABLES (1u << 8)  /* the user stack was unwound with unwind tables */
+#define PP_SF_USTACK_STOPPED (1u << 9) /* that walk ended early (PP_CNT_UNWIND_STOP_*) */
 
 struct pp_rec_hdr {
 	__u16 type;    /* PP_REC_* */
@@ -120,6 +122,15 @@ enum pp_counter {
 	PP_CNT_IP_FILTERED,   /* samples dropped by pp_shim_config.ip_filter (user or kernel) */
 	PP_CNT_USTACK_SHIM,   /* user stacks the shim walked itself (PP_USTACK_SHIM) */
 	PP_CNT_USTACK_SWITCH, /* frame chains followed onto another stack (Go's systemstack) */
+	/* unwinding with tables (PP_USTACK_AUTO, PP_USTACK_DWARF): frames by how they were found */
+	PP_CNT_UNWIND_TABLE_FRAMES,
+	PP_CNT_UNWIND_FP_FRAMES,
+	PP_CNT_UNWIND_NO_PROC, /* samples of a process without a mapping table yet (new ones) */
+	/* walks that ended before the outermost frame, by why (each sets PP_SF_USTACK_STOPPED) */
+	PP_CNT_UNWIND_STOP_NO_CFI,	/* a pc no table row covers, or outside every mapping */
+	PP_CNT_UNWIND_STOP_UNREADABLE,	/* stack memory the rule points at could not be read */
+	PP_CNT_UNWIND_STOP_NOT_UP,	/* the next frame would not be above this one */
+	PP_CNT_UNWIND_STOP_UNSUPPORTED, /* a row whose rule the shim does not follow */
 	PP_CNT__MAX,
 };
 
@@ -163,6 +174,66 @@ struct pp_shim_config {
  */
 #define PP_USTACK_SHIM 0
 #define PP_USTACK_KERNEL 1 /* always bpf_get_stack (BPF_F_USER_STACK) */
+/*
+ * PP_USTACK_AUTO: the shim unwinds with the unwind tables user space puts in the unwind_rows
+ * and unwind_procs maps, and takes a frame-pointer step in a mapping without a table (code
+ * with frame pointers, JIT code, a process whose tables are not built yet). PP_USTACK_DWARF:
+ * tables only; a frame in a mapping without one ends the stack. Both apply to user-mode
+ * samples (their registers, a precise event's included) and to kernel-mode ones (the task's
+ * user registers), and need bpf_loop (5.17+) and bpf_task_pt_regs (5.15+): a separate
+ * program, on_sample_unwind, which the loader loads instead of on_sample.
+ */
+#define PP_USTACK_AUTO 2
+#define PP_USTACK_DWARF 3
+
+/*
+ * Unwind tables in BPF maps (x86-64). unwind_rows, an array, holds every table's rows, each
+ * table a run sorted by pc; unwind_procs maps a tgid to its executable mappings, sorted by
+ * address, each naming its table's run. A row holds from its pc to the next row's; pc is the
+ * offset from the mapping's base (the address of the table's first row in this process).
+ */
+struct pp_bpf_unwind_row {
+	__u32 pc;
+	__s32 cfa_off;
+	__s16 rbp_off;
+	__s16 ra_off;
+	__u8 cfa_rule; /* PP_UW_CFA_* */
+	__u8 rbp_rule; /* PP_UW_REG_* */
+	__u8 ra_rule;  /* PP_UW_REG_* */
+	__u8 flags;    /* PP_UW_SIGNAL_FRAME */
+};
+
+#define PP_UW_CFA_NONE 0	/* no CFI here: stop */
+#define PP_UW_CFA_RSP 1		/* rsp + cfa_off */
+#define PP_UW_CFA_RBP 2		/* rbp + cfa_off */
+#define PP_UW_CFA_PLT 3		/* rsp + 8, + 8 when (rip & 15) >= cfa_off */
+#define PP_UW_CFA_DEREF_RSP 4	/* *(rsp + cfa_off): a signal frame */
+#define PP_UW_CFA_UNSUPPORTED 5 /* stop */
+#define PP_UW_REG_SAME 0
+#define PP_UW_REG_UNDEFINED 1 /* the return address: the outermost frame */
+#define PP_UW_REG_AT_CFA 2    /* at CFA + off */
+#define PP_UW_REG_AT_RSP 3    /* at rsp + off */
+#define PP_UW_REG_UNSUPPORTED 4
+#define PP_UW_SIGNAL_FRAME 0x1 /* the next pc is the interrupted one, not a return address */
+
+struct pp_bpf_unwind_mapping {
+	__u64 start, end; /* the executable mapping [start, end) */
+	__u64 base;	  /* row pc 0 is at this address */
+	__u32 first_row;  /* the table's run in unwind_rows */
+	__u32 nr_rows;	  /* 0: no table (frame pointers in PP_USTACK_AUTO) */
+};
+
+#define PP_UNWIND_MAX_MAPPINGS 256 /* executable mappings per process in unwind_procs */
+#define PP_UNWIND_MAX_PROCS 8192   /* processes in unwind_procs */
+
+struct pp_bpf_unwind_proc {
+	__u32 nr;
+	__u32 _pad;
+	struct pp_bpf_unwind_mapping m[PP_UNWIND_MAX_MAPPINGS];
+};
+
+_Static_assert(sizeof(struct pp_bpf_unwind_row) == 16, "pp_bpf_unwind_row layout");
+_Static_assert(sizeof(struct pp_bpf_unwind_mapping) == 32, "pp_bpf_unwind_mapping layout");
 
 #define PP_IP_FILTER_NONE 0
 #define PP_IP_FILTER_USER_ONLY 1   /* drop samples whose ip is a kernel address */

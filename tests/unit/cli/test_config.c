@@ -184,7 +184,8 @@ static const struct layers rows[] = {
     {"no-perf-maps", "yes", "on", NULL, "true", "true", "true", NULL},
     {"flush-timeout", "1", "0.25", "30", "1", "0.25", "30", NULL},
     {"stack-depth", "1", "16", "127", "1", "16", "127", NULL},
-    {"user-unwind", "kernel", "shim", "kernel", "kernel", "shim", "kernel", NULL},
+    {"user-unwind", "kernel", "shim", "dwarf", "kernel", "fp", "dwarf", NULL},
+    {"unwind-table-bytes", "2MiB", "8MiB", "1GiB", "2MiB", "8MiB", "1GiB", NULL},
     {"service-name", "svc file", "svc-env", "svc#flag", "\"svc file\"", "svc-env", "\"svc#flag\"",
      NULL},
     {"resource-attributes", "a=1", "b=x%20y", "c=3,d=4", "a=1", "b=x%20y", "c=3,d=4", NULL},
@@ -680,7 +681,7 @@ TEST(file_syntax_errors_exact)
 	    {"k8s-source = etcd\n",
 	     "t.conf:1: 'k8s-source': 'etcd' is not one of auto, apiserver, kubelet, none"},
 	    {"user-unwind = frames\n",
-	     "t.conf:1: 'user-unwind': 'frames' is not one of shim, kernel"},
+	     "t.conf:1: 'user-unwind': 'frames' is not one of fp, kernel, auto, dwarf"},
 	    {"output-dir = \"\"\n", "t.conf:1: 'output-dir': an empty path"},
 	    {"interval = 0.01\n", "t.conf:1: 'interval': '0.01' is not a duration in seconds from "
 				  "0.1 to 86400 (e.g. 10 or 2.5)"},

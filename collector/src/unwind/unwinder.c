@@ -1,0 +1,1010 @@
+/*
+ * The unwind table manager (see unwinder.h). Two locks: `lock` guards what the sample path
+ * touches (the set of processes seen, the queue); `work` serializes the work itself (the
+ * table cache, the row allocator, the per-process table lists), done by the worker thread or
+ * by pp_unwinder_install's caller. Releases go through the queue too, so a process's release
+ * and a later install of a reused pid happen in order.
+ */
+#define _GNU_SOURCE
+#include "unwinder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "base/log.h"
+#include "base/root_open.h"
+#include "process/procmaps.h"
+#include "symbolize/elf_symbols.h"
+#include "unwind_table.h"
+
+/* The compiler's rules are the ABI's, value for value. */
+_Static_assert(PP_CFA_NONE == PP_UW_CFA_NONE && PP_CFA_RSP == PP_UW_CFA_RSP &&
+		   PP_CFA_RBP == PP_UW_CFA_RBP && PP_CFA_PLT == PP_UW_CFA_PLT &&
+		   PP_CFA_DEREF_RSP == PP_UW_CFA_DEREF_RSP &&
+		   PP_CFA_UNSUPPORTED == PP_UW_CFA_UNSUPPORTED,
+	       "CFA rules");
+_Static_assert(PP_REG_SAME == PP_UW_REG_SAME && PP_REG_UNDEFINED == PP_UW_REG_UNDEFINED &&
+		   PP_REG_AT_CFA == PP_UW_REG_AT_CFA && PP_REG_AT_RSP == PP_UW_REG_AT_RSP &&
+		   PP_REG_UNSUPPORTED == PP_UW_REG_UNSUPPORTED &&
+		   PP_UNWIND_SIGNAL_FRAME == PP_UW_SIGNAL_FRAME,
+	       "register rules");
+
+#define MAX_MAPS_BYTES (8u << 20) /* a /proc/PID/maps larger than this is cut */
+#define QUEUE_SIZE 8192
+#define MAX_TABLE_ROWS (1u << 24) /* the shim's search covers 2^24 rows */
+
+enum op { OP_INSTALL, OP_RELEASE };
+
+struct table {
+	char key[80]; /* "b:" build id, or "i:" dev, inode, size, mtime */
+	uint64_t hash;
+	uint32_t first, nr; /* the run in the row array; nr 0: none there now */
+	uint64_t base_vaddr;
+	struct pp_unwind_load loads[PP_UNWIND_MAX_LOADS];
+	uint32_t nloads;
+	uint32_t users; /* mappings in live processes' lists */
+	uint64_t last_use;
+	uint8_t in_use; /* the slot holds a file */
+	uint8_t none;	/* the file has no usable CFI: remembered, not retried */
+};
+
+struct extent {
+	uint32_t first, n;
+};
+
+/* What the worker keeps per installed process: the tables its list names. */
+struct proc {
+	uint32_t tgid;
+	uint32_t ntables;
+	uint32_t *tables;
+};
+
+/* The sample path's view: processes queued or installed, and when their maps were read. */
+struct seen {
+	uint32_t tgid; /* 0: empty slot */
+	uint16_t installed;
+	uint16_t scans; /* rescans so far */
+	uint64_t scanned_ms;
+};
+
+struct pp_unwinder {
+	struct pp_unwinder_sink sink;
+	char proc_root[256];
+	uint32_t max_procs, max_tables, rescan_ms;
+
+	pthread_mutex_t lock; /* seen, queue, stats_q */
+	pthread_cond_t cond, idle;
+	struct seen *seen; /* open addressing, linear probing, 2 * max_procs slots */
+	uint32_t seen_mask, nseen;
+	struct {
+		uint32_t tgid, op;
+	} queue[QUEUE_SIZE];
+	uint32_t qhead, qlen;
+	bool busy, stop, sweep_wanted;
+	uint64_t swept; /* processes released because /proc no longer had them */
+	pthread_t thread;
+	bool has_thread;
+
+	pthread_mutex_t work; /* everything below */
+	struct table *tables;
+	uint64_t tick;
+	struct extent *free_ext;
+	uint32_t nfree, free_cap;
+	struct proc *procs; /* open addressing like seen */
+	uint32_t procs_mask;
+	struct pp_bpf_unwind_proc *scratch;
+	struct pp_unwinder_stats st;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t hash32(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352d;
+	x ^= x >> 15;
+	x *= 0x846ca68b;
+	return x ^ (x >> 16);
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+	return h;
+}
+
+/* --- the seen set (under lock) --- */
+
+static struct seen *seen_find(struct pp_unwinder *u, uint32_t tgid)
+{
+	for (uint32_t i = hash32(tgid) & u->seen_mask;; i = (i + 1) & u->seen_mask) {
+		if (u->seen[i].tgid == tgid)
+			return &u->seen[i];
+		if (!u->seen[i].tgid)
+			return NULL;
+	}
+}
+
+static struct seen *seen_add(struct pp_unwinder *u, uint32_t tgid)
+{
+	uint32_t i;
+
+	if (u->nseen >= u->max_procs)
+		return NULL;
+	for (i = hash32(tgid) & u->seen_mask; u->seen[i].tgid; i = (i + 1) & u->seen_mask)
+		;
+	u->seen[i] = (struct seen){.tgid = tgid};
+	u->nseen++;
+	return &u->seen[i];
+}
+
+/* Linear probing's deletion: shift later entries of the run back into the hole. */
+static void seen_del(struct pp_unwinder *u, struct seen *e)
+{
+	uint32_t hole = (uint32_t)(e - u->seen), i = hole;
+
+	u->seen[hole].tgid = 0;
+	u->nseen--;
+	for (;;) {
+		uint32_t home;
+
+		i = (i + 1) & u->seen_mask;
+		if (!u->seen[i].tgid)
+			return;
+		home = hash32(u->seen[i].tgid) & u->seen_mask;
+		/* the entry may fill the hole unless its home lies in (hole, i] */
+		if (((i - home) & u->seen_mask) >= ((i - hole) & u->seen_mask)) {
+			u->seen[hole] = u->seen[i];
+			u->seen[i].tgid = 0;
+			hole = i;
+		}
+	}
+}
+
+static bool enqueue(struct pp_unwinder *u, uint32_t tgid, enum op op)
+{
+	if (u->qlen == QUEUE_SIZE)
+		return false;
+	u->queue[(u->qhead + u->qlen) % QUEUE_SIZE].tgid = tgid;
+	u->queue[(u->qhead + u->qlen) % QUEUE_SIZE].op = op;
+	u->qlen++;
+	pthread_cond_signal(&u->cond);
+	return true;
+}
+
+/* --- the worker's process lists (under work) --- */
+
+static struct proc *proc_find(struct pp_unwinder *u, uint32_t tgid, bool add)
+{
+	uint32_t i;
+
+	for (i = hash32(tgid) & u->procs_mask; u->procs[i].tgid; i = (i + 1) & u->procs_mask)
+		if (u->procs[i].tgid == tgid)
+			return &u->procs[i];
+	if (!add)
+		return NULL;
+	u->procs[i] = (struct proc){.tgid = tgid};
+	return &u->procs[i];
+}
+
+static void proc_del(struct pp_unwinder *u, struct proc *p)
+{
+	uint32_t hole = (uint32_t)(p - u->procs), i = hole;
+
+	free(p->tables);
+	u->procs[hole] = (struct proc){0};
+	for (;;) {
+		uint32_t home;
+
+		i = (i + 1) & u->procs_mask;
+		if (!u->procs[i].tgid)
+			return;
+		home = hash32(u->procs[i].tgid) & u->procs_mask;
+		if (((i - home) & u->procs_mask) >= ((i - hole) & u->procs_mask)) {
+			u->procs[hole] = u->procs[i];
+			u->procs[i] = (struct proc){0};
+			hole = i;
+		}
+	}
+}
+
+/* --- the row array's free runs (under work) --- */
+
+static int rows_alloc(struct pp_unwinder *u, uint32_t n, uint32_t *first)
+{
+	for (uint32_t i = 0; i < u->nfree; i++) {
+		if (u->free_ext[i].n < n)
+			continue;
+		*first = u->free_ext[i].first;
+		u->free_ext[i].first += n;
+		u->free_ext[i].n -= n;
+		if (!u->free_ext[i].n) {
+			memmove(&u->free_ext[i], &u->free_ext[i + 1],
+				(u->nfree - i - 1) * sizeof(*u->free_ext));
+			u->nfree--;
+		}
+		u->st.rows_used += n;
+		return 0;
+	}
+	return -ENOSPC;
+}
+
+static void rows_free(struct pp_unwinder *u, uint32_t first, uint32_t n)
+{
+	uint32_t i = 0;
+
+	while (i < u->nfree && u->free_ext[i].first < first)
+		i++;
+	u->st.rows_used -= n;
+	/* merge with the run before, the run after, or both */
+	if (i > 0 && u->free_ext[i - 1].first + u->free_ext[i - 1].n == first) {
+		u->free_ext[i - 1].n += n;
+		if (i < u->nfree && first + n == u->free_ext[i].first) {
+			u->free_ext[i - 1].n += u->free_ext[i].n;
+			memmove(&u->free_ext[i], &u->free_ext[i + 1],
+				(u->nfree - i - 1) * sizeof(*u->free_ext));
+			u->nfree--;
+		}
+		return;
+	}
+	if (i < u->nfree && first + n == u->free_ext[i].first) {
+		u->free_ext[i].first = first;
+		u->free_ext[i].n += n;
+		return;
+	}
+	if (u->nfree == u->free_cap) { /* runs between tables: never more than tables + 1 */
+		struct extent *ne = realloc(u->free_ext, 2 * u->free_cap * sizeof(*ne));
+
+		if (!ne)
+			return; /* the rows are lost to allocation, still counted as used */
+		u->free_ext = ne;
+		u->free_cap *= 2;
+	}
+	memmove(&u->free_ext[i + 1], &u->free_ext[i], (u->nfree - i) * sizeof(*u->free_ext));
+	u->free_ext[i] = (struct extent){first, n};
+	u->nfree++;
+}
+
+/* The least recently installed table with rows that no live process uses, or NULL. */
+static struct table *lru_unused(struct pp_unwinder *u, bool with_rows)
+{
+	struct table *best = NULL;
+
+	for (uint32_t i = 0; i < u->max_tables; i++) {
+		struct table *t = &u->tables[i];
+
+		if (!t->in_use || t->users || (with_rows && !t->nr))
+			continue;
+		if (!best || t->last_use < best->last_use)
+			best = t;
+	}
+	return best;
+}
+
+static void table_drop_rows(struct pp_unwinder *u, struct table *t)
+{
+	if (t->nr) {
+		rows_free(u, t->first, t->nr);
+		t->nr = 0;
+	}
+}
+
+/* Room for n rows, evicting unused tables from the least recently installed on. */
+static int make_room(struct pp_unwinder *u, uint32_t n, uint32_t *first)
+{
+	while (rows_alloc(u, n, first) != 0) {
+		struct table *victim = lru_unused(u, true);
+
+		if (!victim)
+			return -ENOSPC;
+		table_drop_rows(u, victim);
+		u->st.tables_evicted++;
+		pp_debug("unwind: evicted the table of %s to make room", victim->key);
+	}
+	return 0;
+}
+
+static struct table *table_find(struct pp_unwinder *u, const char *key, uint64_t h)
+{
+	for (uint32_t i = 0; i < u->max_tables; i++)
+		if (u->tables[i].in_use && u->tables[i].hash == h && !strcmp(u->tables[i].key, key))
+			return &u->tables[i];
+	return NULL;
+}
+
+/* A slot for a new file: a free one, else the least recently installed unused one. */
+static struct table *table_slot(struct pp_unwinder *u)
+{
+	struct table *t = NULL;
+
+	for (uint32_t i = 0; i < u->max_tables && !t; i++)
+		if (!u->tables[i].in_use)
+			t = &u->tables[i];
+	if (!t) {
+		t = lru_unused(u, false);
+		if (!t)
+			return NULL;
+		if (t->nr)
+			u->st.tables_evicted++;
+		table_drop_rows(u, t);
+	}
+	memset(t, 0, sizeof(*t));
+	return t;
+}
+
+/* The file's key: its build id, or where it is and when it changed. */
+static void file_key(int fd, const struct stat *st, char *key, size_t size)
+{
+	char id[64];
+
+	if (pp_elf_read_build_id_fd(fd, id, sizeof(id)) == 0 && id[0])
+		snprintf(key, size, "b:%s", id);
+	else
+		snprintf(key, size, "i:%" PRIx64 ":%" PRIu64 ":%" PRId64 ":%" PRId64,
+			 (uint64_t)st->st_dev, (uint64_t)st->st_ino, (int64_t)st->st_size,
+			 (int64_t)st->st_mtim.tv_sec);
+}
+
+/* Compile the file's CFI into a run of rows: 0 (t->nr may be 0: no CFI) or -ENOSPC. */
+static int table_build(struct pp_unwinder *u, struct table *t, int fd)
+{
+	uint32_t max = u->sink.nr_rows < MAX_TABLE_ROWS ? u->sink.nr_rows : MAX_TABLE_ROWS;
+	struct pp_bpf_unwind_row *rows = NULL;
+	struct pp_unwind_table *ut;
+	uint64_t t0 = now_ns();
+	size_t n;
+	int ret = 0;
+
+	ut = pp_unwind_table_open_fd(fd, max);
+	u->st.build_ns += now_ns() - t0;
+	if (!ut) {
+		t->none = 1;
+		u->st.tables_none++;
+		pp_debug("unwind: no table for %s: %s", t->key, strerror(errno));
+		return 0;
+	}
+	u->st.tables_built++;
+	n = pp_unwind_table_count(ut);
+	t->nloads = (uint32_t)pp_unwind_table_get_loads(ut, t->loads);
+	t->base_vaddr = n ? pp_unwind_table_get(ut, 0)->pc : 0;
+	if (n && pp_unwind_table_get(ut, n - 1)->pc - t->base_vaddr > UINT32_MAX) {
+		t->none = 1; /* rows hold 32-bit offsets: a file spanning 4 GiB has none */
+		goto out;
+	}
+	rows = n ? calloc(n, sizeof(*rows)) : NULL;
+	if (n && !rows) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct pp_unwind_row *r = pp_unwind_table_get(ut, i);
+
+		rows[i] = (struct pp_bpf_unwind_row){
+		    .pc = (uint32_t)(r->pc - t->base_vaddr),
+		    .cfa_off = r->cfa_off,
+		    .rbp_off = r->rbp_off,
+		    .ra_off = r->ra_off,
+		    .cfa_rule = r->cfa_rule,
+		    .rbp_rule = r->rbp_rule,
+		    .ra_rule = r->ra_rule,
+		    .flags = r->flags,
+		};
+	}
+	if (n) {
+		ret = make_room(u, (uint32_t)n, &t->first);
+		if (ret) {
+			u->st.tables_no_room++;
+			pp_debug("unwind: no room for the %zu rows of %s", n, t->key);
+			goto out;
+		}
+		ret = u->sink.write_rows(u->sink.ctx, t->first, rows, (uint32_t)n);
+		if (ret) {
+			rows_free(u, t->first, (uint32_t)n);
+			goto out;
+		}
+		t->nr = (uint32_t)n;
+	}
+out:
+	free(rows);
+	pp_unwind_table_free(ut);
+	return ret;
+}
+
+/* Open the file behind an executable mapping, as the process sees it. */
+static int open_mapped(struct pp_unwinder *u, uint32_t tgid, const struct pp_map_entry *e)
+{
+	char path[512];
+	int fd;
+
+	/* map_files reaches the very file mapped: across mount namespaces, deleted or not */
+	snprintf(path, sizeof(path), "%s/%u/map_files/%" PRIx64 "-%" PRIx64, u->proc_root, tgid,
+		 e->start, e->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0)
+		return fd;
+	snprintf(path, sizeof(path), "%s/%u/root", u->proc_root, tgid);
+	return pp_root_open(path, e->path, 0);
+}
+
+/* The table for a mapping, built if new: NULL when the mapping gets none. */
+static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const struct pp_map_entry *e)
+{
+	char key[80];
+	struct stat st;
+	struct table *t;
+	uint64_t h;
+	int fd = open_mapped(u, tgid, e);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return NULL;
+	}
+	file_key(fd, &st, key, sizeof(key));
+	h = hash_str(key);
+	t = table_find(u, key, h);
+	if (t && (t->none || t->nr)) {
+		u->st.tables_shared += !t->none;
+		close(fd);
+		return t;
+	}
+	if (!t) {
+		t = table_slot(u);
+		if (!t) {
+			close(fd);
+			return NULL;
+		}
+		snprintf(t->key, sizeof(t->key), "%s", key);
+		t->hash = h;
+		t->in_use = 1;
+	}
+	/* new, or evicted before: compile (again) */
+	(void)table_build(u, t, fd);
+	close(fd);
+	return t;
+}
+
+static char *read_maps(const char *path, size_t *len)
+{
+	size_t cap = 64 * 1024, n = 0;
+	char *buf = malloc(cap);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || !buf) {
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		return NULL;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			char *nb = cap < MAX_MAPS_BYTES ? realloc(buf, cap * 2) : NULL;
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	*len = n;
+	return buf;
+}
+
+static void unhold(struct pp_unwinder *u, struct proc *p)
+{
+	for (uint32_t i = 0; i < p->ntables; i++) {
+		struct table *t = &u->tables[p->tables[i]];
+
+		if (t->users)
+			t->users--;
+	}
+	free(p->tables);
+	p->tables = NULL;
+	p->ntables = 0;
+}
+
+static void do_release(struct pp_unwinder *u, uint32_t tgid)
+{
+	struct proc *p = proc_find(u, tgid, false);
+
+	if (!p)
+		return;
+	unhold(u, p);
+	u->sink.del_proc(u->sink.ctx, tgid);
+	proc_del(u, p);
+	u->st.procs_released++;
+	u->st.procs_live--;
+}
+
+static int do_install(struct pp_unwinder *u, uint32_t tgid)
+{
+	struct pp_bpf_unwind_proc *out = u->scratch;
+	uint32_t *held = NULL, nheld = 0;
+	struct pp_maps maps;
+	char path[300];
+	size_t len = 0;
+	struct proc *p;
+	char *text;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/%u/maps", u->proc_root, tgid);
+	text = read_maps(path, &len);
+	if (!text || !len) {
+		free(text);
+		u->st.procs_failed++;
+		return text ? -ENODATA
+			    : -ESRCH; /* a kernel thread has no maps; a gone process none */
+	}
+	ret = pp_maps_parse(text, len, &maps);
+	free(text);
+	if (ret) {
+		u->st.procs_failed++;
+		return ret;
+	}
+	held = calloc(maps.n ? maps.n : 1, sizeof(*held));
+	if (!held) {
+		pp_maps_fini(&maps);
+		return -ENOMEM;
+	}
+	memset(out, 0, sizeof(*out));
+	u->tick++;
+	for (size_t i = 0; i < maps.n; i++) {
+		const struct pp_map_entry *e = &maps.entries[i];
+		struct pp_bpf_unwind_mapping *m;
+		struct table *t;
+		uint64_t vaddr;
+
+		if (!(e->perms & PP_MAP_EXEC) || e->kind != PP_MAP_KIND_FILE)
+			continue;
+		if (out->nr == PP_UNWIND_MAX_MAPPINGS) {
+			u->st.mappings_cut++;
+			continue;
+		}
+		m = &out->m[out->nr++];
+		m->start = e->start;
+		m->end = e->end;
+		u->st.mappings++;
+		t = table_for(u, tgid, e);
+		if (!t || !t->nr ||
+		    pp_unwind_vaddr_of(t->loads, t->nloads, e->offset, &vaddr) != 0) {
+			u->st.mappings_no_table++;
+			continue;
+		}
+		t->users++;
+		t->last_use = u->tick;
+		held[nheld++] = (uint32_t)(t - u->tables);
+		/* runtime = vaddr + (start - vaddr of the mapping's offset) */
+		m->base = t->base_vaddr + (e->start - vaddr);
+		m->first_row = t->first;
+		m->nr_rows = t->nr;
+	}
+	pp_maps_fini(&maps);
+	p = proc_find(u, tgid, false);
+	if (!p && u->st.procs_live >= u->procs_mask / 2) { /* the hash stays half empty */
+		free(held);
+		u->st.procs_dropped++;
+		return -ENOSPC;
+	}
+	if (!p)
+		p = proc_find(u, tgid, true);
+	if (!p->tables && !p->ntables)
+		u->st.procs_live++;
+	unhold(u, p); /* a rescan: the new list's holds replace the old */
+	p->tables = held;
+	p->ntables = nheld;
+	ret = u->sink.set_proc(u->sink.ctx, tgid, out);
+	if (ret) {
+		unhold(u, p);
+		proc_del(u, p);
+		u->st.procs_live--;
+		return ret;
+	}
+	u->st.procs_installed++;
+	return 0;
+}
+
+static void run_op(struct pp_unwinder *u, uint32_t tgid, uint32_t op)
+{
+	pthread_mutex_lock(&u->work);
+	if (op == OP_RELEASE) {
+		do_release(u, tgid);
+	} else {
+		(void)do_install(u, tgid);
+	}
+	pthread_mutex_unlock(&u->work);
+	if (op == OP_INSTALL) {
+		struct seen *e;
+
+		pthread_mutex_lock(&u->lock);
+		e = seen_find(u, tgid);
+		if (e) {
+			/*
+			 * Installed, or nothing to read (a kernel thread, a process gone while
+			 * its last samples are still coming): a sample asks again after the
+			 * rescan interval, not at once; the sweep forgets the gone ones.
+			 */
+			e->installed = 1;
+			e->scanned_ms = now_ms();
+		}
+		pthread_mutex_unlock(&u->lock);
+	}
+}
+
+/* Take the next queued operation (under lock): false when the queue is empty. */
+static bool dequeue(struct pp_unwinder *u, uint32_t *tgid, uint32_t *op)
+{
+	if (!u->qlen)
+		return false;
+	*tgid = u->queue[u->qhead].tgid;
+	*op = u->queue[u->qhead].op;
+	u->qhead = (u->qhead + 1) % QUEUE_SIZE;
+	u->qlen--;
+	return true;
+}
+
+/*
+ * Processes whose exit was not seen (an exit event lost to a full ring, a sample that came
+ * after it) would hold their entries for ever: every so often, and when the set is full,
+ * the ones /proc no longer has are released.
+ */
+static void sweep(struct pp_unwinder *u)
+{
+	uint32_t *tgids, n = 0;
+	char path[300];
+
+	pthread_mutex_lock(&u->lock);
+	tgids = malloc((size_t)(u->nseen ? u->nseen : 1) * sizeof(*tgids));
+	for (uint32_t i = 0; tgids && i <= u->seen_mask; i++)
+		if (u->seen[i].tgid)
+			tgids[n++] = u->seen[i].tgid;
+	u->sweep_wanted = false;
+	pthread_mutex_unlock(&u->lock);
+	for (uint32_t i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%u", u->proc_root, tgids[i]);
+		if (access(path, F_OK) == 0 || errno != ENOENT)
+			continue;
+		pp_unwinder_release(u, tgids[i]);
+		__atomic_add_fetch(&u->swept, 1, __ATOMIC_RELAXED);
+	}
+	free(tgids);
+}
+
+#define SWEEP_MS 5000
+
+static void *worker(void *arg)
+{
+	struct pp_unwinder *u = arg;
+	uint64_t last_sweep = now_ms();
+
+	pthread_mutex_lock(&u->lock);
+	for (;;) {
+		uint32_t tgid, op;
+
+		while (!u->stop && !u->qlen) {
+			struct timespec until;
+
+			if (u->sweep_wanted || now_ms() - last_sweep >= SWEEP_MS) {
+				pthread_mutex_unlock(&u->lock);
+				sweep(u);
+				last_sweep = now_ms();
+				pthread_mutex_lock(&u->lock);
+				continue;
+			}
+			u->busy = false;
+			pthread_cond_broadcast(&u->idle);
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += SWEEP_MS / 1000;
+			pthread_cond_timedwait(&u->cond, &u->lock, &until);
+		}
+		if (u->stop)
+			break;
+		u->busy = true;
+		dequeue(u, &tgid, &op);
+		pthread_mutex_unlock(&u->lock);
+		run_op(u, tgid, op);
+		pthread_mutex_lock(&u->lock);
+	}
+	u->busy = false;
+	pthread_cond_broadcast(&u->idle);
+	pthread_mutex_unlock(&u->lock);
+	return NULL;
+}
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 16;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
+				    const struct pp_unwinder_opts *opts)
+{
+	struct pp_unwinder *u = calloc(1, sizeof(*u));
+	uint32_t slots;
+
+	if (!u || !sink || !sink->nr_rows) {
+		free(u);
+		errno = EINVAL;
+		return NULL;
+	}
+	u->sink = *sink;
+	snprintf(u->proc_root, sizeof(u->proc_root), "%s",
+		 opts && opts->proc_root ? opts->proc_root : "/proc");
+	u->max_procs = opts && opts->max_procs ? opts->max_procs : PP_UNWIND_MAX_PROCS;
+	u->max_tables = opts && opts->max_tables ? opts->max_tables : 4096;
+	u->rescan_ms = opts && opts->rescan_ms ? opts->rescan_ms : 2000;
+	slots = pow2_at_least(2 * u->max_procs);
+	u->seen = calloc(slots, sizeof(*u->seen));
+	u->procs = calloc(slots, sizeof(*u->procs));
+	u->seen_mask = u->procs_mask = slots - 1;
+	u->tables = calloc(u->max_tables, sizeof(*u->tables));
+	u->free_cap = 64;
+	u->free_ext = malloc(u->free_cap * sizeof(*u->free_ext));
+	u->scratch = malloc(sizeof(*u->scratch));
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_mutex_init(&u->work, NULL);
+	pthread_cond_init(&u->cond, NULL);
+	pthread_cond_init(&u->idle, NULL);
+	if (!u->seen || !u->procs || !u->tables || !u->free_ext || !u->scratch) {
+		pp_unwinder_free(u);
+		errno = ENOMEM;
+		return NULL;
+	}
+	u->free_ext[0] = (struct extent){0, sink->nr_rows};
+	u->nfree = 1;
+	u->st.rows_total = sink->nr_rows;
+	if (opts && opts->worker) {
+		int err = pthread_create(&u->thread, NULL, worker, u);
+
+		if (err) {
+			pp_unwinder_free(u);
+			errno = err;
+			return NULL;
+		}
+		u->has_thread = true;
+	}
+	return u;
+}
+
+void pp_unwinder_free(struct pp_unwinder *u)
+{
+	if (!u)
+		return;
+	if (u->has_thread) {
+		pthread_mutex_lock(&u->lock);
+		u->stop = true;
+		pthread_cond_signal(&u->cond);
+		pthread_mutex_unlock(&u->lock);
+		pthread_join(u->thread, NULL);
+	}
+	for (uint32_t i = 0; u->procs && i <= u->procs_mask; i++)
+		free(u->procs[i].tables);
+	pthread_mutex_destroy(&u->lock);
+	pthread_mutex_destroy(&u->work);
+	pthread_cond_destroy(&u->cond);
+	pthread_cond_destroy(&u->idle);
+	free(u->seen);
+	free(u->procs);
+	free(u->tables);
+	free(u->free_ext);
+	free(u->scratch);
+	free(u);
+}
+
+/*
+ * A process read while its dynamic loader was still mapping libraries misses them: the first
+ * rescans come soon (100 ms, then doubling), later ones every rescan_ms (dlopen).
+ */
+static uint64_t rescan_after(const struct pp_unwinder *u, const struct seen *e)
+{
+	uint64_t ms = e->scans < 6 ? 100ull << e->scans : u->rescan_ms;
+
+	return ms < u->rescan_ms ? ms : u->rescan_ms;
+}
+
+void pp_unwinder_note(struct pp_unwinder *u, uint32_t tgid)
+{
+	struct seen *e;
+
+	if (!u || !tgid)
+		return;
+	pthread_mutex_lock(&u->lock);
+	e = seen_find(u, tgid);
+	if (!e) {
+		e = seen_add(u, tgid);
+		if (!e || !enqueue(u, tgid, OP_INSTALL)) {
+			if (e)
+				seen_del(u, e);
+			u->st.procs_dropped++;
+			u->sweep_wanted = true;
+		}
+	} else if (e->installed && now_ms() - e->scanned_ms >= rescan_after(u, e)) {
+		/* libraries loaded since (dlopen): read its maps again */
+		e->scanned_ms = now_ms();
+		e->scans++;
+		enqueue(u, tgid, OP_INSTALL);
+	}
+	pthread_mutex_unlock(&u->lock);
+}
+
+void pp_unwinder_release(struct pp_unwinder *u, uint32_t tgid)
+{
+	struct seen *e;
+
+	if (!u || !tgid)
+		return;
+	pthread_mutex_lock(&u->lock);
+	e = seen_find(u, tgid);
+	if (e)
+		seen_del(u, e);
+	if (!enqueue(u, tgid, OP_RELEASE))
+		u->st.procs_dropped++;
+	pthread_mutex_unlock(&u->lock);
+}
+
+int pp_unwinder_install(struct pp_unwinder *u, uint32_t tgid)
+{
+	struct seen *e;
+	int ret;
+
+	pthread_mutex_lock(&u->work);
+	ret = do_install(u, tgid);
+	pthread_mutex_unlock(&u->work);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&u->lock);
+	e = seen_find(u, tgid);
+	if (!e)
+		e = seen_add(u, tgid);
+	if (e) {
+		e->installed = 1;
+		e->scanned_ms = now_ms();
+	}
+	pthread_mutex_unlock(&u->lock);
+	return 0;
+}
+
+void pp_unwinder_drain(struct pp_unwinder *u)
+{
+	uint32_t tgid, op;
+
+	if (!u)
+		return;
+	pthread_mutex_lock(&u->lock);
+	if (u->has_thread) {
+		while (u->qlen || u->busy)
+			pthread_cond_wait(&u->idle, &u->lock);
+	} else {
+		pthread_mutex_unlock(&u->lock);
+		sweep(u);
+		pthread_mutex_lock(&u->lock);
+		while (dequeue(u, &tgid, &op)) {
+			pthread_mutex_unlock(&u->lock);
+			run_op(u, tgid, op);
+			pthread_mutex_lock(&u->lock);
+		}
+	}
+	pthread_mutex_unlock(&u->lock);
+}
+
+void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out)
+{
+	uint64_t dropped;
+
+	pthread_mutex_lock(&u->lock);
+	dropped = u->st.procs_dropped;
+	pthread_mutex_unlock(&u->lock);
+	pthread_mutex_lock(&u->work);
+	*out = u->st;
+	pthread_mutex_unlock(&u->work);
+	out->procs_dropped = dropped;
+	out->procs_swept = __atomic_load_n(&u->swept, __ATOMIC_RELAXED);
+}
+
+/* --- the shim's maps --- */
+
+struct bpf_sink {
+	struct pp_unwinder_sink sink;
+	int procs_fd;
+	void *rows; /* the mmap'd row array */
+	size_t rows_len;
+};
+
+static int bpf_write_rows(void *ctx, uint32_t first, const struct pp_bpf_unwind_row *rows,
+			  uint32_t n)
+{
+	struct bpf_sink *b = ctx;
+
+	if ((uint64_t)first + n > b->sink.nr_rows)
+		return -ERANGE;
+	memcpy((struct pp_bpf_unwind_row *)b->rows + first, rows, (size_t)n * sizeof(*rows));
+	return 0;
+}
+
+static int bpf_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_proc *p)
+{
+	struct bpf_sink *b = ctx;
+
+	return bpf_map_update_elem(b->procs_fd, &tgid, p, BPF_ANY) ? -errno : 0;
+}
+
+static void bpf_del_proc(void *ctx, uint32_t tgid)
+{
+	struct bpf_sink *b = ctx;
+
+	(void)bpf_map_delete_elem(b->procs_fd, &tgid);
+}
+
+struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows, int procs_fd)
+{
+	struct bpf_sink *b = calloc(1, sizeof(*b));
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (!b)
+		return NULL;
+	b->rows_len = ((size_t)nr_rows * sizeof(struct pp_bpf_unwind_row) + (size_t)page - 1) &
+		      ~((size_t)page - 1);
+	b->rows = mmap(NULL, b->rows_len, PROT_READ | PROT_WRITE, MAP_SHARED, rows_fd, 0);
+	if (b->rows == MAP_FAILED) {
+		free(b);
+		return NULL;
+	}
+	b->procs_fd = procs_fd;
+	b->sink = (struct pp_unwinder_sink){
+	    .write_rows = bpf_write_rows,
+	    .set_proc = bpf_set_proc,
+	    .del_proc = bpf_del_proc,
+	    .ctx = b,
+	    .nr_rows = nr_rows,
+	};
+	return &b->sink;
+}
+
+void pp_unwinder_bpf_sink_free(struct pp_unwinder_sink *sink)
+{
+	struct bpf_sink *b = (struct bpf_sink *)sink;
+
+	if (!b)
+		return;
+	munmap(b->rows, b->rows_len);
+	free(b);
+}

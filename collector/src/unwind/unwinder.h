@@ -1,0 +1,97 @@
+/*
+ * The unwind tables the shim walks with (PP_USTACK_AUTO, PP_USTACK_DWARF in record.h): for
+ * each process that samples show, its executable file mappings are read from /proc, each
+ * file's .eh_frame compiled once (keyed by build id, shared by every process and container
+ * that maps it) into a run of rows in the kernel's row array, and the process's sorted
+ * mapping list written to the per-process map. Off the sample path: a worker thread does the
+ * reading and compiling, so a new process's first samples still take frame-pointer steps.
+ *
+ * The row array is the memory bound: a table that does not fit evicts the least recently
+ * installed tables no live process uses; one that still does not fit is left out (its
+ * mappings walk frame pointers). Both are counted. A process that execs or exits releases
+ * its entry and its hold on tables.
+ *
+ * Where the rows and mapping lists go is a sink: the shim's maps (pp_unwinder_bpf_sink), or
+ * memory in tests.
+ */
+#ifndef PP_COLLECTOR_UNWINDER_H
+#define PP_COLLECTOR_UNWINDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <pebsprof/record.h>
+
+struct pp_unwinder_sink {
+	/* Write n rows at index first of the row array: 0 or -errno. */
+	int (*write_rows)(void *ctx, uint32_t first, const struct pp_bpf_unwind_row *rows,
+			  uint32_t n);
+	/* Set or replace a process's mapping list: 0 or -errno. */
+	int (*set_proc)(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_proc *p);
+	/* Remove a process's mapping list (absent is fine). */
+	void (*del_proc)(void *ctx, uint32_t tgid);
+	void *ctx;
+	uint32_t nr_rows; /* the row array's size */
+};
+
+struct pp_unwinder_opts {
+	const char *proc_root; /* NULL: /proc */
+	bool worker;	       /* a worker thread; false: only pp_unwinder_install does work */
+	uint32_t max_procs;    /* 0: PP_UNWIND_MAX_PROCS */
+	uint32_t max_tables;   /* files remembered, with or without a table; 0: 4096 */
+	uint32_t rescan_ms;    /* a sampled process's maps are read again after this; 0: 2000 */
+};
+
+struct pp_unwinder_stats {
+	uint64_t procs_installed;   /* mapping lists written (rescans included) */
+	uint64_t procs_released;    /* by exec, exit or the process bound */
+	uint64_t procs_live;	    /* lists in the kernel now */
+	uint64_t procs_failed;	    /* /proc/PID/maps unreadable (gone, or no permission) */
+	uint64_t procs_dropped;	    /* the queue or the process bound was full */
+	uint64_t procs_swept;	    /* released because /proc no longer had them (exit unseen) */
+	uint64_t tables_built;	    /* files whose CFI was compiled */
+	uint64_t tables_shared;	    /* mappings served by a table built before */
+	uint64_t tables_none;	    /* files without usable CFI (no .eh_frame_hdr, unreadable) */
+	uint64_t tables_evicted;    /* removed from the row array to make room */
+	uint64_t tables_no_room;    /* did not fit even after evicting */
+	uint64_t mappings;	    /* executable file mappings in the lists written */
+	uint64_t mappings_no_table; /* ... of which walk frame pointers */
+	uint64_t mappings_cut;	    /* past PP_UNWIND_MAX_MAPPINGS in a process */
+	uint64_t rows_used;	    /* rows of the array in use now */
+	uint64_t rows_total;	    /* its size */
+	uint64_t build_ns;	    /* time compiling tables, in all */
+};
+
+struct pp_unwinder;
+
+struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
+				    const struct pp_unwinder_opts *opts);
+void pp_unwinder_free(struct pp_unwinder *u);
+
+/*
+ * A sample of tgid was seen (the sample path: cheap). A process not installed yet, or whose
+ * maps were read more than rescan_ms ago, is queued for the worker.
+ */
+void pp_unwinder_note(struct pp_unwinder *u, uint32_t tgid);
+/* The process exec'd or exited: its list is removed and its tables released. */
+void pp_unwinder_release(struct pp_unwinder *u, uint32_t tgid);
+/* Install (or re-read) a process now, on the caller's thread: 0 or -errno. */
+int pp_unwinder_install(struct pp_unwinder *u, uint32_t tgid);
+/*
+ * Wait until the worker's queue is empty (tests, the end of a capture). Without a worker,
+ * releases the processes /proc no longer has, then does the queued work here.
+ */
+void pp_unwinder_drain(struct pp_unwinder *u);
+
+void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out);
+
+/*
+ * A sink writing to the shim's maps: rows_fd the mmap-able row array of nr_rows entries,
+ * procs_fd the per-process hash. NULL with errno when the array cannot be mapped. Freed with
+ * pp_unwinder_bpf_sink_free after the unwinder.
+ */
+struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows, int procs_fd);
+void pp_unwinder_bpf_sink_free(struct pp_unwinder_sink *sink);
+
+#endif /* PP_COLLECTOR_UNWINDER_H */

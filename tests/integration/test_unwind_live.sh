@@ -1,0 +1,128 @@
+#!/bin/bash
+# Unwinding with .eh_frame tables in the shim, live (--user-unwind auto, the default):
+#  1. tests/data/unwind's chains (C and C++, -O2 without frame pointers, through two shared
+#     libraries, one with frame pointers in the middle): every sample in the leaf holds the
+#     whole expected chain, in order, at least as often as perf --call-graph dwarf does on
+#     the same program; frame pointers alone (--user-unwind fp) lose it;
+#  2. a command started by record: its first samples may walk frame pointers, then tables;
+#  3. churn: 300 short-lived processes under record: those installed before they ended are
+#     released on exit, the files they share compiled once, nothing left live at the end.
+# Needs root, BPF, perf events and a kernel with bpf_loop (5.17+); exits 77 otherwise.
+
+. "$(dirname "$0")/lib.sh"
+
+pp_require_root
+pp_require_bpf
+pp_require_perf_events
+pp_require_pebsprof
+
+T=$PP_TMP
+DATA=$PP_SOURCE_DIR/tests/data/unwind
+"$PEBSPROF" probe 2>/dev/null | grep -q 'unwind tables in BPF *yes' ||
+	pp_skip "this kernel cannot walk unwind tables in BPF (no bpf_loop: 5.17+)"
+sh "$DATA/build.sh" "$T/chain" >/dev/null || pp_skip "the test programs did not build (cc, c++)"
+
+# whole_share FOLDED EXPECTED: "share whole/spin" of pp_spin samples holding the chain
+whole_share() {
+	"$PP_PYTHON" - "$1" "$2" <<'PY'
+import sys
+want = [l.strip() for l in open(sys.argv[2]) if l.strip()]
+spin = whole = 0
+for line in open(sys.argv[1]):
+    stack, _, n = line.rstrip("\n").rpartition(" ")
+    frames = stack.split(";")[1:]  # the process name first
+    frames = [f.split("(")[0] if "::" in f else f for f in frames]
+    leaf_first = frames[::-1]
+    if "pp_spin" not in leaf_first:
+        continue
+    i = leaf_first.index("pp_spin")
+    spin += int(n)
+    if leaf_first[i + 1:i + 1 + len(want)] == want:
+        whole += int(n)
+print("%.4f %d/%d" % (whole / spin if spin else 0, whole, spin))
+PY
+}
+
+perf_share() { # PROG: perf --call-graph dwarf's share on the same program, or "" without perf
+	command -v perf >/dev/null || return 0
+	(cd "$T/chain" && PP_CHAIN_SPIN=1.5 perf record -q -e cpu-clock -F 499 --call-graph dwarf \
+		-o "$T/$1.perf" "./$1" >/dev/null 2>&1) || return 0
+	perf script -i "$T/$1.perf" -F ip,sym 2>/dev/null | "$PP_PYTHON" -c '
+import sys
+want = [l.strip() for l in open(sys.argv[1]) if l.strip()]
+blocks = [[l.split(None, 1)[1].strip() for l in b.split("\n") if len(l.split(None, 1)) > 1]
+          for b in sys.stdin.read().split("\n\n") if b.strip()]
+spin = [b for b in blocks if b and b[0] == "pp_spin"]
+print("%.4f" % (sum(b[1:1 + len(want)] == want for b in spin) / len(spin) if spin else 0))
+' "$DATA/$1.expected"
+}
+
+for prog in chain chain_cxx; do
+	(cd "$T/chain" && PP_CHAIN_SPIN=6 exec "./$prog") &
+	pid=$!
+	sleep 0.5
+	pp_run "$T/$prog" "$PEBSPROF" record -e cpu-clock -F 999 -d 2 -p "$pid" \
+		-o "$T/$prog.folded"
+	[ "$PP_RC" -eq 0 ] || { pp_fail "$prog: record exited $PP_RC"; pp_show "$T/$prog.err"; }
+	read -r share counts <<<"$(whole_share "$T/$prog.folded" "$DATA/$prog.expected")"
+	peer=$(perf_share "$prog")
+	grep '^unwind' "$T/$prog.out" | sed 's/^/    /'
+	echo "    whole chain in $counts samples in the leaf ($share); perf --call-graph dwarf: ${peer:-not run}"
+	if "$PP_PYTHON" -c "import sys; s=$share; p=${peer:-0}; sys.exit(0 if s >= 0.95 and s >= p else 1)"; then
+		pp_ok "$prog: the whole $(wc -l <"$DATA/$prog.expected")-frame chain in $counts samples, perf's share ${peer:-n/a}"
+	else
+		pp_fail "$prog: the whole chain in $counts samples ($share), perf's share ${peer:-n/a}"
+	fi
+	grep -q 'unwinding: [1-9][0-9]* frames by table' "$T/$prog.out" &&
+		pp_ok "$prog: frames unwound by table counted" ||
+		pp_fail "$prog: no frames by table in the summary"
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+done
+
+# frame pointers alone lose the chain on the same program: the test above can fail
+(cd "$T/chain" && PP_CHAIN_SPIN=4 exec ./chain) &
+pid=$!
+sleep 0.3
+pp_run "$T/fp" "$PEBSPROF" record -e cpu-clock -F 999 -d 1 -p "$pid" --user-unwind fp \
+	-o "$T/fp.folded"
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+read -r share counts <<<"$(whole_share "$T/fp.folded" "$DATA/chain.expected")"
+"$PP_PYTHON" -c "import sys; sys.exit(0 if $share < 0.05 else 1)" &&
+	pp_ok "--user-unwind fp: the whole chain in $counts samples only" ||
+	pp_fail "--user-unwind fp: the whole chain in $counts samples (frame pointers cannot)"
+
+# a command record starts: installed on its first samples, tables after
+pp_run "$T/cmd" "$PEBSPROF" record -e cpu-clock -F 999 -o "$T/cmd.folded" -- \
+	env PP_CHAIN_SPIN=2 "$T/chain/chain"
+read -r share counts <<<"$(whole_share "$T/cmd.folded" "$DATA/chain.expected")"
+"$PP_PYTHON" -c "import sys; sys.exit(0 if $PP_RC == 0 and $share >= 0.9 else 1)" &&
+	pp_ok "record -- chain: the whole chain in $counts samples (the first walk frame pointers)" ||
+	{ pp_fail "record -- chain (exit $PP_RC): the whole chain in $counts samples"; pp_show "$T/cmd.err"; }
+
+# churn: 300 short-lived processes, two at a time
+cat >"$T/churn.sh" <<SH
+for i in \$(seq 150); do PP_CHAIN_SPIN=0.04 "$T/chain/chain"; done &
+for i in \$(seq 150); do PP_CHAIN_SPIN=0.04 "$T/chain/chain"; done
+wait
+SH
+pp_run "$T/churn" "$PEBSPROF" record -e cpu-clock -F 999 -o "$T/churn.folded" -- sh "$T/churn.sh"
+line=$(grep '^unwind tables:' "$T/churn.out")
+echo "    $line"
+num() { echo "$line" | sed -n "s/$1/\1/p"; }
+installs=$(num '.* \([0-9]*\) process installs.*')
+released=$(num '.*(\([0-9]*\) released.*')
+live=$(num '.* \([0-9]*\) live,.*')
+built=$(num '^unwind tables: \([0-9]*\) built.*')
+used=$(num '.*; \([0-9]*\) of [0-9]* rows.*')
+# every process installed is released by its exit (a rescan counts as an install too);
+# nothing stays live; the few files they all map are compiled once
+if [ "$PP_RC" -eq 0 ] && [ "${installs:-0}" -ge 100 ] && [ "${live:-99}" -eq 0 ] &&
+	[ "${released:-0}" -ge 100 ] && [ "${built:-99}" -le 8 ] && [ "${used:-0}" -lt 100000 ]; then
+	pp_ok "churn: $installs installs, $released released, $live live at the end, $built tables built, $used rows"
+else
+	pp_fail "churn (exit $PP_RC): installs ${installs:-?}, released ${released:-?}, live ${live:-?}, built ${built:-?}, rows ${used:-?}"
+	pp_show "$T/churn.err"
+fi
+pp_finish

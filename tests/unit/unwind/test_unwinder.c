@@ -1,0 +1,415 @@
+/*
+ * The unwind table manager on real processes (tests/data/unwind's chain programs, started
+ * here) with an in-memory sink in place of the shim's maps: each process's list names its
+ * executable mappings in address order with their tables' runs; a file is compiled once
+ * however many processes map it; the rows in the array are the compiler's; a release frees
+ * the process and its hold; a small row budget evicts unused tables and counts what does not
+ * fit; a process that exits unseen is swept.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "testsh.h"
+#include "unwind/unwind_table.h"
+#include "unwind/unwinder.h"
+
+#define MAX_PROCS 16
+
+struct mem_sink {
+	struct pp_unwinder_sink sink;
+	struct pp_bpf_unwind_row *rows;
+	struct {
+		uint32_t tgid;
+		struct pp_bpf_unwind_proc p;
+	} procs[MAX_PROCS];
+	unsigned sets, dels;
+};
+
+static int mem_write_rows(void *ctx, uint32_t first, const struct pp_bpf_unwind_row *rows,
+			  uint32_t n)
+{
+	struct mem_sink *m = ctx;
+
+	if ((uint64_t)first + n > m->sink.nr_rows)
+		return -ERANGE;
+	memcpy(m->rows + first, rows, n * sizeof(*rows));
+	return 0;
+}
+
+static int mem_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_proc *p)
+{
+	struct mem_sink *m = ctx;
+	int free_slot = -1;
+
+	for (int i = 0; i < MAX_PROCS; i++) {
+		if (m->procs[i].tgid == tgid) {
+			m->procs[i].p = *p;
+			m->sets++;
+			return 0;
+		}
+		if (!m->procs[i].tgid && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot < 0)
+		return -E2BIG;
+	m->procs[free_slot].tgid = tgid;
+	m->procs[free_slot].p = *p;
+	m->sets++;
+	return 0;
+}
+
+static void mem_del_proc(void *ctx, uint32_t tgid)
+{
+	struct mem_sink *m = ctx;
+
+	for (int i = 0; i < MAX_PROCS; i++)
+		if (m->procs[i].tgid == tgid)
+			m->procs[i].tgid = 0;
+	m->dels++;
+}
+
+static struct mem_sink *mem_sink_new(uint32_t nr_rows)
+{
+	struct mem_sink *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->rows = calloc(nr_rows, sizeof(*m->rows));
+	m->sink = (struct pp_unwinder_sink){.write_rows = mem_write_rows,
+					    .set_proc = mem_set_proc,
+					    .del_proc = mem_del_proc,
+					    .ctx = m,
+					    .nr_rows = nr_rows};
+	return m;
+}
+
+static void mem_sink_free(struct mem_sink *m)
+{
+	if (m)
+		free(m->rows);
+	free(m);
+}
+
+static const struct pp_bpf_unwind_proc *mem_proc(struct mem_sink *m, uint32_t tgid)
+{
+	for (int i = 0; i < MAX_PROCS; i++)
+		if (m->procs[i].tgid == tgid)
+			return &m->procs[i].p;
+	return NULL;
+}
+
+static char g_dir[512];
+static int g_state;
+static const char *g_skip_reason;
+
+static void cleanup(void)
+{
+	if (g_dir[0])
+		(void)pp_test_sh("rm -rf '%s'", g_dir);
+}
+
+static int fixture(void)
+{
+	if (g_state)
+		return g_state;
+	g_state = -1;
+	if (pp_test_mkdtemp(g_dir, sizeof(g_dir), "pp-unwinder")) {
+		g_skip_reason = "cannot create a temporary directory";
+		return g_state;
+	}
+	atexit(cleanup);
+	if (pp_test_sh("sh '%s/unwind/build.sh' '%s' >/dev/null 2>&1", PP_TEST_DATA_DIR, g_dir)) {
+		g_skip_reason = "the test programs did not build (cc, c++)";
+		return g_state;
+	}
+	g_skip_reason = NULL;
+	g_state = 1;
+	return g_state;
+}
+
+/* A chain program spinning for a while; its libraries are mapped once maps show them. */
+static pid_t start(const char *prog)
+{
+	char path[PATH_MAX], maps[64], buf[1 << 16];
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/%s", g_dir, prog);
+	pid = fork();
+	if (pid == 0) {
+		setenv("PP_CHAIN_SPIN", "20", 1);
+		execl(path, prog, (char *)NULL);
+		_exit(127);
+	}
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	for (int i = 0; i < 200; i++) { /* until the dynamic loader mapped the libraries */
+		int fd = open(maps, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			if (strstr(buf, "libpp_chain.so"))
+				break;
+		}
+		usleep(10000);
+	}
+	return pid;
+}
+
+static void stop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* The list's mapping of a file whose path contains name, found through /proc/PID/maps. */
+static const struct pp_bpf_unwind_mapping *mapping_of(const struct pp_bpf_unwind_proc *p, pid_t pid,
+						      const char *name)
+{
+	char path[64], line[512];
+	unsigned long lo, hi;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strstr(line, name) || !strstr(line, " r-xp ") ||
+		    sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+			continue;
+		fclose(f);
+		for (uint32_t i = 0; i < p->nr; i++)
+			if (p->m[i].start == lo && p->m[i].end == hi)
+				return &p->m[i];
+		return NULL;
+	}
+	if (f)
+		fclose(f);
+	return NULL;
+}
+
+TEST(a_process_gets_its_mappings_and_tables)
+{
+	struct mem_sink *m;
+	struct pp_unwinder *u;
+	struct pp_unwinder_stats st;
+	const struct pp_bpf_unwind_proc *p;
+	const struct pp_bpf_unwind_mapping *lib, *libc;
+	struct pp_unwind_table *t;
+	char path[PATH_MAX];
+	pid_t pid;
+	int fd;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	m = mem_sink_new(1u << 20);
+	REQUIRE(m != NULL);
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){0});
+	REQUIRE(u != NULL);
+	pid = start("chain");
+	CHECK(pp_unwinder_install(u, (uint32_t)pid) == 0);
+	p = mem_proc(m, (uint32_t)pid);
+	REQUIRE(p != NULL);
+	for (uint32_t i = 1; i < p->nr; i++)
+		CHECK(p->m[i - 1].end <= p->m[i].start);
+	lib = mapping_of(p, pid, "libpp_chain.so");
+	libc = mapping_of(p, pid, "libc.so.6");
+	REQUIRE(lib != NULL && libc != NULL);
+	CHECK(lib->nr_rows > 10 && libc->nr_rows > 10000);
+
+	/* the run in the array is the compiler's table, pc for pc, rule for rule */
+	snprintf(path, sizeof(path), "%s/libpp_chain.so", g_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	t = pp_unwind_table_open_fd(fd, 0);
+	close(fd);
+	REQUIRE(t != NULL);
+	CHECK_EQ_U64(lib->nr_rows, pp_unwind_table_count(t));
+	for (uint32_t i = 0; i < lib->nr_rows && i < pp_unwind_table_count(t); i++) {
+		const struct pp_unwind_row *want = pp_unwind_table_get(t, i);
+		const struct pp_bpf_unwind_row *got = &m->rows[lib->first_row + i];
+		uint64_t base_vaddr = pp_unwind_table_get(t, 0)->pc;
+
+		if (got->pc != want->pc - base_vaddr || got->cfa_rule != want->cfa_rule ||
+		    got->cfa_off != want->cfa_off || got->ra_rule != want->ra_rule ||
+		    got->rbp_rule != want->rbp_rule) {
+			CHECK(!"row differs from the compiler's");
+			break;
+		}
+	}
+	/* the mapping's base: the address of the table's first row in this process */
+	{
+		uint64_t vaddr = 0;
+		struct pp_unwind_load loads[PP_UNWIND_MAX_LOADS];
+		size_t nl = pp_unwind_table_get_loads(t, loads);
+		char line[512], mpath[64];
+		unsigned long lo, hi, off = 0;
+		FILE *f;
+
+		snprintf(mpath, sizeof(mpath), "/proc/%d/maps", pid);
+		f = fopen(mpath, "r");
+		while (f && fgets(line, sizeof(line), f))
+			if (strstr(line, "libpp_chain.so") && strstr(line, " r-xp ") &&
+			    sscanf(line, "%lx-%lx r-xp %lx", &lo, &hi, &off) == 3)
+				break;
+		if (f)
+			fclose(f);
+		REQUIRE(pp_unwind_vaddr_of(loads, nl, off, &vaddr) == 0);
+		CHECK_EQ_U64(lib->base, lib->start - vaddr + pp_unwind_table_get(t, 0)->pc);
+	}
+	pp_unwind_table_free(t);
+
+	pp_unwinder_get_stats(u, &st);
+	CHECK_EQ_U64(st.procs_live, 1);
+	CHECK(st.tables_built >= 4); /* chain, libpp_chain.so, libpp_chain_fp.so, libc, ld.so */
+	CHECK(st.rows_used > 10000);
+	stop(pid);
+	pp_unwinder_free(u);
+	mem_sink_free(m);
+}
+
+TEST(files_are_compiled_once_and_releases_free_processes)
+{
+	struct mem_sink *m = mem_sink_new(1u << 20);
+	struct pp_unwinder *u;
+	struct pp_unwinder_stats s1, s2;
+	pid_t a, b, c;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL);
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){0});
+	REQUIRE(u != NULL);
+	a = start("chain");
+	b = start("chain");
+	c = start("chain_cxx");
+	CHECK(pp_unwinder_install(u, (uint32_t)a) == 0);
+	pp_unwinder_get_stats(u, &s1);
+	CHECK(pp_unwinder_install(u, (uint32_t)b) == 0);
+	CHECK(pp_unwinder_install(u, (uint32_t)a) == 0); /* a rescan */
+	pp_unwinder_get_stats(u, &s2);
+	CHECK_EQ_U64(s2.tables_built, s1.tables_built); /* the same files: none compiled again */
+	CHECK(s2.tables_shared > s1.tables_shared);
+	CHECK_EQ_U64(s2.procs_live, 2);
+	CHECK(pp_unwinder_install(u, (uint32_t)c) == 0);
+	pp_unwinder_get_stats(u, &s2);
+	CHECK(s2.tables_built >= s1.tables_built + 2); /* chain_cxx and libstdc++ are new */
+	CHECK_EQ_U64(s2.procs_live, 3);
+
+	/* releases go through the queue: drained here (no worker) */
+	pp_unwinder_release(u, (uint32_t)a);
+	pp_unwinder_release(u, (uint32_t)b);
+	pp_unwinder_drain(u);
+	pp_unwinder_get_stats(u, &s2);
+	CHECK_EQ_U64(s2.procs_live, 1);
+	CHECK_EQ_U64(s2.procs_released, 2);
+	CHECK(mem_proc(m, (uint32_t)a) == NULL && mem_proc(m, (uint32_t)b) == NULL);
+	CHECK(mem_proc(m, (uint32_t)c) != NULL);
+
+	/* a process that exits without a release: the sweep finds it gone */
+	stop(c);
+	pp_unwinder_note(u, (uint32_t)c); /* noted again after its exit, as a late sample is */
+	pp_unwinder_drain(u);
+	pp_unwinder_drain(u);
+	pp_unwinder_get_stats(u, &s2);
+	CHECK_EQ_U64(s2.procs_live, 0);
+	CHECK(s2.procs_swept >= 1);
+	CHECK(mem_proc(m, (uint32_t)c) == NULL);
+	stop(a);
+	stop(b);
+	pp_unwinder_free(u);
+	mem_sink_free(m);
+}
+
+TEST(a_small_budget_evicts_unused_tables_and_counts_what_does_not_fit)
+{
+	/* libc takes ~28,000 rows, libstdc++ ~34,000: 40,000 holds one of them */
+	struct mem_sink *m = mem_sink_new(40000);
+	struct pp_unwinder *u;
+	struct pp_unwinder_stats st;
+	const struct pp_bpf_unwind_proc *p;
+	const struct pp_bpf_unwind_mapping *cxx, *libc;
+	pid_t a, c;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL);
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){0});
+	REQUIRE(u != NULL);
+	a = start("chain");
+	c = start("chain_cxx");
+	CHECK(pp_unwinder_install(u, (uint32_t)a) == 0);
+	pp_unwinder_release(u, (uint32_t)a);
+	pp_unwinder_drain(u);
+	/*
+	 * a's tables are unused now: chain_cxx's install evicts them, least recently installed
+	 * first, for libstdc++; libc it maps itself, so libstdc++ still cannot fit: counted, and
+	 * its mapping walks frame pointers
+	 */
+	CHECK(pp_unwinder_install(u, (uint32_t)c) == 0);
+	pp_unwinder_get_stats(u, &st);
+	printf("  40,000 rows: %llu tables built, %llu evicted, %llu did not fit, %llu rows used\n",
+	       (unsigned long long)st.tables_built, (unsigned long long)st.tables_evicted,
+	       (unsigned long long)st.tables_no_room, (unsigned long long)st.rows_used);
+	CHECK(st.tables_evicted >= 1);
+	CHECK(st.tables_no_room >= 1);
+	CHECK(st.rows_used <= st.rows_total);
+	p = mem_proc(m, (uint32_t)c);
+	REQUIRE(p != NULL);
+	cxx = mapping_of(p, c, "libstdc++");
+	libc = mapping_of(p, c, "libc.so.6");
+	CHECK(cxx != NULL && cxx->nr_rows == 0);
+	CHECK(libc != NULL && libc->nr_rows > 10000);
+	CHECK(st.mappings_no_table >= 1);
+	stop(a);
+	stop(c);
+	pp_unwinder_free(u);
+	mem_sink_free(m);
+}
+
+TEST(the_worker_installs_noted_processes)
+{
+	struct mem_sink *m = mem_sink_new(1u << 20);
+	struct pp_unwinder *u;
+	struct pp_unwinder_stats st;
+	pid_t a;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL);
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){.worker = true});
+	REQUIRE(u != NULL);
+	a = start("chain");
+	for (int i = 0; i < 1000; i++)
+		pp_unwinder_note(u, (uint32_t)a); /* many samples: one install */
+	pp_unwinder_drain(u);
+	pp_unwinder_get_stats(u, &st);
+	CHECK_EQ_U64(st.procs_installed, 1);
+	CHECK(mem_proc(m, (uint32_t)a) != NULL);
+	pp_unwinder_release(u, (uint32_t)a);
+	pp_unwinder_drain(u);
+	pp_unwinder_get_stats(u, &st);
+	CHECK_EQ_U64(st.procs_live, 0);
+	CHECK(mem_proc(m, (uint32_t)a) == NULL);
+	stop(a);
+	pp_unwinder_free(u);
+	mem_sink_free(m);
+}
+
+TEST_LIST = {
+    {"a_process_gets_its_mappings_and_tables", a_process_gets_its_mappings_and_tables},
+    {"files_are_compiled_once_and_releases_free_processes",
+     files_are_compiled_once_and_releases_free_processes},
+    {"a_small_budget_evicts_unused_tables_and_counts_what_does_not_fit",
+     a_small_budget_evicts_unused_tables_and_counts_what_does_not_fit},
+    {"the_worker_installs_noted_processes", the_worker_installs_noted_processes},
+};
+TEST_MAIN()
