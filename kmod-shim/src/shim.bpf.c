@@ -364,7 +364,7 @@ struct uw_state {
 	struct pp_sample *rec;
 	struct pp_bpf_unwind_proc *proc;
 	struct pp_counters *cnt;
-	__u32 nk, n, depth;
+	__u32 nk, depth;
 	__u32 table_frames, fp_frames;
 	__u32 exact; /* ip is where the thread stopped, not a return address */
 };
@@ -475,9 +475,14 @@ static long uw_step(__u32 i, void *data)
 	struct uw_state *s = data;
 	struct pp_bpf_unwind_mapping *m;
 	struct pp_bpf_unwind_row *row;
-	__u64 pc, rel, cfa, ra, bp, idx = s->nk + s->n;
+	/*
+	 * The frame's index is bpf_loop's i, not a count kept in *s: the verifier takes i as
+	 * any value below the loop's bound, so the step's states converge; a count it would
+	 * track exactly, one verification of the step per value.
+	 */
+	__u64 pc, rel, cfa, ra, bp, idx = (__u64)s->nk + i;
 
-	if (s->n >= s->depth) {
+	if (i >= s->depth) {
 		s->rec->flags |= PP_SF_USTACK_TRUNC;
 		count_in(s->cnt, PP_CNT_USTACK_TRUNC);
 		return UW_DONE;
@@ -485,7 +490,7 @@ static long uw_step(__u32 i, void *data)
 	if (idx >= 2 * PP_MAX_STACK_DEPTH)
 		return UW_DONE;
 	s->rec->stack[idx] = s->ip;
-	s->n++;
+	s->rec->nr_ustack = (__u16)(i + 1);
 	pc = s->exact ? s->ip : s->ip - 1;
 	m = s->proc ? uw_mapping(s->proc, pc) : NULL;
 	if (!m || !m->nr_rows) {
@@ -561,6 +566,7 @@ static __always_inline __u32 walk_user_tables(struct pp_sample *rec, __u32 nk, _
 	s.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	if (!s.proc)
 		count_in(cnt, PP_CNT_UNWIND_NO_PROC);
+	rec->nr_ustack = 0;
 	bpf_loop(PP_MAX_STACK_DEPTH + 1, uw_step, &s, 0);
 	if (s.table_frames)
 		rec->flags |= PP_SF_USTACK_TABLES;
@@ -568,7 +574,9 @@ static __always_inline __u32 walk_user_tables(struct pp_sample *rec, __u32 nk, _
 		cnt->v[PP_CNT_UNWIND_TABLE_FRAMES] += s.table_frames;
 		cnt->v[PP_CNT_UNWIND_FP_FRAMES] += s.fp_frames;
 	}
-	return s.n;
+	/* read back from the record, as after the frame-pointer walk: one state goes on */
+	asm volatile("" ::: "memory");
+	return rec->nr_ustack;
 }
 
 /* The user registers of the current task, for a sample taken in the kernel: 0, or -1. */

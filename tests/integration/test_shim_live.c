@@ -29,6 +29,7 @@
 #include "sampling/record_decode.h"
 #include "memory/data_src.h"
 #include "sampling/shim_loader.h"
+#include "unwind/unwinder.h"
 
 #define PERF_MEM_NA_VALUE 0x1e05080021ull /* PERF_MEM_S(OP,NA)|LVL NA|SNOOP NA|LOCK NA|TLB NA */
 
@@ -36,6 +37,7 @@ struct collected {
 	struct pp_decode_stats stats;
 	unsigned long own_samples, with_ustack, with_kstack, kernel_ip, mem_na, bad_cpu;
 	unsigned long bad_cookie, task_events, exact_ip;
+	unsigned long by_tables; /* own samples whose user stack was unwound with tables */
 	uint32_t expected_cookie;
 	uint64_t last_data_src; /* of the last own sample with memory fields, for the log */
 };
@@ -56,6 +58,8 @@ static int on_record(void *ctx, const void *data, size_t len)
 	c->own_samples++;
 	if (d.sample.nr_ustack)
 		c->with_ustack++;
+	if (d.sample.flags & PP_SF_USTACK_TABLES)
+		c->by_tables++;
 	if (d.sample.nr_kstack)
 		c->with_kstack++;
 	if (d.sample.flags & PP_SF_KERNEL_IP)
@@ -233,7 +237,17 @@ static int kernel_at_least(int major, int minor)
 	return ma > major || (ma == major && mi >= minor);
 }
 
-static void check_verifier_cost(struct pp_shim *shim)
+/*
+ * The table walker (on_sample_unwind) verifies its bpf_loop step until the step's states
+ * converge: 27k instructions on 6.18 (104k while the frame index was a count of its own).
+ */
+static int kernel_has_bpf_loop(void)
+{
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) > 0 &&
+	       libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs, NULL) > 0;
+}
+
+static void check_verifier_cost(struct pp_shim *shim, int tables)
 {
 	struct bpf_prog_info info;
 	uint32_t len = sizeof(info);
@@ -250,13 +264,32 @@ static void check_verifier_cost(struct pp_shim *shim)
 	 * Older verifiers count more for the same program (6.1 and 6.12: up to 18.1k where 6.18
 	 * counts 9k; tests/vm), so the bound follows the kernel.
 	 */
-	CHECK(info.verified_insns > 0 &&
-	      info.verified_insns < (kernel_at_least(6, 13) ? 10000u : 20000u));
+	if (tables)
+		CHECK(info.verified_insns > 0 &&
+		      info.verified_insns < (kernel_at_least(6, 13) ? 40000u : 80000u));
+	else
+		CHECK(info.verified_insns > 0 &&
+		      info.verified_insns < (kernel_at_least(6, 13) ? 10000u : 20000u));
 }
+
+static void run_variant_walk(enum pp_shim_variant variant, int stacks, int mem, int filter,
+			     enum pp_shim_cgroup_mode cgroup, uint32_t walk);
 
 static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int filter,
 			enum pp_shim_cgroup_mode cgroup)
 {
+	run_variant_walk(variant, stacks, mem, filter, cgroup, PP_USTACK_SHIM);
+}
+
+/*
+ * walk PP_USTACK_AUTO loads the table walker; this process's tables are installed first
+ * (the unwinder), so its user stacks are unwound with them.
+ */
+static void run_variant_walk(enum pp_shim_variant variant, int stacks, int mem, int filter,
+			     enum pp_shim_cgroup_mode cgroup, uint32_t walk)
+{
+	struct pp_unwinder_sink *sink = NULL;
+	struct pp_unwinder *unwinder = NULL;
 	struct pp_shim_opts opts = {
 	    .variant = variant,
 	    .kstack_depth = stacks ? PP_MAX_STACK_DEPTH : 0,
@@ -267,20 +300,34 @@ static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int f
 	    .ringbuf_bytes = 1 << 20,
 	    .filter_cgroups = cgroup != PP_SHIM_CGROUP_OFF,
 	    .cgroup_filter_in_user_space = cgroup == PP_SHIM_CGROUP_USER,
+	    .ustack_walk = walk,
+	    .unwind_table_bytes = 16 << 20,
 	};
 	struct collected c = {.expected_cookie = 7};
 	char err[512] = "";
 	struct pp_shim *shim;
 	int fds[MAX_EVENT_FDS], nfd = 0;
 
-	fprintf(stderr, "variant=%s stacks=%d mem=%d filter=%d cgroup=%d\n",
-		pp_shim_variant_name(variant), stacks, mem, filter, (int)cgroup);
+	fprintf(stderr, "variant=%s stacks=%d mem=%d filter=%d cgroup=%d walk=%s\n",
+		pp_shim_variant_name(variant), stacks, mem, filter, (int)cgroup,
+		pp_ustack_walk_names[walk]);
 	shim = pp_shim_load(&opts, err, sizeof(err));
 	if (!shim)
 		fprintf(stderr, "  load failed: %s\n", err);
 	REQUIRE(shim != NULL);
 	CHECK(pp_shim_loaded_variant(shim) == variant);
-	check_verifier_cost(shim);
+	check_verifier_cost(shim, walk == PP_USTACK_AUTO);
+	if (walk == PP_USTACK_AUTO) {
+		uint32_t nr_rows;
+		int rows_fd = pp_shim_unwind_rows_fd(shim, &nr_rows);
+
+		CHECK(nr_rows == (16u << 20) / sizeof(struct pp_bpf_unwind_row));
+		sink = pp_unwinder_bpf_sink_new(rows_fd, nr_rows, pp_shim_unwind_procs_fd(shim));
+		REQUIRE(sink != NULL);
+		unwinder = pp_unwinder_new(sink, &(struct pp_unwinder_opts){0});
+		REQUIRE(unwinder != NULL);
+		CHECK(pp_unwinder_install(unwinder, (uint32_t)getpid()) == 0);
+	}
 	if (filter)
 		CHECK(pp_shim_add_target(shim, (uint32_t)getpid()) == 0);
 	/* Where the kernel has the ancestor helper (5.14+) the filter runs where it was asked
@@ -346,7 +393,20 @@ static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int f
 		      counters[PP_CNT_SAMPLES]);
 	if (cgroup == PP_SHIM_CGROUP_OFF)
 		CHECK(counters[PP_CNT_CGROUP_FILTERED] == 0);
+	if (walk == PP_USTACK_AUTO && stacks) {
+		/* this process has tables: its user stacks are unwound with them */
+		fprintf(stderr, "  by tables=%lu frames: table %llu, fp %llu, no proc %llu\n",
+			c.by_tables, (unsigned long long)counters[PP_CNT_UNWIND_TABLE_FRAMES],
+			(unsigned long long)counters[PP_CNT_UNWIND_FP_FRAMES],
+			(unsigned long long)counters[PP_CNT_UNWIND_NO_PROC]);
+		CHECK(c.by_tables >= c.own_samples * 9 / 10);
+		CHECK(counters[PP_CNT_UNWIND_TABLE_FRAMES] >= c.by_tables);
+	} else {
+		CHECK(c.by_tables == 0 && counters[PP_CNT_UNWIND_TABLE_FRAMES] == 0);
+	}
 	close_fds(fds, nfd);
+	pp_unwinder_free(unwinder);
+	pp_unwinder_bpf_sink_free(sink);
 	pp_shim_free(shim);
 }
 
@@ -362,6 +422,23 @@ TEST(kctx_variants)
 	run_variant(PP_SHIM_KCTX, 1, 1, 1, PP_SHIM_CGROUP_KERNEL);
 	run_variant(PP_SHIM_KCTX, 0, 0, 0, PP_SHIM_CGROUP_KERNEL);
 	run_variant(PP_SHIM_KCTX, 1, 0, 0, PP_SHIM_CGROUP_USER);
+}
+
+/* The table walker in both variants, where the kernel has bpf_loop (5.17+). */
+TEST(table_walker_variants)
+{
+	if (!can_run())
+		SKIP("needs root, BPF and BTF");
+	if (!kernel_has_bpf_loop())
+		SKIP("kernel has no bpf_loop or bpf_task_pt_regs for perf_event programs (before "
+		     "5.17): the table walker is not loadable, auto walks frame pointers");
+	if (pp_kernel_has_cast_to_kern_ctx()) {
+		run_variant_walk(PP_SHIM_KCTX, 1, 0, 0, PP_SHIM_CGROUP_OFF, PP_USTACK_AUTO);
+		run_variant_walk(PP_SHIM_KCTX, 1, 1, 1, PP_SHIM_CGROUP_KERNEL, PP_USTACK_AUTO);
+	}
+	run_variant_walk(PP_SHIM_CORE, 1, 0, 0, PP_SHIM_CGROUP_OFF, PP_USTACK_AUTO);
+	run_variant_walk(PP_SHIM_CORE, 1, 1, 1, PP_SHIM_CGROUP_KERNEL, PP_USTACK_AUTO);
+	run_variant_walk(PP_SHIM_CORE, 0, 0, 0, PP_SHIM_CGROUP_OFF, PP_USTACK_AUTO);
 }
 
 TEST(core_variants)
@@ -1044,6 +1121,7 @@ TEST_LIST = {
     {"ip_filter_live", ip_filter_live},
     {"kctx_variants", kctx_variants},
     {"core_variants", core_variants},
+    {"table_walker_variants", table_walker_variants},
     {"cgroup_filter_live", cgroup_filter_live},
     {"decoder_rejects_foreign_records", decoder_rejects_foreign_records},
 };
