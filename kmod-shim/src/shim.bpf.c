@@ -241,19 +241,38 @@ static __always_inline __u32 take_stack(struct bpf_perf_event_data *ctx, __u64 *
  * Whether perf collected the sample's callchain (precise events request it; see events.c):
  * then bpf_get_stack copies it, and the registers in ctx may be a PEBS record's.
  */
-#define PP_PERF_SAMPLE_CALLCHAIN (1ull << 5) /* uapi PERF_SAMPLE_CALLCHAIN */
+#define PP_PERF_SAMPLE_CALLCHAIN (1ull << 5)	/* uapi PERF_SAMPLE_CALLCHAIN */
+#define PP_PERF_SAMPLE_REGS_INTR (1ull << 18) /* uapi PERF_SAMPLE_REGS_INTR */
 
-static __always_inline int has_perf_callchain(struct bpf_perf_event_data *ctx)
+static __always_inline __u64 event_sample_type(struct bpf_perf_event_data *ctx)
 {
 #if PP_SHIM_KCTX
 	struct bpf_perf_event_data_kern *kctx = bpf_cast_to_kern_ctx(ctx);
 
-	return !!(kctx->event->attr.sample_type & PP_PERF_SAMPLE_CALLCHAIN);
+	return kctx->event->attr.sample_type;
 #else
 	struct bpf_perf_event_data_kern *kctx = (void *)ctx;
 
-	return !!(BPF_CORE_READ(kctx, event, attr.sample_type) & PP_PERF_SAMPLE_CALLCHAIN);
+	return BPF_CORE_READ(kctx, event, attr.sample_type);
 #endif
+}
+
+static __always_inline int has_perf_callchain(struct bpf_perf_event_data *ctx)
+{
+	return !!(event_sample_type(ctx) & PP_PERF_SAMPLE_CALLCHAIN);
+}
+
+/*
+ * Whether ctx's registers can start a walk: not for a precise event (which requests the
+ * perf callchain) unless its record holds the registers (PERF_SAMPLE_REGS_INTR, which the
+ * collector asks for with tables): otherwise only its ip is the sampled instruction's, sp and
+ * bp the interrupt's (notes rule 7).
+ */
+static __always_inline int sample_regs_walkable(struct bpf_perf_event_data *ctx)
+{
+	__u64 st = event_sample_type(ctx);
+
+	return !(st & PP_PERF_SAMPLE_CALLCHAIN) || (st & PP_PERF_SAMPLE_REGS_INTR);
 }
 
 /* Whether ctx holds the registers of a 64-bit user-mode context this shim can unwind. */
@@ -358,15 +377,31 @@ struct {
 	__type(value, struct pp_bpf_unwind_proc);
 } unwind_procs SEC(".maps");
 
-/* The walk's state between bpf_loop steps, on the program's stack. */
-struct uw_state {
+/*
+ * The registers a walk is at, in a per-CPU map rather than on the stack: the verifier tracks
+ * no value in map memory, so each bpf_loop step starts from the same state and its
+ * verification converges at once, where values it tracks differ from step to step and 6.12
+ * verified the step again for each (118k instructions).
+ */
+struct uw_regs {
 	__u64 ip, sp, bp;
+	__u64 exact; /* ip is where the thread stopped, not a return address */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct uw_regs);
+} uw_regs_map SEC(".maps");
+
+/* The walk's state between bpf_loop steps, on the program's stack: pointers and bounds. */
+struct uw_state {
+	struct uw_regs *r;
 	struct pp_sample *rec;
 	struct pp_bpf_unwind_proc *proc;
 	struct pp_counters *cnt;
 	__u32 nk, depth;
-	__u32 table_frames, fp_frames;
-	__u32 exact; /* ip is where the thread stopped, not a return address */
 };
 
 #define UW_CONTINUE 0
@@ -376,7 +411,7 @@ struct uw_state {
 static __always_inline long uw_stop(struct uw_state *s, __u32 counter)
 {
 	s->rec->flags |= PP_SF_USTACK_STOPPED;
-	count_in(s->cnt, counter);
+	s->cnt->v[counter]++;
 	return UW_DONE;
 }
 
@@ -455,17 +490,17 @@ static __always_inline long uw_fp_step(struct uw_state *s)
 	struct frame_record fr;
 
 	/* a zero frame pointer is the outermost frame: a whole stack, not a stop */
-	if (!s->bp || (s->bp & 7))
+	if (!s->r->bp || (s->r->bp & 7))
 		return UW_DONE;
-	if (s->bp < s->sp)
+	if (s->r->bp < s->r->sp)
 		return uw_stop(s, PP_CNT_UNWIND_STOP_NOT_UP);
-	if (bpf_probe_read_user(&fr, sizeof(fr), (const void *)s->bp))
+	if (bpf_probe_read_user(&fr, sizeof(fr), (const void *)s->r->bp))
 		return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
-	s->sp = s->bp + 16;
-	s->bp = fr.next_fp;
-	s->ip = fr.ret;
-	s->exact = 0;
-	s->fp_frames++;
+	s->r->sp = s->r->bp + 16;
+	s->r->bp = fr.next_fp;
+	s->r->ip = fr.ret;
+	s->r->exact = 0;
+	s->cnt->v[PP_CNT_UNWIND_FP_FRAMES]++;
 	return fr.ret ? UW_CONTINUE : UW_DONE;
 }
 
@@ -484,14 +519,14 @@ static long uw_step(__u32 i, void *data)
 
 	if (i >= s->depth) {
 		s->rec->flags |= PP_SF_USTACK_TRUNC;
-		count_in(s->cnt, PP_CNT_USTACK_TRUNC);
+		s->cnt->v[PP_CNT_USTACK_TRUNC]++;
 		return UW_DONE;
 	}
 	if (idx >= 2 * PP_MAX_STACK_DEPTH)
 		return UW_DONE;
-	s->rec->stack[idx] = s->ip;
+	s->rec->stack[idx] = s->r->ip;
 	s->rec->nr_ustack = (__u16)(i + 1);
-	pc = s->exact ? s->ip : s->ip - 1;
+	pc = s->r->exact ? s->r->ip : s->r->ip - 1;
 	m = s->proc ? uw_mapping(s->proc, pc) : NULL;
 	if (!m || !m->nr_rows) {
 		if (shim_config.ustack_walk == PP_USTACK_DWARF)
@@ -506,16 +541,16 @@ static long uw_step(__u32 i, void *data)
 		return uw_stop(s, PP_CNT_UNWIND_STOP_NO_CFI);
 	switch (row->cfa_rule) {
 	case PP_UW_CFA_RSP:
-		cfa = s->sp + row->cfa_off;
+		cfa = s->r->sp + row->cfa_off;
 		break;
 	case PP_UW_CFA_RBP:
-		cfa = s->bp + row->cfa_off;
+		cfa = s->r->bp + row->cfa_off;
 		break;
 	case PP_UW_CFA_PLT:
-		cfa = s->sp + 8 + (((s->ip & 15) >= (__u64)row->cfa_off) ? 8 : 0);
+		cfa = s->r->sp + 8 + (((s->r->ip & 15) >= (__u64)row->cfa_off) ? 8 : 0);
 		break;
 	case PP_UW_CFA_DEREF_RSP:
-		if (bpf_probe_read_user(&cfa, sizeof(cfa), (const void *)(s->sp + row->cfa_off)))
+		if (bpf_probe_read_user(&cfa, sizeof(cfa), (const void *)(s->r->sp + row->cfa_off)))
 			return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
 		break;
 	default:
@@ -525,21 +560,22 @@ static long uw_step(__u32 i, void *data)
 		return UW_DONE; /* the outermost frame (_start, thread starts) */
 	if (row->ra_rule != PP_UW_REG_AT_CFA && row->ra_rule != PP_UW_REG_AT_RSP)
 		return uw_stop(s, PP_CNT_UNWIND_STOP_UNSUPPORTED);
-	if (uw_read_reg(row->ra_rule, row->ra_off, cfa, s->sp, &ra))
+	if (uw_read_reg(row->ra_rule, row->ra_off, cfa, s->r->sp, &ra))
 		return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
-	bp = s->bp;
+	bp = s->r->bp;
 	if (row->rbp_rule == PP_UW_REG_UNDEFINED)
 		bp = 0;
 	else if (row->rbp_rule != PP_UW_REG_SAME &&
-		 uw_read_reg(row->rbp_rule, row->rbp_off, cfa, s->sp, &bp))
+		 uw_read_reg(row->rbp_rule, row->rbp_off, cfa, s->r->sp, &bp))
 		return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
-	if (cfa <= s->sp)
+	if (cfa <= s->r->sp)
 		return uw_stop(s, PP_CNT_UNWIND_STOP_NOT_UP);
-	s->exact = row->flags & PP_UW_SIGNAL_FRAME;
-	s->ip = ra;
-	s->sp = cfa;
-	s->bp = bp;
-	s->table_frames++;
+	s->r->exact = row->flags & PP_UW_SIGNAL_FRAME;
+	s->r->ip = ra;
+	s->r->sp = cfa;
+	s->r->bp = bp;
+	s->rec->flags |= PP_SF_USTACK_TABLES;
+	s->cnt->v[PP_CNT_UNWIND_TABLE_FRAMES]++;
 	return ra ? UW_CONTINUE : UW_DONE;
 }
 
@@ -552,28 +588,27 @@ static __always_inline __u32 walk_user_tables(struct pp_sample *rec, __u32 nk, _
 					      __u64 bp, __u32 depth, struct pp_counters *cnt)
 {
 	struct uw_state s = {
-	    .ip = ip,
-	    .sp = sp,
-	    .bp = bp,
 	    .rec = rec,
-	    .cnt = cnt,
 	    .nk = nk,
-	    .exact = 1,
 	};
-	__u32 tgid = rec->tgid;
+	__u32 tgid = rec->tgid, zero = 0;
+	struct uw_regs *r = bpf_map_lookup_elem(&uw_regs_map, &zero);
 
+	/* both per-CPU values always exist; the steps use them without a check */
+	if (!cnt || !r)
+		return 0;
+	r->ip = ip;
+	r->sp = sp;
+	r->bp = bp;
+	r->exact = 1;
+	s.r = r;
+	s.cnt = cnt;
 	s.depth = depth > PP_MAX_STACK_DEPTH ? PP_MAX_STACK_DEPTH : depth;
 	s.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	if (!s.proc)
-		count_in(cnt, PP_CNT_UNWIND_NO_PROC);
+		cnt->v[PP_CNT_UNWIND_NO_PROC]++;
 	rec->nr_ustack = 0;
 	bpf_loop(PP_MAX_STACK_DEPTH + 1, uw_step, &s, 0);
-	if (s.table_frames)
-		rec->flags |= PP_SF_USTACK_TABLES;
-	if (cnt) {
-		cnt->v[PP_CNT_UNWIND_TABLE_FRAMES] += s.table_frames;
-		cnt->v[PP_CNT_UNWIND_FP_FRAMES] += s.fp_frames;
-	}
 	/* read back from the record, as after the frame-pointer walk: one state goes on */
 	asm volatile("" ::: "memory");
 	return rec->nr_ustack;
@@ -667,11 +702,13 @@ static __always_inline int handle_sample(struct bpf_perf_event_data *ctx, const 
 				PP_CNT_KSTACK_ERR);
 	if (nk > PP_MAX_STACK_DEPTH)
 		nk = PP_MAX_STACK_DEPTH;
-	if (tables && shim_config.ustack_depth) {
+	if (tables && shim_config.ustack_depth &&
+	    ((rec->flags & PP_SF_KERNEL_IP) || sample_regs_walkable(ctx))) {
 		__u64 ip = 0, sp = 0, bp = 0;
 		int ok;
 
 		if (rec->flags & PP_SF_KERNEL_IP) {
+			/* the registers the task entered the kernel with: whole, consistent */
 			ok = task_user_regs(&ip, &sp, &bp) == 0;
 		} else {
 			ok = user_regs_walkable(ctx);

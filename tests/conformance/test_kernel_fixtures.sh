@@ -30,6 +30,8 @@ if k.get("cast_to_kern_ctx") != (variant == "kctx"):
     problems.append(f"cast_to_kern_ctx={k.get('cast_to_kern_ctx')} but the list expects variant {variant}")
 if k.get("attach_cookie") != ((major, minor) >= (5, 15)):
     problems.append(f"attach_cookie={k.get('attach_cookie')} on {name}")
+if k.get("unwind_tables") != ((major, minor) >= (5, 17)):
+    problems.append(f"unwind_tables={k.get('unwind_tables')} on {name} (bpf_loop is 5.17+)")
 print("; ".join(problems))
 PY
 )

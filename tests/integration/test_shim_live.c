@@ -239,7 +239,8 @@ static int kernel_at_least(int major, int minor)
 
 /*
  * The table walker (on_sample_unwind) verifies its bpf_loop step until the step's states
- * converge: 27k instructions on 6.18 (104k while the frame index was a count of its own).
+ * converge: with the walk's registers in map memory and the frame index bpf_loop's own, 11.6k
+ * instructions on 6.18 (104k when they were tracked values on the stack; 118k on 6.12).
  */
 static int kernel_has_bpf_loop(void)
 {
@@ -266,7 +267,7 @@ static void check_verifier_cost(struct pp_shim *shim, int tables)
 	 */
 	if (tables)
 		CHECK(info.verified_insns > 0 &&
-		      info.verified_insns < (kernel_at_least(6, 13) ? 40000u : 80000u));
+		      info.verified_insns < (kernel_at_least(6, 13) ? 20000u : 40000u));
 	else
 		CHECK(info.verified_insns > 0 &&
 		      info.verified_insns < (kernel_at_least(6, 13) ? 10000u : 20000u));

@@ -1,7 +1,7 @@
 #!/bin/bash
 # What runs inside each kernel of the matrix (tests/vm/run-matrix.sh starts it with vmrun.sh):
-# probe, record on the test workload with its shares, the shim live test, the cgroup filter,
-# and `run` for a few windows into a local sink. Writes OUT/result (key=value lines the
+# probe, record on the test workload with its shares, the no-frame-pointer chain unwound with
+# tables, the shim live test, the cgroup filter, and `run` for a few windows into a local sink. Writes OUT/result (key=value lines the
 # matrix compares with kernels.list) and each step's output under OUT; prints ok/FAIL lines.
 #
 # usage: guest-checks.sh BUILD_DIR OUT_DIR
@@ -61,6 +61,37 @@ else
 	fail "record (exit $rc): shares $(tr '\n' ' ' <"$out/shares.txt" 2>/dev/null)"
 fi
 
+# --- unwinding with tables: the 28-frame no-frame-pointer chain, whole where bpf_loop is -----
+chain=/tmp/pp-chain
+if sh "$src/tests/data/unwind/build.sh" "$chain" >"$out/chain-build.txt" 2>&1; then
+	(cd "$chain" && PP_CHAIN_SPIN=5 exec ./chain) &
+	cpid=$!
+	sleep 0.5
+	"$pebsprof" record -e cpu-clock -F 499 -d 2 -p "$cpid" -o "$out/chain.folded" \
+		>"$out/chain.out" 2>"$out/chain.err"
+	kill "$cpid" 2>/dev/null
+	wait "$cpid" 2>/dev/null
+	share=$("$py" - "$out/chain.folded" "$src/tests/data/unwind/chain.expected" <<'PY'
+import sys
+want = [l.strip() for l in open(sys.argv[2]) if l.strip()]
+spin = whole = 0
+for line in open(sys.argv[1]):
+    stack, _, n = line.rstrip("\n").rpartition(" ")
+    leaf_first = stack.split(";")[1:][::-1]
+    if "pp_spin" in leaf_first:
+        i = leaf_first.index("pp_spin")
+        spin += int(n)
+        whole += int(n) * (leaf_first[i + 1:i + 1 + len(want)] == want)
+print("%d/%d" % (whole, spin))
+PY
+)
+	put chain_whole "$(echo "$share" | awk -F/ '{ print ($2 > 0 && $1 >= 0.95 * $2) ? "ok" : "no" }')"
+	ok "record -p chain: the whole chain in $share samples in the leaf"
+else
+	put chain_whole "not built"
+	fail "the unwinding test programs did not build: $(tail -n2 "$out/chain-build.txt")"
+fi
+
 # --- the shim live test: every variant this kernel should load -------------------------------
 "$build/tests/test_shim_live" >"$out/shim_live.txt" 2>&1
 rc=$?
@@ -68,6 +99,8 @@ put shim_live "$([ $rc = 0 ] && echo ok || echo FAIL)"
 put shim_live_summary "$(tail -n1 "$out/shim_live.txt" | tr ' ' '_')"
 # the kctx variants load from 6.2 (bpf_cast_to_kern_ctx); before, the test skips them
 put kctx_variants "$(grep -q '^SKIP kctx_variants' "$out/shim_live.txt" && echo skipped || echo loaded)"
+# the table walker loads from 5.17 (bpf_loop); before, the test skips it
+put table_walker "$(grep -q '^SKIP table_walker_variants' "$out/shim_live.txt" && echo skipped || echo loaded)"
 [ $rc = 0 ] && ok "test_shim_live: $(tail -n1 "$out/shim_live.txt")" ||
 	fail "test_shim_live: $(grep -E 'FAIL' "$out/shim_live.txt" | head -3 | tr '\n' ' ')"
 

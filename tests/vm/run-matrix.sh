@@ -80,7 +80,7 @@ while read -r name suites expect; do
 	[ "$update" = 1 ] && [ -s "$out/$name/probe.json" ] &&
 		cp "$out/$name/probe.json" "$src/tests/data/kernels/probe-$name.json"
 	insns=$(get "$name" verified_insns)
-	rows+=("| $name ($(get "$name" kernel)) | $([ "$(get "$name" record_exit)" = 0 ] && echo yes || echo no) | $(get "$name" variant) | $(get "$name" samples) (lost $(get "$name" lost)), shares $(get "$name" shares) | $(get "$name" cgroup_filter) | $(get "$name" user_unwind) | ${insns:-not reported} | $(get "$name" load_ms) ms | $secs s |")
+	rows+=("| $name ($(get "$name" kernel)) | $([ "$(get "$name" record_exit)" = 0 ] && echo yes || echo no) | $(get "$name" variant) | $(get "$name" samples) (lost $(get "$name" lost)), shares $(get "$name" shares) | $(get "$name" cgroup_filter) | $(get "$name" user_unwind), chain $(get "$name" chain_whole) | ${insns:-not reported} | $(get "$name" load_ms) ms | $secs s |")
 done <"$here/kernels.list"
 
 echo

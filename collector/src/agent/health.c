@@ -343,6 +343,31 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 	family(f, "pebsprof_perf_map_bad_lines_total", "counter",
 	       "JIT perf map lines that did not parse (skipped).");
 	value(f, "pebsprof_perf_map_bad_lines_total", s->perf_map_bad_lines);
+	if (s->unwind_rows_total) {
+		family(f, "pebsprof_unwind_tables_built_total", "counter",
+		       "Files whose .eh_frame was compiled into an unwind table.");
+		value(f, "pebsprof_unwind_tables_built_total", s->unwind_tables_built);
+		family(f, "pebsprof_unwind_tables_shared_total", "counter",
+		       "Mappings served by a table built before (same build id).");
+		value(f, "pebsprof_unwind_tables_shared_total", s->unwind_tables_shared);
+		family(f, "pebsprof_unwind_tables_without_cfi_total", "counter",
+		       "Files with no usable CFI: their frames walk frame pointers.");
+		value(f, "pebsprof_unwind_tables_without_cfi_total", s->unwind_tables_none);
+		family(f, "pebsprof_unwind_tables_evicted_total", "counter",
+		       "Unused tables removed to make room in the row budget.");
+		value(f, "pebsprof_unwind_tables_evicted_total", s->unwind_tables_evicted);
+		family(f, "pebsprof_unwind_tables_no_room_total", "counter",
+		       "Tables that did not fit the row budget (--unwind-table-bytes).");
+		value(f, "pebsprof_unwind_tables_no_room_total", s->unwind_tables_no_room);
+		family(f, "pebsprof_unwind_rows", "gauge", "Rows of unwind tables in the kernel.");
+		value(f, "pebsprof_unwind_rows", s->unwind_rows_used);
+		family(f, "pebsprof_unwind_rows_capacity", "gauge",
+		       "Rows the unwind table budget holds.");
+		value(f, "pebsprof_unwind_rows_capacity", s->unwind_rows_total);
+		family(f, "pebsprof_unwind_processes", "gauge",
+		       "Processes whose mappings the shim unwinds with tables.");
+		value(f, "pebsprof_unwind_processes", s->unwind_procs_live);
+	}
 	if (s->process_cache_entries >= 0) {
 		family(f, "pebsprof_process_cache_entries", "gauge", "Processes in the cache.");
 		value(f, "pebsprof_process_cache_entries", (uint64_t)s->process_cache_entries);

@@ -136,8 +136,12 @@ struct pp_health_snapshot {
 	const char *frames_named_source[PP_HEALTH_NAME_SOURCES]; /* NULL: unused slot */
 	uint64_t frames_unnamed;
 	uint64_t perf_map_refused, perf_map_bad_lines; /* hostile or broken JIT perf maps */
-	int64_t process_cache_entries;		       /* -1 = unknown: not exported */
-	int64_t symbol_cache_files;		       /* -1 = unknown: not exported */
+	/* unwind tables (--user-unwind auto, dwarf); unwind_rows_total 0: not in use */
+	uint64_t unwind_tables_built, unwind_tables_shared, unwind_tables_none;
+	uint64_t unwind_tables_evicted, unwind_tables_no_room;
+	uint64_t unwind_rows_used, unwind_rows_total, unwind_procs_live;
+	int64_t process_cache_entries; /* -1 = unknown: not exported */
+	int64_t symbol_cache_files;    /* -1 = unknown: not exported */
 	/* bytes held by each cache now (the session's pp_session_stats gauges) */
 	uint64_t process_cache_bytes, symbol_cache_bytes, frame_cache_bytes, raw_stack_bytes;
 	uint64_t mem_obj_cache_bytes;

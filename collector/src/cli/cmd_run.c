@@ -763,6 +763,19 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.symbol_evictions = ss.symbol_evictions;
 	snap.symbol_too_big = ss.symbol_too_big;
 	pp_shim_read_counters(ag->smp.shim, snap.shim);
+	if (ag->smp.unwinder) {
+		struct pp_unwinder_stats us;
+
+		pp_unwinder_get_stats(ag->smp.unwinder, &us);
+		snap.unwind_tables_built = us.tables_built;
+		snap.unwind_tables_shared = us.tables_shared;
+		snap.unwind_tables_none = us.tables_none;
+		snap.unwind_tables_evicted = us.tables_evicted;
+		snap.unwind_tables_no_room = us.tables_no_room;
+		snap.unwind_rows_used = us.rows_used;
+		snap.unwind_rows_total = us.rows_total;
+		snap.unwind_procs_live = us.procs_live;
+	}
 	/* Progress: the BPF program ran, or records came out of the ring buffer. */
 	kernel = snap.shim[PP_CNT_SAMPLES] + ss.decode.samples + ss.decode.tasks;
 	if (kernel != ag->seen_kernel || !ag->progress_ns) {

@@ -175,6 +175,10 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 
 	/* Events first: a bad event is a usage error and nothing is loaded for it. */
 	req.pid = -1;
+	/* precise events then record the registers the table walk starts from */
+	req.want_sample_regs =
+	    (opts->ustack_walk == PP_USTACK_AUTO || opts->ustack_walk == PP_USTACK_DWARF) &&
+	    s->sys->has_unwind_tables == PP_FEAT_YES;
 	ret = pp_events_open(&req, s->sys, NULL, NULL, &s->events, err, sizeof(err));
 	if (ret) {
 		pp_error("%s", err);

@@ -569,6 +569,14 @@ static void build_attr(const struct ctx *c, const struct plan *p, int precise,
 		attr->exclude_callchain_kernel = 0;
 		attr->exclude_callchain_user = 0;
 		attr->sample_max_stack = (uint16_t)c->sample_max_stack;
+		/*
+		 * IBS records no registers: its ip is the op's, the rest the interrupt's, which
+		 * cannot start a walk; AMD's precise core events are IBS's.
+		 */
+		if (c->req->want_sample_regs && PP_SAMPLE_REGS_UNWIND && !p->ibs && !p->amd_core) {
+			attr->sample_type |= PERF_SAMPLE_REGS_INTR;
+			attr->sample_regs_intr = PP_SAMPLE_REGS_UNWIND;
+		}
 	}
 	if (p->mem) {
 		attr->sample_type |=
@@ -621,6 +629,12 @@ static int open_one(const struct ctx *c, const struct plan *p, const struct perf
 		 */
 		attr.sample_type =
 		    (attr.sample_type & ~(uint64_t)PERF_SAMPLE_WEIGHT_STRUCT) | PERF_SAMPLE_WEIGHT;
+		r = c->open_fn(&attr, c->req->pid, cpu, leader, PERF_FLAG_FD_CLOEXEC, c->open_ctx);
+	}
+	if (r == -EINVAL && (attr.sample_type & PERF_SAMPLE_REGS_INTR)) {
+		/* a PMU that cannot record registers: the shim walks the perf callchain then */
+		attr.sample_type &= ~(uint64_t)PERF_SAMPLE_REGS_INTR;
+		attr.sample_regs_intr = 0;
 		r = c->open_fn(&attr, c->req->pid, cpu, leader, PERF_FLAG_FD_CLOEXEC, c->open_ctx);
 	}
 	if (r < 0) {

@@ -62,6 +62,15 @@ typedef int (*pp_perf_open_fn)(struct perf_event_attr *attr, pid_t pid, int cpu,
 int pp_perf_open_syscall(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
 			 unsigned long flags, void *ctx);
 
+/* The registers a walk starts from, as perf_event_attr.sample_regs_intr bits. */
+#if defined(__x86_64__)
+#include <asm/perf_regs.h>
+#define PP_SAMPLE_REGS_UNWIND                                                                      \
+	((1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) | (1ull << PERF_REG_X86_IP))
+#else
+#define PP_SAMPLE_REGS_UNWIND 0ull /* arm64: x29, sp, pc, lr once the walk exists there */
+#endif
+
 struct pp_event_request {
 	const char *spec;     /* NULL = "auto" */
 	uint64_t freq_hz;     /* -F; freq_hz == period == 0 means PP_EVENTS_DEFAULT_FREQ_HZ */
@@ -70,8 +79,14 @@ struct pp_event_request {
 	uint32_t stack_depth; /* frames per stack the program takes; 0 = no stacks */
 	int want_kstack, want_ustack;
 	int want_phys_addr; /* add PERF_SAMPLE_PHYS_ADDR to memory events */
-	int pid;	    /* -1 = every process; else per-CPU events on that pid (inherit=1) */
-	int dry_run;	    /* decide the ladder on the first CPU of each PMU, close, keep no fds */
+	/*
+	 * The shim unwinds with tables (--user-unwind auto, dwarf): precise Intel events also
+	 * record sp, bp and ip in the PEBS record (PERF_SAMPLE_REGS_INTR), so the walk starts
+	 * from the sampled instruction's own registers, not the interrupt's (notes rule 7).
+	 */
+	int want_sample_regs;
+	int pid;     /* -1 = every process; else per-CPU events on that pid (inherit=1) */
+	int dry_run; /* decide the ladder on the first CPU of each PMU, close, keep no fds */
 };
 
 /* One chosen event (one per core PMU on hybrid parts); its index is the BPF attach cookie. */

@@ -558,6 +558,65 @@ TEST(skylake_mem_stores_and_default_ldlat)
  * Before 5.12 the kernel refuses PERF_SAMPLE_WEIGHT_STRUCT with EINVAL (seen on Debian 11's
  * 5.10 in tests/vm): memory events then ask for the u64 PERF_SAMPLE_WEIGHT, on every CPU.
  */
+/*
+ * With unwind tables the shim walks a precise event's user stack from the sample's own
+ * registers: PEBS events record sp, bp and ip (PERF_SAMPLE_REGS_INTR); IBS cannot, so AMD's
+ * precise events keep the perf callchain; a kernel refusing the registers gets the event
+ * without them.
+ */
+TEST(precise_events_record_the_walks_registers_with_tables)
+{
+	struct pp_sys *sys = load(MACHINE("skylake-sp"));
+	struct pp_event_request req = stack_req("cycles:pp");
+	struct fake f = {0};
+	struct pp_event_set *set = NULL;
+	char err[512] = "";
+
+	REQUIRE(sys);
+	req.want_sample_regs = 1;
+	REQUIRE(pp_events_open(&req, sys, fake_open, &f, &set, err, sizeof(err)) == 0);
+	REQUIRE(f.n > 0);
+	for (int i = 0; i < f.n; i++) {
+		CHECK_EQ_U64(f.calls[i].attr.sample_type,
+			     ST_PRECISE_STACKS | PERF_SAMPLE_REGS_INTR);
+		CHECK_EQ_U64(f.calls[i].attr.sample_regs_intr, (1ull << PERF_REG_X86_BP) |
+								   (1ull << PERF_REG_X86_SP) |
+								   (1ull << PERF_REG_X86_IP));
+	}
+	pp_event_set_free(set);
+
+	/* refused (EINVAL): opened again without them */
+	memset(&f, 0, sizeof(f));
+	f.script[0] = -EINVAL;
+	f.nr_script = 1;
+	REQUIRE(pp_events_open(&req, sys, fake_open, &f, &set, err, sizeof(err)) == 0);
+	CHECK(f.calls[0].attr.sample_type & PERF_SAMPLE_REGS_INTR);
+	CHECK_EQ_U64(f.calls[1].attr.sample_type, ST_PRECISE_STACKS);
+	CHECK(f.calls[1].ret >= 0);
+	pp_event_set_free(set);
+
+	/* without tables: no registers */
+	memset(&f, 0, sizeof(f));
+	req.want_sample_regs = 0;
+	REQUIRE(pp_events_open(&req, sys, fake_open, &f, &set, err, sizeof(err)) == 0);
+	CHECK_EQ_U64(f.calls[0].attr.sample_type, ST_PRECISE_STACKS);
+	CHECK_EQ_U64(f.calls[0].attr.sample_regs_intr, 0);
+	pp_event_set_free(set);
+	pp_sys_free(sys);
+
+	/* AMD: precise cycles is IBS's, which records no registers */
+	sys = load(MACHINE("zen3"));
+	REQUIRE(sys);
+	memset(&f, 0, sizeof(f));
+	req = stack_req("auto");
+	req.want_sample_regs = 1;
+	REQUIRE(pp_events_open(&req, sys, fake_open, &f, &set, err, sizeof(err)) == 0);
+	CHECK(f.calls[0].attr.precise_ip == 2);
+	CHECK_EQ_U64(f.calls[0].attr.sample_type, ST_PRECISE_STACKS);
+	pp_event_set_free(set);
+	pp_sys_free(sys);
+}
+
 TEST(mem_events_fall_back_to_u64_weight_before_5_12)
 {
 	struct pp_sys *sys = load(MACHINE("skylake-sp"));
@@ -1313,6 +1372,8 @@ TEST_LIST = {
     {"hybrid_one_event_per_core_pmu", hybrid_one_event_per_core_pmu},
     {"spr_mem_loads_behind_aux_leader", spr_mem_loads_behind_aux_leader},
     {"skylake_mem_stores_and_default_ldlat", skylake_mem_stores_and_default_ldlat},
+    {"precise_events_record_the_walks_registers_with_tables",
+     precise_events_record_the_walks_registers_with_tables},
     {"mem_events_fall_back_to_u64_weight_before_5_12",
      mem_events_fall_back_to_u64_weight_before_5_12},
     {"hybrid_mem_loads_uses_each_pmus_encoding", hybrid_mem_loads_uses_each_pmus_encoding},

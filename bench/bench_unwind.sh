@@ -1,0 +1,136 @@
+#!/bin/bash
+# Unwinding user stacks with .eh_frame tables (--user-unwind auto), on tests/data/unwind's
+# 28-30-frame chains built at -O2 without frame pointers. See bench/README.md. Needs root.
+#   (a) the shim's ns per sample with tables against its frame-pointer walk on the same stacks
+#       (the chains built with frame pointers, where both walks give every frame), and with
+#       tables on the no-frame-pointer build (tests/pp_bench_shim -x tables);
+#   (b) the agent's CPU per sample (pebsprof record, user + system) against perf record
+#       --call-graph dwarf at the same rate on the same process, perf report's pass included;
+#   (c) table memory for libc, libstdc++, the test programs, and 200 distinct binaries of this
+#       machine (tests/pp_bench_unwind_tables: rows x 16 bytes in the shim's row array);
+#   (d) complete stacks: samples in the leaf holding the whole chain, pebsprof against perf.
+#
+# usage: bench/bench_unwind.sh [-b BUILD_DIR] [-d SECONDS] [-F HZ] [-r ROUNDS]
+#   -d  seconds per run of (a) and (b) (default 5)
+#   -F  sampling frequency: (a) per CPU, (b) on the one process (default 999)
+#   -r  rounds of (a), each running A then B (default 5)
+set -u
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$SRC/build
+SECS=5
+HZ=999
+ROUNDS=5
+while getopts "b:d:F:r:h" opt; do
+	case $opt in
+	b) BUILD=$(cd "$OPTARG" && pwd) || exit 1 ;;
+	d) SECS=$OPTARG ;;
+	F) HZ=$OPTARG ;;
+	r) ROUNDS=$OPTARG ;;
+	*)
+		sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+		exit 2
+		;;
+	esac
+done
+die() {
+	echo "bench_unwind: $*" >&2
+	exit 1
+}
+[ "$(id -u)" -eq 0 ] || die "needs root (BPF, perf events)"
+PEBSPROF=$BUILD/collector/pebsprof
+SHIM_TOOL=$BUILD/tests/pp_bench_shim
+TABLES_TOOL=$BUILD/tests/pp_bench_unwind_tables
+for f in "$PEBSPROF" "$SHIM_TOOL" "$TABLES_TOOL"; do
+	[ -x "$f" ] || die "no $f (build it, or pass -b BUILD_DIR)"
+done
+command -v perf >/dev/null || die "no perf (Debian's linux-perf): the peer of (b) and (d)"
+PY=$(command -v /usr/bin/python3 || command -v python3)
+T=$(mktemp -d /tmp/pp-bench-unwind.XXXXXX)
+trap 'pkill -P $$ 2>/dev/null; rm -rf "$T"' EXIT
+sh "$SRC/tests/data/unwind/build.sh" "$T/nofp" >/dev/null || die "cannot build the chains"
+sh "$SRC/tests/data/unwind/build.sh" "$T/fp" fp >/dev/null || die "cannot build the chains"
+
+echo "kernel $(uname -r), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+
+echo
+echo "== (c) table memory"
+"$TABLES_TOOL" /usr/lib/x86_64-linux-gnu/libc.so.6 /usr/lib/x86_64-linux-gnu/libstdc++.so.6 \
+	"$T/nofp/chain" "$T/nofp/chain_cxx" "$T/nofp/libpp_chain.so" "$T/nofp/libpp_chain_fp.so"
+echo "200 distinct binaries (by build id) from /usr/bin, /usr/sbin, /usr/lib/x86_64-linux-gnu:"
+find /usr/bin /usr/sbin /usr/lib/x86_64-linux-gnu -maxdepth 1 -type f -size +8k 2>/dev/null |
+	sort | "$TABLES_TOOL" -q -n 200
+
+echo
+echo "== (a) the shim per sample: frame pointers (A) against unwind tables (B), $ROUNDS x ${SECS}s"
+echo "-- the chains with frame pointers: both walks give the same 33-frame stacks"
+PP_CHAIN_SPIN=100000 "$SHIM_TOOL" -x tables -d "$SECS" -F "$HZ" -r "$ROUNDS" -w "$T/fp/chain"
+echo "-- the chains without frame pointers: B gives the whole stack, A what frame pointers can"
+PP_CHAIN_SPIN=100000 "$SHIM_TOOL" -x tables -d "$SECS" -F "$HZ" -r "$ROUNDS" -w "$T/nofp/chain"
+
+# CPU seconds (user + system) of a command and its children: "cpu_s" on the last line
+cpu_of() {
+	"$PY" -c '
+import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+sys.stdout.write(r.stdout)
+print("cpu_s %.3f" % (u.ru_utime + u.ru_stime))
+' "$@"
+}
+
+# share of pp_spin samples holding the whole chain: folded stacks (pebsprof) or perf script
+share_folded() {
+	"$PY" - "$1" "$SRC/tests/data/unwind/chain.expected" <<'PY'
+import sys
+want = [l.strip() for l in open(sys.argv[2]) if l.strip()]
+spin = whole = 0
+for line in open(sys.argv[1]):
+    stack, _, n = line.rstrip("\n").rpartition(" ")
+    leaf_first = stack.split(";")[1:][::-1]
+    if "pp_spin" in leaf_first:
+        i = leaf_first.index("pp_spin")
+        spin += int(n)
+        whole += int(n) * (leaf_first[i + 1:i + 1 + len(want)] == want)
+print("%d/%d (%.1f%%)" % (whole, spin, 100.0 * whole / spin if spin else 0))
+PY
+}
+share_perf() {
+	perf script -i "$1" -F ip,sym 2>/dev/null | "$PY" -c '
+import sys
+want = [l.strip() for l in open(sys.argv[1]) if l.strip()]
+blocks = [[l.split(None, 1)[1].strip() for l in b.split("\n") if len(l.split(None, 1)) > 1]
+          for b in sys.stdin.read().split("\n\n") if b.strip()]
+spin = [b for b in blocks if b and b[0] == "pp_spin"]
+whole = sum(b[1:1 + len(want)] == want for b in spin)
+print("%d/%d (%.1f%%)" % (whole, len(spin), 100.0 * whole / len(spin) if spin else 0))
+' "$SRC/tests/data/unwind/chain.expected"
+}
+
+echo
+echo "== (b) agent CPU per sample and (d) complete stacks: one chain process, ${HZ} Hz, ${SECS}s"
+(cd "$T/nofp" && PP_CHAIN_SPIN=$((SECS * 3 + 10)) exec ./chain) &
+pid=$!
+sleep 0.5
+out=$(cpu_of "$PEBSPROF" record -e cpu-clock -F "$HZ" -d "$SECS" -p "$pid" -o "$T/pp.folded" \
+	-o "$T/pp.pb.gz")
+pp_cpu=$(echo "$out" | sed -n 's/^cpu_s //p')
+pp_n=$(echo "$out" | sed -n 's/^\([0-9]*\) samples in.*/\1/p')
+echo "$out" | grep -E '^(unwinding|unwind tables|shim):' | sed 's/^/  /'
+out=$(cpu_of perf record -e cpu-clock -F "$HZ" --call-graph dwarf -p "$pid" -o "$T/perf.data" \
+	-- sleep "$SECS")
+perf_rec=$(echo "$out" | sed -n 's/^cpu_s //p')
+perf_n=$(echo "$out" | sed -n 's/.*(\([0-9]*\) samples).*/\1/p')
+out=$(cpu_of perf report -i "$T/perf.data" --stdio)
+perf_rep=$(echo "$out" | sed -n 's/^cpu_s //p')
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+"$PY" - "$pp_cpu" "${pp_n:-0}" "$perf_rec" "$perf_rep" "${perf_n:-0}" <<'PY'
+import sys
+pp, ppn, rec, rep, pn = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+a = pp / ppn * 1e6 if ppn else 0
+b = (rec + rep) / pn * 1e6 if pn else 0
+print("  pebsprof record: %.3f s CPU for %d samples: %.1f us/sample" % (pp, ppn, a))
+print("  perf record --call-graph dwarf: %.3f s + perf report %.3f s for %d samples: %.1f us/sample" % (rec, rep, pn, b))
+print("  ratio pebsprof/perf: %.3f" % (a / b if b else 0))
+PY
+echo "  (d) whole chain: pebsprof $(share_folded "$T/pp.folded"), perf --call-graph dwarf $(share_perf "$T/perf.data")"
