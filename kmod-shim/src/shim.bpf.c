@@ -241,7 +241,7 @@ static __always_inline __u32 take_stack(struct bpf_perf_event_data *ctx, __u64 *
  * Whether perf collected the sample's callchain (precise events request it; see events.c):
  * then bpf_get_stack copies it, and the registers in ctx may be a PEBS record's.
  */
-#define PP_PERF_SAMPLE_CALLCHAIN (1ull << 5)	/* uapi PERF_SAMPLE_CALLCHAIN */
+#define PP_PERF_SAMPLE_CALLCHAIN (1ull << 5)  /* uapi PERF_SAMPLE_CALLCHAIN */
 #define PP_PERF_SAMPLE_REGS_INTR (1ull << 18) /* uapi PERF_SAMPLE_REGS_INTR */
 
 static __always_inline __u64 event_sample_type(struct bpf_perf_event_data *ctx)
@@ -385,8 +385,30 @@ struct {
  */
 struct uw_regs {
 	__u64 ip, sp, bp;
-	__u64 exact; /* ip is where the thread stopped, not a return address */
+	__u64 exact;	    /* ip is where the thread stopped, not a return address */
+	__u64 last_mapping; /* the index of the mapping the last frame was in */
+	__u64 win_base;	    /* the user address the stack window starts at */
+	__u64 win_len;	    /* the bytes copied there (0: none) */
 };
+
+/*
+ * The top of the user stack, copied once per sample: the frames' reads come from it, not a
+ * bpf_probe_read_user each (about 50 ns apiece here, most of a frame's cost). It ends at a
+ * page boundary one page past the stack pointer's, so the copy does not reach past the stack;
+ * where it would (the last page), it is the stack pointer's page only.
+ */
+#define UW_WINDOW 8192
+
+struct uw_window {
+	__u8 b[UW_WINDOW];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct uw_window);
+} uw_window_map SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -398,6 +420,7 @@ struct {
 /* The walk's state between bpf_loop steps, on the program's stack: pointers and bounds. */
 struct uw_state {
 	struct uw_regs *r;
+	struct uw_window *win;
 	struct pp_sample *rec;
 	struct pp_bpf_unwind_proc *proc;
 	struct pp_counters *cnt;
@@ -417,9 +440,10 @@ static __always_inline long uw_stop(struct uw_state *s, __u32 counter)
 
 /*
  * The binary searches below are branch-free, as lower_of: a branch per step would double
- * the verifier's paths at every step, where this is one path of fixed length. The answer
- * stays in [base, base + n); each step halves n and moves base up by arithmetic when the
- * key is not below the probed entry (below = 0).
+ * the verifier's paths at every step, where this is one path, with a way out once the range
+ * is one entry (log2 n steps, not the bound's). The answer stays in [base, base + n); each
+ * step halves n and moves base up by arithmetic when the key is not below the probed entry
+ * (below = 0).
  */
 static __always_inline __u32 bsearch_step(__u32 base, __u32 half, __u64 below)
 {
@@ -439,6 +463,8 @@ static __always_inline struct pp_bpf_unwind_mapping *uw_mapping(struct pp_bpf_un
 	for (int i = 0; i < 8; i++) { /* log2(PP_UNWIND_MAX_MAPPINGS) */
 		__u32 half = n / 2;
 
+		if (!half) /* found: a way out of the loop, not a fork of it */
+			break;
 		m = &proc->m[(base + half) & (PP_UNWIND_MAX_MAPPINGS - 1)];
 		base = bsearch_step(base, half, (pc - m->start) >> 63);
 		n -= half;
@@ -459,6 +485,8 @@ static __always_inline struct pp_bpf_unwind_row *uw_row(const struct pp_bpf_unwi
 	for (int i = 0; i < 24; i++) { /* tables hold at most 2^24 rows */
 		__u32 half = n / 2;
 
+		if (!half)
+			break;
 		idx = first + base + half;
 		r = bpf_map_lookup_elem(&unwind_rows, &idx);
 		if (!r)
@@ -471,18 +499,34 @@ static __always_inline struct pp_bpf_unwind_row *uw_row(const struct pp_bpf_unwi
 	return r && r->pc <= rel ? r : NULL;
 }
 
+/* size bytes of user memory at addr: from the window where it holds them. 0 or -1. */
+static __always_inline int uw_read(struct uw_state *s, __u64 addr, void *dst, const __u32 size)
+{
+	__u64 off = addr - s->r->win_base, len = s->r->win_len;
+
+	if (len >= size && off <= len - size) {
+		off &= UW_WINDOW - 1; /* for the verifier: the bound it can see */
+		if (off <= UW_WINDOW - size) {
+			__builtin_memcpy(dst, &s->win->b[off], size);
+			return 0;
+		}
+	}
+	return bpf_probe_read_user(dst, size, (const void *)addr) ? -1 : 0;
+}
+
 /* Where a register rule says a value is: 0 with *val set, or -1 (unreadable, unsupported). */
-static __always_inline int uw_read_reg(__u8 rule, __s16 off, __u64 cfa, __u64 sp, __u64 *val)
+static __always_inline int uw_read_reg(struct uw_state *s, __u8 rule, __s16 off, __u64 cfa,
+				       __u64 *val)
 {
 	__u64 at;
 
 	if (rule == PP_UW_REG_AT_CFA)
 		at = cfa + off;
 	else if (rule == PP_UW_REG_AT_RSP)
-		at = sp + off;
+		at = s->r->sp + off;
 	else
 		return -1;
-	return bpf_probe_read_user(val, sizeof(*val), (const void *)at) ? -1 : 0;
+	return uw_read(s, at, val, sizeof(*val));
 }
 
 static __always_inline long uw_fp_step(struct uw_state *s)
@@ -494,7 +538,7 @@ static __always_inline long uw_fp_step(struct uw_state *s)
 		return UW_DONE;
 	if (s->r->bp < s->r->sp)
 		return uw_stop(s, PP_CNT_UNWIND_STOP_NOT_UP);
-	if (bpf_probe_read_user(&fr, sizeof(fr), (const void *)s->r->bp))
+	if (uw_read(s, s->r->bp, &fr, sizeof(fr)))
 		return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
 	s->r->sp = s->r->bp + 16;
 	s->r->bp = fr.next_fp;
@@ -527,7 +571,16 @@ static long uw_step(__u32 i, void *data)
 	s->rec->stack[idx] = s->r->ip;
 	s->rec->nr_ustack = (__u16)(i + 1);
 	pc = s->r->exact ? s->r->ip : s->r->ip - 1;
-	m = s->proc ? uw_mapping(s->proc, pc) : NULL;
+	m = NULL;
+	if (s->proc) {
+		/* callers are mostly in the mapping of the frame before: look there first */
+		m = &s->proc->m[s->r->last_mapping & (PP_UNWIND_MAX_MAPPINGS - 1)];
+		if (!(m->start <= pc && pc < m->end)) {
+			m = uw_mapping(s->proc, pc);
+			if (m)
+				s->r->last_mapping = m - s->proc->m;
+		}
+	}
 	if (!m || !m->nr_rows) {
 		if (shim_config.ustack_walk == PP_USTACK_DWARF)
 			return uw_stop(s, PP_CNT_UNWIND_STOP_NO_CFI);
@@ -550,7 +603,7 @@ static long uw_step(__u32 i, void *data)
 		cfa = s->r->sp + 8 + (((s->r->ip & 15) >= (__u64)row->cfa_off) ? 8 : 0);
 		break;
 	case PP_UW_CFA_DEREF_RSP:
-		if (bpf_probe_read_user(&cfa, sizeof(cfa), (const void *)(s->r->sp + row->cfa_off)))
+		if (uw_read(s, s->r->sp + row->cfa_off, &cfa, sizeof(cfa)))
 			return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
 		break;
 	default:
@@ -560,14 +613,25 @@ static long uw_step(__u32 i, void *data)
 		return UW_DONE; /* the outermost frame (_start, thread starts) */
 	if (row->ra_rule != PP_UW_REG_AT_CFA && row->ra_rule != PP_UW_REG_AT_RSP)
 		return uw_stop(s, PP_CNT_UNWIND_STOP_UNSUPPORTED);
-	if (uw_read_reg(row->ra_rule, row->ra_off, cfa, s->r->sp, &ra))
-		return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
 	bp = s->r->bp;
-	if (row->rbp_rule == PP_UW_REG_UNDEFINED)
-		bp = 0;
-	else if (row->rbp_rule != PP_UW_REG_SAME &&
-		 uw_read_reg(row->rbp_rule, row->rbp_off, cfa, s->r->sp, &bp))
-		return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
+	if (row->ra_rule == PP_UW_REG_AT_CFA && row->rbp_rule == PP_UW_REG_AT_CFA &&
+	    row->rbp_off == row->ra_off - 8) {
+		/* the usual frame, rbp pushed below the return address: one read for both */
+		struct frame_record fr;
+
+		if (uw_read(s, cfa + row->rbp_off, &fr, sizeof(fr)))
+			return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
+		bp = fr.next_fp;
+		ra = fr.ret;
+	} else {
+		if (uw_read_reg(s, row->ra_rule, row->ra_off, cfa, &ra))
+			return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
+		if (row->rbp_rule == PP_UW_REG_UNDEFINED)
+			bp = 0;
+		else if (row->rbp_rule != PP_UW_REG_SAME &&
+			 uw_read_reg(s, row->rbp_rule, row->rbp_off, cfa, &bp))
+			return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
+	}
 	if (cfa <= s->r->sp)
 		return uw_stop(s, PP_CNT_UNWIND_STOP_NOT_UP);
 	s->r->exact = row->flags & PP_UW_SIGNAL_FRAME;
@@ -593,14 +657,26 @@ static __always_inline __u32 walk_user_tables(struct pp_sample *rec, __u32 nk, _
 	};
 	__u32 tgid = rec->tgid, zero = 0;
 	struct uw_regs *r = bpf_map_lookup_elem(&uw_regs_map, &zero);
+	struct uw_window *win = bpf_map_lookup_elem(&uw_window_map, &zero);
+	__u64 len;
 
-	/* both per-CPU values always exist; the steps use them without a check */
-	if (!cnt || !r)
+	/* the per-CPU values always exist; the steps use them without a check */
+	if (!cnt || !r || !win)
 		return 0;
+	len = UW_WINDOW - (sp & 4095);
+	if (bpf_probe_read_user(win->b, len, (const void *)sp)) {
+		len = 4096 - (sp & 4095);
+		if (bpf_probe_read_user(win->b, len, (const void *)sp))
+			len = 0;
+	}
+	r->win_base = sp;
+	r->win_len = len;
+	s.win = win;
 	r->ip = ip;
 	r->sp = sp;
 	r->bp = bp;
 	r->exact = 1;
+	r->last_mapping = 0;
 	s.r = r;
 	s.cnt = cnt;
 	s.depth = depth > PP_MAX_STACK_DEPTH ? PP_MAX_STACK_DEPTH : depth;

@@ -3,7 +3,8 @@
 #  1. tests/data/unwind's chains (C and C++, -O2 without frame pointers, through two shared
 #     libraries, one with frame pointers in the middle): every sample in the leaf holds the
 #     whole expected chain, in order, at least as often as perf --call-graph dwarf does on
-#     the same program; frame pointers alone (--user-unwind fp) lose it;
+#     the same program; frame pointers alone (--user-unwind fp) lose it; tables only
+#     (--user-unwind dwarf) keep it;
 #  2. a command started by record: its first samples may walk frame pointers, then tables;
 #  3. churn: 300 short-lived processes under record: those installed before they ended are
 #     released on exit, the files they share compiled once, nothing left live at the end.
@@ -92,6 +93,20 @@ read -r share counts <<<"$(whole_share "$T/fp.folded" "$DATA/chain.expected")"
 "$PP_PYTHON" -c "import sys; sys.exit(0 if $share < 0.05 else 1)" &&
 	pp_ok "--user-unwind fp: the whole chain in $counts samples only" ||
 	pp_fail "--user-unwind fp: the whole chain in $counts samples (frame pointers cannot)"
+
+# tables only (dwarf): every file here has one, the frame-pointer library included
+(cd "$T/chain" && PP_CHAIN_SPIN=4 exec ./chain) &
+pid=$!
+sleep 0.3
+pp_run "$T/dwarf" "$PEBSPROF" record -e cpu-clock -F 999 -d 1 -p "$pid" --user-unwind dwarf \
+	-o "$T/dwarf.folded"
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+read -r share counts <<<"$(whole_share "$T/dwarf.folded" "$DATA/chain.expected")"
+"$PP_PYTHON" -c "import sys; sys.exit(0 if $PP_RC == 0 and $share >= 0.95 else 1)" &&
+	grep -q 'unwinding: [0-9]* frames by table, 0 by frame pointer' "$T/dwarf.out" &&
+	pp_ok "--user-unwind dwarf: the whole chain in $counts samples, no frame-pointer step" ||
+	{ pp_fail "--user-unwind dwarf (exit $PP_RC): the whole chain in $counts samples"; pp_show "$T/dwarf.out"; }
 
 # a command record starts: installed on its first samples, tables after
 pp_run "$T/cmd" "$PEBSPROF" record -e cpu-clock -F 999 -o "$T/cmd.folded" -- \
