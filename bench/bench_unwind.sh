@@ -10,24 +10,27 @@
 #       machine (tests/pp_bench_unwind_tables: rows x 16 bytes in the shim's row array);
 #   (d) complete stacks: samples in the leaf holding the whole chain, pebsprof against perf.
 #
-# usage: bench/bench_unwind.sh [-b BUILD_DIR] [-d SECONDS] [-F HZ] [-r ROUNDS]
-#   -d  seconds per run of (a) and (b) (default 5)
+# usage: bench/bench_unwind.sh [-b BUILD_DIR] [-d SECONDS] [-D SECONDS] [-F HZ] [-r ROUNDS]
+#   -d  seconds per run of (a) (default 5)
+#   -D  seconds of (b)'s captures (default 20: the agent's start-up is a fixed cost)
 #   -F  sampling frequency: (a) per CPU, (b) on the one process (default 999)
 #   -r  rounds of (a), each running A then B (default 5)
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$SRC/build
 SECS=5
+BSECS=20
 HZ=999
 ROUNDS=5
-while getopts "b:d:F:r:h" opt; do
+while getopts "b:d:D:F:r:h" opt; do
 	case $opt in
 	b) BUILD=$(cd "$OPTARG" && pwd) || exit 1 ;;
 	d) SECS=$OPTARG ;;
+	D) BSECS=$OPTARG ;;
 	F) HZ=$OPTARG ;;
 	r) ROUNDS=$OPTARG ;;
 	*)
-		sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
 		exit 2
 		;;
 	esac
@@ -107,17 +110,17 @@ print("%d/%d (%.1f%%)" % (whole, len(spin), 100.0 * whole / len(spin) if spin el
 }
 
 echo
-echo "== (b) agent CPU per sample and (d) complete stacks: one chain process, ${HZ} Hz, ${SECS}s"
-(cd "$T/nofp" && PP_CHAIN_SPIN=$((SECS * 3 + 10)) exec ./chain) &
+echo "== (b) agent CPU per sample and (d) complete stacks: one chain process, ${HZ} Hz, ${BSECS}s"
+(cd "$T/nofp" && PP_CHAIN_SPIN=$((BSECS * 3 + 10)) exec ./chain) &
 pid=$!
 sleep 0.5
-out=$(cpu_of "$PEBSPROF" record -e cpu-clock -F "$HZ" -d "$SECS" -p "$pid" -o "$T/pp.folded" \
+out=$(cpu_of "$PEBSPROF" record -e cpu-clock -F "$HZ" -d "$BSECS" -p "$pid" -o "$T/pp.folded" \
 	-o "$T/pp.pb.gz")
 pp_cpu=$(echo "$out" | sed -n 's/^cpu_s //p')
 pp_n=$(echo "$out" | sed -n 's/^\([0-9]*\) samples in.*/\1/p')
 echo "$out" | grep -E '^(unwinding|unwind tables|shim):' | sed 's/^/  /'
 out=$(cpu_of perf record -e cpu-clock -F "$HZ" --call-graph dwarf -p "$pid" -o "$T/perf.data" \
-	-- sleep "$SECS")
+	-- sleep "$BSECS")
 perf_rec=$(echo "$out" | sed -n 's/^cpu_s //p')
 perf_n=$(echo "$out" | sed -n 's/.*(\([0-9]*\) samples).*/\1/p')
 out=$(cpu_of perf report -i "$T/perf.data" --stdio)

@@ -122,7 +122,7 @@ static void usage(FILE *f)
 	    "                        (default) with .eh_frame unwind tables where a file has\n"
 	    "                        them and frame pointers elsewhere; dwarf tables only; fp\n"
 	    "                        the shim follows frame pointers; kernel bpf_get_stack\n"
-	    "      --unwind-table-bytes SIZE  kernel memory for unwind tables (default 64MiB)\n"
+	    "      --unwind-table-bytes SIZE  kernel memory for unwind tables (default 32MiB)\n"
 	    "      --ldlat CYCLES    load-latency threshold for mem-loads (default 30)\n"
 	    "      --top N           functions in the summary (default 15; 0 = none)\n"
 	    "      --proc-root DIR   where /proc is (default /proc)\n"

@@ -70,7 +70,7 @@ struct pp_shim_opts {
 	uint64_t unwind_table_bytes;
 };
 
-#define PP_UNWIND_TABLE_BYTES_DEFAULT (64ull << 20)
+#define PP_UNWIND_TABLE_BYTES_DEFAULT (32ull << 20) /* 200 distinct binaries take 16 MiB */
 
 struct pp_shim;
 
