@@ -3,10 +3,11 @@
 # against `perf record -g` on the same busy machine, and the peak memory of both.
 # See bench/README.md for what each figure means. Needs root.
 #
-# usage: bench/bench_overhead.sh [-b BUILD_DIR] [-d SECONDS] [-F HZ] [-k]
+# usage: bench/bench_overhead.sh [-b BUILD_DIR] [-d SECONDS] [-F HZ] [-u WALKER] [-k]
 #   -b  build directory holding collector/pebsprof and tests/pp_workload (default: build)
 #   -d  seconds per capture (default 20)
 #   -F  sampling frequency per CPU (default 10000)
+#   -u  pebsprof's --user-unwind (default: its default, auto)
 #   -k  keep the work directory (profiles, perf.data, logs)
 
 set -u
@@ -15,14 +16,16 @@ BUILD=$SRC/build
 SECS=20
 HZ=10000
 KEEP=0
-while getopts "b:d:F:kh" opt; do
+UNWIND=
+while getopts "b:d:F:u:kh" opt; do
 	case $opt in
 	b) BUILD=$(cd "$OPTARG" && pwd) ;;
 	d) SECS=$OPTARG ;;
 	F) HZ=$OPTARG ;;
+	u) UNWIND="--user-unwind $OPTARG" ;;
 	k) KEEP=1 ;;
 	*)
-		sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
 		exit 2
 		;;
 	esac
@@ -195,7 +198,7 @@ steady_window() {
 }
 
 # --- pebsprof ----------------------------------------------------------------------------
-PP_CMD="$PEBSPROF record -e cpu-clock -a -F $HZ -d $SECS -o $W/pp.pb.gz"
+PP_CMD="$PEBSPROF record -e cpu-clock -a -F $HZ -d $SECS $UNWIND -o $W/pp.pb.gz"
 cputime "$W/pp.time" $PP_CMD >"$W/pp.out" 2>"$W/pp.err" &
 TPID=$!
 : >"$W/pp.steady"
@@ -205,7 +208,9 @@ SPID=$!
 # One bpftool call, 1 s before the end: the counters vanish when pebsprof unloads the program.
 (
 	pause $((SECS - 1))
-	bpftool prog show name on_sample 2>/dev/null >"$W/bpf.show"
+	# on_sample, or with unwind tables on_sample_unwind
+	{ bpftool prog show name on_sample; bpftool prog show name on_sample_unwind; } \
+		2>/dev/null >"$W/bpf.show"
 ) &
 BPID=$!
 wait $TPID

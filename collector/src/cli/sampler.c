@@ -122,7 +122,7 @@ static int open_unwinder(struct pp_sampler *s, const struct pp_sampler_opts *opt
 	s->unwind_sink =
 	    pp_unwinder_bpf_sink_new(rows_fd, nr_rows, pp_shim_unwind_procs_fd(s->shim));
 	if (!s->unwind_sink) {
-		pp_error("cannot map the shim's unwind table array (%u rows): %s", nr_rows,
+		pp_error("cannot use the shim's unwind table maps (%u rows): %s", nr_rows,
 			 strerror(errno));
 		return PP_EXIT_RUNTIME;
 	}

@@ -120,7 +120,7 @@ int pp_shim_sample_prog_fd(const struct pp_shim *shim);
 
 /*
  * The unwind table maps (PP_USTACK_AUTO, _DWARF; layout in record.h): the rows array (its
- * size in rows in *nr_rows, mmap-able) and the per-process mapping hash. Without tables the
+ * size in rows in *nr_rows) and the per-process mapping hash. Without tables the
  * maps exist with one entry.
  */
 int pp_shim_unwind_rows_fd(const struct pp_shim *shim, uint32_t *nr_rows);

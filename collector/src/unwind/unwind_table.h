@@ -5,9 +5,10 @@
  * rbp and return address are. Only the rules compilers emit for x86-64 user code are
  * represented, each named; anything else is a row that says the unwinder must stop.
  *
- * The file is untrusted (it comes from a profiled container): libdw evaluates it, but only
- * entries checked first (register numbers, nesting, operands in bounds), the FDE list comes
- * from .eh_frame_hdr's table, which must be sorted, and every count and the work are bounded.
+ * The file is untrusted (it comes from a profiled container): libdw reads its entries, each
+ * checked (register numbers, nesting, operands in bounds) before it runs, once, in a linear
+ * pass; the FDE list comes from .eh_frame_hdr's table, which must be sorted; every count is
+ * bounded.
  *
  * arm64 needs the same rows with its registers: the CFA from sp (31) or x29, the return
  * address in x30 (the link register, DW_REG 30) rather than at CFA-8 for leaf functions, and
@@ -73,8 +74,7 @@ struct pp_unwind_table;
  *   ENOTSUP  not x86-64, or an .eh_frame_hdr table encoding other than the linkers'
  *            (datarel sdata4);
  *   EINVAL   a header or table that lies outside the file, or a table not strictly sorted;
- *   E2BIG    more than max_rows rows, or CFI that would take more work to evaluate than
- *            compilers' ever does (64 instruction bytes per byte of .eh_frame);
+ *   E2BIG    more than max_rows rows, or an FDE of more than 65536;
  *   ENOMEM.
  */
 struct pp_unwind_table *pp_unwind_table_open_fd(int fd, size_t max_rows);

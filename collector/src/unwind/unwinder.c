@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,6 +67,7 @@ struct proc {
 	uint32_t tgid;
 	uint32_t ntables;
 	uint32_t *tables;
+	uint64_t maps_hash; /* of the /proc/PID/maps text the list was made from */
 };
 
 /* The sample path's view: processes queued or installed, and when their maps were read. */
@@ -82,6 +82,9 @@ struct pp_unwinder {
 	struct pp_unwinder_sink sink;
 	char proc_root[256];
 	uint32_t max_procs, max_tables, rescan_ms;
+	uint32_t self;	    /* this process, left out */
+	uint32_t note_tgid; /* the caller's last pp_unwinder_note (one thread notes) */
+	uint64_t note_ms;
 
 	pthread_mutex_t lock; /* seen, queue, stats_q */
 	pthread_cond_t cond, idle;
@@ -130,6 +133,27 @@ static uint32_t hash32(uint32_t x)
 	x ^= x >> 15;
 	x *= 0x846ca68b;
 	return x ^ (x >> 16);
+}
+
+/*
+ * A hash of the executable mappings' lines of a maps text: what the list is made of. Other
+ * lines (the heap, anonymous memory) change all the time and do not matter here.
+ */
+static uint64_t hash_exec_lines(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < n;) {
+		const char *nl = memchr(s + i, '\n', n - i);
+		size_t end = nl ? (size_t)(nl - s) : n;
+		const char *sp = memchr(s + i, ' ', end - i);
+
+		if (sp && (size_t)(sp - s) + 3 < end && sp[3] == 'x')
+			for (size_t j = i; j <= end && j < n; j++) /* the newline too */
+				h = (h ^ (uint8_t)s[j]) * 1099511628211ull;
+		i = end + 1;
+	}
+	return h;
 }
 
 static uint64_t hash_str(const char *s)
@@ -554,6 +578,7 @@ static void do_release(struct pp_unwinder *u, uint32_t tgid)
 
 static int do_install(struct pp_unwinder *u, uint32_t tgid)
 {
+	uint64_t maps_hash;
 	struct pp_bpf_unwind_proc *out = u->scratch;
 	uint32_t *held = NULL, nheld = 0;
 	struct pp_maps maps;
@@ -570,6 +595,18 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid)
 		u->st.procs_failed++;
 		return text ? -ENODATA
 			    : -ESRCH; /* a kernel thread has no maps; a gone process none */
+	}
+	{
+		/* a rescan of maps that did not change (the usual case) has nothing to do */
+		uint64_t h = hash_exec_lines(text, len);
+
+		p = proc_find(u, tgid, false);
+		if (p && p->maps_hash == h) {
+			free(text);
+			u->st.procs_unchanged++;
+			return 0;
+		}
+		maps_hash = h;
 	}
 	ret = pp_maps_parse(text, len, &maps);
 	free(text);
@@ -628,6 +665,7 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid)
 	unhold(u, p); /* a rescan: the new list's holds replace the old */
 	p->tables = held;
 	p->ntables = nheld;
+	p->maps_hash = maps_hash;
 	ret = u->sink.set_proc(u->sink.ctx, tgid, out);
 	if (ret) {
 		unhold(u, p);
@@ -772,6 +810,7 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->max_procs = opts && opts->max_procs ? opts->max_procs : PP_UNWIND_MAX_PROCS;
 	u->max_tables = opts && opts->max_tables ? opts->max_tables : 4096;
 	u->rescan_ms = opts && opts->rescan_ms ? opts->rescan_ms : 2000;
+	u->self = opts && opts->include_self ? 0 : (uint32_t)getpid();
 	slots = pow2_at_least(2 * u->max_procs);
 	u->seen = calloc(slots, sizeof(*u->seen));
 	u->procs = calloc(slots, sizeof(*u->procs));
@@ -845,8 +884,17 @@ void pp_unwinder_note(struct pp_unwinder *u, uint32_t tgid)
 {
 	struct seen *e;
 
-	if (!u || !tgid)
+	/*
+	 * Not the agent itself: its own tables (libcurl, libcrypto, libdw, ...) would be most
+	 * of the compiling a node does, for stacks nobody asked about (they walk frame pointers).
+	 */
+	if (!u || !tgid || tgid == u->self)
 		return;
+	/* runs of samples of one process (the usual drain order): one look per 50 ms */
+	if (tgid == u->note_tgid && now_ms() - u->note_ms < 50)
+		return;
+	u->note_tgid = tgid;
+	u->note_ms = now_ms();
 	pthread_mutex_lock(&u->lock);
 	e = seen_find(u, tgid);
 	if (!e) {
@@ -942,11 +990,18 @@ void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out)
 
 /* --- the shim's maps --- */
 
+/*
+ * Rows go in with BPF_MAP_UPDATE_BATCH, a few thousand per call (one call per row before
+ * 5.6). Not through an mmap of the array: the kernel maps every page of it at mmap time, and
+ * the agent's RSS would show the whole budget.
+ */
+#define BATCH_ROWS 4096
+
 struct bpf_sink {
 	struct pp_unwinder_sink sink;
-	int procs_fd;
-	void *rows; /* the mmap'd row array */
-	size_t rows_len;
+	int rows_fd, procs_fd;
+	bool no_batch;
+	uint32_t keys[BATCH_ROWS];
 };
 
 static int bpf_write_rows(void *ctx, uint32_t first, const struct pp_bpf_unwind_row *rows,
@@ -956,7 +1011,29 @@ static int bpf_write_rows(void *ctx, uint32_t first, const struct pp_bpf_unwind_
 
 	if ((uint64_t)first + n > b->sink.nr_rows)
 		return -ERANGE;
-	memcpy((struct pp_bpf_unwind_row *)b->rows + first, rows, (size_t)n * sizeof(*rows));
+	for (uint32_t done = 0; done < n;) {
+		uint32_t count = n - done < BATCH_ROWS ? n - done : BATCH_ROWS;
+
+		for (uint32_t i = 0; i < count; i++)
+			b->keys[i] = first + done + i;
+		if (!b->no_batch) {
+			LIBBPF_OPTS(bpf_map_batch_opts, opts);
+			uint32_t got = count;
+
+			if (bpf_map_update_batch(b->rows_fd, b->keys, rows + done, &got, &opts) ==
+			    0) {
+				done += count;
+				continue;
+			}
+			if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP)
+				return -errno;
+			b->no_batch = true; /* a kernel without batch operations on arrays */
+		}
+		for (uint32_t i = 0; i < count; i++)
+			if (bpf_map_update_elem(b->rows_fd, &b->keys[i], &rows[done + i], BPF_ANY))
+				return -errno;
+		done += count;
+	}
 	return 0;
 }
 
@@ -977,17 +1054,15 @@ static void bpf_del_proc(void *ctx, uint32_t tgid)
 struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows, int procs_fd)
 {
 	struct bpf_sink *b = calloc(1, sizeof(*b));
-	long page = sysconf(_SC_PAGESIZE);
 
 	if (!b)
 		return NULL;
-	b->rows_len = ((size_t)nr_rows * sizeof(struct pp_bpf_unwind_row) + (size_t)page - 1) &
-		      ~((size_t)page - 1);
-	b->rows = mmap(NULL, b->rows_len, PROT_READ | PROT_WRITE, MAP_SHARED, rows_fd, 0);
-	if (b->rows == MAP_FAILED) {
+	if (rows_fd < 0 || procs_fd < 0) {
 		free(b);
+		errno = EBADF;
 		return NULL;
 	}
+	b->rows_fd = rows_fd;
 	b->procs_fd = procs_fd;
 	b->sink = (struct pp_unwinder_sink){
 	    .write_rows = bpf_write_rows,
@@ -1001,10 +1076,5 @@ struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows,
 
 void pp_unwinder_bpf_sink_free(struct pp_unwinder_sink *sink)
 {
-	struct bpf_sink *b = (struct bpf_sink *)sink;
-
-	if (!b)
-		return;
-	munmap(b->rows, b->rows_len);
-	free(b);
+	free(sink);
 }

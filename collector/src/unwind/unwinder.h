@@ -41,10 +41,12 @@ struct pp_unwinder_opts {
 	uint32_t max_procs;    /* 0: PP_UNWIND_MAX_PROCS */
 	uint32_t max_tables;   /* files remembered, with or without a table; 0: 4096 */
 	uint32_t rescan_ms;    /* a sampled process's maps are read again after this; 0: 2000 */
+	bool include_self;     /* also this process (tests); by default it walks frame pointers */
 };
 
 struct pp_unwinder_stats {
 	uint64_t procs_installed;   /* mapping lists written (rescans included) */
+	uint64_t procs_unchanged;   /* rescans that found the same maps: nothing written */
 	uint64_t procs_released;    /* by exec, exit or the process bound */
 	uint64_t procs_live;	    /* lists in the kernel now */
 	uint64_t procs_failed;	    /* /proc/PID/maps unreadable (gone, or no permission) */
@@ -70,8 +72,8 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 void pp_unwinder_free(struct pp_unwinder *u);
 
 /*
- * A sample of tgid was seen (the sample path: cheap). A process not installed yet, or whose
- * maps were read more than rescan_ms ago, is queued for the worker.
+ * A sample of tgid was seen (the sample path: cheap; called from one thread). A process not
+ * installed yet, or whose maps were read more than rescan_ms ago, is queued for the worker.
  */
 void pp_unwinder_note(struct pp_unwinder *u, uint32_t tgid);
 /* The process exec'd or exited: its list is removed and its tables released. */
@@ -87,9 +89,8 @@ void pp_unwinder_drain(struct pp_unwinder *u);
 void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out);
 
 /*
- * A sink writing to the shim's maps: rows_fd the mmap-able row array of nr_rows entries,
- * procs_fd the per-process hash. NULL with errno when the array cannot be mapped. Freed with
- * pp_unwinder_bpf_sink_free after the unwinder.
+ * A sink writing to the shim's maps: rows_fd the row array of nr_rows entries, procs_fd the
+ * per-process hash. Freed with pp_unwinder_bpf_sink_free after the unwinder.
  */
 struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows, int procs_fd);
 void pp_unwinder_bpf_sink_free(struct pp_unwinder_sink *sink);
