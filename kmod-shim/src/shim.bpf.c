@@ -363,7 +363,8 @@ static __always_inline void walk_user_fp(struct bpf_perf_event_data *ctx, __u64 
 /* Unwind tables (PP_USTACK_AUTO, PP_USTACK_DWARF; layout in record.h), written by user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1); /* resized by the loader: the budget / sizeof(row) */
+	__uint(map_flags, BPF_F_MMAPABLE); /* user space writes a table's pages with memcpy */
+	__uint(max_entries, 1);		   /* resized by the loader: the budget / sizeof(row) */
 	__type(key, __u32);
 	__type(value, struct pp_bpf_unwind_row);
 } unwind_rows SEC(".maps");
