@@ -872,11 +872,11 @@ void pp_unwinder_free(struct pp_unwinder *u)
 
 /*
  * A process read while its dynamic loader was still mapping libraries misses them: the first
- * rescans come soon (100 ms, then doubling), later ones every rescan_ms (dlopen).
+ * rescans come soon (25 ms, then doubling), later ones every rescan_ms (dlopen).
  */
 static uint64_t rescan_after(const struct pp_unwinder *u, const struct seen *e)
 {
-	uint64_t ms = e->scans < 6 ? 100ull << e->scans : u->rescan_ms;
+	uint64_t ms = e->scans < 8 ? 25ull << e->scans : u->rescan_ms;
 
 	return ms < u->rescan_ms ? ms : u->rescan_ms;
 }
