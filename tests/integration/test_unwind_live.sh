@@ -4,7 +4,8 @@
 #     libraries, one with frame pointers in the middle): every sample in the leaf holds the
 #     whole expected chain, in order, at least as often as perf --call-graph dwarf does on
 #     the same program; frame pointers alone (--user-unwind fp) lose it; tables only
-#     (--user-unwind dwarf) keep it;
+#     (--user-unwind dwarf) keep it; with the frame-pointer library's table taken away, auto
+#     steps through it by frame pointers and dwarf stops there, counted;
 #  2. a command started by record: its first samples may walk frame pointers, then tables;
 #  3. churn: 300 short-lived processes under record: those installed before they ended are
 #     released on exit, the files they share compiled once, nothing left live at the end.
@@ -93,6 +94,37 @@ read -r share counts <<<"$(whole_share "$T/fp.folded" "$DATA/chain.expected")"
 "$PP_PYTHON" -c "import sys; sys.exit(0 if $share < 0.05 else 1)" &&
 	pp_ok "--user-unwind fp: the whole chain in $counts samples only" ||
 	pp_fail "--user-unwind fp: the whole chain in $counts samples (frame pointers cannot)"
+
+# mixed in the shim: libpp_chain_fp.so without .eh_frame_hdr has no table, so its two frames
+# take frame-pointer steps between table frames; in dwarf mode the stack ends there
+mkdir -p "$T/notable"
+cp "$T/chain/libpp_chain_fp.so" "$T/notable/"
+objcopy --remove-section=.eh_frame_hdr "$T/notable/libpp_chain_fp.so" 2>/dev/null
+for mode in auto dwarf; do
+	(cd "$T/chain" && LD_LIBRARY_PATH=$T/notable PP_CHAIN_SPIN=4 exec ./chain) &
+	pid=$!
+	sleep 0.3
+	grep -q "$T/notable/libpp_chain_fp.so" "/proc/$pid/maps" ||
+		pp_fail "the chain did not load the library without a table"
+	pp_run "$T/mixed-$mode" "$PEBSPROF" record -e cpu-clock -F 999 -d 1 -p "$pid" \
+		--user-unwind "$mode" -o "$T/mixed-$mode.folded"
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	read -r share counts <<<"$(whole_share "$T/mixed-$mode.folded" "$DATA/chain.expected")"
+	grep '^unwind' "$T/mixed-$mode.out" | sed 's/^/    /'
+	if [ "$mode" = auto ]; then
+		"$PP_PYTHON" -c "import sys; sys.exit(0 if $share >= 0.95 else 1)" &&
+			grep -q 'unwinding: [0-9]* frames by table, [1-9][0-9]* by frame pointer' \
+				"$T/mixed-$mode.out" &&
+			pp_ok "auto, a library without a table in the middle: the whole chain in $counts samples (frame-pointer steps there)" ||
+			pp_fail "auto, a library without a table in the middle: the whole chain in $counts samples"
+	else
+		"$PP_PYTHON" -c "import sys; sys.exit(0 if $share < 0.05 else 1)" &&
+			grep -q 'walks stopped early [1-9][0-9]* (no CFI [1-9]' "$T/mixed-$mode.out" &&
+			pp_ok "dwarf, a library without a table: the stack ends there, counted ($counts whole)" ||
+			pp_fail "dwarf, a library without a table: $counts whole, stops not counted"
+	fi
+done
 
 # tables only (dwarf): every file here has one, the frame-pointer library included
 (cd "$T/chain" && PP_CHAIN_SPIN=4 exec ./chain) &
