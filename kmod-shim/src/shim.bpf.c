@@ -428,6 +428,7 @@ struct uw_state {
 };
 
 #define UW_CONTINUE 0
+#define UW_LOOP_FRAMES 32
 #define UW_DONE 1
 
 /* The walk ended early: flagged on the record, counted by why. */
@@ -453,7 +454,7 @@ static __always_inline __u32 bsearch_step(__u32 base, __u32 half, __u64 below)
 
 /* The mapping holding pc: binary search of the process's sorted mappings. */
 static __always_inline struct pp_bpf_unwind_mapping *uw_mapping(struct pp_bpf_unwind_proc *proc,
-								__u64 pc)
+								__u64 pc, const int fixed)
 {
 	__u32 base = 0, n = proc->nr;
 	struct pp_bpf_unwind_mapping *m;
@@ -463,7 +464,7 @@ static __always_inline struct pp_bpf_unwind_mapping *uw_mapping(struct pp_bpf_un
 	for (int i = 0; i < 8; i++) { /* log2(PP_UNWIND_MAX_MAPPINGS) */
 		__u32 half = n / 2;
 
-		if (!half) /* found: a way out of the loop, not a fork of it */
+		if (!fixed && !half) /* found: a way out of the loop, not a fork of it */
 			break;
 		m = &proc->m[(base + half) & (PP_UNWIND_MAX_MAPPINGS - 1)];
 		base = bsearch_step(base, half, (pc - m->start) >> 63);
@@ -475,7 +476,7 @@ static __always_inline struct pp_bpf_unwind_mapping *uw_mapping(struct pp_bpf_un
 
 /* The row covering rel in the table's run: binary search, one array lookup per step. */
 static __always_inline struct pp_bpf_unwind_row *uw_row(const struct pp_bpf_unwind_mapping *m,
-							__u32 rel)
+							__u32 rel, const int fixed)
 {
 	__u32 base = 0, n = m->nr_rows, first = m->first_row, idx;
 	struct pp_bpf_unwind_row *r;
@@ -485,7 +486,7 @@ static __always_inline struct pp_bpf_unwind_row *uw_row(const struct pp_bpf_unwi
 	for (int i = 0; i < 24; i++) { /* tables hold at most 2^24 rows */
 		__u32 half = n / 2;
 
-		if (!half)
+		if (!fixed && !half)
 			break;
 		idx = first + base + half;
 		r = bpf_map_lookup_elem(&unwind_rows, &idx);
@@ -548,10 +549,13 @@ static __always_inline long uw_fp_step(struct uw_state *s)
 	return fr.ret ? UW_CONTINUE : UW_DONE;
 }
 
-/* One frame: record the pc, then step to the caller with its table row or frame pointer. */
-static long uw_step(__u32 i, void *data)
+/*
+ * One frame: record the pc, then step to the caller with its table row or frame pointer.
+ * fixed: the searches run all their steps (one path each), for the bounded loop, where the
+ * verifier walks every frame's step; bpf_loop's step is verified once and ends them early.
+ */
+static __always_inline long uw_step_body(__u32 i, struct uw_state *s, const int fixed)
 {
-	struct uw_state *s = data;
 	struct pp_bpf_unwind_mapping *m;
 	struct pp_bpf_unwind_row *row;
 	/*
@@ -576,7 +580,7 @@ static long uw_step(__u32 i, void *data)
 		/* callers are mostly in the mapping of the frame before: look there first */
 		m = &s->proc->m[s->r->last_mapping & (PP_UNWIND_MAX_MAPPINGS - 1)];
 		if (!(m->start <= pc && pc < m->end)) {
-			m = uw_mapping(s->proc, pc);
+			m = uw_mapping(s->proc, pc, fixed);
 			if (m)
 				s->r->last_mapping = m - s->proc->m;
 		}
@@ -589,7 +593,7 @@ static long uw_step(__u32 i, void *data)
 	rel = pc - m->base;
 	if (rel >> 32)
 		return uw_stop(s, PP_CNT_UNWIND_STOP_NO_CFI);
-	row = uw_row(m, (__u32)rel);
+	row = uw_row(m, (__u32)rel, fixed);
 	if (!row || row->cfa_rule == PP_UW_CFA_NONE)
 		return uw_stop(s, PP_CNT_UNWIND_STOP_NO_CFI);
 	switch (row->cfa_rule) {
@@ -643,13 +647,19 @@ static long uw_step(__u32 i, void *data)
 	return ra ? UW_CONTINUE : UW_DONE;
 }
 
+static long uw_step(__u32 i, void *data)
+{
+	return uw_step_body(i, data, 0);
+}
+
 /*
  * The user stack with unwind tables from the user registers regs (the sample's, or the task's
  * for a sample taken in the kernel): written after the nk kernel frames. The loop is
  * bpf_loop's, so the verifier checks one step, not PP_MAX_STACK_DEPTH of them.
  */
 static __always_inline __u32 walk_user_tables(struct pp_sample *rec, __u32 nk, __u64 ip, __u64 sp,
-					      __u64 bp, __u32 depth, struct pp_counters *cnt)
+					      __u64 bp, __u32 depth, struct pp_counters *cnt,
+					      const int loop)
 {
 	struct uw_state s = {
 	    .rec = rec,
@@ -684,7 +694,14 @@ static __always_inline __u32 walk_user_tables(struct pp_sample *rec, __u32 nk, _
 	if (!s.proc)
 		cnt->v[PP_CNT_UNWIND_NO_PROC]++;
 	rec->nr_ustack = 0;
-	bpf_loop(PP_MAX_STACK_DEPTH + 1, uw_step, &s, 0);
+	if (loop) {
+		/* before 5.17: a bounded loop the verifier walks step by step */
+		for (__u32 i = 0; i < UW_LOOP_FRAMES; i++)
+			if (uw_step_body(i, &s, 1))
+				break;
+	} else {
+		bpf_loop(PP_MAX_STACK_DEPTH + 1, uw_step, &s, 0);
+	}
 	/* read back from the record, as after the frame-pointer walk: one state goes on */
 	asm volatile("" ::: "memory");
 	return rec->nr_ustack;
@@ -778,12 +795,13 @@ static __always_inline int handle_sample(struct bpf_perf_event_data *ctx, const 
 				PP_CNT_KSTACK_ERR);
 	if (nk > PP_MAX_STACK_DEPTH)
 		nk = PP_MAX_STACK_DEPTH;
+	/* a kernel-mode sample needs the task's user registers: bpf_task_pt_regs, 5.15+ */
 	if (tables && shim_config.ustack_depth &&
-	    ((rec->flags & PP_SF_KERNEL_IP) || sample_regs_walkable(ctx))) {
+	    ((rec->flags & PP_SF_KERNEL_IP) ? tables == 1 : sample_regs_walkable(ctx))) {
 		__u64 ip = 0, sp = 0, bp = 0;
 		int ok;
 
-		if (rec->flags & PP_SF_KERNEL_IP) {
+		if (tables == 1 && (rec->flags & PP_SF_KERNEL_IP)) {
 			/* the registers the task entered the kernel with: whole, consistent */
 			ok = task_user_regs(&ip, &sp, &bp) == 0;
 		} else {
@@ -796,7 +814,7 @@ static __always_inline int handle_sample(struct bpf_perf_event_data *ctx, const 
 		if (ok) {
 			count_in(cnt, PP_CNT_USTACK_SHIM);
 			nu = walk_user_tables(rec, (__u32)nk, ip, sp, bp, shim_config.ustack_depth,
-					      cnt);
+					      cnt, tables == 2);
 		}
 	} else if (shim_config.ustack_walk == PP_USTACK_SHIM && !(rec->flags & PP_SF_KERNEL_IP) &&
 		   user_regs_walkable(ctx) && !has_perf_callchain(ctx)) {
@@ -851,6 +869,13 @@ SEC("perf_event")
 int on_sample_unwind(struct bpf_perf_event_data *ctx)
 {
 	return handle_sample(ctx, 1);
+}
+
+/* The same before 5.17, with a bounded loop of UW_LOOP_FRAMES frames. */
+SEC("perf_event")
+int on_sample_unwind_loop(struct bpf_perf_event_data *ctx)
+{
+	return handle_sample(ctx, 2);
 }
 
 /* Keeps the tgid filter following `record -- CMD` and `-p PID` into their child processes. */

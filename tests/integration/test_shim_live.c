@@ -265,7 +265,9 @@ static void check_verifier_cost(struct pp_shim *shim, int tables)
 	 * Older verifiers count more for the same program (6.1 and 6.12: up to 18.1k where 6.18
 	 * counts 9k; tests/vm), so the bound follows the kernel.
 	 */
-	if (tables)
+	if (tables == 2) /* the bounded loop: every frame's step is verified, 401k on 6.18 */
+		CHECK(info.verified_insns > 0 && info.verified_insns < 1000000u);
+	else if (tables)
 		CHECK(info.verified_insns > 0 &&
 		      info.verified_insns < (kernel_at_least(6, 13) ? 20000u : 40000u));
 	else
@@ -274,12 +276,12 @@ static void check_verifier_cost(struct pp_shim *shim, int tables)
 }
 
 static void run_variant_walk(enum pp_shim_variant variant, int stacks, int mem, int filter,
-			     enum pp_shim_cgroup_mode cgroup, uint32_t walk);
+			     enum pp_shim_cgroup_mode cgroup, uint32_t walk, int bounded);
 
 static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int filter,
 			enum pp_shim_cgroup_mode cgroup)
 {
-	run_variant_walk(variant, stacks, mem, filter, cgroup, PP_USTACK_SHIM);
+	run_variant_walk(variant, stacks, mem, filter, cgroup, PP_USTACK_SHIM, 0);
 }
 
 /*
@@ -287,7 +289,7 @@ static void run_variant(enum pp_shim_variant variant, int stacks, int mem, int f
  * (the unwinder), so its user stacks are unwound with them.
  */
 static void run_variant_walk(enum pp_shim_variant variant, int stacks, int mem, int filter,
-			     enum pp_shim_cgroup_mode cgroup, uint32_t walk)
+			     enum pp_shim_cgroup_mode cgroup, uint32_t walk, int bounded)
 {
 	struct pp_unwinder_sink *sink = NULL;
 	struct pp_unwinder *unwinder = NULL;
@@ -303,21 +305,22 @@ static void run_variant_walk(enum pp_shim_variant variant, int stacks, int mem, 
 	    .cgroup_filter_in_user_space = cgroup == PP_SHIM_CGROUP_USER,
 	    .ustack_walk = walk,
 	    .unwind_table_bytes = 16 << 20,
+	    .unwind_bounded_loop = bounded,
 	};
 	struct collected c = {.expected_cookie = 7};
 	char err[512] = "";
 	struct pp_shim *shim;
 	int fds[MAX_EVENT_FDS], nfd = 0;
 
-	fprintf(stderr, "variant=%s stacks=%d mem=%d filter=%d cgroup=%d walk=%s\n",
+	fprintf(stderr, "variant=%s stacks=%d mem=%d filter=%d cgroup=%d walk=%s%s\n",
 		pp_shim_variant_name(variant), stacks, mem, filter, (int)cgroup,
-		pp_ustack_walk_names[walk]);
+		pp_ustack_walk_names[walk], bounded ? " (bounded loop)" : "");
 	shim = pp_shim_load(&opts, err, sizeof(err));
 	if (!shim)
 		fprintf(stderr, "  load failed: %s\n", err);
 	REQUIRE(shim != NULL);
 	CHECK(pp_shim_loaded_variant(shim) == variant);
-	check_verifier_cost(shim, walk == PP_USTACK_AUTO);
+	check_verifier_cost(shim, walk != PP_USTACK_AUTO ? 0 : bounded ? 2 : 1);
 	if (walk == PP_USTACK_AUTO) {
 		uint32_t nr_rows;
 		int rows_fd = pp_shim_unwind_rows_fd(shim, &nr_rows);
@@ -434,12 +437,23 @@ TEST(table_walker_variants)
 		SKIP("kernel has no bpf_loop or bpf_task_pt_regs for perf_event programs (before "
 		     "5.17): the table walker is not loadable, auto walks frame pointers");
 	if (pp_kernel_has_cast_to_kern_ctx()) {
-		run_variant_walk(PP_SHIM_KCTX, 1, 0, 0, PP_SHIM_CGROUP_OFF, PP_USTACK_AUTO);
-		run_variant_walk(PP_SHIM_KCTX, 1, 1, 1, PP_SHIM_CGROUP_KERNEL, PP_USTACK_AUTO);
+		run_variant_walk(PP_SHIM_KCTX, 1, 0, 0, PP_SHIM_CGROUP_OFF, PP_USTACK_AUTO, 0);
+		run_variant_walk(PP_SHIM_KCTX, 1, 1, 1, PP_SHIM_CGROUP_KERNEL, PP_USTACK_AUTO, 0);
 	}
-	run_variant_walk(PP_SHIM_CORE, 1, 0, 0, PP_SHIM_CGROUP_OFF, PP_USTACK_AUTO);
-	run_variant_walk(PP_SHIM_CORE, 1, 1, 1, PP_SHIM_CGROUP_KERNEL, PP_USTACK_AUTO);
-	run_variant_walk(PP_SHIM_CORE, 0, 0, 0, PP_SHIM_CGROUP_OFF, PP_USTACK_AUTO);
+	run_variant_walk(PP_SHIM_CORE, 1, 0, 0, PP_SHIM_CGROUP_OFF, PP_USTACK_AUTO, 0);
+	run_variant_walk(PP_SHIM_CORE, 1, 1, 1, PP_SHIM_CGROUP_KERNEL, PP_USTACK_AUTO, 0);
+	run_variant_walk(PP_SHIM_CORE, 0, 0, 0, PP_SHIM_CGROUP_OFF, PP_USTACK_AUTO, 0);
+}
+
+/* The bounded-loop table walker: every kernel loads it (before 5.17 it is the one auto uses). */
+TEST(bounded_table_walker_variants)
+{
+	if (!can_run())
+		SKIP("needs root, BPF and BTF");
+	if (pp_kernel_has_cast_to_kern_ctx())
+		run_variant_walk(PP_SHIM_KCTX, 1, 0, 0, PP_SHIM_CGROUP_OFF, PP_USTACK_AUTO, 1);
+	run_variant_walk(PP_SHIM_CORE, 1, 0, 0, PP_SHIM_CGROUP_OFF, PP_USTACK_AUTO, 1);
+	run_variant_walk(PP_SHIM_CORE, 1, 1, 1, PP_SHIM_CGROUP_OFF, PP_USTACK_AUTO, 1);
 }
 
 TEST(core_variants)
@@ -1123,6 +1137,7 @@ TEST_LIST = {
     {"kctx_variants", kctx_variants},
     {"core_variants", core_variants},
     {"table_walker_variants", table_walker_variants},
+    {"bounded_table_walker_variants", bounded_table_walker_variants},
     {"cgroup_filter_live", cgroup_filter_live},
     {"decoder_rejects_foreign_records", decoder_rejects_foreign_records},
 };

@@ -9,7 +9,7 @@
 #  2. a command started by record: its first samples may walk frame pointers, then tables;
 #  3. churn: 300 short-lived processes under record: those installed before they ended are
 #     released on exit, the files they share compiled once, nothing left live at the end.
-# Needs root, BPF, perf events and a kernel with bpf_loop (5.17+); exits 77 otherwise.
+# Needs root, BPF and perf events; exits 77 otherwise.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -20,8 +20,6 @@ pp_require_pebsprof
 
 T=$PP_TMP
 DATA=$PP_SOURCE_DIR/tests/data/unwind
-"$PEBSPROF" probe 2>/dev/null | grep -q 'unwind tables in BPF *yes' ||
-	pp_skip "this kernel cannot walk unwind tables in BPF (no bpf_loop: 5.17+)"
 sh "$DATA/build.sh" "$T/chain" >/dev/null || pp_skip "the test programs did not build (cc, c++)"
 
 # whole_share FOLDED EXPECTED: "share whole/spin" of pp_spin samples holding the chain

@@ -576,11 +576,15 @@ static void print_shim(const struct pp_shim *shim, int ustack_walk)
 		printf("%u instructions verified", insns);
 	else
 		printf("verified instructions not reported (kernel before 5.16)");
-	printf("; user stacks walked by the %s; cgroup filter %s\n",
+	printf("; user stacks walked by the %s%s; cgroup filter %s\n",
 	       ustack_walk == PP_USTACK_KERNEL	? "kernel"
 	       : ustack_walk == PP_USTACK_AUTO	? "tables (frame pointers elsewhere)"
 	       : ustack_walk == PP_USTACK_DWARF ? "tables only"
 						: "fp",
+	       (ustack_walk == PP_USTACK_AUTO || ustack_walk == PP_USTACK_DWARF) &&
+		       pp_shim_table_walker_bounded(shim)
+		   ? " in a bounded loop (no bpf_loop: 32 frames, user-mode samples)"
+		   : "",
 	       (unsigned)cg < 3 ? cgroup_modes[cg] : "?");
 }
 

@@ -177,8 +177,7 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 	req.pid = -1;
 	/* precise events then record the registers the table walk starts from */
 	req.want_sample_regs =
-	    (opts->ustack_walk == PP_USTACK_AUTO || opts->ustack_walk == PP_USTACK_DWARF) &&
-	    s->sys->has_unwind_tables == PP_FEAT_YES;
+	    opts->ustack_walk == PP_USTACK_AUTO || opts->ustack_walk == PP_USTACK_DWARF;
 	ret = pp_events_open(&req, s->sys, NULL, NULL, &s->events, err, sizeof(err));
 	if (ret) {
 		pp_error("%s", err);
@@ -219,17 +218,7 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 	sopts.read_mem_fields = s->events->events[0].mem;
 	sopts.ustack_walk = opts->ustack_walk;
 	sopts.unwind_table_bytes = opts->unwind_table_bytes;
-	if ((sopts.ustack_walk == PP_USTACK_AUTO || sopts.ustack_walk == PP_USTACK_DWARF) &&
-	    s->sys->has_unwind_tables != PP_FEAT_YES) {
-		if (sopts.ustack_walk == PP_USTACK_DWARF) {
-			pp_error("--user-unwind dwarf needs bpf_loop and bpf_task_pt_regs for "
-				 "perf_event programs (kernel 5.17+): use auto, fp or kernel");
-			return PP_EXIT_USAGE;
-		}
-		pp_info("this kernel cannot walk unwind tables in BPF (bpf_loop, 5.17+): user "
-			"stacks follow frame pointers");
-		sopts.ustack_walk = PP_USTACK_SHIM;
-	}
+	/* without bpf_loop (before 5.17) the loader takes the bounded-loop table walker */
 	s->ustack_walk = sopts.ustack_walk;
 	/* Events that cannot exclude a mode in the PMU (IBS) exclude it in the shim. */
 	if (s->events->events[0].want_user_only)

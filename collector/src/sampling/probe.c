@@ -278,7 +278,8 @@ static void report_text(const struct pp_sys *sys, const struct pp_event_set *set
 	fprintf(out, "  %-28s %s\n", "--user-unwind",
 		sys->has_unwind_tables == PP_FEAT_YES
 		    ? "auto (tables, frame pointers elsewhere), dwarf, fp, kernel"
-		    : "fp, kernel (auto follows frame pointers: no bpf_loop before 5.17)");
+		    : "auto, dwarf (tables in a bounded loop: no bpf_loop before 5.17, 32 "
+		      "frames, user-mode samples), fp, kernel");
 	fprintf(out, "sysctl\n");
 	sysctl_text(out, "perf_event_paranoid", sys->perf_event_paranoid);
 	sysctl_text(out, "perf_event_max_sample_rate", sys->max_sample_rate);

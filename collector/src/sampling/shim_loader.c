@@ -54,6 +54,7 @@ struct pp_shim {
 	struct bpf_program *on_sample;
 	struct bpf_map *rings, *counters, *target_tgids, *cgroup_filter, *cgroup_levels;
 	struct bpf_map *unwind_rows, *unwind_procs; /* used with PP_USTACK_AUTO and _DWARF */
+	int table_loop; /* the table walker with a bounded loop (no bpf_loop) */
 	struct ring_buffer *rb;
 	int *ring_fds; /* one ring buffer per CPU in opts->ring_cpus, in that order */
 	size_t nr_rings;
@@ -428,7 +429,10 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 {
 	struct pp_shim *shim;
 	struct pp_shim_config *cfg;
-	struct bpf_program *on_fork, *on_exec, *on_exit, *on_other;
+	static const char *const sample_progs[] = {"on_sample", "on_sample_unwind",
+						   "on_sample_unwind_loop"};
+	struct bpf_program *on_fork, *on_exec, *on_exit;
+	int pick, all_progs;
 	bool tables;
 	uint64_t total_bytes, ring_bytes;
 	int *cpus = NULL;
@@ -496,10 +500,25 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	cfg->fallback_ring = (uint32_t)cpus[0];
 
 	tables = opts->ustack_walk == PP_USTACK_AUTO || opts->ustack_walk == PP_USTACK_DWARF;
-	on_other =
-	    bpf_object__find_program_by_name(shim->obj, tables ? "on_sample" : "on_sample_unwind");
-	shim->on_sample =
-	    bpf_object__find_program_by_name(shim->obj, tables ? "on_sample_unwind" : "on_sample");
+	/* one sample program: the frame-pointer one, or the table walker with bpf_loop (5.17+)
+	 * or with a bounded loop (before, or when asked) */
+	pick = !tables ? 0
+	       : opts->unwind_bounded_loop ||
+		       libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) <= 0
+		   ? 2
+		   : 1;
+	all_progs = 1;
+	for (int i = 0; i < 3; i++) {
+		struct bpf_program *p =
+		    bpf_object__find_program_by_name(shim->obj, sample_progs[i]);
+
+		all_progs &= p != NULL;
+		if (i == pick)
+			shim->on_sample = p;
+		else if (p)
+			bpf_program__set_autoload(p, false);
+	}
+	shim->table_loop = pick == 2;
 	shim->unwind_rows = bpf_object__find_map_by_name(shim->obj, "unwind_rows");
 	shim->unwind_procs = bpf_object__find_map_by_name(shim->obj, "unwind_procs");
 	on_fork = bpf_object__find_program_by_name(shim->obj, "on_fork");
@@ -512,17 +531,24 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	shim->cgroup_levels = bpf_object__find_map_by_name(shim->obj, "cgroup_levels");
 	if (!shim->on_sample || !on_fork || !on_exec || !on_exit || !shim->rings ||
 	    !shim->counters || !shim->target_tgids || !shim->cgroup_filter ||
-	    !shim->cgroup_levels || !on_other || !shim->unwind_rows || !shim->unwind_procs) {
+	    !shim->cgroup_levels || !all_progs || !shim->unwind_rows || !shim->unwind_procs) {
 		snprintf(err, errlen, "BPF shim object is incomplete (build mismatch)");
 		ret = -ENOENT;
 		goto fail;
 	}
-	bpf_program__set_autoload(on_other, false);
 	/* the table budget: rows in one array map; without tables no memory for them */
 	bpf_map__set_max_entries(shim->unwind_rows,
 				 tables ? unwind_rows_for(opts->unwind_table_bytes) : 1);
-	if (!tables)
+	if (!tables) {
 		bpf_map__set_max_entries(shim->unwind_procs, 1);
+	} else if (pick == 2) {
+		/*
+		 * Before 5.13 perf_event programs may use only preallocated hash maps: the
+		 * process lists are, for fewer processes (8 KiB each).
+		 */
+		bpf_map__set_map_flags(shim->unwind_procs, 0);
+		bpf_map__set_max_entries(shim->unwind_procs, PP_UNWIND_MAX_PROCS_PREALLOC);
+	}
 	bpf_program__set_autoload(on_fork, opts->filter_tgids);
 	bpf_program__set_autoload(on_exec, opts->track_tasks);
 	bpf_program__set_autoload(on_exit, opts->track_tasks || opts->filter_tgids);
@@ -639,6 +665,11 @@ int pp_shim_unwind_rows_fd(const struct pp_shim *shim, uint32_t *nr_rows)
 	if (nr_rows)
 		*nr_rows = bpf_map__max_entries(shim->unwind_rows);
 	return bpf_map__fd(shim->unwind_rows);
+}
+
+int pp_shim_table_walker_bounded(const struct pp_shim *shim)
+{
+	return shim->table_loop;
 }
 
 int pp_shim_unwind_procs_fd(const struct pp_shim *shim)

@@ -68,6 +68,12 @@ struct pp_shim_opts {
 	uint32_t ustack_walk;
 	/* PP_USTACK_AUTO, _DWARF: bytes of unwind table rows in the kernel; 0 = the default */
 	uint64_t unwind_table_bytes;
+	/*
+	 * The table walker's loop: bpf_loop where the kernel has it (5.17+), else a bounded
+	 * loop of 64 frames (user-mode samples only: kernel-mode ones need bpf_task_pt_regs).
+	 * Set: the bounded loop whatever the kernel (tests).
+	 */
+	int unwind_bounded_loop;
 };
 
 #define PP_UNWIND_TABLE_BYTES_DEFAULT (32ull << 20) /* 200 distinct binaries take 16 MiB */
@@ -125,6 +131,8 @@ int pp_shim_sample_prog_fd(const struct pp_shim *shim);
  */
 int pp_shim_unwind_rows_fd(const struct pp_shim *shim, uint32_t *nr_rows);
 int pp_shim_unwind_procs_fd(const struct pp_shim *shim);
+/* Whether the table walker loaded is the bounded-loop one (64 frames, user-mode samples). */
+int pp_shim_table_walker_bounded(const struct pp_shim *shim);
 /* The rows a table budget in bytes buys (0: PP_UNWIND_TABLE_BYTES_DEFAULT). */
 uint32_t pp_unwind_rows_for_bytes(uint64_t bytes);
 

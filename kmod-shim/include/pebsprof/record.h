@@ -223,8 +223,9 @@ struct pp_bpf_unwind_mapping {
 	__u32 nr_rows;	  /* 0: no table (frame pointers in PP_USTACK_AUTO) */
 };
 
-#define PP_UNWIND_MAX_MAPPINGS 256 /* executable mappings per process in unwind_procs */
-#define PP_UNWIND_MAX_PROCS 8192   /* processes in unwind_procs */
+#define PP_UNWIND_MAX_MAPPINGS 256	  /* executable mappings per process in unwind_procs */
+#define PP_UNWIND_MAX_PROCS 8192	  /* processes in unwind_procs */
+#define PP_UNWIND_MAX_PROCS_PREALLOC 1024 /* ... before 5.13 (preallocated: 8 MiB) */
 
 struct pp_bpf_unwind_proc {
 	__u32 nr;
