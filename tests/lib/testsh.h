@@ -38,4 +38,30 @@ static inline int pp_test_mkdtemp(char *dir, size_t size, const char *name)
 	return 0;
 }
 
+/* Directories made by pp_test_scratch_dir, removed when the test ends. */
+static char pp_test_scratch[8][PATH_MAX];
+
+static inline void pp_test_scratch_cleanup(void)
+{
+	for (int i = 0; i < 8; i++)
+		if (pp_test_scratch[i][0])
+			(void)pp_test_sh("rm -rf '%s'", pp_test_scratch[i]);
+}
+
+/* pp_test_mkdtemp, and the directory goes when the test exits: 0, or -1. */
+static inline int pp_test_scratch_dir(char *dir, size_t size, const char *name)
+{
+	for (int i = 0; i < 8; i++) {
+		if (pp_test_scratch[i][0])
+			continue;
+		if (pp_test_mkdtemp(dir, size, name))
+			return -1;
+		if (i == 0)
+			atexit(pp_test_scratch_cleanup);
+		snprintf(pp_test_scratch[i], sizeof(pp_test_scratch[i]), "%s", dir);
+		return 0;
+	}
+	return -1;
+}
+
 #endif /* PP_TEST_TESTSH_H */

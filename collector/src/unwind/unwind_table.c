@@ -11,6 +11,8 @@
  */
 #include "unwind_table.h"
 
+#include "base/vec.h"
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
@@ -259,32 +261,20 @@ static bool cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
 
 static int cie_push(struct cfi_index *ix, const struct cfi_cie *c)
 {
-	if (ix->ncie == ix->cie_cap) {
-		size_t cap = ix->cie_cap ? ix->cie_cap * 2 : 16;
-		struct cfi_cie *n = realloc(ix->cies, cap * sizeof(*n));
+	int err = pp_vec_reserve((void **)&ix->cies, &ix->cie_cap, ix->ncie, sizeof(*c), 16, 0);
 
-		if (!n)
-			return -ENOMEM;
-		ix->cies = n;
-		ix->cie_cap = cap;
-	}
-	ix->cies[ix->ncie++] = *c;
-	return 0;
+	if (!err)
+		ix->cies[ix->ncie++] = *c;
+	return err;
 }
 
 static int fde_push(struct cfi_index *ix, const struct cfi_fde *f)
 {
-	if (ix->nfde == ix->fde_cap) {
-		size_t cap = ix->fde_cap ? ix->fde_cap * 2 : 1024;
-		struct cfi_fde *n = realloc(ix->fdes, cap * sizeof(*n));
+	int err = pp_vec_reserve((void **)&ix->fdes, &ix->fde_cap, ix->nfde, sizeof(*f), 1024, 0);
 
-		if (!n)
-			return -ENOMEM;
-		ix->fdes = n;
-		ix->fde_cap = cap;
-	}
-	ix->fdes[ix->nfde++] = *f;
-	return 0;
+	if (!err)
+		ix->fdes[ix->nfde++] = *f;
+	return err;
 }
 
 /* An unsigned little-endian value of size bytes (the FDE's address range). */
@@ -404,28 +394,18 @@ static bool same_rules(const struct pp_unwind_row *a, const struct pp_unwind_row
 /* Append a row, merged into the previous one when the rules are the same. */
 static int push(struct pp_unwind_table *t, const struct pp_unwind_row *r)
 {
+	int err;
+
 	if (t->n && same_rules(&t->rows[t->n - 1], r) && t->rows[t->n - 1].pc <= r->pc)
 		return 0;
 	if (t->n && t->rows[t->n - 1].pc == r->pc) {
 		t->rows[t->n - 1] = *r; /* an empty range before it: the later rules win */
 		return 0;
 	}
-	if (t->n == t->max_rows)
-		return -E2BIG;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		struct pp_unwind_row *nr;
-
-		if (cap > t->max_rows)
-			cap = t->max_rows;
-		nr = realloc(t->rows, cap * sizeof(*nr));
-		if (!nr)
-			return -ENOMEM;
-		t->rows = nr;
-		t->cap = cap;
-	}
-	t->rows[t->n++] = *r;
-	return 0;
+	err = pp_vec_reserve((void **)&t->rows, &t->cap, t->n, sizeof(*r), 1024, t->max_rows);
+	if (!err)
+		t->rows[t->n++] = *r;
+	return err;
 }
 
 static void count(struct pp_unwind_table *t, const struct pp_unwind_row *r)

@@ -35,12 +35,6 @@ static char g_dir[512];
 static int g_state;
 static const char *g_skip_reason;
 
-static void cleanup(void)
-{
-	if (g_dir[0])
-		(void)pp_test_sh("rm -rf '%s'", g_dir);
-}
-
 static int fixture(void)
 {
 	if (g_state)
@@ -50,11 +44,10 @@ static int fixture(void)
 		g_skip_reason = "no readelf or cc";
 		return g_state;
 	}
-	if (pp_test_mkdtemp(g_dir, sizeof(g_dir), "pp-unwind")) {
+	if (pp_test_scratch_dir(g_dir, sizeof(g_dir), "pp-unwind")) {
 		g_skip_reason = "cannot create a temporary directory";
 		return g_state;
 	}
-	atexit(cleanup);
 	g_skip_reason = "cc or c++ failed to build the test programs";
 	if (pp_test_sh("cd '%s' && printf '%%s' '%s' > p.c && "
 		       "cc -O2 -fomit-frame-pointer -o prog_c p.c && "

@@ -29,12 +29,6 @@ static char g_dir[512];
 static int g_state;
 static const char *g_skip_reason;
 
-static void cleanup(void)
-{
-	if (g_dir[0])
-		(void)pp_test_sh("rm -rf '%s'", g_dir);
-}
-
 static int fixture(void)
 {
 	if (g_state)
@@ -45,11 +39,10 @@ static int fixture(void)
 		g_skip_reason = "no nm, cc or c++";
 		return g_state;
 	}
-	if (pp_test_mkdtemp(g_dir, sizeof(g_dir), "pp-walk")) {
+	if (pp_test_scratch_dir(g_dir, sizeof(g_dir), "pp-walk")) {
 		g_skip_reason = "cannot create a temporary directory";
 		return g_state;
 	}
-	atexit(cleanup);
 	if (pp_test_sh("sh '%s/unwind/build.sh' '%s' >/dev/null", PP_TEST_DATA_DIR, g_dir)) {
 		g_skip_reason = "the test programs did not build";
 		return g_state;
