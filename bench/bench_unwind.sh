@@ -82,31 +82,11 @@ print("cpu_s %.3f" % (u.ru_utime + u.ru_stime))
 }
 
 # share of pp_spin samples holding the whole chain: folded stacks (pebsprof) or perf script
-share_folded() {
-	"$PY" - "$1" "$SRC/tests/data/unwind/chain.expected" <<'PY'
-import sys
-want = [l.strip() for l in open(sys.argv[2]) if l.strip()]
-spin = whole = 0
-for line in open(sys.argv[1]):
-    stack, _, n = line.rstrip("\n").rpartition(" ")
-    leaf_first = stack.split(";")[1:][::-1]
-    if "pp_spin" in leaf_first:
-        i = leaf_first.index("pp_spin")
-        spin += int(n)
-        whole += int(n) * (leaf_first[i + 1:i + 1 + len(want)] == want)
-print("%d/%d (%.1f%%)" % (whole, spin, 100.0 * whole / spin if spin else 0))
-PY
-}
+SHARE=$SRC/tests/integration/chain_share.py
+share_folded() { "$PY" "$SHARE" folded "$1" "$SRC/tests/data/unwind/chain.expected"; }
 share_perf() {
-	perf script -i "$1" -F ip,sym 2>/dev/null | "$PY" -c '
-import sys
-want = [l.strip() for l in open(sys.argv[1]) if l.strip()]
-blocks = [[l.split(None, 1)[1].strip() for l in b.split("\n") if len(l.split(None, 1)) > 1]
-          for b in sys.stdin.read().split("\n\n") if b.strip()]
-spin = [b for b in blocks if b and b[0] == "pp_spin"]
-whole = sum(b[1:1 + len(want)] == want for b in spin)
-print("%d/%d (%.1f%%)" % (whole, len(spin), 100.0 * whole / len(spin) if spin else 0))
-' "$SRC/tests/data/unwind/chain.expected"
+	perf script -i "$1" -F ip,sym 2>/dev/null |
+		"$PY" "$SHARE" perf "$SRC/tests/data/unwind/chain.expected"
 }
 
 echo

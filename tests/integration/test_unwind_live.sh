@@ -22,39 +22,16 @@ T=$PP_TMP
 DATA=$PP_SOURCE_DIR/tests/data/unwind
 sh "$DATA/build.sh" "$T/chain" >/dev/null || pp_skip "the test programs did not build (cc, c++)"
 
+SHARE="$PP_PYTHON $PP_SOURCE_DIR/tests/integration/chain_share.py"
 # whole_share FOLDED EXPECTED: "share whole/spin" of pp_spin samples holding the chain
-whole_share() {
-	"$PP_PYTHON" - "$1" "$2" <<'PY'
-import sys
-want = [l.strip() for l in open(sys.argv[2]) if l.strip()]
-spin = whole = 0
-for line in open(sys.argv[1]):
-    stack, _, n = line.rstrip("\n").rpartition(" ")
-    frames = stack.split(";")[1:]  # the process name first
-    frames = [f.split("(")[0] if "::" in f else f for f in frames]
-    leaf_first = frames[::-1]
-    if "pp_spin" not in leaf_first:
-        continue
-    i = leaf_first.index("pp_spin")
-    spin += int(n)
-    if leaf_first[i + 1:i + 1 + len(want)] == want:
-        whole += int(n)
-print("%.4f %d/%d" % (whole / spin if spin else 0, whole, spin))
-PY
-}
+whole_share() { $SHARE folded "$1" "$2"; }
 
 perf_share() { # PROG: perf --call-graph dwarf's share on the same program, or "" without perf
 	command -v perf >/dev/null || return 0
 	(cd "$T/chain" && PP_CHAIN_SPIN=1.5 perf record -q -e cpu-clock -F 499 --call-graph dwarf \
 		-o "$T/$1.perf" "./$1" >/dev/null 2>&1) || return 0
-	perf script -i "$T/$1.perf" -F ip,sym 2>/dev/null | "$PP_PYTHON" -c '
-import sys
-want = [l.strip() for l in open(sys.argv[1]) if l.strip()]
-blocks = [[l.split(None, 1)[1].strip() for l in b.split("\n") if len(l.split(None, 1)) > 1]
-          for b in sys.stdin.read().split("\n\n") if b.strip()]
-spin = [b for b in blocks if b and b[0] == "pp_spin"]
-print("%.4f" % (sum(b[1:1 + len(want)] == want for b in spin) / len(spin) if spin else 0))
-' "$DATA/$1.expected"
+	perf script -i "$T/$1.perf" -F ip,sym 2>/dev/null | $SHARE perf "$DATA/$1.expected" |
+		cut -d' ' -f1
 }
 
 for prog in chain chain_cxx; do

@@ -61,7 +61,7 @@ else
 	fail "record (exit $rc): shares $(tr '\n' ' ' <"$out/shares.txt" 2>/dev/null)"
 fi
 
-# --- unwinding with tables: the 28-frame no-frame-pointer chain, whole where bpf_loop is -----
+# --- unwinding with tables: the 28-frame no-frame-pointer chain comes out whole ------------
 chain=/tmp/pp-chain
 if sh "$src/tests/data/unwind/build.sh" "$chain" >"$out/chain-build.txt" 2>&1; then
 	(cd "$chain" && PP_CHAIN_SPIN=5 exec ./chain) &
@@ -71,21 +71,9 @@ if sh "$src/tests/data/unwind/build.sh" "$chain" >"$out/chain-build.txt" 2>&1; t
 		>"$out/chain.out" 2>"$out/chain.err"
 	kill "$cpid" 2>/dev/null
 	wait "$cpid" 2>/dev/null
-	share=$("$py" - "$out/chain.folded" "$src/tests/data/unwind/chain.expected" <<'PY'
-import sys
-want = [l.strip() for l in open(sys.argv[2]) if l.strip()]
-spin = whole = 0
-for line in open(sys.argv[1]):
-    stack, _, n = line.rstrip("\n").rpartition(" ")
-    leaf_first = stack.split(";")[1:][::-1]
-    if "pp_spin" in leaf_first:
-        i = leaf_first.index("pp_spin")
-        spin += int(n)
-        whole += int(n) * (leaf_first[i + 1:i + 1 + len(want)] == want)
-print("%d/%d" % (whole, spin))
-PY
-)
-	put chain_whole "$(echo "$share" | awk -F/ '{ print ($2 > 0 && $1 >= 0.95 * $2) ? "ok" : "no" }')"
+	read -r frac share <<<"$("$py" "$src/tests/integration/chain_share.py" folded \
+		"$out/chain.folded" "$src/tests/data/unwind/chain.expected")"
+	put chain_whole "$("$py" -c "print('ok' if ${frac:-0} >= 0.95 else 'no')")"
 	ok "record -p chain: the whole chain in $share samples in the leaf"
 else
 	put chain_whole "not built"
