@@ -65,6 +65,7 @@ struct cfi_fde {
 	uint32_t cie; /* index in cfi_index.cies */
 	const uint8_t *insns, *insns_end; /* its instructions */
 	uint64_t range;			  /* bytes of code it covers */
+	uint64_t pc; /* where it starts: read here from .debug_frame (absolute addresses) */
 };
 
 struct cfi_index {
@@ -328,14 +329,15 @@ static void cfi_index_fini(struct cfi_index *ix)
 }
 
 /* Two passes over the section: CIEs (an FDE may point forward), then FDEs. */
-static int cfi_index_build(struct cfi_index *ix, const unsigned char *ident, Elf_Data *data)
+static int cfi_index_build(struct cfi_index *ix, const unsigned char *ident, Elf_Data *data,
+			   bool eh_frame)
 {
 	for (int pass = 0; pass < 2; pass++) {
 		Dwarf_Off off = 0, next;
 
 		while (off < data->d_size) {
 			Dwarf_CFI_Entry e;
-			int rc = dwarf_next_cfi(ident, data, true, off, &next, &e);
+			int rc = dwarf_next_cfi(ident, data, eh_frame, off, &next, &e);
 			int err = 0;
 
 			if (rc > 0 || next == (Dwarf_Off)-1 || next <= off)
@@ -364,7 +366,8 @@ static int cfi_index_build(struct cfi_index *ix, const unsigned char *ident, Elf
 				if (c && c->ok && (size_t)(end - p) >= 2 * es) {
 					struct cfi_fde f = {.off = off,
 							    .cie = (uint32_t)(c - ix->cies),
-							    .range = rd_le(p + es, es)};
+							    .range = rd_le(p + es, es),
+							    .pc = rd_le(p, es)};
 
 					p += 2 * es;
 					if ((!c->z ||
@@ -841,31 +844,38 @@ static void hdr_entry(const struct section *hdr, const struct section *eh, size_
 	*fde_off = hdr->vaddr + (uint64_t)(int64_t)rd32(p + 4, big) - eh->vaddr;
 }
 
-static int build(Elf *elf, size_t max_rows, struct pp_unwind_table **out)
+/* One FDE to compile, from either section: where it starts and which index holds it. */
+struct fde_ref {
+	uint64_t pc;
+	const struct cfi_index *ix;
+	const struct cfi_fde *fde; /* NULL: listed by .eh_frame_hdr but refused */
+};
+
+struct fde_refs {
+	struct fde_ref *v;
+	size_t n, cap;
+};
+
+static int ref_push(struct fde_refs *r, uint64_t pc, const struct cfi_index *ix,
+		    const struct cfi_fde *fde)
 {
-	struct cfi_index ix = {0};
-	struct pp_unwind_table *t;
-	struct section hdr, eh;
-	const uint8_t *h;
-	uint64_t prev_loc = 0;
-	GElf_Ehdr ehdr;
+	int err = pp_vec_reserve((void **)&r->v, &r->cap, r->n, sizeof(*r->v), 1024, 0);
+
+	if (!err)
+		r->v[r->n++] = (struct fde_ref){pc, ix, fde};
+	return err;
+}
+
+/* .eh_frame's FDEs in the order of .eh_frame_hdr's table, which must be strictly sorted. */
+static int eh_frame_refs(const GElf_Ehdr *ehdr, const struct section *hdr, const struct section *eh,
+			 struct cfi_index *ix, struct fde_refs *out)
+{
+	const uint8_t *h = hdr->data->d_buf;
+	bool big = ehdr->e_ident[EI_DATA] == ELFDATA2MSB;
 	uint32_t nfde;
-	bool big;
 	int err;
 
-	*out = NULL;
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
-		return -ENOEXEC;
-	if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != EM_X86_64)
-		return -ENOTSUP;
-	big = ehdr.e_ident[EI_DATA] == ELFDATA2MSB;
-	err = find_section(elf, ".eh_frame_hdr", &hdr);
-	if (!err)
-		err = find_section(elf, ".eh_frame", &eh);
-	if (err)
-		return err;
-	h = hdr.data->d_buf;
-	if (hdr.data->d_size < 12)
+	if (hdr->data->d_size < 12)
 		return -EINVAL;
 	/* version 1; eh_frame_ptr sdata4/udata4; fde_count udata4; table datarel sdata4 */
 	if (h[0] != 1)
@@ -875,47 +885,117 @@ static int build(Elf *elf, size_t max_rows, struct pp_unwind_table **out)
 	if (h[2] != DW_EH_PE_udata4 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
 		return -ENOTSUP;
 	nfde = (uint32_t)rd32(h + 8, big);
-	if ((uint64_t)nfde * 8 > hdr.data->d_size - 12)
+	if ((uint64_t)nfde * 8 > hdr->data->d_size - 12)
 		return -EINVAL;
-	err = cfi_index_build(&ix, ehdr.e_ident, eh.data);
-	if (err) {
-		cfi_index_fini(&ix);
-		return err;
-	}
-	t = calloc(1, sizeof(*t));
-	if (!t) {
-		cfi_index_fini(&ix);
-		return -ENOMEM;
-	}
-	t->max_rows = max_rows ? max_rows : (size_t)1 << 22;
-	t->stats.fdes = nfde;
-	read_loads(elf, t);
+	err = cfi_index_build(ix, ehdr->e_ident, eh->data, true);
 	for (uint32_t i = 0; i < nfde && !err; i++) {
-		uint64_t start, limit = UINT64_MAX, off, next_off;
-		const struct cfi_fde *fde;
+		uint64_t start, off;
 
-		hdr_entry(&hdr, &eh, i, big, &start, &off);
-		/*
-		 * libdw finds an FDE by binary search over this table: unless it is strictly
-		 * sorted, the FDE it evaluates need not be the one checked here.
-		 */
-		if (i && start <= prev_loc) {
-			err = -EINVAL;
-			break;
+		hdr_entry(hdr, eh, i, big, &start, &off);
+		if (out->n && start <= out->v[out->n - 1].pc) /* linkers sort it strictly */
+			return -EINVAL;
+		err = ref_push(out, start, ix, fde_find(ix, off));
+	}
+	return err;
+}
+
+static int by_pc(const void *a, const void *b)
+{
+	const struct fde_ref *x = a, *y = b;
+
+	return x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+/* .debug_frame's FDEs (absolute addresses, no search table), sorted here. */
+static int debug_frame_refs(const GElf_Ehdr *ehdr, const struct section *df, struct cfi_index *ix,
+			    struct fde_refs *out)
+{
+	int err = cfi_index_build(ix, ehdr->e_ident, df->data, false);
+
+	for (size_t i = 0; i < ix->nfde && !err; i++)
+		err = ref_push(out, ix->fdes[i].pc, ix, &ix->fdes[i]);
+	if (!err)
+		qsort(out->v, out->n, sizeof(*out->v), by_pc);
+	return err;
+}
+
+/*
+ * Compile both lists in address order: .eh_frame's FDEs, and .debug_frame's where present
+ * for code .eh_frame does not cover (built without asynchronous unwind tables, with -g).
+ * Where both have an FDE at one address, .eh_frame's is taken.
+ */
+static int compile_all(struct pp_unwind_table *t, const struct fde_refs *eh,
+		       const struct fde_refs *dbg)
+{
+	size_t i = 0, j = 0;
+	int err = 0;
+
+	t->stats.fdes = eh->n + dbg->n;
+	while (!err && (i < eh->n || j < dbg->n)) {
+		const struct fde_ref *r;
+		uint64_t limit = UINT64_MAX;
+
+		if (j < dbg->n && (i == eh->n || dbg->v[j].pc < eh->v[i].pc)) {
+			r = &dbg->v[j++];
+			t->stats.from_debug_frame++;
+		} else {
+			if (j < dbg->n && dbg->v[j].pc == eh->v[i].pc)
+				j++;
+			r = &eh->v[i++];
 		}
-		prev_loc = start;
-		if (i + 1 < nfde)
-			hdr_entry(&hdr, &eh, i + 1, big, &limit, &next_off);
-		fde = fde_find(&ix, off);
-		if (!fde) { /* not an FDE that passed the checks: no rows, the unwinder stops */
+		if (i < eh->n)
+			limit = eh->v[i].pc;
+		if (j < dbg->n && dbg->v[j].pc < limit)
+			limit = dbg->v[j].pc;
+		if (limit <= r->pc) { /* another FDE at the same address: corrupt */
 			t->stats.fdes_unreadable++;
-			err =
-			    push(t, &(struct pp_unwind_row){.pc = start, .cfa_rule = PP_CFA_NONE});
 			continue;
 		}
-		err = compile_fde(t, &ix, fde, start, limit);
+		if (!r->fde) { /* not an FDE that passed the checks: no rows, the unwinder stops */
+			t->stats.fdes_unreadable++;
+			err =
+			    push(t, &(struct pp_unwind_row){.pc = r->pc, .cfa_rule = PP_CFA_NONE});
+			continue;
+		}
+		err = compile_fde(t, r->ix, r->fde, r->pc, limit);
 	}
-	cfi_index_fini(&ix);
+	return err;
+}
+
+static int build(Elf *elf, size_t max_rows, struct pp_unwind_table **out)
+{
+	struct cfi_index ix_eh = {0}, ix_dbg = {0};
+	struct fde_refs eh_refs = {0}, dbg_refs = {0};
+	struct pp_unwind_table *t;
+	struct section hdr, eh, df;
+	bool have_eh, have_dbg;
+	GElf_Ehdr ehdr;
+	int err;
+
+	*out = NULL;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
+		return -ENOEXEC;
+	if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != EM_X86_64)
+		return -ENOTSUP;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->max_rows = max_rows ? max_rows : (size_t)1 << 22;
+	read_loads(elf, t);
+	have_eh = find_section(elf, ".eh_frame_hdr", &hdr) == 0 &&
+		  find_section(elf, ".eh_frame", &eh) == 0;
+	have_dbg = find_section(elf, ".debug_frame", &df) == 0;
+	err = have_eh || have_dbg ? 0 : -ENODATA;
+	if (!err && have_eh)
+		err = eh_frame_refs(&ehdr, &hdr, &eh, &ix_eh, &eh_refs);
+	if (!err && have_dbg)
+		err = debug_frame_refs(&ehdr, &df, &ix_dbg, &dbg_refs);
+	if (!err)
+		err = compile_all(t, &eh_refs, &dbg_refs);
+	cfi_index_fini(&ix_eh);
+	cfi_index_fini(&ix_dbg);
+	free(eh_refs.v);
+	free(dbg_refs.v);
 	if (err) {
 		pp_unwind_table_free(t);
 		return err;

@@ -1,5 +1,6 @@
 /*
- * Unwind tables: the .eh_frame call frame information (CFI) of one ELF file, compiled into
+ * Unwind tables: the .eh_frame call frame information (CFI) of one ELF file (and its
+ * .debug_frame's, for code .eh_frame does not cover), compiled into
  * rows sorted by ELF address, each holding, from its pc to the next row's, how to find the
  * caller: the CFA (canonical frame address, the caller's stack pointer) and where the caller's
  * rbp and return address are. Only the rules compilers emit for x86-64 user code are
@@ -59,9 +60,10 @@ struct pp_unwind_table_stats {
 	uint64_t rows;		   /* rows kept (consecutive equal rows merged) */
 	uint64_t cfa_rsp, cfa_rbp; /* rows by CFA rule */
 	uint64_t cfa_plt, cfa_signal;
-	uint64_t cfa_unsupported; /* rows where the unwinder must stop */
-	uint64_t reg_unsupported; /* rows whose rbp or return address rule is not represented */
-	uint64_t fdes_unreadable; /* FDEs libdw could not evaluate */
+	uint64_t cfa_unsupported;  /* rows where the unwinder must stop */
+	uint64_t reg_unsupported;  /* rows whose rbp or return address rule is not represented */
+	uint64_t fdes_unreadable;  /* FDEs refused (corrupt) */
+	uint64_t from_debug_frame; /* FDEs taken from .debug_frame (code .eh_frame lacks) */
 };
 
 struct pp_unwind_table;
@@ -70,7 +72,7 @@ struct pp_unwind_table;
  * Compile the CFI of the ELF file behind fd / in len bytes at buf (copied). At most max_rows
  * rows (0: 1 << 22). NULL with errno set:
  *   ENOEXEC  not an ELF file;
- *   ENODATA  no .eh_frame_hdr (nothing to unwind with: frame pointers it is);
+ *   ENODATA  neither .eh_frame with its .eh_frame_hdr nor .debug_frame (frame pointers);
  *   ENOTSUP  not x86-64, or an .eh_frame_hdr table encoding other than the linkers'
  *            (datarel sdata4);
  *   EINVAL   a header or table that lies outside the file, or a table not strictly sorted;

@@ -51,7 +51,9 @@ static int fixture(void)
 	g_skip_reason = "cc or c++ failed to build the test programs";
 	if (pp_test_sh("cd '%s' && printf '%%s' '%s' > p.c && "
 		       "cc -O2 -fomit-frame-pointer -o prog_c p.c && "
-		       "cc -O2 -fomit-frame-pointer -fPIC -shared -o libpp.so p.c",
+		       "cc -O2 -fomit-frame-pointer -fPIC -shared -o libpp.so p.c && "
+		       "cc -O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables "
+		       "-fno-unwind-tables -o prog_dbg p.c",
 		       g_dir, c_src))
 		return g_state;
 	if (pp_test_sh("cd '%s' && cat > p.cc <<'SRC'\n%sSRC\n"
@@ -228,6 +230,32 @@ TEST(test_programs_agree_with_readelf)
 	check_file(path, 5);
 }
 
+/*
+ * Code built without asynchronous unwind tables but with -g has its CFI in .debug_frame only
+ * (the C runtime's in .eh_frame): both are compiled, and agree with readelf, which dumps both.
+ */
+TEST(debug_frame_where_eh_frame_lacks_the_code)
+{
+	struct pp_unwind_table_stats st;
+	struct pp_unwind_table *t;
+	char path[PATH_MAX];
+	int fd;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	snprintf(path, sizeof(path), "%s/prog_dbg", g_dir);
+	check_file(path, 5);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	REQUIRE(fd >= 0);
+	t = pp_unwind_table_open_fd(fd, 0);
+	close(fd);
+	REQUIRE(t != NULL);
+	pp_unwind_table_get_stats(t, &st);
+	CHECK(st.from_debug_frame >= 2); /* pp_leaf, pp_mid, main */
+	CHECK(st.fdes > st.from_debug_frame);
+	pp_unwind_table_free(t);
+}
+
 TEST(host_libraries_agree_with_readelf)
 {
 	static const char *const libs[] = {"/usr/lib/x86_64-linux-gnu/libc.so.6",
@@ -381,6 +409,7 @@ TEST(hostile_cfi_is_refused_before_it_runs)
 
 TEST_LIST = {
     {"test_programs_agree_with_readelf", test_programs_agree_with_readelf},
+    {"debug_frame_where_eh_frame_lacks_the_code", debug_frame_where_eh_frame_lacks_the_code},
     {"host_libraries_agree_with_readelf", host_libraries_agree_with_readelf},
     {"plt_and_signal_frame_rules", plt_and_signal_frame_rules},
     {"bad_input", bad_input},
