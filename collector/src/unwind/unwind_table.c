@@ -527,7 +527,7 @@ static bool fits16(int64_t v)
 	return v >= INT16_MIN && v <= INT16_MAX;
 }
 
-static void to_row(const struct cfi_state *st, const struct rule *src, uint8_t *kind, int16_t *off)
+static void to_row(const struct rule *src, uint8_t *kind, int16_t *off)
 {
 	*kind = src->kind;
 	*off = 0;
@@ -537,7 +537,6 @@ static void to_row(const struct cfi_state *st, const struct rule *src, uint8_t *
 		else
 			*kind = PP_REG_UNSUPPORTED;
 	}
-	(void)st;
 }
 
 /* Emit the row for [r->loc, to) and move on to `to`. */
@@ -560,8 +559,8 @@ static int advance(struct cfi_run *r, uint64_t to)
 		row.cfa_rule = PP_CFA_UNSUPPORTED;
 	else
 		row.cfa_off = (int32_t)st->cfa_off;
-	to_row(st, &st->rbp, &row.rbp_rule, &row.rbp_off);
-	to_row(st, &st->ra, &row.ra_rule, &row.ra_off);
+	to_row(&st->rbp, &row.rbp_rule, &row.rbp_off);
+	to_row(&st->ra, &row.ra_rule, &row.ra_off);
 	row.flags = r->cie->signal ? PP_UNWIND_SIGNAL_FRAME : 0;
 	err = push(r->t, &row);
 	r->loc = to;

@@ -55,8 +55,10 @@ struct table {
 	uint32_t nloads;
 	uint32_t users; /* mappings in live processes' lists */
 	uint64_t last_use;
-	uint8_t in_use; /* the slot holds a file */
-	uint8_t none;	/* the file has no usable CFI: remembered, not retried */
+	uint8_t in_use;	 /* the slot holds a file */
+	uint8_t none;	 /* the file has no usable CFI: remembered, not retried */
+	uint8_t no_room; /* did not fit: tried again only once rows were freed since */
+	uint64_t no_room_frees;
 };
 
 struct extent {
@@ -103,6 +105,7 @@ struct pp_unwinder {
 	pthread_mutex_t work; /* everything below */
 	struct table *tables;
 	uint64_t tick;
+	uint64_t frees; /* runs of rows freed so far: a table that did not fit may now */
 	struct extent *free_ext;
 	uint32_t nfree, free_cap;
 	struct proc *procs; /* open addressing like seen */
@@ -286,6 +289,7 @@ static void rows_free(struct pp_unwinder *u, uint32_t first, uint32_t n)
 {
 	uint32_t i = 0;
 
+	u->frees++;
 	while (i < u->nfree && u->free_ext[i].first < first)
 		i++;
 	u->st.rows_used -= n;
@@ -445,6 +449,8 @@ static int table_build(struct pp_unwinder *u, struct table *t, int fd)
 	}
 	if (n) {
 		ret = make_room(u, (uint32_t)n, &t->first);
+		t->no_room = ret != 0;
+		t->no_room_frees = u->frees;
 		if (ret) {
 			u->st.tables_no_room++;
 			pp_debug("unwind: no room for the %zu rows of %s", n, t->key);
@@ -497,8 +503,9 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const struc
 	file_key(fd, &st, key, sizeof(key));
 	h = hash_str(key);
 	t = table_find(u, key, h);
-	if (t && (t->none || t->nr)) {
-		u->st.tables_shared += !t->none;
+	/* built, without CFI, or too big for the rows free when it was tried: not again */
+	if (t && (t->none || t->nr || (t->no_room && t->no_room_frees == u->frees))) {
+		u->st.tables_shared += t->nr != 0;
 		close(fd);
 		return t;
 	}
@@ -915,6 +922,11 @@ void pp_unwinder_note(struct pp_unwinder *u, uint32_t tgid)
 	pthread_mutex_unlock(&u->lock);
 }
 
+/*
+ * Every process the worker holds a list for was in the seen set when it was installed, so a
+ * process not there has nothing to release: the exec and exit events of every other process
+ * on the node cost no queued work.
+ */
 void pp_unwinder_release(struct pp_unwinder *u, uint32_t tgid)
 {
 	struct seen *e;
@@ -923,10 +935,14 @@ void pp_unwinder_release(struct pp_unwinder *u, uint32_t tgid)
 		return;
 	pthread_mutex_lock(&u->lock);
 	e = seen_find(u, tgid);
-	if (e)
-		seen_del(u, e);
-	if (!enqueue(u, tgid, OP_RELEASE))
-		u->st.procs_dropped++;
+	if (e) {
+		if (enqueue(u, tgid, OP_RELEASE)) {
+			seen_del(u, e);
+		} else { /* kept: the sweep releases it once it is gone */
+			u->st.procs_dropped++;
+			u->sweep_wanted = true;
+		}
+	}
 	pthread_mutex_unlock(&u->lock);
 }
 
@@ -935,21 +951,26 @@ int pp_unwinder_install(struct pp_unwinder *u, uint32_t tgid)
 	struct seen *e;
 	int ret;
 
-	pthread_mutex_lock(&u->work);
-	ret = do_install(u, tgid);
-	pthread_mutex_unlock(&u->work);
-	if (ret)
-		return ret;
 	pthread_mutex_lock(&u->lock);
 	e = seen_find(u, tgid);
 	if (!e)
 		e = seen_add(u, tgid);
-	if (e) {
+	if (!e)
+		u->st.procs_dropped++;
+	pthread_mutex_unlock(&u->lock);
+	if (!e)
+		return -ENOSPC;
+	pthread_mutex_lock(&u->work);
+	ret = do_install(u, tgid);
+	pthread_mutex_unlock(&u->work);
+	pthread_mutex_lock(&u->lock);
+	e = seen_find(u, tgid);
+	if (e) { /* installed or not, a sample asks again after the rescan interval */
 		e->installed = 1;
 		e->scanned_ms = now_ms();
 	}
 	pthread_mutex_unlock(&u->lock);
-	return 0;
+	return ret;
 }
 
 void pp_unwinder_drain(struct pp_unwinder *u)

@@ -362,6 +362,17 @@ TEST(a_small_budget_evicts_unused_tables_and_counts_what_does_not_fit)
 	CHECK(cxx != NULL && cxx->nr_rows == 0);
 	CHECK(libc != NULL && libc->nr_rows > 10000);
 	CHECK(st.mappings_no_table >= 1);
+	/* another process mapping libstdc++: no rows were freed since, so no second compile */
+	{
+		struct pp_unwinder_stats st2;
+		pid_t d = start("chain_cxx");
+
+		CHECK(pp_unwinder_install(u, (uint32_t)d) == 0);
+		pp_unwinder_get_stats(u, &st2);
+		CHECK_EQ_U64(st2.tables_built, st.tables_built);
+		CHECK_EQ_U64(st2.tables_no_room, st.tables_no_room);
+		stop(d);
+	}
 	stop(a);
 	stop(c);
 	pp_unwinder_free(u);
