@@ -34,14 +34,27 @@ perf_share() { # PROG: perf --call-graph dwarf's share on the same program, or "
 		cut -d' ' -f1
 }
 
-for prog in chain chain_cxx; do
-	(cd "$T/chain" && PP_CHAIN_SPIN=6 exec "./$prog") &
+# record_chain NAME PROG LIBDIR SECONDS ARGS...: PROG from the chain build, spinning (its
+# libraries from LIBDIR first, when given), recorded with -p and ARGS for SECONDS into
+# NAME.folded / NAME.out; sets share and counts (whole_share) for it
+record_chain() {
+	local name=$1 prog=$2 libdir=$3 secs=$4 pid
+	shift 4
+	(cd "$T/chain" && LD_LIBRARY_PATH=$libdir PP_CHAIN_SPIN=$((secs * 2 + 2)) exec "./$prog") &
 	pid=$!
 	sleep 0.5
-	pp_run "$T/$prog" "$PEBSPROF" record -e cpu-clock -F 999 -d 2 -p "$pid" \
-		-o "$T/$prog.folded"
-	[ "$PP_RC" -eq 0 ] || { pp_fail "$prog: record exited $PP_RC"; pp_show "$T/$prog.err"; }
-	read -r share counts <<<"$(whole_share "$T/$prog.folded" "$DATA/$prog.expected")"
+	[ -z "$libdir" ] || grep -q "$libdir/" "/proc/$pid/maps" ||
+		pp_fail "$name: $prog did not load its libraries from $libdir"
+	pp_run "$T/$name" "$PEBSPROF" record -e cpu-clock -F 999 -d "$secs" -p "$pid" "$@" \
+		-o "$T/$name.folded"
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	[ "$PP_RC" -eq 0 ] || { pp_fail "$name: record exited $PP_RC"; pp_show "$T/$name.err"; }
+	read -r share counts <<<"$(whole_share "$T/$name.folded" "$DATA/$prog.expected")"
+}
+
+for prog in chain chain_cxx; do
+	record_chain "$prog" "$prog" "" 2
 	peer=$(perf_share "$prog")
 	grep '^unwind' "$T/$prog.out" | sed 's/^/    /'
 	echo "    whole chain in $counts samples in the leaf ($share); perf --call-graph dwarf: ${peer:-not run}"
@@ -53,19 +66,10 @@ for prog in chain chain_cxx; do
 	grep -q 'unwinding: [1-9][0-9]* frames by table' "$T/$prog.out" &&
 		pp_ok "$prog: frames unwound by table counted" ||
 		pp_fail "$prog: no frames by table in the summary"
-	kill "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
 done
 
 # frame pointers alone lose the chain on the same program: the test above can fail
-(cd "$T/chain" && PP_CHAIN_SPIN=4 exec ./chain) &
-pid=$!
-sleep 0.3
-pp_run "$T/fp" "$PEBSPROF" record -e cpu-clock -F 999 -d 1 -p "$pid" --user-unwind fp \
-	-o "$T/fp.folded"
-kill "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
-read -r share counts <<<"$(whole_share "$T/fp.folded" "$DATA/chain.expected")"
+record_chain fp chain "" 1 --user-unwind fp
 "$PP_PYTHON" -c "import sys; sys.exit(0 if $share < 0.05 else 1)" &&
 	pp_ok "--user-unwind fp: the whole chain in $counts samples only" ||
 	pp_fail "--user-unwind fp: the whole chain in $counts samples (frame pointers cannot)"
@@ -76,16 +80,7 @@ mkdir -p "$T/notable"
 cp "$T/chain/libpp_chain_fp.so" "$T/notable/"
 objcopy --remove-section=.eh_frame_hdr "$T/notable/libpp_chain_fp.so" 2>/dev/null
 for mode in auto dwarf; do
-	(cd "$T/chain" && LD_LIBRARY_PATH=$T/notable PP_CHAIN_SPIN=4 exec ./chain) &
-	pid=$!
-	sleep 0.3
-	grep -q "$T/notable/libpp_chain_fp.so" "/proc/$pid/maps" ||
-		pp_fail "the chain did not load the library without a table"
-	pp_run "$T/mixed-$mode" "$PEBSPROF" record -e cpu-clock -F 999 -d 1 -p "$pid" \
-		--user-unwind "$mode" -o "$T/mixed-$mode.folded"
-	kill "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	read -r share counts <<<"$(whole_share "$T/mixed-$mode.folded" "$DATA/chain.expected")"
+	record_chain "mixed-$mode" chain "$T/notable" 1 --user-unwind "$mode"
 	grep '^unwind' "$T/mixed-$mode.out" | sed 's/^/    /'
 	if [ "$mode" = auto ]; then
 		"$PP_PYTHON" -c "import sys; sys.exit(0 if $share >= 0.95 else 1)" &&
@@ -102,18 +97,11 @@ for mode in auto dwarf; do
 done
 
 # tables only (dwarf): every file here has one, the frame-pointer library included
-(cd "$T/chain" && PP_CHAIN_SPIN=4 exec ./chain) &
-pid=$!
-sleep 0.3
-pp_run "$T/dwarf" "$PEBSPROF" record -e cpu-clock -F 999 -d 1 -p "$pid" --user-unwind dwarf \
-	-o "$T/dwarf.folded"
-kill "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
-read -r share counts <<<"$(whole_share "$T/dwarf.folded" "$DATA/chain.expected")"
-"$PP_PYTHON" -c "import sys; sys.exit(0 if $PP_RC == 0 and $share >= 0.95 else 1)" &&
+record_chain dwarf chain "" 1 --user-unwind dwarf
+"$PP_PYTHON" -c "import sys; sys.exit(0 if $share >= 0.95 else 1)" &&
 	grep -q 'unwinding: [0-9]* frames by table, 0 by frame pointer' "$T/dwarf.out" &&
 	pp_ok "--user-unwind dwarf: the whole chain in $counts samples, no frame-pointer step" ||
-	{ pp_fail "--user-unwind dwarf (exit $PP_RC): the whole chain in $counts samples"; pp_show "$T/dwarf.out"; }
+	{ pp_fail "--user-unwind dwarf: the whole chain in $counts samples"; pp_show "$T/dwarf.out"; }
 
 # a command record starts: installed on its first samples, tables after
 pp_run "$T/cmd" "$PEBSPROF" record -e cpu-clock -F 999 -o "$T/cmd.folded" -- \
