@@ -108,7 +108,8 @@ int pp_folded_write(const struct pp_profile *p, FILE *f)
 		lines[n].count = s->count;
 		n++;
 	}
-	qsort(lines, n, sizeof(*lines), line_cmp);
+	if (n > 1)
+		qsort(lines, n, sizeof(*lines), line_cmp);
 	for (size_t i = 0; i < n;) {
 		uint64_t count = lines[i].count;
 		size_t j = i + 1;

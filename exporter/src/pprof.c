@@ -137,7 +137,8 @@ static const char *heaviest_executable(const struct pp_profile *p)
 		if (s->process_path && s->process_path[0])
 			w[m++] = (struct exe_weight){s->process_path, s->count};
 	}
-	qsort(w, m, sizeof(*w), cmp_exe);
+	if (m > 1)
+		qsort(w, m, sizeof(*w), cmp_exe);
 	for (size_t i = 0; i < m;) {
 		size_t j = i;
 		uint64_t c = 0;

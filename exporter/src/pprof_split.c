@@ -30,7 +30,8 @@ static size_t sort_unique(uint64_t *ids, size_t n)
 {
 	size_t w = 0;
 
-	qsort(ids, n, sizeof(*ids), cmp_u64);
+	if (n > 1)
+		qsort(ids, n, sizeof(*ids), cmp_u64);
 	for (size_t i = 0; i < n; i++)
 		if (!w || ids[w - 1] != ids[i])
 			ids[w++] = ids[i];

@@ -172,7 +172,8 @@ static void trim_cache(struct pp_debuginfod *d, const char *keep)
 	(void)nftw(d->cache_dir, walk_one, 16, FTW_PHYS | FTW_MOUNT);
 	g_walk = NULL;
 	if (!w.failed && w.total > d->cache_max_bytes) {
-		qsort(w.v, w.n, sizeof(*w.v), by_age);
+		if (w.n > 1)
+			qsort(w.v, w.n, sizeof(*w.v), by_age);
 		for (size_t i = 0; i < w.n && w.total > d->cache_max_bytes; i++) {
 			if (keep && strcmp(w.v[i].path, keep) == 0)
 				continue;

@@ -913,7 +913,7 @@ static int debug_frame_refs(const GElf_Ehdr *ehdr, const struct section *df, str
 
 	for (size_t i = 0; i < ix->nfde && !err; i++)
 		err = ref_push(out, ix->fdes[i].pc, ix, &ix->fdes[i]);
-	if (!err)
+	if (!err && out->n > 1) /* no FDEs leaves v NULL, which qsort must not get */
 		qsort(out->v, out->n, sizeof(*out->v), by_pc);
 	return err;
 }
