@@ -6,6 +6,7 @@
  * handed out must stay valid while the profile grows.
  */
 #include <pebsprof/profile.h>
+#include <pebsprof/text.h>
 
 #include "htab.h"
 
@@ -52,6 +53,7 @@ struct pp_profile {
 	uint64_t total_count;
 	uint64_t total_value;
 	uint64_t total_latency;
+	uint64_t strings_cleaned; /* interned strings that were not clean text */
 };
 
 /* Grows a pointer array (doubling) so index n fits; evaluates to 0 or -ENOMEM. */
@@ -80,20 +82,36 @@ static bool str_eq(const void *ctx, uint32_t idx, const void *key)
 	return strcmp(p->strs[idx], key) == 0;
 }
 
-/* Returns the profile's own copy of s, or NULL on allocation failure. */
+/*
+ * Returns the profile's own copy of s, cleaned (pebsprof/text.h) when it is not valid UTF-8
+ * free of control characters, or NULL on allocation failure. Every string of every output
+ * comes through here, so one process's bytes cannot make a whole file or request undecodable
+ * or reach a terminal raw.
+ */
 static const char *intern_str(struct pp_profile *p, const char *s)
 {
-	uint64_t h = pp_hash_str(PP_HASH_SEED, s);
-	uint32_t idx = pp_htab_find(&p->str_idx, h, str_eq, p, s);
-	char *copy;
+	char *cleaned = NULL, *copy;
+	uint64_t h;
+	uint32_t idx;
 
-	if (idx != PP_HTAB_NONE)
+	if (!pp_text_is_clean(s)) {
+		cleaned = pp_text_clean_dup(s);
+		if (!cleaned)
+			return NULL;
+		s = cleaned;
+		p->strings_cleaned++;
+	}
+	h = pp_hash_str(PP_HASH_SEED, s);
+	idx = pp_htab_find(&p->str_idx, h, str_eq, p, s);
+	if (idx != PP_HTAB_NONE) {
+		free(cleaned);
 		return p->strs[idx];
-	if (RESERVE(p->strs, p->cap_strs, p->nstrs))
+	}
+	copy = cleaned ? cleaned : strdup(s);
+	if (!copy || RESERVE(p->strs, p->cap_strs, p->nstrs)) {
+		free(copy);
 		return NULL;
-	copy = strdup(s);
-	if (!copy)
-		return NULL;
+	}
 	if (pp_htab_insert(&p->str_idx, h, p->nstrs)) {
 		free(copy);
 		return NULL;
@@ -589,6 +607,11 @@ uint64_t pp_profile_total_value(const struct pp_profile *p)
 uint64_t pp_profile_total_latency(const struct pp_profile *p)
 {
 	return p ? p->total_latency : 0;
+}
+
+uint64_t pp_profile_strings_cleaned(const struct pp_profile *p)
+{
+	return p ? p->strings_cleaned : 0;
 }
 
 int pp_profile_is_cpu(const struct pp_profile_desc *d)

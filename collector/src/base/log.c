@@ -2,6 +2,8 @@
 #include "log.h"
 
 #include <bpf/libbpf.h>
+#include <pebsprof/text.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,16 +16,36 @@ void pp_log_set_level(enum pp_log_level level)
 	pp_log_threshold = level;
 }
 
-static void vlog(enum pp_log_level level, const char *fmt, va_list ap)
+/*
+ * One line on stderr. Messages name files and processes other users control, so the line is
+ * cleaned (pebsprof/text.h): no terminal escape, no forged second line. libbpf's own
+ * multi-line messages (verifier logs, -v only) keep their line breaks.
+ */
+static void vlog(enum pp_log_level level, bool keep_newlines, const char *fmt, va_list ap)
 {
-	char line[2048];
-	size_t len;
+	char line[2048], clean[2048 * 2];
+	size_t len, w = 0;
+	const char *seg;
 
 	vsnprintf(line, sizeof(line), fmt, ap);
 	len = strlen(line);
 	while (len && line[len - 1] == '\n')
 		line[--len] = '\0';
-	fprintf(stderr, "pebsprof: %s: %s\n", level_names[level], line);
+	clean[0] = '\0';
+	for (seg = line; seg && w + 1 < sizeof(clean);) {
+		const char *nl = keep_newlines ? strchr(seg, '\n') : NULL;
+		size_t n = nl ? (size_t)(nl - seg) : strlen(seg);
+
+		w += pp_text_clean(seg, n, clean + w, sizeof(clean) - w);
+		if (w >= sizeof(clean))
+			break;
+		if (nl && w + 2 < sizeof(clean)) {
+			clean[w++] = '\n';
+			clean[w] = '\0';
+		}
+		seg = nl ? nl + 1 : NULL;
+	}
+	fprintf(stderr, "pebsprof: %s: %s\n", level_names[level], clean);
 }
 
 void pp_log_write(enum pp_log_level level, const char *fmt, ...)
@@ -31,7 +53,7 @@ void pp_log_write(enum pp_log_level level, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(level, fmt, ap);
+	vlog(level, false, fmt, ap);
 	va_end(ap);
 }
 
@@ -48,7 +70,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	 */
 	if (ours > pp_log_threshold)
 		return 0;
-	vlog(ours, fmt, ap);
+	vlog(ours, true, fmt, ap);
 	return 0;
 }
 

@@ -182,6 +182,8 @@ const struct pp_mapping_info *pp_profile_get_mapping(const struct pp_profile *p,
 uint64_t pp_profile_total_count(const struct pp_profile *p);
 uint64_t pp_profile_total_value(const struct pp_profile *p);
 uint64_t pp_profile_total_latency(const struct pp_profile *p);
+/* Strings interned that were not clean text (pebsprof/text.h) and went in cleaned. */
+uint64_t pp_profile_strings_cleaned(const struct pp_profile *p);
 
 /*
  * How a profile is named and valued for the backends (deploy/README.md lists the results).
