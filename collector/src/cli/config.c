@@ -15,9 +15,13 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <pebsprof/record.h>
+#include <pebsprof/text.h>
 
 #include "cli_util.h"
 #include "sampling/events.h"
@@ -1046,6 +1050,8 @@ static int apply(struct pp_run_config *c, int k, const char *val, size_t len,
 		 struct pp_config_errors *errs, const char *loc)
 {
 	char why[PP_CONFIG_ERROR_LEN];
+	enum pp_text_fault fault;
+	size_t at;
 	char *s;
 	int ret;
 
@@ -1057,6 +1063,15 @@ static int apply(struct pp_run_config *c, int k, const char *val, size_t len,
 	}
 	if (len > MAX_VALUE_LEN) {
 		err_add(errs, "%s: the value is longer than %d bytes", loc, MAX_VALUE_LEN);
+		return -EINVAL;
+	}
+	/* values end up in labels, HTTP headers and log lines: text only, no line breaks */
+	fault = pp_text_check(val, len, &at);
+	if (fault) {
+		err_add(errs, "%s: the value %s at byte %zu (0x%02x); give plain UTF-8 text", loc,
+			fault == PP_TEXT_BAD_UTF8 ? "is not valid UTF-8"
+						  : "holds a control character",
+			at, (unsigned char)val[at]);
 		return -EINVAL;
 	}
 	s = strndup(val, len);
@@ -1282,20 +1297,48 @@ int pp_config_file_parse(const char *buf, size_t len, const char *name, struct p
 
 #define MAX_CONFIG_FILE (1024 * 1024)
 
+/*
+ * The config file, opened so that nothing but a regular file is read: a FIFO or a device
+ * put at its path would block start-up forever or read without end.
+ */
+static FILE *open_config_file(const char *path, struct pp_config_errors *errs)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0) {
+		err_add(errs,
+			"cannot read config file '%s': %s (check --config or PEBSPROF_CONFIG)",
+			path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		err_add(errs,
+			"config file '%s' is not a regular file (a directory, FIFO, socket or "
+			"device); give the path of a file (check --config or PEBSPROF_CONFIG)",
+			path);
+		close(fd);
+		return NULL;
+	}
+	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	f = fdopen(fd, "r");
+	if (!f) {
+		err_add(errs, "cannot read config file '%s': %s", path, strerror(errno));
+		close(fd);
+	}
+	return f;
+}
+
 int pp_config_file_load(const char *path, struct pp_run_config *c, struct pp_config_errors *errs)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = open_config_file(path, errs);
 	char *buf;
 	size_t n;
 	int ret;
 
-	if (!f) {
-		ret = -errno;
-		err_add(errs,
-			"cannot read config file '%s': %s (check --config or PEBSPROF_CONFIG)",
-			path, strerror(-ret));
+	if (!f)
 		return -EINVAL;
-	}
 	buf = malloc(MAX_CONFIG_FILE + 1);
 	if (!buf) {
 		fclose(f);

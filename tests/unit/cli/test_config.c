@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -545,13 +546,55 @@ TEST(unreadable_config_file)
 	CHECK(has_error(&e, "cannot read config file '/nonexistent/pebsprof.conf': No such file "
 			    "or directory (check --config or PEBSPROF_CONFIG)"));
 	pp_run_config_fini(&c);
-	/* a directory opens but does not read; PEBSPROF_CONFIG names the file too */
+	/* a directory is refused; PEBSPROF_CONFIG names the file too */
 	CHECK(pp_run_config_load(1, argv2, env, &c, &e) == -EINVAL);
 	snprintf(msg, sizeof(msg),
-		 "cannot read config file '%s/config': Is a directory (check --config or "
-		 "PEBSPROF_CONFIG)",
+		 "config file '%s/config' is not a regular file (a directory, FIFO, socket or "
+		 "device); give the path of a file (check --config or PEBSPROF_CONFIG)",
 		 PP_TEST_DATA_DIR);
 	CHECK(has_error(&e, msg));
+	pp_run_config_fini(&c);
+}
+
+/* A FIFO at the config path (nobody writing to it) is refused at once instead of blocking. */
+TEST(config_fifo_is_refused_without_blocking)
+{
+	struct pp_run_config c;
+	struct pp_config_errors e;
+	char path[256], msg[512];
+	char *argv[] = {"run", "--config", path, NULL};
+
+	snprintf(path, sizeof(path), "%s/test_config.%d.fifo", PP_TEST_BUILD_DIR, (int)getpid());
+	unlink(path);
+	REQUIRE(mkfifo(path, 0600) == 0);
+	alarm(10); /* the old open blocked here forever */
+	CHECK(pp_run_config_load(3, argv, NULL, &c, &e) == -EINVAL);
+	alarm(0);
+	snprintf(msg, sizeof(msg),
+		 "config file '%s' is not a regular file (a directory, FIFO, socket or device); "
+		 "give the path of a file (check --config or PEBSPROF_CONFIG)",
+		 path);
+	CHECK(has_error(&e, msg));
+	pp_run_config_fini(&c);
+	unlink(path);
+}
+
+/* Values are text: a line break, a terminal escape or bytes that are not UTF-8 are errors. */
+TEST(values_must_be_clean_text)
+{
+	struct pp_run_config c;
+	struct pp_config_errors e;
+	char *env[] = {"NODE_NAME=node-1\nforged: line", "OTEL_SERVICE_NAME=shop\xff", NULL};
+	const char *const flags[] = {"--resource-attributes", "team=\x1b[31mred", NULL};
+
+	CHECK(load("service-name = caf\xc3\xa9\n", NULL, NULL, &c, &e) == 0);
+	pp_run_config_fini(&c);
+	CHECK(load("service-name = caf\xc3\n", env, flags, &c, &e) == -EINVAL);
+	CHECK(has_error(&e, "environment NODE_NAME ('node-name'): the value holds a control "
+			    "character at byte 6 (0x0a); give plain UTF-8 text"));
+	CHECK(has_error(&e, "environment OTEL_SERVICE_NAME ('service-name'): the value is not "
+			    "valid UTF-8 at byte 4 (0xff); give plain UTF-8 text"));
+	CHECK_EQ_U64(e.n, 4);
 	pp_run_config_fini(&c);
 }
 
@@ -1160,6 +1203,8 @@ TEST_LIST = {
     {"secrets_stay_out_of_error_messages", secrets_stay_out_of_error_messages},
     {"error_fixture_reports_every_line", error_fixture_reports_every_line},
     {"unreadable_config_file", unreadable_config_file},
+    {"config_fifo_is_refused_without_blocking", config_fifo_is_refused_without_blocking},
+    {"values_must_be_clean_text", values_must_be_clean_text},
     {"full_fixture", full_fixture},
     {"minimal_fixture_blank_lines_comments_crlf", minimal_fixture_blank_lines_comments_crlf},
     {"quotes_and_comments", quotes_and_comments},
