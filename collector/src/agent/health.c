@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -507,6 +509,10 @@ int pp_metrics_render(const struct pp_health_snapshot *s, const struct pp_health
 	family(f, "pebsprof_http_timeouts_total", "counter",
 	       "Connections closed at their deadline before a complete exchange.");
 	value(f, "pebsprof_http_timeouts_total", s->http.timeouts);
+	family(f, "pebsprof_http_shed_total", "counter",
+	       "Connections closed to make room for new ones (the oldest still waiting for its "
+	       "request) when the server held as many as it takes.");
+	value(f, "pebsprof_http_shed_total", s->http.shed);
 	if (fclose(f) || !buf) {
 		free(buf);
 		return -ENOMEM;
@@ -617,11 +623,17 @@ enum conn_state {
 	CONN_DRAINING, /* answer sent and write side shut: read until the client closes */
 };
 
+/*
+ * One connection. Open ones are on a list in deadline order (every deadline is set to now
+ * plus the same PP_HEALTH_IO_TIMEOUT_MS, so appending keeps it sorted): the head is the next
+ * to time out and, among those still reading, the first to be shed.
+ */
 struct conn {
 	int fd;
 	enum conn_state state;
 	uint64_t deadline_ns;
-	char in[PP_HTTP_MAX_REQUEST];
+	struct conn *prev, *next;
+	char *in; /* PP_HTTP_MAX_REQUEST bytes once the client sent its first byte */
 	size_t in_len;
 	char *out;
 	size_t out_len, out_off;
@@ -629,6 +641,7 @@ struct conn {
 
 struct pp_health_server {
 	int listen_fd;
+	int epoll_fd;
 	int wake[2]; /* a byte on wake[1] stops the thread */
 	uint16_t port;
 	pthread_t thread;
@@ -637,7 +650,11 @@ struct pp_health_server {
 	pthread_mutex_t lock; /* guards snap */
 	struct pp_health_snapshot snap;
 	struct pp_health_http_stats http; /* the thread's own */
-	struct conn conns[PP_HEALTH_MAX_CONNS];
+	size_t max_conns, nconns;
+	struct conn *conns;	  /* max_conns slots */
+	struct conn **free_slots; /* a stack of the free ones */
+	size_t nfree;
+	struct conn *head, *tail; /* open connections, by deadline */
 };
 
 static uint64_t mono_ns(void)
@@ -648,14 +665,56 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
-static void conn_close(struct conn *c)
+static void list_unlink(struct pp_health_server *s, struct conn *c)
 {
-	close(c->fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		s->tail = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void list_append(struct pp_health_server *s, struct conn *c)
+{
+	c->prev = s->tail;
+	c->next = NULL;
+	if (s->tail)
+		s->tail->next = c;
+	else
+		s->head = c;
+	s->tail = c;
+}
+
+/* A new deadline, PP_HEALTH_IO_TIMEOUT_MS from now: the connection goes to the list's end. */
+static void conn_touch(struct pp_health_server *s, struct conn *c, uint64_t now)
+{
+	list_unlink(s, c);
+	c->deadline_ns = now + PP_HEALTH_IO_TIMEOUT_MS * NS_PER_MS;
+	list_append(s, c);
+}
+
+static void conn_close(struct pp_health_server *s, struct conn *c)
+{
+	list_unlink(s, c);
+	close(c->fd); /* also leaves the epoll set */
+	free(c->in);
 	free(c->out);
-	c->out = NULL;
+	memset(c, 0, sizeof(*c));
 	c->fd = -1;
-	c->state = CONN_FREE;
-	c->in_len = c->out_len = c->out_off = 0;
+	s->free_slots[s->nfree++] = c;
+	s->nconns--;
+}
+
+static void conn_watch(struct pp_health_server *s, struct conn *c, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = c};
+
+	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev))
+		conn_close(s, c);
 }
 
 static void count_status(struct pp_health_server *s, int code)
@@ -665,25 +724,50 @@ static void count_status(struct pp_health_server *s, int code)
 			s->http.by_status[i]++;
 }
 
+static void conn_write(struct pp_health_server *s, struct conn *c)
+{
+	ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			conn_close(s, c);
+		return;
+	}
+	c->out_off += (size_t)n;
+	if (c->out_off < c->out_len)
+		return;
+	/* Closing with unread request bytes would reset the connection and could lose the
+	 * answer at the client: shut the write side and read until the client closes. */
+	shutdown(c->fd, SHUT_WR);
+	c->state = CONN_DRAINING;
+	conn_watch(s, c, EPOLLIN);
+}
+
 static void conn_answer(struct pp_health_server *s, struct conn *c, int parse_ret,
 			const struct pp_http_request *req)
 {
 	struct pp_health_snapshot snap;
+	uint64_t now = mono_ns();
 	int code;
 
 	pthread_mutex_lock(&s->lock);
 	snap = s->snap;
 	pthread_mutex_unlock(&s->lock);
 	snap.http = s->http;
-	code =
-	    pp_health_response(parse_ret, req, &snap, &s->limits, mono_ns(), &c->out, &c->out_len);
+	code = pp_health_response(parse_ret, req, &snap, &s->limits, now, &c->out, &c->out_len);
 	if (code < 0) {
-		conn_close(c);
+		conn_close(s, c);
 		return;
 	}
 	count_status(s, code);
+	free(c->in); /* the request is answered: its buffer is not needed any more */
+	c->in = NULL;
 	c->out_off = 0;
 	c->state = CONN_WRITING;
+	conn_touch(s, c, now);
+	conn_write(s, c); /* the socket buffer almost always takes the whole answer at once */
+	if (c->fd >= 0 && c->state == CONN_WRITING)
+		conn_watch(s, c, EPOLLOUT);
 }
 
 static void conn_read(struct pp_health_server *s, struct conn *c)
@@ -697,124 +781,136 @@ static void conn_read(struct pp_health_server *s, struct conn *c)
 
 		n = recv(c->fd, sink, sizeof(sink), 0);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-			conn_close(c);
+			conn_close(s, c);
 		return;
 	}
-	n = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, 0);
+	if (!c->in) {
+		c->in = malloc(PP_HTTP_MAX_REQUEST);
+		if (!c->in) {
+			conn_close(s, c);
+			return;
+		}
+	}
+	n = recv(c->fd, c->in + c->in_len, PP_HTTP_MAX_REQUEST - c->in_len, 0);
 	if (n < 0) {
 		if (errno != EAGAIN && errno != EINTR)
-			conn_close(c);
+			conn_close(s, c);
 		return;
 	}
 	if (n == 0) { /* the client closed before a whole request: nobody to answer */
-		conn_close(c);
+		conn_close(s, c);
 		return;
 	}
 	c->in_len += (size_t)n;
 	ret = pp_http_parse_request(c->in, c->in_len, &req);
-	if (ret == -EAGAIN && c->in_len < sizeof(c->in))
-		return;
+	if (ret == -EAGAIN && c->in_len < PP_HTTP_MAX_REQUEST)
+		return; /* the deadline set at accept still runs: a slow sender gains nothing */
 	conn_answer(s, c, ret == -EAGAIN ? -EMSGSIZE : ret, &req);
 }
 
-static void conn_write(struct conn *c)
+/*
+ * Room for one more connection: the oldest one still waiting for its request goes (it is
+ * idle or slow; a client that sent its request in time is past that state). Only when every
+ * connection is being answered does the oldest of those go instead.
+ */
+static void shed_one(struct pp_health_server *s)
 {
-	ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+	struct conn *victim = s->head;
 
-	if (n < 0) {
-		if (errno != EAGAIN && errno != EINTR)
-			conn_close(c);
-		return;
+	for (struct conn *c = s->head; c; c = c->next) {
+		if (c->state == CONN_READING) {
+			victim = c;
+			break;
+		}
 	}
-	c->out_off += (size_t)n;
-	if (c->out_off < c->out_len)
-		return;
-	/* Closing with unread request bytes would reset the connection and could lose the
-	 * answer at the client: shut the write side and read until the client closes. */
-	shutdown(c->fd, SHUT_WR);
-	c->state = CONN_DRAINING;
+	if (victim) {
+		s->http.shed++;
+		conn_close(s, victim);
+	}
 }
 
-static void accept_all(struct pp_health_server *s, uint64_t now)
+/*
+ * Takes every connection the kernel has queued: a full accept queue would drop new clients'
+ * SYNs (the kubelet's probe among them) for a second or more, so the queue is kept empty and
+ * the cap is held by shedding instead.
+ */
+static void accept_all(struct pp_health_server *s)
 {
-	for (size_t i = 0; i < PP_HEALTH_MAX_CONNS; i++) {
-		struct conn *c = &s->conns[i];
+	for (;;) {
+		struct epoll_event ev = {.events = EPOLLIN};
+		struct conn *c;
 		int fd;
 
-		if (c->state != CONN_FREE)
-			continue;
+		if (s->nconns == s->max_conns)
+			shed_one(s);
 		fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0) {
+			if ((errno == EMFILE || errno == ENFILE) && s->nconns) {
+				shed_one(s); /* out of descriptors: the oldest idle makes room */
+				continue;
+			}
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
 			return;
+		}
+		c = s->free_slots[--s->nfree];
 		c->fd = fd;
 		c->state = CONN_READING;
-		c->in_len = 0;
-		c->deadline_ns = now + PP_HEALTH_CONN_TIMEOUT_MS * NS_PER_MS;
+		s->nconns++;
+		c->deadline_ns = 0;
+		list_append(s, c);
+		conn_touch(s, c, mono_ns());
+		ev.data.ptr = c;
+		if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev))
+			conn_close(s, c);
 	}
+}
+
+/* Closes the connections whose deadline has passed; returns the next deadline's wait, ms. */
+static int expire(struct pp_health_server *s, uint64_t now)
+{
+	while (s->head && s->head->deadline_ns <= now) {
+		if (s->head->state != CONN_DRAINING)
+			s->http.timeouts++;
+		conn_close(s, s->head);
+	}
+	return s->head ? (int)((s->head->deadline_ns - now) / NS_PER_MS + 1) : -1;
 }
 
 static void *server_main(void *arg)
 {
 	struct pp_health_server *s = arg;
-	struct pollfd pfd[PP_HEALTH_MAX_CONNS + 2];
-	int idx[PP_HEALTH_MAX_CONNS + 2];
+	struct epoll_event evs[64];
 
 	for (;;) {
-		uint64_t now = mono_ns(), next = UINT64_MAX;
-		nfds_t n = 0;
-		int free_slots = 0, timeout;
+		int timeout = expire(s, mono_ns());
+		int n = epoll_wait(s->epoll_fd, evs, 64, timeout);
 
-		for (size_t i = 0; i < PP_HEALTH_MAX_CONNS; i++) {
-			struct conn *c = &s->conns[i];
-
-			if (c->state == CONN_FREE) {
-				free_slots++;
-				continue;
-			}
-			if (now >= c->deadline_ns) {
-				if (c->state != CONN_DRAINING)
-					s->http.timeouts++;
-				conn_close(c);
-				free_slots++;
-				continue;
-			}
-			if (c->deadline_ns < next)
-				next = c->deadline_ns;
-			pfd[n] = (struct pollfd){
-			    .fd = c->fd, .events = c->state == CONN_WRITING ? POLLOUT : POLLIN};
-			idx[n++] = (int)i;
-		}
-		pfd[n] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
-		idx[n++] = -1;
-		if (free_slots) { /* when full, new clients wait in the backlog */
-			pfd[n] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
-			idx[n++] = -2;
-		}
-		timeout = next == UINT64_MAX ? -1 : (int)((next - now) / NS_PER_MS + 1);
-		if (poll(pfd, n, timeout) < 0) {
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		for (nfds_t k = 0; k < n; k++) {
-			if (!pfd[k].revents)
-				continue;
-			if (idx[k] == -1)
-				goto out;
-			if (idx[k] == -2) {
-				accept_all(s, mono_ns());
+		for (int k = 0; k < n; k++) {
+			struct conn *c = evs[k].data.ptr;
+
+			if (c == NULL)
+				goto out; /* the wake pipe */
+			if (c == (struct conn *)s) {
+				accept_all(s);
 				continue;
 			}
-			if (s->conns[idx[k]].state == CONN_WRITING)
-				conn_write(&s->conns[idx[k]]);
+			if (c->fd < 0)
+				continue; /* shed earlier in this round */
+			if (c->state == CONN_WRITING)
+				conn_write(s, c);
 			else
-				conn_read(s, &s->conns[idx[k]]);
+				conn_read(s, c);
 		}
 	}
 out:
-	for (size_t i = 0; i < PP_HEALTH_MAX_CONNS; i++)
-		if (s->conns[i].state != CONN_FREE)
-			conn_close(&s->conns[i]);
+	while (s->head)
+		conn_close(s, s->head);
 	return NULL;
 }
 
@@ -892,13 +988,14 @@ static int open_listener(const char *addr, char *err, size_t errlen)
 			fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 			if (fd >= 0 &&
 			    !setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) &&
-			    !bind(fd, (struct sockaddr *)&sin, sizeof(sin)) && !listen(fd, 64))
+			    !bind(fd, (struct sockaddr *)&sin, sizeof(sin)) &&
+			    !listen(fd, SOMAXCONN))
 				break;
 		} else if (fd >= 0) {
 			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 			if (ai->ai_family == AF_INET6 && !host[0])
 				setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-			if (!bind(fd, ai->ai_addr, ai->ai_addrlen) && !listen(fd, 64))
+			if (!bind(fd, ai->ai_addr, ai->ai_addrlen) && !listen(fd, SOMAXCONN))
 				break;
 		}
 		saved = errno;
@@ -915,6 +1012,28 @@ static int open_listener(const char *addr, char *err, size_t errlen)
 	return fd;
 }
 
+/*
+ * How many connections the server holds: PP_HEALTH_MAX_CONNS, or fewer when the descriptor
+ * limit would not leave the agent room for its own files (a quarter of it stays ours).
+ */
+static size_t conn_cap(void)
+{
+	struct rlimit rl;
+	size_t cap = PP_HEALTH_MAX_CONNS;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur / 4 * 3 < cap + 64)
+		cap = rl.rlim_cur / 4 * 3 > 64 + 16 ? (size_t)(rl.rlim_cur / 4 * 3 - 64) : 16;
+	return cap;
+}
+
+static int watch_fd(struct pp_health_server *s, int fd, void *tag)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = tag};
+
+	return epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
 struct pp_health_server *pp_health_server_new(const char *addr,
 					      const struct pp_health_limits *limits, char *err,
 					      size_t errlen)
@@ -922,18 +1041,27 @@ struct pp_health_server *pp_health_server_new(const char *addr,
 	struct pp_health_server *s = calloc(1, sizeof(*s));
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	int ret;
+	int ret = -ENOMEM;
 
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->listen_fd = s->wake[0] = s->wake[1] = -1;
-	for (size_t i = 0; i < PP_HEALTH_MAX_CONNS; i++)
-		s->conns[i].fd = -1;
+	s->listen_fd = s->epoll_fd = s->wake[0] = s->wake[1] = -1;
 	s->limits = *limits;
 	pthread_mutex_init(&s->lock, NULL);
+	s->max_conns = conn_cap();
+	s->conns = calloc(s->max_conns, sizeof(*s->conns));
+	s->free_slots = calloc(s->max_conns, sizeof(*s->free_slots));
+	if (!s->conns || !s->free_slots) {
+		snprintf(err, errlen, "listen: out of memory");
+		goto fail;
+	}
+	for (size_t i = s->max_conns; i-- > 0;) {
+		s->conns[i].fd = -1;
+		s->free_slots[s->nfree++] = &s->conns[i];
+	}
 	s->listen_fd = open_listener(addr, err, errlen);
 	if (s->listen_fd < 0) {
 		ret = s->listen_fd;
@@ -942,9 +1070,18 @@ struct pp_health_server *pp_health_server_new(const char *addr,
 	if (!getsockname(s->listen_fd, (struct sockaddr *)&ss, &sl))
 		s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 							 : ((struct sockaddr_in *)&ss)->sin_port);
-	if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK)) {
+	s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epoll_fd < 0 || pipe2(s->wake, O_CLOEXEC | O_NONBLOCK)) {
 		ret = -errno;
 		snprintf(err, errlen, "listen: %s", strerror(errno));
+		goto fail;
+	}
+	/* the tags: the server itself for the listening socket, NULL for the wake pipe */
+	ret = watch_fd(s, s->listen_fd, s);
+	if (!ret)
+		ret = watch_fd(s, s->wake[0], NULL);
+	if (ret) {
+		snprintf(err, errlen, "listen: %s", strerror(-ret));
 		goto fail;
 	}
 	ret = -pthread_create(&s->thread, NULL, server_main, s);
@@ -989,6 +1126,10 @@ void pp_health_server_free(struct pp_health_server *s)
 		close(s->wake[0]);
 	if (s->wake[1] >= 0)
 		close(s->wake[1]);
+	if (s->epoll_fd >= 0)
+		close(s->epoll_fd);
 	pthread_mutex_destroy(&s->lock);
+	free(s->conns);
+	free(s->free_slots);
 	free(s);
 }

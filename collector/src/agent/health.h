@@ -10,9 +10,12 @@
  *
  * HEAD works like GET without the body; any other method gets 405, any other path 404, a
  * malformed request 400, a request line and headers over PP_HTTP_MAX_REQUEST bytes 431.
- * Every response closes the connection. A connection gets PP_HEALTH_CONN_TIMEOUT_MS in all
- * to send its request and read the answer, and at most PP_HEALTH_MAX_CONNS are open at once
- * (more wait in the kernel's backlog).
+ * Every response closes the connection. The server is one epoll loop that never blocks on a
+ * client: a connection gets PP_HEALTH_IO_TIMEOUT_MS from its accept to send a whole request
+ * (however slowly its bytes come), and as long again to read the answer. At most
+ * PP_HEALTH_MAX_CONNS are open at once (fewer under a low descriptor limit); the kernel's
+ * accept queue is always emptied, and past the cap the oldest connection still waiting for its
+ * request is closed, so idle or slow clients, however many, cannot keep a fresh probe out.
  *
  * The sampler never waits on this thread: the run loop hands a pp_health_snapshot to
  * pp_health_server_update() once per poll tick (a memcpy under a mutex), and requests are
@@ -58,8 +61,9 @@
 
 /* Bound on the request line and headers; longer requests get 431. */
 #define PP_HTTP_MAX_REQUEST 4096
-#define PP_HEALTH_CONN_TIMEOUT_MS 5000
-#define PP_HEALTH_MAX_CONNS 16
+/* Time a connection has to send its request, and then to read the answer. */
+#define PP_HEALTH_IO_TIMEOUT_MS 2000
+#define PP_HEALTH_MAX_CONNS 1024
 /* How many windows the oldest queued one may wait before the agent is unhealthy. */
 #define PP_HEALTH_QUEUE_AGE_WINDOWS 3
 /* Share of a window's samples with unreadable maps that makes the agent "degraded". */
@@ -105,6 +109,7 @@ struct pp_health_limits {
 struct pp_health_http_stats {
 	uint64_t by_status[6]; /* 200, 400, 404, 405, 431, 503 */
 	uint64_t timeouts;     /* connections closed at their deadline */
+	uint64_t shed;	       /* connections closed to make room past the cap */
 };
 
 /*

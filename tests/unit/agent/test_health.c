@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -323,6 +324,7 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.http.by_status[0] = 3; /* 200 */
 	s.http.by_status[5] = 1; /* 503 */
 	s.http.timeouts = 2;
+	s.http.shed = 5;
 	return s;
 }
 
@@ -511,7 +513,11 @@ static const char metrics_tail[] =
     "# HELP pebsprof_http_timeouts_total Connections closed at their deadline before a complete "
     "exchange.\n"
     "# TYPE pebsprof_http_timeouts_total counter\n"
-    "pebsprof_http_timeouts_total 2\n";
+    "pebsprof_http_timeouts_total 2\n"
+    "# HELP pebsprof_http_shed_total Connections closed to make room for new ones (the oldest "
+    "still waiting for its request) when the server held as many as it takes.\n"
+    "# TYPE pebsprof_http_shed_total counter\n"
+    "pebsprof_http_shed_total 5\n";
 
 static char *expected_metrics(const struct pp_health_snapshot *s)
 {
@@ -923,50 +929,138 @@ TEST(server_refuses_bad_addresses_and_busy_ports)
 	pp_health_server_free(a);
 }
 
+/* Room for this many client sockets plus the server's: the soft limit raised as far as needed. */
+static int want_fds(rlim_t n)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return -1;
+	if (rl.rlim_cur >= n)
+		return 0;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < n)
+		return -1;
+	rl.rlim_cur = n;
+	return setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/* The status of one probe and how long it took, ms; -1 when nothing came within 3 s. */
+static int timed_probe(uint16_t port, char *buf, size_t cap, uint64_t *ms)
+{
+	uint64_t t0 = mono();
+	int fd = connect_to(AF_INET, port), code = -1;
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, "GET /livez HTTP/1.1\r\n\r\n", 23) == 23 && read_all(fd, buf, cap, 3000) &&
+	    !strncmp(buf, "HTTP/1.1 ", 9))
+		code = atoi(buf + 9);
+	close(fd);
+	*ms = (mono() - t0) / 1000000u;
+	return code;
+}
+
+/* The value of one metric line in a /metrics answer, or -1. */
+static long long metric(const char *text, const char *name)
+{
+	char key[128];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\n%s ", name);
+	p = strstr(text, key);
+	return p ? atoll(p + strlen(key)) : -1;
+}
+
 /*
- * Clients that connect and send nothing hold at most PP_HEALTH_MAX_CONNS slots, each until
- * its deadline; then a waiting client is served and the timeouts are counted.
+ * More idle clients than the server holds: past its cap the oldest idle ones are closed, a
+ * fresh probe is answered at once, and what was shed is counted.
  */
-TEST(server_bounds_idle_connections)
+TEST(server_sheds_idle_connections_past_its_cap)
 {
 	const struct pp_health_limits lim = {.stall_ns = S(60)};
-	char err[256] = "", buf[16384];
+	enum { EXTRA = 200, NIDLE = PP_HEALTH_MAX_CONNS + EXTRA };
+	char err[256] = "", buf[32768];
+	struct pp_health_server *srv;
+	struct pp_health_snapshot s;
+	static int idle[NIDLE];
+	int closed_early = 0, open_late = 0;
+	uint64_t ms;
+
+	if (want_fds(2 * NIDLE + 256))
+		SKIP("cannot raise RLIMIT_NOFILE for the client and server sockets");
+	srv = pp_health_server_new("127.0.0.1:0", &lim, err, sizeof(err));
+	REQUIRE(srv);
+	s = healthy_at(mono());
+	pp_health_server_update(srv, &s);
+	for (int i = 0; i < NIDLE; i++) {
+		idle[i] = connect_to(AF_INET, pp_health_server_port(srv));
+		REQUIRE(idle[i] >= 0);
+	}
+	/* a probe in the middle of them all: answered well within the kubelet's 1 s */
+	CHECK(timed_probe(pp_health_server_port(srv), buf, sizeof(buf), &ms) == 200);
+	CHECK(ms < 1000);
+	CHECK(ask(AF_INET, pp_health_server_port(srv), "GET /metrics HTTP/1.1\r\n\r\n", buf,
+		  sizeof(buf)) == 200);
+	CHECK(metric(buf, "pebsprof_http_shed_total") >= EXTRA);
+	/* the first ones were shed (end of file), the last ones are still held */
+	for (int i = 0; i < NIDLE; i++) {
+		struct pollfd p = {.fd = idle[i], .events = POLLIN};
+		int ready = poll(&p, 1, 0);
+		char c;
+
+		if (i < EXTRA)
+			closed_early += ready == 1 && read(idle[i], &c, 1) <= 0;
+		else if (i >= NIDLE - 100)
+			open_late += ready == 0;
+		close(idle[i]);
+	}
+	CHECK(closed_early == EXTRA);
+	CHECK(open_late == 100);
+	pp_health_server_free(srv);
+}
+
+/*
+ * A client that sends a valid request one byte at a time, never finishing, is closed at its
+ * deadline however it keeps the bytes coming; probes meanwhile are answered.
+ */
+TEST(server_closes_slow_senders_at_their_deadline)
+{
+	const struct pp_health_limits lim = {.stall_ns = S(60)};
+	static const char slow[] = "GET /healthz HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	char err[256] = "", buf[32768];
 	struct pp_health_server *srv = pp_health_server_new("127.0.0.1:0", &lim, err, sizeof(err));
 	struct pp_health_snapshot s;
-	int idle[PP_HEALTH_MAX_CONNS], fd;
-	uint64_t t0;
+	uint64_t t0, closed_at = 0, ms, worst = 0;
+	int fd;
 
 	REQUIRE(srv);
 	s = healthy_at(mono());
 	pp_health_server_update(srv, &s);
-	for (int i = 0; i < PP_HEALTH_MAX_CONNS; i++) {
-		idle[i] = connect_to(AF_INET, pp_health_server_port(srv));
-		CHECK(idle[i] >= 0);
-	}
-	usleep(200000); /* all accepted: every slot taken */
-	t0 = mono();
-	fd = connect_to(AF_INET, pp_health_server_port(srv)); /* in the backlog */
+	fd = connect_to(AF_INET, pp_health_server_port(srv));
 	REQUIRE(fd >= 0);
-	CHECK(write(fd, "GET /metrics HTTP/1.1\r\n\r\n", 25) == 25);
-	read_all(fd, buf, sizeof(buf), PP_HEALTH_CONN_TIMEOUT_MS + 3000);
-	close(fd);
-	CHECK(!strncmp(buf, "HTTP/1.1 200 ", 13));
-	/* served only once the idle ones timed out */
-	CHECK(mono() - t0 >= (PP_HEALTH_CONN_TIMEOUT_MS - 500) * 1000000ull);
-	/* idle clients accepted in separate rounds time out a moment apart: ask again */
-	usleep(100000);
-	CHECK(ask(AF_INET, pp_health_server_port(srv), "GET /metrics HTTP/1.1\r\n\r\n", buf,
-		  sizeof(buf)) == 200);
-	CHECK(strstr(buf, "\npebsprof_http_timeouts_total 16\n") != NULL);
-	for (int i = 0; i < PP_HEALTH_MAX_CONNS; i++) {
+	t0 = mono();
+	for (size_t i = 0; i < sizeof(slow) - 1 && !closed_at; i++) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
 		char c;
 
-		/* the server closed them: end of file */
-		if (idle[i] >= 0) {
-			CHECK(read(idle[i], &c, 1) == 0);
-			close(idle[i]);
+		if (send(fd, slow + i, 1, MSG_NOSIGNAL) != 1 ||
+		    (poll(&p, 1, 150) == 1 && read(fd, &c, 1) <= 0)) {
+			closed_at = mono();
+			break;
 		}
+		CHECK(timed_probe(pp_health_server_port(srv), buf, sizeof(buf), &ms) == 200);
+		if (ms > worst)
+			worst = ms;
 	}
+	close(fd);
+	REQUIRE(closed_at);
+	/* the deadline counts from the accept, not from the last byte */
+	CHECK(closed_at - t0 >= (PP_HEALTH_IO_TIMEOUT_MS - 300) * 1000000ull);
+	CHECK(closed_at - t0 <= (PP_HEALTH_IO_TIMEOUT_MS + 1500) * 1000000ull);
+	CHECK(worst < 1000);
+	CHECK(ask(AF_INET, pp_health_server_port(srv), "GET /metrics HTTP/1.1\r\n\r\n", buf,
+		  sizeof(buf)) == 200);
+	CHECK(metric(buf, "pebsprof_http_timeouts_total") == 1);
 	pp_health_server_free(srv);
 }
 
@@ -983,6 +1077,7 @@ TEST_LIST = {
     {"server_answers_from_the_last_snapshot", server_answers_from_the_last_snapshot},
     {"server_listens_on_ipv6_and_every_interface", server_listens_on_ipv6_and_every_interface},
     {"server_refuses_bad_addresses_and_busy_ports", server_refuses_bad_addresses_and_busy_ports},
-    {"server_bounds_idle_connections", server_bounds_idle_connections},
+    {"server_sheds_idle_connections_past_its_cap", server_sheds_idle_connections_past_its_cap},
+    {"server_closes_slow_senders_at_their_deadline", server_closes_slow_senders_at_their_deadline},
 };
 TEST_MAIN()
