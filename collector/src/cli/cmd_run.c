@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -840,6 +841,21 @@ static void health_tick(struct agent *ag, int stopping)
 	pp_health_server_update(ag->health, &snap);
 }
 
+/*
+ * Room for the endpoint's connections beside the agent's own files: the soft descriptor limit
+ * up to PP_HEALTH_MAX_CONNS * 2 where the hard limit allows (many hosts start at 1024).
+ */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	rlim_t want = PP_HEALTH_MAX_CONNS * 2;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+	(void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 /* The listener starts before sampling, so a bad address or a busy port fails at once. */
 static int start_health(struct agent *ag, char *err, size_t errlen)
 {
@@ -859,6 +875,7 @@ static int start_health(struct agent *ag, char *err, size_t errlen)
 		if (lim.queue_age_ns < 30 * NS_PER_S)
 			lim.queue_age_ns = 30 * NS_PER_S;
 	}
+	raise_fd_limit();
 	ag->health = pp_health_server_new(ag->cfg.listen, &lim, err, errlen);
 	if (!ag->health)
 		return -errno;
