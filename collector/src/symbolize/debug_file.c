@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/elf_read.h"
 #include "base/fsutil.h"
 #include "base/root_open.h"
 #include "elf_symbols.h"
@@ -100,10 +101,12 @@ static int matches(int fd, const struct pp_debug_target *t, int by_build_id)
 {
 	char id[PP_BUILD_ID_HEX_SIZE];
 	int target_has_id = t->build_id && t->build_id[0];
-	struct stat st;
+	struct pp_elf_src src;
 	uint32_t crc;
 
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size > PP_DEBUG_FILE_MAX_BYTES)
+	/* whole and backed: the CRC reads all of it, and a sparse one would be zeros for free */
+	if (pp_elf_src_fd(&src, fd) != 0 ||
+	    pp_elf_range_check(&src, 0, src.size, PP_DEBUG_FILE_MAX_BYTES) != 0)
 		return 0;
 	if (pp_elf_read_build_id_fd(fd, id, sizeof(id)) != 0)
 		return 0;

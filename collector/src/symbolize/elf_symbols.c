@@ -1,20 +1,27 @@
 /*
- * Symbol tables of ELF files, built with libelf's gelf_ API so 32- and 64-bit files of either
- * byte order read the same. Every offset and size taken from the file is checked against the
- * file's length before libelf is asked to read it, so a truncated or corrupt file yields
- * -EINVAL instead of a read past the end; names are copied out, so the table outlives the Elf.
+ * Symbol tables of ELF files. The file is hostile input: base/elf_read checks its headers
+ * before libelf sees them, and libelf then only walks the headers. Symbol entries and their
+ * names are streamed through bounded buffers with pread (two passes: the entries, then the
+ * names the kept ones point at, in string table order), so what a table costs is what it
+ * keeps, checked against the caller's byte bound as it grows; a symbol table claiming 2 GiB
+ * costs nothing until its entries are read, and those reads stop at the bound.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include "elf_symbols.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "base/elf_read.h"
+#include "base/vec.h"
 
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
@@ -26,6 +33,7 @@
 #define LOOKBACK 4
 
 struct pp_elf_symbols {
+	atomic_size_t refs; /* tables are shared across threads: the last reference frees */
 	char build_id[PP_BUILD_ID_HEX_SIZE];
 	char debuglink[256];
 	uint32_t debuglink_crc;
@@ -52,15 +60,19 @@ struct sec_info {
 	bool valid;
 };
 
-/* A symbol before sorting and deduplication; name points into libelf's string table. */
+/*
+ * A symbol before sorting and deduplication. name is an offset: into the string table while
+ * entries are read, into the table's own name arena once names are resolved.
+ */
 struct cand {
 	uint64_t start;
 	uint64_t size;
-	uint64_t sec_end;
-	const char *name;
+	uint64_t name;
 	uint32_t name_len;
+	uint32_t shndx;
 	uint8_t type;
 	uint8_t bind;
+	uint8_t is_func;
 };
 
 struct cand_vec {
@@ -71,33 +83,26 @@ struct cand_vec {
 
 struct reader {
 	Elf *elf;
+	struct pp_elf_src src;
 	uint64_t file_size;
 	GElf_Ehdr ehdr;
 	size_t shnum;
 	struct sec_info *secs;
 	unsigned int flags; /* PP_ELF_OPEN_* */
+	size_t max_bytes;   /* the table's bound */
 	uint64_t tls_vaddr;
 	bool have_tls;
+	char *arena; /* resolved names, NUL-terminated each */
+	size_t arena_len, arena_cap;
 };
-
-static bool in_file(uint64_t off, uint64_t size, uint64_t file_size)
-{
-	return off <= file_size && size <= file_size - off;
-}
 
 static int cand_push(struct cand_vec *cv, const struct cand *c)
 {
-	if (cv->n == cv->cap) {
-		size_t ncap = cv->cap ? cv->cap * 2 : 256;
-		struct cand *nv = realloc(cv->v, ncap * sizeof(*nv));
+	int err = pp_vec_reserve((void **)&cv->v, &cv->cap, cv->n, sizeof(*cv->v), 256, 0);
 
-		if (!nv)
-			return -ENOMEM;
-		cv->v = nv;
-		cv->cap = ncap;
-	}
-	cv->v[cv->n++] = *c;
-	return 0;
+	if (!err)
+		cv->v[cv->n++] = *c;
+	return err;
 }
 
 static void hex_encode(const unsigned char *p, size_t n, char *out)
@@ -139,7 +144,7 @@ static bool build_id_in_notes(Elf_Data *d, char *out)
 	return false;
 }
 
-/* The ELF header, checked; the common first step of every reader. */
+/* The ELF header, checked; the common first step of every reader (after the preflight). */
 static int read_ehdr(struct reader *r)
 {
 	size_t phnum = 0, shnum = 0;
@@ -150,27 +155,7 @@ static int read_ehdr(struct reader *r)
 		return -ENOEXEC;
 	if (gelf_getclass(r->elf) != ELFCLASS32 && gelf_getclass(r->elf) != ELFCLASS64)
 		return -ENOEXEC;
-	/*
-	 * The raw header counts first: libelf quietly reports no sections when the section
-	 * header table lies past the end of a memory image, which would hide truncation.
-	 */
-	if (r->ehdr.e_shoff &&
-	    !in_file(
-		r->ehdr.e_shoff,
-		gelf_fsize(r->elf, ELF_T_SHDR, r->ehdr.e_shnum ? r->ehdr.e_shnum : 1, EV_CURRENT),
-		r->file_size))
-		return -EINVAL;
-	if (r->ehdr.e_phoff &&
-	    !in_file(r->ehdr.e_phoff, gelf_fsize(r->elf, ELF_T_PHDR, r->ehdr.e_phnum, EV_CURRENT),
-		     r->file_size))
-		return -EINVAL;
 	if (elf_getphdrnum(r->elf, &phnum) != 0 || elf_getshdrnum(r->elf, &shnum) != 0)
-		return -EINVAL;
-	if (phnum && !in_file(r->ehdr.e_phoff, gelf_fsize(r->elf, ELF_T_PHDR, phnum, EV_CURRENT),
-			      r->file_size))
-		return -EINVAL;
-	if (shnum && !in_file(r->ehdr.e_shoff, gelf_fsize(r->elf, ELF_T_SHDR, shnum, EV_CURRENT),
-			      r->file_size))
 		return -EINVAL;
 	r->shnum = shnum;
 	return 0;
@@ -190,7 +175,9 @@ static void find_build_id(struct reader *r, char *out)
 
 			if (!gelf_getphdr(r->elf, (int)i, &ph) || ph.p_type != PT_NOTE)
 				continue;
-			if (!in_file(ph.p_offset, ph.p_filesz, r->file_size) || ph.p_filesz == 0)
+			if (ph.p_filesz == 0 ||
+			    pp_elf_range_check(&r->src, ph.p_offset, ph.p_filesz,
+					       PP_ELF_MAX_NOTE_BYTES))
 				continue;
 			d = elf_getdata_rawchunk(r->elf, (int64_t)ph.p_offset, ph.p_filesz,
 						 ph.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
@@ -203,7 +190,7 @@ static void find_build_id(struct reader *r, char *out)
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
 			continue;
-		if (!in_file(sh.sh_offset, sh.sh_size, r->file_size))
+		if (pp_elf_range_check(&r->src, sh.sh_offset, sh.sh_size, PP_ELF_MAX_NOTE_BYTES))
 			continue;
 		if (build_id_in_notes(elf_getdata(scn, NULL), out))
 			return;
@@ -243,6 +230,9 @@ static int read_segments(struct reader *r, struct pp_elf_symbols *s)
 	return 0;
 }
 
+/* .gnu_debuglink holds a file name and a CRC: never more than a few hundred bytes. */
+#define MAX_DEBUGLINK_BYTES 4096
+
 /*
  * .gnu_debuglink: the debug file's name, NUL, padding to 4 bytes, then the CRC-32 of the
  * whole debug file in the file's byte order (binutils' layout).
@@ -255,7 +245,8 @@ static void read_debuglink(struct reader *r, Elf_Scn *scn, const GElf_Shdr *sh,
 	const char *p;
 	size_t len, crc_off;
 
-	if (sh->sh_type == SHT_NOBITS || !in_file(sh->sh_offset, sh->sh_size, r->file_size))
+	if (sh->sh_type == SHT_NOBITS ||
+	    pp_elf_range_check(&r->src, sh->sh_offset, sh->sh_size, MAX_DEBUGLINK_BYTES))
 		return;
 	d = elf_getdata(scn, NULL);
 	if (!d || !d->d_buf || d->d_size == 0)
@@ -289,105 +280,285 @@ static size_t unversioned_len(const char *name, size_t len)
 	return at && at > name ? (size_t)(at - name) : len;
 }
 
-static bool func_candidate(const GElf_Sym *sym, const char *name, const struct sec_info *sec)
-{
-	int type = GELF_ST_TYPE(sym->st_info);
+/* One symbol entry as read from the file, either class, either byte order. */
+struct raw_sym {
+	uint64_t name, value, size;
+	uint32_t shndx;
+	uint8_t type, bind;
+};
 
-	if (type == STT_FUNC || type == STT_GNU_IFUNC)
-		return true;
-	if (type != STT_NOTYPE || !(sec->flags & SHF_EXECINSTR) || !(sec->flags & SHF_ALLOC))
-		return false;
-	/* Assembler-local labels and ARM/AArch64 mapping symbols ($x, $d) name no function. */
-	return name[0] != '.' && name[0] != '$';
+static uint64_t rd_uint(const uint8_t *p, size_t n, bool big)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)p[big ? i : n - 1 - i] << (8 * (n - 1 - i));
+	return v;
 }
 
-static bool data_candidate(const GElf_Sym *sym, const struct sec_info *sec)
+static void decode_sym(const struct reader *r, const uint8_t *b, struct raw_sym *out)
 {
-	int type = GELF_ST_TYPE(sym->st_info);
+	bool big = r->ehdr.e_ident[EI_DATA] == ELFDATA2MSB;
+	uint8_t info;
 
-	if (type == STT_TLS)
-		return (sec->flags & SHF_TLS) != 0;
-	return type == STT_OBJECT && (sec->flags & SHF_ALLOC) && !(sec->flags & SHF_EXECINSTR);
+	out->name = rd_uint(b, 4, big);
+	if (r->ehdr.e_ident[EI_CLASS] == ELFCLASS64) {
+		info = b[4];
+		out->shndx = (uint32_t)rd_uint(b + 6, 2, big);
+		out->value = rd_uint(b + 8, 8, big);
+		out->size = rd_uint(b + 16, 8, big);
+	} else {
+		out->value = rd_uint(b + 4, 4, big);
+		out->size = rd_uint(b + 8, 4, big);
+		info = b[12];
+		out->shndx = (uint32_t)rd_uint(b + 14, 2, big);
+	}
+	out->type = (uint8_t)GELF_ST_TYPE(info);
+	out->bind = (uint8_t)GELF_ST_BIND(info);
 }
 
-/* Add the function and data symbols of one SHT_SYMTAB / SHT_DYNSYM section. */
-static int read_symtab(struct reader *r, Elf_Scn *scn, const GElf_Shdr *sh, struct cand_vec *funcs,
-		       struct cand_vec *data)
+/* Entries read per pread, and the most one table may have (a 384 MiB .symtab of 64-bit ones). */
+#define SYM_CHUNK 2048
+#define MAX_SYMTAB_ENTRIES (16u << 20)
+
+/*
+ * Whether a symbol may be a function or a data object, from what its entry says. A STT_NOTYPE
+ * symbol in code is a function unless its name says otherwise (checked with the name).
+ */
+static int classify(const struct reader *r, const struct raw_sym *sym, const struct sec_info *sec)
 {
-	size_t entsize = gelf_fsize(r->elf, ELF_T_SYM, 1, EV_CURRENT);
-	Elf_Scn *str_scn;
-	GElf_Shdr str_sh;
-	Elf_Data *d, *sd;
-	size_t nsyms;
+	if (sym->type == STT_FUNC || sym->type == STT_GNU_IFUNC)
+		return 1;
+	if (sym->type == STT_NOTYPE)
+		return (sec->flags & SHF_EXECINSTR) && (sec->flags & SHF_ALLOC) ? 1 : 0;
+	if (sym->type == STT_TLS)
+		return (sec->flags & SHF_TLS) && r->have_tls && r->ehdr.e_type != ET_REL ? 2 : 0;
+	if (sym->type == STT_OBJECT)
+		return (sec->flags & SHF_ALLOC) && !(sec->flags & SHF_EXECINSTR) ? 2 : 0;
+	return 0;
+}
 
-	if (sh->sh_type == SHT_NOBITS || sh->sh_size == 0)
-		return 0;
-	if (!in_file(sh->sh_offset, sh->sh_size, r->file_size))
-		return -EINVAL;
-	if (sh->sh_link == 0 || sh->sh_link >= r->shnum)
-		return -EINVAL;
-	str_scn = elf_getscn(r->elf, sh->sh_link);
-	if (!str_scn || !gelf_getshdr(str_scn, &str_sh) || str_sh.sh_type == SHT_NOBITS)
-		return -EINVAL;
-	if (!in_file(str_sh.sh_offset, str_sh.sh_size, r->file_size))
-		return -EINVAL;
-	d = elf_getdata(scn, NULL);
-	sd = elf_getdata(str_scn, NULL);
-	if (!d || !sd || !sd->d_buf || entsize == 0)
-		return -EINVAL;
-	nsyms = d->d_size / entsize;
-	for (size_t i = 1; i < nsyms; i++) {
-		GElf_Sym sym;
-		const struct sec_info *sec;
-		const char *name;
-		size_t len;
-		struct cand c;
-		int err;
+/* Candidates the table could keep: past this many it is over its bound whatever follows. */
+static size_t max_cands(const struct reader *r)
+{
+	return r->max_bytes / sizeof(struct pp_elf_symbol) + 4096;
+}
 
-		if (!gelf_getsym(d, (int)i, &sym))
-			break;
-		if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE ||
-		    sym.st_shndx >= r->shnum || sym.st_name >= sd->d_size)
-			continue;
-		sec = &r->secs[sym.st_shndx];
-		if (!sec->valid)
-			continue;
-		name = (const char *)sd->d_buf + sym.st_name;
-		len = strnlen(name, sd->d_size - sym.st_name);
-		if (len == 0 || len == sd->d_size - sym.st_name || len > MAX_NAME_LEN)
-			continue;
-		len = unversioned_len(name, len);
-		c = (struct cand){
-		    .start = sym.st_value,
-		    .size = sym.st_size,
-		    .sec_end =
-			sec->addr + sec->size < sec->addr ? UINT64_MAX : sec->addr + sec->size,
-		    .name = name,
-		    .name_len = (uint32_t)len,
-		    .type = (uint8_t)GELF_ST_TYPE(sym.st_info),
-		    .bind = (uint8_t)GELF_ST_BIND(sym.st_info),
-		};
-		if (func_candidate(&sym, name, sec)) {
-			/* Thumb functions carry the mode in bit 0 of their address. */
-			if (r->ehdr.e_machine == EM_ARM)
-				c.start &= ~(uint64_t)1;
-			err = cand_push(funcs, &c);
-		} else if (data_candidate(&sym, sec)) {
-			if (c.type == STT_TLS) {
-				if (!r->have_tls || r->ehdr.e_type == ET_REL)
-					continue;
-				/* st_value is an offset in the TLS block; place it at its image. */
-				c.start += r->tls_vaddr;
-				c.sec_end = UINT64_MAX;
-			}
-			err = cand_push(data, &c);
-		} else {
-			continue;
-		}
+/*
+ * One pass over a SHT_SYMTAB / SHT_DYNSYM section: the entries that can name a function or a
+ * data object, counted (funcs NULL) or added as candidates holding their name's offset in the
+ * string table.
+ */
+static int scan_symtab(struct reader *r, const GElf_Shdr *sh, uint64_t strtab_size,
+		       struct cand_vec *funcs, struct cand_vec *data, size_t count[2])
+{
+	size_t entsize = r->ehdr.e_ident[EI_CLASS] == ELFCLASS64 ? 24 : 16;
+	uint8_t buf[SYM_CHUNK * 24];
+	uint64_t nsyms = sh->sh_size / entsize;
+	int err;
+
+	count[0] = count[1] = 0;
+	for (uint64_t first = 0; first < nsyms; first += SYM_CHUNK) {
+		size_t n = nsyms - first < SYM_CHUNK ? (size_t)(nsyms - first) : SYM_CHUNK;
+
+		err = pp_elf_read_at(&r->src, sh->sh_offset + first * entsize, buf, n * entsize);
 		if (err)
 			return err;
+		for (size_t k = 0; k < n; k++) {
+			const struct sec_info *sec;
+			struct raw_sym sym;
+			struct cand c;
+			int kind;
+
+			if (first + k == 0)
+				continue; /* entry 0 is reserved */
+			decode_sym(r, buf + k * entsize, &sym);
+			if (sym.shndx == SHN_UNDEF || sym.shndx >= SHN_LORESERVE ||
+			    sym.shndx >= r->shnum || sym.name == 0 || sym.name >= strtab_size)
+				continue;
+			sec = &r->secs[sym.shndx];
+			kind = sec->valid ? classify(r, &sym, sec) : 0;
+			if (!kind)
+				continue;
+			if (++count[kind - 1] + count[2 - kind] > max_cands(r))
+				return -EFBIG;
+			if (!funcs)
+				continue;
+			c = (struct cand){
+			    .start = sym.value,
+			    .size = sym.size,
+			    .name = sym.name,
+			    .shndx = sym.shndx,
+			    .type = sym.type,
+			    .bind = sym.bind,
+			    .is_func = kind == 1,
+			};
+			if (kind == 1 && r->ehdr.e_machine == EM_ARM)
+				c.start &= ~(uint64_t)1; /* Thumb: the mode is in bit 0 */
+			if (sym.type == STT_TLS)
+				c.start +=
+				    r->tls_vaddr; /* an offset in the TLS block: at its image */
+			err = cand_push(kind == 1 ? funcs : data, &c);
+			if (err)
+				return err;
+		}
 	}
 	return 0;
+}
+
+/*
+ * The candidates of a symbol table: counted first, without keeping anything, so a table over
+ * its bound costs one read of its entries and no memory; then read again into arrays of
+ * exactly that size.
+ */
+static int read_symtab(struct reader *r, const GElf_Shdr *sh, uint64_t strtab_size,
+		       struct cand_vec *funcs, struct cand_vec *data)
+{
+	size_t entsize = r->ehdr.e_ident[EI_CLASS] == ELFCLASS64 ? 24 : 16, n[2];
+	uint64_t nsyms = sh->sh_size / entsize;
+	int err;
+
+	err = pp_elf_range_check(&r->src, sh->sh_offset, nsyms * entsize,
+				 (uint64_t)MAX_SYMTAB_ENTRIES * entsize);
+	if (!err)
+		err = scan_symtab(r, sh, strtab_size, NULL, NULL, n);
+	if (err || n[0] + n[1] == 0)
+		return err;
+	funcs->v = n[0] ? malloc(n[0] * sizeof(*funcs->v)) : NULL;
+	data->v = n[1] ? malloc(n[1] * sizeof(*data->v)) : NULL;
+	if ((n[0] && !funcs->v) || (n[1] && !data->v))
+		return -ENOMEM;
+	funcs->cap = n[0];
+	data->cap = n[1];
+	/* a file rewritten between the passes only grows the arrays, within max_cands */
+	return scan_symtab(r, sh, strtab_size, funcs, data, n);
+}
+
+/* Room for len more bytes of names, within the table's bound. */
+static int arena_reserve(struct reader *r, size_t len)
+{
+	size_t need = r->arena_len + len, cap;
+	char *p;
+
+	if (need > r->max_bytes)
+		return -EFBIG;
+	if (need <= r->arena_cap)
+		return 0;
+	for (cap = r->arena_cap ? r->arena_cap : 64 * 1024; cap < need; cap *= 2)
+		;
+	if (cap > r->max_bytes)
+		cap = r->max_bytes;
+	p = realloc(r->arena, cap);
+	if (!p)
+		return -ENOMEM;
+	r->arena = p;
+	r->arena_cap = cap;
+	return 0;
+}
+
+struct name_ref {
+	uint64_t off;
+	struct cand *c;
+};
+
+static int by_name_off(const void *pa, const void *pb)
+{
+	const struct name_ref *a = pa, *b = pb;
+
+	return a->off < b->off ? -1 : a->off > b->off;
+}
+
+/* The window names are read through; a name must end within it (MAX_NAME_LEN is less). */
+#define NAME_CHUNK (64 * 1024)
+
+/*
+ * Pass two: the names of the candidates, read from the string table in offset order through
+ * one bounded window, copied without their version into the arena. A name that does not end
+ * within MAX_NAME_LEN bytes (or the table) leaves its candidate nameless: dropped later.
+ */
+static int resolve_names(struct reader *r, const GElf_Shdr *str, struct cand_vec *a,
+			 struct cand_vec *b)
+{
+	size_t n = a->n + b->n, k = 0;
+	struct name_ref *refs = n ? malloc(n * sizeof(*refs)) : NULL;
+	char *win = NULL;
+	uint64_t win_off = 0, win_len = 0, last_off = UINT64_MAX;
+	size_t last_at = 0, last_len = 0;
+	int err = 0;
+
+	if (!n)
+		return 0;
+	win = malloc(NAME_CHUNK);
+	if (!refs || !win) {
+		free(refs);
+		free(win);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < a->n; i++)
+		refs[k++] = (struct name_ref){a->v[i].name, &a->v[i]};
+	for (size_t i = 0; i < b->n; i++)
+		refs[k++] = (struct name_ref){b->v[i].name, &b->v[i]};
+	qsort(refs, n, sizeof(*refs), by_name_off);
+	for (size_t i = 0; i < n && !err; i++) {
+		uint64_t off = refs[i].off;
+		const char *name, *end;
+		size_t len;
+
+		if (off == last_off) { /* an alias sharing the string */
+			refs[i].c->name = last_at;
+			refs[i].c->name_len = (uint32_t)last_len;
+			continue;
+		}
+		refs[i].c->name_len = 0;
+		if (off < win_off || off + 1 > win_off + win_len ||
+		    !memchr(win + (off - win_off), '\0', win_len - (off - win_off))) {
+			uint64_t left = str->sh_size - off;
+
+			win_off = off;
+			win_len = left < NAME_CHUNK ? left : NAME_CHUNK;
+			err = pp_elf_read_at(&r->src, str->sh_offset + win_off, win, win_len);
+			if (err)
+				break;
+		}
+		name = win + (off - win_off);
+		end = memchr(name, '\0', win_len - (off - win_off));
+		if (!end || (size_t)(end - name) > MAX_NAME_LEN || end == name)
+			continue;
+		len = unversioned_len(name, (size_t)(end - name));
+		err = arena_reserve(r, len + 1);
+		if (err)
+			break;
+		memcpy(r->arena + r->arena_len, name, len);
+		r->arena[r->arena_len + len] = '\0';
+		last_off = off;
+		last_at = r->arena_len;
+		last_len = len;
+		refs[i].c->name = last_at;
+		refs[i].c->name_len = (uint32_t)len;
+		r->arena_len += len + 1;
+	}
+	free(refs);
+	free(win);
+	return err;
+}
+
+/* Candidates without a name, and code labels that name no function, leave. */
+static void drop_nameless(const struct reader *r, struct cand_vec *cv)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < cv->n; i++) {
+		const struct cand *c = &cv->v[i];
+		const char *name = r->arena + c->name;
+
+		if (!c->name_len)
+			continue;
+		/* assembler-local labels and ARM/AArch64 mapping symbols ($x, $d) */
+		if (c->is_func && c->type == STT_NOTYPE && (name[0] == '.' || name[0] == '$'))
+			continue;
+		cv->v[kept++] = *c;
+	}
+	cv->n = kept;
 }
 
 static int bind_rank(uint8_t bind)
@@ -416,9 +587,10 @@ static size_t leading_underscores(const char *name)
  * global before weak before local, fewer leading underscores ("malloc" over "__libc_malloc"),
  * the shorter, then by bytes so the choice does not depend on the table order.
  */
-static int cand_cmp(const void *pa, const void *pb)
+static int cand_cmp(const void *pa, const void *pb, void *arena)
 {
 	const struct cand *a = pa, *b = pb;
+	const char *na = (const char *)arena + a->name, *nb = (const char *)arena + b->name;
 	size_t ua, ub;
 	int r;
 
@@ -430,27 +602,37 @@ static int cand_cmp(const void *pa, const void *pb)
 		return a->type == STT_NOTYPE ? 1 : -1;
 	if (bind_rank(a->bind) != bind_rank(b->bind))
 		return bind_rank(a->bind) - bind_rank(b->bind);
-	ua = leading_underscores(a->name);
-	ub = leading_underscores(b->name);
+	ua = leading_underscores(na);
+	ub = leading_underscores(nb);
 	if (ua != ub)
 		return ua < ub ? -1 : 1;
 	if (a->name_len != b->name_len)
 		return a->name_len < b->name_len ? -1 : 1;
-	r = strcmp(a->name, b->name);
+	r = strcmp(na, nb);
 	if (r)
 		return r;
-	/* Same name and address from .symtab and .dynsym: the larger size covers more. */
 	if (a->size != b->size)
 		return a->size > b->size ? -1 : 1;
 	return 0;
 }
 
+/* Where a zero-size symbol must end at the latest: its section's end (TLS: anywhere). */
+static uint64_t sec_end(const struct reader *r, const struct cand *c)
+{
+	const struct sec_info *sec = &r->secs[c->shndx];
+
+	if (c->type == STT_TLS)
+		return UINT64_MAX;
+	return sec->addr + sec->size < sec->addr ? UINT64_MAX : sec->addr + sec->size;
+}
+
 /*
  * Sort, keep one symbol per address, drop zero-size labels inside a sized symbol, and give
- * zero-size symbols the extent up to the next symbol (or their section's end). On return
- * (*out)[k] corresponds to cv->v[k] for k < *nout; names are filled in by copy_names.
+ * zero-size symbols the extent up to the next symbol (or their section's end); names point
+ * into the arena, which the table takes over.
  */
-static int finish_table(struct cand_vec *cv, struct pp_elf_symbol **out, size_t *nout)
+static int finish_table(const struct reader *r, struct cand_vec *cv, struct pp_elf_symbol **out,
+			size_t *nout)
 {
 	size_t kept = 0;
 	uint64_t cover_end = 0;
@@ -459,8 +641,7 @@ static int finish_table(struct cand_vec *cv, struct pp_elf_symbol **out, size_t 
 	*nout = 0;
 	if (cv->n == 0)
 		return 0;
-	qsort(cv->v, cv->n, sizeof(*cv->v), cand_cmp);
-	/* Dedup and drop labels covered by a sized symbol, compacting cv in place. */
+	qsort_r(cv->v, cv->n, sizeof(*cv->v), cand_cmp, r->arena);
 	for (size_t i = 0; i < cv->n; i++) {
 		struct cand *c = &cv->v[i];
 
@@ -483,14 +664,14 @@ static int finish_table(struct cand_vec *cv, struct pp_elf_symbol **out, size_t 
 		return -ENOMEM;
 	for (size_t i = 0; i < cv->n; i++) {
 		const struct cand *c = &cv->v[i];
-		uint64_t end;
+		uint64_t end, limit = sec_end(r, c);
 
 		if (c->size) {
 			end = c->start + c->size < c->start ? UINT64_MAX : c->start + c->size;
 		} else {
 			end = i + 1 < cv->n ? cv->v[i + 1].start : UINT64_MAX;
-			if (c->sec_end > c->start && c->sec_end < end)
-				end = c->sec_end;
+			if (limit > c->start && limit < end)
+				end = limit;
 			if (end == UINT64_MAX)
 				end = c->start; /* last, unbounded: cover nothing rather than all */
 		}
@@ -498,43 +679,41 @@ static int finish_table(struct cand_vec *cv, struct pp_elf_symbol **out, size_t 
 			continue;
 		(*out)[*nout].start = c->start;
 		(*out)[*nout].end = end;
-		/* Writes only at or below i, so cv->v[i + 1] is still unread. */
-		cv->v[*nout] = *c;
+		(*out)[*nout].name = (const char *)(uintptr_t)c->name; /* an offset until rebased */
 		(*nout)++;
 	}
-	cv->n = *nout;
 	return 0;
 }
 
-static size_t names_size(const struct cand_vec *cv)
+/* Names hold arena offsets until the arena stops moving; then they become pointers. */
+static void rebase_names(struct pp_elf_symbol *t, size_t n, const char *arena)
 {
-	size_t total = 0;
-
-	for (size_t i = 0; i < cv->n; i++)
-		total += cv->v[i].name_len + 1;
-	return total;
+	for (size_t i = 0; i < n; i++)
+		t[i].name = arena + (uintptr_t)t[i].name;
 }
 
-static char *copy_names(const struct cand_vec *cv, struct pp_elf_symbol *t, size_t n, char *p)
+/* The string table a symbol table links to, checked: 0, or an error for the whole file. */
+static int linked_strtab(struct reader *r, const GElf_Shdr *sh, GElf_Shdr *str)
 {
-	for (size_t i = 0; i < n; i++) {
-		const struct cand *c = &cv->v[i];
+	Elf_Scn *str_scn;
 
-		memcpy(p, c->name, c->name_len);
-		p[c->name_len] = '\0';
-		t[i].name = p;
-		p += c->name_len + 1;
-	}
-	return p;
+	if (sh->sh_link == 0 || sh->sh_link >= r->shnum)
+		return -EINVAL;
+	str_scn = elf_getscn(r->elf, sh->sh_link);
+	if (!str_scn || !gelf_getshdr(str_scn, str) || str->sh_type == SHT_NOBITS)
+		return -EINVAL;
+	/* streamed, so no cap on its size; but every byte of it must be there */
+	return pp_elf_range_check(&r->src, str->sh_offset, str->sh_size, UINT64_MAX);
 }
 
 static int build_tables(struct reader *r, struct pp_elf_symbols *s)
 {
 	struct cand_vec funcs = {0}, data = {0};
+	GElf_Shdr symtab = {0}, dynsym = {0}, str;
 	size_t shstrndx = 0;
 	Elf_Scn *scn = NULL;
-	bool have_shstr;
-	int err;
+	bool have_shstr, have_dynsym = false;
+	int err = 0;
 
 	if (r->shnum) {
 		r->secs = calloc(r->shnum, sizeof(*r->secs));
@@ -554,41 +733,61 @@ static int build_tables(struct reader *r, struct pp_elf_symbols *s)
 		    .flags = sh.sh_flags,
 		    .valid = true,
 		};
-		if (sh.sh_type == SHT_SYMTAB)
+		if (sh.sh_type == SHT_SYMTAB && !s->has_symtab) {
 			s->has_symtab = 1;
+			symtab = sh;
+		} else if (sh.sh_type == SHT_DYNSYM && !have_dynsym) {
+			have_dynsym = true;
+			dynsym = sh;
+		}
 	}
-	err = 0;
 	scn = NULL;
-	while (!err && (scn = elf_nextscn(r->elf, scn))) {
+	while (!s->has_symtab && have_shstr && (scn = elf_nextscn(r->elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
 
-		if (!gelf_getshdr(scn, &sh))
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
 			continue;
-		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) {
-			if (!(r->flags & PP_ELF_OPEN_NO_SYMBOLS))
-				err = read_symtab(r, scn, &sh, &funcs, &data);
-		} else if (!s->has_symtab && have_shstr && sh.sh_type == SHT_PROGBITS) {
-			name = elf_strptr(r->elf, shstrndx, sh.sh_name);
-			if (name && strcmp(name, ".gnu_debuglink") == 0)
-				read_debuglink(r, scn, &sh, s);
+		name = elf_strptr(r->elf, shstrndx, sh.sh_name);
+		if (name && strcmp(name, ".gnu_debuglink") == 0)
+			read_debuglink(r, scn, &sh, s);
+	}
+	/* .symtab holds every symbol .dynsym does: one of them is read */
+	if (!(r->flags & PP_ELF_OPEN_NO_SYMBOLS) && (s->has_symtab || have_dynsym)) {
+		const GElf_Shdr *tab = s->has_symtab ? &symtab : &dynsym;
+
+		if (tab->sh_type != SHT_NOBITS && tab->sh_size) {
+			err = linked_strtab(r, tab, &str);
+			if (!err)
+				err = read_symtab(r, tab, str.sh_size, &funcs, &data);
+			if (!err)
+				err = resolve_names(r, &str, &funcs, &data);
 		}
 	}
-	if (!err)
-		err = finish_table(&funcs, &s->funcs, &s->nfuncs);
-	if (!err)
-		err = finish_table(&data, &s->data, &s->ndata);
 	if (!err) {
-		size_t total = names_size(&funcs) + names_size(&data);
+		drop_nameless(r, &funcs);
+		drop_nameless(r, &data);
+		err = finish_table(r, &funcs, &s->funcs, &s->nfuncs);
+	}
+	if (!err)
+		err = finish_table(r, &data, &s->data, &s->ndata);
+	if (!err && s->nfuncs * sizeof(*s->funcs) + s->ndata * sizeof(*s->data) + r->arena_len >
+			r->max_bytes)
+		err = -EFBIG;
+	if (!err) {
+		/* the arena's slack goes back: tables live long */
+		char *fit = r->arena_len ? realloc(r->arena, r->arena_len) : r->arena;
 
-		s->names = malloc(total ? total : 1);
-		s->names_len = total;
-		if (!s->names) {
+		if (fit)
+			r->arena = fit;
+		s->names = r->arena ? r->arena : malloc(1);
+		s->names_len = r->arena_len;
+		r->arena = NULL;
+		if (!s->names)
 			err = -ENOMEM;
-		} else {
-			char *p = copy_names(&funcs, s->funcs, s->nfuncs, s->names);
-
-			copy_names(&data, s->data, s->ndata, p);
+		else {
+			rebase_names(s->funcs, s->nfuncs, s->names);
+			rebase_names(s->data, s->ndata, s->names);
 		}
 	}
 	free(funcs.v);
@@ -604,13 +803,14 @@ static int build_tables(struct reader *r, struct pp_elf_symbols *s)
 	return err;
 }
 
-static int build_from_elf(Elf *elf, uint64_t file_size, unsigned int flags,
-			  struct pp_elf_symbols **out)
+static int build_from_elf(Elf *elf, const struct pp_elf_src *src, unsigned int flags,
+			  size_t max_bytes, struct pp_elf_symbols **out)
 {
-	struct reader r = {.elf = elf, .file_size = file_size, .flags = flags};
+	struct reader r = {.elf = elf, .src = *src, .file_size = src->size, .flags = flags};
 	struct pp_elf_symbols *s;
 	int err;
 
+	r.max_bytes = max_bytes ? max_bytes : PP_ELF_SYMBOLS_MAX_BYTES_DEFAULT;
 	*out = NULL;
 	if (!elf)
 		return -ENOEXEC;
@@ -620,6 +820,7 @@ static int build_from_elf(Elf *elf, uint64_t file_size, unsigned int flags,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	atomic_init(&s->refs, 1);
 	s->elf_class = gelf_getclass(elf);
 	s->elf_type = r.ehdr.e_type;
 	err = read_segments(&r, s);
@@ -628,6 +829,7 @@ static int build_from_elf(Elf *elf, uint64_t file_size, unsigned int flags,
 		err = build_tables(&r, s);
 	}
 	free(r.secs);
+	free(r.arena);
 	if (err) {
 		pp_elf_symbols_free(s);
 		return err;
@@ -643,13 +845,18 @@ static bool libelf_ready(void)
 
 struct pp_elf_symbols *pp_elf_symbols_open_fd(int fd)
 {
-	return pp_elf_symbols_open_fd_flags(fd, 0);
+	return pp_elf_symbols_open_fd_limited(fd, 0, 0);
 }
 
 struct pp_elf_symbols *pp_elf_symbols_open_fd_flags(int fd, unsigned int flags)
 {
+	return pp_elf_symbols_open_fd_limited(fd, flags, 0);
+}
+
+struct pp_elf_symbols *pp_elf_symbols_open_fd_limited(int fd, unsigned int flags, size_t max_bytes)
+{
 	struct pp_elf_symbols *s = NULL;
-	struct stat st;
+	struct pp_elf_src src;
 	Elf *elf;
 	int err;
 
@@ -657,19 +864,23 @@ struct pp_elf_symbols *pp_elf_symbols_open_fd_flags(int fd, unsigned int flags)
 		errno = EBADF;
 		return NULL;
 	}
-	if (fstat(fd, &st) != 0)
-		return NULL;
-	if (!S_ISREG(st.st_mode)) {
-		errno = ENOEXEC;
+	err = pp_elf_src_fd(&src, fd);
+	if (err) {
+		errno = err == -EINVAL ? ENOEXEC : -err;
 		return NULL;
 	}
 	if (!libelf_ready()) {
 		errno = ENOSYS;
 		return NULL;
 	}
+	err = pp_elf_preflight(&src, NULL);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
 	/* ELF_C_READ, not _MMAP: a file truncated under us must not turn into SIGBUS. */
 	elf = elf_begin(fd, ELF_C_READ, NULL);
-	err = build_from_elf(elf, (uint64_t)st.st_size, flags, &s);
+	err = build_from_elf(elf, &src, flags, max_bytes, &s);
 	elf_end(elf);
 	if (err) {
 		errno = -err;
@@ -687,7 +898,7 @@ struct pp_elf_symbols *pp_elf_symbols_open_path(const char *path)
 		errno = EINVAL;
 		return NULL;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return NULL;
 	s = pp_elf_symbols_open_fd(fd);
@@ -700,6 +911,7 @@ struct pp_elf_symbols *pp_elf_symbols_open_path(const char *path)
 struct pp_elf_symbols *pp_elf_symbols_open_mem(const void *buf, size_t len)
 {
 	struct pp_elf_symbols *s = NULL;
+	struct pp_elf_src src;
 	char *copy;
 	Elf *elf;
 	int err;
@@ -716,6 +928,12 @@ struct pp_elf_symbols *pp_elf_symbols_open_mem(const void *buf, size_t len)
 		errno = ENOSYS;
 		return NULL;
 	}
+	pp_elf_src_mem(&src, buf, len);
+	err = pp_elf_preflight(&src, NULL);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
 	/* elf_memory wants a writable image; the caller's bytes stay untouched. */
 	copy = malloc(len);
 	if (!copy) {
@@ -724,7 +942,7 @@ struct pp_elf_symbols *pp_elf_symbols_open_mem(const void *buf, size_t len)
 	}
 	memcpy(copy, buf, len);
 	elf = elf_memory(copy, len);
-	err = build_from_elf(elf, len, 0, &s);
+	err = build_from_elf(elf, &src, 0, 0, &s);
 	elf_end(elf);
 	free(copy);
 	if (err) {
@@ -738,19 +956,20 @@ int pp_elf_read_build_id_fd(int fd, char *out, size_t out_size)
 {
 	char id[PP_BUILD_ID_HEX_SIZE];
 	struct reader r = {0};
-	struct stat st;
 	int err;
 
 	if (fd < 0 || !out || out_size == 0)
 		return -EINVAL;
-	if (fstat(fd, &st) != 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -ENOEXEC;
+	err = pp_elf_src_fd(&r.src, fd);
+	if (err)
+		return err == -EINVAL ? -ENOEXEC : err;
 	if (!libelf_ready())
 		return -ENOSYS;
+	err = pp_elf_preflight(&r.src, NULL);
+	if (err)
+		return err;
 	r.elf = elf_begin(fd, ELF_C_READ, NULL);
-	r.file_size = (uint64_t)st.st_size;
+	r.file_size = r.src.size;
 	if (!r.elf)
 		return -ENOEXEC;
 	err = read_ehdr(&r);
@@ -765,9 +984,16 @@ int pp_elf_read_build_id_fd(int fd, char *out, size_t out_size)
 	return err;
 }
 
+struct pp_elf_symbols *pp_elf_symbols_ref(struct pp_elf_symbols *s)
+{
+	if (s)
+		atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+	return s;
+}
+
 void pp_elf_symbols_free(struct pp_elf_symbols *s)
 {
-	if (!s)
+	if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	free(s->funcs);
 	free(s->data);

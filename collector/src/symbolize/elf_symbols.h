@@ -48,6 +48,9 @@ enum pp_symbol_source {
 	PP_SYMBOLS_NOT_READ,   /* opened with PP_ELF_OPEN_NO_SYMBOLS */
 };
 
+/* The bound of a table opened without one (pp_elf_symbols_open_fd, _path, _mem). */
+#define PP_ELF_SYMBOLS_MAX_BYTES_DEFAULT ((size_t)256 << 20)
+
 /* Flags of pp_elf_symbols_open_fd_flags. */
 /* Build id, segments and debuglink only: no symbol is read (--symbolize none). */
 #define PP_ELF_OPEN_NO_SYMBOLS 0x1u
@@ -59,6 +62,8 @@ enum pp_symbol_source {
  *   ENOEXEC  not an ELF file (bad magic, class, version, too short for a header);
  *   EINVAL   an ELF header whose program or section headers, or symbol / string tables, lie
  *            outside the file (truncated or corrupt);
+ *   EFBIG    a header or table over a cap, or a table over its byte bound;
+ *   ENODATA  a table claimed where a sparse file has a hole;
  *   ENOMEM, or the errno of open(2) / fstat(2) for a path.
  * An ELF file with no symbols at all is not an error: it yields empty tables.
  */
@@ -67,8 +72,22 @@ struct pp_elf_symbols *pp_elf_symbols_open_fd(int fd);
 struct pp_elf_symbols *pp_elf_symbols_open_mem(const void *buf, size_t len);
 /* pp_elf_symbols_open_fd with PP_ELF_OPEN_* flags. */
 struct pp_elf_symbols *pp_elf_symbols_open_fd_flags(int fd, unsigned int flags);
+/*
+ * The same within max_bytes (pp_elf_symbols_bytes of the result; 0: the default): reading stops
+ * with EFBIG as soon as the table would be larger, so building one costs about what it keeps
+ * and never more than a few times the bound, whatever the file claims. The file's headers are
+ * checked first (base/elf_read.h): EFBIG for claims over the fixed caps, ENODATA for bytes
+ * claimed in a hole of a sparse file.
+ */
+struct pp_elf_symbols *pp_elf_symbols_open_fd_limited(int fd, unsigned int flags, size_t max_bytes);
 
-/* Release a table. NULL is a no-op. */
+/*
+ * Tables are reference-counted, so the thread that builds and caches them and the thread that
+ * names frames with them can share one: a new table holds one reference, pp_elf_symbols_ref
+ * adds one (returns s), pp_elf_symbols_free drops one and frees the table with the last. NULL
+ * is a no-op for both. A table is never changed once another thread holds it.
+ */
+struct pp_elf_symbols *pp_elf_symbols_ref(struct pp_elf_symbols *s);
 void pp_elf_symbols_free(struct pp_elf_symbols *s);
 
 /*

@@ -11,6 +11,7 @@
  */
 #include "unwind_table.h"
 
+#include "base/elf_read.h"
 #include "base/vec.h"
 
 #include <dwarf.h>
@@ -35,6 +36,8 @@
 #define MAX_REMEMBER_STATE 64
 /* One FDE's and its CIE's instructions, in bytes (compilers' longest are a few hundred). */
 #define MAX_CFI_INSNS 16384
+/* One CFI section, in bytes: libclang-cpp's .eh_frame is 5 MiB, the largest seen 30. */
+#define MAX_CFI_SECTION_BYTES (64u << 20)
 
 struct pp_unwind_table {
 	struct pp_unwind_row *rows;
@@ -781,7 +784,13 @@ struct section {
 	Elf_Data *data;
 };
 
-static int find_section(Elf *elf, const char *want, struct section *out)
+/*
+ * The section named want, read only when its bytes are inside the file, backed (no hole of a
+ * sparse file) and at most MAX_CFI_SECTION_BYTES: -ENODATA when there is none, -EFBIG or
+ * -EINVAL when one is there but refused (counted as a file without a table).
+ */
+static int find_section(Elf *elf, const struct pp_elf_src *src, const char *want,
+			struct section *out)
 {
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
@@ -791,6 +800,7 @@ static int find_section(Elf *elf, const char *want, struct section *out)
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
+		int err;
 
 		if (!gelf_getshdr(scn, &sh) ||
 		    (sh.sh_type != SHT_PROGBITS && sh.sh_type != SHT_X86_64_UNWIND))
@@ -798,6 +808,9 @@ static int find_section(Elf *elf, const char *want, struct section *out)
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (!name || strcmp(name, want) != 0)
 			continue;
+		err = pp_elf_range_check(src, sh.sh_offset, sh.sh_size, MAX_CFI_SECTION_BYTES);
+		if (err)
+			return err == -ENODATA ? -EFBIG : err;
 		out->data = elf_getdata(scn, NULL);
 		if (!out->data || !out->data->d_buf)
 			return -EINVAL;
@@ -961,7 +974,8 @@ static int compile_all(struct pp_unwind_table *t, const struct fde_refs *eh,
 	return err;
 }
 
-static int build(Elf *elf, size_t max_rows, struct pp_unwind_table **out)
+static int build(Elf *elf, const struct pp_elf_src *src, size_t max_rows,
+		 struct pp_unwind_table **out)
 {
 	struct cfi_index ix_eh = {0}, ix_dbg = {0};
 	struct fde_refs eh_refs = {0}, dbg_refs = {0};
@@ -969,7 +983,7 @@ static int build(Elf *elf, size_t max_rows, struct pp_unwind_table **out)
 	struct section hdr, eh, df;
 	bool have_eh, have_dbg;
 	GElf_Ehdr ehdr;
-	int err;
+	int err, err_eh, err_dbg;
 
 	*out = NULL;
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
@@ -981,10 +995,19 @@ static int build(Elf *elf, size_t max_rows, struct pp_unwind_table **out)
 		return -ENOMEM;
 	t->max_rows = max_rows ? max_rows : (size_t)1 << 22;
 	read_loads(elf, t);
-	have_eh = find_section(elf, ".eh_frame_hdr", &hdr) == 0 &&
-		  find_section(elf, ".eh_frame", &eh) == 0;
-	have_dbg = find_section(elf, ".debug_frame", &df) == 0;
-	err = have_eh || have_dbg ? 0 : -ENODATA;
+	err_eh = find_section(elf, src, ".eh_frame_hdr", &hdr);
+	if (!err_eh)
+		err_eh = find_section(elf, src, ".eh_frame", &eh);
+	err_dbg = find_section(elf, src, ".debug_frame", &df);
+	have_eh = !err_eh;
+	have_dbg = !err_dbg;
+	/* a section that is there but refused (too big, sparse) refuses the file */
+	if (err_eh && err_eh != -ENODATA)
+		err = err_eh;
+	else if (err_dbg && err_dbg != -ENODATA)
+		err = err_dbg;
+	else
+		err = have_eh || have_dbg ? 0 : -ENODATA;
 	if (!err && have_eh)
 		err = eh_frame_refs(&ehdr, &hdr, &eh, &ix_eh, &eh_refs);
 	if (!err && have_dbg)
@@ -1017,21 +1040,27 @@ static int build(Elf *elf, size_t max_rows, struct pp_unwind_table **out)
 struct pp_unwind_table *pp_unwind_table_open_fd(int fd, size_t max_rows)
 {
 	struct pp_unwind_table *t = NULL;
-	struct stat st;
+	struct pp_elf_src src;
 	Elf *elf;
 	int err;
 
-	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		errno = fd < 0 ? EBADF : ENOEXEC;
+	err = pp_elf_src_fd(&src, fd);
+	if (err) {
+		errno = fd < 0 ? EBADF : err == -EINVAL ? ENOEXEC : -err;
 		return NULL;
 	}
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		errno = ENOSYS;
 		return NULL;
 	}
+	err = pp_elf_preflight(&src, NULL);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
 	/* ELF_C_READ, not _MMAP: a file truncated under us must not turn into SIGBUS */
 	elf = elf_begin(fd, ELF_C_READ, NULL);
-	err = build(elf, max_rows, &t);
+	err = build(elf, &src, max_rows, &t);
 	elf_end(elf);
 	if (err) {
 		errno = -err;
@@ -1043,6 +1072,7 @@ struct pp_unwind_table *pp_unwind_table_open_fd(int fd, size_t max_rows)
 struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, size_t max_rows)
 {
 	struct pp_unwind_table *t = NULL;
+	struct pp_elf_src src;
 	char *copy;
 	Elf *elf;
 	int err;
@@ -1055,6 +1085,12 @@ struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, si
 		errno = ENOSYS;
 		return NULL;
 	}
+	pp_elf_src_mem(&src, buf, len);
+	err = pp_elf_preflight(&src, NULL);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
 	copy = malloc(len);
 	if (!copy) {
 		errno = ENOMEM;
@@ -1062,7 +1098,7 @@ struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, si
 	}
 	memcpy(copy, buf, len);
 	elf = elf_memory(copy, len);
-	err = build(elf, max_rows, &t);
+	err = build(elf, &src, max_rows, &t);
 	elf_end(elf);
 	free(copy);
 	if (err) {
