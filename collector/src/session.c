@@ -7,18 +7,28 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/vec.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/demangle.h"
 #include "memory/mem_attr.h"
 #include "process/proc_cache.h"
 #include "symbolize/perf_map.h"
-#include "symbolize/symcache.h"
+#include "symbolize/symloader.h"
 #include "unwind/unwinder.h"
 
 #define DEFAULT_MAX_PROCESSES 4096
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 #define DEFAULT_MAX_SYMBOL_FILES 512
 /* The raw-stack table goes to the profile past this many bytes of entries, not only when it
  * is half full: deep stacks would otherwise hold tens of MiB until the window ends. */
@@ -72,15 +82,29 @@ struct raw_stack {
 
 /*
  * The symbol table of one mapping of one process, so that each new address in it costs no
- * path walk and stat: direct-mapped, overwritten on collision. epoch is the symbol cache's
- * epoch when filled (pp_symcache_epoch): a moved epoch means the pointer must be fetched again.
+ * request: direct-mapped, overwritten on collision. A slot is PENDING from its request to the
+ * loader until its result comes (tag matches), then READY with a reference to the table
+ * (NULL: the file could not be read).
  */
 #define MAPSYM_SLOTS 1024
+#define MAPSYM_SLOT_BITS 10
+enum mapsym_state { MAPSYM_EMPTY, MAPSYM_PENDING, MAPSYM_READY };
 struct mapsym_slot {
-	uint64_t generation, start, inode, epoch;
+	uint64_t generation, start, inode, tag;
 	uint32_t pid;
-	int valid;
-	const struct pp_elf_symbols *syms; /* NULL: the file could not be read */
+	enum mapsym_state state;
+	struct pp_elf_symbols *syms;
+};
+
+/*
+ * A location made while its file's table was still being read: a placeholder the loader's
+ * result turns into the named frame in place (pp_profile_resolve_location), so every sample
+ * already holding it follows. Bounded per window; past it frames stay placeholders.
+ */
+#define MAX_PENDING_LOCATIONS 65536
+struct pending_loc {
+	uint64_t tag, addr, start, end, offset;
+	uint32_t location;
 };
 
 struct pp_session {
@@ -97,7 +121,10 @@ struct pp_session {
 	char *proc_root;
 	struct pp_profile *profile;
 	struct pp_proc_cache *procs;
-	struct pp_symcache *syms;
+	struct pp_symloader *loader;
+	uint64_t next_tag;
+	struct pending_loc *pending;
+	size_t npending, pending_cap;
 	struct pp_perf_maps *perf_maps; /* NULL: not read */
 	struct frame_slot *frames;
 	size_t frames_cap, frames_used;
@@ -323,21 +350,26 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 	popts.capacity = opts->max_processes ? opts->max_processes : DEFAULT_MAX_PROCESSES;
 	popts.max_bytes = opts->max_process_bytes;
 	s->procs = pp_proc_cache_new(&popts);
-	s->syms = pp_symcache_new(
-	    opts->max_symbol_files ? opts->max_symbol_files : DEFAULT_MAX_SYMBOL_FILES,
-	    opts->max_symbol_bytes ? opts->max_symbol_bytes : PP_SESSION_SYMBOL_BYTES_DEFAULT);
+	{
+		struct pp_symloader_opts lo = {
+		    .proc_root = s->proc_root,
+		    .max_files =
+			opts->max_symbol_files ? opts->max_symbol_files : DEFAULT_MAX_SYMBOL_FILES,
+		    .max_bytes = opts->max_symbol_bytes ? opts->max_symbol_bytes
+							: PP_SESSION_SYMBOL_BYTES_DEFAULT,
+		    .open_flags = opts->addresses_only ? PP_ELF_OPEN_NO_SYMBOLS : 0,
+		    .debug_dirs = opts->debug_dirs,
+		    .debug_fetch = opts->debuginfod ? pp_debuginfod_fetch : NULL,
+		    .debug_fetch_ctx = opts->debuginfod,
+		};
+
+		s->loader = s->proc_root ? pp_symloader_new(&lo) : NULL;
+	}
 	while (cap <
 	       (opts->max_cached_frames ? opts->max_cached_frames : DEFAULT_MAX_CACHED_FRAMES))
 		cap <<= 1;
 	s->frames_cap = cap < 16 ? 16 : cap;
 	s->frames = calloc(s->frames_cap, sizeof(*s->frames));
-	if (s->syms) {
-		pp_symcache_set_debug_dirs(s->syms, opts->debug_dirs);
-		if (opts->debuginfod)
-			pp_symcache_set_debug_fetch(s->syms, pp_debuginfod_fetch, opts->debuginfod);
-		if (opts->addresses_only)
-			pp_symcache_set_open_flags(s->syms, PP_ELF_OPEN_NO_SYMBOLS);
-	}
 	if (!opts->addresses_only && !opts->no_perf_maps) {
 		struct pp_perf_maps_opts mo = {
 		    .proc_root = s->proc_root,
@@ -353,7 +385,8 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 	}
 	if (opts->mem_event)
 		s->objs = pp_mem_objcache_new(opts->max_mem_objects);
-	if (!s->proc_root || !s->procs || !s->syms || !s->frames || (opts->mem_event && !s->objs)) {
+	if (!s->proc_root || !s->procs || !s->loader || !s->frames ||
+	    (opts->mem_event && !s->objs)) {
 		pp_session_free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -383,7 +416,10 @@ void pp_session_free(struct pp_session *s)
 	raw_clear(s);
 	free(s->raw);
 	pp_proc_cache_free(s->procs);
-	pp_symcache_free(s->syms);
+	pp_symloader_free(s->loader); /* first: the worker may still read a file */
+	for (size_t i = 0; i < MAPSYM_SLOTS; i++)
+		pp_elf_symbols_free(s->mapsyms[i].syms);
+	free(s->pending);
 	pp_perf_maps_free(s->perf_maps);
 	pp_mem_objcache_free(s->objs);
 	free(s->frames);
@@ -395,6 +431,8 @@ void pp_session_free(struct pp_session *s)
 void pp_session_set_profile(struct pp_session *s, struct pp_profile *profile)
 {
 	pp_session_flush(s);
+	/* placeholders of the closing window stay as they are; the tables still arrive */
+	s->npending = 0;
 	s->profile = profile;
 	s->kernel_mapping = 0;
 	frame_cache_reset(s);
@@ -409,20 +447,27 @@ void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *o
 {
 	*out = s->stats;
 	out->processes_cached = pp_proc_cache_count(s->procs);
-	out->symbol_files_cached = pp_symcache_size(s->syms);
 	out->process_cache_bytes =
 	    pp_proc_cache_bytes(s->procs) + pp_proc_cache_buffer_bytes(s->procs);
-	out->symbol_cache_bytes = pp_symcache_bytes(s->syms);
 	out->frame_cache_bytes = s->frames_cap * sizeof(*s->frames);
 	out->raw_stack_bytes = s->raw_cap * sizeof(*s->raw) + s->raw_bytes;
 	out->mem_obj_cache_bytes = pp_mem_objcache_bytes(s->objs);
 	{
-		struct pp_symcache_stats ys;
+		struct pp_symloader_stats ls;
 
-		pp_symcache_get_stats(s->syms, &ys);
-		out->symbol_evictions = ys.evictions;
-		out->symbol_too_big = ys.too_big;
-		out->debug_files = ys.debug_files;
+		pp_symloader_get_stats(s->loader, &ls);
+		out->symbol_files_cached = ls.cache_files;
+		out->symbol_cache_bytes = ls.cache_bytes;
+		out->symbol_evictions = ls.cache.evictions;
+		out->symbol_too_big = ls.cache.too_big;
+		out->symbol_refused = ls.cache.refused;
+		out->symbol_not_mapped_file = ls.not_the_mapped_file;
+		out->symbol_open_failed = ls.open_failed;
+		out->symbol_via_map_files = ls.via_map_files;
+		out->symbol_via_root = ls.via_root;
+		out->symbol_queue_full = ls.queue_full;
+		out->symbol_pending = ls.pending;
+		out->debug_files = ls.cache.debug_files;
 	}
 	if (s->perf_maps) {
 		struct pp_perf_maps_stats ms;
@@ -487,52 +532,58 @@ static uint32_t kernel_location(struct pp_session *s, uint64_t addr)
 	return id;
 }
 
-/* The symbol table of the file behind a mapping, reached through the process's root. */
-static const struct pp_elf_symbols *mapping_symbols_uncached(struct pp_session *s,
-							     const struct pp_proc *p,
-							     const struct pp_map_entry *m)
+static void mapsym_clear(struct mapsym_slot *slot)
 {
-	char path[4096];
-	struct stat st;
-
-	if (pp_proc_path_in_root(s->proc_root, p->pid, m->path, path, sizeof(path)))
-		return NULL;
-	/*
-	 * The file at the path must be the one mapped (same inode). If it was replaced or
-	 * deleted since, read the mapped file itself through map_files.
-	 */
-	if (m->deleted || stat(path, &st) || st.st_ino != m->inode) {
-		snprintf(path, sizeof(path), "%s/%u/map_files/%llx-%llx", s->proc_root, p->pid,
-			 (unsigned long long)m->start, (unsigned long long)m->end);
-	}
-	{
-		char root[512];
-
-		snprintf(root, sizeof(root), "%s/%u/root", s->proc_root, p->pid);
-		return pp_symcache_get_mapped(s->syms, path, root, m->path, NULL);
-	}
+	pp_elf_symbols_free(slot->syms);
+	memset(slot, 0, sizeof(*slot));
 }
 
-static uint64_t symcache_epoch(const struct pp_session *s);
+static void apply_symbol_results(struct pp_session *s);
 
+/*
+ * The symbol table of the file behind a mapping, from the loader: NULL while it is being read
+ * (*pending gets the request's tag) or when it cannot be (*pending 0). The first sample of a
+ * mapping asks for it; with opts.symbol_wait_ms the sample waits that long for it.
+ */
 static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const struct pp_proc *p,
-						    const struct pp_map_entry *m)
+						    const struct pp_map_entry *m, uint64_t *pending)
 {
-	struct mapsym_slot *slot =
-	    &s->mapsyms[mix64(((uint64_t)p->pid << 32) ^ m->start) & (MAPSYM_SLOTS - 1)];
-	uint64_t epoch = symcache_epoch(s);
+	size_t i = mix64(((uint64_t)p->pid << 32) ^ m->start) & (MAPSYM_SLOTS - 1);
+	struct mapsym_slot *slot = &s->mapsyms[i];
+	uint64_t tag;
 
-	if (slot->valid && slot->pid == p->pid && slot->generation == p->generation &&
-	    slot->start == m->start && slot->inode == m->inode && slot->epoch == epoch)
-		return slot->syms;
-	slot->syms = mapping_symbols_uncached(s, p, m);
-	slot->pid = p->pid;
-	slot->generation = p->generation;
-	slot->start = m->start;
-	slot->inode = m->inode;
-	slot->epoch = symcache_epoch(s); /* the lookup itself may have evicted */
-	slot->valid = 1;
-	return slot->syms;
+	*pending = 0;
+	if (slot->state != MAPSYM_EMPTY && slot->pid == p->pid &&
+	    slot->generation == p->generation && slot->start == m->start &&
+	    slot->inode == m->inode) {
+		if (slot->state == MAPSYM_READY)
+			return slot->syms;
+		*pending = slot->tag;
+		return NULL;
+	}
+	mapsym_clear(slot);
+	tag = ++s->next_tag << MAPSYM_SLOT_BITS | i;
+	if (pp_symloader_submit(s->loader, tag, p->pid, m) != 0)
+		return NULL; /* the queue is full: counted, and asked again at the next sample */
+	*slot = (struct mapsym_slot){.generation = p->generation,
+				     .start = m->start,
+				     .inode = m->inode,
+				     .tag = tag,
+				     .pid = p->pid,
+				     .state = MAPSYM_PENDING};
+	if (s->opts.symbol_wait_ms) {
+		uint64_t until = mono_ms() + s->opts.symbol_wait_ms, now;
+
+		while (slot->tag == tag && slot->state == MAPSYM_PENDING &&
+		       (now = mono_ms()) < until) {
+			pp_symloader_wait_result(s->loader, until - now);
+			apply_symbol_results(s);
+		}
+		if (slot->tag == tag && slot->state == MAPSYM_READY)
+			return slot->syms;
+	}
+	*pending = slot->tag == tag && slot->state == MAPSYM_PENDING ? tag : 0;
+	return NULL;
 }
 
 static enum pp_frame_source source_of(const struct pp_elf_symbols *syms)
@@ -576,15 +627,110 @@ static const char *jit_name(struct pp_session *s, const struct pp_proc *p, uint6
 	return pp_demangle(name, buf, size);
 }
 
+/*
+ * A frame at addr in file mapping m: its ELF address, name and mapping from the file's table
+ * syms (NULL: not read, or not yet), else a JIT perf map for memfd code (p not NULL), else
+ * the placeholder "file+0xaddr" that keeps its identity for a backend. Fills loc (address,
+ * function, unnamed, mapping_id) and counts where the name came from.
+ */
+static void file_frame(struct pp_session *s, const struct pp_elf_symbols *syms, uint64_t addr,
+		       const struct pp_map_entry *m, const struct pp_proc *p,
+		       struct pp_location_info *loc, char *placeholder, size_t psize,
+		       char *demangled, size_t dsize)
+{
+	struct pp_mapping_info mi = {0};
+	uint64_t vaddr = addr;
+	const char *name = NULL;
+	int placed = 0;
+
+	if (syms && pp_elf_symbols_map_addr(syms, addr, m->start, m->offset, &vaddr) == 0) {
+		placed = 1;
+		name = pp_demangle(pp_elf_symbols_lookup(syms, vaddr, NULL), demangled, dsize);
+		if (name)
+			s->stats.named[source_of(syms)]++;
+	}
+	/* code in a memfd (a JIT's double mapping) is named by the runtime's perf map */
+	if (!name && p && strncmp(m->path, "/memfd:", 7) == 0)
+		name = jit_name(s, p, addr, demangled, dsize);
+	loc->unnamed = 0;
+	if (!name) {
+		/*
+		 * No symbol: the frame keeps its identity as "libfoo.so+0x1a2b", the ELF address,
+		 * so backends draw it and a later symbolizer can name it. A file that could not be
+		 * read gives its file offset instead, which is the ELF address of the text of
+		 * almost every library.
+		 */
+		if (syms)
+			s->stats.frames_no_symbol++;
+		s->stats.unnamed++;
+		if (!placed)
+			vaddr = addr - m->start + m->offset;
+		snprintf(placeholder, psize, "%s+0x%llx", base_name(m->path),
+			 (unsigned long long)vaddr);
+		name = placeholder;
+		loc->unnamed = s->opts.addresses_only ? PP_UNNAMED_FOR_BACKEND : PP_UNNAMED_DRAWN;
+	}
+	mi.load_bias = addr - vaddr;
+	mi.start = m->start;
+	mi.limit = m->end;
+	mi.file_offset = m->offset;
+	mi.filename = m->path;
+	mi.build_id = syms ? pp_elf_symbols_build_id(syms) : "";
+	loc->mapping_id = pp_profile_intern_mapping(s->profile, &mi);
+	loc->address = vaddr;
+	loc->function = name;
+}
+
+/* Remember a placeholder to finish when its file's table comes (MAX_PENDING_LOCATIONS). */
+static void note_pending(struct pp_session *s, uint64_t tag, uint32_t location, uint64_t addr,
+			 const struct pp_map_entry *m)
+{
+	s->stats.frames_pending++;
+	if (s->npending == MAX_PENDING_LOCATIONS ||
+	    pp_vec_reserve((void **)&s->pending, &s->pending_cap, s->npending, sizeof(*s->pending),
+			   256, MAX_PENDING_LOCATIONS))
+		return;
+	s->pending[s->npending++] = (struct pending_loc){.tag = tag,
+							 .addr = addr,
+							 .start = m->start,
+							 .end = m->end,
+							 .offset = m->offset,
+							 .location = location};
+}
+
+/* A placeholder made while its file was read, finished with the file's table (NULL: none). */
+static void finish_pending(struct pp_session *s, const struct pending_loc *pl,
+			   const struct pp_elf_symbols *syms)
+{
+	const struct pp_location_info *old = pp_profile_get_location(s->profile, pl->location);
+	const struct pp_mapping_info *om;
+	struct pp_location_info loc;
+	struct pp_map_entry m = {0};
+	char placeholder[300], demangled[1024];
+
+	if (!old || !old->unnamed || !old->mapping_id)
+		return;
+	om = pp_profile_get_mapping(s->profile, old->mapping_id);
+	m.start = pl->start;
+	m.end = pl->end;
+	m.offset = pl->offset;
+	m.path = om->filename;
+	m.kind = PP_MAP_KIND_FILE;
+	loc = *old;
+	s->stats.unnamed--; /* counted again, as what it is now */
+	file_frame(s, syms, pl->addr, &m, NULL, &loc, placeholder, sizeof(placeholder), demangled,
+		   sizeof(demangled));
+	if (loc.mapping_id && pp_profile_resolve_location(s->profile, pl->location, &loc) == 0)
+		s->stats.frames_resolved++;
+}
+
 static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uint64_t addr)
 {
 	struct frame_slot *slot;
 	const struct pp_map_entry *m;
-	const struct pp_elf_symbols *syms = NULL;
 	struct pp_location_info loc = {0};
-	struct pp_mapping_info mi = {0};
 	char placeholder[300], demangled[1024];
-	uint64_t vaddr = addr;
+	uint64_t vaddr = addr, pending = 0;
 	const char *name = NULL;
 	int not_code = 0;
 	uint32_t id;
@@ -614,46 +760,16 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 		name = PP_FRAME_NOT_CODE;
 		not_code = 1;
 	} else if (m->kind == PP_MAP_KIND_FILE) {
-		int placed = 0;
+		const struct pp_elf_symbols *syms = mapping_symbols(s, p, m, &pending);
 
-		syms = mapping_symbols(s, p, m);
-		if (!syms) {
+		if (!syms && !pending)
 			s->stats.frames_no_file++;
-		} else if (pp_elf_symbols_map_addr(syms, addr, m->start, m->offset, &vaddr) == 0) {
-			placed = 1;
-			name = pp_demangle(pp_elf_symbols_lookup(syms, vaddr, NULL), demangled,
-					   sizeof(demangled));
-			if (name)
-				s->stats.named[source_of(syms)]++;
-		}
-		/* code in a memfd (a JIT's double mapping) is named by the runtime's perf map */
-		if (!name && strncmp(m->path, "/memfd:", 7) == 0)
-			name = jit_name(s, p, addr, demangled, sizeof(demangled));
-		if (!name) {
-			/*
-			 * No symbol: the frame keeps its identity as "libfoo.so+0x1a2b", the ELF
-			 * address, so backends draw it and a later symbolizer can name it. A file
-			 * that could not be read gives its file offset instead, which is the ELF
-			 * address of the text of almost every library.
-			 */
-			if (syms)
-				s->stats.frames_no_symbol++;
-			s->stats.unnamed++;
-			if (!placed)
-				vaddr = addr - m->start + m->offset;
-			snprintf(placeholder, sizeof(placeholder), "%s+0x%llx", base_name(m->path),
-				 (unsigned long long)vaddr);
-			name = placeholder;
-			loc.unnamed =
-			    s->opts.addresses_only ? PP_UNNAMED_FOR_BACKEND : PP_UNNAMED_DRAWN;
-		}
-		mi.load_bias = addr - vaddr;
-		mi.start = m->start;
-		mi.limit = m->end;
-		mi.file_offset = m->offset;
-		mi.filename = m->path;
-		mi.build_id = syms ? pp_elf_symbols_build_id(syms) : "";
-		loc.mapping_id = pp_profile_intern_mapping(s->profile, &mi);
+		file_frame(s, syms, addr, m, p, &loc, placeholder, sizeof(placeholder), demangled,
+			   sizeof(demangled));
+		name = loc.function;
+		vaddr = loc.address;
+		if (!loc.unnamed)
+			pending = 0;
 	} else {
 		if (m->kind == PP_MAP_KIND_ANON || m->kind == PP_MAP_KIND_HEAP)
 			name = jit_name(s, p, addr, demangled, sizeof(demangled));
@@ -683,6 +799,8 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	id = pp_profile_intern_location(s->profile, &loc);
 	if (id && not_code)
 		s->not_code_loc = id;
+	if (id && pending)
+		note_pending(s, pending, id, addr, m);
 	if (id) {
 		/* find_map may have reloaded the maps; the slot pointer is still ours. */
 		frame_cache_put(s, frame_slot(s, p->pid, p->generation, addr), p->pid,
@@ -703,20 +821,12 @@ static uint32_t data_loc_named(struct pp_session *s, const char *name, uint64_t 
 }
 
 /* Name the profile's unnamed locations in the file whose build id is id from its debug file. */
-static size_t name_from_debug_file(struct pp_session *s, const char *id)
+static size_t name_from_debug_table(struct pp_session *s, const struct pp_elf_symbols *dbg,
+				    const char *id)
 {
 	size_t nlocs = pp_profile_location_count(s->profile), named = 0;
-	struct pp_elf_symbols *dbg;
 	char demangled[1024];
-	int fd;
 
-	fd = pp_debuginfod_fetch(s->opts.debuginfod, id);
-	if (fd < 0)
-		return 0;
-	dbg = pp_elf_symbols_open_fd(fd);
-	close(fd);
-	if (!dbg)
-		return 0;
 	for (uint32_t lid = 1; lid <= nlocs; lid++) {
 		const struct pp_location_info *l = pp_profile_get_location(s->profile, lid);
 		const struct pp_mapping_info *m;
@@ -732,25 +842,6 @@ static size_t name_from_debug_file(struct pp_session *s, const char *id)
 		if (name && pp_profile_name_location(s->profile, lid, name) == 0)
 			named++;
 	}
-	pp_elf_symbols_free(dbg);
-	return named;
-}
-
-size_t pp_session_apply_debug(struct pp_session *s)
-{
-	char ids[16][PP_BUILD_ID_HEX_SIZE];
-	size_t n, named = 0;
-
-	if (!s || !s->opts.debuginfod)
-		return 0;
-	while ((n = pp_debuginfod_take_ready(s->opts.debuginfod, ids, 16)) > 0) {
-		for (size_t i = 0; i < n; i++) {
-			/* new frames of the file: its table is read again, with the debug file */
-			pp_symcache_forget_build_id(s->syms, ids[i]);
-			if (s->profile)
-				named += name_from_debug_file(s, ids[i]);
-		}
-	}
 	s->stats.named_late += named;
 	s->stats.named[PP_NAMED_DEBUGINFOD] += named;
 	if (s->stats.unnamed >= named)
@@ -758,17 +849,89 @@ size_t pp_session_apply_debug(struct pp_session *s)
 	return named;
 }
 
-size_t pp_session_wait_debug(struct pp_session *s, uint64_t timeout_ms)
+/* The loader's results so far: placeholders finished, slots filled, debug files applied. */
+static void apply_symbol_results(struct pp_session *s)
 {
-	if (!s || !s->opts.debuginfod)
-		return 0;
-	(void)pp_debuginfod_wait_idle(s->opts.debuginfod, timeout_ms);
-	return pp_session_apply_debug(s);
+	struct pp_symload_result r[64];
+	size_t n;
+
+	while ((n = pp_symloader_take(s->loader, r, 64)) > 0) {
+		/* one pass over the placeholders for the whole batch */
+		for (size_t i = 0; i < s->npending;) {
+			size_t k = 0;
+
+			while (k < n &&
+			       (r[k].kind != PP_SYMLOAD_MAPPING || r[k].tag != s->pending[i].tag))
+				k++;
+			if (k == n) {
+				i++;
+				continue;
+			}
+			if (s->profile)
+				finish_pending(s, &s->pending[i], r[k].syms);
+			s->pending[i] = s->pending[--s->npending];
+		}
+		for (size_t k = 0; k < n; k++) {
+			struct mapsym_slot *slot = &s->mapsyms[r[k].tag & (MAPSYM_SLOTS - 1)];
+
+			if (r[k].kind == PP_SYMLOAD_DEBUG) {
+				if (r[k].syms && s->profile)
+					name_from_debug_table(s, r[k].syms, r[k].build_id);
+				pp_elf_symbols_free(r[k].syms);
+			} else if (slot->state == MAPSYM_PENDING && slot->tag == r[k].tag) {
+				slot->state = MAPSYM_READY;
+				slot->syms = r[k].syms; /* the slot owns the reference now */
+			} else {
+				pp_elf_symbols_free(
+				    r[k].syms); /* the slot went to another mapping */
+			}
+		}
+	}
 }
 
-static uint64_t symcache_epoch(const struct pp_session *s)
+size_t pp_session_apply_debug(struct pp_session *s)
 {
-	return pp_symcache_epoch(s->syms);
+	char ids[16][PP_BUILD_ID_HEX_SIZE];
+	size_t n, asked = 0;
+
+	if (!s)
+		return 0;
+	if (s->opts.debuginfod) {
+		while ((n = pp_debuginfod_take_ready(s->opts.debuginfod, ids, 16)) > 0) {
+			for (size_t i = 0; i < n; i++) {
+				/* new frames of the file: its table is read again, with the debug
+				 * file; the ones already made are named from the debug file */
+				pp_symloader_forget_build_id(s->loader, ids[i]);
+				asked += pp_symloader_submit_debug(s->loader, 0, ids[i]) == 0;
+			}
+		}
+	}
+	apply_symbol_results(s);
+	return asked;
+}
+
+size_t pp_session_wait_debug(struct pp_session *s, uint64_t timeout_ms)
+{
+	uint64_t before;
+
+	if (!s || !s->opts.debuginfod)
+		return 0;
+	before = s->stats.named_late;
+	(void)pp_debuginfod_wait_idle(s->opts.debuginfod, timeout_ms);
+	pp_session_apply_debug(s);
+	pp_session_wait_symbols(s, timeout_ms);
+	return (size_t)(s->stats.named_late - before);
+}
+
+int pp_session_wait_symbols(struct pp_session *s, uint64_t timeout_ms)
+{
+	int ret;
+
+	if (!s)
+		return 0;
+	ret = pp_symloader_wait_idle(s->loader, timeout_ms);
+	apply_symbol_results(s);
+	return ret;
 }
 
 /*
@@ -781,13 +944,15 @@ static uint32_t data_symbol_location(struct pp_session *s, const struct pp_proc 
 				     uint64_t addr)
 {
 	const struct pp_elf_symbols *syms;
-	uint64_t vaddr, start;
+	uint64_t vaddr, start, pending;
 	const char *name;
 
 	if (obj->syms_state == PP_MEM_SYMS_NONE)
 		return 0;
-	syms = mapping_symbols(s, p, fm);
+	syms = mapping_symbols(s, p, fm, &pending);
 	if (!syms) {
+		if (pending)
+			return 0; /* its mapping's class for now: the table is on its way */
 		obj->syms_state = PP_MEM_SYMS_NONE;
 		s->stats.frames_no_file++;
 		return 0;
@@ -1096,6 +1261,8 @@ int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 		return 0;
 	}
 	pp_unwinder_note(s->opts.unwinder, d->sample.tgid);
+	if (pp_symloader_ready(s->loader))
+		apply_symbol_results(s);
 	return handle_sample(s, d);
 }
 

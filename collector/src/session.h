@@ -1,7 +1,8 @@
 /*
  * The collector's sample pipeline: decoded shim records -> process metadata -> symbolized
- * frames -> the aggregated profile. One session per capture (record) or window (run);
- * single-threaded, fed by the ring-buffer drain.
+ * frames -> the aggregated profile. One session per capture (record) or window (run), fed by
+ * the ring-buffer drain on one thread; files are read by the symbol loader's worker, never on
+ * that thread.
  */
 #ifndef PP_SESSION_H
 #define PP_SESSION_H
@@ -91,6 +92,13 @@ struct pp_session_opts {
 	int no_perf_maps;
 	/* The perf maps' bound in bytes, all processes together; 0: 16 MiB. */
 	size_t max_perf_map_bytes;
+	/*
+	 * Symbol tables are read by a worker (symbolize/symloader.h): a frame whose file is still
+	 * being read becomes a placeholder, finished when the table comes. 0 (the agent): the
+	 * sample path never waits. N: a sample waits up to N ms for its file's table, for callers
+	 * that want every frame named at once and have no ring buffer to keep up with.
+	 */
+	uint64_t symbol_wait_ms;
 };
 
 /* Where the names of frames came from: pp_session_stats.named[]. */
@@ -138,6 +146,15 @@ struct pp_session_stats {
 	uint64_t mem_obj_cache_bytes;
 	uint64_t symbol_evictions; /* symbol tables evicted for the file or byte bound */
 	uint64_t symbol_too_big;   /* symbol tables over the byte bound alone: not kept */
+	uint64_t symbol_refused;   /* files claiming bytes a sparse file lacks: refused */
+	/* Mapped files the symbol loader opened through /proc/PID/map_files, or by their path in
+	 * the process's root; paths that led to another file (refused); files not opened. */
+	uint64_t symbol_via_map_files, symbol_via_root;
+	uint64_t symbol_not_mapped_file, symbol_open_failed;
+	uint64_t symbol_queue_full; /* loader requests refused: its queue was full (asked again) */
+	uint64_t symbol_pending;    /* gauge: files queued or being read now */
+	uint64_t frames_pending;    /* frames made while their file was read: placeholders... */
+	uint64_t frames_resolved;   /* ... of which the table's arrival named or placed */
 	/* Memory events (opts.mem_event). */
 	uint64_t mem_samples;	      /* samples with at least one real memory field */
 	uint64_t mem_no_fields;	      /* PP_SF_MEM_FIELDS set, but the kernel filled none */
@@ -210,5 +227,12 @@ void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *o
 size_t pp_session_apply_debug(struct pp_session *s);
 /* Wait (at most timeout_ms) for the debuginfod requests under way, then apply them. */
 size_t pp_session_wait_debug(struct pp_session *s, uint64_t timeout_ms);
+
+/*
+ * Wait at most timeout_ms for the symbol tables being read, then finish the frames made while
+ * they were (before a capture's profile is written, or a window closes). 0, or -ETIMEDOUT
+ * (what came is applied all the same).
+ */
+int pp_session_wait_symbols(struct pp_session *s, uint64_t timeout_ms);
 
 #endif /* PP_SESSION_H */

@@ -319,6 +319,26 @@ int pp_profile_name_location(struct pp_profile *p, uint32_t id, const char *name
 	return 0;
 }
 
+int pp_profile_resolve_location(struct pp_profile *p, uint32_t id,
+				const struct pp_location_info *loc)
+{
+	struct pp_location_info *l;
+	const char *fn;
+
+	if (!p || !loc || !loc->function || id == 0 || id > p->nlocs ||
+	    loc->mapping_id > p->nmaps || loc->kind != p->locs[id - 1]->kind)
+		return -EINVAL;
+	fn = intern_str(p, loc->function);
+	if (!fn)
+		return -ENOMEM;
+	l = p->locs[id - 1];
+	*l = *loc;
+	l->function = fn;
+	if (pp_htab_insert(&p->loc_idx, hash_location(l), id - 1))
+		return -ENOMEM;
+	return 0;
+}
+
 static uint64_t hash_labels(const struct pp_label *l, uint32_t n)
 {
 	uint64_t h = PP_HASH_SEED;

@@ -395,6 +395,27 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 	       "Symbol tables larger than symbol-cache-bytes alone: not kept, their frames "
 	       "unnamed.");
 	value(f, "pebsprof_symbol_cache_too_big_total", s->symbol_too_big);
+	family(f, "pebsprof_files_refused_total", "counter",
+	       "Files other processes mapped that were not read, by reason: sparse (tables "
+	       "claimed where the file has a hole), not_the_mapped_file (the path led elsewhere), "
+	       "unreachable (gone, not a regular file), and unwind tables refused for their "
+	       "claims (unwind_claims).");
+	labelled(f, "pebsprof_files_refused_total", "reason", "sparse", s->symbol_refused_sparse);
+	labelled(f, "pebsprof_files_refused_total", "reason", "not_the_mapped_file",
+		 s->symbol_not_mapped_file);
+	labelled(f, "pebsprof_files_refused_total", "reason", "unreachable", s->symbol_unreachable);
+	labelled(f, "pebsprof_files_refused_total", "reason", "unwind_claims",
+		 s->unwind_tables_refused);
+	family(f, "pebsprof_frames_awaited_total", "counter",
+	       "Frames made while their file's symbols were being read (placeholders), and of "
+	       "those finished in place when the table came.");
+	labelled(f, "pebsprof_frames_awaited_total", "state", "made", s->frames_awaited);
+	labelled(f, "pebsprof_frames_awaited_total", "state", "finished",
+		 s->frames_awaited_finished);
+	family(f, "pebsprof_strings_cleaned_total", "counter",
+	       "Strings from processes (names, paths, comm) that were not valid UTF-8 or held "
+	       "control characters, sent cleaned.");
+	value(f, "pebsprof_strings_cleaned_total", s->strings_cleaned);
 }
 
 static void render_transport(FILE *f, const struct pp_health_snapshot *s)

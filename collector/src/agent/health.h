@@ -151,6 +151,12 @@ struct pp_health_snapshot {
 	uint64_t process_cache_bytes, symbol_cache_bytes, frame_cache_bytes, raw_stack_bytes;
 	uint64_t mem_obj_cache_bytes;
 	uint64_t symbol_evictions, symbol_too_big;
+	/* Files refused for symbols: claiming bytes a sparse file lacks, a path leading to
+	 * another file than the one mapped, unreachable; tables refused for unwinding. */
+	uint64_t symbol_refused_sparse, symbol_not_mapped_file, symbol_unreachable;
+	uint64_t unwind_tables_refused;
+	uint64_t frames_awaited, frames_awaited_finished; /* made while their file was read */
+	uint64_t strings_cleaned; /* strings that were not clean text, summed per window */
 	/* Windows and export. */
 	uint64_t windows_closed;	  /* windows ended at an interval boundary */
 	uint64_t windows_exported;	  /* non-empty windows handed to the exporter */

@@ -10,6 +10,12 @@
 
 /* pp_root_open flags. */
 #define PP_ROOT_OPEN_NO_SYMLINKS 0x1u /* refuse any symbolic link on the way (ELOOP) */
+/*
+ * Resolve only: an O_PATH descriptor of whatever the path names (nothing is opened, so no
+ * FIFO, device or FUSE file acts on it), for the caller to check with fstat and then open
+ * with pp_reopen.
+ */
+#define PP_ROOT_OPEN_PATH 0x2u
 
 /*
  * Open path (absolute, as seen inside root) read-only under root, a directory such as
@@ -19,10 +25,17 @@
  *   -ELOOP   a symbolic link with PP_ROOT_OPEN_NO_SYMLINKS;
  *   -EXDEV   the path would leave root (a ".." or a magic link: openat2's answer);
  *   -EINVAL  not a regular file (a FIFO, a socket, a device, a directory);
+ *   -ENOSYS  no openat2 (before 5.6, or hidden by seccomp): nothing is opened under a root
+ *            then, since a plain path through it resolves absolute links on the host;
  *   the errno of the open otherwise.
- * On kernels without openat2 (before 5.6) an open under root falls back to open(2) of
- * root + path, with O_NOFOLLOW for PP_ROOT_OPEN_NO_SYMLINKS (the last component only).
  */
 int pp_root_open(const char *root, const char *path, unsigned int flags);
+
+/*
+ * Open for reading the file an O_PATH descriptor (PP_ROOT_OPEN_PATH) stands for, through the
+ * agent's own /proc/self/fd link: an fd of a regular file, or -errno (-EINVAL for anything
+ * else).
+ */
+int pp_reopen(int path_fd);
 
 #endif /* PP_COLLECTOR_ROOT_OPEN_H */

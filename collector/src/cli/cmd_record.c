@@ -38,6 +38,8 @@
 #define RUN_KEYS_MAX_FLAGS 32
 /* How long the end of a capture waits for debug files still coming from debuginfod. */
 #define RECORD_DEBUGINFOD_WAIT_S 10u
+/* How long record waits at the end for symbol tables still being read. */
+#define RECORD_SYMBOLS_WAIT_S 10u
 
 /* The keys record shares with run: where pod metadata comes from and how frames are named,
  * read from the same config file (PEBSPROF_CONFIG) and environment as the agent's, so
@@ -608,14 +610,15 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_UNREADABLE],
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_NOT_UP],
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_UNSUPPORTED]);
-	printf("unwind tables: %llu built in %.0f ms, %llu shared, %llu files without CFI, "
-	       "%llu evicted, %llu did not fit; %llu of %llu rows (%.1f MiB) in use; %llu "
-	       "process installs (%llu released, %llu live, %llu gone before), %llu mappings "
-	       "(%llu without a table)\n",
+	printf("unwind tables: %llu built in %.0f ms, %llu shared, %llu files without CFI "
+	       "(%llu refused), %llu evicted, %llu did not fit; %llu of %llu rows (%.1f MiB) in "
+	       "use; %llu process installs (%llu released, %llu live, %llu gone before), %llu "
+	       "mappings (%llu without a table)\n",
 	       (unsigned long long)us.tables_built, (double)us.build_ns / 1e6,
 	       (unsigned long long)us.tables_shared, (unsigned long long)us.tables_none,
-	       (unsigned long long)us.tables_evicted, (unsigned long long)us.tables_no_room,
-	       (unsigned long long)us.rows_used, (unsigned long long)us.rows_total,
+	       (unsigned long long)us.tables_refused, (unsigned long long)us.tables_evicted,
+	       (unsigned long long)us.tables_no_room, (unsigned long long)us.rows_used,
+	       (unsigned long long)us.rows_total,
 	       (double)us.rows_used * sizeof(struct pp_bpf_unwind_row) / (1 << 20),
 	       (unsigned long long)us.procs_installed, (unsigned long long)us.procs_released,
 	       (unsigned long long)us.procs_live, (unsigned long long)us.procs_failed,
@@ -668,6 +671,20 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 			       (unsigned long long)st->perf_map_refused,
 			       (unsigned long long)st->perf_map_bad_lines);
 		printf("\n");
+		printf("symbol files: %llu opened (%llu through map_files, %llu by path in the "
+		       "process's root); refused %llu (over the caps %llu, sparse %llu), not the "
+		       "mapped file %llu, unreachable %llu; %llu frames waited for their file "
+		       "(%llu finished)\n",
+		       (unsigned long long)(st->symbol_via_map_files + st->symbol_via_root),
+		       (unsigned long long)st->symbol_via_map_files,
+		       (unsigned long long)st->symbol_via_root,
+		       (unsigned long long)(st->symbol_too_big + st->symbol_refused),
+		       (unsigned long long)st->symbol_too_big,
+		       (unsigned long long)st->symbol_refused,
+		       (unsigned long long)st->symbol_not_mapped_file,
+		       (unsigned long long)st->symbol_open_failed,
+		       (unsigned long long)st->frames_pending,
+		       (unsigned long long)st->frames_resolved);
 	}
 	if (st->samples_unreadable)
 		printf("%llu samples from processes whose maps or binaries could not be read "
@@ -921,6 +938,10 @@ int pp_cmd_record(int argc, char **argv)
 	while (pp_shim_poll(smp.shim, 0, pp_session_record_cb, session) > 0)
 		;
 	refresh_pods_if_missed(&containers);
+	/* the files still being read when sampling stopped name their frames before writing */
+	if (pp_session_wait_symbols(session, (uint64_t)RECORD_SYMBOLS_WAIT_S * 1000))
+		pp_warn("symbols: files still being read after %u s: their frames stay unnamed",
+			RECORD_SYMBOLS_WAIT_S);
 	/* debug files asked of debuginfod during the capture name its frames before writing */
 	if (sym.debuginfod) {
 		struct pp_debuginfod_stats ds;

@@ -77,6 +77,7 @@ struct agent {
 	 * or byte limit, requests over max-request-bytes; single samples over the byte limit. */
 	uint64_t profiles_cut, requests_cut, samples_oversize;
 	uint64_t label_names_dropped; /* summed over the windows sent (Pyroscope's limit) */
+	uint64_t strings_cleaned;     /* summed over the windows closed */
 	int label_drop_said;	      /* the names left out were logged once */
 	/* Queue-overflow drops: when last said, and how many since. */
 	uint64_t queue_drop_said_ns, queue_drops_unsaid;
@@ -635,6 +636,7 @@ static int close_window(struct agent *ag, uint64_t window_end, uint64_t now)
 		pp_error("out of memory");
 		return -ENOMEM;
 	}
+	ag->strings_cleaned += pp_profile_strings_cleaned(closing);
 	pp_session_release_held(ag->session);
 	export_pending(ag); /* the previous one, if still waiting */
 	if (ag->cfg.exporter == PP_EXPORTER_FILE) {
@@ -763,6 +765,12 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.mem_obj_cache_bytes = ss.mem_obj_cache_bytes;
 	snap.symbol_evictions = ss.symbol_evictions;
 	snap.symbol_too_big = ss.symbol_too_big;
+	snap.symbol_refused_sparse = ss.symbol_refused;
+	snap.symbol_not_mapped_file = ss.symbol_not_mapped_file;
+	snap.symbol_unreachable = ss.symbol_open_failed;
+	snap.frames_awaited = ss.frames_pending;
+	snap.frames_awaited_finished = ss.frames_resolved;
+	snap.strings_cleaned = ag->strings_cleaned;
 	pp_shim_read_counters(ag->smp.shim, snap.shim);
 	if (ag->smp.unwinder) {
 		struct pp_unwinder_stats us;
@@ -771,6 +779,7 @@ static void health_tick(struct agent *ag, int stopping)
 		snap.unwind_tables_built = us.tables_built;
 		snap.unwind_tables_shared = us.tables_shared;
 		snap.unwind_tables_none = us.tables_none;
+		snap.unwind_tables_refused = us.tables_refused;
 		snap.unwind_tables_evicted = us.tables_evicted;
 		snap.unwind_tables_no_room = us.tables_no_room;
 		snap.unwind_rows_used = us.rows_used;

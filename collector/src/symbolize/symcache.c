@@ -15,6 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/elf_read.h"
+#include "base/log.h"
+
 /* A file's identity: all fields 64-bit, so the struct has no padding to hash. */
 struct file_key {
 	uint64_t dev;
@@ -36,9 +39,7 @@ struct entry {
 	struct entry *lru_prev, *lru_next; /* lru_next goes towards older entries */
 	struct entry *hnext;
 	uint32_t hash;
-	bool by_path; /* a remembered failure for a path stat(2) could not reach */
 	struct file_key key;
-	char *path;	     /* by_path entries only */
 	struct table *tab;   /* NULL: a remembered failure */
 	int err;	     /* failures: the errno to report */
 	uint64_t expires_ns; /* failures: forgotten after this */
@@ -54,7 +55,6 @@ struct pp_symcache {
 	struct table **id_buckets;
 	struct entry *lru_head, *lru_tail;
 	uint64_t negative_ttl_ns;
-	uint64_t epoch; /* entries removed so far: borrowed tables may be gone */
 	unsigned int open_flags;
 	const struct pp_debug_dirs *debug_dirs;
 	pp_debug_fetch_fn debug_fetch;
@@ -78,12 +78,6 @@ static uint32_t fnv1a(const void *p, size_t len, uint32_t h)
 static uint32_t key_hash(const struct file_key *k)
 {
 	return fnv1a(k, sizeof(*k), FNV_SEED);
-}
-
-static uint32_t path_hash(const char *path)
-{
-	/* Seeded apart from key hashes; the by_path flag settles any collision anyway. */
-	return fnv1a(path, strlen(path), FNV_SEED ^ 0x5bd1e995u);
 }
 
 static uint32_t id_hash(const char *id)
@@ -218,7 +212,7 @@ static void lru_push_front(struct pp_symcache *c, struct entry *e)
 
 static size_t entry_bytes(const struct entry *e)
 {
-	return sizeof(*e) + (e->path ? strlen(e->path) + 1 : 0);
+	return sizeof(*e);
 }
 
 static void entry_remove(struct pp_symcache *c, struct entry *e)
@@ -230,11 +224,8 @@ static void entry_remove(struct pp_symcache *c, struct entry *e)
 	if (*pp)
 		*pp = e->hnext;
 	lru_unlink(c, e);
-	if (e->tab)
-		c->epoch++;
 	table_put(c, e->tab);
 	c->bytes -= entry_bytes(e);
-	free(e->path);
 	free(e);
 	c->n--;
 }
@@ -264,29 +255,15 @@ static struct entry *find_key(struct pp_symcache *c, const struct file_key *k)
 	uint32_t h = key_hash(k);
 
 	for (struct entry *e = c->buckets[h & (c->nbuckets - 1)]; e; e = e->hnext) {
-		if (e->hash == h && !e->by_path && memcmp(&e->key, k, sizeof(*k)) == 0)
+		if (e->hash == h && memcmp(&e->key, k, sizeof(*k)) == 0)
 			return e;
 	}
 	return NULL;
 }
 
-static struct entry *find_path(struct pp_symcache *c, const char *path)
-{
-	uint32_t h = path_hash(path);
-
-	for (struct entry *e = c->buckets[h & (c->nbuckets - 1)]; e; e = e->hnext) {
-		if (e->hash == h && e->by_path && strcmp(e->path, path) == 0)
-			return e;
-	}
-	return NULL;
-}
-
-/*
- * Remember a failure (by file key, or by path when key is NULL) unless failures are not
- * remembered. Allocation failure only costs the memory of it.
- */
-static void remember_failure(struct pp_symcache *c, const struct file_key *key, const char *path,
-			     int err, uint64_t now)
+/* Remember a failure unless failures are not remembered; allocation failure costs only that. */
+static void remember_failure(struct pp_symcache *c, const struct file_key *key, int err,
+			     uint64_t now)
 {
 	struct entry *e;
 
@@ -295,21 +272,11 @@ static void remember_failure(struct pp_symcache *c, const struct file_key *key, 
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return;
-	if (key) {
-		e->key = *key;
-		e->hash = key_hash(key);
-	} else {
-		e->path = strdup(path);
-		if (!e->path) {
-			free(e);
-			return;
-		}
-		e->by_path = true;
-		e->hash = path_hash(path);
-	}
+	e->key = *key;
+	e->hash = key_hash(key);
 	e->err = err;
-	/* the same file will not fit later either: asked again only once evicted */
-	e->expires_ns = err == EFBIG || now > UINT64_MAX - c->negative_ttl_ns
+	/* the same file will not fit, or be whole, later either: asked again once evicted */
+	e->expires_ns = err == EFBIG || err == ENODATA || now > UINT64_MAX - c->negative_ttl_ns
 			    ? UINT64_MAX
 			    : now + c->negative_ttl_ns;
 	entry_insert(c, e);
@@ -370,51 +337,44 @@ static void add_debug_symbols(struct pp_symcache *c, struct pp_elf_symbols *syms
 		c->stats.debug_files++;
 }
 
-/* Open the file for a miss: an entry holding its table, or NULL with errno set. */
-static struct entry *load(struct pp_symcache *c, const char *path, const char *root,
-			  const char *name, const struct file_key *key, uint64_t now)
+/*
+ * A file the headers of which claim more than the caps allow, or bytes a sparse file does not
+ * have: refused, remembered until evicted, and said once (the failure is remembered).
+ */
+static void note_refusal(struct pp_symcache *c, const char *name, int err)
+{
+	if (err == EFBIG)
+		c->stats.too_big++;
+	else
+		c->stats.refused++;
+	pp_warn("symbols: refused %s: %s", name && name[0] ? name : "a mapped file",
+		err == EFBIG ? "its tables are over the symbol cache's bound or the header caps"
+			     : pp_elf_refusal_name(-err));
+}
+
+/* Read the file behind fd for a miss: an entry holding its table, or NULL with errno set. */
+static struct entry *load(struct pp_symcache *c, int fd, const char *root, const char *name,
+			  const struct file_key *key, uint64_t now)
 {
 	char id[PP_BUILD_ID_HEX_SIZE];
 	struct pp_elf_symbols *syms;
 	struct table *tab = NULL;
-	struct file_key k = *key;
-	struct stat st;
 	struct entry *e;
-	int fd, err;
+	int err;
 
-	/* O_NONBLOCK: a process may have put a FIFO where its mapped file was */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0) {
-		err = errno;
-		goto out_fail;
-	}
-	/* The file may have been replaced since stat(2): the open file is what we describe. */
-	if (fstat(fd, &st) == 0)
-		key_from_stat(&st, &k);
-	e = find_key(c, &k);
-	if (e && e->tab) {
-		close(fd);
-		lru_unlink(c, e);
-		lru_push_front(c, e);
-		return e;
-	}
-	if (e)
-		entry_remove(c, e);
 	err = -pp_elf_read_build_id_fd(fd, id, sizeof(id));
-	if (err) {
-		close(fd);
+	if (err)
 		goto out_fail;
-	}
 	if (id[0])
 		tab = table_by_id(c, id);
 	if (tab) {
 		tab->refs++;
 		c->stats.shared_by_build_id++;
 	} else {
-		syms = pp_elf_symbols_open_fd_flags(fd, c->open_flags);
+		syms = pp_elf_symbols_open_fd_limited(fd, c->open_flags,
+						      c->max_bytes - sizeof(struct table));
 		if (!syms) {
 			err = errno;
-			close(fd);
 			goto out_fail;
 		}
 		c->stats.opens++;
@@ -422,35 +382,33 @@ static struct entry *load(struct pp_symcache *c, const char *path, const char *r
 		/* one table past the whole bound would evict everything and still not fit */
 		if (sizeof(struct table) + pp_elf_symbols_bytes(syms) > c->max_bytes) {
 			pp_elf_symbols_free(syms);
-			close(fd);
-			c->stats.too_big++;
 			err = EFBIG;
 			goto out_fail;
 		}
 		tab = table_new(c, syms);
 		if (!tab) {
 			pp_elf_symbols_free(syms);
-			close(fd);
 			errno = ENOMEM;
 			return NULL;
 		}
 	}
-	close(fd);
 	e = calloc(1, sizeof(*e));
 	if (!e) {
 		table_put(c, tab);
 		errno = ENOMEM;
 		return NULL;
 	}
-	e->key = k;
-	e->hash = key_hash(&k);
+	e->key = *key;
+	e->hash = key_hash(key);
 	e->tab = tab;
 	entry_insert(c, e);
 	return e;
 
 out_fail:
 	c->stats.open_failures++;
-	remember_failure(c, &k, path, err, now);
+	if (err == EFBIG || err == ENODATA)
+		note_refusal(c, name, err);
+	remember_failure(c, key, err, now);
 	errno = err;
 	return NULL;
 }
@@ -458,12 +416,29 @@ out_fail:
 const struct pp_elf_symbols *pp_symcache_get_file(struct pp_symcache *c, const char *path,
 						  const char *expected_build_id)
 {
-	return pp_symcache_get_mapped(c, path, NULL, path, expected_build_id);
+	const struct pp_elf_symbols *syms;
+	int fd, saved;
+
+	if (!c || !path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* O_NONBLOCK: a FIFO at the path must not block the open */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		c->stats.misses++;
+		c->stats.open_failures++;
+		return NULL;
+	}
+	syms = pp_symcache_get_fd(c, fd, NULL, path, expected_build_id);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return syms;
 }
 
-const struct pp_elf_symbols *pp_symcache_get_mapped(struct pp_symcache *c, const char *path,
-						    const char *root, const char *name,
-						    const char *expected_build_id)
+const struct pp_elf_symbols *pp_symcache_get_fd(struct pp_symcache *c, int fd, const char *root,
+						const char *name, const char *expected_build_id)
 {
 	struct file_key key;
 	struct stat st;
@@ -471,27 +446,15 @@ const struct pp_elf_symbols *pp_symcache_get_mapped(struct pp_symcache *c, const
 	uint64_t now;
 	const char *id;
 
-	if (!c || !path) {
+	if (!c || fd < 0) {
 		errno = EINVAL;
 		return NULL;
 	}
 	now = now_ns();
-	if (stat(path, &st) != 0) {
-		int err = errno;
-
-		e = live(c, find_path(c, path), now);
-		if (e) {
-			c->stats.hits++;
-			c->stats.negative_hits++;
-			lru_unlink(c, e);
-			lru_push_front(c, e);
-			errno = e->err;
-			return NULL;
-		}
-		c->stats.misses++;
-		c->stats.open_failures++;
-		remember_failure(c, NULL, path, err, now);
-		errno = err;
+	if (fstat(fd, &st) != 0)
+		return NULL;
+	if (!S_ISREG(st.st_mode)) {
+		errno = ENOEXEC;
 		return NULL;
 	}
 	key_from_stat(&st, &key);
@@ -507,7 +470,7 @@ const struct pp_elf_symbols *pp_symcache_get_mapped(struct pp_symcache *c, const
 		}
 	} else {
 		c->stats.misses++;
-		e = load(c, path, root, name, &key, now);
+		e = load(c, fd, root, name, &key, now);
 		if (!e)
 			return NULL;
 	}
@@ -579,11 +542,6 @@ void pp_symcache_free(struct pp_symcache *c)
 size_t pp_symcache_size(const struct pp_symcache *c)
 {
 	return c ? c->n : 0;
-}
-
-uint64_t pp_symcache_epoch(const struct pp_symcache *c)
-{
-	return c ? c->epoch : 0;
 }
 
 size_t pp_symcache_bytes(const struct pp_symcache *c)

@@ -26,6 +26,7 @@ struct pp_symcache_stats {
 	uint64_t shared_by_build_id; /* misses served by a table already cached under its id */
 	uint64_t evictions;	     /* entries dropped to stay within max_files, max_bytes */
 	uint64_t too_big;	     /* tables larger than max_bytes alone: not kept */
+	uint64_t refused;	     /* files whose headers claim bytes a sparse file lacks */
 	uint64_t build_id_mismatch;  /* lookups refused with ESTALE */
 	uint64_t debug_files;	     /* stripped files named by a separate debug file on disk */
 	uint64_t debug_fetched;	     /* ... by one the debug fetcher (debuginfod) gave */
@@ -79,32 +80,25 @@ size_t pp_symcache_forget_build_id(struct pp_symcache *c, const char *build_id);
 void pp_symcache_set_negative_ttl_ms(struct pp_symcache *c, uint64_t ttl_ms);
 
 /*
- * The symbol table of the file at path (already the /proc/PID/root/... form for processes in
- * other mount namespaces). When expected_build_id is neither NULL nor "" and the file's build id
- * differs (compared ignoring case; a file without one differs), returns NULL with errno ESTALE: a
- * replaced binary must never lend its names to samples of the old one. Otherwise NULL with errno as
- * pp_elf_symbols_open_path (also while a failure is remembered).
+ * The symbol table of the ELF file behind fd (opened by the caller: symbolize/symloader opens
+ * a mapping's file the safe way, process/mapped_file.h), found again by its identity (fstat).
+ * root and name are the file's process root ("/proc/PID/root", NULL: the host's) and its path
+ * as the process sees it, where its debug file is looked for. When expected_build_id is neither
+ * NULL nor "" and the file's build id differs (compared ignoring case; a file without one
+ * differs), returns NULL with errno ESTALE: a replaced binary must never lend its names to
+ * samples of the old one. Otherwise NULL with errno as pp_elf_symbols_open_fd_limited (also
+ * while a failure is remembered). Files refused for their claims (EFBIG, ENODATA) are counted,
+ * said once with name, and remembered until evicted.
  *
- * The table is borrowed from the cache: valid until the next pp_symcache_get_file on c (which
- * may evict it) or pp_symcache_free.
+ * The table is borrowed from the cache: valid until the next get on c (which may evict it; take
+ * a reference with pp_elf_symbols_ref to keep it) or pp_symcache_free.
  */
+const struct pp_elf_symbols *pp_symcache_get_fd(struct pp_symcache *c, int fd, const char *root,
+						const char *name, const char *expected_build_id);
+
+/* The same for the host file at path, opened here (tests and host-only callers). */
 const struct pp_elf_symbols *pp_symcache_get_file(struct pp_symcache *c, const char *path,
 						  const char *expected_build_id);
-
-/*
- * The same for a file mapped by a process: path is what to open (e.g.
- * "/proc/PID/map_files/..."), root the process's root ("/proc/PID/root", NULL: the host's) and
- * name the file's path as the process sees it, both used to look for its debug file.
- */
-const struct pp_elf_symbols *pp_symcache_get_mapped(struct pp_symcache *c, const char *path,
-						    const char *root, const char *name,
-						    const char *expected_build_id);
-
-/*
- * Changes whenever a table may have been freed (eviction, pp_symcache_forget_build_id): a
- * caller that keeps borrowed tables across gets checks it before using them.
- */
-uint64_t pp_symcache_epoch(const struct pp_symcache *c);
 
 /* Entries and bytes held now, and the counters so far. */
 size_t pp_symcache_size(const struct pp_symcache *c);

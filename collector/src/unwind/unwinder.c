@@ -23,7 +23,8 @@
 #include <bpf/bpf.h>
 
 #include "base/log.h"
-#include "base/root_open.h"
+#include "base/elf_read.h"
+#include "process/mapped_file.h"
 #include "process/procmaps.h"
 #include "symbolize/elf_symbols.h"
 #include "unwind_table.h"
@@ -403,7 +404,7 @@ static void file_key(int fd, const struct stat *st, char *key, size_t size)
 }
 
 /* Compile the file's CFI into a run of rows: 0 (t->nr may be 0: no CFI) or -ENOSPC. */
-static int table_build(struct pp_unwinder *u, struct table *t, int fd)
+static int table_build(struct pp_unwinder *u, struct table *t, int fd, const char *name)
 {
 	uint32_t max = u->sink.nr_rows < MAX_TABLE_ROWS ? u->sink.nr_rows : MAX_TABLE_ROWS;
 	struct pp_bpf_unwind_row *rows = NULL;
@@ -415,9 +416,18 @@ static int table_build(struct pp_unwinder *u, struct table *t, int fd)
 	ut = pp_unwind_table_open_fd(fd, max);
 	u->st.build_ns += now_ns() - t0;
 	if (!ut) {
+		int err = errno;
+
 		t->none = 1;
 		u->st.tables_none++;
-		pp_debug("unwind: no table for %s: %s", t->key, strerror(errno));
+		/* headers claiming too much (a hostile or corrupt file): said once per file */
+		if (err == EFBIG || err == ENODATA) {
+			u->st.tables_refused++;
+			pp_warn("unwind: refused the CFI of %s (%s): %s", name, t->key,
+				pp_elf_refusal_name(-err));
+		} else {
+			pp_debug("unwind: no table for %s: %s", t->key, strerror(err));
+		}
 		return 0;
 	}
 	u->st.tables_built++;
@@ -469,20 +479,14 @@ out:
 	return ret;
 }
 
-/* Open the file behind an executable mapping, as the process sees it. */
+/* Open the file behind an executable mapping: the very file, checked (mapped_file.h). */
 static int open_mapped(struct pp_unwinder *u, uint32_t tgid, const struct pp_map_entry *e)
 {
-	char path[512];
-	int fd;
+	int fd = pp_mapped_file_open(u->proc_root, tgid, e, NULL);
 
-	/* map_files reaches the very file mapped: across mount namespaces, deleted or not */
-	snprintf(path, sizeof(path), "%s/%u/map_files/%" PRIx64 "-%" PRIx64, u->proc_root, tgid,
-		 e->start, e->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd >= 0)
-		return fd;
-	snprintf(path, sizeof(path), "%s/%u/root", u->proc_root, tgid);
-	return pp_root_open(path, e->path, 0);
+	if (fd == -ESTALE)
+		u->st.not_the_mapped_file++;
+	return fd;
 }
 
 /* The table for a mapping, built if new: NULL when the mapping gets none. */
@@ -520,7 +524,7 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const struc
 		t->in_use = 1;
 	}
 	/* new, or evicted before: compile (again) */
-	(void)table_build(u, t, fd);
+	(void)table_build(u, t, fd, e->path);
 	close(fd);
 	return t;
 }

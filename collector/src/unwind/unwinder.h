@@ -45,24 +45,26 @@ struct pp_unwinder_opts {
 };
 
 struct pp_unwinder_stats {
-	uint64_t procs_installed;   /* mapping lists written (rescans included) */
-	uint64_t procs_unchanged;   /* rescans that found the same maps: nothing written */
-	uint64_t procs_released;    /* by exec, exit or the process bound */
-	uint64_t procs_live;	    /* lists in the kernel now */
-	uint64_t procs_failed;	    /* /proc/PID/maps unreadable (gone, or no permission) */
-	uint64_t procs_dropped;	    /* the queue or the process bound was full */
-	uint64_t procs_swept;	    /* released because /proc no longer had them (exit unseen) */
-	uint64_t tables_built;	    /* files whose CFI was compiled */
-	uint64_t tables_shared;	    /* mappings served by a table built before */
-	uint64_t tables_none;	    /* files without usable CFI (no .eh_frame_hdr, unreadable) */
-	uint64_t tables_evicted;    /* removed from the row array to make room */
-	uint64_t tables_no_room;    /* did not fit even after evicting */
-	uint64_t mappings;	    /* executable file mappings in the lists written */
-	uint64_t mappings_no_table; /* ... of which walk frame pointers */
-	uint64_t mappings_cut;	    /* past PP_UNWIND_MAX_MAPPINGS in a process */
-	uint64_t rows_used;	    /* rows of the array in use now */
-	uint64_t rows_total;	    /* its size */
-	uint64_t build_ns;	    /* time compiling tables, in all */
+	uint64_t procs_installed;     /* mapping lists written (rescans included) */
+	uint64_t procs_unchanged;     /* rescans that found the same maps: nothing written */
+	uint64_t procs_released;      /* by exec, exit or the process bound */
+	uint64_t procs_live;	      /* lists in the kernel now */
+	uint64_t procs_failed;	      /* /proc/PID/maps unreadable (gone, or no permission) */
+	uint64_t procs_dropped;	      /* the queue or the process bound was full */
+	uint64_t procs_swept;	      /* released because /proc no longer had them (exit unseen) */
+	uint64_t tables_built;	      /* files whose CFI was compiled */
+	uint64_t tables_shared;	      /* mappings served by a table built before */
+	uint64_t tables_none;	      /* files without usable CFI (no .eh_frame_hdr, unreadable) */
+	uint64_t tables_refused;      /* ... of which refused: headers over the caps, or sparse */
+	uint64_t not_the_mapped_file; /* a mapping's path led to another file: not opened */
+	uint64_t tables_evicted;      /* removed from the row array to make room */
+	uint64_t tables_no_room;      /* did not fit even after evicting */
+	uint64_t mappings;	      /* executable file mappings in the lists written */
+	uint64_t mappings_no_table;   /* ... of which walk frame pointers */
+	uint64_t mappings_cut;	      /* past PP_UNWIND_MAX_MAPPINGS in a process */
+	uint64_t rows_used;	      /* rows of the array in use now */
+	uint64_t rows_total;	      /* its size */
+	uint64_t build_ns;	      /* time compiling tables, in all */
 };
 
 struct pp_unwinder;

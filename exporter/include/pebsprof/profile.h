@@ -142,6 +142,14 @@ uint32_t pp_profile_intern_location(struct pp_profile *p, const struct pp_locati
  * -EINVAL for a bad id or name, -ENOMEM.
  */
 int pp_profile_name_location(struct pp_profile *p, uint32_t id, const char *name);
+/*
+ * Give location id all of loc's fields (mapping, address, function, unnamed; the kind must
+ * stay): a frame made while its file was still being read gets its ELF address, its mapping
+ * with the build id, and its name, and every sample that refers to it follows. Returns 0,
+ * -EINVAL, -ENOMEM.
+ */
+int pp_profile_resolve_location(struct pp_profile *p, uint32_t id,
+				const struct pp_location_info *loc);
 
 /*
  * Interns a resource: an ordered list of attributes (e.g. container.id, k8s.pod.name), keys

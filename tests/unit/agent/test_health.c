@@ -289,6 +289,13 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.mem_obj_cache_bytes = 105;
 	s.symbol_evictions = 106;
 	s.symbol_too_big = 107;
+	s.symbol_refused_sparse = 3;
+	s.symbol_not_mapped_file = 4;
+	s.symbol_unreachable = 5;
+	s.unwind_tables_refused = 6;
+	s.frames_awaited = 8;
+	s.frames_awaited_finished = 7;
+	s.strings_cleaned = 9;
 	s.windows_closed = 12;
 	s.windows_exported = 11;
 	s.export_failures = 2;
@@ -421,6 +428,24 @@ static const char metrics_tail[] =
     "not kept, their frames unnamed.\n"
     "# TYPE pebsprof_symbol_cache_too_big_total counter\n"
     "pebsprof_symbol_cache_too_big_total 107\n"
+    "# HELP pebsprof_files_refused_total Files other processes mapped that were not read, by "
+    "reason: sparse (tables claimed where the file has a hole), not_the_mapped_file (the path "
+    "led elsewhere), unreachable (gone, not a regular file), and unwind tables refused for their "
+    "claims (unwind_claims).\n"
+    "# TYPE pebsprof_files_refused_total counter\n"
+    "pebsprof_files_refused_total{reason=\"sparse\"} 3\n"
+    "pebsprof_files_refused_total{reason=\"not_the_mapped_file\"} 4\n"
+    "pebsprof_files_refused_total{reason=\"unreachable\"} 5\n"
+    "pebsprof_files_refused_total{reason=\"unwind_claims\"} 6\n"
+    "# HELP pebsprof_frames_awaited_total Frames made while their file's symbols were being read "
+    "(placeholders), and of those finished in place when the table came.\n"
+    "# TYPE pebsprof_frames_awaited_total counter\n"
+    "pebsprof_frames_awaited_total{state=\"made\"} 8\n"
+    "pebsprof_frames_awaited_total{state=\"finished\"} 7\n"
+    "# HELP pebsprof_strings_cleaned_total Strings from processes (names, paths, comm) that were "
+    "not valid UTF-8 or held control characters, sent cleaned.\n"
+    "# TYPE pebsprof_strings_cleaned_total counter\n"
+    "pebsprof_strings_cleaned_total 9\n"
     "# HELP pebsprof_windows_total Windows closed at an interval boundary.\n"
     "# TYPE pebsprof_windows_total counter\n"
     "pebsprof_windows_total 12\n"

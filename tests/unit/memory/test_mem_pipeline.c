@@ -113,6 +113,7 @@ static int fx_init(struct fx *f, size_t raw_entries, int mem_event)
 	    .raw_stack_entries = raw_entries,
 	    .mem_event = mem_event,
 	    .precise_ip = 1,
+	    .symbol_wait_ms = 10000, /* every frame named as its sample arrives */
 	};
 
 	memset(f, 0, sizeof(*f));

@@ -215,6 +215,9 @@ static int exe_path(char *out, size_t len)
 	return 0;
 }
 
+/* The fixture leaves the sample path never waiting for symbol tables, as the agent runs. */
+static int g_async;
+
 struct sess_fixture {
 	struct pp_profile *prof;
 	struct pp_session *s;
@@ -231,6 +234,9 @@ static int fixture_init(struct sess_fixture *f, struct pp_session_opts *opts, in
 		opts->kallsyms = f->ks;
 	}
 	opts->mono_to_wall_ns = MONO_TO_WALL;
+	/* these cases check names as each sample arrives (the async path has its own case) */
+	if (!opts->symbol_wait_ms && !g_async)
+		opts->symbol_wait_ms = 10000;
 	f->prof = new_profile();
 	if (!f->prof)
 		return -1;
@@ -1216,7 +1222,69 @@ TEST(grace_puts_samples_in_the_window_they_were_taken_in)
 	}
 }
 
+/*
+ * As the agent runs: the sample path never waits for a file. The first sample's frames are
+ * placeholders while the loader reads the file; when its table comes they become the named
+ * frames in place (ELF address, mapping with build id), and samples already holding them
+ * follow.
+ */
+TEST(frames_made_while_the_file_is_read_are_finished_in_place)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct rec r;
+	uint64_t bias = load_bias();
+	uint64_t uf[3] = {FN_ADDR(sess_leaf_alpha) + 4, FN_ADDR(sess_mid_gamma) + 8,
+			  FN_ADDR(sess_root_delta) + 8};
+	static const char *const names[3] = {"sess_leaf_alpha", "sess_mid_gamma",
+					     "sess_root_delta"};
+	const struct pp_sample_info *si;
+	uint32_t ids[3];
+
+	g_async = 1;
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	g_async = 0;
+	make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 3);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	REQUIRE(pp_profile_sample_count(f.prof) == 1);
+	si = pp_profile_get_sample(f.prof, 0);
+	REQUIRE(si->nlocations == 3);
+	for (int i = 0; i < 3; i++) {
+		ids[i] = si->locations[i];
+		CHECK(pp_profile_get_location(f.prof, ids[i])->unnamed == PP_UNNAMED_DRAWN);
+		CHECK(strstr(loc_name(f.prof, ids[i]), "+0x") != NULL);
+	}
+	CHECK(pp_session_wait_symbols(f.s, 10000) == 0);
+	si = pp_profile_get_sample(f.prof, 0);
+	for (int i = 0; i < 3; i++) {
+		const struct pp_location_info *l = pp_profile_get_location(f.prof, ids[i]);
+		const struct pp_mapping_info *m = pp_profile_get_mapping(f.prof, l->mapping_id);
+
+		CHECK_EQ_U64(si->locations[i], ids[i]);
+		CHECK_STR(l->function, names[i]);
+		CHECK_EQ_U64(l->unnamed, 0);
+		CHECK_EQ_U64(l->address, uf[i] - (i ? 1 : 0) - bias);
+		CHECK(m && m->build_id[0]);
+	}
+	/* the next sample of the stack finds the finished frames */
+	make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 3);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = pp_profile_get_sample(f.prof, pp_profile_sample_count(f.prof) - 1);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ_U64(si->locations[i], ids[i]);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.frames_pending, 3);
+	CHECK_EQ_U64(st.frames_resolved, 3);
+	CHECK_EQ_U64(st.unnamed, 0);
+	CHECK_EQ_U64(st.named[PP_NAMED_SYMTAB], 3);
+	CHECK_EQ_U64(st.frames_no_file, 0);
+	fixture_fini(&f);
+}
+
 TEST_LIST = {
+    {"frames_made_while_the_file_is_read_are_finished_in_place",
+     frames_made_while_the_file_is_read_are_finished_in_place},
     {"cxx_symbols_are_demangled", cxx_symbols_are_demangled},
     {"containers_become_resources", containers_become_resources},
     {"containers_become_resources_raw_table", containers_become_resources_raw_table},

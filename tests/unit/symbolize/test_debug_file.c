@@ -348,6 +348,20 @@ TEST(fifo_refused_without_blocking)
 	pp_debug_dirs_free(dirs);
 }
 
+/* The table of the file at path, as the symbol loader asks for it: by an fd it opened. */
+static const struct pp_elf_symbols *get_mapped(struct pp_symcache *c, const char *path,
+					       const char *root, const char *name)
+{
+	const struct pp_elf_symbols *s;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	s = pp_symcache_get_fd(c, fd, root, name, NULL);
+	close(fd);
+	return s;
+}
+
 TEST(symcache_names_stripped_files_through_debug_dirs)
 {
 	char root[PATH_MAX], rel[PATH_MAX], path[PATH_MAX + 64];
@@ -366,13 +380,13 @@ TEST(symcache_names_stripped_files_through_debug_dirs)
 	c = pp_symcache_new(8, 64u << 20);
 	REQUIRE(c != NULL);
 	/* no debug directories: .dynsym alone */
-	s = pp_symcache_get_mapped(c, path, root, "/app/prog", NULL);
+	s = get_mapped(c, path, root, "/app/prog");
 	REQUIRE(s != NULL);
 	CHECK(pp_elf_symbols_lookup(s, g_hidden_addr, NULL) == NULL);
 	CHECK_EQ_U64(pp_symcache_forget_build_id(c, g_build_id), 1);
 
 	pp_symcache_set_debug_dirs(c, dirs);
-	s = pp_symcache_get_mapped(c, path, root, "/app/prog", NULL);
+	s = get_mapped(c, path, root, "/app/prog");
 	REQUIRE(s != NULL);
 	CHECK_STR(pp_elf_symbols_lookup(s, g_hidden_addr, NULL), "pp_hidden_worker");
 	CHECK(pp_elf_symbols_source(s) == PP_SYMBOLS_DEBUG_FILE);
@@ -383,7 +397,7 @@ TEST(symcache_names_stripped_files_through_debug_dirs)
 	/* addresses only: no symbol read, no debug file looked for */
 	pp_symcache_forget_build_id(c, g_build_id);
 	pp_symcache_set_open_flags(c, PP_ELF_OPEN_NO_SYMBOLS);
-	s = pp_symcache_get_mapped(c, path, root, "/app/prog", NULL);
+	s = get_mapped(c, path, root, "/app/prog");
 	REQUIRE(s != NULL);
 	CHECK(pp_elf_symbols_lookup(s, g_hidden_addr, NULL) == NULL);
 	CHECK(pp_elf_symbols_source(s) == PP_SYMBOLS_NOT_READ);

@@ -1,0 +1,96 @@
+/* Opening a mapping's file on a process's behalf, checked to be that file (mapped_file.h). */
+#include "mapped_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "base/root_open.h"
+
+/* The mapping's file, as /proc/PID/maps names it: its device and inode. */
+static int is_mapped_file(const struct stat *st, const struct pp_map_entry *m)
+{
+	return S_ISREG(st->st_mode) && (uint64_t)st->st_ino == m->inode &&
+	       major(st->st_dev) == m->dev_major && minor(st->st_dev) == m->dev_minor;
+}
+
+/* map_files: stat'ed first (nothing opened that is not the file), then opened and checked. */
+static int open_map_files(const char *proc_root, uint32_t pid, const struct pp_map_entry *m)
+{
+	char path[256];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/map_files/%" PRIx64 "-%" PRIx64, proc_root, pid,
+		 m->start, m->end);
+	if (stat(path, &st) != 0)
+		return -errno;
+	if (!is_mapped_file(&st, m))
+		return S_ISREG(st.st_mode) ? -ESTALE : -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) != 0 || !is_mapped_file(&st, m)) {
+		close(fd);
+		return -ESTALE; /* the mapping changed between the two */
+	}
+	return fd;
+}
+
+/* The path inside the process's root, resolved without opening, checked, then opened. */
+static int open_in_root(const char *proc_root, uint32_t pid, const struct pp_map_entry *m)
+{
+	char root[256];
+	struct stat st;
+	int pfd, fd;
+
+	if (m->deleted)
+		return -ENOENT; /* whatever has the name now is not the mapped file */
+	snprintf(root, sizeof(root), "%s/%u/root", proc_root, pid);
+	pfd = pp_root_open(root, m->path, PP_ROOT_OPEN_PATH);
+	if (pfd < 0)
+		return pfd;
+	if (fstat(pfd, &st) != 0) {
+		fd = -errno;
+	} else if (!is_mapped_file(&st, m)) {
+		fd = S_ISREG(st.st_mode) ? -ESTALE : -EINVAL;
+	} else {
+		fd = pp_reopen(pfd);
+		if (fd >= 0 && (fstat(fd, &st) != 0 || !is_mapped_file(&st, m))) {
+			close(fd);
+			fd = -ESTALE;
+		}
+	}
+	close(pfd);
+	return fd;
+}
+
+int pp_mapped_file_open(const char *proc_root, uint32_t pid, const struct pp_map_entry *m,
+			enum pp_mapped_via *via)
+{
+	int fd;
+
+	if (via)
+		*via = PP_MAPPED_VIA_NONE;
+	if (!m || m->kind != PP_MAP_KIND_FILE || !m->path || m->path[0] != '/')
+		return -EINVAL;
+	if (!proc_root)
+		proc_root = "/proc";
+	fd = open_map_files(proc_root, pid, m);
+	if (fd >= 0) {
+		if (via)
+			*via = PP_MAPPED_VIA_MAP_FILES;
+		return fd;
+	}
+	/* map_files needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE; else the path, checked */
+	if (fd != -EPERM && fd != -EACCES && fd != -ENOENT)
+		return fd;
+	fd = open_in_root(proc_root, pid, m);
+	if (fd >= 0 && via)
+		*via = PP_MAPPED_VIA_ROOT;
+	return fd;
+}

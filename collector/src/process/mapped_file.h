@@ -1,0 +1,37 @@
+/*
+ * Opening the file behind a process's mapping, on that process's behalf, without letting it
+ * choose what the agent opens. The path in /proc/PID/maps is only a name the process can
+ * change under us (a symlink out of its root, another mount on top, a FIFO, a file renamed
+ * in), so the file is reached either as the very file mapped, /proc/PID/map_files/START-END,
+ * or by the path resolved inside the process's root with openat2 (RESOLVE_IN_ROOT |
+ * RESOLVE_NO_MAGICLINKS); and in both cases the opened descriptor must be the mapping's file:
+ * the device and inode /proc/PID/maps gives. Nothing is read before that check.
+ */
+#ifndef PP_COLLECTOR_MAPPED_FILE_H
+#define PP_COLLECTOR_MAPPED_FILE_H
+
+#include <stdint.h>
+
+#include "procmaps.h"
+
+/* How pp_mapped_file_open reached the file. */
+enum pp_mapped_via {
+	PP_MAPPED_VIA_NONE = 0,
+	PP_MAPPED_VIA_MAP_FILES, /* /proc/PID/map_files (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE) */
+	PP_MAPPED_VIA_ROOT,	 /* the path inside /proc/PID/root, identity checked */
+};
+
+/*
+ * An O_CLOEXEC read-only fd of mapping m of process pid (proc_root NULL: "/proc"), or -errno:
+ *   -ESTALE   what the path leads to is not the mapped file (another device or inode: a
+ *             replaced file, or a process steering the agent elsewhere);
+ *   -ENOENT   the mapping is gone, or its file deleted and map_files not open to us;
+ *   -EXDEV    the path would leave the process's root;
+ *   -EINVAL   not a regular file (a FIFO, a device, a socket), or m has no file;
+ *   the errno of the open otherwise.
+ * via (may be NULL) says which way succeeded.
+ */
+int pp_mapped_file_open(const char *proc_root, uint32_t pid, const struct pp_map_entry *m,
+			enum pp_mapped_via *via);
+
+#endif /* PP_COLLECTOR_MAPPED_FILE_H */

@@ -1,0 +1,368 @@
+/*
+ * The symbol loader's worker and its two queues (symloader.h): requests in, in arrival order,
+ * bounded; results out, one per request. One mutex guards both and the stats copy; the cache
+ * is the worker's alone.
+ */
+#include "symloader.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/vec.h"
+#include "process/mapped_file.h"
+
+enum req_kind { REQ_MAPPING, REQ_DEBUG, REQ_FORGET };
+
+struct request {
+	enum req_kind kind;
+	uint64_t tag;
+	uint32_t pid;
+	struct pp_map_entry map; /* path points at path below */
+	char *path;
+	char build_id[PP_BUILD_ID_HEX_SIZE];
+};
+
+struct pp_symloader {
+	struct pp_symloader_opts opts;
+	char proc_root[256];
+	struct pp_symcache *cache; /* the worker's */
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t work;	/* a request came, or stop */
+	pthread_cond_t changed; /* a result came, or the worker went idle */
+	bool stop, busy;
+	struct request *q; /* ring of max_queued */
+	size_t q_head, q_len;
+	struct pp_symload_result *res;
+	size_t res_n, res_cap;
+	atomic_size_t ready;	      /* res_n, for pp_symloader_ready without the lock */
+	struct pp_symloader_stats st; /* under lock */
+};
+
+static void request_fini(struct request *r)
+{
+	free(r->path);
+	r->path = NULL;
+}
+
+/* Queue r (its path taken over); -ENOSPC when full. Under the lock. */
+static int enqueue(struct pp_symloader *l, struct request *r)
+{
+	if (l->q_len == l->opts.max_queued)
+		return -ENOSPC;
+	l->q[(l->q_head + l->q_len) % l->opts.max_queued] = *r;
+	l->q_len++;
+	pthread_cond_signal(&l->work);
+	return 0;
+}
+
+static int post(struct pp_symloader *l, const struct pp_symload_result *r)
+{
+	int err = pp_vec_reserve((void **)&l->res, &l->res_cap, l->res_n, sizeof(*l->res), 64, 0);
+
+	if (err)
+		return err;
+	l->res[l->res_n++] = *r;
+	atomic_store_explicit(&l->ready, l->res_n, memory_order_release);
+	pthread_cond_broadcast(&l->changed);
+	return 0;
+}
+
+/* A mapping's table: opened the safe way, read through the cache. */
+static void load_mapping(struct pp_symloader *l, const struct request *rq,
+			 struct pp_symload_result *out, enum pp_mapped_via *via)
+{
+	const struct pp_elf_symbols *syms;
+	char root[300];
+	int fd = pp_mapped_file_open(l->proc_root, rq->pid, &rq->map, via);
+
+	if (fd < 0) {
+		out->err = -fd;
+		return;
+	}
+	snprintf(root, sizeof(root), "%s/%u/root", l->proc_root, rq->pid);
+	syms = pp_symcache_get_fd(l->cache, fd, root, rq->map.path, NULL);
+	out->err = syms ? 0 : errno;
+	/* the cache may evict it at the next get: the taker holds its own reference */
+	out->syms = pp_elf_symbols_ref((struct pp_elf_symbols *)syms);
+	close(fd);
+}
+
+/* A debug file fetched by build id, for naming frames that went out unnamed. */
+static void load_debug(struct pp_symloader *l, const struct request *rq,
+		       struct pp_symload_result *out)
+{
+	int fd = l->opts.debug_fetch ? l->opts.debug_fetch(l->opts.debug_fetch_ctx, rq->build_id)
+				     : -ENOENT;
+
+	snprintf(out->build_id, sizeof(out->build_id), "%s", rq->build_id);
+	if (fd < 0) {
+		out->err = -fd;
+		return;
+	}
+	out->syms = pp_elf_symbols_open_fd_limited(fd, 0, l->opts.max_bytes);
+	out->err = out->syms ? 0 : errno;
+	close(fd);
+}
+
+static void *worker_main(void *arg)
+{
+	struct pp_symloader *l = arg;
+
+	pthread_mutex_lock(&l->lock);
+	for (;;) {
+		struct pp_symload_result out = {0};
+		enum pp_mapped_via via = PP_MAPPED_VIA_NONE;
+		struct request rq;
+
+		while (!l->stop && l->q_len == 0) {
+			l->busy = false;
+			pthread_cond_broadcast(&l->changed);
+			pthread_cond_wait(&l->work, &l->lock);
+		}
+		if (l->stop)
+			break;
+		rq = l->q[l->q_head];
+		l->q_head = (l->q_head + 1) % l->opts.max_queued;
+		l->q_len--;
+		l->busy = true;
+		pthread_mutex_unlock(&l->lock);
+
+		out.tag = rq.tag;
+		if (rq.kind == REQ_MAPPING) {
+			out.kind = PP_SYMLOAD_MAPPING;
+			load_mapping(l, &rq, &out, &via);
+		} else if (rq.kind == REQ_DEBUG) {
+			out.kind = PP_SYMLOAD_DEBUG;
+			load_debug(l, &rq, &out);
+		} else {
+			pp_symcache_forget_build_id(l->cache, rq.build_id);
+		}
+		request_fini(&rq);
+
+		pthread_mutex_lock(&l->lock);
+		if (rq.kind != REQ_FORGET && post(l, &out) != 0)
+			pp_elf_symbols_free(out.syms); /* out of memory: the caller asks again */
+		if (rq.kind == REQ_MAPPING) {
+			l->st.via_map_files += via == PP_MAPPED_VIA_MAP_FILES;
+			l->st.via_root += via == PP_MAPPED_VIA_ROOT;
+			l->st.not_the_mapped_file += via == PP_MAPPED_VIA_NONE && out.err == ESTALE;
+			l->st.open_failed += via == PP_MAPPED_VIA_NONE && out.err != ESTALE;
+		}
+		l->st.debug_loads += rq.kind == REQ_DEBUG && out.syms;
+		pp_symcache_get_stats(l->cache, &l->st.cache);
+		l->st.cache_files = pp_symcache_size(l->cache);
+		l->st.cache_bytes = pp_symcache_bytes(l->cache);
+	}
+	l->busy = false;
+	pthread_mutex_unlock(&l->lock);
+	return NULL;
+}
+
+struct pp_symloader *pp_symloader_new(const struct pp_symloader_opts *opts)
+{
+	struct pp_symloader *l = calloc(1, sizeof(*l));
+	int err = ENOMEM;
+
+	if (!l)
+		goto fail;
+	l->opts = *opts;
+	if (!l->opts.max_queued)
+		l->opts.max_queued = PP_SYMLOADER_QUEUE_DEFAULT;
+	snprintf(l->proc_root, sizeof(l->proc_root), "%s",
+		 opts->proc_root ? opts->proc_root : "/proc");
+	l->cache = pp_symcache_new(opts->max_files, opts->max_bytes);
+	if (!l->cache) {
+		err = errno;
+		goto fail;
+	}
+	pp_symcache_set_debug_dirs(l->cache, opts->debug_dirs);
+	pp_symcache_set_debug_fetch(l->cache, opts->debug_fetch, opts->debug_fetch_ctx);
+	pp_symcache_set_open_flags(l->cache, opts->open_flags);
+	l->q = calloc(l->opts.max_queued, sizeof(*l->q));
+	if (!l->q)
+		goto fail;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->work, NULL);
+	{
+		pthread_condattr_t ca;
+
+		/* timed waits on the monotonic clock: a clock change must not stretch them */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&l->changed, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	err = pthread_create(&l->thread, NULL, worker_main, l);
+	if (err) {
+		pthread_cond_destroy(&l->work);
+		pthread_cond_destroy(&l->changed);
+		pthread_mutex_destroy(&l->lock);
+		goto fail;
+	}
+	l->started = true;
+	return l;
+fail:
+	if (l) {
+		pp_symcache_free(l->cache);
+		free(l->q);
+		free(l);
+	}
+	errno = err;
+	return NULL;
+}
+
+void pp_symloader_free(struct pp_symloader *l)
+{
+	if (!l)
+		return;
+	if (l->started) {
+		pthread_mutex_lock(&l->lock);
+		l->stop = true;
+		pthread_cond_signal(&l->work);
+		pthread_mutex_unlock(&l->lock);
+		pthread_join(l->thread, NULL);
+		pthread_cond_destroy(&l->work);
+		pthread_cond_destroy(&l->changed);
+		pthread_mutex_destroy(&l->lock);
+	}
+	for (size_t i = 0; i < l->q_len; i++)
+		request_fini(&l->q[(l->q_head + i) % l->opts.max_queued]);
+	for (size_t i = 0; i < l->res_n; i++)
+		pp_elf_symbols_free(l->res[i].syms);
+	free(l->res);
+	free(l->q);
+	pp_symcache_free(l->cache);
+	free(l);
+}
+
+static int submit(struct pp_symloader *l, struct request *r)
+{
+	int err;
+
+	pthread_mutex_lock(&l->lock);
+	err = enqueue(l, r);
+	if (r->kind == REQ_MAPPING) {
+		l->st.requests += !err;
+		l->st.queue_full += err == -ENOSPC;
+	}
+	pthread_mutex_unlock(&l->lock);
+	if (err)
+		request_fini(r);
+	return err;
+}
+
+int pp_symloader_submit(struct pp_symloader *l, uint64_t tag, uint32_t pid,
+			const struct pp_map_entry *m)
+{
+	struct request r = {.kind = REQ_MAPPING, .tag = tag, .pid = pid};
+
+	if (!l || !m || m->kind != PP_MAP_KIND_FILE || !m->path)
+		return -EINVAL;
+	r.map = *m;
+	r.path = strdup(m->path);
+	if (!r.path)
+		return -ENOMEM;
+	r.map.path = r.path;
+	return submit(l, &r);
+}
+
+static int submit_id(struct pp_symloader *l, enum req_kind kind, uint64_t tag, const char *id)
+{
+	struct request r = {.kind = kind, .tag = tag};
+
+	if (!l || !id || !id[0] || strlen(id) >= sizeof(r.build_id))
+		return -EINVAL;
+	memcpy(r.build_id, id, strlen(id) + 1);
+	return submit(l, &r);
+}
+
+int pp_symloader_submit_debug(struct pp_symloader *l, uint64_t tag, const char *build_id)
+{
+	return submit_id(l, REQ_DEBUG, tag, build_id);
+}
+
+int pp_symloader_forget_build_id(struct pp_symloader *l, const char *build_id)
+{
+	return submit_id(l, REQ_FORGET, 0, build_id);
+}
+
+int pp_symloader_ready(const struct pp_symloader *l)
+{
+	return l && atomic_load_explicit(&l->ready, memory_order_acquire) > 0;
+}
+
+size_t pp_symloader_take(struct pp_symloader *l, struct pp_symload_result *out, size_t max)
+{
+	size_t n;
+
+	if (!l || !max)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	n = l->res_n < max ? l->res_n : max;
+	memcpy(out, l->res, n * sizeof(*out));
+	memmove(l->res, l->res + n, (l->res_n - n) * sizeof(*l->res));
+	l->res_n -= n;
+	atomic_store_explicit(&l->ready, l->res_n, memory_order_release);
+	pthread_mutex_unlock(&l->lock);
+	return n;
+}
+
+static struct timespec deadline_in(uint64_t timeout_ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(timeout_ms / 1000);
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+static int wait_until(struct pp_symloader *l, uint64_t timeout_ms, bool for_idle)
+{
+	struct timespec until = deadline_in(timeout_ms);
+	int err = 0;
+
+	if (!l)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	while (!err && (for_idle ? (l->q_len || l->busy) : l->res_n == 0))
+		err = pthread_cond_timedwait(&l->changed, &l->lock, &until);
+	pthread_mutex_unlock(&l->lock);
+	return err ? -ETIMEDOUT : 0;
+}
+
+int pp_symloader_wait_result(struct pp_symloader *l, uint64_t timeout_ms)
+{
+	return wait_until(l, timeout_ms, false);
+}
+
+int pp_symloader_wait_idle(struct pp_symloader *l, uint64_t timeout_ms)
+{
+	return wait_until(l, timeout_ms, true);
+}
+
+void pp_symloader_get_stats(struct pp_symloader *l, struct pp_symloader_stats *out)
+{
+	if (!out)
+		return;
+	memset(out, 0, sizeof(*out));
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->lock);
+	*out = l->st;
+	out->pending = l->q_len + (l->busy ? 1 : 0);
+	pthread_mutex_unlock(&l->lock);
+}

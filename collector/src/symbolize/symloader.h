@@ -1,0 +1,99 @@
+/*
+ * Symbol tables loaded off the sample path. Opening a file another process named and reading
+ * its tables is the agent's most exposed work: a FUSE file can block an open forever, and a
+ * big or hostile table costs time however well it is bounded. So one worker thread owns the
+ * symbol cache and does all of it: it opens each mapping's file the safe way
+ * (process/mapped_file.h), reads its tables within the cache's bounds (symcache.h), finds its
+ * debug file; and the thread that drains the ring buffer only queues requests and takes
+ * results, never waiting on a file.
+ *
+ * Requests and results are matched by a tag the caller chooses. A result's table is a
+ * reference the taker owns (pp_elf_symbols_free drops it), valid however the cache evicts.
+ */
+#ifndef PP_COLLECTOR_SYMLOADER_H
+#define PP_COLLECTOR_SYMLOADER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "debug_file.h"
+#include "elf_symbols.h"
+#include "symcache.h"
+#include "process/procmaps.h"
+
+/* Requests waiting at most, unless changed: past it pp_symloader_submit says -ENOSPC. */
+#define PP_SYMLOADER_QUEUE_DEFAULT 4096u
+
+struct pp_symloader_opts {
+	const char *proc_root; /* NULL: "/proc" */
+	size_t max_files;      /* the symbol cache's bounds (symcache.h) */
+	size_t max_bytes;
+	unsigned int open_flags; /* PP_ELF_OPEN_* */
+	/* Where stripped files' debug files are looked for (NULL: nowhere). Borrowed. */
+	const struct pp_debug_dirs *debug_dirs;
+	/* Asked for a debug file none of the directories has (NULL: none); see symcache.h. */
+	pp_debug_fetch_fn debug_fetch;
+	void *debug_fetch_ctx;
+	size_t max_queued; /* 0: PP_SYMLOADER_QUEUE_DEFAULT */
+};
+
+struct pp_symloader_stats {
+	struct pp_symcache_stats cache;
+	uint64_t cache_files, cache_bytes; /* gauges: what the cache holds now */
+	uint64_t requests;		   /* mapping requests taken */
+	uint64_t queue_full;		   /* requests refused: the queue was full */
+	uint64_t via_map_files;		   /* files opened through /proc/PID/map_files */
+	uint64_t via_root;		   /* ... by their path in the process's root, checked */
+	uint64_t not_the_mapped_file;	   /* the path led to another file: refused (ESTALE) */
+	uint64_t open_failed;		   /* gone, unreachable, not a regular file */
+	uint64_t debug_loads;		   /* debug files (debuginfod) read for late naming */
+	uint64_t pending;		   /* gauge: requests queued or being loaded */
+};
+
+enum pp_symload_kind {
+	PP_SYMLOAD_MAPPING, /* a mapping's table */
+	PP_SYMLOAD_DEBUG,   /* a debug file's table, fetched by build id (late naming) */
+};
+
+struct pp_symload_result {
+	uint64_t tag;
+	enum pp_symload_kind kind;
+	struct pp_elf_symbols *syms; /* a reference the taker frees; NULL: none (err says why) */
+	int err;		     /* 0, or the errno of the open or the read */
+	char build_id[PP_BUILD_ID_HEX_SIZE]; /* PP_SYMLOAD_DEBUG: whose */
+};
+
+struct pp_symloader;
+
+/* Starts the worker. NULL with errno set (EINVAL for a zero bound, ENOMEM, a thread's). */
+struct pp_symloader *pp_symloader_new(const struct pp_symloader_opts *opts);
+/* Stops the worker (after the file it is reading), drops what is queued and ready. */
+void pp_symloader_free(struct pp_symloader *l);
+
+/*
+ * Queue the table of mapping m (a file mapping) of process pid. Never blocks. Returns 0,
+ * -ENOSPC when the queue is full (counted; ask again later), -EINVAL, -ENOMEM.
+ */
+int pp_symloader_submit(struct pp_symloader *l, uint64_t tag, uint32_t pid,
+			const struct pp_map_entry *m);
+/* Queue the debug file of build_id, through opts.debug_fetch, for naming frames late. */
+int pp_symloader_submit_debug(struct pp_symloader *l, uint64_t tag, const char *build_id);
+/* Drop the cached tables with this build id (in queue order): their debug file arrived. */
+int pp_symloader_forget_build_id(struct pp_symloader *l, const char *build_id);
+
+/* Whether results are ready: one atomic load, cheap enough for every sample. */
+int pp_symloader_ready(const struct pp_symloader *l);
+
+/* Up to max results ready now, oldest first; returns how many. */
+size_t pp_symloader_take(struct pp_symloader *l, struct pp_symload_result *out, size_t max);
+
+/*
+ * Wait at most timeout_ms for a result to be ready (pp_symloader_wait_result), or for the
+ * queue to be empty and the worker idle (pp_symloader_wait_idle). 0, or -ETIMEDOUT.
+ */
+int pp_symloader_wait_result(struct pp_symloader *l, uint64_t timeout_ms);
+int pp_symloader_wait_idle(struct pp_symloader *l, uint64_t timeout_ms);
+
+void pp_symloader_get_stats(struct pp_symloader *l, struct pp_symloader_stats *out);
+
+#endif /* PP_COLLECTOR_SYMLOADER_H */
