@@ -636,7 +636,7 @@ static const char *jit_name(struct pp_session *s, const struct pp_proc *p, uint6
 static void file_frame(struct pp_session *s, const struct pp_elf_symbols *syms, uint64_t addr,
 		       const struct pp_map_entry *m, const struct pp_proc *p,
 		       struct pp_location_info *loc, char *placeholder, size_t psize,
-		       char *demangled, size_t dsize)
+		       char *demangled, size_t dsize, uint32_t placeholder_mapping)
 {
 	struct pp_mapping_info mi = {0};
 	uint64_t vaddr = addr;
@@ -676,7 +676,10 @@ static void file_frame(struct pp_session *s, const struct pp_elf_symbols *syms, 
 	mi.file_offset = m->offset;
 	mi.filename = m->path;
 	mi.build_id = syms ? pp_elf_symbols_build_id(syms) : "";
-	loc->mapping_id = pp_profile_intern_mapping(s->profile, &mi);
+	/* a placeholder's mapping becomes the file's: its other frames follow, none is left */
+	loc->mapping_id = placeholder_mapping
+			      ? pp_profile_resolve_mapping(s->profile, placeholder_mapping, &mi)
+			      : pp_profile_intern_mapping(s->profile, &mi);
 	loc->address = vaddr;
 	loc->function = name;
 }
@@ -719,7 +722,7 @@ static void finish_pending(struct pp_session *s, const struct pending_loc *pl,
 	loc = *old;
 	s->stats.unnamed--; /* counted again, as what it is now */
 	file_frame(s, syms, pl->addr, &m, NULL, &loc, placeholder, sizeof(placeholder), demangled,
-		   sizeof(demangled));
+		   sizeof(demangled), old->mapping_id);
 	if (loc.mapping_id && pp_profile_resolve_location(s->profile, pl->location, &loc) == 0)
 		s->stats.frames_resolved++;
 }
@@ -765,7 +768,7 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 		if (!syms && !pending)
 			s->stats.frames_no_file++;
 		file_frame(s, syms, addr, m, p, &loc, placeholder, sizeof(placeholder), demangled,
-			   sizeof(demangled));
+			   sizeof(demangled), 0);
 		name = loc.function;
 		vaddr = loc.address;
 		if (!loc.unnamed)

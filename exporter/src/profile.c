@@ -244,6 +244,36 @@ nomem:
 	return 0;
 }
 
+uint32_t pp_profile_resolve_mapping(struct pp_profile *p, uint32_t id,
+				    const struct pp_mapping_info *m)
+{
+	struct pp_mapping_info key;
+	uint32_t idx;
+	uint64_t h;
+
+	if (!p || !m || id == 0 || id > p->nmaps) {
+		errno = EINVAL;
+		return 0;
+	}
+	key = *m;
+	key.filename = intern_str(p, m->filename ? m->filename : "");
+	key.build_id = intern_str(p, m->build_id ? m->build_id : "");
+	if (!key.filename || !key.build_id)
+		goto nomem;
+	h = hash_mapping(&key);
+	idx = pp_htab_find(&p->map_idx, h, mapping_eq, p, &key);
+	if (idx != PP_HTAB_NONE)
+		return idx + 1; /* already there (perhaps id itself) */
+	*p->maps[id - 1] = key;
+	/* found again under its new key; the old key's slot just no longer matches */
+	if (pp_htab_insert(&p->map_idx, h, id - 1))
+		goto nomem;
+	return id;
+nomem:
+	errno = ENOMEM;
+	return 0;
+}
+
 static uint64_t hash_location(const struct pp_location_info *l)
 {
 	uint64_t h = PP_HASH_SEED;

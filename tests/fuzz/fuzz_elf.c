@@ -1,6 +1,9 @@
 /*
  * Fuzz target for the ELF symbol reader: the bytes are an ELF image, read both from memory and
- * through a file descriptor (memfd), then every table is walked and looked up in.
+ * through a file descriptor (memfd), then every table is walked and looked up in. When the
+ * input's last byte is odd the file also grows to 8 GiB of holes past the bytes, so headers
+ * can claim huge tables "inside" it, as a sparse file on disk does: the reader must refuse
+ * them without reading or allocating them (run with -malloc_limit_mb to hold it to that).
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <stddef.h>
@@ -65,8 +68,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fd < 0)
 		return 0;
 	if (size == 0 || write(fd, data, size) == (ssize_t)size) {
+		if (size && (data[size - 1] & 1))
+			(void)ftruncate(fd, (off_t)8 << 30);
 		(void)pp_elf_read_build_id_fd(fd, id, sizeof(id));
-		s = pp_elf_symbols_open_fd(fd);
+		s = pp_elf_symbols_open_fd_limited(fd, 0, 1u << 20);
 		if (s) {
 			walk(s);
 			pp_elf_symbols_free(s);

@@ -74,7 +74,7 @@ int pp_elf_range_check(const struct pp_elf_src *src, uint64_t off, uint64_t len,
 	/* where the next hole starts; file systems without holes answer the file's end */
 	hole = lseek(src->fd, (off_t)off, SEEK_HOLE);
 	if (hole >= 0 && (uint64_t)hole < off + len)
-		return -ENODATA;
+		return -ENXIO;
 	return 0;
 }
 
@@ -198,7 +198,7 @@ const char *pp_elf_refusal_name(int err)
 		return "outside the file";
 	case -EFBIG:
 		return "over a size cap";
-	case -ENODATA:
+	case -ENXIO:
 		return "sparse (a hole where data is claimed)";
 	default:
 		return "unreadable";

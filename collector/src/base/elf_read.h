@@ -39,7 +39,7 @@ int pp_elf_read_at(const struct pp_elf_src *src, uint64_t off, void *buf, size_t
 
 /*
  * Whether [off, off + len) may be read: 0; -EINVAL when it is not inside the image; -EFBIG
- * when len is over max; -ENODATA when a file holds a hole there (a sparse file claiming bytes
+ * when len is over max; -ENXIO when a file holds a hole there (a sparse file claiming bytes
  * it does not have: real ELF files have none). Moves fd's offset (the readers use pread).
  */
 int pp_elf_range_check(const struct pp_elf_src *src, uint64_t off, uint64_t len, uint64_t max);
@@ -56,7 +56,7 @@ struct pp_elf_shape {
  * order, version; section and program header tables of the standard entry size, their counts
  * (extended numbering too) within PP_ELF_MAX_*, inside the file and backed; the section name
  * table within PP_ELF_MAX_SHSTRTAB_BYTES, inside and backed. Returns 0 (shape may be NULL),
- * -ENOEXEC for no ELF file, -EINVAL for tables outside the file, -EFBIG over a cap, -ENODATA
+ * -ENOEXEC for no ELF file, -EINVAL for tables outside the file, -EFBIG over a cap, -ENXIO
  * for tables in a hole, or -errno of a read.
  */
 int pp_elf_preflight(const struct pp_elf_src *src, struct pp_elf_shape *shape);

@@ -63,7 +63,7 @@ enum pp_symbol_source {
  *   EINVAL   an ELF header whose program or section headers, or symbol / string tables, lie
  *            outside the file (truncated or corrupt);
  *   EFBIG    a header or table over a cap, or a table over its byte bound;
- *   ENODATA  a table claimed where a sparse file has a hole;
+ *   ENXIO    a table claimed where a sparse file has a hole;
  *   ENOMEM, or the errno of open(2) / fstat(2) for a path.
  * An ELF file with no symbols at all is not an error: it yields empty tables.
  */
@@ -76,7 +76,7 @@ struct pp_elf_symbols *pp_elf_symbols_open_fd_flags(int fd, unsigned int flags);
  * The same within max_bytes (pp_elf_symbols_bytes of the result; 0: the default): reading stops
  * with EFBIG as soon as the table would be larger, so building one costs about what it keeps
  * and never more than a few times the bound, whatever the file claims. The file's headers are
- * checked first (base/elf_read.h): EFBIG for claims over the fixed caps, ENODATA for bytes
+ * checked first (base/elf_read.h): EFBIG for claims over the fixed caps, ENXIO for bytes
  * claimed in a hole of a sparse file.
  */
 struct pp_elf_symbols *pp_elf_symbols_open_fd_limited(int fd, unsigned int flags, size_t max_bytes);

@@ -276,7 +276,7 @@ static void remember_failure(struct pp_symcache *c, const struct file_key *key, 
 	e->hash = key_hash(key);
 	e->err = err;
 	/* the same file will not fit, or be whole, later either: asked again once evicted */
-	e->expires_ns = err == EFBIG || err == ENODATA || now > UINT64_MAX - c->negative_ttl_ns
+	e->expires_ns = err == EFBIG || err == ENXIO || now > UINT64_MAX - c->negative_ttl_ns
 			    ? UINT64_MAX
 			    : now + c->negative_ttl_ns;
 	entry_insert(c, e);
@@ -348,7 +348,8 @@ static void note_refusal(struct pp_symcache *c, const char *name, int err)
 	else
 		c->stats.refused++;
 	pp_warn("symbols: refused %s: %s", name && name[0] ? name : "a mapped file",
-		err == EFBIG ? "its tables are over the symbol cache's bound or the header caps"
+		err == EFBIG ? "its headers claim more than the caps, or its tables more than the "
+			       "symbol cache's bound"
 			     : pp_elf_refusal_name(-err));
 }
 
@@ -406,7 +407,7 @@ static struct entry *load(struct pp_symcache *c, int fd, const char *root, const
 
 out_fail:
 	c->stats.open_failures++;
-	if (err == EFBIG || err == ENODATA)
+	if (err == EFBIG || err == ENXIO)
 		note_refusal(c, name, err);
 	remember_failure(c, key, err, now);
 	errno = err;

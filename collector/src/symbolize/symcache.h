@@ -87,7 +87,7 @@ void pp_symcache_set_negative_ttl_ms(struct pp_symcache *c, uint64_t ttl_ms);
  * NULL nor "" and the file's build id differs (compared ignoring case; a file without one
  * differs), returns NULL with errno ESTALE: a replaced binary must never lend its names to
  * samples of the old one. Otherwise NULL with errno as pp_elf_symbols_open_fd_limited (also
- * while a failure is remembered). Files refused for their claims (EFBIG, ENODATA) are counted,
+ * while a failure is remembered). Files refused for their claims (EFBIG, ENXIO) are counted,
  * said once with name, and remembered until evicted.
  *
  * The table is borrowed from the cache: valid until the next get on c (which may evict it; take

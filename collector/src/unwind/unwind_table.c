@@ -810,7 +810,7 @@ static int find_section(Elf *elf, const struct pp_elf_src *src, const char *want
 			continue;
 		err = pp_elf_range_check(src, sh.sh_offset, sh.sh_size, MAX_CFI_SECTION_BYTES);
 		if (err)
-			return err == -ENODATA ? -EFBIG : err;
+			return err;
 		out->data = elf_getdata(scn, NULL);
 		if (!out->data || !out->data->d_buf)
 			return -EINVAL;

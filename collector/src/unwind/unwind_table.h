@@ -76,8 +76,8 @@ struct pp_unwind_table;
  *   ENOTSUP  not x86-64, or an .eh_frame_hdr table encoding other than the linkers'
  *            (datarel sdata4);
  *   EINVAL   a header or table that lies outside the file, or a table not strictly sorted;
- *   EFBIG    headers over base/elf_read.h's caps, a CFI section over 64 MiB or claimed
- *            where a sparse file has a hole (ENODATA from the headers' own check);
+ *   EFBIG    headers over base/elf_read.h's caps, or a CFI section over 64 MiB;
+ *   ENXIO    headers or a CFI section claimed where a sparse file has a hole;
  *   E2BIG    more than max_rows rows, or an FDE of more than 65536;
  *   ENOMEM.
  */

@@ -421,7 +421,7 @@ static int table_build(struct pp_unwinder *u, struct table *t, int fd, const cha
 		t->none = 1;
 		u->st.tables_none++;
 		/* headers claiming too much (a hostile or corrupt file): said once per file */
-		if (err == EFBIG || err == ENODATA) {
+		if (err == EFBIG || err == ENXIO) {
 			u->st.tables_refused++;
 			pp_warn("unwind: refused the CFI of %s (%s): %s", name, t->key,
 				pp_elf_refusal_name(-err));

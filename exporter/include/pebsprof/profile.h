@@ -150,6 +150,13 @@ int pp_profile_name_location(struct pp_profile *p, uint32_t id, const char *name
  */
 int pp_profile_resolve_location(struct pp_profile *p, uint32_t id,
 				const struct pp_location_info *loc);
+/*
+ * Give mapping id m's fields (a mapping made while its file was being read learns its build
+ * id and load bias), unless a mapping equal to m exists already: its id is returned then, for
+ * the caller to point its locations at. 0 with errno EINVAL or ENOMEM.
+ */
+uint32_t pp_profile_resolve_mapping(struct pp_profile *p, uint32_t id,
+				    const struct pp_mapping_info *m);
 
 /*
  * Interns a resource: an ordered list of attributes (e.g. container.id, k8s.pod.name), keys

@@ -1267,6 +1267,9 @@ TEST(frames_made_while_the_file_is_read_are_finished_in_place)
 		CHECK_EQ_U64(l->address, uf[i] - (i ? 1 : 0) - bias);
 		CHECK(m && m->build_id[0]);
 	}
+	/* the placeholders' mapping became the file's: no mapping without its build id is left */
+	for (uint32_t id = 1; id <= pp_profile_mapping_count(f.prof); id++)
+		CHECK(pp_profile_get_mapping(f.prof, id)->build_id[0]);
 	/* the next sample of the stack finds the finished frames */
 	make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 3);
 	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);

@@ -831,7 +831,7 @@ TEST(path_fd_and_memory_agree)
 
 static int clean_error(int e)
 {
-	return e == ENOEXEC || e == EINVAL || e == EFBIG || e == ENODATA;
+	return e == ENOEXEC || e == EINVAL || e == EFBIG || e == ENXIO;
 }
 
 /* A 64-bit ELF header field, little-endian, for corrupting a copy. */
