@@ -21,6 +21,51 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPP_WERROR=ON \
 cmake --build build-asan -j"$(nproc)"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L 'unit|fuzz' --output-on-failure -j2)
 
+echo "== fuzzing (bounded)"
+# The parsers of what other processes control, under libFuzzer with ASan + UBSan for a fixed
+# time each, two at a time; the input files may grow to 8 GiB of holes (size claims), and
+# -malloc_limit_mb fails any single allocation a claim could force. Findings fail the run and
+# are left in build-fuzz/findings.
+probe=$(mktemp -d)
+echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }' >"$probe/p.c"
+if clang -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null; then
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPP_FUZZ=ON \
+		-DPP_SANITIZE=address,undefined >/dev/null
+	fuzzers=(elf unwind unwind_walk perf_map)
+	cmake --build build-fuzz -j"$(nproc)" --target "${fuzzers[@]/#/fuzz_}" >/dev/null
+	mkdir -p build-fuzz/findings
+	fuzz_one() {
+		local scratch
+		scratch=$(mktemp -d)
+		(cd build-fuzz/findings && "../tests/fuzz_$1" -max_total_time="${PP_FUZZ_SECONDS:-20}" \
+			-rss_limit_mb=1024 -malloc_limit_mb=128 -timeout=10 -print_final_stats=1 \
+			"$scratch" "$PWD/../../tests/fuzz/corpus/$1" >"../fuzz_$1.log" 2>&1)
+		local rc=$?
+		rm -rf "$scratch"
+		echo "fuzz_$1: $(grep -m1 -oE 'Done [0-9]+ runs in [0-9]+ second' "build-fuzz/fuzz_$1.log" || echo "failed, see build-fuzz/fuzz_$1.log")"
+		return $rc
+	}
+	fuzz_fail=0
+	for ((i = 0; i < ${#fuzzers[@]}; i += 2)); do
+		fuzz_one "${fuzzers[i]}" &
+		a=$!
+		b=
+		if [ $((i + 1)) -lt ${#fuzzers[@]} ]; then
+			fuzz_one "${fuzzers[i + 1]}" &
+			b=$!
+		fi
+		wait $a || fuzz_fail=1
+		[ -z "$b" ] || wait $b || fuzz_fail=1
+	done
+	[ $fuzz_fail -eq 0 ] || {
+		echo "fuzzing found a crash: see build-fuzz/findings and build-fuzz/fuzz_*.log" >&2
+		exit 1
+	}
+else
+	echo "skipped: clang cannot build libFuzzer targets (libclang-rt-14-dev missing?)"
+fi
+rm -rf "$probe"
+
 echo "== all tests"
 (cd build && ctest --output-on-failure)
 

@@ -549,10 +549,11 @@ static void drop_nameless(const struct reader *r, struct cand_vec *cv)
 
 	for (size_t i = 0; i < cv->n; i++) {
 		const struct cand *c = &cv->v[i];
-		const char *name = r->arena + c->name;
+		const char *name;
 
 		if (!c->name_len)
-			continue;
+			continue; /* its name offset still points into the file's string table */
+		name = r->arena + c->name;
 		/* assembler-local labels and ARM/AArch64 mapping symbols ($x, $d) */
 		if (c->is_func && c->type == STT_NOTYPE && (name[0] == '.' || name[0] == '$'))
 			continue;
