@@ -56,7 +56,7 @@ for (const d of dsets) {
   check(same(sc.capabilities?.drop ?? [], ["ALL"]), cw, `capabilities.drop must be [ALL], is ${JSON.stringify(sc.capabilities?.drop)}`);
   const want = legacy
     ? ["SYS_ADMIN", "SYS_RESOURCE", "SYS_PTRACE", "DAC_READ_SEARCH"]
-    : ["BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH"];
+    : ["BPF", "PERFMON", "SYS_PTRACE", "DAC_READ_SEARCH", "CHECKPOINT_RESTORE"];
   check(same(sc.capabilities?.add ?? [], want), cw,
     `capabilities.add must be exactly [${want.join(", ")}], is ${JSON.stringify(sc.capabilities?.add)}`);
 

@@ -1,8 +1,8 @@
 #!/bin/bash
 # The agent's image as a cluster runs it: deploy/build-rootfs.sh stages the runtime tree,
 # podman builds deploy/Containerfile (FROM scratch, no registry) from it, and the container
-# runs with the DaemonSet's settings: all capabilities dropped but BPF, PERFMON, SYS_PTRACE and
-# DAC_READ_SEARCH, a read-only root, the host's PID namespace, no-new-privileges, seccomp
+# runs with the DaemonSet's settings: all capabilities dropped but BPF, PERFMON, SYS_PTRACE,
+# DAC_READ_SEARCH and CHECKPOINT_RESTORE, a read-only root, the host's PID namespace, no-new-privileges, seccomp
 # unconfined, the ConfigMap's file through PEBSPROF_CONFIG, the host's /proc at /host/proc and
 # its cgroups, an emptyDir at /var/lib/pebsprof, and a network namespace of its own (slirp4netns,
 # as a pod's) from which it sends to a sink on the host. A workload on the host must arrive with
@@ -62,7 +62,7 @@ pp_start_sink sink '[]'
 HOST_PORT=$((20000 + $$ % 20000))
 podman_ run -d --name pp-agent "${limits[@]}" \
 	--network slirp4netns:allow_host_loopback=true -p "127.0.0.1:$HOST_PORT:9464" \
-	--pid host --read-only --cap-drop ALL --cap-add BPF,PERFMON,SYS_PTRACE,DAC_READ_SEARCH \
+	--pid host --read-only --cap-drop ALL --cap-add BPF,PERFMON,SYS_PTRACE,DAC_READ_SEARCH,CHECKPOINT_RESTORE \
 	--security-opt no-new-privileges --security-opt seccomp=unconfined \
 	-v "$T/config:/etc/pebsprof:ro" -v /sys/fs/cgroup:/sys/fs/cgroup:ro -v /proc:/host/proc:ro \
 	--tmpfs /var/lib/pebsprof \

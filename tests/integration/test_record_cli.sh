@@ -181,10 +181,11 @@ if command -v setpriv >/dev/null; then
 	"$PP_WORKLOAD" 3 >/dev/null 2>&1 &
 	WLP=$!
 	pp_run "$T/mincap" timeout -s KILL 60 setpriv \
-		--bounding-set=-all,+bpf,+perfmon,+sys_ptrace,+dac_read_search --inh-caps=-all -- \
+		--bounding-set=-all,+bpf,+perfmon,+sys_ptrace,+dac_read_search,+checkpoint_restore \
+		--inh-caps=-all -- \
 		"$PEBSPROF" record -a -d 2 -o "$T/mincap.folded"
 	wait "$WLP" 2>/dev/null
-	pp_check "BPF, PERFMON, SYS_PTRACE, DAC_READ_SEARCH alone: samples, user and kernel frames named" \
+	pp_check "BPF, PERFMON, SYS_PTRACE, DAC_READ_SEARCH, CHECKPOINT_RESTORE alone: samples, user and kernel frames named" \
 		bash -c "[ $PP_RC -eq 0 ] && grep -q 'pp_workload;.*burn_alpha' '$T/mincap.folded' &&
 			grep -qE ';[a-z_][a-z0-9_.]*_\[k\]' '$T/mincap.folded'"
 fi

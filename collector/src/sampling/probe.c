@@ -102,13 +102,15 @@ static const char *privilege_verdict(const struct pp_sys *sys)
 
 /*
  * The capabilities the agent uses, each with what its absence costs. SYS_RESOURCE only
- * before 5.11 (BPF memory is charged to the cgroup since then, not to RLIMIT_MEMLOCK).
+ * before 5.11 (BPF memory is charged to the cgroup since then, not to RLIMIT_MEMLOCK);
+ * CHECKPOINT_RESTORE from 5.9, where it first exists (SYS_ADMIN grants the same).
  */
+enum cap_kernels { CAP_ALWAYS, CAP_BEFORE_5_11, CAP_FROM_5_9 };
 static const struct {
 	unsigned int bit;
 	const char *name;
 	const char *cost;
-	int before_5_11; /* needed only on kernels before 5.11 */
+	enum cap_kernels kernels;
 } cap_costs[] = {
     {PP_CAP_BPF, "BPF", "no sampling: the shim cannot be loaded (unless SYS_ADMIN)", 0},
     {PP_CAP_PERFMON, "PERFMON", "no sampling: perf events cannot be opened (unless SYS_ADMIN)", 0},
@@ -120,15 +122,31 @@ static const struct {
      "kernel frames unnamed where they cannot be asked of the kernel through BPF (before "
      "5.16) and kallsyms hides addresses",
      0},
-    {PP_CAP_SYS_RESOURCE, "SYS_RESOURCE", "BPF maps fail to load: RLIMIT_MEMLOCK too low", 1},
+    {PP_CAP_SYS_RESOURCE, "SYS_RESOURCE", "BPF maps fail to load: RLIMIT_MEMLOCK too low",
+     CAP_BEFORE_5_11},
+    {PP_CAP_CHECKPOINT_RESTORE, "CHECKPOINT_RESTORE",
+     "mapped files are not reached through /proc/PID/map_files but by their path, checked to "
+     "be the mapped inode: deleted ones, and on overlayfs before Linux 6.8 all of a "
+     "container's, stay unnamed (unless SYS_ADMIN)",
+     CAP_FROM_5_9},
 };
+
+static int kernel_before(const struct pp_sys *sys, int major, int minor)
+{
+	return sys->kernel_major && (sys->kernel_major < major ||
+				     (sys->kernel_major == major && sys->kernel_minor < minor));
+}
 
 static int needs_cap(const struct pp_sys *sys, size_t i)
 {
-	int old = sys->kernel_major &&
-		  (sys->kernel_major < 5 || (sys->kernel_major == 5 && sys->kernel_minor < 11));
-
-	return !cap_costs[i].before_5_11 || old;
+	switch (cap_costs[i].kernels) {
+	case CAP_BEFORE_5_11:
+		return kernel_before(sys, 5, 11);
+	case CAP_FROM_5_9:
+		return !kernel_before(sys, 5, 9) && !pp_sys_has_cap(sys, PP_CAP_SYS_ADMIN);
+	default:
+		return 1;
+	}
 }
 
 /* A BPF feature's answer; "no" is no answer when bpf() itself was refused for privilege. */

@@ -27,6 +27,7 @@
 #define PP_CAP_SYSLOG 34
 #define PP_CAP_PERFMON 38
 #define PP_CAP_BPF 39
+#define PP_CAP_CHECKPOINT_RESTORE 40
 
 struct pp_sys_opts {
 	const char *sysfs_root;	    /* NULL = "/sys" */

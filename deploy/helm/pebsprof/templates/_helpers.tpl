@@ -51,6 +51,10 @@ app.kubernetes.io/component: agent
 {{- if .Values.legacyKernel -}}
 {{- $caps = list "SYS_ADMIN" "SYS_RESOURCE" -}}
 {{- end -}}
-{{- $caps = concat $caps (list "SYS_PTRACE" "DAC_READ_SEARCH") .Values.extraCapabilities -}}
+{{- $caps = concat $caps (list "SYS_PTRACE" "DAC_READ_SEARCH") -}}
+{{- if not .Values.legacyKernel -}}
+{{- $caps = append $caps "CHECKPOINT_RESTORE" -}}
+{{- end -}}
+{{- $caps = concat $caps .Values.extraCapabilities -}}
 [{{ join ", " $caps }}]
 {{- end -}}
