@@ -31,7 +31,7 @@ echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n
 if clang -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null; then
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPP_FUZZ=ON \
 		-DPP_SANITIZE=address,undefined >/dev/null
-	fuzzers=(elf unwind unwind_walk perf_map)
+	fuzzers=(elf unwind unwind_walk perf_map mount_fs procmaps)
 	cmake --build build-fuzz -j"$(nproc)" --target "${fuzzers[@]/#/fuzz_}" >/dev/null
 	mkdir -p build-fuzz/findings
 	fuzz_one() {

@@ -17,6 +17,7 @@
 
 #include "base/fsutil.h"
 #include "base/root_open.h"
+#include "process/mount_fs.h"
 
 /* Overlapping entries are looked for this far back from the last one starting below addr. */
 #define LOOKBACK 64
@@ -512,6 +513,10 @@ static int open_map(struct pp_perf_maps *c, uint32_t pid, struct stat *st)
 		return -EINVAL;
 	pp_pathf(root, sizeof(root), "%s/%u/root", c->proc_root, pid);
 	pp_pathf(path, sizeof(path), "/tmp/perf-%u.map", nspid);
+	/* this runs on the sample path: a FUSE file could hold its open forever, so its mount
+	 * is looked up first, in mountinfo, which never blocks */
+	if (pp_proc_path_on_fuse(c->proc_root, pid, path) == 1)
+		return -EPERM;
 	fd = pp_root_open(root, path, PP_ROOT_OPEN_NO_SYMLINKS);
 	if (fd == -ENOENT || fd == -ENOTDIR)
 		return -ENOENT;
