@@ -220,8 +220,9 @@ else
 fi
 
 if command -v node >/dev/null; then
-	node --perf-basic-prof -e 'function ppHotLoop(n) { let s = 0; for (let i = 0; i < n; i++) s += i % 7; return s }
-const end = Date.now() + 5000; let t = 0; while (Date.now() < end) t += ppHotLoop(1e6)' &
+	# V8 writes its log where it runs: in the test's directory, never the tree's
+	(cd "$T" && exec node --perf-basic-prof --logfile="$T/node-v8.log" -e 'function ppHotLoop(n) { let s = 0; for (let i = 0; i < n; i++) s += i % 7; return s }
+const end = Date.now() + 5000; let t = 0; while (Date.now() < end) t += ppHotLoop(1e6)') &
 	NPID=$!
 	sleep 1.5
 	pp_run "$T/node" "$PEBSPROF" record -F 499 -d 2 -p "$NPID" -o "$T/node.folded"
