@@ -308,9 +308,11 @@ size_t pp_symloader_take(struct pp_symloader *l, struct pp_symload_result *out, 
 		return 0;
 	pthread_mutex_lock(&l->lock);
 	n = l->res_n < max ? l->res_n : max;
-	memcpy(out, l->res, n * sizeof(*out));
-	memmove(l->res, l->res + n, (l->res_n - n) * sizeof(*l->res));
-	l->res_n -= n;
+	if (n) {
+		memcpy(out, l->res, n * sizeof(*out));
+		memmove(l->res, l->res + n, (l->res_n - n) * sizeof(*l->res));
+		l->res_n -= n;
+	}
 	atomic_store_explicit(&l->ready, l->res_n, memory_order_release);
 	pthread_mutex_unlock(&l->lock);
 	return n;

@@ -76,18 +76,21 @@ static void child_end(struct child *c)
 static int find_entry(pid_t pid, const char *path, struct pp_map_entry *out, char *pbuf,
 		      size_t psize)
 {
-	char maps_path[64], buf[65536];
+	static char buf[4 << 20]; /* sanitizer builds map a great deal */
+	char maps_path[64];
 	struct pp_maps m;
-	ssize_t n;
+	size_t n = 0;
+	ssize_t r;
 	int fd, found = -1;
 
 	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", (int)pid);
 	fd = open(maps_path, O_RDONLY);
 	if (fd < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf));
+	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) > 0)
+		n += (size_t)r;
 	close(fd);
-	if (n <= 0 || pp_maps_parse(buf, (size_t)n, &m))
+	if (n == 0 || pp_maps_parse(buf, n, &m))
 		return -1;
 	for (size_t i = 0; i < m.n; i++) {
 		if (strcmp(m.entries[i].path, path) == 0) {
