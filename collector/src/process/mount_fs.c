@@ -50,12 +50,15 @@ static size_t unescape(const char *s, size_t n, char *out, size_t size)
 	return w;
 }
 
-/* Does mount point mp (mlen bytes) hold path? */
+/* Does mount point mp (mlen bytes, perhaps holding a NUL a line smuggled in) hold path? */
 static int covers(const char *mp, size_t mlen, const char *path)
 {
+	size_t plen = strlen(path);
+
 	if (mlen == 1 && mp[0] == '/')
 		return 1;
-	return strncmp(path, mp, mlen) == 0 && (path[mlen] == '/' || path[mlen] == '\0');
+	return mlen <= plen && memcmp(path, mp, mlen) == 0 &&
+	       (path[mlen] == '/' || path[mlen] == '\0');
 }
 
 int pp_mountinfo_fstype(const char *text, size_t len, const char *path, char *fstype, size_t size)
