@@ -18,7 +18,12 @@ static int is_mapped_file(const struct stat *st, const struct pp_map_entry *m)
 	       major(st->st_dev) == m->dev_major && minor(st->st_dev) == m->dev_minor;
 }
 
-/* map_files: stat'ed first (nothing opened that is not the file), then opened and checked. */
+/*
+ * map_files: the kernel hands over the mapped file itself, not a name anyone can change, so
+ * there is no identity to check (and none that would hold: on overlayfs before Linux 6.8 the
+ * file it gives is the overlay's, while maps shows the backing file's device and inode). It is
+ * stat'ed first so that nothing but a regular file is ever opened.
+ */
 static int open_map_files(const char *proc_root, uint32_t pid, const struct pp_map_entry *m)
 {
 	char path[256];
@@ -29,14 +34,14 @@ static int open_map_files(const char *proc_root, uint32_t pid, const struct pp_m
 		 m->start, m->end);
 	if (stat(path, &st) != 0)
 		return -errno;
-	if (!is_mapped_file(&st, m))
-		return S_ISREG(st.st_mode) ? -ESTALE : -EINVAL;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) != 0 || !is_mapped_file(&st, m)) {
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return -ESTALE; /* the mapping changed between the two */
+		return -EINVAL; /* the mapping changed between the two */
 	}
 	return fd;
 }

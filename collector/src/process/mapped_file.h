@@ -4,8 +4,9 @@
  * change under us (a symlink out of its root, another mount on top, a FIFO, a file renamed
  * in), so the file is reached either as the very file mapped, /proc/PID/map_files/START-END,
  * or by the path resolved inside the process's root with openat2 (RESOLVE_IN_ROOT |
- * RESOLVE_NO_MAGICLINKS); and in both cases the opened descriptor must be the mapping's file:
- * the device and inode /proc/PID/maps gives. Nothing is read before that check.
+ * RESOLVE_NO_MAGICLINKS), resolved first without opening (O_PATH) and opened only when it is
+ * the mapping's file: the device and inode /proc/PID/maps gives. Nothing but a regular file is
+ * ever opened.
  */
 #ifndef PP_COLLECTOR_MAPPED_FILE_H
 #define PP_COLLECTOR_MAPPED_FILE_H
