@@ -148,7 +148,7 @@ static void spin_ms(long ms)
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	do {
 		for (int i = 0; i < 100000; i++)
-			x += (unsigned long)i;
+			x = x + (unsigned long)i;
 		/* Some time in the kernel too, so kernel stacks are exercised. */
 		getppid();
 	} while (ms_since(&a) < ms);

@@ -21,7 +21,8 @@ void pp_log_set_level(enum pp_log_level level)
  * cleaned (pebsprof/text.h): no terminal escape, no forged second line. libbpf's own
  * multi-line messages (verifier logs, -v only) keep their line breaks.
  */
-static void vlog(enum pp_log_level level, bool keep_newlines, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static void vlog(enum pp_log_level level, bool keep_newlines,
+						       const char *fmt, va_list ap)
 {
 	char line[2048], clean[2048 * 2];
 	size_t len, w = 0;
@@ -57,7 +58,8 @@ void pp_log_write(enum pp_log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static int libbpf_print(enum libbpf_print_level level,
+							      const char *fmt, va_list ap)
 {
 	enum pp_log_level ours = PP_LOG_DEBUG;
 

@@ -146,7 +146,11 @@ static bool fstype_is(const struct mountinfo_line *l, const char *type)
 
 int pp_mountinfo_has_cgroup1(const char *buf, size_t len)
 {
-	const char *p = buf, *end = buf + len;
+	const char *p = buf, *end;
+
+	if (!buf)
+		return 0;
+	end = buf + len;
 
 	while (p && p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
@@ -164,7 +168,7 @@ int pp_mountinfo_has_cgroup1(const char *buf, size_t len)
 
 int pp_mountinfo_find_cgroup2(const char *buf, size_t len, char *out, size_t outlen)
 {
-	const char *p = buf, *end = buf + len;
+	const char *p = buf, *end = buf ? buf + len : NULL;
 	const char *best_mp = NULL;
 	size_t best_n = 0;
 	bool best_full = false;

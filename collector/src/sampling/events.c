@@ -573,7 +573,8 @@ static void build_attr(const struct ctx *c, const struct plan *p, int precise,
 		 * IBS records no registers: its ip is the op's, the rest the interrupt's, which
 		 * cannot start a walk; AMD's precise core events are IBS's.
 		 */
-		if (c->req->want_sample_regs && PP_SAMPLE_REGS_UNWIND && !p->ibs && !p->amd_core) {
+		if (c->req->want_sample_regs && PP_SAMPLE_REGS_UNWIND != 0 && !p->ibs &&
+		    !p->amd_core) {
 			attr->sample_type |= PERF_SAMPLE_REGS_INTR;
 			attr->sample_regs_intr = PP_SAMPLE_REGS_UNWIND;
 		}

@@ -515,8 +515,8 @@ TEST(error_fixture_reports_every_line)
 	    "12: expected 'key = value', got 'this line has no equals sign'",
 	    "13: 'config' cannot be set in a config file (it is a flag)",
 	    "14: 'listen': bad address '127.0.0.1': no port (give ADDR:PORT, e.g. :9090)",
-	    "15: 'flush-timeout': '0' is not a duration in seconds from 0.001 to 3600 (e.g. 10 or "
-	    "2.5)",
+	    ("15: 'flush-timeout': '0' is not a duration in seconds from 0.001 to 3600 (e.g. 10 or "
+	     "2.5)"),
 	};
 	char msg[PP_CONFIG_ERROR_LEN];
 

@@ -92,7 +92,7 @@ static void path_of(char *out, size_t size, const char *name)
 }
 
 /* stdout of a shell command, NUL-terminated; NULL on failure. */
-static char *capture(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static char *capture(const char *fmt, ...)
 {
 	char cmd[4 * PATH_MAX];
 	size_t cap = 4096, n = 0, r;
