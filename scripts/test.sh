@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, the unit and fuzz tests under AddressSanitizer +
-# UndefinedBehaviorSanitizer, the full ctest suite of ./build (unit, fuzz corpus replay,
-# conformance, and integration as root), then the kernel matrix (tests/vm: other kernels
-# booted under QEMU). Run scripts/setup.sh first.
+# UndefinedBehaviorSanitizer (clang), bounded fuzzing, the full ctest suite of ./build (unit,
+# fuzz corpus replay, conformance, and integration as root), then the kernel matrix (tests/vm:
+# other kernels booted under QEMU). Run scripts/setup.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,34 +15,37 @@ echo "== build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPP_WERROR=ON >/dev/null
 cmake --build build -j"$(nproc)"
 
-echo "== sanitizer build (ASan + UBSan)"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPP_WERROR=ON \
+echo "== sanitizer build (clang: ASan + UBSan, libFuzzer targets)"
+# One build serves the unit tests under the sanitizers, the fuzz corpora's replay and bounded
+# fuzzing. Without clang's libFuzzer runtime (libclang-rt-14-dev) the fuzz targets replay only.
+probe=$(mktemp -d)
+echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }' >"$probe/p.c"
+fuzz=OFF
+if clang -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null; then
+	fuzz=ON
+fi
+rm -rf "$probe"
+CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPP_WERROR=ON -DPP_FUZZ=$fuzz \
 	-DPP_SANITIZE=address,undefined >/dev/null
 cmake --build build-asan -j"$(nproc)"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L 'unit|fuzz' --output-on-failure -j2)
 
 echo "== fuzzing (bounded)"
-# The parsers of what other processes control, under libFuzzer with ASan + UBSan for a fixed
-# time each, two at a time; the input files may grow to 8 GiB of holes (size claims), and
-# -malloc_limit_mb fails any single allocation a claim could force. Findings fail the run and
-# are left in build-fuzz/findings.
-probe=$(mktemp -d)
-echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }' >"$probe/p.c"
-if clang -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null; then
-	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPP_FUZZ=ON \
-		-DPP_SANITIZE=address,undefined >/dev/null
+# The parsers of what other processes control, for a fixed time each, two at a time; the
+# input files may grow to 8 GiB of holes (size claims), and -malloc_limit_mb fails any single
+# allocation a claim could force. Findings fail the run and are left in build-asan/findings.
+if [ "$fuzz" = ON ]; then
 	fuzzers=(elf unwind unwind_walk perf_map mount_fs procmaps)
-	cmake --build build-fuzz -j"$(nproc)" --target "${fuzzers[@]/#/fuzz_}" >/dev/null
-	mkdir -p build-fuzz/findings
+	mkdir -p build-asan/findings
 	fuzz_one() {
-		local scratch
+		local scratch rc
 		scratch=$(mktemp -d)
-		(cd build-fuzz/findings && "../tests/fuzz_$1" -max_total_time="${PP_FUZZ_SECONDS:-20}" \
+		(cd build-asan/findings && "../tests/fuzz_$1" -max_total_time="${PP_FUZZ_SECONDS:-15}" \
 			-rss_limit_mb=1024 -malloc_limit_mb=128 -timeout=10 -print_final_stats=1 \
 			"$scratch" "$PWD/../../tests/fuzz/corpus/$1" >"../fuzz_$1.log" 2>&1)
-		local rc=$?
+		rc=$?
 		rm -rf "$scratch"
-		echo "fuzz_$1: $(grep -m1 -oE 'Done [0-9]+ runs in [0-9]+ second' "build-fuzz/fuzz_$1.log" || echo "failed, see build-fuzz/fuzz_$1.log")"
+		echo "fuzz_$1: $(grep -m1 -oE 'Done [0-9]+ runs in [0-9]+ second' "build-asan/fuzz_$1.log" || echo "failed, see build-asan/fuzz_$1.log")"
 		return $rc
 	}
 	fuzz_fail=0
@@ -58,16 +61,16 @@ if clang -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null; then
 		[ -z "$b" ] || wait $b || fuzz_fail=1
 	done
 	[ $fuzz_fail -eq 0 ] || {
-		echo "fuzzing found a crash: see build-fuzz/findings and build-fuzz/fuzz_*.log" >&2
+		echo "fuzzing found a crash: see build-asan/findings and build-asan/fuzz_*.log" >&2
 		exit 1
 	}
 else
 	echo "skipped: clang cannot build libFuzzer targets (libclang-rt-14-dev missing?)"
 fi
-rm -rf "$probe"
 
 echo "== all tests"
-(cd build && ctest --output-on-failure)
+# integration tests hold the machine alone (RUN_SERIAL); the others run two at a time
+(cd build && ctest --output-on-failure -j2)
 
 echo "== kernel matrix"
 # KVM where /dev/kvm is kvm_intel or kvm_amd, else QEMU's TCG: a few minutes either way.
