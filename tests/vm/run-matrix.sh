@@ -7,7 +7,11 @@
 # verified instructions, load time, time) and exits 1 if any kernel differs. Each kernel's
 # outputs, its probe.json included, are kept under OUT/NAME.
 #
-# usage: tests/vm/run-matrix.sh [-b BUILD] [-o OUT] [-c CACHE] [-k NAME,...] [-t SECONDS] [-u]
+# usage: tests/vm/run-matrix.sh [-b BUILD] [-o OUT] [-c CACHE] [-k NAME,...] [-t SECONDS]
+#                               [-j GUESTS] [-u]
+#   -j  guests booted at once, one virtual CPU each (default 2: under TCG two single-CPU
+#       guests on two host CPUs take 7 minutes for three kernels, one two-CPU guest after
+#       another 10); 1 boots them one after another with two CPUs each
 #   -u  update the fixtures tests/data/kernels/probe-NAME.json from this run
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,13 +22,15 @@ cache=${PP_VM_CACHE:-/var/cache/pebsprof-vm}
 only=
 limit=600
 update=0
-while getopts "b:o:c:k:t:u" opt; do
+jobs=2
+while getopts "b:o:c:k:t:j:u" opt; do
 	case $opt in
 	b) build=$(cd "$OPTARG" && pwd) || exit 2 ;;
 	o) out=$OPTARG ;;
 	c) cache=$OPTARG ;;
 	k) only=$OPTARG ;;
 	t) limit=$OPTARG ;;
+	j) jobs=$OPTARG ;;
 	u) update=1 ;;
 	*) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 	esac
@@ -35,29 +41,65 @@ out=$(cd "$out" && pwd)
 # get NAME KEY: a key of NAME's result file
 get() { sed -n "s/^$2=//p" "$out/$1/result" 2>/dev/null | head -n1; }
 
-rows=()
-bad=0
-while read -r name suites expect; do
-	case $name in '' | '#'*) continue ;; esac
-	if [ -n "$only" ] && ! [[ ",$only," == *",$name,"* ]]; then continue; fi
+# the unwinding test programs, built once here: the guests' compilers run under TCG
+chain_dir=$out/chain-programs
+sh "$src/tests/data/unwind/build.sh" "$chain_dir" >"$out/chain-build.txt" 2>&1 || chain_dir=
+
+# boot NAME: fetch the kernel, boot it and run the checks; NAME.rc and NAME.secs say how it went
+boot() {
+	local name=$1 t0 kdir rc cpus=2
 	t0=$(date +%s)
+	[ "$jobs" -gt 1 ] && cpus=1
 	kdir=$("$here/fetch-kernel.sh" "$name" "$cache" 2>"$out/$name.fetch.err" | tail -n1)
 	if [ ! -d "$kdir" ]; then
-		# Debian's archive out of reach: this kernel cannot be tried here, said so
-		echo "skipped: $name: cannot fetch its kernel: $(tail -n1 "$out/$name.fetch.err")"
-		rows+=("| $name | skipped: kernel not fetched | | | | | | | |")
-		continue
+		echo fetch >"$out/$name.rc"
+		return
 	fi
 	rm -rf "${out:?}/$name"
 	mkdir -p "$out/$name"
 	# one retry: a TCG boot dies now and then while the kernel patches itself (notes)
 	for attempt in 1 2; do
-		"$here/vmrun.sh" -t "$limit" "$kdir" "$out/$name" -- \
-			bash "$here/guest-checks.sh" "$build" "$out/$name" >"$out/$name.log" 2>&1
+		"$here/vmrun.sh" -c "$cpus" -t "$limit" "$kdir" "$out/$name" -- \
+			bash "$here/guest-checks.sh" "$build" "$out/$name" $chain_dir >"$out/$name.log" 2>&1
 		rc=$?
 		[ $rc -ne 125 ] && break
 	done
-	secs=$(($(date +%s) - t0))
+	echo $(($(date +%s) - t0)) >"$out/$name.secs"
+	echo "$rc" >"$out/$name.rc"
+}
+
+names=()
+while read -r name suites expect; do
+	case $name in '' | '#'*) continue ;; esac
+	if [ -n "$only" ] && ! [[ ",$only," == *",$name,"* ]]; then continue; fi
+	names+=("$name")
+	rm -f "$out/$name.rc" "$out/$name.secs"
+done <"$here/kernels.list"
+# the guests, at most $jobs at a time
+running=0
+for name in "${names[@]}"; do
+	if [ "$running" -ge "$jobs" ]; then
+		wait -n
+		running=$((running - 1))
+	fi
+	boot "$name" &
+	running=$((running + 1))
+done
+wait
+
+rows=()
+bad=0
+while read -r name suites expect; do
+	case $name in '' | '#'*) continue ;; esac
+	if [ -n "$only" ] && ! [[ ",$only," == *",$name,"* ]]; then continue; fi
+	rc=$(cat "$out/$name.rc" 2>/dev/null)
+	if [ "$rc" = fetch ]; then
+		# Debian's archive out of reach: this kernel cannot be tried here, said so
+		echo "skipped: $name: cannot fetch its kernel: $(tail -n1 "$out/$name.fetch.err")"
+		rows+=("| $name | skipped: kernel not fetched | | | | | | | |")
+		continue
+	fi
+	secs=$(cat "$out/$name.secs" 2>/dev/null)
 	echo "== $name ($(get "$name" kernel)): guest exit $rc in $secs s"
 	grep -E '^(ok|FAIL):' "$out/$name.log" | sed 's/^/   /'
 	problems=()
