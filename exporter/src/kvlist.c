@@ -133,7 +133,7 @@ static const char **field(char *elems, uint32_t i, const struct pp_kvlist_rules 
 int pp_kvlist_parse(const char *buf, size_t len, const struct pp_kvlist_rules *r, void **out,
 		    uint32_t *n, char *err, size_t errlen)
 {
-	struct kv_iter kv = {buf, buf + len, NULL, false, 0, buf, buf};
+	struct kv_iter kv = {buf, NULL, NULL, false, 0, buf, buf};
 	size_t pairs = 1;
 	uint32_t count = 0;
 	const char *key, *val, *why;
@@ -142,6 +142,7 @@ int pp_kvlist_parse(const char *buf, size_t len, const struct pp_kvlist_rules *r
 
 	if ((!buf && len) || !out || !n)
 		return -EINVAL;
+	kv.end = buf ? buf + len : NULL;
 	*out = NULL;
 	*n = 0;
 	if (err && errlen)
