@@ -8,6 +8,8 @@ packages=(
 	# build
 	build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev
 	protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev
+	# symbol names (libiberty's demangler: C++, Rust legacy and v0), zstd-compressed sections
+	libiberty-dev libzstd-dev
 	# loaded at run time for --debuginfod (symbolize/debuginfod_fetch.c)
 	libdebuginfod1
 	# tests: independent decoders, the peer profiler, sanitizer runtimes, formatting
@@ -15,6 +17,8 @@ packages=(
 	clang-format util-linux bsdutils procps time openssl
 	# a real debuginfod server, and the JIT runtimes whose perf maps are read
 	debuginfod openjdk-17-jdk-headless
+	# the toolchains whose programs are unwound and named: LLVM's linker, Rust, Go
+	lld rustc
 	# the kernel matrix (tests/vm): QEMU with virtiofsd, a static busybox for the initramfs
 	qemu-system-x86 busybox-static xz-utils
 	# deploy tests: YAML lint, the chart renderer's Go sources, the image's CA bundle

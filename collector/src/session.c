@@ -611,9 +611,9 @@ const char *pp_frame_source_name(enum pp_frame_source src)
 	return (unsigned)src < PP_NAMED_SOURCES ? names[src] : "unknown";
 }
 
-/* The name a JIT runtime's perf map gives addr, or NULL. */
+/* The name a JIT runtime's perf map gives addr (*raw: as the map spells it), or NULL. */
 static const char *jit_name(struct pp_session *s, const struct pp_proc *p, uint64_t addr, char *buf,
-			    size_t size)
+			    size_t size, const char **raw)
 {
 	const char *name;
 
@@ -623,6 +623,7 @@ static const char *jit_name(struct pp_session *s, const struct pp_proc *p, uint6
 	if (!name)
 		return NULL;
 	s->stats.named[PP_NAMED_PERF_MAP]++;
+	*raw = name;
 	/* C++ JITs (and .NET's native stubs) may write mangled names */
 	return pp_demangle(name, buf, size);
 }
@@ -640,19 +641,21 @@ static void file_frame(struct pp_session *s, const struct pp_elf_symbols *syms, 
 {
 	struct pp_mapping_info mi = {0};
 	uint64_t vaddr = addr;
-	const char *name = NULL;
+	const char *name = NULL, *raw = NULL;
 	int placed = 0;
 
 	if (syms && pp_elf_symbols_map_addr(syms, addr, m->start, m->offset, &vaddr) == 0) {
 		placed = 1;
-		name = pp_demangle(pp_elf_symbols_lookup(syms, vaddr, NULL), demangled, dsize);
+		raw = pp_elf_symbols_lookup(syms, vaddr, NULL);
+		name = pp_demangle(raw, demangled, dsize);
 		if (name)
 			s->stats.named[source_of(syms)]++;
 	}
 	/* code in a memfd (a JIT's double mapping) is named by the runtime's perf map */
 	if (!name && p && strncmp(m->path, "/memfd:", 7) == 0)
-		name = jit_name(s, p, addr, demangled, dsize);
+		name = jit_name(s, p, addr, demangled, dsize, &raw);
 	loc->unnamed = 0;
+	loc->system_name = name ? raw : NULL;
 	if (!name) {
 		/*
 		 * No symbol: the frame keeps its identity as "libfoo.so+0x1a2b", the ELF address,
@@ -775,7 +778,7 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 			pending = 0;
 	} else {
 		if (m->kind == PP_MAP_KIND_ANON || m->kind == PP_MAP_KIND_HEAP)
-			name = jit_name(s, p, addr, demangled, sizeof(demangled));
+			name = jit_name(s, p, addr, demangled, sizeof(demangled), &loc.system_name);
 		if (!name) {
 			s->stats.frames_no_symbol++;
 			s->stats.unnamed++;
@@ -833,16 +836,16 @@ static size_t name_from_debug_table(struct pp_session *s, const struct pp_elf_sy
 	for (uint32_t lid = 1; lid <= nlocs; lid++) {
 		const struct pp_location_info *l = pp_profile_get_location(s->profile, lid);
 		const struct pp_mapping_info *m;
-		const char *name;
+		const char *name, *raw;
 
 		if (!l->unnamed || !l->mapping_id)
 			continue;
 		m = pp_profile_get_mapping(s->profile, l->mapping_id);
 		if (strcasecmp(m->build_id, id) != 0)
 			continue;
-		name = pp_demangle(pp_elf_symbols_lookup(dbg, l->address, NULL), demangled,
-				   sizeof(demangled));
-		if (name && pp_profile_name_location(s->profile, lid, name) == 0)
+		raw = pp_elf_symbols_lookup(dbg, l->address, NULL);
+		name = pp_demangle(raw, demangled, sizeof(demangled));
+		if (name && pp_profile_name_location(s->profile, lid, name, raw) == 0)
 			named++;
 	}
 	s->stats.named_late += named;

@@ -294,31 +294,37 @@ static bool func_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct enc *e = ctx;
 	const PROF(Function) *f = e->funcs.v[idx];
+	const int32_t *k = key;
 
-	return f->name_strindex == *(const int32_t *)key;
+	return f->name_strindex == k[0] && f->system_name_strindex == k[1];
 }
 
-/* The function named name (0 for an empty name: a Function must name something). */
-static int32_t func_intern(struct enc *e, const char *name)
+/*
+ * The function named name, spelled system_name in the binary (NULL: the same); 0 for an
+ * empty name: a Function must name something.
+ */
+static int32_t func_intern(struct enc *e, const char *name, const char *system_name)
 {
-	int32_t ni = S(e, name);
-	uint64_t h = pp_hash_u64(PP_HASH_SEED, (uint32_t)ni);
+	int32_t k[2] = {S(e, name), 0};
+	uint64_t h;
 	PROF(Function) * f;
 	uint32_t i;
 	int64_t r;
 
-	if (!ni)
+	if (!k[0])
 		return 0;
-	i = pp_htab_find(&e->funcs.idx, h, func_eq, e, &ni);
+	k[1] = system_name && system_name[0] ? S(e, system_name) : k[0];
+	h = pp_hash_u64(pp_hash_u64(PP_HASH_SEED, (uint32_t)k[0]), (uint32_t)k[1]);
+	i = pp_htab_find(&e->funcs.idx, h, func_eq, e, k);
 	if (i != PP_HTAB_NONE)
 		return (int32_t)i;
 	f = alloc(e, sizeof(*f));
 	if (!f)
 		return 0;
 	PROF_FN(function__init)(f);
-	/* The model keeps one name; filename is the source file, which it does not know. */
-	f->name_strindex = ni;
-	f->system_name_strindex = ni;
+	/* filename is the source file, which the model does not know */
+	f->name_strindex = k[0];
+	f->system_name_strindex = k[1];
 	r = vec_push(e, &e->funcs, f, h);
 	return r < 0 ? 0 : (int32_t)r;
 }
@@ -456,7 +462,7 @@ static int32_t xlat_location(struct enc *e, struct xlat *x, uint32_t id)
 	 * as the function, so a backend without a symbolizer still draws it.
 	 */
 	if (!(l->unnamed == PP_UNNAMED_FOR_BACKEND && l->mapping_id))
-		k.function = func_intern(e, l->function);
+		k.function = func_intern(e, l->function, l->system_name);
 	/* Interned on first use: the dictionary holds no entry nothing refers to. */
 	if (l->kind == PP_FRAME_NATIVE) {
 		if (e->a_native < 0)

@@ -23,6 +23,7 @@
 /* A pprof Function is one (name, kind): the same symbol in kernel and user space differs. */
 struct func_key {
 	const char *name;
+	const char *system_name; /* the mangled name; overloads shown alike stay apart */
 	enum pp_frame_kind kind;
 };
 
@@ -75,7 +76,8 @@ static bool func_eq(const void *ctx, uint32_t idx, const void *key)
 	const struct enc *e = ctx;
 	const struct func_key *k = key;
 
-	return e->fkeys[idx].name == k->name && e->fkeys[idx].kind == k->kind;
+	return e->fkeys[idx].name == k->name && e->fkeys[idx].system_name == k->system_name &&
+	       e->fkeys[idx].kind == k->kind;
 }
 
 static void enc_fini(struct enc *e)
@@ -262,8 +264,12 @@ static int build_locations(struct enc *e, Perftools__Profiles__Profile *msg, uin
 	for (size_t i = 0; i < nlocs; i++) {
 		const struct pp_location_info *l = pp_profile_get_location(p, (uint32_t)i + 1);
 		Perftools__Profiles__Location *pl = &e->locs[i];
-		struct func_key k = {.name = l->function, .kind = l->kind};
-		uint64_t h = pp_hash_u64(pp_hash_u64(PP_HASH_SEED, (uintptr_t)k.name), k.kind);
+		struct func_key k = {.name = l->function,
+				     .system_name = l->system_name ? l->system_name : l->function,
+				     .kind = l->kind};
+		uint64_t h = pp_hash_u64(pp_hash_u64(pp_hash_u64(PP_HASH_SEED, (uintptr_t)k.name),
+						     (uintptr_t)k.system_name),
+					 k.kind);
 		uint32_t mapping_id = l->mapping_id;
 		uint32_t fi = pp_htab_find(&e->fidx, h, func_eq, e, &k);
 
@@ -280,7 +286,7 @@ static int build_locations(struct enc *e, Perftools__Profiles__Profile *msg, uin
 			perftools__profiles__function__init(pf);
 			pf->id = fi + 1;
 			pf->name = S(e, l->function);
-			pf->system_name = pf->name;
+			pf->system_name = S(e, k.system_name);
 			if (m)
 				pf->filename = S(e, m->filename);
 			else if (l->kind == PP_FRAME_KERNEL)
@@ -480,6 +486,8 @@ static void bound_location(struct bound *b, uint32_t id)
 	l = pp_profile_get_location(b->p, id);
 	b->bytes += 2 * LEN_FIELD + 4 * VARINT_FIELD;
 	b->bytes += LEN_FIELD + 4 * VARINT_FIELD + str_bound(l->function, &b->nstr);
+	if (l->system_name && l->system_name != l->function)
+		b->bytes += str_bound(l->system_name, &b->nstr);
 	if (l->mapping_id > b->nmaps || b->seen_map[l->mapping_id])
 		return;
 	b->seen_map[l->mapping_id] = 1;

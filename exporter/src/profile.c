@@ -307,7 +307,11 @@ uint32_t pp_profile_intern_location(struct pp_profile *p, const struct pp_locati
 	}
 	key = *loc;
 	key.function = intern_str(p, loc->function);
-	if (!key.function)
+	key.system_name =
+	    loc->system_name && loc->system_name[0] && strcmp(loc->system_name, loc->function)
+		? intern_str(p, loc->system_name)
+		: key.function;
+	if (!key.function || !key.system_name)
 		goto nomem;
 	h = hash_location(&key);
 	idx = pp_htab_find(&p->loc_idx, h, location_eq, p, &key);
@@ -330,18 +334,21 @@ nomem:
 	return 0;
 }
 
-int pp_profile_name_location(struct pp_profile *p, uint32_t id, const char *name)
+int pp_profile_name_location(struct pp_profile *p, uint32_t id, const char *name,
+			     const char *system_name)
 {
 	struct pp_location_info *l;
-	const char *fn;
+	const char *fn, *sn;
 
 	if (!p || !name || !name[0] || id == 0 || id > p->nlocs)
 		return -EINVAL;
 	fn = intern_str(p, name);
-	if (!fn)
+	sn = system_name && system_name[0] ? intern_str(p, system_name) : fn;
+	if (!fn || !sn)
 		return -ENOMEM;
 	l = p->locs[id - 1];
 	l->function = fn;
+	l->system_name = sn;
 	l->unnamed = 0;
 	/* found again under its new key; the old key's slot just no longer matches */
 	if (pp_htab_insert(&p->loc_idx, hash_location(l), id - 1))
@@ -353,17 +360,19 @@ int pp_profile_resolve_location(struct pp_profile *p, uint32_t id,
 				const struct pp_location_info *loc)
 {
 	struct pp_location_info *l;
-	const char *fn;
+	const char *fn, *sn;
 
 	if (!p || !loc || !loc->function || id == 0 || id > p->nlocs ||
 	    loc->mapping_id > p->nmaps || loc->kind != p->locs[id - 1]->kind)
 		return -EINVAL;
 	fn = intern_str(p, loc->function);
-	if (!fn)
+	sn = loc->system_name && loc->system_name[0] ? intern_str(p, loc->system_name) : fn;
+	if (!fn || !sn)
 		return -ENOMEM;
 	l = p->locs[id - 1];
 	*l = *loc;
 	l->function = fn;
+	l->system_name = sn;
 	if (pp_htab_insert(&p->loc_idx, hash_location(l), id - 1))
 		return -ENOMEM;
 	return 0;

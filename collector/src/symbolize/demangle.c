@@ -1,56 +1,38 @@
 /*
- * Demangling through the C++ runtime's __cxa_demangle, looked up with dlopen so the profiler
- * has no link-time dependency on it. Only "_Z" names are handed over: the demangler also
- * accepts plain type names ("i" -> "int"), which a C symbol like "i" must not turn into.
+ * Demangling with libiberty's cplus_demangle, the demangler of binutils, GDB and perf: the
+ * Itanium C++ ABI, Rust's legacy scheme (its hash cut) and Rust's v0 scheme. Names are shown
+ * the way perf and pprof show them, without parameter lists: "std::vector<int,
+ * std::allocator<int> >::push_back", not "...::push_back(int const&)". The mangled name stays
+ * the symbol's system name in the profiles.
  */
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <pthread.h>
+#include <libiberty/demangle.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "demangle.h"
 
-typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
-
-static cxa_demangle_fn demangler;
-static pthread_once_t demangler_once = PTHREAD_ONCE_INIT;
-
-static void load_demangler(void)
-{
-	/* Already in the process (a C++ program linked us), else the system's runtime. */
-	void *sym = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-
-	if (!sym) {
-		void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
-
-		if (h)
-			sym = dlsym(h, "__cxa_demangle");
-	}
-	demangler = (cxa_demangle_fn)sym;
-}
-
 int pp_demangle_available(void)
 {
-	pthread_once(&demangler_once, load_demangler);
-	return demangler != NULL;
+	return 1;
+}
+
+/* Only mangled-looking names are handed over: "_Z..." (C++, Rust legacy) and "_R..." (v0). */
+static int looks_mangled(const char *name)
+{
+	return name[0] == '_' && (name[1] == 'Z' || name[1] == 'R');
 }
 
 const char *pp_demangle(const char *name, char *out, size_t outlen)
 {
 	char *d;
-	int status = -1;
 	size_t n;
 
-	if (!name || name[0] != '_' || name[1] != 'Z' || !out || !outlen)
+	if (!name || !out || !outlen || !looks_mangled(name))
 		return name;
-	if (!pp_demangle_available())
+	/* DMGL_AUTO picks the scheme; no DMGL_PARAMS: function names without their arguments */
+	d = cplus_demangle(name, DMGL_AUTO);
+	if (!d)
 		return name;
-	d = demangler(name, NULL, NULL, &status);
-	if (!d || status != 0) {
-		free(d);
-		return name;
-	}
 	n = strlen(d);
 	if (n >= outlen) {
 		free(d);

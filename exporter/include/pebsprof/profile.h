@@ -67,6 +67,12 @@ struct pp_location_info {
 	 * location's identity. PP_UNNAMED_* says how pprof and OTLP send it.
 	 */
 	uint32_t unnamed;
+	/*
+	 * The name as the binary spells it, where function is its demangled form
+	 * ("_ZN3foo3barEv" for "foo::bar"): pprof's and OTLP's Function.system_name. NULL: the
+	 * same as function. Not part of the location's identity (function and address are).
+	 */
+	const char *system_name;
 };
 
 /*
@@ -138,10 +144,11 @@ uint32_t pp_profile_intern_location(struct pp_profile *p, const struct pp_locati
 
 /*
  * Name location id after the fact (its file's debug symbols arrived later): function becomes
- * name and unnamed is cleared, so every sample that already refers to it is named. Returns 0,
- * -EINVAL for a bad id or name, -ENOMEM.
+ * name (system_name its mangled form, NULL: the same) and unnamed is cleared, so every sample
+ * that already refers to it is named. Returns 0, -EINVAL for a bad id or name, -ENOMEM.
  */
-int pp_profile_name_location(struct pp_profile *p, uint32_t id, const char *name);
+int pp_profile_name_location(struct pp_profile *p, uint32_t id, const char *name,
+			     const char *system_name);
 /*
  * Give location id all of loc's fields (mapping, address, function, unnamed; the kind must
  * stay): a frame made while its file was still being read gets its ELF address, its mapping

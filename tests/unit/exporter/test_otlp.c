@@ -1323,8 +1323,8 @@ TEST(unnamed_frames_carry_address_mapping_and_build_id)
 		}
 		req_free(r);
 	}
-	CHECK(pp_profile_name_location(p, locs[0], "late_name") == 0);
-	CHECK(pp_profile_name_location(p, 99, "x") == -EINVAL);
+	CHECK(pp_profile_name_location(p, locs[0], "late_name", NULL) == 0);
+	CHECK(pp_profile_name_location(p, 99, "x", NULL) == -EINVAL);
 	CHECK(pp_profile_get_location(p, locs[0])->unnamed == 0);
 	/* the same frame interned again is the named location */
 	un.function = "late_name";

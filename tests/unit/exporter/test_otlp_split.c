@@ -59,10 +59,16 @@ static int add_samples(struct pp_profile *p, uint32_t pid, const char *proc, int
 	uint32_t m_exe = pp_profile_intern_mapping(p, &exe);
 	uint32_t m_libc = pp_profile_intern_mapping(p, &libc);
 	uint32_t m_kern = pp_profile_intern_mapping(p, &kern);
-	struct pp_location_info lmain = {m_exe, 0x1140, "main", PP_FRAME_NATIVE, 0};
-	struct pp_location_info lmem = {m_libc, 0x9a0f0, "memcpy", PP_FRAME_NATIVE, 0};
-	struct pp_location_info lk = {m_kern, 0xffffffff81000100ULL, "do_syscall_64",
-				      PP_FRAME_KERNEL, 0};
+	struct pp_location_info lmain = {
+	    .mapping_id = m_exe, .address = 0x1140, .function = "main", .kind = PP_FRAME_NATIVE};
+	struct pp_location_info lmem = {.mapping_id = m_libc,
+					.address = 0x9a0f0,
+					.function = "memcpy",
+					.kind = PP_FRAME_NATIVE};
+	struct pp_location_info lk = {.mapping_id = m_kern,
+				      .address = 0xffffffff81000100ULL,
+				      .function = "do_syscall_64",
+				      .kind = PP_FRAME_KERNEL};
 	uint32_t main_id = pp_profile_intern_location(p, &lmain);
 	uint32_t mem_id = pp_profile_intern_location(p, &lmem);
 	uint32_t k_id = pp_profile_intern_location(p, &lk);
@@ -70,8 +76,10 @@ static int add_samples(struct pp_profile *p, uint32_t pid, const char *proc, int
 
 	for (int k = 0; k < n; k++) {
 		char fn[32], tname[32];
-		struct pp_location_info lf = {m_exe, 0x2000 + 16 * (uint64_t)(k + salt), fn,
-					      PP_FRAME_NATIVE, 0};
+		struct pp_location_info lf = {.mapping_id = m_exe,
+					      .address = 0x2000 + 16 * (uint64_t)(k + salt),
+					      .function = fn,
+					      .kind = PP_FRAME_NATIVE};
 		uint32_t stack[3];
 		struct pp_sample_info s = {0};
 
