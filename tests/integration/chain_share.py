@@ -3,8 +3,11 @@
 
 usage: chain_share.py folded FOLDED EXPECTED   (pebsprof's folded stacks, root first)
        chain_share.py perf EXPECTED < SCRIPT   (perf script -F ip,sym, leaf first)
+       chain_share.py edges FOLDED EXPECTED    (samples with an invented caller)
 
-Prints "SHARE WHOLE/SPIN" (share 0 to 1). EXPECTED lists the chain from the leaf down, one
+Prints "SHARE WHOLE/SPIN" (share 0 to 1); edges prints "INVENTED/ALL": the samples in which
+a function of the chain (or pp_spin) sits under a caller its code cannot have, one that is
+not the next function of EXPECTED (a wrong step that still lands in the program's code). EXPECTED lists the chain from the leaf down, one
 function a line, as perf names them (C++ without parameters). Samples in pp_spin count; a
 sample is whole when the frames under pp_spin are the chain, in order.
 """
@@ -46,7 +49,24 @@ def perf_script(text):
             yield frames, 1
 
 
+def invented(stacks, want):
+    chain = ["pp_spin"] + want
+    callers = {chain[i]: chain[i + 1] for i in range(len(chain) - 1)}
+    bad = total = 0
+    for leaf_first, n in stacks:
+        total += n
+        for callee, caller in zip(leaf_first, leaf_first[1:]):
+            if callee in callers and caller in callers.values() and caller != callers[callee]:
+                bad += n
+                break
+    return bad, total
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "edges":
+        bad, total = invented(folded(sys.argv[2]), expected(sys.argv[3]))
+        print("%d/%d" % (bad, total))
+        return
     if len(sys.argv) == 4 and sys.argv[1] == "folded":
         whole, spin = share(folded(sys.argv[2]), expected(sys.argv[3]))
     elif len(sys.argv) == 3 and sys.argv[1] == "perf":

@@ -595,25 +595,30 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 {
 	struct pp_unwinder_stats us;
 	uint64_t stops = c[PP_CNT_UNWIND_STOP_NO_CFI] + c[PP_CNT_UNWIND_STOP_UNREADABLE] +
-			 c[PP_CNT_UNWIND_STOP_NOT_UP] + c[PP_CNT_UNWIND_STOP_UNSUPPORTED];
+			 c[PP_CNT_UNWIND_STOP_NOT_UP] + c[PP_CNT_UNWIND_STOP_UNSUPPORTED] +
+			 c[PP_CNT_UNWIND_STOP_IMPLAUSIBLE] + c[PP_CNT_UNWIND_STOP_FP];
 
 	if (!u)
 		return;
 	pp_unwinder_get_stats(u, &us);
 	printf("unwinding: %llu frames by table, %llu by frame pointer; %llu samples before "
-	       "their process had tables; walks stopped early %llu (no CFI %llu, unreadable "
-	       "%llu, CFA not up %llu, unsupported %llu)\n",
+	       "their process had tables; walks stopped early %llu (by table: no CFI %llu, "
+	       "unreadable %llu, CFA not up %llu, unsupported %llu, implausible %llu; by frame "
+	       "pointer %llu)\n",
 	       (unsigned long long)c[PP_CNT_UNWIND_TABLE_FRAMES],
 	       (unsigned long long)c[PP_CNT_UNWIND_FP_FRAMES],
 	       (unsigned long long)c[PP_CNT_UNWIND_NO_PROC], (unsigned long long)stops,
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_NO_CFI],
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_UNREADABLE],
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_NOT_UP],
-	       (unsigned long long)c[PP_CNT_UNWIND_STOP_UNSUPPORTED]);
+	       (unsigned long long)c[PP_CNT_UNWIND_STOP_UNSUPPORTED],
+	       (unsigned long long)c[PP_CNT_UNWIND_STOP_IMPLAUSIBLE],
+	       (unsigned long long)c[PP_CNT_UNWIND_STOP_FP]);
 	printf("unwind tables: %llu built in %.0f ms, %llu shared, %llu files without CFI "
 	       "(%llu refused), %llu evicted, %llu did not fit; %llu of %llu rows (%.1f MiB) in "
 	       "use; %llu process installs (%llu released, %llu live, %llu gone before), %llu "
-	       "mappings (%llu without a table)\n",
+	       "mappings (%llu without a table: %llu of files without CFI, %llu unopened, %llu "
+	       "that did not fit, %llu not placed)\n",
 	       (unsigned long long)us.tables_built, (double)us.build_ns / 1e6,
 	       (unsigned long long)us.tables_shared, (unsigned long long)us.tables_none,
 	       (unsigned long long)us.tables_refused, (unsigned long long)us.tables_evicted,
@@ -622,7 +627,9 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	       (double)us.rows_used * sizeof(struct pp_bpf_unwind_row) / (1 << 20),
 	       (unsigned long long)us.procs_installed, (unsigned long long)us.procs_released,
 	       (unsigned long long)us.procs_live, (unsigned long long)us.procs_failed,
-	       (unsigned long long)us.mappings, (unsigned long long)us.mappings_no_table);
+	       (unsigned long long)us.mappings, (unsigned long long)us.mappings_no_table,
+	       (unsigned long long)us.mappings_no_cfi, (unsigned long long)us.mappings_unopened,
+	       (unsigned long long)us.mappings_no_room, (unsigned long long)us.mappings_unplaced);
 }
 
 static void print_summary(const struct record_args *a, const struct pp_profile *profile,

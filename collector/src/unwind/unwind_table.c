@@ -842,6 +842,7 @@ static void read_loads(Elf *elf, struct pp_unwind_table *t)
 		t->loads[t->nloads].vaddr = ph.p_vaddr;
 		t->loads[t->nloads].offset = ph.p_offset;
 		t->loads[t->nloads].filesz = ph.p_filesz;
+		t->loads[t->nloads].exec = !!(ph.p_flags & PF_X);
 		t->nloads++;
 	}
 }
@@ -1173,16 +1174,22 @@ size_t pp_unwind_table_get_loads(const struct pp_unwind_table *t, struct pp_unwi
 	return t->nloads;
 }
 
-int pp_unwind_vaddr_of(const struct pp_unwind_load *loads, size_t n, uint64_t file_offset,
+int pp_unwind_vaddr_of(const struct pp_unwind_load *loads, size_t n, uint64_t file_offset, int exec,
 		       uint64_t *vaddr)
 {
-	for (size_t i = 0; i < n; i++) {
-		/* a mapping starts at the page holding the segment's first byte */
-		uint64_t page_off = loads[i].offset & ~(uint64_t)0xfff;
+	/* segments of the mapping's kind first, then any */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n; i++) {
+			/* a mapping starts at the page holding the segment's first byte */
+			uint64_t page_off = loads[i].offset & ~(uint64_t)0xfff;
 
-		if (file_offset >= page_off && file_offset < loads[i].offset + loads[i].filesz) {
-			*vaddr = file_offset - loads[i].offset + loads[i].vaddr;
-			return 0;
+			if (pass == 0 && !loads[i].exec != !exec)
+				continue;
+			if (file_offset >= page_off &&
+			    file_offset < loads[i].offset + loads[i].filesz) {
+				*vaddr = file_offset - loads[i].offset + loads[i].vaddr;
+				return 0;
+			}
 		}
 	}
 	return -ENOENT;

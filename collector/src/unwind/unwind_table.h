@@ -93,6 +93,7 @@ const struct pp_unwind_row *pp_unwind_table_lookup(const struct pp_unwind_table 
 /* A PT_LOAD segment: where the file's bytes go in its ELF addresses. */
 struct pp_unwind_load {
 	uint64_t vaddr, offset, filesz;
+	uint32_t exec; /* PF_X: code */
 };
 
 #define PP_UNWIND_MAX_LOADS 8
@@ -102,9 +103,12 @@ size_t pp_unwind_table_get_loads(const struct pp_unwind_table *t, struct pp_unwi
 
 /*
  * The ELF virtual address of a file offset, by PT_LOAD segments: what a mapping of the file
- * at that offset starts at (its load bias is start - *vaddr). 0 or -ENOENT.
+ * at that offset starts at (its load bias is start - *vaddr). exec: the mapping is executable,
+ * so an executable segment wins where two share the offset's page, as lld lays them out (the
+ * read-only one ends and the code begins in one page: p_vaddr = p_offset + 0x1000). 0 or
+ * -ENOENT.
  */
-int pp_unwind_vaddr_of(const struct pp_unwind_load *loads, size_t n, uint64_t file_offset,
+int pp_unwind_vaddr_of(const struct pp_unwind_load *loads, size_t n, uint64_t file_offset, int exec,
 		       uint64_t *vaddr);
 
 size_t pp_unwind_table_count(const struct pp_unwind_table *t);

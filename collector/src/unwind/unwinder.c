@@ -651,8 +651,12 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid)
 		u->st.mappings++;
 		t = table_for(u, tgid, e);
 		if (!t || !t->nr ||
-		    pp_unwind_vaddr_of(t->loads, t->nloads, e->offset, &vaddr) != 0) {
+		    pp_unwind_vaddr_of(t->loads, t->nloads, e->offset, 1, &vaddr) != 0) {
 			u->st.mappings_no_table++;
+			u->st.mappings_unopened += !t;
+			u->st.mappings_no_cfi += t && !t->nr && !t->no_room;
+			u->st.mappings_no_room += t && !t->nr && t->no_room;
+			u->st.mappings_unplaced += t && t->nr;
 			continue;
 		}
 		t->users++;

@@ -60,7 +60,11 @@ struct pp_unwinder_stats {
 	uint64_t tables_evicted;      /* removed from the row array to make room */
 	uint64_t tables_no_room;      /* did not fit even after evicting */
 	uint64_t mappings;	      /* executable file mappings in the lists written */
-	uint64_t mappings_no_table;   /* ... of which walk frame pointers */
+	uint64_t mappings_no_table;   /* ... of which walk frame pointers, because: */
+	uint64_t mappings_unopened;   /* its file could not be opened (gone, refused) */
+	uint64_t mappings_no_cfi;     /* its file has no usable CFI (or was refused) */
+	uint64_t mappings_no_room;    /* its table did not fit the row budget */
+	uint64_t mappings_unplaced;   /* no executable segment holds its file offset */
 	uint64_t mappings_cut;	      /* past PP_UNWIND_MAX_MAPPINGS in a process */
 	uint64_t rows_used;	      /* rows of the array in use now */
 	uint64_t rows_total;	      /* its size */

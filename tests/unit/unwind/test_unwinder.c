@@ -255,7 +255,7 @@ TEST(a_process_gets_its_mappings_and_tables)
 				break;
 		if (f)
 			fclose(f);
-		REQUIRE(pp_unwind_vaddr_of(loads, nl, off, &vaddr) == 0);
+		REQUIRE(pp_unwind_vaddr_of(loads, nl, off, 1, &vaddr) == 0);
 		CHECK_EQ_U64(lib->base, lib->start - vaddr + pp_unwind_table_get(t, 0)->pc);
 	}
 	pp_unwind_table_free(t);
