@@ -430,6 +430,8 @@ struct uw_state {
 #define UW_CONTINUE 0
 #define UW_LOOP_FRAMES 32
 #define UW_DONE 1
+/* the end of x86-64 user space (47-bit addresses): no return address lies above it */
+#define UW_USER_END 0x00007ffffffff000ull
 
 /* The walk ended early: flagged on the record, counted by why. */
 static __always_inline long uw_stop(struct uw_state *s, __u32 counter)
@@ -537,10 +539,9 @@ static __always_inline long uw_fp_step(struct uw_state *s)
 	/* a zero frame pointer is the outermost frame: a whole stack, not a stop */
 	if (!s->r->bp || (s->r->bp & 7))
 		return UW_DONE;
-	if (s->r->bp < s->r->sp)
-		return uw_stop(s, PP_CNT_UNWIND_STOP_NOT_UP);
-	if (uw_read(s, s->r->bp, &fr, sizeof(fr)))
-		return uw_stop(s, PP_CNT_UNWIND_STOP_UNREADABLE);
+	/* counted apart from the tables' stops: code without frame pointers ends here */
+	if (s->r->bp < s->r->sp || uw_read(s, s->r->bp, &fr, sizeof(fr)))
+		return uw_stop(s, PP_CNT_UNWIND_STOP_FP);
 	s->r->sp = s->r->bp + 16;
 	s->r->bp = fr.next_fp;
 	s->r->ip = fr.ret;
@@ -591,11 +592,16 @@ static __always_inline long uw_step_body(__u32 i, struct uw_state *s, const int 
 		return uw_fp_step(s);
 	}
 	rel = pc - m->base;
-	if (rel >> 32)
-		return uw_stop(s, PP_CNT_UNWIND_STOP_NO_CFI);
-	row = uw_row(m, (__u32)rel, fixed);
-	if (!row || row->cfa_rule == PP_UW_CFA_NONE)
-		return uw_stop(s, PP_CNT_UNWIND_STOP_NO_CFI);
+	row = rel >> 32 ? NULL : uw_row(m, (__u32)rel, fixed);
+	if (!row || row->cfa_rule == PP_UW_CFA_NONE) {
+		/*
+		 * Code the file's table does not cover (V8's builtins in node's .text, hand-written
+		 * assembly): in auto, a frame-pointer step, as in a file without a table.
+		 */
+		if (shim_config.ustack_walk == PP_USTACK_DWARF)
+			return uw_stop(s, PP_CNT_UNWIND_STOP_NO_CFI);
+		return uw_fp_step(s);
+	}
 	switch (row->cfa_rule) {
 	case PP_UW_CFA_RSP:
 		cfa = s->r->sp + row->cfa_off;
@@ -638,6 +644,9 @@ static __always_inline long uw_step_body(__u32 i, struct uw_state *s, const int 
 	}
 	if (cfa <= s->r->sp)
 		return uw_stop(s, PP_CNT_UNWIND_STOP_NOT_UP);
+	/* a wrong row (a table placed at the wrong address) lands far away: stop, never invent */
+	if (cfa - s->r->sp > PP_UNWIND_MAX_FRAME_BYTES || ra >= UW_USER_END)
+		return uw_stop(s, PP_CNT_UNWIND_STOP_IMPLAUSIBLE);
 	s->r->exact = row->flags & PP_UW_SIGNAL_FRAME;
 	s->r->ip = ra;
 	s->r->sp = cfa;

@@ -121,6 +121,8 @@ static const char *const counter_names[PP_CNT__MAX] = {
     [PP_CNT_UNWIND_STOP_UNREADABLE] = "unwind_stop_unreadable",
     [PP_CNT_UNWIND_STOP_NOT_UP] = "unwind_stop_cfa_not_up",
     [PP_CNT_UNWIND_STOP_UNSUPPORTED] = "unwind_stop_unsupported",
+    [PP_CNT_UNWIND_STOP_IMPLAUSIBLE] = "unwind_stop_implausible",
+    [PP_CNT_UNWIND_STOP_FP] = "unwind_stop_frame_pointer",
 };
 
 const char *pp_counter_name(enum pp_counter c)

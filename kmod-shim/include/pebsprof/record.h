@@ -131,6 +131,13 @@ enum pp_counter {
 	PP_CNT_UNWIND_STOP_UNREADABLE,	/* stack memory the rule points at could not be read */
 	PP_CNT_UNWIND_STOP_NOT_UP,	/* the next frame would not be above this one */
 	PP_CNT_UNWIND_STOP_UNSUPPORTED, /* a row whose rule the shim does not follow */
+	/*
+	 * a table step that would land somewhere no caller can be: a frame larger than
+	 * PP_UNWIND_MAX_FRAME_BYTES, or a return address outside user space
+	 */
+	PP_CNT_UNWIND_STOP_IMPLAUSIBLE,
+	/* a frame-pointer step (auto) that could not go on: the chain went down or unreadable */
+	PP_CNT_UNWIND_STOP_FP,
 	PP_CNT__MAX,
 };
 
@@ -223,9 +230,10 @@ struct pp_bpf_unwind_mapping {
 	__u32 nr_rows;	  /* 0: no table (frame pointers in PP_USTACK_AUTO) */
 };
 
-#define PP_UNWIND_MAX_MAPPINGS 256	  /* executable mappings per process in unwind_procs */
-#define PP_UNWIND_MAX_PROCS 8192	  /* processes in unwind_procs */
-#define PP_UNWIND_MAX_PROCS_PREALLOC 1024 /* ... before 5.13 (preallocated: 8 MiB) */
+#define PP_UNWIND_MAX_MAPPINGS 256	      /* executable mappings per process in unwind_procs */
+#define PP_UNWIND_MAX_FRAME_BYTES (16u << 20) /* one frame larger than this is a wrong step */
+#define PP_UNWIND_MAX_PROCS 8192	      /* processes in unwind_procs */
+#define PP_UNWIND_MAX_PROCS_PREALLOC 1024     /* ... before 5.13 (preallocated: 8 MiB) */
 
 struct pp_bpf_unwind_proc {
 	__u32 nr;
