@@ -36,7 +36,8 @@ done
 
 # The build section of scripts/setup.sh, plus the CA bundle the runtime stage ships.
 packages=(build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev
-	protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev ca-certificates libdebuginfod1)
+	protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev libiberty-dev libzstd-dev
+	ca-certificates libdebuginfod1)
 if [ "$install_deps" = 1 ]; then
 	missing=()
 	for p in "${packages[@]}"; do

@@ -4,9 +4,16 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#ifndef ELFCOMPRESS_ZSTD
+#define ELFCOMPRESS_ZSTD 2
+#endif
 
 int pp_elf_src_fd(struct pp_elf_src *src, int fd)
 {
@@ -186,6 +193,89 @@ int pp_elf_preflight(const struct pp_elf_src *src, struct pp_elf_shape *shape)
 	}
 	if (shape)
 		*shape = s;
+	return 0;
+}
+
+/* Inflate n bytes at in into exactly want bytes (the size the header stated). */
+static int inflate_exact(int type, const uint8_t *in, size_t n, uint8_t *out, size_t want)
+{
+	if (type == ELFCOMPRESS_ZLIB) {
+		uLongf got = (uLongf)want;
+
+		return uncompress(out, &got, in, (uLong)n) == Z_OK && got == want ? 0 : -EBADMSG;
+	}
+	if (type == ELFCOMPRESS_ZSTD) {
+		size_t got = ZSTD_decompress(out, want, in, n);
+
+		return !ZSTD_isError(got) && got == want ? 0 : -EBADMSG;
+	}
+	return -EOPNOTSUPP;
+}
+
+int pp_elf_section_read(const struct pp_elf_src *src, const struct pp_elf_shape *shape,
+			uint64_t flags, int zdebug, uint64_t off, uint64_t size, uint64_t max,
+			void **out, size_t *out_len)
+{
+	uint8_t *raw, *dec;
+	uint64_t want;
+	size_t hdr;
+	int type, err;
+
+	*out = NULL;
+	*out_len = 0;
+	err = pp_elf_range_check(src, off, size, max);
+	if (err)
+		return err;
+	raw = malloc(size ? size : 1);
+	if (!raw)
+		return -ENOMEM;
+	err = pp_elf_read_at(src, off, raw, size);
+	if (err) {
+		free(raw);
+		return err;
+	}
+	if (!(flags & SHF_COMPRESSED) && !zdebug) {
+		*out = raw;
+		*out_len = size;
+		return 0;
+	}
+	if (flags & SHF_COMPRESSED) {
+		int is64 = shape->elf_class == ELFCLASS64, big = shape->big_endian;
+
+		hdr = is64 ? sizeof(Elf64_Chdr) : sizeof(Elf32_Chdr);
+		if (size < hdr) {
+			free(raw);
+			return -EBADMSG;
+		}
+		type = (int)rd(raw, 4, big);
+		want = is64 ? rd(raw + 8, 8, big) : rd(raw + 4, 4, big);
+	} else {
+		/* GNU's .zdebug: "ZLIB", the size big-endian, a zlib stream */
+		hdr = 12;
+		if (size < hdr || memcmp(raw, "ZLIB", 4) != 0) {
+			free(raw);
+			return -EBADMSG;
+		}
+		type = ELFCOMPRESS_ZLIB;
+		want = rd(raw + 4, 8, 1);
+	}
+	if (want > max) {
+		free(raw);
+		return -EFBIG;
+	}
+	dec = malloc(want ? want : 1);
+	if (!dec) {
+		free(raw);
+		return -ENOMEM;
+	}
+	err = inflate_exact(type, raw + hdr, size - hdr, dec, want);
+	free(raw);
+	if (err) {
+		free(dec);
+		return err;
+	}
+	*out = dec;
+	*out_len = want;
 	return 0;
 }
 

@@ -61,6 +61,19 @@ struct pp_elf_shape {
  */
 int pp_elf_preflight(const struct pp_elf_src *src, struct pp_elf_shape *shape);
 
+/*
+ * The bytes of a section at [off, off + size) of src, read whole into *out (malloc'ed, *out_len
+ * bytes): decompressed when they are SHF_COMPRESSED (flags; zlib or zstd, by its Chdr) or a
+ * GNU ".zdebug" section ("ZLIB" and a big-endian size; zdebug non-zero). Both what is read and
+ * what it decompresses to must be at most max bytes, and the decompressed size is the one the
+ * header states: a decompression bomb is refused before any inflating. Returns 0, the range
+ * errors of pp_elf_range_check, -EFBIG (a stated size over max), -EBADMSG (corrupt or not the
+ * size stated), -EOPNOTSUPP (another compression), -ENOMEM.
+ */
+int pp_elf_section_read(const struct pp_elf_src *src, const struct pp_elf_shape *shape,
+			uint64_t flags, int zdebug, uint64_t off, uint64_t size, uint64_t max,
+			void **out, size_t *out_len);
+
 /* A short name for the errors above, for counters and messages ("sparse", "too big", ...). */
 const char *pp_elf_refusal_name(int err);
 

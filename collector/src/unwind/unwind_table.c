@@ -781,16 +781,26 @@ static int compile_fde(struct pp_unwind_table *t, const struct cfi_index *ix,
 
 struct section {
 	uint64_t vaddr;
-	Elf_Data *data;
+	Elf_Data *data; /* &own, once read */
+	Elf_Data own;
+	void *buf; /* owns own.d_buf */
 };
 
+static void section_fini(struct section *sec)
+{
+	free(sec->buf);
+	sec->buf = NULL;
+}
+
 /*
- * The section named want, read only when its bytes are inside the file, backed (no hole of a
- * sparse file) and at most MAX_CFI_SECTION_BYTES: -ENODATA when there is none, -EFBIG or
- * -EINVAL when one is there but refused (counted as a file without a table).
+ * The section named want (or its GNU compressed twin, ".zdebug..." for ".debug..."), read only
+ * when its bytes are inside the file, backed (no hole of a sparse file) and at most
+ * MAX_CFI_SECTION_BYTES, decompressed within the same bound when compressed (Go compresses
+ * its .debug_frame; objcopy --compress-debug-sections, zlib or zstd): -ENODATA when there is
+ * none, another error when one is there but refused (counted as a file without a table).
  */
-static int find_section(Elf *elf, const struct pp_elf_src *src, const char *want,
-			struct section *out)
+static int find_section(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_shape *shape,
+			const char *want, struct section *out)
 {
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
@@ -800,20 +810,28 @@ static int find_section(Elf *elf, const struct pp_elf_src *src, const char *want
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
-		int err;
+		size_t len;
+		int zdebug, err;
 
 		if (!gelf_getshdr(scn, &sh) ||
 		    (sh.sh_type != SHT_PROGBITS && sh.sh_type != SHT_X86_64_UNWIND))
 			continue;
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!name || strcmp(name, want) != 0)
+		if (!name)
 			continue;
-		err = pp_elf_range_check(src, sh.sh_offset, sh.sh_size, MAX_CFI_SECTION_BYTES);
+		zdebug = strncmp(want, ".debug", 6) == 0 && strncmp(name, ".zdebug", 7) == 0 &&
+			 strcmp(name + 7, want + 6) == 0;
+		if (strcmp(name, want) != 0 && !zdebug)
+			continue;
+		err = pp_elf_section_read(src, shape, sh.sh_flags, zdebug, sh.sh_offset, sh.sh_size,
+					  MAX_CFI_SECTION_BYTES, &out->buf, &len);
 		if (err)
-			return err;
-		out->data = elf_getdata(scn, NULL);
-		if (!out->data || !out->data->d_buf)
-			return -EINVAL;
+			return err == -ENODATA ? -EBADMSG : err;
+		out->own = (Elf_Data){.d_buf = out->buf,
+				      .d_type = ELF_T_BYTE,
+				      .d_size = len,
+				      .d_version = EV_CURRENT};
+		out->data = &out->own;
 		out->vaddr = sh.sh_addr;
 		return 0;
 	}
@@ -975,13 +993,13 @@ static int compile_all(struct pp_unwind_table *t, const struct fde_refs *eh,
 	return err;
 }
 
-static int build(Elf *elf, const struct pp_elf_src *src, size_t max_rows,
-		 struct pp_unwind_table **out)
+static int build(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_shape *shape,
+		 size_t max_rows, struct pp_unwind_table **out)
 {
 	struct cfi_index ix_eh = {0}, ix_dbg = {0};
 	struct fde_refs eh_refs = {0}, dbg_refs = {0};
 	struct pp_unwind_table *t;
-	struct section hdr, eh, df;
+	struct section hdr = {0}, eh = {0}, df = {0};
 	bool have_eh, have_dbg;
 	GElf_Ehdr ehdr;
 	int err, err_eh, err_dbg;
@@ -996,10 +1014,10 @@ static int build(Elf *elf, const struct pp_elf_src *src, size_t max_rows,
 		return -ENOMEM;
 	t->max_rows = max_rows ? max_rows : (size_t)1 << 22;
 	read_loads(elf, t);
-	err_eh = find_section(elf, src, ".eh_frame_hdr", &hdr);
+	err_eh = find_section(elf, src, shape, ".eh_frame_hdr", &hdr);
 	if (!err_eh)
-		err_eh = find_section(elf, src, ".eh_frame", &eh);
-	err_dbg = find_section(elf, src, ".debug_frame", &df);
+		err_eh = find_section(elf, src, shape, ".eh_frame", &eh);
+	err_dbg = find_section(elf, src, shape, ".debug_frame", &df);
 	have_eh = !err_eh;
 	have_dbg = !err_dbg;
 	/* a section that is there but refused (too big, sparse) refuses the file */
@@ -1019,6 +1037,9 @@ static int build(Elf *elf, const struct pp_elf_src *src, size_t max_rows,
 	cfi_index_fini(&ix_dbg);
 	free(eh_refs.v);
 	free(dbg_refs.v);
+	section_fini(&hdr);
+	section_fini(&eh);
+	section_fini(&df);
 	if (err) {
 		pp_unwind_table_free(t);
 		return err;
@@ -1041,6 +1062,7 @@ static int build(Elf *elf, const struct pp_elf_src *src, size_t max_rows,
 struct pp_unwind_table *pp_unwind_table_open_fd(int fd, size_t max_rows)
 {
 	struct pp_unwind_table *t = NULL;
+	struct pp_elf_shape shape;
 	struct pp_elf_src src;
 	Elf *elf;
 	int err;
@@ -1054,14 +1076,14 @@ struct pp_unwind_table *pp_unwind_table_open_fd(int fd, size_t max_rows)
 		errno = ENOSYS;
 		return NULL;
 	}
-	err = pp_elf_preflight(&src, NULL);
+	err = pp_elf_preflight(&src, &shape);
 	if (err) {
 		errno = -err;
 		return NULL;
 	}
 	/* ELF_C_READ, not _MMAP: a file truncated under us must not turn into SIGBUS */
 	elf = elf_begin(fd, ELF_C_READ, NULL);
-	err = build(elf, &src, max_rows, &t);
+	err = build(elf, &src, &shape, max_rows, &t);
 	elf_end(elf);
 	if (err) {
 		errno = -err;
@@ -1073,6 +1095,7 @@ struct pp_unwind_table *pp_unwind_table_open_fd(int fd, size_t max_rows)
 struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, size_t max_rows)
 {
 	struct pp_unwind_table *t = NULL;
+	struct pp_elf_shape shape;
 	struct pp_elf_src src;
 	char *copy;
 	Elf *elf;
@@ -1087,7 +1110,7 @@ struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, si
 		return NULL;
 	}
 	pp_elf_src_mem(&src, buf, len);
-	err = pp_elf_preflight(&src, NULL);
+	err = pp_elf_preflight(&src, &shape);
 	if (err) {
 		errno = -err;
 		return NULL;
@@ -1099,7 +1122,7 @@ struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, si
 	}
 	memcpy(copy, buf, len);
 	elf = elf_memory(copy, len);
-	err = build(elf, &src, max_rows, &t);
+	err = build(elf, &src, &shape, max_rows, &t);
 	elf_end(elf);
 	free(copy);
 	if (err) {

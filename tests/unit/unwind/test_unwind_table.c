@@ -256,6 +256,65 @@ TEST(debug_frame_where_eh_frame_lacks_the_code)
 	pp_unwind_table_free(t);
 }
 
+/* The rows of a file read from path, or NULL. */
+static struct pp_unwind_table *table_of(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct pp_unwind_table *t;
+
+	if (fd < 0)
+		return NULL;
+	t = pp_unwind_table_open_fd(fd, 0);
+	close(fd);
+	return t;
+}
+
+/*
+ * A .debug_frame compressed as Go and objcopy --compress-debug-sections compress it
+ * (SHF_COMPRESSED with zlib or zstd, and GNU's older .zdebug_frame) gives the rows of the
+ * uncompressed one, exactly.
+ */
+TEST(compressed_debug_frame_gives_the_same_rows)
+{
+	static const char *const kinds[] = {"zlib", "zstd", "zlib-gnu"};
+	struct pp_unwind_table *plain, *t;
+	char path[PATH_MAX], comp[PATH_MAX + 16];
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	snprintf(path, sizeof(path), "%s/prog_dbg", g_dir);
+	plain = table_of(path);
+	REQUIRE(plain != NULL);
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		struct pp_unwind_table_stats st;
+
+		snprintf(comp, sizeof(comp), "%s.%s", path, kinds[k]);
+		if (pp_test_sh("objcopy --compress-debug-sections=%s '%s' '%s' 2>/dev/null",
+			       kinds[k], path, comp)) {
+			fprintf(stderr, "  objcopy cannot compress with %s here: not checked\n",
+				kinds[k]);
+			continue;
+		}
+		REQUIRE(
+		    pp_test_sh("readelf -SW '%s' | grep -Eq '(\\.zdebug_frame|debug_frame.* C )'",
+			       comp) == 0);
+		t = table_of(comp);
+		REQUIRE(t != NULL);
+		pp_unwind_table_get_stats(t, &st);
+		CHECK(st.from_debug_frame >= 2);
+		CHECK_EQ_U64(pp_unwind_table_count(t), pp_unwind_table_count(plain));
+		for (size_t i = 0; i < pp_unwind_table_count(t) && i < pp_unwind_table_count(plain);
+		     i++)
+			if (memcmp(pp_unwind_table_get(t, i), pp_unwind_table_get(plain, i),
+				   sizeof(struct pp_unwind_row))) {
+				CHECK(!"a row differs from the uncompressed file's");
+				break;
+			}
+		pp_unwind_table_free(t);
+	}
+	pp_unwind_table_free(plain);
+}
+
 TEST(host_libraries_agree_with_readelf)
 {
 	static const char *const libs[] = {"/usr/lib/x86_64-linux-gnu/libc.so.6",
@@ -410,6 +469,7 @@ TEST(hostile_cfi_is_refused_before_it_runs)
 TEST_LIST = {
     {"test_programs_agree_with_readelf", test_programs_agree_with_readelf},
     {"debug_frame_where_eh_frame_lacks_the_code", debug_frame_where_eh_frame_lacks_the_code},
+    {"compressed_debug_frame_gives_the_same_rows", compressed_debug_frame_gives_the_same_rows},
     {"host_libraries_agree_with_readelf", host_libraries_agree_with_readelf},
     {"plt_and_signal_frame_rules", plt_and_signal_frame_rules},
     {"bad_input", bad_input},
