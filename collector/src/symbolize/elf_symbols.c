@@ -22,6 +22,7 @@
 
 #include "base/elf_read.h"
 #include "base/vec.h"
+#include "go_pclntab.h"
 
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
@@ -707,13 +708,62 @@ static int linked_strtab(struct reader *r, const GElf_Shdr *sh, GElf_Shdr *str)
 	return pp_elf_range_check(&r->src, str->sh_offset, str->sh_size, UINT64_MAX);
 }
 
+/* A .gopclntab this large is not read (kubelet's is about 20 MiB). */
+#define MAX_GOPCLNTAB_BYTES (256u << 20)
+
+/*
+ * Go's function table as the symbols of a Go binary without .symtab: its bytes read whole
+ * (within MAX_GOPCLNTAB_BYTES, backed), each function a candidate whose name is resolved from
+ * the table in memory. 0 (no usable table: nothing added), or an error for the whole file.
+ */
+static int read_gopclntab(struct reader *r, const GElf_Shdr *sh, struct cand_vec *funcs)
+{
+	struct pp_elf_shape shape = {.elf_class = r->ehdr.e_ident[EI_CLASS],
+				     .big_endian = r->ehdr.e_ident[EI_DATA] == ELFDATA2MSB};
+	struct pp_elf_src file = r->src;
+	struct pp_gopcln t;
+	GElf_Shdr names = {0};
+	void *buf;
+	size_t len;
+	int err;
+
+	err = pp_elf_section_read(&r->src, &shape, 0, 0, sh->sh_offset, sh->sh_size,
+				  MAX_GOPCLNTAB_BYTES, &buf, &len);
+	if (err)
+		return err == -EFBIG || err == -ENXIO ? err : 0;
+	if (pp_gopcln_open(&t, buf, len, shape.big_endian) || t.nfunc > max_cands(r)) {
+		free(buf);
+		return t.nfunc > max_cands(r) ? -EFBIG : 0;
+	}
+	for (uint64_t i = 0; i < t.nfunc && !err; i++) {
+		uint64_t entry, end, name;
+
+		if (pp_gopcln_func(&t, i, &entry, &end, &name))
+			continue;
+		err = cand_push(funcs, &(struct cand){.start = entry,
+						      .size = end - entry,
+						      .name = name,
+						      .type = STT_FUNC,
+						      .bind = STB_GLOBAL,
+						      .is_func = 1});
+	}
+	/* names, NUL-terminated, read from the table in memory */
+	names.sh_size = len;
+	pp_elf_src_mem(&r->src, buf, len);
+	if (!err)
+		err = resolve_names(r, &names, funcs, &(struct cand_vec){0});
+	r->src = file;
+	free(buf);
+	return err;
+}
+
 static int build_tables(struct reader *r, struct pp_elf_symbols *s)
 {
 	struct cand_vec funcs = {0}, data = {0};
-	GElf_Shdr symtab = {0}, dynsym = {0}, str;
+	GElf_Shdr symtab = {0}, dynsym = {0}, gopcln = {0}, str;
 	size_t shstrndx = 0;
 	Elf_Scn *scn = NULL;
-	bool have_shstr, have_dynsym = false;
+	bool have_shstr, have_dynsym = false, have_gopcln = false;
 	int err = 0;
 
 	if (r->shnum) {
@@ -752,9 +802,21 @@ static int build_tables(struct reader *r, struct pp_elf_symbols *s)
 		name = elf_strptr(r->elf, shstrndx, sh.sh_name);
 		if (name && strcmp(name, ".gnu_debuglink") == 0)
 			read_debuglink(r, scn, &sh, s);
+		if (name && strcmp(name, ".gopclntab") == 0) {
+			gopcln = sh;
+			have_gopcln = true;
+		}
+	}
+	/* a stripped Go binary: its runtime's own table names every function */
+	if (!(r->flags & PP_ELF_OPEN_NO_SYMBOLS) && !s->has_symtab && have_gopcln) {
+		err = read_gopclntab(r, &gopcln, &funcs);
+		if (!err && funcs.n) {
+			s->source = PP_SYMBOLS_GOPCLNTAB;
+			have_dynsym = false; /* its few C symbols add nothing to Go's */
+		}
 	}
 	/* .symtab holds every symbol .dynsym does: one of them is read */
-	if (!(r->flags & PP_ELF_OPEN_NO_SYMBOLS) && (s->has_symtab || have_dynsym)) {
+	if (!err && !(r->flags & PP_ELF_OPEN_NO_SYMBOLS) && (s->has_symtab || have_dynsym)) {
 		const GElf_Shdr *tab = s->has_symtab ? &symtab : &dynsym;
 
 		if (tab->sh_type != SHT_NOBITS && tab->sh_size) {
@@ -795,6 +857,8 @@ static int build_tables(struct reader *r, struct pp_elf_symbols *s)
 	free(data.v);
 	if (r->flags & PP_ELF_OPEN_NO_SYMBOLS)
 		s->source = PP_SYMBOLS_NOT_READ;
+	else if (s->source == PP_SYMBOLS_GOPCLNTAB)
+		;
 	else if (s->has_symtab)
 		s->source = PP_SYMBOLS_SYMTAB;
 	else if (s->nfuncs)
@@ -1167,6 +1231,8 @@ const char *pp_symbol_source_name(enum pp_symbol_source src)
 		return "debuginfod";
 	case PP_SYMBOLS_NOT_READ:
 		return "not_read";
+	case PP_SYMBOLS_GOPCLNTAB:
+		return "gopclntab";
 	case PP_SYMBOLS_NONE:
 		break;
 	}

@@ -46,6 +46,7 @@ enum pp_symbol_source {
 	PP_SYMBOLS_DEBUG_FILE, /* the .symtab of a separate debug file found on disk */
 	PP_SYMBOLS_DEBUGINFOD, /* ... of one a debuginfod server gave */
 	PP_SYMBOLS_NOT_READ,   /* opened with PP_ELF_OPEN_NO_SYMBOLS */
+	PP_SYMBOLS_GOPCLNTAB,  /* a Go binary's .gopclntab (no .symtab) */
 };
 
 /* The bound of a table opened without one (pp_elf_symbols_open_fd, _path, _mem). */
