@@ -107,6 +107,19 @@ struct pending_loc {
 	uint32_t location;
 };
 
+/*
+ * A frame of anonymous code no perf map named yet: its placeholder keeps the address
+ * ("[anonymous code]+0x..."), and the runtime's map is asked again at most every second and
+ * when the window closes (a JVM writes its map when told, jcmd Compiler.perfmap), naming it in
+ * place. Bounded per window.
+ */
+#define MAX_JIT_UNNAMED 16384
+#define JIT_RETRY_NS 1000000000ull
+struct jit_unnamed {
+	uint64_t addr, generation;
+	uint32_t pid, location;
+};
+
 struct pp_session {
 	struct pp_session_opts opts;
 	struct mapsym_slot mapsyms[MAPSYM_SLOTS];
@@ -125,6 +138,9 @@ struct pp_session {
 	uint64_t next_tag;
 	struct pending_loc *pending;
 	size_t npending, pending_cap;
+	struct jit_unnamed *jit;
+	size_t njit, jit_cap;
+	uint64_t jit_retry_ns;		/* CLOCK_MONOTONIC of the last retry */
 	struct pp_perf_maps *perf_maps; /* NULL: not read */
 	struct frame_slot *frames;
 	size_t frames_cap, frames_used;
@@ -315,10 +331,14 @@ static int raw_add_to_profile(struct pp_session *s, const struct raw_stack *e)
 	return ret;
 }
 
+static void retry_jit_names(struct pp_session *s);
+
 int pp_session_flush(struct pp_session *s)
 {
 	int first_err = 0;
 
+	if (s->njit)
+		retry_jit_names(s);
 	pp_session_apply_debug(s);
 	if (!s->raw_used)
 		return 0;
@@ -420,6 +440,7 @@ void pp_session_free(struct pp_session *s)
 	for (size_t i = 0; i < MAPSYM_SLOTS; i++)
 		pp_elf_symbols_free(s->mapsyms[i].syms);
 	free(s->pending);
+	free(s->jit);
 	pp_perf_maps_free(s->perf_maps);
 	pp_mem_objcache_free(s->objs);
 	free(s->frames);
@@ -433,6 +454,7 @@ void pp_session_set_profile(struct pp_session *s, struct pp_profile *profile)
 	pp_session_flush(s);
 	/* placeholders of the closing window stay as they are; the tables still arrive */
 	s->npending = 0;
+	s->njit = 0;
 	s->profile = profile;
 	s->kernel_mapping = 0;
 	frame_cache_reset(s);
@@ -595,6 +617,8 @@ static enum pp_frame_source source_of(const struct pp_elf_symbols *syms)
 		return PP_NAMED_DEBUG_FILE;
 	case PP_SYMBOLS_DEBUGINFOD:
 		return PP_NAMED_DEBUGINFOD;
+	case PP_SYMBOLS_GOPCLNTAB:
+		return PP_NAMED_GOPCLNTAB;
 	default:
 		return PP_NAMED_SYMTAB;
 	}
@@ -606,6 +630,7 @@ const char *pp_frame_source_name(enum pp_frame_source src)
 	    [PP_NAMED_SYMTAB] = "symtab",	  [PP_NAMED_DYNSYM] = "dynsym",
 	    [PP_NAMED_DEBUG_FILE] = "debug_file", [PP_NAMED_DEBUGINFOD] = "debuginfod",
 	    [PP_NAMED_PERF_MAP] = "perf_map",	  [PP_NAMED_KALLSYMS] = "kallsyms",
+	    [PP_NAMED_GOPCLNTAB] = "gopclntab",
 	};
 
 	return (unsigned)src < PP_NAMED_SOURCES ? names[src] : "unknown";
@@ -738,7 +763,7 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	char placeholder[300], demangled[1024];
 	uint64_t vaddr = addr, pending = 0;
 	const char *name = NULL;
-	int not_code = 0;
+	int not_code = 0, jit_unnamed = 0;
 	uint32_t id;
 
 	if (!p) {
@@ -792,7 +817,11 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 		case PP_MAP_KIND_HEAP:
 		case PP_MAP_KIND_STACK:
 		case PP_MAP_KIND_ANON:
-			name = "[anonymous code]"; /* JIT or other generated code */
+			/* JIT or other generated code: by address, so frames do not merge */
+			snprintf(placeholder, sizeof(placeholder), "[anonymous code]+0x%llx",
+				 (unsigned long long)addr);
+			name = placeholder;
+			jit_unnamed = m->kind != PP_MAP_KIND_STACK && s->perf_maps;
 			break;
 		default:
 			name = "[unknown]";
@@ -807,6 +836,10 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 		s->not_code_loc = id;
 	if (id && pending)
 		note_pending(s, pending, id, addr, m);
+	if (id && jit_unnamed && s->njit < MAX_JIT_UNNAMED &&
+	    !pp_vec_reserve((void **)&s->jit, &s->jit_cap, s->njit, sizeof(*s->jit), 64,
+			    MAX_JIT_UNNAMED))
+		s->jit[s->njit++] = (struct jit_unnamed){addr, p->generation, p->pid, id};
 	if (id) {
 		/* find_map may have reloaded the maps; the slot pointer is still ours. */
 		frame_cache_put(s, frame_slot(s, p->pid, p->generation, addr), p->pid,
@@ -853,6 +886,34 @@ static size_t name_from_debug_table(struct pp_session *s, const struct pp_elf_sy
 	if (s->stats.unnamed >= named)
 		s->stats.unnamed -= named;
 	return named;
+}
+
+/*
+ * Anonymous code no perf map named when it was first seen: asked of the map again (its
+ * reader rereads a map that grew or was rewritten, rate-limited), named in place when it
+ * answers.
+ */
+static void retry_jit_names(struct pp_session *s)
+{
+	char demangled[1024];
+
+	s->jit_retry_ns = mono_ms() * 1000000ull;
+	for (size_t i = 0; i < s->njit;) {
+		const struct jit_unnamed *j = &s->jit[i];
+		const char *raw = pp_perf_maps_lookup(s->perf_maps, j->pid, j->generation, j->addr);
+		const char *name = raw ? pp_demangle(raw, demangled, sizeof(demangled)) : NULL;
+
+		if (!name || !s->profile ||
+		    pp_profile_name_location(s->profile, j->location, name, raw) != 0) {
+			i++;
+			continue;
+		}
+		s->stats.named_late++;
+		s->stats.named[PP_NAMED_PERF_MAP]++;
+		if (s->stats.unnamed)
+			s->stats.unnamed--;
+		s->jit[i] = s->jit[--s->njit];
+	}
 }
 
 /* The loader's results so far: placeholders finished, slots filled, debug files applied. */
@@ -1269,6 +1330,8 @@ int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 	pp_unwinder_note(s->opts.unwinder, d->sample.tgid);
 	if (pp_symloader_ready(s->loader))
 		apply_symbol_results(s);
+	if (s->njit && d->sample.time_ns > s->jit_retry_ns + JIT_RETRY_NS)
+		retry_jit_names(s);
 	return handle_sample(s, d);
 }
 

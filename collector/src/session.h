@@ -109,6 +109,7 @@ enum pp_frame_source {
 	PP_NAMED_DEBUGINFOD, /* a debug file from debuginfod (named late ones included) */
 	PP_NAMED_PERF_MAP,   /* a JIT perf map */
 	PP_NAMED_KALLSYMS,   /* kernel symbols */
+	PP_NAMED_GOPCLNTAB,  /* a stripped Go binary's own function table */
 	PP_NAMED_SOURCES
 };
 

@@ -1073,7 +1073,7 @@ TEST(cxx_symbols_are_demangled)
 /*
  * Code runs only from executable mappings: a return address in the heap or a stack is an
  * unwinding error, which ends the walk with a marker frame (not "[anonymous code]"), and is
- * counted; an executable anonymous mapping is JIT code and stays "[anonymous code]".
+ * counted; an executable anonymous mapping is JIT code and stays "[anonymous code]+0xADDR".
  */
 TEST(return_address_outside_code_ends_the_walk)
 {
@@ -1102,7 +1102,14 @@ TEST(return_address_outside_code_ends_the_walk)
 		si = pp_profile_get_sample(f.prof, 0);
 		REQUIRE(si->nlocations == 3);
 		CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_leaf_alpha");
-		CHECK_STR(loc_name(f.prof, si->locations[1]), "[anonymous code]");
+		{
+			/* JIT code keeps its address: frames of different code never merge */
+			char want[64];
+
+			snprintf(want, sizeof(want), "[anonymous code]+0x%llx",
+				 (unsigned long long)(uintptr_t)jit + 15);
+			CHECK_STR(loc_name(f.prof, si->locations[1]), want);
+		}
 		CHECK_STR(loc_name(f.prof, si->locations[2]), PP_FRAME_NOT_CODE);
 	}
 	{
@@ -1290,7 +1297,58 @@ TEST(frames_made_while_the_file_is_read_are_finished_in_place)
 	fixture_fini(&f);
 }
 
+/*
+ * JIT code seen before its runtime wrote the perf map (a JVM writes it when told, jcmd
+ * Compiler.perfmap): the frame keeps its address, and once the map has the code the frame
+ * already in the profile is named in place, at the next retry or flush.
+ */
+TEST(jit_frames_are_named_when_the_perf_map_comes)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct rec r;
+	long pg = sysconf(_SC_PAGESIZE);
+	char map_path[64], want[64];
+	char *jit;
+	uint32_t id;
+	FILE *m;
+
+	jit = mmap(NULL, (size_t)pg, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(jit != MAP_FAILED);
+	snprintf(map_path, sizeof(map_path), "/tmp/perf-%d.map", (int)getpid());
+	unlink(map_path);
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	{
+		uint64_t uf[3] = {(uint64_t)(uintptr_t)jit + 32, FN_ADDR(sess_mid_gamma) + 8,
+				  FN_ADDR(sess_root_delta) + 8};
+
+		make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 3);
+		CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	}
+	REQUIRE(pp_profile_sample_count(f.prof) == 1);
+	id = pp_profile_get_sample(f.prof, 0)->locations[0];
+	snprintf(want, sizeof(want), "[anonymous code]+0x%llx",
+		 (unsigned long long)(uintptr_t)jit + 32);
+	CHECK_STR(loc_name(f.prof, id), want);
+	/* the runtime writes its map; the reader looks again after its recheck interval */
+	m = fopen(map_path, "w");
+	REQUIRE(m);
+	fprintf(m, "%llx 40 Lcom/shop/Cart;::total\n", (unsigned long long)(uintptr_t)jit);
+	fclose(m);
+	usleep(1100 * 1000);
+	CHECK(pp_session_flush(f.s) == 0);
+	CHECK_STR(loc_name(f.prof, id), "Lcom/shop/Cart;::total");
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.named_late, 1);
+	CHECK_EQ_U64(st.named[PP_NAMED_PERF_MAP], 1);
+	unlink(map_path);
+	fixture_fini(&f);
+	munmap(jit, (size_t)pg);
+}
+
 TEST_LIST = {
+    {"jit_frames_are_named_when_the_perf_map_comes", jit_frames_are_named_when_the_perf_map_comes},
     {"frames_made_while_the_file_is_read_are_finished_in_place",
      frames_made_while_the_file_is_read_are_finished_in_place},
     {"cxx_symbols_are_demangled", cxx_symbols_are_demangled},
