@@ -545,12 +545,15 @@ static void to_row(const struct rule *src, uint8_t *kind, int16_t *off)
 /* Emit the row for [r->loc, to) and move on to `to`. */
 static int advance(struct cfi_run *r, uint64_t to)
 {
-	struct pp_unwind_row row = {.pc = r->loc};
+	struct pp_unwind_row row;
 	const struct cfi_state *st = &r->st;
 	int err;
 
 	if (to <= r->loc)
 		return 0;
+	/* Whole-struct zeroing: the tail padding is compared and hashed as bytes. */
+	memset(&row, 0, sizeof(row));
+	row.pc = r->loc;
 	if (++r->rows > MAX_ROWS_PER_FDE)
 		return -E2BIG;
 	row.cfa_rule = st->cfa_kind;

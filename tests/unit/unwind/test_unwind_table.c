@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +257,14 @@ TEST(debug_frame_where_eh_frame_lacks_the_code)
 	pp_unwind_table_free(t);
 }
 
+/* Field by field: a row's tail padding is not part of its value. */
+static bool rows_equal(const struct pp_unwind_row *a, const struct pp_unwind_row *b)
+{
+	return a->pc == b->pc && a->cfa_off == b->cfa_off && a->rbp_off == b->rbp_off &&
+	       a->ra_off == b->ra_off && a->cfa_rule == b->cfa_rule && a->rbp_rule == b->rbp_rule &&
+	       a->ra_rule == b->ra_rule && a->flags == b->flags;
+}
+
 /* The rows of a file read from path, or NULL. */
 static struct pp_unwind_table *table_of(const char *path)
 {
@@ -305,8 +314,7 @@ TEST(compressed_debug_frame_gives_the_same_rows)
 		CHECK_EQ_U64(pp_unwind_table_count(t), pp_unwind_table_count(plain));
 		for (size_t i = 0; i < pp_unwind_table_count(t) && i < pp_unwind_table_count(plain);
 		     i++)
-			if (memcmp(pp_unwind_table_get(t, i), pp_unwind_table_get(plain, i),
-				   sizeof(struct pp_unwind_row))) {
+			if (!rows_equal(pp_unwind_table_get(t, i), pp_unwind_table_get(plain, i))) {
 				CHECK(!"a row differs from the uncompressed file's");
 				break;
 			}
