@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Checks on the stacks of any program, pebsprof's or perf's, for the toolchain tests and the
+toolchain benchmark.
+
+usage: stack_checks.py whole KIND FILE              "WHOLE TOTAL MEDIAN_DEPTH"
+       stack_checks.py edges KIND FILE CALLER->CALLEE...   "INVENTED TOTAL"
+       stack_checks.py jit KIND FILE PERF_MAP       "NAMED JIT" (leaf frames of anonymous code)
+
+KIND is folded (pebsprof's folded stacks, the process name first, root first) or perf (perf
+script -F comm,tid,ip,sym,dso output, leaf first). A stack is whole when it reaches one of the
+frames every thread starts from (_start, start_thread, clone3, Go's runtime.goexit...). In
+edges, the pairs listed are the only callers each callee may have: a sample with another caller
+of a listed callee holds an invented edge. In jit, a leaf frame of anonymous code is one
+pebsprof drew as "[anonymous code]+0x..." (unnamed) or named from a perf map, perf's [unknown]
+in an anon mapping or a perf-map name (its dso is /tmp/perf-PID.map).
+"""
+import statistics
+import sys
+
+ROOTS = {"_start", "__libc_start_main", "__libc_start_call_main", "start_thread", "clone",
+         "clone3", "__clone", "__clone3", "runtime.goexit", "runtime.goexit.abi0",
+         "runtime.mstart", "runtime.mstart.abi0", "runtime.rt0_go", "runtime.rt0_go.abi0",
+         "thread_start"}
+
+
+def strip(name):
+    # kernel frames carry _[k] in folded stacks; perf's C++ names may carry parameters
+    name = name[:-4] if name.endswith("_[k]") else name
+    return name.split("(")[0] if "::" in name and "(" in name else name
+
+
+def folded(path):
+    """(frames leaf first, dsos or None, count) per line."""
+    for line in open(path, errors="replace"):
+        stack, _, n = line.rstrip("\n").rpartition(" ")
+        frames = [strip(f) for f in stack.split(";")[1:]]
+        yield frames[::-1], None, int(n)
+
+
+def perf(path):
+    block = []
+    for line in list(open(path, errors="replace")) + [""]:
+        line = line.rstrip("\n")
+        if not line.strip():
+            if block:
+                frames, dsos = [], []
+                for l in block[1:]:
+                    parts = l.split(None, 1)
+                    if len(parts) < 2:
+                        continue
+                    rest = parts[1]
+                    dso = rest[rest.rfind(" (") + 2:-1] if rest.endswith(")") else ""
+                    sym = rest[:rest.rfind(" (")] if rest.endswith(")") else rest
+                    sym = sym.rsplit("+0x", 1)[0]
+                    frames.append(strip(sym))
+                    dsos.append(dso)
+                if frames:
+                    yield frames, dsos, 1
+            block = []
+        else:
+            block.append(line)
+
+
+def load(kind, path):
+    return list(folded(path) if kind == "folded" else perf(path))
+
+
+def whole(stacks):
+    w = t = 0
+    depths = []
+    for frames, _, n in stacks:
+        t += n
+        depths += [len(frames)] * n
+        if any(f in ROOTS for f in frames):
+            w += n
+    return w, t, statistics.median(depths) if depths else 0
+
+
+def edges(stacks, pairs):
+    allowed = {}
+    for p in pairs:
+        caller, callee = p.split("->")
+        allowed.setdefault(callee, set()).add(caller)
+    bad = t = 0
+    for frames, _, n in stacks:
+        t += n
+        if any(callee in allowed and caller not in allowed[callee]
+               for callee, caller in zip(frames, frames[1:])):
+            bad += n
+    return bad, t
+
+
+def jit(stacks, perf_map):
+    names = set()
+    for line in open(perf_map, errors="replace"):
+        parts = line.rstrip("\n").split(" ", 2)
+        if len(parts) == 3:
+            names.add(strip(parts[2]))
+    named = total = 0
+    for frames, dsos, n in stacks:
+        leaf = frames[0]
+        if dsos is None:
+            if leaf.startswith("[anonymous code]"):
+                total += n
+            elif leaf in names:
+                named += n
+                total += n
+        else:
+            dso = dsos[0]
+            if dso.startswith("/tmp/perf-"):
+                named += n
+                total += n
+            elif dso in ("[unknown]", "//anon", "[anon]") or dso.startswith("[anon"):
+                total += n
+    return named, total
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    cmd, kind, path = sys.argv[1:4]
+    stacks = load(kind, path)
+    if cmd == "whole":
+        print("%d %d %g" % whole(stacks))
+    elif cmd == "edges":
+        print("%d %d" % edges(stacks, sys.argv[4:]))
+    elif cmd == "jit" and len(sys.argv) == 5:
+        print("%d %d" % jit(stacks, sys.argv[4]))
+    else:
+        sys.exit(__doc__)
+
+
+main()
