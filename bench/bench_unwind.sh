@@ -6,8 +6,10 @@
 #       tables on the no-frame-pointer build (tests/pp_bench_shim -x tables);
 #   (b) the agent's CPU per sample (pebsprof record, user + system) against perf record
 #       --call-graph dwarf at the same rate on the same process, perf report's pass included;
-#   (c) table memory for libc, libstdc++, the test programs, and 200 distinct binaries of this
-#       machine (tests/pp_bench_unwind_tables: rows x 16 bytes in the shim's row array);
+#   (c) table memory for libc, libstdc++, the test programs, 200 distinct binaries of this
+#       machine, and the 50 largest ELF files with tables that Debian packages installed here
+#       (tests/pp_bench_unwind_tables: rows packed as the shim holds them, 4 bytes each, and
+#       the rules they share);
 #   (d) complete stacks: samples in the leaf holding the whole chain, pebsprof against perf.
 #
 # usage: bench/bench_unwind.sh [-b BUILD_DIR] [-d SECONDS] [-D SECONDS] [-F HZ] [-r ROUNDS]
@@ -30,7 +32,7 @@ while getopts "b:d:D:F:r:h" opt; do
 	F) HZ=$OPTARG ;;
 	r) ROUNDS=$OPTARG ;;
 	*)
-		sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
 		exit 2
 		;;
 	esac
@@ -62,6 +64,10 @@ echo "== (c) table memory"
 echo "200 distinct binaries (by build id) from /usr/bin, /usr/sbin, /usr/lib/x86_64-linux-gnu:"
 find /usr/bin /usr/sbin /usr/lib/x86_64-linux-gnu -maxdepth 1 -type f -size +8k 2>/dev/null |
 	sort | "$TABLES_TOOL" -q -n 200
+echo "the 50 largest ELF files with tables that Debian packages installed (by size, distinct):"
+cat /var/lib/dpkg/info/*.list 2>/dev/null | sort -u >"$T/debian-files"
+find /usr -xdev -type f -size +1M -printf '%s %p\n' 2>/dev/null | sort -rn | cut -d' ' -f2- |
+	grep -Fxf "$T/debian-files" | "$TABLES_TOOL" -n 50
 
 echo
 echo "== (a) the shim per sample: frame pointers (A) against unwind tables (B), $ROUNDS x ${SECS}s"

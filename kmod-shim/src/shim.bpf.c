@@ -364,10 +364,17 @@ static __always_inline void walk_user_fp(struct bpf_perf_event_data *ctx, __u64 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE); /* user space writes a table's pages with memcpy */
-	__uint(max_entries, 1);		   /* resized by the loader: the budget / sizeof(row) */
+	__uint(max_entries, 1);		   /* resized by the loader: the budget / 8 */
 	__type(key, __u32);
-	__type(value, struct pp_bpf_unwind_row);
+	__type(value, __u64); /* two words: an array's values are 8-byte aligned */
 } unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PP_UW_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct pp_bpf_unwind_rule);
+} unwind_rules SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -476,30 +483,54 @@ static __always_inline struct pp_bpf_unwind_mapping *uw_mapping(struct pp_bpf_un
 	return m->start <= pc && pc < m->end ? m : NULL;
 }
 
-/* The row covering rel in the table's run: binary search, one array lookup per step. */
-static __always_inline struct pp_bpf_unwind_row *uw_row(const struct pp_bpf_unwind_mapping *m,
-							__u32 rel, const int fixed)
+/*
+ * Word idx of the row array, or -1 (little-endian: the low half of value idx / 2 is word
+ * idx & ~1).
+ */
+static __always_inline __s64 uw_word(__u32 idx)
 {
-	__u32 base = 0, n = m->nr_rows, first = m->first_row, idx;
-	struct pp_bpf_unwind_row *r;
+	__u32 key = idx >> 1;
+	__u64 *v = bpf_map_lookup_elem(&unwind_rows, &key);
 
-	if (n == 0 || n > (1u << 24))
+	return v ? (__s64)(__u32)(*v >> ((idx & 1) * 32)) : -1;
+}
+
+/*
+ * The rule covering rel in the table's run (layout in record.h): the page's bounds, then a
+ * binary search of its rows, one array lookup per step; NULL where the run has no row. The
+ * search always takes its 16 steps (steps past the row found look at it again): a loop that
+ * may end early verifies once per way out, 139k instructions where this is 12k.
+ */
+static __always_inline struct pp_bpf_unwind_rule *uw_rule(const struct pp_bpf_unwind_mapping *m,
+							  __u64 rel)
+{
+	__u32 first = m->first_word, page, n, base = 0, key;
+	__s64 lo, hi, w;
+
+	if (rel >> 32 || (rel >> PP_UW_PAGE_SHIFT) >= m->nr_pages)
 		return NULL;
-	for (int i = 0; i < 24; i++) { /* tables hold at most 2^24 rows */
+	page = (__u32)(rel >> PP_UW_PAGE_SHIFT);
+	key = (__u32)rel & ((1u << PP_UW_PAGE_SHIFT) - 1);
+	lo = uw_word(first + page);
+	hi = uw_word(first + page + 1);
+	if (lo < 0 || hi <= lo || hi - lo > (1u << PP_UW_PAGE_SHIFT))
+		return NULL;
+	n = (__u32)(hi - lo);
+	first += (__u32)lo;
+	for (int i = 0; i < PP_UW_PAGE_SHIFT; i++) { /* a page holds at most 2^16 rows */
 		__u32 half = n / 2;
 
-		if (!fixed && !half)
-			break;
-		idx = first + base + half;
-		r = bpf_map_lookup_elem(&unwind_rows, &idx);
-		if (!r)
+		w = uw_word(first + base + half);
+		if (w < 0)
 			return NULL;
-		base = bsearch_step(base, half, ((__u64)rel - r->pc) >> 63);
+		base = bsearch_step(base, half, ((__u64)key - PP_UW_ROW_PC_LO(w)) >> 63);
 		n -= half;
 	}
-	idx = first + base;
-	r = bpf_map_lookup_elem(&unwind_rows, &idx);
-	return r && r->pc <= rel ? r : NULL;
+	w = uw_word(first + base);
+	if (w < 0 || PP_UW_ROW_PC_LO(w) > key)
+		return NULL;
+	key = (__u32)PP_UW_ROW_RULE(w);
+	return bpf_map_lookup_elem(&unwind_rules, &key);
 }
 
 /* size bytes of user memory at addr: from the window where it holds them. 0 or -1. */
@@ -558,7 +589,7 @@ static __always_inline long uw_fp_step(struct uw_state *s)
 static __always_inline long uw_step_body(__u32 i, struct uw_state *s, const int fixed)
 {
 	struct pp_bpf_unwind_mapping *m;
-	struct pp_bpf_unwind_row *row;
+	struct pp_bpf_unwind_rule *row;
 	/*
 	 * The frame's index is bpf_loop's i, not a count kept in *s: the verifier takes i as
 	 * any value below the loop's bound, so the step's states converge; a count it would
@@ -586,13 +617,13 @@ static __always_inline long uw_step_body(__u32 i, struct uw_state *s, const int 
 				s->r->last_mapping = m - s->proc->m;
 		}
 	}
-	if (!m || !m->nr_rows) {
+	if (!m || !m->nr_pages) {
 		if (shim_config.ustack_walk == PP_USTACK_DWARF)
 			return uw_stop(s, PP_CNT_UNWIND_STOP_NO_CFI);
 		return uw_fp_step(s);
 	}
 	rel = pc - m->base;
-	row = rel >> 32 ? NULL : uw_row(m, (__u32)rel, fixed);
+	row = uw_rule(m, rel);
 	if (!row || row->cfa_rule == PP_UW_CFA_NONE) {
 		/*
 		 * Code the file's table does not cover (V8's builtins in node's .text, hand-written

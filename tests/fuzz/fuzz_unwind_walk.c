@@ -1,13 +1,16 @@
 /*
  * Fuzz target for the stack walk: the bytes give a table's rows (any rules, any offsets),
  * the registers and the stack memory, as a hostile process could arrange them. The walk
- * must end within its frame limit, read only through the callback and never crash.
+ * must end within its frame limit, read only through the callback and never crash; the rows
+ * packed for the shim must give, looked up as the shim does, the rule the table has at each
+ * row's first byte and the bytes around it.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "unwind/unwind_pack.h"
 #include "unwind/unwind_table.h"
 #include "unwind/unwind_walk.h"
 
@@ -39,6 +42,50 @@ static int read_u64(void *ctx, uint64_t addr, uint64_t *out)
 		return -14;
 	memcpy(out, in->stack + (addr - STACK), 8);
 	return 0;
+}
+
+/* The packed rule at pc is the table's: traps where it is not. */
+static void check_packed_at(const struct pp_unwind_table *t, const struct pp_unwind_packed *pk,
+			    const struct pp_unwind_rules *d, uint64_t pc)
+{
+	const struct pp_unwind_row *want = pp_unwind_table_lookup(t, pc);
+	const struct pp_bpf_unwind_rule *got;
+	uint32_t rule;
+
+	if (!want ||
+	    !pp_unwind_packed_find(pk->words, pk->nwords, pk->nr_pages, pc - pk->base_vaddr, &rule))
+		__builtin_trap();
+	got = pp_unwind_rules_at(d, rule);
+	if (want->cfa_rule == PP_CFA_NONE
+		? rule != 0
+		: rule == 0 || got->cfa_rule != want->cfa_rule || got->cfa_off != want->cfa_off ||
+		      got->rbp_rule != want->rbp_rule || got->rbp_off != want->rbp_off ||
+		      got->ra_rule != want->ra_rule || got->ra_off != want->ra_off ||
+		      got->flags != want->flags)
+		__builtin_trap();
+}
+
+static void check_packed(const struct pp_unwind_table *t, const struct pp_unwind_row *rows,
+			 size_t nrows)
+{
+	struct pp_unwind_rules *d = pp_unwind_rules_new(64);
+	struct pp_unwind_packed pk;
+
+	if (!d || !nrows || pp_unwind_pack(t, d, 0, &pk) != 0) {
+		pp_unwind_rules_free(d);
+		return;
+	}
+	for (size_t i = 0; i < nrows; i++) {
+		check_packed_at(t, &pk, d, rows[i].pc);
+		if (rows[i].pc > rows[0].pc)
+			check_packed_at(t, &pk, d, rows[i].pc - 1);
+		if (rows[i].pc < rows[nrows - 1].pc)
+			check_packed_at(t, &pk, d, rows[i].pc + 1);
+	}
+	pp_unwind_packed_release(&pk, d);
+	if (pp_unwind_rules_count(d) != 1) /* every rule let go */
+		__builtin_trap();
+	pp_unwind_rules_free(d);
 }
 
 static int by_pc(const void *a, const void *b)
@@ -76,6 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	in.stack_len = size;
 	if (!in.table)
 		return 0;
+	check_packed(in.table, rows, nrows);
 	{
 		struct pp_unwind_ops ops = {.find = find, .read_u64 = read_u64, .ctx = &in};
 

@@ -325,8 +325,10 @@ static void run_variant_walk(enum pp_shim_variant variant, int stacks, int mem, 
 		uint32_t nr_rows;
 		int rows_fd = pp_shim_unwind_rows_fd(shim, &nr_rows);
 
-		CHECK(nr_rows == (16u << 20) / sizeof(struct pp_bpf_unwind_row));
-		sink = pp_unwinder_bpf_sink_new(rows_fd, nr_rows, pp_shim_unwind_procs_fd(shim));
+		CHECK(nr_rows ==
+		      ((16u << 20) - PP_UW_MAX_RULES * sizeof(struct pp_bpf_unwind_rule)) / 4);
+		sink = pp_unwinder_bpf_sink_new(rows_fd, nr_rows, pp_shim_unwind_rules_fd(shim),
+						pp_shim_unwind_procs_fd(shim));
 		REQUIRE(sink != NULL);
 		unwinder = pp_unwinder_new(sink, &(struct pp_unwinder_opts){0});
 		REQUIRE(unwinder != NULL);

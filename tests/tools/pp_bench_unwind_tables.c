@@ -1,13 +1,16 @@
 /*
  * What unwind tables take: compiles the CFI of each ELF file named (one per line on stdin, or
- * the arguments), skipping files whose build id was seen, until N distinct files had tables,
- * and prints per file and in all: rows, the bytes they take in the shim's row array (16 per
- * row), and the compile time. bench/bench_unwind.sh runs it.
+ * the arguments), skipping files whose build id (or, without one, real path) was seen, until N
+ * distinct files had tables, and prints per file and in all: rows, the words they take in the
+ * shim's row array once packed (4 bytes each: rows and their pages' words), the distinct rules the
+ * files share in the rule array, the bytes both take, and the compile time. bench/bench_unwind.sh
+ * runs it.
  *
  * usage: pp_bench_unwind_tables [-n N] [-q] [FILE...]
  *   -n  stop after N files with tables (default: all)
  *   -q  totals only
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,12 +22,14 @@
 #include <pebsprof/record.h>
 
 #include "symbolize/elf_symbols.h"
+#include "unwind/unwind_pack.h"
 #include "unwind/unwind_table.h"
 
 #define MAX_IDS 100000
 
 static char *g_ids[MAX_IDS];
 static size_t g_nids;
+static struct pp_unwind_rules *g_rules; /* shared by all files, as in the shim */
 
 static double now_ms(void)
 {
@@ -46,8 +51,8 @@ static int seen(const char *id)
 }
 
 struct totals {
-	unsigned long files, no_table, dup;
-	unsigned long long rows, bytes;
+	unsigned long files, no_table, dup, too_big;
+	unsigned long long rows, words, bytes;
 	double ms;
 };
 
@@ -55,8 +60,10 @@ static void one(const char *path, int quiet, struct totals *t)
 {
 	char id[128] = "";
 	struct pp_unwind_table *tab;
+	struct pp_unwind_packed pk;
 	double t0;
 	size_t rows;
+	int ret;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
@@ -65,7 +72,13 @@ static void one(const char *path, int quiet, struct totals *t)
 		close(fd);
 		return;
 	}
-	if (id[0] && seen(id)) {
+	if (!id[0]) { /* no build id: the same file under two names is one table too */
+		char *real = realpath(path, NULL);
+
+		snprintf(id, sizeof(id), "p:%s", real ? real : path);
+		free(real);
+	}
+	if (seen(id)) {
 		t->dup++;
 		close(fd);
 		return;
@@ -78,14 +91,26 @@ static void one(const char *path, int quiet, struct totals *t)
 		return;
 	}
 	rows = pp_unwind_table_count(tab);
+	/* packed held, not released: the dictionary counts every file's rules, as the shim would */
+	ret = pp_unwind_pack(tab, g_rules, 0, &pk);
 	t->ms += now_ms() - t0;
+	if (ret) {
+		fprintf(stderr, "%s: cannot pack its %zu rows: %s\n", path, rows, strerror(-ret));
+		t->too_big++;
+		pp_unwind_table_free(tab);
+		return;
+	}
 	t->files++;
 	t->rows += rows;
-	t->bytes += rows * sizeof(struct pp_bpf_unwind_row);
+	t->words += pk.nwords;
+	t->bytes += (unsigned long long)pk.nwords * sizeof(uint32_t);
 	if (!quiet)
-		printf("%10zu rows %10.2f MiB %8.2f ms  %s\n", rows,
-		       (double)(rows * sizeof(struct pp_bpf_unwind_row)) / (1 << 20), now_ms() - t0,
-		       path);
+		printf("%10zu rows %10u words %8.2f MiB %5u new rules %8.2f ms  %s\n", rows,
+		       pk.nwords, (double)pk.nwords * sizeof(uint32_t) / (1 << 20), pk.nnew,
+		       now_ms() - t0, path);
+	free(pk.words);
+	free(pk.rules);
+	free(pk.new_rules);
 	pp_unwind_table_free(tab);
 }
 
@@ -95,6 +120,10 @@ int main(int argc, char **argv)
 	unsigned long max = 0;
 	int quiet = 0, opt;
 	char line[4096];
+
+	g_rules = pp_unwind_rules_new(PP_UW_MAX_RULES);
+	if (!g_rules)
+		return 1;
 
 	while ((opt = getopt(argc, argv, "n:q")) != -1) {
 		if (opt == 'n') {
@@ -116,9 +145,21 @@ int main(int argc, char **argv)
 				one(line, quiet, &t);
 		}
 	}
-	printf("total: %lu files with tables (%lu without, %lu duplicate build ids skipped), "
-	       "%llu rows, %.1f MiB of rows, %.0f ms to compile\n",
-	       t.files, t.no_table, t.dup, t.rows, (double)t.bytes / (1 << 20), t.ms);
+	{
+		uint32_t rules = pp_unwind_rules_count(g_rules);
+		double rule_bytes = (double)rules * sizeof(struct pp_bpf_unwind_rule);
+
+		printf(
+		    "total: %lu files with tables (%lu without, %lu duplicate build ids skipped, "
+		    "%lu that cannot be packed), %llu rows in %llu words: %.1f MiB of rows "
+		    "(%.2f bytes a row), %u distinct rules (%.2f MiB), %.1f MiB in all (at 16 "
+		    "bytes a row, unpacked: %.1f MiB); %.0f ms to compile\n",
+		    t.files, t.no_table, t.dup, t.too_big, t.rows, t.words,
+		    (double)t.bytes / (1 << 20), t.rows ? (double)t.bytes / (double)t.rows : 0.0,
+		    rules, rule_bytes / (1 << 20), ((double)t.bytes + rule_bytes) / (1 << 20),
+		    (double)t.rows * 16 / (1 << 20), t.ms);
+	}
+	pp_unwind_rules_free(g_rules);
 	for (size_t i = 0; i < g_nids; i++)
 		free(g_ids[i]);
 	return t.files ? 0 : 1;

@@ -361,11 +361,19 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 		family(f, "pebsprof_unwind_tables_no_room_total", "counter",
 		       "Tables that did not fit the row budget (--unwind-table-bytes).");
 		value(f, "pebsprof_unwind_tables_no_room_total", s->unwind_tables_no_room);
-		family(f, "pebsprof_unwind_rows", "gauge", "Rows of unwind tables in the kernel.");
+		family(f, "pebsprof_unwind_tables_too_big_total", "counter",
+		       "Tables over the rows one table may have, or spanning 4 GiB of code.");
+		value(f, "pebsprof_unwind_tables_too_big_total", s->unwind_tables_too_big);
+		family(
+		    f, "pebsprof_unwind_rows", "gauge",
+		    "Rows of unwind tables in the kernel (4 bytes each, pages' words included).");
 		value(f, "pebsprof_unwind_rows", s->unwind_rows_used);
 		family(f, "pebsprof_unwind_rows_capacity", "gauge",
 		       "Rows the unwind table budget holds.");
 		value(f, "pebsprof_unwind_rows_capacity", s->unwind_rows_total);
+		family(f, "pebsprof_unwind_rules", "gauge",
+		       "Distinct unwind rules the tables in the kernel share (at most 65536).");
+		value(f, "pebsprof_unwind_rules", s->unwind_rules_used);
 		family(f, "pebsprof_unwind_processes", "gauge",
 		       "Processes whose mappings the shim unwinds with tables.");
 		value(f, "pebsprof_unwind_processes", s->unwind_procs_live);

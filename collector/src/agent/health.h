@@ -143,8 +143,8 @@ struct pp_health_snapshot {
 	uint64_t perf_map_refused, perf_map_bad_lines; /* hostile or broken JIT perf maps */
 	/* unwind tables (--user-unwind auto, dwarf); unwind_rows_total 0: not in use */
 	uint64_t unwind_tables_built, unwind_tables_shared, unwind_tables_none;
-	uint64_t unwind_tables_evicted, unwind_tables_no_room;
-	uint64_t unwind_rows_used, unwind_rows_total, unwind_procs_live;
+	uint64_t unwind_tables_evicted, unwind_tables_no_room, unwind_tables_too_big;
+	uint64_t unwind_rows_used, unwind_rows_total, unwind_rules_used, unwind_procs_live;
 	int64_t process_cache_entries; /* -1 = unknown: not exported */
 	int64_t symbol_cache_files;    /* -1 = unknown: not exported */
 	/* bytes held by each cache now (the session's pp_session_stats gauges) */

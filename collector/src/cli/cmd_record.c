@@ -124,7 +124,7 @@ static void usage(FILE *f)
 	    "                        (default) with .eh_frame unwind tables where a file has\n"
 	    "                        them and frame pointers elsewhere; dwarf tables only; fp\n"
 	    "                        the shim follows frame pointers; kernel bpf_get_stack\n"
-	    "      --unwind-table-bytes SIZE  kernel memory for unwind tables (default 32MiB)\n"
+	    "      --unwind-table-bytes SIZE  kernel memory for unwind tables (default 64MiB)\n"
 	    "      --ldlat CYCLES    load-latency threshold for mem-loads (default 30)\n"
 	    "      --top N           functions in the summary (default 15; 0 = none)\n"
 	    "      --proc-root DIR   where /proc is (default /proc)\n"
@@ -615,21 +615,23 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_IMPLAUSIBLE],
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_FP]);
 	printf("unwind tables: %llu built in %.0f ms, %llu shared, %llu files without CFI "
-	       "(%llu refused), %llu evicted, %llu did not fit; %llu of %llu rows (%.1f MiB) in "
-	       "use; %llu process installs (%llu released, %llu live, %llu gone before), %llu "
+	       "(%llu refused), %llu too big, %llu evicted, %llu did not fit; %llu of %llu rows "
+	       "(%.1f MiB) and %llu rules in use; %llu process installs (%llu released, %llu live, "
+	       "%llu gone before), %llu "
 	       "mappings (%llu without a table: %llu of files without CFI, %llu unopened, %llu "
 	       "that did not fit, %llu not placed)\n",
 	       (unsigned long long)us.tables_built, (double)us.build_ns / 1e6,
 	       (unsigned long long)us.tables_shared, (unsigned long long)us.tables_none,
-	       (unsigned long long)us.tables_refused, (unsigned long long)us.tables_evicted,
-	       (unsigned long long)us.tables_no_room, (unsigned long long)us.rows_used,
-	       (unsigned long long)us.rows_total,
-	       (double)us.rows_used * sizeof(struct pp_bpf_unwind_row) / (1 << 20),
-	       (unsigned long long)us.procs_installed, (unsigned long long)us.procs_released,
-	       (unsigned long long)us.procs_live, (unsigned long long)us.procs_failed,
-	       (unsigned long long)us.mappings, (unsigned long long)us.mappings_no_table,
-	       (unsigned long long)us.mappings_no_cfi, (unsigned long long)us.mappings_unopened,
-	       (unsigned long long)us.mappings_no_room, (unsigned long long)us.mappings_unplaced);
+	       (unsigned long long)us.tables_refused, (unsigned long long)us.tables_too_big,
+	       (unsigned long long)us.tables_evicted, (unsigned long long)us.tables_no_room,
+	       (unsigned long long)us.rows_used, (unsigned long long)us.rows_total,
+	       (double)us.rows_used * sizeof(uint32_t) / (1 << 20),
+	       (unsigned long long)us.rules_used, (unsigned long long)us.procs_installed,
+	       (unsigned long long)us.procs_released, (unsigned long long)us.procs_live,
+	       (unsigned long long)us.procs_failed, (unsigned long long)us.mappings,
+	       (unsigned long long)us.mappings_no_table, (unsigned long long)us.mappings_no_cfi,
+	       (unsigned long long)us.mappings_unopened, (unsigned long long)us.mappings_no_room,
+	       (unsigned long long)us.mappings_unplaced);
 }
 
 static void print_summary(const struct record_args *a, const struct pp_profile *profile,

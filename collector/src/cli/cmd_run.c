@@ -784,6 +784,8 @@ static void health_tick(struct agent *ag, int stopping)
 		snap.unwind_tables_no_room = us.tables_no_room;
 		snap.unwind_rows_used = us.rows_used;
 		snap.unwind_rows_total = us.rows_total;
+		snap.unwind_rules_used = us.rules_used;
+		snap.unwind_tables_too_big = us.tables_too_big;
 		snap.unwind_procs_live = us.procs_live;
 	}
 	/* Progress: the BPF program ran, or records came out of the ring buffer. */

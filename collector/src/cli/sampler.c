@@ -119,8 +119,8 @@ static int open_unwinder(struct pp_sampler *s, const struct pp_sampler_opts *opt
 	uint32_t nr_rows;
 	int rows_fd = pp_shim_unwind_rows_fd(s->shim, &nr_rows);
 
-	s->unwind_sink =
-	    pp_unwinder_bpf_sink_new(rows_fd, nr_rows, pp_shim_unwind_procs_fd(s->shim));
+	s->unwind_sink = pp_unwinder_bpf_sink_new(
+	    rows_fd, nr_rows, pp_shim_unwind_rules_fd(s->shim), pp_shim_unwind_procs_fd(s->shim));
 	if (!s->unwind_sink) {
 		pp_error("cannot use the shim's unwind table maps (%u rows): %s", nr_rows,
 			 strerror(errno));

@@ -53,7 +53,7 @@ struct pp_shim {
 	struct bpf_object *obj;
 	struct bpf_program *on_sample;
 	struct bpf_map *rings, *counters, *target_tgids, *cgroup_filter, *cgroup_levels;
-	struct bpf_map *unwind_rows, *unwind_procs; /* used with PP_USTACK_AUTO and _DWARF */
+	struct bpf_map *unwind_rows, *unwind_rules, *unwind_procs; /* PP_USTACK_AUTO, _DWARF */
 	int table_loop; /* the table walker with a bounded loop (no bpf_loop) */
 	struct ring_buffer *rb;
 	int *ring_fds; /* one ring buffer per CPU in opts->ring_cpus, in that order */
@@ -88,13 +88,18 @@ int pp_ustack_walk_parse(const char *name)
 	return -1;
 }
 
-/* Rows the table budget buys: at least one, at most what an array map may hold. */
+/*
+ * The 4-byte rows the table budget buys, the rule array's fixed part of it taken out: at least
+ * 64 KiB of rows, at most what an array map may hold; even (the map holds them in pairs).
+ */
 static uint32_t unwind_rows_for(uint64_t bytes)
 {
-	uint64_t rows =
-	    (bytes ? bytes : PP_UNWIND_TABLE_BYTES_DEFAULT) / sizeof(struct pp_bpf_unwind_row);
+	uint64_t rules = (uint64_t)PP_UW_MAX_RULES * sizeof(struct pp_bpf_unwind_rule), rows;
 
-	return rows < 1 ? 1 : rows > (1u << 28) ? (1u << 28) : (uint32_t)rows;
+	bytes = bytes ? bytes : PP_UNWIND_TABLE_BYTES_DEFAULT;
+	rows = (bytes > rules ? bytes - rules : 0) / sizeof(__u32);
+	rows = rows < (1u << 14) ? (1u << 14) : rows > (1u << 28) ? (1u << 28) : rows;
+	return (uint32_t)rows & ~1u;
 }
 
 static const char *const counter_names[PP_CNT__MAX] = {
@@ -522,6 +527,7 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	}
 	shim->table_loop = pick == 2;
 	shim->unwind_rows = bpf_object__find_map_by_name(shim->obj, "unwind_rows");
+	shim->unwind_rules = bpf_object__find_map_by_name(shim->obj, "unwind_rules");
 	shim->unwind_procs = bpf_object__find_map_by_name(shim->obj, "unwind_procs");
 	on_fork = bpf_object__find_program_by_name(shim->obj, "on_fork");
 	on_exec = bpf_object__find_program_by_name(shim->obj, "on_exec");
@@ -533,15 +539,17 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	shim->cgroup_levels = bpf_object__find_map_by_name(shim->obj, "cgroup_levels");
 	if (!shim->on_sample || !on_fork || !on_exec || !on_exit || !shim->rings ||
 	    !shim->counters || !shim->target_tgids || !shim->cgroup_filter ||
-	    !shim->cgroup_levels || !all_progs || !shim->unwind_rows || !shim->unwind_procs) {
+	    !shim->cgroup_levels || !all_progs || !shim->unwind_rows || !shim->unwind_rules ||
+	    !shim->unwind_procs) {
 		snprintf(err, errlen, "BPF shim object is incomplete (build mismatch)");
 		ret = -ENOENT;
 		goto fail;
 	}
 	/* the table budget: rows in one array map; without tables no memory for them */
 	bpf_map__set_max_entries(shim->unwind_rows,
-				 tables ? unwind_rows_for(opts->unwind_table_bytes) : 1);
+				 tables ? unwind_rows_for(opts->unwind_table_bytes) / 2 : 1);
 	if (!tables) {
+		bpf_map__set_max_entries(shim->unwind_rules, 1);
 		bpf_map__set_max_entries(shim->unwind_procs, 1);
 	} else if (pick == 2) {
 		/*
@@ -665,8 +673,13 @@ int pp_shim_sample_prog_fd(const struct pp_shim *shim)
 int pp_shim_unwind_rows_fd(const struct pp_shim *shim, uint32_t *nr_rows)
 {
 	if (nr_rows)
-		*nr_rows = bpf_map__max_entries(shim->unwind_rows);
+		*nr_rows = bpf_map__max_entries(shim->unwind_rows) * 2; /* words, in pairs */
 	return bpf_map__fd(shim->unwind_rows);
+}
+
+int pp_shim_unwind_rules_fd(const struct pp_shim *shim)
+{
+	return bpf_map__fd(shim->unwind_rules);
 }
 
 int pp_shim_table_walker_bounded(const struct pp_shim *shim)

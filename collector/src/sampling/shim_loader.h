@@ -76,7 +76,7 @@ struct pp_shim_opts {
 	int unwind_bounded_loop;
 };
 
-#define PP_UNWIND_TABLE_BYTES_DEFAULT (32ull << 20) /* 200 distinct binaries take 16 MiB */
+#define PP_UNWIND_TABLE_BYTES_DEFAULT (64ull << 20) /* a Debian node's 50 largest take 43 MiB */
 
 struct pp_shim;
 
@@ -125,15 +125,16 @@ size_t pp_shim_nr_rings(const struct pp_shim *shim);
 int pp_shim_sample_prog_fd(const struct pp_shim *shim);
 
 /*
- * The unwind table maps (PP_USTACK_AUTO, _DWARF; layout in record.h): the rows array (its
- * size in rows in *nr_rows) and the per-process mapping hash. Without tables the
- * maps exist with one entry.
+ * The unwind table maps (PP_USTACK_AUTO, _DWARF; layout in record.h): the row array (its
+ * size in 4-byte words in *nr_rows), the rule array and the per-process mapping hash. Without
+ * tables the maps exist with one entry.
  */
 int pp_shim_unwind_rows_fd(const struct pp_shim *shim, uint32_t *nr_rows);
+int pp_shim_unwind_rules_fd(const struct pp_shim *shim);
 int pp_shim_unwind_procs_fd(const struct pp_shim *shim);
 /* Whether the table walker loaded is the bounded-loop one (64 frames, user-mode samples). */
 int pp_shim_table_walker_bounded(const struct pp_shim *shim);
-/* The rows a table budget in bytes buys (0: PP_UNWIND_TABLE_BYTES_DEFAULT). */
+/* The 4-byte rows a table budget in bytes buys (0: PP_UNWIND_TABLE_BYTES_DEFAULT). */
 uint32_t pp_unwind_rows_for_bytes(uint64_t bytes);
 
 /* Attaches the sample program to an opened (disabled) perf event fd and enables it. */

@@ -27,6 +27,7 @@
 #include "process/mapped_file.h"
 #include "process/procmaps.h"
 #include "symbolize/elf_symbols.h"
+#include "unwind_pack.h"
 #include "unwind_table.h"
 
 /* The compiler's rules are the ABI's, value for value. */
@@ -43,15 +44,14 @@ _Static_assert(PP_REG_SAME == PP_UW_REG_SAME && PP_REG_UNDEFINED == PP_UW_REG_UN
 
 #define MAX_MAPS_BYTES (8u << 20) /* a /proc/PID/maps larger than this is cut */
 #define QUEUE_SIZE 8192
-#define MAX_TABLE_ROWS (1u << 24) /* the shim's search covers 2^24 rows */
 
 enum op { OP_INSTALL, OP_RELEASE };
 
 struct table {
 	char key[80]; /* "b:" build id, or "i:" dev, inode, size, mtime */
 	uint64_t hash;
-	uint32_t first, nr; /* the run in the row array; nr 0: none there now */
-	uint64_t base_vaddr;
+	uint32_t first, nr;		/* the run in the row array; nr 0: none there now */
+	struct pp_unwind_packed packed; /* nr_pages, base_vaddr, the rules held (words freed) */
 	struct pp_unwind_load loads[PP_UNWIND_MAX_LOADS];
 	uint32_t nloads;
 	uint32_t users; /* mappings in live processes' lists */
@@ -112,6 +112,7 @@ struct pp_unwinder {
 	struct proc *procs; /* open addressing like seen */
 	uint32_t procs_mask;
 	struct pp_bpf_unwind_proc *scratch;
+	struct pp_unwind_rules *rules; /* the rule array's contents */
 	struct pp_unwinder_stats st;
 };
 
@@ -345,6 +346,7 @@ static void table_drop_rows(struct pp_unwinder *u, struct table *t)
 		rows_free(u, t->first, t->nr);
 		t->nr = 0;
 	}
+	pp_unwind_packed_release(&t->packed, u->rules);
 }
 
 /* Room for n rows, evicting unused tables from the least recently installed on. */
@@ -403,17 +405,38 @@ static void file_key(int fd, const struct stat *st, char *key, size_t size)
 			 (int64_t)st->st_mtim.tv_sec);
 }
 
+/*
+ * Pack the table, evicting unused tables while the rule array is full: 0, -ENOSPC (no room
+ * for its rules even then) or pp_unwind_pack's other errors.
+ */
+static int pack_with_room(struct pp_unwinder *u, const struct pp_unwind_table *ut,
+			  struct pp_unwind_packed *out)
+{
+	uint32_t max =
+	    u->sink.nr_rows < PP_UW_MAX_TABLE_WORDS ? u->sink.nr_rows : PP_UW_MAX_TABLE_WORDS;
+	int ret;
+
+	while ((ret = pp_unwind_pack(ut, u->rules, max, out)) == -ENOSPC) {
+		struct table *victim = lru_unused(u, true);
+
+		if (!victim)
+			break;
+		table_drop_rows(u, victim);
+		u->st.tables_evicted++;
+		pp_debug("unwind: evicted the table of %s to make room for rules", victim->key);
+	}
+	return ret;
+}
+
 /* Compile the file's CFI into a run of rows: 0 (t->nr may be 0: no CFI) or -ENOSPC. */
 static int table_build(struct pp_unwinder *u, struct table *t, int fd, const char *name)
 {
-	uint32_t max = u->sink.nr_rows < MAX_TABLE_ROWS ? u->sink.nr_rows : MAX_TABLE_ROWS;
-	struct pp_bpf_unwind_row *rows = NULL;
+	struct pp_unwind_packed *pk = &t->packed;
 	struct pp_unwind_table *ut;
 	uint64_t t0 = now_ns();
-	size_t n;
 	int ret = 0;
 
-	ut = pp_unwind_table_open_fd(fd, max);
+	ut = pp_unwind_table_open_fd(fd, 0);
 	u->st.build_ns += now_ns() - t0;
 	if (!ut) {
 		int err = errno;
@@ -431,50 +454,60 @@ static int table_build(struct pp_unwinder *u, struct table *t, int fd, const cha
 		return 0;
 	}
 	u->st.tables_built++;
-	n = pp_unwind_table_count(ut);
 	t->nloads = (uint32_t)pp_unwind_table_get_loads(ut, t->loads);
-	t->base_vaddr = n ? pp_unwind_table_get(ut, 0)->pc : 0;
-	if (n && pp_unwind_table_get(ut, n - 1)->pc - t->base_vaddr > UINT32_MAX) {
-		t->none = 1; /* rows hold 32-bit offsets: a file spanning 4 GiB has none */
+	t0 = now_ns();
+	ret = pack_with_room(u, ut, pk);
+	u->st.build_ns += now_ns() - t0;
+	if (ret == -ENODATA || ret == -E2BIG) {
+		/* no rows; or more than a table may have, or code spanning 4 GiB */
+		t->none = 1;
+		u->st.tables_too_big += ret == -E2BIG;
+		if (ret == -E2BIG)
+			pp_warn(
+			    "unwind: the table of %s (%s) is over %u rows: frame pointers there",
+			    name, t->key, PP_UW_MAX_TABLE_WORDS);
+		ret = 0;
 		goto out;
 	}
-	rows = n ? calloc(n, sizeof(*rows)) : NULL;
-	if (n && !rows) {
-		ret = -ENOMEM;
+	if (ret == -ENOSPC) {
+		t->no_room = 1;
+		t->no_room_frees = u->frees;
+		u->st.tables_no_room++;
+		pp_debug("unwind: no room for the rules of %s", t->key);
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
-		const struct pp_unwind_row *r = pp_unwind_table_get(ut, i);
-
-		rows[i] = (struct pp_bpf_unwind_row){
-		    .pc = (uint32_t)(r->pc - t->base_vaddr),
-		    .cfa_off = r->cfa_off,
-		    .rbp_off = r->rbp_off,
-		    .ra_off = r->ra_off,
-		    .cfa_rule = r->cfa_rule,
-		    .rbp_rule = r->rbp_rule,
-		    .ra_rule = r->ra_rule,
-		    .flags = r->flags,
-		};
-	}
-	if (n) {
-		ret = make_room(u, (uint32_t)n, &t->first);
+	if (ret)
+		goto out;
+	for (uint32_t i = 0; i < pk->nnew && !ret; i++)
+		ret = u->sink.write_rule(u->sink.ctx, pk->new_rules[i],
+					 pp_unwind_rules_at(u->rules, pk->new_rules[i]));
+	if (!ret) {
+		ret = make_room(u, pk->nwords, &t->first);
 		t->no_room = ret != 0;
 		t->no_room_frees = u->frees;
 		if (ret) {
 			u->st.tables_no_room++;
-			pp_debug("unwind: no room for the %zu rows of %s", n, t->key);
-			goto out;
+			pp_debug("unwind: no room for the %u rows of %s", pk->nwords, t->key);
 		}
-		ret = u->sink.write_rows(u->sink.ctx, t->first, rows, (uint32_t)n);
-		if (ret) {
-			rows_free(u, t->first, (uint32_t)n);
-			goto out;
-		}
-		t->nr = (uint32_t)n;
 	}
+	if (!ret) {
+		ret = u->sink.write_rows(u->sink.ctx, t->first, pk->words, pk->nwords);
+		if (ret)
+			rows_free(u, t->first, pk->nwords);
+		else
+			t->nr = pk->nwords;
+	}
+	if (ret) {
+		pp_unwind_packed_release(pk, u->rules);
+		goto out;
+	}
+	/* the rows are in the kernel now; the rules held stay with the table */
+	free(pk->words);
+	pk->words = NULL;
+	free(pk->new_rules);
+	pk->new_rules = NULL;
+	pk->nnew = 0;
 out:
-	free(rows);
 	pp_unwind_table_free(ut);
 	return ret;
 }
@@ -663,9 +696,9 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid)
 		t->last_use = u->tick;
 		held[nheld++] = (uint32_t)(t - u->tables);
 		/* runtime = vaddr + (start - vaddr of the mapping's offset) */
-		m->base = t->base_vaddr + (e->start - vaddr);
-		m->first_row = t->first;
-		m->nr_rows = t->nr;
+		m->base = t->packed.base_vaddr + (e->start - vaddr);
+		m->first_word = t->first;
+		m->nr_pages = t->packed.nr_pages;
 	}
 	pp_maps_fini(&maps);
 	p = proc_find(u, tgid, false);
@@ -835,11 +868,12 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->free_cap = 64;
 	u->free_ext = malloc(u->free_cap * sizeof(*u->free_ext));
 	u->scratch = malloc(sizeof(*u->scratch));
+	u->rules = pp_unwind_rules_new(PP_UW_MAX_RULES);
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_mutex_init(&u->work, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	pthread_cond_init(&u->idle, NULL);
-	if (!u->seen || !u->procs || !u->tables || !u->free_ext || !u->scratch) {
+	if (!u->seen || !u->procs || !u->tables || !u->free_ext || !u->scratch || !u->rules) {
 		pp_unwinder_free(u);
 		errno = ENOMEM;
 		return NULL;
@@ -873,6 +907,9 @@ void pp_unwinder_free(struct pp_unwinder *u)
 	}
 	for (uint32_t i = 0; u->procs && i <= u->procs_mask; i++)
 		free(u->procs[i].tables);
+	for (uint32_t i = 0; u->tables && i < u->max_tables; i++)
+		pp_unwind_packed_release(&u->tables[i].packed, NULL);
+	pp_unwind_rules_free(u->rules);
 	pthread_mutex_destroy(&u->lock);
 	pthread_mutex_destroy(&u->work);
 	pthread_cond_destroy(&u->cond);
@@ -1013,6 +1050,7 @@ void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out)
 	pthread_mutex_unlock(&u->lock);
 	pthread_mutex_lock(&u->work);
 	*out = u->st;
+	out->rules_used = pp_unwind_rules_count(u->rules);
 	pthread_mutex_unlock(&u->work);
 	out->procs_dropped = dropped;
 	out->procs_swept = __atomic_load_n(&u->swept, __ATOMIC_RELAXED);
@@ -1027,34 +1065,82 @@ void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out)
  * (70 ms of system time for 240k rows here). Batches remain for a kernel that refuses the
  * mmap.
  */
-#define BATCH_ROWS 4096
+#define BATCH_ROWS 4096 /* pairs of rows */
 
 struct bpf_sink {
 	struct pp_unwinder_sink sink;
-	int rows_fd, procs_fd;
+	int rows_fd, rules_fd, procs_fd;
 	bool no_mmap, no_batch;
 	uint32_t keys[BATCH_ROWS];
+	uint64_t vals[BATCH_ROWS];
 };
 
-static int write_rows_mmap(struct bpf_sink *b, uint32_t first, const struct pp_bpf_unwind_row *rows,
-			   uint32_t n)
+static int write_rows_mmap(struct bpf_sink *b, uint32_t first, const uint32_t *words, uint32_t n)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	uint64_t off = (uint64_t)first * sizeof(*rows);
+	uint64_t off = (uint64_t)first * sizeof(*words);
 	uint64_t start = off & ~(uint64_t)(page - 1);
-	uint64_t end = off + (uint64_t)n * sizeof(*rows);
+	uint64_t end = off + (uint64_t)n * sizeof(*words);
 	size_t len = (size_t)((end - start + page - 1) & ~(uint64_t)(page - 1));
 	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->rows_fd, (off_t)start);
 
 	if (m == MAP_FAILED)
 		return -errno;
-	memcpy(m + (off - start), rows, (size_t)n * sizeof(*rows));
+	memcpy(m + (off - start), words, (size_t)n * sizeof(*words));
 	munmap(m, len);
 	return 0;
 }
 
-static int bpf_write_rows(void *ctx, uint32_t first, const struct pp_bpf_unwind_row *rows,
-			  uint32_t n)
+/*
+ * Without mmap, by map updates: the array holds the words in pairs (its values are 8-byte
+ * aligned), so a pair only half in the run keeps its other word.
+ */
+static int write_rows_update(struct bpf_sink *b, uint32_t first, const uint32_t *words, uint32_t n)
+{
+	uint32_t k0 = first / 2, k1 = (first + n - 1) / 2;
+
+	for (uint32_t k = k0; k <= k1;) {
+		uint32_t count = k1 - k + 1 < BATCH_ROWS ? k1 - k + 1 : BATCH_ROWS;
+
+		for (uint32_t i = 0; i < count; i++) {
+			uint32_t pair[2];
+
+			b->keys[i] = k + i;
+			for (uint32_t h = 0; h < 2; h++) {
+				uint32_t w = 2 * (k + i) + h;
+
+				if (w >= first && w - first < n) {
+					pair[h] = words[w - first];
+				} else {
+					uint64_t old = 0;
+
+					(void)bpf_map_lookup_elem(b->rows_fd, &b->keys[i], &old);
+					memcpy(&pair[h], (uint32_t *)&old + h, sizeof(pair[h]));
+				}
+			}
+			memcpy(&b->vals[i], pair, sizeof(pair));
+		}
+		if (!b->no_batch) {
+			LIBBPF_OPTS(bpf_map_batch_opts, opts);
+			uint32_t got = count;
+
+			if (bpf_map_update_batch(b->rows_fd, b->keys, b->vals, &got, &opts) == 0) {
+				k += count;
+				continue;
+			}
+			if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP)
+				return -errno;
+			b->no_batch = true; /* a kernel without batch operations on arrays */
+		}
+		for (uint32_t i = 0; i < count; i++)
+			if (bpf_map_update_elem(b->rows_fd, &b->keys[i], &b->vals[i], BPF_ANY))
+				return -errno;
+		k += count;
+	}
+	return 0;
+}
+
+static int bpf_write_rows(void *ctx, uint32_t first, const uint32_t *words, uint32_t n)
 {
 	struct bpf_sink *b = ctx;
 
@@ -1063,34 +1149,18 @@ static int bpf_write_rows(void *ctx, uint32_t first, const struct pp_bpf_unwind_
 	if (!n)
 		return 0;
 	if (!b->no_mmap) {
-		if (write_rows_mmap(b, first, rows, n) == 0)
+		if (write_rows_mmap(b, first, words, n) == 0)
 			return 0;
 		b->no_mmap = true;
 	}
-	for (uint32_t done = 0; done < n;) {
-		uint32_t count = n - done < BATCH_ROWS ? n - done : BATCH_ROWS;
+	return write_rows_update(b, first, words, n);
+}
 
-		for (uint32_t i = 0; i < count; i++)
-			b->keys[i] = first + done + i;
-		if (!b->no_batch) {
-			LIBBPF_OPTS(bpf_map_batch_opts, opts);
-			uint32_t got = count;
+static int bpf_write_rule(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule *rule)
+{
+	struct bpf_sink *b = ctx;
 
-			if (bpf_map_update_batch(b->rows_fd, b->keys, rows + done, &got, &opts) ==
-			    0) {
-				done += count;
-				continue;
-			}
-			if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP)
-				return -errno;
-			b->no_batch = true; /* a kernel without batch operations on arrays */
-		}
-		for (uint32_t i = 0; i < count; i++)
-			if (bpf_map_update_elem(b->rows_fd, &b->keys[i], &rows[done + i], BPF_ANY))
-				return -errno;
-		done += count;
-	}
-	return 0;
+	return bpf_map_update_elem(b->rules_fd, &i, rule, BPF_ANY) ? -errno : 0;
 }
 
 static int bpf_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_proc *p)
@@ -1107,21 +1177,24 @@ static void bpf_del_proc(void *ctx, uint32_t tgid)
 	(void)bpf_map_delete_elem(b->procs_fd, &tgid);
 }
 
-struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows, int procs_fd)
+struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows, int rules_fd,
+						  int procs_fd)
 {
 	struct bpf_sink *b = calloc(1, sizeof(*b));
 
 	if (!b)
 		return NULL;
-	if (rows_fd < 0 || procs_fd < 0) {
+	if (rows_fd < 0 || rules_fd < 0 || procs_fd < 0) {
 		free(b);
 		errno = EBADF;
 		return NULL;
 	}
 	b->rows_fd = rows_fd;
+	b->rules_fd = rules_fd;
 	b->procs_fd = procs_fd;
 	b->sink = (struct pp_unwinder_sink){
 	    .write_rows = bpf_write_rows,
+	    .write_rule = bpf_write_rule,
 	    .set_proc = bpf_set_proc,
 	    .del_proc = bpf_del_proc,
 	    .ctx = b,

@@ -2,7 +2,8 @@
  * The unwind tables the shim walks with (PP_USTACK_AUTO, PP_USTACK_DWARF in record.h): for
  * each process that samples show, its executable file mappings are read from /proc, each
  * file's .eh_frame compiled once (keyed by build id, shared by every process and container
- * that maps it) into a run of rows in the kernel's row array, and the process's sorted
+ * that maps it) into a run of 4-byte rows in the kernel's row array, their rules in the
+ * rule array all tables share (unwind_pack.h), and the process's sorted
  * mapping list written to the per-process map. Off the sample path: a worker thread does the
  * reading and compiling, so a new process's first samples still take frame-pointer steps.
  *
@@ -24,15 +25,16 @@
 #include <pebsprof/record.h>
 
 struct pp_unwinder_sink {
-	/* Write n rows at index first of the row array: 0 or -errno. */
-	int (*write_rows)(void *ctx, uint32_t first, const struct pp_bpf_unwind_row *rows,
-			  uint32_t n);
+	/* Write n words (a table's run, record.h) at index first of the row array: 0 or -errno. */
+	int (*write_rows)(void *ctx, uint32_t first, const uint32_t *words, uint32_t n);
+	/* Write the rule at index i of the rule array (before any row names it): 0 or -errno. */
+	int (*write_rule)(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule *rule);
 	/* Set or replace a process's mapping list: 0 or -errno. */
 	int (*set_proc)(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_proc *p);
 	/* Remove a process's mapping list (absent is fine). */
 	void (*del_proc)(void *ctx, uint32_t tgid);
 	void *ctx;
-	uint32_t nr_rows; /* the row array's size */
+	uint32_t nr_rows; /* the row array's size, in 4-byte words */
 };
 
 struct pp_unwinder_opts {
@@ -66,8 +68,10 @@ struct pp_unwinder_stats {
 	uint64_t mappings_no_room;    /* its table did not fit the row budget */
 	uint64_t mappings_unplaced;   /* no executable segment holds its file offset */
 	uint64_t mappings_cut;	      /* past PP_UNWIND_MAX_MAPPINGS in a process */
-	uint64_t rows_used;	      /* rows of the array in use now */
+	uint64_t rows_used;	      /* words of the row array in use now (rows, pages) */
 	uint64_t rows_total;	      /* its size */
+	uint64_t rules_used;	      /* rules in the rule array now */
+	uint64_t tables_too_big;      /* more rows than a table may have, or 4 GiB of code */
 	uint64_t build_ns;	      /* time compiling tables, in all */
 };
 
@@ -95,10 +99,12 @@ void pp_unwinder_drain(struct pp_unwinder *u);
 void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out);
 
 /*
- * A sink writing to the shim's maps: rows_fd the row array of nr_rows entries, procs_fd the
- * per-process hash. Freed with pp_unwinder_bpf_sink_free after the unwinder.
+ * A sink writing to the shim's maps: rows_fd the row array of nr_rows words, rules_fd the rule
+ * array (PP_UW_MAX_RULES), procs_fd the per-process hash. Freed with pp_unwinder_bpf_sink_free
+ * after the unwinder.
  */
-struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows, int procs_fd);
+struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows, int rules_fd,
+						  int procs_fd);
 void pp_unwinder_bpf_sink_free(struct pp_unwinder_sink *sink);
 
 #endif /* PP_COLLECTOR_UNWINDER_H */

@@ -194,13 +194,25 @@ struct pp_shim_config {
 #define PP_USTACK_DWARF 3
 
 /*
- * Unwind tables in BPF maps (x86-64). unwind_rows, an array, holds every table's rows, each
- * table a run sorted by pc; unwind_procs maps a tgid to its executable mappings, sorted by
- * address, each naming its table's run. A row holds from its pc to the next row's; pc is the
- * offset from the mapping's base (the address of the table's first row in this process).
+ * Unwind tables in BPF maps (x86-64), 4 bytes a row. unwind_rows, an array of __u32 words,
+ * holds every table as one run; unwind_rules holds the rules rows name (what the CFA is, where
+ * the caller's rbp and return address are), each distinct rule once for all tables;
+ * unwind_procs maps a tgid to its executable mappings, sorted by address, each naming its
+ * table's run. A table covers its code in 64 KiB pages from its base (the address of its first
+ * row in this process). Its run starts with nr_pages + 1 words, word p the index in the run
+ * of page p's first row (word nr_pages: the run's length), then the rows, each
+ * PP_UW_ROW(pc_lo, rule): from pc_lo (the offset in its page) to the next row's, the rule at
+ * that index holds. Each page's rows start at pc_lo 0 (the rule in effect where the page
+ * starts), so a pc's row is always in its own page. Rule 0 is "no CFI here".
  */
-struct pp_bpf_unwind_row {
-	__u32 pc;
+#define PP_UW_PAGE_SHIFT 16
+#define PP_UW_ROW(pc_lo, rule) ((__u32)(rule) << 16 | (__u32)(pc_lo))
+#define PP_UW_ROW_PC_LO(w) ((w)&0xffff)
+#define PP_UW_ROW_RULE(w) ((w) >> 16)
+#define PP_UW_MAX_RULES 65536		 /* rule indexes are 16 bits */
+#define PP_UW_MAX_TABLE_WORDS (1u << 24) /* the shim searches at most this much of a run */
+
+struct pp_bpf_unwind_rule {
 	__s32 cfa_off;
 	__s16 rbp_off;
 	__s16 ra_off;
@@ -225,9 +237,9 @@ struct pp_bpf_unwind_row {
 
 struct pp_bpf_unwind_mapping {
 	__u64 start, end; /* the executable mapping [start, end) */
-	__u64 base;	  /* row pc 0 is at this address */
-	__u32 first_row;  /* the table's run in unwind_rows */
-	__u32 nr_rows;	  /* 0: no table (frame pointers in PP_USTACK_AUTO) */
+	__u64 base;	  /* the table's page 0 starts at this address */
+	__u32 first_word; /* the table's run in unwind_rows */
+	__u32 nr_pages;	  /* 0: no table (frame pointers in PP_USTACK_AUTO) */
 };
 
 #define PP_UNWIND_MAX_MAPPINGS 256	      /* executable mappings per process in unwind_procs */
@@ -241,7 +253,7 @@ struct pp_bpf_unwind_proc {
 	struct pp_bpf_unwind_mapping m[PP_UNWIND_MAX_MAPPINGS];
 };
 
-_Static_assert(sizeof(struct pp_bpf_unwind_row) == 16, "pp_bpf_unwind_row layout");
+_Static_assert(sizeof(struct pp_bpf_unwind_rule) == 12, "pp_bpf_unwind_rule layout");
 _Static_assert(sizeof(struct pp_bpf_unwind_mapping) == 32, "pp_bpf_unwind_mapping layout");
 
 #define PP_IP_FILTER_NONE 0

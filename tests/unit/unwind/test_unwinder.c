@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "testsh.h"
+#include "unwind/unwind_pack.h"
 #include "unwind/unwind_table.h"
 #include "unwind/unwinder.h"
 
@@ -26,7 +27,8 @@
 
 struct mem_sink {
 	struct pp_unwinder_sink sink;
-	struct pp_bpf_unwind_row *rows;
+	uint32_t *rows;
+	struct pp_bpf_unwind_rule rules[PP_UW_MAX_RULES];
 	struct {
 		uint32_t tgid;
 		struct pp_bpf_unwind_proc p;
@@ -34,14 +36,23 @@ struct mem_sink {
 	unsigned sets, dels;
 };
 
-static int mem_write_rows(void *ctx, uint32_t first, const struct pp_bpf_unwind_row *rows,
-			  uint32_t n)
+static int mem_write_rows(void *ctx, uint32_t first, const uint32_t *words, uint32_t n)
 {
 	struct mem_sink *m = ctx;
 
 	if ((uint64_t)first + n > m->sink.nr_rows)
 		return -ERANGE;
-	memcpy(m->rows + first, rows, n * sizeof(*rows));
+	memcpy(m->rows + first, words, n * sizeof(*words));
+	return 0;
+}
+
+static int mem_write_rule(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule *rule)
+{
+	struct mem_sink *m = ctx;
+
+	if (i >= PP_UW_MAX_RULES)
+		return -ERANGE;
+	m->rules[i] = *rule;
 	return 0;
 }
 
@@ -85,6 +96,7 @@ static struct mem_sink *mem_sink_new(uint32_t nr_rows)
 		return NULL;
 	m->rows = calloc(nr_rows, sizeof(*m->rows));
 	m->sink = (struct pp_unwinder_sink){.write_rows = mem_write_rows,
+					    .write_rule = mem_write_rule,
 					    .set_proc = mem_set_proc,
 					    .del_proc = mem_del_proc,
 					    .ctx = m,
@@ -217,27 +229,72 @@ TEST(a_process_gets_its_mappings_and_tables)
 	lib = mapping_of(p, pid, "libpp_chain.so");
 	libc = mapping_of(p, pid, "libc.so.6");
 	REQUIRE(lib != NULL && libc != NULL);
-	CHECK(lib->nr_rows > 10 && libc->nr_rows > 10000);
+	CHECK(lib->nr_pages >= 1 && libc->nr_pages > 10);
+	CHECK(m->rows[libc->first_word + libc->nr_pages] > 10000); /* libc's run: its rows */
 
-	/* the run in the array is the compiler's table, pc for pc, rule for rule */
+	/*
+	 * The run in the array, looked up as the shim does, gives the compiler's table: at each
+	 * row's first and last byte, its rule, rule for rule
+	 */
+	for (int k = 0; k < 2; k++) {
+		const struct pp_bpf_unwind_mapping *mp = k ? libc : lib;
+		const uint32_t *run = &m->rows[mp->first_word];
+		uint32_t nwords = run[mp->nr_pages];
+		size_t checked = 0, n;
+		bool bad = false;
+
+		if (k)
+			snprintf(path, sizeof(path), "/usr/lib/x86_64-linux-gnu/libc.so.6");
+		else
+			snprintf(path, sizeof(path), "%s/libpp_chain.so", g_dir);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		t = pp_unwind_table_open_fd(fd, 0);
+		close(fd);
+		REQUIRE(t != NULL);
+		n = pp_unwind_table_count(t);
+		for (size_t i = 0; i + 1 < n && !bad; i++) {
+			const struct pp_unwind_row *want = pp_unwind_table_get(t, i);
+			uint64_t base_vaddr = pp_unwind_table_get(t, 0)->pc;
+			uint64_t at[2] = {want->pc - base_vaddr,
+					  pp_unwind_table_get(t, i + 1)->pc - 1 - base_vaddr};
+
+			for (int j = 0; j < 2 && !bad; j++) {
+				const struct pp_bpf_unwind_rule *got;
+				uint32_t rule;
+
+				if (!pp_unwind_packed_find(run, nwords, mp->nr_pages, at[j],
+							   &rule)) {
+					CHECK(!"the shim's lookup finds no row where the table has "
+					       "one");
+					bad = true;
+					break;
+				}
+				got = &m->rules[rule];
+				if (want->cfa_rule == PP_CFA_NONE
+					? rule != 0
+					: got->cfa_rule != want->cfa_rule ||
+					      got->cfa_off != want->cfa_off ||
+					      got->ra_rule != want->ra_rule ||
+					      got->ra_off != want->ra_off ||
+					      got->rbp_rule != want->rbp_rule ||
+					      got->rbp_off != want->rbp_off ||
+					      got->flags != want->flags) {
+					CHECK(!"a row's rule differs from the compiler's");
+					bad = true;
+				}
+				checked++;
+			}
+		}
+		printf("  %s: %zu rows, %u words in %u pages, %zu lookups agree\n",
+		       k ? "libc.so.6" : "libpp_chain.so", n, nwords, mp->nr_pages, checked);
+		CHECK(checked >= 2 * (n - 1));
+		pp_unwind_table_free(t);
+	}
 	snprintf(path, sizeof(path), "%s/libpp_chain.so", g_dir);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	t = pp_unwind_table_open_fd(fd, 0);
 	close(fd);
 	REQUIRE(t != NULL);
-	CHECK_EQ_U64(lib->nr_rows, pp_unwind_table_count(t));
-	for (uint32_t i = 0; i < lib->nr_rows && i < pp_unwind_table_count(t); i++) {
-		const struct pp_unwind_row *want = pp_unwind_table_get(t, i);
-		const struct pp_bpf_unwind_row *got = &m->rows[lib->first_row + i];
-		uint64_t base_vaddr = pp_unwind_table_get(t, 0)->pc;
-
-		if (got->pc != want->pc - base_vaddr || got->cfa_rule != want->cfa_rule ||
-		    got->cfa_off != want->cfa_off || got->ra_rule != want->ra_rule ||
-		    got->rbp_rule != want->rbp_rule) {
-			CHECK(!"row differs from the compiler's");
-			break;
-		}
-	}
 	/* the mapping's base: the address of the table's first row in this process */
 	{
 		uint64_t vaddr = 0;
@@ -359,8 +416,8 @@ TEST(a_small_budget_evicts_unused_tables_and_counts_what_does_not_fit)
 	REQUIRE(p != NULL);
 	cxx = mapping_of(p, c, "libstdc++");
 	libc = mapping_of(p, c, "libc.so.6");
-	CHECK(cxx != NULL && cxx->nr_rows == 0);
-	CHECK(libc != NULL && libc->nr_rows > 10000);
+	CHECK(cxx != NULL && cxx->nr_pages == 0);
+	CHECK(libc != NULL && libc->nr_pages > 10);
 	CHECK(st.mappings_no_table >= 1);
 	/* another process mapping libstdc++: no rows were freed since, so no second compile */
 	{
