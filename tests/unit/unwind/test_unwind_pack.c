@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "sampling/shim_loader.h"
+#include "symbolize/elf_symbols.h"
+#include "testsh.h"
 #include "unwind/unwind_pack.h"
 #include "unwind/unwind_table.h"
 
@@ -235,10 +239,86 @@ TEST(host_libraries_pack_to_the_same_rules)
 		SKIP("neither libc nor libstdc++ is here");
 }
 
+/*
+ * The default table budget holds the 50 largest ELF files with tables that Debian packages
+ * installed here (LLVM's and clang's libraries, gcc's compilers, node, the JVM where present),
+ * all at once, with the rules they share: as a node running them all would need.
+ */
+TEST(the_largest_binaries_here_fit_the_default_budget)
+{
+	struct pp_unwind_rules *d = pp_unwind_rules_new(PP_UW_MAX_RULES);
+	uint64_t words = 0, rows = 0, budget = pp_unwind_rows_for_bytes(0);
+	char path[4096], (*ids)[128] = calloc(1024, sizeof(*ids));
+	size_t files = 0, nids = 0, dup = 0;
+	FILE *list;
+
+	REQUIRE(d != NULL);
+	list =
+	    popen("cat /var/lib/dpkg/info/*.list 2>/dev/null | sort -u > /tmp/pp-deb-files.$$ && "
+		  "find /usr -xdev -type f -size +1M -printf '%s %p\\n' 2>/dev/null | "
+		  "sort -rn | cut -d' ' -f2- | grep -Fxf /tmp/pp-deb-files.$$; "
+		  "rm -f /tmp/pp-deb-files.$$",
+		  "r");
+	REQUIRE(list != NULL);
+	while (files < 50 && fgets(path, sizeof(path), list)) {
+		struct pp_unwind_packed pk;
+		struct pp_unwind_table *t;
+		int fd;
+
+		path[strcspn(path, "\n")] = '\0';
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* one table per build id, as the agent keeps them (hard links, copies) */
+		if (pp_elf_read_build_id_fd(fd, ids[nids], sizeof(ids[nids])) == 0 &&
+		    ids[nids][0]) {
+			size_t i = 0;
+
+			while (i < nids && strcmp(ids[i], ids[nids]))
+				i++;
+			if (i < nids) {
+				dup++;
+				close(fd);
+				continue;
+			}
+			if (nids < 1023)
+				nids++;
+		}
+		t = pp_unwind_table_open_fd(fd, 0);
+		close(fd);
+		if (!t)
+			continue; /* not ELF, or no CFI */
+		if (pp_unwind_pack(t, d, 0, &pk) == 0) {
+			files++;
+			rows += pp_unwind_table_count(t);
+			words += pk.nwords;
+			free(pk.words); /* the rules stay held: all the files at once */
+			free(pk.rules);
+			free(pk.new_rules);
+		} else {
+			CHECK(!"a table that cannot be packed");
+		}
+		pp_unwind_table_free(t);
+	}
+	pclose(list);
+	printf("  %zu files (%zu more of the same build id): %" PRIu64 " rows in %" PRIu64
+	       " words (%.1f MiB), %u rules; the default "
+	       "budget holds %" PRIu64 " words (%.1f MiB); at 16 bytes a row they took %.1f MiB\n",
+	       files, dup, rows, words, (double)words * 4 / (1 << 20), pp_unwind_rules_count(d),
+	       budget, (double)budget * 4 / (1 << 20), (double)rows * 16 / (1 << 20));
+	pp_unwind_rules_free(d);
+	free(ids);
+	if (files < 10)
+		SKIP("fewer than 10 large ELF files with tables from Debian packages here");
+	CHECK(words <= budget);
+}
+
 TEST_LIST = {
     {"hand_made_tables_pack_byte_for_byte", hand_made_tables_pack_byte_for_byte},
     {"the_dictionary_is_shared_counted_and_bounded", the_dictionary_is_shared_counted_and_bounded},
     {"code_spanning_4_gib_is_refused", code_spanning_4_gib_is_refused},
     {"host_libraries_pack_to_the_same_rules", host_libraries_pack_to_the_same_rules},
+    {"the_largest_binaries_here_fit_the_default_budget",
+     the_largest_binaries_here_fit_the_default_budget},
 };
 TEST_MAIN()
