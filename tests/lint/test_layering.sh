@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The collector's folders depend on each other one way only, as their READMEs declare
-# (check_layering.py). The checker is also shown to reject trees that break each rule, so a
-# checker that accepts everything fails here.
+# The collector's and the exporter's folders depend on each other one way only, as their
+# READMEs declare (check_layering.py). The checker is also shown to reject trees that break
+# each rule, so a checker that accepts everything fails here.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-src=${PP_SOURCE_DIR:-$here/../..}/collector/src
+root=${PP_SOURCE_DIR:-$here/../..}
+src=$root/collector/src
+exp=$root/exporter/src
 py=$(command -v python3) || { echo "skipped: no python3"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -25,9 +27,10 @@ check() { # name, expected exit (0 or 1), tree
 }
 
 check "collector/src keeps its declared layering" 0 "$src"
+check "exporter/src keeps its declared layering" 0 "$exp"
 
-mutate() { # name, then a command run inside a fresh copy of the tree
-	rm -rf "$tmp/t" && cp -r "$src" "$tmp/t"
+mutate() { # name, then a command run inside a fresh copy of the tree (TREE: default collector)
+	rm -rf "$tmp/t" && cp -r "${TREE:-$src}" "$tmp/t"
 	(cd "$tmp/t" && eval "$2")
 	check "rejected: $1" 1 "$tmp/t"
 }
@@ -42,6 +45,12 @@ mutate "a cycle in the declared lines" \
 mutate "a folder without a README" 'mkdir -p extra && echo "int x;" >extra/x.c'
 mutate "a header that does not exist" \
 	'sed -i "0,/#include \"/s//#include \"base\/nosuch.h\"\n#include \"/" cli/main.c'
+TREE=$exp mutate "exporter: base includes upward (base -> encode)" \
+	'sed -i "0,/#include \"/s//#include \"encode\/pbpack.h\"\n#include \"/" base/htab.c'
+TREE=$exp mutate "exporter: the encoders include the splitter (encode -> split)" \
+	'echo "#include \"split/nosuch.h\"" >>encode/otlp.c && touch split/nosuch.h'
+TREE=$exp mutate "exporter: a file at the top level includes a folder" \
+	'echo "#include \"base/htab.h\"" >top.c'
 
 if [ "$fails" -gt 0 ]; then
 	echo "$fails layering check(s) failed"

@@ -27,7 +27,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* exporter/src/transport.c gzips request bodies at level 6 (pprof.c uses the default, 6). */
+/* exporter/src/transport/transport.c gzips request bodies at level 6 (encode/pprof.c uses the
+ * default, 6). */
 #define GZIP_LEVEL 6
 
 #define NPROG 10
@@ -552,7 +553,7 @@ static int build(struct bench *b, struct pp_profile **out, double *intern_ms, do
 	return 0;
 }
 
-/* As exporter/src/transport.c gzips a request body: one deflate call, gzip wrapper. */
+/* As exporter/src/transport/transport.c gzips a request body: one deflate call, gzip wrapper. */
 static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
 	z_stream zs;

@@ -1,9 +1,9 @@
 /*
- * Unit tests of the exporter's private "k=v,k2=v2" list parser (exporter/src/kvlist.c) with
+ * Unit tests of the exporter's private "k=v,k2=v2" list parser (exporter/src/base/kvlist.c) with
  * rules of the test's own, so the offsets, the case rule, the bound and the hooks are checked
  * apart from the two public parsers built on it.
  */
-#include "../../../exporter/src/kvlist.h"
+#include "../../../exporter/src/base/kvlist.h"
 
 #include "check.h"
 

@@ -4,7 +4,7 @@
  */
 #include <pebsprof/writers.h>
 
-#include "htab.h"
+#include "base/htab.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -6,8 +6,8 @@
  */
 #include <pebsprof/writers.h>
 
-#include "fileio.h"
-#include "htab.h"
+#include "base/fileio.h"
+#include "base/htab.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -14,7 +14,7 @@
 
 #include <pebsprof/transport.h>
 
-#include "kvlist.h"
+#include "base/kvlist.h"
 
 #define PP_STR_(x) #x
 #define PP_STR(x) PP_STR_(x)

@@ -7,13 +7,13 @@
  */
 #include <pebsprof/otlp.h>
 
-#include "arena.h"
-#include "fileio.h"
-#include "htab.h"
-#include "kvlist.h"
+#include "base/arena.h"
+#include "base/fileio.h"
+#include "base/htab.h"
+#include "base/kvlist.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "pbpack.h"
-#include "strtab.h"
+#include "base/strtab.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -8,7 +8,7 @@
 #include <pebsprof/profile.h>
 #include <pebsprof/text.h>
 
-#include "htab.h"
+#include "base/htab.h"
 
 #include <errno.h>
 #include <stdbool.h>

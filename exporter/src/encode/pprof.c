@@ -5,11 +5,11 @@
  */
 #include <pebsprof/writers.h>
 
-#include "fileio.h"
-#include "htab.h"
+#include "base/fileio.h"
+#include "base/htab.h"
 #include "pbpack.h"
 #include "pprof/profile.pb-c.h"
-#include "strtab.h"
+#include "base/strtab.h"
 
 #include <errno.h>
 #include <stdbool.h>

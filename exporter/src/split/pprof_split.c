@@ -7,8 +7,8 @@
  */
 #include <pebsprof/writers.h>
 
-#include "arena.h"
-#include "pbpack.h"
+#include "base/arena.h"
+#include "encode/pbpack.h"
 #include "pprof/profile.pb-c.h"
 
 #include <errno.h>

@@ -13,9 +13,9 @@
 #include <pebsprof/otlp.h>
 #include <pebsprof/transport.h>
 
-#include "arena.h"
+#include "base/arena.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
-#include "pbpack.h"
+#include "encode/pbpack.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -7,7 +7,7 @@
  */
 #include <pebsprof/writers.h>
 
-#include "fileio.h"
+#include "base/fileio.h"
 
 #include <errno.h>
 #include <stdlib.h>
