@@ -188,7 +188,8 @@ for prog in $PROGRAMS; do
 	rec_cpu=$(echo "$out" | sed -n 's/^cpu_s //p')
 	rep_cpu=$(cpu_of perf report -i "$T/$prog.dw.data" --stdio | sed -n 's/^cpu_s //p')
 	for k in fp dw; do
-		perf script -i "$T/$prog.$k.data" -F comm,tid,ip,sym,dso >"$T/$prog.$k.txt" 2>/dev/null
+		# --no-inline: only the outermost frames are checked (addr2line over LLVM: minutes)
+		perf script --no-inline -i "$T/$prog.$k.data" -F comm,tid,ip,sym,dso >"$T/$prog.$k.txt" 2>/dev/null
 	done
 	[ "$prog" = java ] && jcmd "$wpid" Compiler.perfmap >/dev/null 2>&1
 	map=/tmp/perf-$wpid.map
