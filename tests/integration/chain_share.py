@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """How many samples in the leaf of tests/data/unwind's chains hold the whole expected chain.
 
-usage: chain_share.py folded FOLDED EXPECTED   (pebsprof's folded stacks, root first)
+usage: chain_share.py folded FOLDED EXPECTED [--user-mode]   (pebsprof's folded stacks, root
+                                                 first; --user-mode: samples taken in pp_spin
+                                                 itself, not in the kernel under it)
        chain_share.py perf EXPECTED < SCRIPT   (perf script -F ip,sym, leaf first)
        chain_share.py edges FOLDED EXPECTED    (samples with an invented caller)
 
@@ -22,12 +24,14 @@ def perf_name(name):
     return name.split("(")[0] if "::" in name else name
 
 
-def share(stacks, want):
+def share(stacks, want, user_mode=False):
     spin = whole = 0
     for leaf_first, n in stacks:
         if "pp_spin" not in leaf_first:
             continue
         i = leaf_first.index("pp_spin")
+        if user_mode and i != 0:
+            continue
         spin += n
         if leaf_first[i + 1:i + 1 + len(want)] == want:
             whole += n
@@ -67,8 +71,8 @@ def main():
         bad, total = invented(folded(sys.argv[2]), expected(sys.argv[3]))
         print("%d/%d" % (bad, total))
         return
-    if len(sys.argv) == 4 and sys.argv[1] == "folded":
-        whole, spin = share(folded(sys.argv[2]), expected(sys.argv[3]))
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "folded" and sys.argv[4:] in ([], ["--user-mode"]):
+        whole, spin = share(folded(sys.argv[2]), expected(sys.argv[3]), len(sys.argv) == 5)
     elif len(sys.argv) == 3 and sys.argv[1] == "perf":
         whole, spin = share(perf_script(sys.stdin.read()), expected(sys.argv[2]))
     else:

@@ -69,9 +69,23 @@ fi
 
 # --- record on the workload: shares, loss, the shim as this kernel took it ------------------
 start=$(date +%s%N)
-"$pebsprof" record -e cpu-clock -F 499 -o "$out/w.folded" -- "$workload" 3 >"$out/record.out" \
-	2>"$out/record.err"
-rc=$?
+# The workload runs for wall-clock seconds: on a busy host the guest may give it too little CPU
+# in 3 s for 200 samples. Then it runs again, longer by this guest's slowness (known from the
+# first run's shim load), up to three times; the message says how many samples it got.
+wsecs=3
+for attempt in 1 2 3; do
+	"$pebsprof" record -e cpu-clock -F 499 -o "$out/w.folded" -- "$workload" "$wsecs" \
+		>"$out/record.out" 2>"$out/record.err"
+	rc=$?
+	load_ms=$(sed -n 's/^shim:.*loaded in \([0-9]*\) ms.*/\1/p' "$out/record.out")
+	[ "$rc" = 0 ] && "$py" "$src/tests/integration/pprof_shares.py" check-shares folded \
+		"$out/w.folded" --expect burn_alpha=50,burn_beta=30,burn_gamma=20 --tol 8 \
+		>"$out/shares.txt" 2>&1 && break
+	grep -q "^FAIL: only" "$out/shares.txt" 2>/dev/null || break
+	wsecs=$((wsecs * 2 + 3 * ((${load_ms:-1000} + 499) / 500)))
+	[ "$wsecs" -le 60 ] || wsecs=60
+done
+put record_attempts "$attempt"
 put record_exit "$rc"
 shim=$(grep '^shim:' "$out/record.out")
 put variant "$(echo "$shim" | sed -n 's/^shim: \([a-z]*\).*/\1/p')"
@@ -89,7 +103,7 @@ if [ "$rc" = 0 ] && "$py" "$src/tests/integration/pprof_shares.py" check-shares 
 	"$out/w.folded" --expect burn_alpha=50,burn_beta=30,burn_gamma=20 --tol 8 \
 	>"$out/shares.txt" 2>&1; then
 	put shares ok
-	ok "record: burn shares 50/30/20 +- 8 ($(tr '\n' ' ' <"$out/shares.txt"))"
+	ok "record: burn shares 50/30/20 +- 8 ($(tr '\n' ' ' <"$out/shares.txt")), run $attempt"
 else
 	put shares FAIL
 	fail "record (exit $rc): shares $(tr '\n' ' ' <"$out/shares.txt" 2>/dev/null)"
@@ -110,14 +124,25 @@ if [ -n "$chain" ]; then
 	"$pebsprof" record -e cpu-clock -F 499 -d 2 -p "$cpid" -o "$out/chain.folded" \
 		>"$out/chain.out" 2>"$out/chain.err"
 	stop "$cpid"
+	# Before 5.17 the table walker is the bounded loop, which walks user-mode samples only
+	# (record.h): the whole chain is asked of those; samples in the kernel under the chain,
+	# more of them on a busy host, get what frame pointers give.
+	mode=
+	grep -q "in a bounded loop" "$out/chain.out" && mode=--user-mode
 	read -r frac share <<<"$("$py" "$src/tests/integration/chain_share.py" folded \
-		"$out/chain.folded" "$src/tests/data/unwind/chain.expected")"
+		"$out/chain.folded" "$src/tests/data/unwind/chain.expected" $mode)"
 	if [ "${share#*/}" = 0 ]; then
 		put chain_whole no
 		fail "record -p chain: no sample in the chain's leaf: $(grep -E '^[0-9]+ samples' "$out/chain.out")"
 	else
-		put chain_whole "$("$py" -c "print('ok' if ${frac:-0} >= 0.95 else 'no')")"
-		ok "record -p chain: the whole chain in $share samples in the leaf"
+		whole=$("$py" -c "print('ok' if ${frac:-0} >= 0.95 else 'no')")
+		put chain_whole "$whole"
+		what="the whole chain in $share samples in the leaf${mode:+ (user mode: the bounded walker)}"
+		if [ "$whole" = ok ]; then
+			ok "record -p chain: $what"
+		else
+			fail "record -p chain: only $what (want 95 %)"
+		fi
 	fi
 else
 	put chain_whole "not built"
