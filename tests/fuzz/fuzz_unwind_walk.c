@@ -49,19 +49,12 @@ static void check_packed_at(const struct pp_unwind_table *t, const struct pp_unw
 			    const struct pp_unwind_rules *d, uint64_t pc)
 {
 	const struct pp_unwind_row *want = pp_unwind_table_lookup(t, pc);
-	const struct pp_bpf_unwind_rule *got;
 	uint32_t rule;
 
 	if (!want ||
 	    !pp_unwind_packed_find(pk->words, pk->nwords, pk->nr_pages, pc - pk->base_vaddr, &rule))
 		__builtin_trap();
-	got = pp_unwind_rules_at(d, rule);
-	if (want->cfa_rule == PP_CFA_NONE
-		? rule != 0
-		: rule == 0 || got->cfa_rule != want->cfa_rule || got->cfa_off != want->cfa_off ||
-		      got->rbp_rule != want->rbp_rule || got->rbp_off != want->rbp_off ||
-		      got->ra_rule != want->ra_rule || got->ra_off != want->ra_off ||
-		      got->flags != want->flags)
+	if (!pp_unwind_rule_matches(rule, pp_unwind_rules_at(d, rule), want))
 		__builtin_trap();
 }
 

@@ -138,22 +138,39 @@ struct packer {
 	uint8_t held[PP_UW_MAX_RULES / 8]; /* rules this table holds */
 };
 
+bool pp_unwind_rule_of_row(const struct pp_unwind_row *row, struct pp_bpf_unwind_rule *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (row->cfa_rule == PP_CFA_NONE)
+		return false;
+	out->cfa_off = row->cfa_off;
+	out->rbp_off = row->rbp_off;
+	out->ra_off = row->ra_off;
+	out->cfa_rule = row->cfa_rule;
+	out->rbp_rule = row->rbp_rule;
+	out->ra_rule = row->ra_rule;
+	out->flags = row->flags;
+	return true;
+}
+
+bool pp_unwind_rule_matches(uint32_t i, const struct pp_bpf_unwind_rule *rule,
+			    const struct pp_unwind_row *row)
+{
+	struct pp_bpf_unwind_rule want;
+
+	if (!pp_unwind_rule_of_row(row, &want))
+		return i == 0;
+	return i != 0 && !memcmp(rule, &want, sizeof(want));
+}
+
 /* The index of the row's rule, held by the table: 0 for no CFI, NO_RULE when full. */
 static uint32_t rule_of(struct packer *pk, const struct pp_unwind_row *row)
 {
 	struct pp_bpf_unwind_rule r;
 	uint32_t i;
 
-	if (row->cfa_rule == PP_CFA_NONE)
+	if (!pp_unwind_rule_of_row(row, &r))
 		return 0;
-	memset(&r, 0, sizeof(r)); /* whole: the dictionary compares and hashes bytes */
-	r.cfa_off = row->cfa_off;
-	r.rbp_off = row->rbp_off;
-	r.ra_off = row->ra_off;
-	r.cfa_rule = row->cfa_rule;
-	r.rbp_rule = row->rbp_rule;
-	r.ra_rule = row->ra_rule;
-	r.flags = row->flags;
 	i = rules_find(pk->d, &r);
 	if (i == NO_RULE) {
 		i = rules_add(pk->d, &r);

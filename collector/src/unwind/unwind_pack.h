@@ -27,6 +27,15 @@ uint32_t pp_unwind_rules_count(const struct pp_unwind_rules *d);
 /* The rule at index i (rule 0 and unused indexes read as zeros). */
 const struct pp_bpf_unwind_rule *pp_unwind_rules_at(const struct pp_unwind_rules *d, uint32_t i);
 
+/*
+ * A row's rule as the rule array holds it, the whole struct written (the dictionary compares
+ * and hashes bytes): false for a row without CFI, which names rule 0.
+ */
+bool pp_unwind_rule_of_row(const struct pp_unwind_row *row, struct pp_bpf_unwind_rule *out);
+/* Whether rule i, holding *rule, is the one the row names (rule 0 for a row without CFI). */
+bool pp_unwind_rule_matches(uint32_t i, const struct pp_bpf_unwind_rule *rule,
+			    const struct pp_unwind_row *row);
+
 /* A table in the shim's form. */
 struct pp_unwind_packed {
 	uint32_t *words; /* nr_pages + 1 page words, then the rows */

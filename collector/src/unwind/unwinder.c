@@ -349,18 +349,25 @@ static void table_drop_rows(struct pp_unwinder *u, struct table *t)
 	pp_unwind_packed_release(&t->packed, u->rules);
 }
 
+/* Drop the rows (and rules) of the least recently installed unused table: false if none. */
+static bool evict_one(struct pp_unwinder *u, const char *what)
+{
+	struct table *victim = lru_unused(u, true);
+
+	if (!victim)
+		return false;
+	table_drop_rows(u, victim);
+	u->st.tables_evicted++;
+	pp_debug("unwind: evicted the table of %s to make room for %s", victim->key, what);
+	return true;
+}
+
 /* Room for n rows, evicting unused tables from the least recently installed on. */
 static int make_room(struct pp_unwinder *u, uint32_t n, uint32_t *first)
 {
-	while (rows_alloc(u, n, first) != 0) {
-		struct table *victim = lru_unused(u, true);
-
-		if (!victim)
+	while (rows_alloc(u, n, first) != 0)
+		if (!evict_one(u, "rows"))
 			return -ENOSPC;
-		table_drop_rows(u, victim);
-		u->st.tables_evicted++;
-		pp_debug("unwind: evicted the table of %s to make room", victim->key);
-	}
 	return 0;
 }
 
@@ -416,15 +423,9 @@ static int pack_with_room(struct pp_unwinder *u, const struct pp_unwind_table *u
 	    u->sink.nr_rows < PP_UW_MAX_TABLE_WORDS ? u->sink.nr_rows : PP_UW_MAX_TABLE_WORDS;
 	int ret;
 
-	while ((ret = pp_unwind_pack(ut, u->rules, max, out)) == -ENOSPC) {
-		struct table *victim = lru_unused(u, true);
-
-		if (!victim)
+	while ((ret = pp_unwind_pack(ut, u->rules, max, out)) == -ENOSPC)
+		if (!evict_one(u, "rules"))
 			break;
-		table_drop_rows(u, victim);
-		u->st.tables_evicted++;
-		pp_debug("unwind: evicted the table of %s to make room for rules", victim->key);
-	}
 	return ret;
 }
 

@@ -259,7 +259,6 @@ TEST(a_process_gets_its_mappings_and_tables)
 					  pp_unwind_table_get(t, i + 1)->pc - 1 - base_vaddr};
 
 			for (int j = 0; j < 2 && !bad; j++) {
-				const struct pp_bpf_unwind_rule *got;
 				uint32_t rule;
 
 				if (!pp_unwind_packed_find(run, nwords, mp->nr_pages, at[j],
@@ -269,16 +268,7 @@ TEST(a_process_gets_its_mappings_and_tables)
 					bad = true;
 					break;
 				}
-				got = &m->rules[rule];
-				if (want->cfa_rule == PP_CFA_NONE
-					? rule != 0
-					: got->cfa_rule != want->cfa_rule ||
-					      got->cfa_off != want->cfa_off ||
-					      got->ra_rule != want->ra_rule ||
-					      got->ra_off != want->ra_off ||
-					      got->rbp_rule != want->rbp_rule ||
-					      got->rbp_off != want->rbp_off ||
-					      got->flags != want->flags) {
+				if (!pp_unwind_rule_matches(rule, &m->rules[rule], want)) {
 					CHECK(!"a row's rule differs from the compiler's");
 					bad = true;
 				}
