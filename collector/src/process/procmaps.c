@@ -318,3 +318,131 @@ const struct pp_map_entry *pp_maps_find(const struct pp_maps *m, uint64_t addr)
 		return &m->entries[lo - 1];
 	return NULL;
 }
+
+void pp_map_entry_set_name(struct pp_map_entry *e, char *name)
+{
+	size_t n = strlen(name);
+
+	e->deleted = 0;
+	if (equals(name, n, "//anon")) {
+		e->kind = PP_MAP_KIND_ANON;
+		e->path = "";
+		return;
+	}
+	if (n >= sizeof(DELETED_SUFFIX) - 1 &&
+	    memcmp(name + n - (sizeof(DELETED_SUFFIX) - 1), DELETED_SUFFIX,
+		   sizeof(DELETED_SUFFIX) - 1) == 0) {
+		e->deleted = 1;
+		n -= sizeof(DELETED_SUFFIX) - 1;
+		name[n] = '\0';
+	}
+	e->kind = classify(name, n);
+	e->path = name;
+}
+
+size_t pp_maps_bytes(const struct pp_maps *m)
+{
+	size_t b = m->n * sizeof(m->entries[0]);
+
+	for (size_t i = 0; i < m->n; i++)
+		b += strlen(m->entries[i].path) + 1;
+	return b;
+}
+
+/*
+ * Rebuild m from the entries of old (paths copied into one new pool) with *extra among them:
+ * the caller has sized ents for them. Takes ownership of ents.
+ */
+static int maps_rebuild(struct pp_maps *m, struct pp_map_entry *ents, size_t n,
+			const struct pp_map_entry *extra, size_t extra_len)
+{
+	size_t pool_len = 0, off = 0;
+	char *pool;
+
+	for (size_t i = 0; i < n; i++)
+		pool_len += (&ents[i] == extra ? extra_len : strlen(ents[i].path)) + 1;
+	pool = malloc(pool_len ? pool_len : 1);
+	if (!pool) {
+		free(ents);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t len = &ents[i] == extra ? extra_len : strlen(ents[i].path);
+
+		memcpy(pool + off, ents[i].path, len);
+		pool[off + len] = '\0';
+		ents[i].path = pool + off;
+		off += len + 1;
+	}
+	free(m->entries);
+	free(m->strings);
+	m->entries = ents;
+	m->strings = pool;
+	m->n = n;
+	return 0;
+}
+
+int pp_maps_insert(struct pp_maps *m, const struct pp_map_entry *e)
+{
+	struct pp_map_entry *ents, *placed = NULL;
+	size_t n = 0, path_len;
+
+	if (!m || !e || e->start >= e->end || !e->path)
+		return -EINVAL;
+	path_len = strlen(e->path);
+	/* at most one older entry is split in two around e */
+	ents = calloc(m->n + 2, sizeof(*ents));
+	if (!ents)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct pp_map_entry *o = &m->entries[i];
+
+		if (o->end <= e->start || o->start >= e->end) {
+			if (!placed && o->start >= e->end) {
+				placed = &ents[n];
+				ents[n++] = *e;
+			}
+			ents[n++] = *o;
+			continue;
+		}
+		/* o overlaps e: keep what lies outside it */
+		if (o->start < e->start) {
+			ents[n] = *o;
+			ents[n++].end = e->start;
+		}
+		if (!placed) {
+			placed = &ents[n];
+			ents[n++] = *e;
+		}
+		if (o->end > e->end) {
+			ents[n] = *o;
+			ents[n].start = e->end;
+			ents[n].offset += e->end - o->start;
+			n++;
+		}
+	}
+	if (!placed) {
+		placed = &ents[n];
+		ents[n++] = *e;
+	}
+	placed->path = e->path;
+	return maps_rebuild(m, ents, n, placed, path_len);
+}
+
+int pp_maps_copy(struct pp_maps *dst, const struct pp_maps *src)
+{
+	struct pp_map_entry *ents;
+	int err;
+
+	memset(dst, 0, sizeof(*dst));
+	if (!src->n)
+		return 0;
+	ents = malloc(src->n * sizeof(*ents));
+	if (!ents)
+		return -ENOMEM;
+	memcpy(ents, src->entries, src->n * sizeof(*ents));
+	err = maps_rebuild(dst, ents, src->n, NULL, 0);
+	if (err)
+		memset(dst, 0, sizeof(*dst));
+	return err;
+}

@@ -32,6 +32,7 @@ struct pp_map_entry {
 	uint64_t end;	 /* one past the last address; start < end always holds */
 	uint64_t offset; /* file offset of start (page offset for anonymous mappings) */
 	uint64_t inode;
+	uint64_t ino_generation; /* the side-band's (0: unknown, as in /proc/PID/maps) */
 	uint32_t dev_major;
 	uint32_t dev_minor;
 	uint8_t perms;	 /* PP_MAP_* bits */
@@ -75,6 +76,28 @@ void pp_maps_fini(struct pp_maps *m);
  * pointer is borrowed from m and valid until pp_maps_fini(m).
  */
 const struct pp_map_entry *pp_maps_find(const struct pp_maps *m, uint64_t addr);
+
+/*
+ * Set e's kind, path and deleted flag from a mapping's name as the kernel's perf side-band
+ * (PERF_RECORD_MMAP2) reports it: a path (" (deleted)" cut off), a pseudo name ("[vdso]",
+ * "[heap]"), or "//anon" for anonymous memory (path ""). The suffix is cut off in name itself;
+ * the path points into name, or at a static "". Other fields of e are left alone.
+ */
+void pp_map_entry_set_name(struct pp_map_entry *e, char *name);
+
+/*
+ * Insert mapping e (e->path copied) into m, keeping m sorted and non-overlapping: what e
+ * covers of older mappings is cut away, as a new mmap replaces what it covers in the
+ * process. Entries and paths handed out from m before are invalid afterwards. 0 or -ENOMEM
+ * (m unchanged), -EINVAL for an empty range.
+ */
+int pp_maps_insert(struct pp_maps *m, const struct pp_map_entry *e);
+
+/* A deep copy of src into *dst (which need not be initialised): 0 or -ENOMEM (dst empty). */
+int pp_maps_copy(struct pp_maps *dst, const struct pp_maps *src);
+
+/* Bytes m holds on the heap (entries and paths), for cache accounting. */
+size_t pp_maps_bytes(const struct pp_maps *m);
 
 /* The file offset that addr (inside e) corresponds to. */
 static inline uint64_t pp_map_file_offset(const struct pp_map_entry *e, uint64_t addr)

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -370,6 +371,98 @@ TEST(live_self_maps)
 	free(text);
 }
 
+/*
+ * Mappings inserted as the kernel reports them (pp_maps_insert) against a model that knows,
+ * page by page, which insert last covered it: after each insert the entries are sorted,
+ * disjoint, and each page names the right mapping, path and file offset.
+ */
+#define MODEL_PAGES 64
+TEST(insert_matches_page_model)
+{
+	struct pp_maps m = {0};
+	int owner[MODEL_PAGES];
+	uint64_t off0[64], start0[64];
+	char names[64][16];
+	unsigned seed = 12345;
+
+	for (int p = 0; p < MODEL_PAGES; p++)
+		owner[p] = -1;
+	for (int k = 0; k < 64; k++) {
+		struct pp_map_entry e = {0};
+		int a, b;
+
+		seed = seed * 1103515245u + 12345u;
+		a = (int)((seed >> 8) % MODEL_PAGES);
+		seed = seed * 1103515245u + 12345u;
+		b = a + 1 + (int)((seed >> 8) % 12);
+		if (b > MODEL_PAGES)
+			b = MODEL_PAGES;
+		snprintf(names[k], sizeof(names[k]), "/lib/f%d.so", k);
+		off0[k] = (uint64_t)k << 20;
+		e.start = 0x1000ull * (uint64_t)a;
+		start0[k] = e.start;
+		e.end = 0x1000ull * (uint64_t)b;
+		e.offset = off0[k];
+		e.perms = PP_MAP_READ | PP_MAP_EXEC;
+		e.kind = PP_MAP_KIND_FILE;
+		e.inode = (uint64_t)k;
+		e.path = names[k];
+		REQUIRE(pp_maps_insert(&m, &e) == 0);
+		for (int p = a; p < b; p++)
+			owner[p] = k;
+		for (size_t i = 1; i < m.n; i++)
+			CHECK(m.entries[i - 1].end <= m.entries[i].start);
+		for (int p = 0; p < MODEL_PAGES; p++) {
+			uint64_t addr = 0x1000ull * (uint64_t)p + 0x10;
+			const struct pp_map_entry *f = pp_maps_find(&m, addr);
+
+			if (owner[p] < 0) {
+				CHECK(f == NULL);
+				continue;
+			}
+			REQUIRE(f != NULL);
+			CHECK_EQ_U64(f->inode, (uint64_t)owner[p]);
+			CHECK_STR(f->path, names[owner[p]]);
+			/* the file offset of an address keeps to its own mapping's start */
+			CHECK_EQ_U64(pp_map_file_offset(f, addr),
+				     off0[owner[p]] + addr - start0[owner[p]]);
+		}
+	}
+	{
+		struct pp_maps copy;
+
+		REQUIRE(pp_maps_copy(&copy, &m) == 0);
+		REQUIRE(copy.n == m.n);
+		for (size_t i = 0; i < m.n; i++) {
+			CHECK_EQ_U64(copy.entries[i].start, m.entries[i].start);
+			CHECK_STR(copy.entries[i].path, m.entries[i].path);
+			CHECK(copy.entries[i].path != m.entries[i].path);
+		}
+		pp_maps_fini(&copy);
+	}
+	pp_maps_fini(&m);
+}
+
+/* Names as PERF_RECORD_MMAP2 gives them. */
+TEST(entry_names_from_the_side_band)
+{
+	struct pp_map_entry e = {0};
+	char anon[] = "//anon", del[] = "/tmp/x (deleted)", vdso[] = "[vdso]", file[] = "/a b";
+
+	pp_map_entry_set_name(&e, anon);
+	CHECK_EQ_U64(e.kind, PP_MAP_KIND_ANON);
+	CHECK_STR(e.path, "");
+	pp_map_entry_set_name(&e, del);
+	CHECK_EQ_U64(e.kind, PP_MAP_KIND_FILE);
+	CHECK_EQ_U64(e.deleted, 1);
+	CHECK_STR(e.path, "/tmp/x");
+	pp_map_entry_set_name(&e, vdso);
+	CHECK_EQ_U64(e.kind, PP_MAP_KIND_VDSO);
+	CHECK_EQ_U64(e.deleted, 0);
+	pp_map_entry_set_name(&e, file);
+	CHECK_STR(e.path, "/a b");
+}
+
 TEST_LIST = {
     {"parses_real_maps", parses_real_maps},
     {"names_deleted_spaces_anon", names_deleted_spaces_anon},
@@ -379,5 +472,7 @@ TEST_LIST = {
     {"unsorted_and_overlapping_input", unsorted_and_overlapping_input},
     {"find_matches_linear_scan", find_matches_linear_scan},
     {"live_self_maps", live_self_maps},
+    {"insert_matches_page_model", insert_matches_page_model},
+    {"entry_names_from_the_side_band", entry_names_from_the_side_band},
 };
 TEST_MAIN()
