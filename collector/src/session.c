@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,6 +121,9 @@ struct jit_unnamed {
 	uint32_t pid, location;
 };
 
+/* Processes given unwind lists at once per reading of the side-band; the rest on a sample. */
+#define SB_DIRTY_MAX 256
+
 struct pp_session {
 	struct pp_session_opts opts;
 	struct mapsym_slot mapsyms[MAPSYM_SLOTS];
@@ -147,7 +151,10 @@ struct pp_session {
 	uint32_t kernel_mapping;
 	struct pp_mem_objcache *objs; /* memory events only */
 	uint32_t data_kernel_loc, data_unknown_loc;
-	uint32_t not_code_loc; /* the window's PP_FRAME_NOT_CODE location; 0: none yet */
+	uint32_t not_code_loc;		 /* the window's PP_FRAME_NOT_CODE location; 0: none yet */
+	uint64_t sb_read_ns;		 /* CLOCK_MONOTONIC when the side-band was last read */
+	uint32_t sb_dirty[SB_DIRTY_MAX]; /* processes with new code in this reading */
+	size_t nsb_dirty;
 	struct pp_session_stats stats;
 };
 
@@ -472,6 +479,20 @@ void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *o
 	out->process_cache_bytes =
 	    pp_proc_cache_bytes(s->procs) + pp_proc_cache_buffer_bytes(s->procs);
 	out->frame_cache_bytes = s->frames_cap * sizeof(*s->frames);
+	{
+		struct pp_proc_cache_stats ps;
+		struct pp_sideband_stats sbs;
+
+		pp_proc_cache_get_stats(s->procs, &ps);
+		out->process_images_reported = ps.sb_images;
+		out->process_mappings_reported = ps.sb_mmaps;
+		out->process_reads = ps.loads;
+		out->process_map_rereads = ps.reloads_for_unplaced_addr;
+		pp_sideband_get_stats(s->opts.sideband, &sbs);
+		out->sideband_records = sbs.records;
+		out->sideband_lost = sbs.lost;
+		out->sideband_reads = sbs.drains;
+	}
 	out->raw_stack_bytes = s->raw_cap * sizeof(*s->raw) + s->raw_bytes;
 	out->mem_obj_cache_bytes = pp_mem_objcache_bytes(s->objs);
 	{
@@ -487,6 +508,7 @@ void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *o
 		out->symbol_open_failed = ls.open_failed;
 		out->symbol_via_map_files = ls.via_map_files;
 		out->symbol_via_root = ls.via_root;
+		out->symbol_via_relative = ls.via_relative;
 		out->symbol_queue_full = ls.queue_full;
 		out->symbol_pending = ls.pending;
 		out->debug_files = ls.cache.debug_files;
@@ -585,7 +607,7 @@ static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const 
 	}
 	mapsym_clear(slot);
 	tag = ++s->next_tag << MAPSYM_SLOT_BITS | i;
-	if (pp_symloader_submit(s->loader, tag, p->pid, m) != 0)
+	if (pp_symloader_submit(s->loader, tag, p->pid, p->relatives, m) != 0)
 		return NULL; /* the queue is full: counted, and asked again at the next sample */
 	*slot = (struct mapsym_slot){.generation = p->generation,
 				     .start = m->start,
@@ -1197,6 +1219,10 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		else if ((proc->flags & (PP_PROC_F_NO_MAPS | PP_PROC_F_NO_EXE)) &&
 			 !(proc->flags & PP_PROC_F_KTHREAD))
 			s->stats.samples_unreadable++;
+		if (proc && !(proc->flags & PP_PROC_F_REPLACED))
+			pp_unwinder_note_proc(s->opts.unwinder, proc);
+		else if (!proc)
+			pp_unwinder_note(s->opts.unwinder, rec->tgid);
 	}
 	if (s->objs && (rec->flags & PP_SF_MEM_FIELDS))
 		mem_prepare(s, proc, rec, &mi);
@@ -1316,18 +1342,116 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	return 0;
 }
 
+/* Whether pid is among the first n of the batch's processes. */
+static int seen_earlier(const uint32_t *pids, size_t n, uint32_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pids[i] == pid)
+			return 1;
+	return 0;
+}
+
+static void on_sideband(void *ctx, const struct pp_sb_event *ev)
+{
+	struct pp_session *s = ctx;
+	struct pp_map_entry e = {0};
+
+	switch (ev->kind) {
+	case PP_SB_MMAP:
+		e.start = ev->start;
+		e.end = ev->start + ev->len;
+		e.offset = ev->pgoff;
+		e.dev_major = ev->dev_major;
+		e.dev_minor = ev->dev_minor;
+		e.inode = ev->inode;
+		e.ino_generation = ev->ino_generation;
+		e.perms = (uint8_t)(((ev->prot & PROT_READ) ? PP_MAP_READ : 0) |
+				    ((ev->prot & PROT_WRITE) ? PP_MAP_WRITE : 0) |
+				    ((ev->prot & PROT_EXEC) ? PP_MAP_EXEC : 0) |
+				    ((ev->flags & MAP_SHARED) ? PP_MAP_SHARED : 0));
+		pp_map_entry_set_name(&e, ev->path);
+		pp_proc_cache_on_sb_mmap(s->procs, ev->pid, ev->time_ns, &e);
+		/* new code in a process: its unwind list is made before its samples come */
+		if ((e.perms & PP_MAP_EXEC) && s->opts.eager_unwind &&
+		    s->nsb_dirty < SB_DIRTY_MAX &&
+		    (!s->nsb_dirty || s->sb_dirty[s->nsb_dirty - 1] != ev->pid))
+			s->sb_dirty[s->nsb_dirty++] = ev->pid;
+		break;
+	case PP_SB_COMM:
+		if (ev->exec)
+			pp_proc_cache_on_sb_exec(s->procs, ev->pid, ev->comm, ev->time_ns);
+		else if (ev->pid == ev->tid)
+			pp_proc_cache_on_sb_comm(s->procs, ev->pid, ev->comm);
+		break;
+	case PP_SB_FORK:
+		if (ev->pid == ev->tid && ev->pid != ev->ppid)
+			pp_proc_cache_on_sb_fork(s->procs, ev->pid, ev->ppid, ev->time_ns);
+		break;
+	case PP_SB_EXIT:
+		if (ev->pid == ev->tid)
+			pp_proc_cache_on_exit(s->procs, ev->pid);
+		break;
+	case PP_SB_LOST:
+		break;
+	}
+}
+
+/*
+ * Reads the side-band when a sample is newer than its last reading: what the sample's process
+ * mapped, exec'd and forked before the sample is then known.
+ */
+static void sideband_catch_up(struct pp_session *s, uint64_t sample_ns)
+{
+	struct timespec ts;
+
+	if (!s->opts.sideband || sample_ns < s->sb_read_ns)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->sb_read_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	s->nsb_dirty = 0;
+	pp_sideband_drain(s->opts.sideband, on_sideband, s);
+	for (size_t i = 0; i < s->nsb_dirty; i++) {
+		uint32_t pid = s->sb_dirty[i];
+		const struct pp_proc *p;
+
+		/* a pid twice in the batch (mappings of two processes interleaved): once */
+		if (seen_earlier(s->sb_dirty, i, pid))
+			continue;
+		p = pp_proc_cache_peek(s->procs, pid);
+		if (!p || !(p->flags & PP_PROC_F_EVENTS) || (p->flags & PP_PROC_F_EXITED))
+			continue;
+		if (s->opts.profiled && !s->opts.profiled(s->opts.profiled_ctx, pid))
+			continue;
+		pp_unwinder_note_proc(s->opts.unwinder, p);
+	}
+}
+
+void pp_session_read_sideband(struct pp_session *s)
+{
+	if (s && s->opts.sideband)
+		sideband_catch_up(s, UINT64_MAX);
+}
+
 int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 {
 	if (d->kind == PP_DECODED_TASK) {
 		s->stats.task_events++;
-		pp_unwinder_release(s->opts.unwinder, d->task.tgid);
-		if (d->task.kind == PP_TASK_EXEC)
-			pp_proc_cache_on_exec_at(s->procs, d->task.tgid, d->task.time_ns);
-		else
+		if (d->task.kind == PP_TASK_EXEC) {
+			/*
+			 * With the side-band, its exec record makes the new image, whose list
+			 * replaces the old one: this record, read later, would remove it.
+			 */
+			if (!s->opts.sideband) {
+				pp_unwinder_release(s->opts.unwinder, d->task.tgid);
+				pp_proc_cache_on_exec_at(s->procs, d->task.tgid, d->task.time_ns);
+			}
+		} else {
+			pp_unwinder_release(s->opts.unwinder, d->task.tgid);
 			pp_proc_cache_on_exit(s->procs, d->task.tgid);
+		}
 		return 0;
 	}
-	pp_unwinder_note(s->opts.unwinder, d->sample.tgid);
+	sideband_catch_up(s, d->sample.time_ns);
 	if (pp_symloader_ready(s->loader))
 		apply_symbol_results(s);
 	if (s->njit && d->sample.time_ns > s->jit_retry_ns + JIT_RETRY_NS)

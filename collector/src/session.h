@@ -14,6 +14,7 @@
 
 #include "metadata/container_meta.h"
 #include "sampling/record_decode.h"
+#include "sampling/sideband.h"
 #include "symbolize/debug_file.h"
 #include "symbolize/debuginfod_fetch.h"
 
@@ -99,6 +100,20 @@ struct pp_session_opts {
 	 * that want every frame named at once and have no ring buffer to keep up with.
 	 */
 	uint64_t symbol_wait_ms;
+	/*
+	 * The kernel's side-band (NULL: none). Borrowed. Read before a sample newer than its
+	 * last reading, so a sample's process and mappings are known even when the process is
+	 * gone before the sample is read; execs then come from it, not the shim's task records.
+	 */
+	struct pp_sideband *sideband;
+	/*
+	 * With the side-band and an unwinder: a process's unwind list is made as soon as the
+	 * side-band reports its code, not at its first sample, for the processes profiled
+	 * (profiled NULL: all; else those it says yes to).
+	 */
+	int eager_unwind;
+	int (*profiled)(void *ctx, uint32_t pid);
+	void *profiled_ctx;
 };
 
 /* Where the names of frames came from: pp_session_stats.named[]. */
@@ -123,6 +138,11 @@ struct pp_session_stats {
 	uint64_t samples_walk_ended; /* ... whose user stack ended at a frame outside code */
 	uint64_t samples_held;	     /* ... held during a grace for the window after it */
 	uint64_t samples_no_process; /* process gone before we could read it */
+	/* Processes: images the side-band made (exec, fork) and the mappings it reported;
+	 * /proc reads (a process's first, and rereads for an address no mapping held). */
+	uint64_t process_images_reported, process_mappings_reported;
+	uint64_t process_reads, process_map_rereads;
+	uint64_t sideband_records, sideband_lost, sideband_reads;
 	/*
 	 * ... whose process's maps or executable could not be read although it is there (no
 	 * CAP_SYS_PTRACE for another user's process, an LSM such as AppArmor): their user
@@ -151,6 +171,7 @@ struct pp_session_stats {
 	/* Mapped files the symbol loader opened through /proc/PID/map_files, or by their path in
 	 * the process's root; paths that led to another file (refused); files not opened. */
 	uint64_t symbol_via_map_files, symbol_via_root;
+	uint64_t symbol_via_relative; /* the process gone: by path in a relative's root */
 	uint64_t symbol_not_mapped_file, symbol_open_failed;
 	uint64_t symbol_queue_full; /* loader requests refused: its queue was full (asked again) */
 	uint64_t symbol_pending;    /* gauge: files queued or being read now */
@@ -192,6 +213,12 @@ void pp_session_free(struct pp_session *s);
  * Returns 0 or the first -errno the profile gave.
  */
 int pp_session_flush(struct pp_session *s);
+
+/*
+ * Reads what the side-band holds (opts.sideband), so its ring does not fill while no sample
+ * comes: once per poll of the ring buffer.
+ */
+void pp_session_read_sideband(struct pp_session *s);
 
 /*
  * Flushes into the current profile, then points the session at a new one (a new window);

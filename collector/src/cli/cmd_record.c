@@ -615,23 +615,26 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_IMPLAUSIBLE],
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_FP]);
 	printf("unwind tables: %llu built in %.0f ms, %llu shared, %llu files without CFI "
-	       "(%llu refused), %llu too big, %llu evicted, %llu did not fit; %llu of %llu rows "
-	       "(%.1f MiB) and %llu rules in use; %llu process installs (%llu released, %llu live, "
-	       "%llu gone before), %llu "
+	       "(%llu refused), %llu too big, %llu evicted (%llu built again), %llu did not fit; "
+	       "%llu of %llu rows (%.1f MiB) and %llu rules in use; %llu process installs (%llu "
+	       "from the kernel's reports, %llu maps reads; %llu released, %llu live, %llu gone "
+	       "before), %llu files found by identity, %llu "
 	       "mappings (%llu without a table: %llu of files without CFI, %llu unopened, %llu "
 	       "that did not fit, %llu not placed)\n",
 	       (unsigned long long)us.tables_built, (double)us.build_ns / 1e6,
 	       (unsigned long long)us.tables_shared, (unsigned long long)us.tables_none,
 	       (unsigned long long)us.tables_refused, (unsigned long long)us.tables_too_big,
-	       (unsigned long long)us.tables_evicted, (unsigned long long)us.tables_no_room,
-	       (unsigned long long)us.rows_used, (unsigned long long)us.rows_total,
+	       (unsigned long long)us.tables_evicted, (unsigned long long)us.tables_rebuilt,
+	       (unsigned long long)us.tables_no_room, (unsigned long long)us.rows_used,
+	       (unsigned long long)us.rows_total,
 	       (double)us.rows_used * sizeof(uint32_t) / (1 << 20),
 	       (unsigned long long)us.rules_used, (unsigned long long)us.procs_installed,
+	       (unsigned long long)us.procs_from_events, (unsigned long long)us.maps_reads,
 	       (unsigned long long)us.procs_released, (unsigned long long)us.procs_live,
-	       (unsigned long long)us.procs_failed, (unsigned long long)us.mappings,
-	       (unsigned long long)us.mappings_no_table, (unsigned long long)us.mappings_no_cfi,
-	       (unsigned long long)us.mappings_unopened, (unsigned long long)us.mappings_no_room,
-	       (unsigned long long)us.mappings_unplaced);
+	       (unsigned long long)us.procs_failed, (unsigned long long)us.tables_by_identity,
+	       (unsigned long long)us.mappings, (unsigned long long)us.mappings_no_table,
+	       (unsigned long long)us.mappings_no_cfi, (unsigned long long)us.mappings_unopened,
+	       (unsigned long long)us.mappings_no_room, (unsigned long long)us.mappings_unplaced);
 }
 
 static void print_summary(const struct record_args *a, const struct pp_profile *profile,
@@ -681,12 +684,15 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 			       (unsigned long long)st->perf_map_bad_lines);
 		printf("\n");
 		printf("symbol files: %llu opened (%llu through map_files, %llu by path in the "
-		       "process's root); refused %llu (over the caps %llu, sparse %llu), not the "
+		       "process's root, %llu in a relative's root when the process was gone); "
+		       "refused %llu (over the caps %llu, sparse %llu), not the "
 		       "mapped file %llu, unreachable %llu; %llu frames waited for their file "
 		       "(%llu finished)\n",
-		       (unsigned long long)(st->symbol_via_map_files + st->symbol_via_root),
+		       (unsigned long long)(st->symbol_via_map_files + st->symbol_via_root +
+					    st->symbol_via_relative),
 		       (unsigned long long)st->symbol_via_map_files,
 		       (unsigned long long)st->symbol_via_root,
+		       (unsigned long long)st->symbol_via_relative,
 		       (unsigned long long)(st->symbol_too_big + st->symbol_refused),
 		       (unsigned long long)st->symbol_too_big,
 		       (unsigned long long)st->symbol_refused,
@@ -695,6 +701,13 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 		       (unsigned long long)st->frames_pending,
 		       (unsigned long long)st->frames_resolved);
 	}
+	printf("processes: %llu images from the kernel's reports (exec, fork) with %llu "
+	       "mappings; %llu read from /proc, %llu maps rereads; process events %llu "
+	       "(lost %llu)\n",
+	       (unsigned long long)st->process_images_reported,
+	       (unsigned long long)st->process_mappings_reported,
+	       (unsigned long long)st->process_reads, (unsigned long long)st->process_map_rereads,
+	       (unsigned long long)st->sideband_records, (unsigned long long)st->sideband_lost);
 	if (st->samples_unreadable)
 		printf("%llu samples from processes whose maps or binaries could not be read "
 		       "(CAP_SYS_PTRACE "
@@ -912,6 +925,7 @@ int pp_cmd_record(int argc, char **argv)
 		uint64_t now;
 
 		ret = pp_shim_poll(smp.shim, POLL_INTERVAL_MS, pp_session_record_cb, session);
+		pp_session_read_sideband(session);
 		if (ret < 0 && ret != -EINTR) {
 			pp_error("reading the BPF ring buffer failed: %s", strerror(-ret));
 			goto out;

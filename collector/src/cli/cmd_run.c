@@ -1095,6 +1095,7 @@ int pp_cmd_run(int argc, char **argv)
 		uint64_t now;
 
 		ret = pp_shim_poll(ag.smp.shim, POLL_INTERVAL_MS, pp_session_record_cb, ag.session);
+		pp_session_read_sideband(ag.session);
 		if (ret < 0 && ret != -EINTR) {
 			pp_error("reading the BPF ring buffer failed: %s", strerror(-ret));
 			status = PP_EXIT_RUNTIME;

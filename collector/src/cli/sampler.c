@@ -238,6 +238,35 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 		pp_error("%s", err);
 		return PP_EXIT_RUNTIME;
 	}
+	/*
+	 * What processes map, exec and fork, as the kernel reports it: for the host's own
+	 * processes only (another proc root is a fixture the reports would not describe).
+	 */
+	if (!opts->proc_root || strcmp(opts->proc_root, "/proc") == 0 ||
+	    is_procfs(opts->proc_root)) {
+		struct pp_sideband_opts sbo = {.mmap_data = s->events->events[0].mem != 0};
+
+		s->filter_tgids = opts->filter_tgids != 0;
+		s->filter_cgroups = opts->filter_cgroups != 0;
+		s->sideband = pp_sideband_open(&sbo);
+		if (s->sideband) {
+			size_t n;
+			const int *fds = pp_sideband_fds(s->sideband, &n);
+
+			for (size_t i = 0; i < n; i++) {
+				int werr = pp_shim_add_wake_fd(s->shim, fds[i]);
+
+				if (werr)
+					pp_debug("process events: no wake-ups (%s): read at each "
+						 "poll",
+						 strerror(-werr));
+			}
+		}
+		if (!s->sideband)
+			pp_warn("process events unavailable (%s): processes are read from /proc "
+				"when sampled, and one gone by then stays unnamed",
+				strerror(errno));
+	}
 	if (s->ustack_walk == PP_USTACK_AUTO || s->ustack_walk == PP_USTACK_DWARF)
 		return open_unwinder(s, opts);
 	return PP_EXIT_OK;
@@ -275,6 +304,7 @@ void pp_sampler_close(struct pp_sampler *s)
 	pp_unwinder_free(s->unwinder); /* its worker writes to the shim's maps: first */
 	pp_unwinder_bpf_sink_free(s->unwind_sink);
 	pp_shim_free(s->shim);
+	pp_sideband_free(s->sideband);
 	pp_event_set_free(s->events);
 	pp_kallsyms_free(s->ksyms);
 	pp_sys_free(s->sys);
@@ -292,12 +322,24 @@ void pp_sampler_profile_desc(const struct pp_sampler *s, struct pp_profile_desc 
 	desc->mem_latency = (uint32_t)ev->mem;
 }
 
+static int is_target(void *ctx, uint32_t pid)
+{
+	return pp_shim_is_target(ctx, pid);
+}
+
 void pp_sampler_session_opts(const struct pp_sampler *s, struct pp_session_opts *sess)
 {
 	sess->kallsyms = s->ksyms;
 	sess->precise_ip = s->events->events[0].precise_ip > 0;
 	sess->mem_event = s->events->events[0].mem;
 	sess->unwinder = s->unwinder;
+	sess->sideband = s->sideband;
+	/* the processes the shim samples get their lists early: all, or the targets */
+	sess->eager_unwind = s->sideband && s->unwinder && !s->filter_cgroups;
+	if (s->filter_tgids) {
+		sess->profiled = is_target;
+		sess->profiled_ctx = s->shim;
+	}
 	sess->mono_to_wall_ns =
 	    (int64_t)pp_clock_ns(CLOCK_REALTIME) - (int64_t)pp_clock_ns(CLOCK_MONOTONIC);
 }

@@ -15,6 +15,7 @@
 #include "symbolize/kallsyms.h"
 #include "session.h"
 #include "sampling/shim_loader.h"
+#include "sampling/sideband.h"
 #include "sampling/sysinfo.h"
 #include "unwind/unwinder.h"
 
@@ -40,6 +41,8 @@ struct pp_sampler {
 	/* --user-unwind auto, dwarf: the unwind tables and where they go; NULL otherwise */
 	struct pp_unwinder_sink *unwind_sink;
 	struct pp_unwinder *unwinder;
+	struct pp_sideband *sideband;	   /* NULL where the kernel's process events are not read */
+	bool filter_tgids, filter_cgroups; /* what the shim samples: targets, cgroups, or all */
 	uint32_t ustack_walk; /* the walker loaded: the asked one, or fp where tables cannot */
 };
 

@@ -99,3 +99,33 @@ int pp_mapped_file_open(const char *proc_root, uint32_t pid, const struct pp_map
 		*via = PP_MAPPED_VIA_ROOT;
 	return fd;
 }
+
+int pp_mapped_file_open_gone(const char *proc_root, uint32_t pid, const uint32_t *relatives,
+			     size_t n, const struct pp_map_entry *m, enum pp_mapped_via *via,
+			     uint32_t *root_pid)
+{
+	int fd = pp_mapped_file_open(proc_root, pid, m, via);
+
+	*root_pid = pid;
+	if (fd != -ENOENT && fd != -ESRCH)
+		return fd;
+	if (!proc_root)
+		proc_root = "/proc";
+	for (size_t i = 0; i < n; i++) {
+		int rfd;
+
+		if (!relatives[i] || relatives[i] == pid)
+			continue;
+		rfd = open_in_root(proc_root, relatives[i], m);
+		if (rfd >= 0) {
+			if (via)
+				*via = PP_MAPPED_VIA_RELATIVE;
+			*root_pid = relatives[i];
+			return rfd;
+		}
+		/* another file under the name: say so, as for the process itself */
+		if (rfd == -ESTALE)
+			fd = rfd;
+	}
+	return fd;
+}

@@ -20,6 +20,7 @@ enum pp_mapped_via {
 	PP_MAPPED_VIA_NONE = 0,
 	PP_MAPPED_VIA_MAP_FILES, /* /proc/PID/map_files (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE) */
 	PP_MAPPED_VIA_ROOT,	 /* the path inside /proc/PID/root, identity checked */
+	PP_MAPPED_VIA_RELATIVE,	 /* the process was gone: the path in a relative's root, checked */
 };
 
 /*
@@ -34,5 +35,15 @@ enum pp_mapped_via {
  */
 int pp_mapped_file_open(const char *proc_root, uint32_t pid, const struct pp_map_entry *m,
 			enum pp_mapped_via *via);
+
+/*
+ * The same for a process that may have exited: when pid and its files are gone, the path is
+ * resolved in the root of each of relatives[0..n) in turn (the processes it was forked from,
+ * which shared its root when it started) and opened only when it is the mapped file (device
+ * and inode). *root_pid says whose root it was found in.
+ */
+int pp_mapped_file_open_gone(const char *proc_root, uint32_t pid, const uint32_t *relatives,
+			     size_t n, const struct pp_map_entry *m, enum pp_mapped_via *via,
+			     uint32_t *root_pid);
 
 #endif /* PP_COLLECTOR_MAPPED_FILE_H */

@@ -39,6 +39,13 @@ struct node {
 	uint64_t exec_ns;    /* sample clock of the exec that made the entry stale; 0: unknown */
 	size_t bytes;	     /* what the entry holds, as counted in the cache's bytes */
 	uint64_t exited_ns;  /* cache clock when it was marked exited */
+	/*
+	 * Side-band entries: the image before the last exec, for samples taken before it that
+	 * arrive after it (NULL: none), and the sample clock of the fork or exec that made the
+	 * current image (records older than it describe an earlier one).
+	 */
+	struct pp_proc *prev;
+	uint64_t born_ns;
 };
 
 struct neg_slot {
@@ -151,6 +158,15 @@ static void proc_release(struct pp_proc *p)
 	pp_maps_fini(&p->maps);
 }
 
+static void drop_prev(struct node *n)
+{
+	if (n->prev) {
+		proc_release(n->prev);
+		free(n->prev);
+		n->prev = NULL;
+	}
+}
+
 static void node_remove(struct pp_proc_cache *c, struct node *n)
 {
 	struct node **pp = &c->buckets[hash_pid(n->proc.pid, c->bucket_bits)];
@@ -161,6 +177,7 @@ static void node_remove(struct pp_proc_cache *c, struct node *n)
 		*pp = n->hnext;
 	list_del(&n->lru);
 	proc_release(&n->proc);
+	drop_prev(n);
 	c->bytes -= n->bytes;
 	free(n);
 	c->count--;
@@ -171,9 +188,10 @@ static size_t node_bytes(const struct node *n)
 {
 	size_t b = sizeof(*n) + (n->proc.exe ? strlen(n->proc.exe) + 1 : 0);
 
-	b += n->proc.maps.n * sizeof(n->proc.maps.entries[0]);
-	for (size_t i = 0; i < n->proc.maps.n; i++)
-		b += strlen(n->proc.maps.entries[i].path) + 1;
+	b += pp_maps_bytes(&n->proc.maps);
+	if (n->prev)
+		b += sizeof(*n->prev) + (n->prev->exe ? strlen(n->prev->exe) + 1 : 0) +
+		     pp_maps_bytes(&n->prev->maps);
 	return b;
 }
 
@@ -433,6 +451,7 @@ static int load_proc(struct pp_proc_cache *c, uint32_t pid, struct pp_proc *p, u
 		goto out_err;
 	p->pid = pid;
 	p->start_time = st.start_time;
+	p->relatives[0] = st.ppid;
 	memcpy(p->comm, st.comm, sizeof(p->comm));
 	read_comm(c, pid, p);
 	if (st.flags & PF_KTHREAD_FLAG) {
@@ -476,7 +495,7 @@ static int reload_node(struct pp_proc_cache *c, struct node *n, uint64_t now)
 
 	if (err)
 		return err;
-	if (fresh.start_time != n->proc.start_time)
+	if (n->proc.start_time && fresh.start_time != n->proc.start_time)
 		c->st.pid_reuse++;
 	proc_release(&n->proc);
 	n->proc = fresh;
@@ -542,6 +561,31 @@ void pp_proc_cache_free(struct pp_proc_cache *c)
 	free(c);
 }
 
+/* A new entry holding *fresh (taken over; released on failure), or NULL. */
+static struct node *insert_node(struct pp_proc_cache *c, struct pp_proc *fresh)
+{
+	struct node *n = calloc(1, sizeof(*n));
+
+	if (!n) {
+		proc_release(fresh);
+		return NULL;
+	}
+	if (c->count >= c->capacity)
+		evict_one(c);
+	n->proc = *fresh;
+	n->hnext = c->buckets[hash_pid(fresh->pid, c->bucket_bits)];
+	c->buckets[hash_pid(fresh->pid, c->bucket_bits)] = n;
+	list_init(&n->lru);
+	list_add_front(&c->live, &n->lru);
+	c->count++;
+	account(c, n);
+	make_room(c, n);
+	return n;
+}
+
+/* Samples reach us out of order by up to a poll or a window's grace: after this, none. */
+#define PREV_IMAGE_NS (5 * 1000000000ull)
+
 static const struct pp_proc *get_cached(struct pp_proc_cache *c, struct node *n, uint64_t now,
 					uint64_t sample_ns)
 {
@@ -581,9 +625,10 @@ static const struct pp_proc *get_cached(struct pp_proc_cache *c, struct node *n,
 		n->checked_ns = now;
 		/*
 		 * Samples of the exited process may still be queued, so the entry is kept unless
-		 * a different process now owns the pid.
+		 * a different process now owns the pid. The side-band says so itself (a fork).
 		 */
-		if (read_stat(c, n->proc.pid, &st) == 0 && st.start_time != n->proc.start_time)
+		if (!(n->proc.flags & PP_PROC_F_EVENTS) && read_stat(c, n->proc.pid, &st) == 0 &&
+		    st.start_time != n->proc.start_time)
 			(void)reload_node(c, n, now);
 	}
 	touch(c, n);
@@ -608,6 +653,19 @@ const struct pp_proc *pp_proc_cache_get_at(struct pp_proc_cache *c, uint32_t pid
 		return NULL;
 	}
 	n = lookup(c, pid);
+	if (n && n->prev && sample_ns) {
+		/* a side-band entry keeps the image before an exec for samples taken before it */
+		if (sample_ns < n->exec_ns) {
+			c->st.hits++;
+			c->st.pre_exec_hits++;
+			touch(c, n);
+			return n->prev;
+		}
+		if (sample_ns - n->exec_ns > PREV_IMAGE_NS) {
+			drop_prev(n);
+			account(c, n);
+		}
+	}
 	/* The common case, a live cached process, needs no clock read (this runs per sample). */
 	if (n && !(n->proc.flags & (PP_PROC_F_STALE | PP_PROC_F_EXITED))) {
 		c->st.hits++;
@@ -631,22 +689,11 @@ const struct pp_proc *pp_proc_cache_get_at(struct pp_proc_cache *c, uint32_t pid
 		errno = -err;
 		return NULL;
 	}
-	n = calloc(1, sizeof(*n));
+	n = insert_node(c, &fresh);
 	if (!n) {
-		proc_release(&fresh);
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (c->count >= c->capacity)
-		evict_one(c);
-	n->proc = fresh;
-	n->hnext = c->buckets[hash_pid(pid, c->bucket_bits)];
-	c->buckets[hash_pid(pid, c->bucket_bits)] = n;
-	list_init(&n->lru);
-	list_add_front(&c->live, &n->lru);
-	c->count++;
-	account(c, n);
-	make_room(c, n);
 	return &n->proc;
 }
 
@@ -670,6 +717,9 @@ static void reload_maps(struct pp_proc_cache *c, struct node *n, uint64_t now)
 
 	n->proc.maps_loaded_ns = now;
 	err = read_stat(c, n->proc.pid, &st);
+	/* a side-band entry learns its start time here; a fork would have replaced it */
+	if (!err && (n->proc.flags & PP_PROC_F_EVENTS) && !n->proc.start_time)
+		n->proc.start_time = st.start_time;
 	if (err == -ESRCH || (!err && st.start_time != n->proc.start_time)) {
 		mark_exited(c, n, now);
 		return;
@@ -704,6 +754,10 @@ const struct pp_map_entry *pp_proc_cache_find_map(struct pp_proc_cache *c,
 	e = pp_maps_find(&proc->maps, addr);
 	if (e)
 		return e;
+	if (proc->flags & PP_PROC_F_REPLACED) { /* an image before an exec: nothing to reread */
+		errno = ENOENT;
+		return NULL;
+	}
 	n = node_of_proc(proc);
 	if (n->proc.flags & (PP_PROC_F_EXITED | PP_PROC_F_KTHREAD)) {
 		errno = ENOENT;
@@ -768,6 +822,167 @@ void pp_proc_cache_on_fork(struct pp_proc_cache *c, uint32_t pid)
 		if (!(n->proc.flags & PP_PROC_F_EXITED))
 			mark_exited(c, n, now_ns(c));
 	}
+}
+
+/* A side-band image: pid, comm and maps given, exe to come from its first mapping. */
+static int sb_image(struct pp_proc_cache *c, struct pp_proc *p, uint32_t pid, const char *comm,
+		    uint64_t now)
+{
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->flags = PP_PROC_F_EVENTS;
+	snprintf(p->comm, sizeof(p->comm), "%s", comm);
+	p->exe = strdup("");
+	if (!p->exe)
+		return -ENOMEM;
+	p->loaded_ns = now;
+	p->maps_loaded_ns = now;
+	p->generation = ++c->generation_seq;
+	return 0;
+}
+
+/* Make *fresh the image of pid from born_ns on, the one before kept when keep_prev. */
+static void sb_replace(struct pp_proc_cache *c, uint32_t pid, struct pp_proc *fresh,
+		       uint64_t born_ns, int keep_prev)
+{
+	struct node *n = lookup(c, pid);
+
+	c->st.sb_images++;
+	if (!n) {
+		n = insert_node(c, fresh);
+		if (n)
+			n->born_ns = born_ns;
+		return;
+	}
+	drop_prev(n);
+	/* a stale image (read from /proc when sampled) describes nothing a sample could use */
+	if (keep_prev && !(n->proc.flags & (PP_PROC_F_EXITED | PP_PROC_F_STALE))) {
+		n->prev = malloc(sizeof(*n->prev));
+		if (n->prev) {
+			*n->prev = n->proc;
+			n->prev->flags |= PP_PROC_F_REPLACED;
+			memset(&n->proc, 0, sizeof(n->proc));
+		}
+	}
+	proc_release(&n->proc);
+	n->proc = *fresh;
+	n->exec_ns = born_ns;
+	n->born_ns = born_ns;
+	n->exited_ns = 0;
+	touch(c, n);
+	account(c, n);
+	make_room(c, n);
+}
+
+void pp_proc_cache_on_sb_exec(struct pp_proc_cache *c, uint32_t pid, const char *comm,
+			      uint64_t time_ns)
+{
+	struct pp_proc fresh;
+	struct node *n;
+	uint64_t now;
+
+	if (!c || !comm)
+		return;
+	now = now_ns(c);
+	neg_forget(c, pid);
+	expire_exited(c, now);
+	n = lookup(c, pid);
+	if (n && n->born_ns > time_ns) /* a late record: the entry is newer */
+		return;
+	if (sb_image(c, &fresh, pid, comm, now))
+		return;
+	if (n) /* an exec keeps the process, and where it came from */
+		memcpy(fresh.relatives, n->proc.relatives, sizeof(fresh.relatives));
+	sb_replace(c, pid, &fresh, time_ns, 1);
+}
+
+void pp_proc_cache_on_sb_fork(struct pp_proc_cache *c, uint32_t pid, uint32_t ppid,
+			      uint64_t time_ns)
+{
+	struct pp_proc fresh;
+	struct node *parent, *n;
+	uint64_t now;
+
+	if (!c || pid == ppid)
+		return;
+	now = now_ns(c);
+	neg_forget(c, pid);
+	n = lookup(c, pid);
+	if (n && n->born_ns > time_ns)
+		return;
+	expire_exited(c, now);
+	parent = lookup(c, ppid);
+	if (!parent || (parent->proc.flags & PP_PROC_F_KTHREAD)) {
+		/*
+		 * Nothing to inherit from: the child is read from /proc when sampled (a stale
+		 * image), unless it execs first; either way it knows where it came from.
+		 */
+		if (sb_image(c, &fresh, pid, "", now))
+			return;
+		fresh.flags |= PP_PROC_F_STALE;
+		fresh.relatives[0] = ppid;
+		sb_replace(c, pid, &fresh, time_ns, 0);
+		return;
+	}
+	if (sb_image(c, &fresh, pid, parent->proc.comm, now))
+		return;
+	/* the child starts with its parent's image, mappings and all */
+	free(fresh.exe);
+	fresh.exe = strdup(parent->proc.exe ? parent->proc.exe : "");
+	if (!fresh.exe || pp_maps_copy(&fresh.maps, &parent->proc.maps)) {
+		proc_release(&fresh);
+		return;
+	}
+	fresh.flags |= parent->proc.flags & PP_PROC_F_EXE_DELETED;
+	fresh.relatives[0] = ppid;
+	fresh.relatives[1] = parent->proc.relatives[0];
+	sb_replace(c, pid, &fresh, time_ns, 0);
+}
+
+const struct pp_proc *pp_proc_cache_peek(struct pp_proc_cache *c, uint32_t pid)
+{
+	struct node *n = c ? lookup(c, pid) : NULL;
+
+	return n ? &n->proc : NULL;
+}
+
+void pp_proc_cache_on_sb_comm(struct pp_proc_cache *c, uint32_t pid, const char *comm)
+{
+	struct node *n = c && comm ? lookup(c, pid) : NULL;
+
+	if (n)
+		snprintf(n->proc.comm, sizeof(n->proc.comm), "%s", comm);
+}
+
+void pp_proc_cache_on_sb_mmap(struct pp_proc_cache *c, uint32_t pid, uint64_t time_ns,
+			      const struct pp_map_entry *e)
+{
+	struct node *n = c && e ? lookup(c, pid) : NULL;
+
+	if (!n || time_ns < n->born_ns || (n->proc.flags & PP_PROC_F_EXITED)) {
+		if (c)
+			c->st.sb_mmaps_unused++;
+		return;
+	}
+	if (pp_maps_insert(&n->proc.maps, e))
+		return;
+	c->st.sb_mmaps++;
+	if (e->perms & PP_MAP_EXEC)
+		n->proc.maps_version++;
+	/* an exec'd image's first file mapping is its executable (or a script's interpreter) */
+	if ((n->proc.flags & PP_PROC_F_EVENTS) && n->proc.exe && !n->proc.exe[0] &&
+	    e->kind == PP_MAP_KIND_FILE) {
+		char *exe = strdup(e->path);
+
+		if (exe) {
+			free(n->proc.exe);
+			n->proc.exe = exe;
+			if (e->deleted)
+				n->proc.flags |= PP_PROC_F_EXE_DELETED;
+		}
+	}
+	account(c, n);
+	make_room(c, n);
 }
 
 void pp_proc_cache_get_stats(const struct pp_proc_cache *c, struct pp_proc_cache_stats *out)

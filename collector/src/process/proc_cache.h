@@ -15,6 +15,7 @@
 #include "procmaps.h"
 
 #define PP_PROC_COMM_LEN 64
+#define PP_PROC_RELATIVES 2
 
 /* struct pp_proc.flags */
 #define PP_PROC_F_EXITED 0x1	  /* pp_proc_cache_on_exit() was called; evicted first */
@@ -23,6 +24,10 @@
 #define PP_PROC_F_EXE_DELETED 0x8 /* the exe link ended in " (deleted)" */
 #define PP_PROC_F_NO_EXE 0x10	  /* the exe link could not be read */
 #define PP_PROC_F_NO_MAPS 0x20	  /* maps could not be read (not because the process left) */
+/* made from the kernel's side-band (an exec or a fork), not read from /proc */
+#define PP_PROC_F_EVENTS 0x40
+/* the image before an exec, handed out for samples taken before it: never reread */
+#define PP_PROC_F_REPLACED 0x80
 
 struct pp_proc {
 	uint32_t pid;		 /* the tgid (what user space calls the process id) */
@@ -34,6 +39,13 @@ struct pp_proc {
 	uint64_t generation;
 	char comm[PP_PROC_COMM_LEN]; /* /proc/PID/comm without the newline */
 	char *exe; /* readlink of /proc/PID/exe without " (deleted)"; "" if unknown */
+	/*
+	 * Side-band images: the processes it was forked from (parent, grandparent; 0: none),
+	 * whose roots were its own when it started: its files are found through them when it
+	 * is gone (mapped_file.h).
+	 */
+	uint32_t relatives[PP_PROC_RELATIVES];
+	uint32_t maps_version; /* bumped when the side-band adds an executable mapping */
 	struct pp_maps maps;
 };
 
@@ -49,9 +61,12 @@ struct pp_proc_cache_stats {
 	uint64_t gone;			    /* loads that found the process gone (ESRCH) */
 	uint64_t negative_hits;		    /* gets answered ESRCH from the negative cache */
 	uint64_t negative_evictions;	    /* live negative entries overwritten */
-	uint64_t pid_reuse;	 /* reloads that found a different process under the same pid */
-	uint64_t load_errors;	 /* loads failed for other reasons (permissions, memory) */
-	uint64_t maps_bad_lines; /* malformed maps lines skipped, summed over loads */
+	uint64_t pid_reuse;	  /* reloads that found a different process under the same pid */
+	uint64_t load_errors;	  /* loads failed for other reasons (permissions, memory) */
+	uint64_t maps_bad_lines;  /* malformed maps lines skipped, summed over loads */
+	uint64_t sb_images;	  /* images made from side-band execs and forks (no /proc read) */
+	uint64_t sb_mmaps;	  /* mappings the side-band reported, applied to cached entries */
+	uint64_t sb_mmaps_unused; /* ... of processes not cached (read from /proc when sampled) */
 };
 
 struct pp_proc_cache_opts {
@@ -116,6 +131,25 @@ void pp_proc_cache_on_exit(struct pp_proc_cache *c, uint32_t pid);
  * entry under the same pid as a process that has exited (the pid was reused).
  */
 void pp_proc_cache_on_fork(struct pp_proc_cache *c, uint32_t pid);
+
+/*
+ * The kernel's side-band (sampling/sideband.h), applied as it is read, times on the samples'
+ * clock. An exec starts a new image of pid (the one before is kept a while for samples taken
+ * before the exec); a fork starts the child with a copy of its parent's image, when the
+ * parent is cached; a mapping is added to its process's image, replacing what it covers. A
+ * process known this way is never read from /proc, except to place an address none of its
+ * reported mappings holds (a heap address of a memory sample, or records the kernel lost).
+ * Records older than the image they would change are ignored.
+ */
+void pp_proc_cache_on_sb_exec(struct pp_proc_cache *c, uint32_t pid, const char *comm,
+			      uint64_t time_ns);
+void pp_proc_cache_on_sb_fork(struct pp_proc_cache *c, uint32_t pid, uint32_t ppid,
+			      uint64_t time_ns);
+/* The cached image of pid now, without reading /proc (NULL: none); valid as for get. */
+const struct pp_proc *pp_proc_cache_peek(struct pp_proc_cache *c, uint32_t pid);
+void pp_proc_cache_on_sb_comm(struct pp_proc_cache *c, uint32_t pid, const char *comm);
+void pp_proc_cache_on_sb_mmap(struct pp_proc_cache *c, uint32_t pid, uint64_t time_ns,
+			      const struct pp_map_entry *e);
 
 void pp_proc_cache_get_stats(const struct pp_proc_cache *c, struct pp_proc_cache_stats *out);
 /* Number of processes held (at most capacity). */

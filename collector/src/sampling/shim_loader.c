@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +57,7 @@ struct pp_shim {
 	struct bpf_map *unwind_rows, *unwind_rules, *unwind_procs; /* PP_USTACK_AUTO, _DWARF */
 	int table_loop; /* the table walker with a bounded loop (no bpf_loop) */
 	struct ring_buffer *rb;
+	int wake_epfd; /* -1, or an epoll of rb's and the fds of pp_shim_add_wake_fd */
 	int *ring_fds; /* one ring buffer per CPU in opts->ring_cpus, in that order */
 	size_t nr_rings;
 	struct bpf_link **links; /* perf events */
@@ -484,6 +486,7 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 		errno = ENOMEM;
 		return NULL;
 	}
+	shim->wake_epfd = -1;
 	cpus = ring_cpus_of(opts, &ncpus, &ret);
 	if (!cpus) {
 		snprintf(err, errlen, "no CPUs to give ring buffers: %s", strerror(-ret));
@@ -667,6 +670,8 @@ void pp_shim_free(struct pp_shim *shim)
 	for (size_t i = 0; i < sizeof(shim->task_links) / sizeof(shim->task_links[0]); i++)
 		bpf_link__destroy(shim->task_links[i]);
 	ring_buffer__free(shim->rb);
+	if (shim->wake_epfd >= 0)
+		close(shim->wake_epfd);
 	for (size_t i = 0; shim->ring_fds && i < shim->nr_rings; i++)
 		if (shim->ring_fds[i] >= 0)
 			close(shim->ring_fds[i]);
@@ -735,6 +740,14 @@ int pp_shim_add_target(struct pp_shim *shim, uint32_t tgid)
 				    BPF_ANY);
 }
 
+bool pp_shim_is_target(struct pp_shim *shim, uint32_t tgid)
+{
+	uint8_t one;
+
+	return bpf_map__lookup_elem(shim->target_tgids, &tgid, sizeof(tgid), &one, sizeof(one),
+				    0) == 0;
+}
+
 int pp_shim_add_cgroup(struct pp_shim *shim, uint64_t cgroup_id, uint32_t level)
 {
 	uint32_t zero = 0, mask = 0;
@@ -798,12 +811,43 @@ int pp_shim_attach(struct pp_shim *shim, int perf_fd, uint32_t cookie)
 	return 0;
 }
 
+int pp_shim_add_wake_fd(struct pp_shim *shim, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	if (shim->wake_epfd < 0) {
+		int epfd = epoll_create1(EPOLL_CLOEXEC);
+
+		if (epfd < 0)
+			return -errno;
+		/* libbpf's own epoll (its events name its rings: no foreign fd goes there) */
+		ev.data.fd = ring_buffer__epoll_fd(shim->rb);
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, ev.data.fd, &ev)) {
+			int err = -errno;
+
+			close(epfd);
+			return err;
+		}
+		shim->wake_epfd = epfd;
+	}
+	ev.data.fd = fd;
+	return epoll_ctl(shim->wake_epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
 int pp_shim_poll(struct pp_shim *shim, int timeout_ms, pp_shim_record_fn cb, void *ctx)
 {
 	int polled, consumed;
 
 	shim->cb = cb;
 	shim->cb_ctx = ctx;
+	if (shim->wake_epfd >= 0 && timeout_ms) {
+		struct epoll_event evs[8];
+
+		/* woken by the rings or another source; either way the rings are read below */
+		if (epoll_wait(shim->wake_epfd, evs, 8, timeout_ms) < 0 && errno != EINTR)
+			return -errno;
+		timeout_ms = 0;
+	}
 	polled = ring_buffer__poll(shim->rb, timeout_ms);
 	if (polled < 0)
 		return polled;

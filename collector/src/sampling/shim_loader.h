@@ -9,6 +9,7 @@
 #define PP_SHIM_LOADER_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <pebsprof/record.h>
@@ -101,6 +102,8 @@ int pp_shim_has_cookie(const struct pp_shim *shim);
 
 /* Adds a process to the tgid filter. Returns 0 or -errno. */
 int pp_shim_add_target(struct pp_shim *shim, uint32_t tgid);
+/* Whether tgid is in the target set (the shim's filter follows forks into it). */
+bool pp_shim_is_target(struct pp_shim *shim, uint32_t tgid);
 
 /*
  * Selects a cgroup v2 (id and level as pp_cgroup_id_level gives them) for the cgroup filter:
@@ -147,6 +150,11 @@ void pp_shim_detach_all(struct pp_shim *shim);
  * consumed or -errno (-EINTR when a signal interrupted the wait).
  */
 int pp_shim_poll(struct pp_shim *shim, int timeout_ms, pp_shim_record_fn cb, void *ctx);
+/*
+ * pp_shim_poll also returns when fd is readable (the side-band), so its caller reads it at
+ * once: 0 or -errno.
+ */
+int pp_shim_add_wake_fd(struct pp_shim *shim, int fd);
 
 /*
  * Sums the per-CPU counters into out[PP_CNT__MAX]; with user-space cgroup filtering the

@@ -24,7 +24,8 @@ struct request {
 	enum req_kind kind;
 	uint64_t tag;
 	uint32_t pid;
-	struct pp_map_entry map; /* path points at path below */
+	uint32_t relatives[PP_PROC_RELATIVES]; /* whose roots to look in when pid is gone */
+	struct pp_map_entry map;	       /* path points at path below */
 	char *path;
 	char build_id[PP_BUILD_ID_HEX_SIZE];
 };
@@ -82,13 +83,15 @@ static void load_mapping(struct pp_symloader *l, const struct request *rq,
 {
 	const struct pp_elf_symbols *syms;
 	char root[300];
-	int fd = pp_mapped_file_open(l->proc_root, rq->pid, &rq->map, via);
+	uint32_t root_pid;
+	int fd = pp_mapped_file_open_gone(l->proc_root, rq->pid, rq->relatives, PP_PROC_RELATIVES,
+					  &rq->map, via, &root_pid);
 
 	if (fd < 0) {
 		out->err = -fd;
 		return;
 	}
-	snprintf(root, sizeof(root), "%s/%u/root", l->proc_root, rq->pid);
+	snprintf(root, sizeof(root), "%s/%u/root", l->proc_root, root_pid);
 	syms = pp_symcache_get_fd(l->cache, fd, root, rq->map.path, NULL);
 	out->err = syms ? 0 : errno;
 	/* the cache may evict it at the next get: the taker holds its own reference */
@@ -154,6 +157,7 @@ static void *worker_main(void *arg)
 		if (rq.kind == REQ_MAPPING) {
 			l->st.via_map_files += via == PP_MAPPED_VIA_MAP_FILES;
 			l->st.via_root += via == PP_MAPPED_VIA_ROOT;
+			l->st.via_relative += via == PP_MAPPED_VIA_RELATIVE;
 			l->st.not_the_mapped_file += via == PP_MAPPED_VIA_NONE && out.err == ESTALE;
 			l->st.open_failed += via == PP_MAPPED_VIA_NONE && out.err != ESTALE;
 		}
@@ -261,12 +265,14 @@ static int submit(struct pp_symloader *l, struct request *r)
 }
 
 int pp_symloader_submit(struct pp_symloader *l, uint64_t tag, uint32_t pid,
-			const struct pp_map_entry *m)
+			const uint32_t *relatives, const struct pp_map_entry *m)
 {
 	struct request r = {.kind = REQ_MAPPING, .tag = tag, .pid = pid};
 
 	if (!l || !m || m->kind != PP_MAP_KIND_FILE || !m->path)
 		return -EINVAL;
+	if (relatives)
+		memcpy(r.relatives, relatives, sizeof(r.relatives));
 	r.map = *m;
 	r.path = strdup(m->path);
 	if (!r.path)

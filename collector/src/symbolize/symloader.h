@@ -19,6 +19,7 @@
 #include "debug_file.h"
 #include "elf_symbols.h"
 #include "symcache.h"
+#include "process/proc_cache.h"
 #include "process/procmaps.h"
 
 /* Requests waiting at most, unless changed: past it pp_symloader_submit says -ENOSPC. */
@@ -44,10 +45,11 @@ struct pp_symloader_stats {
 	uint64_t queue_full;		   /* requests refused: the queue was full */
 	uint64_t via_map_files;		   /* files opened through /proc/PID/map_files */
 	uint64_t via_root;		   /* ... by their path in the process's root, checked */
-	uint64_t not_the_mapped_file;	   /* the path led to another file: refused (ESTALE) */
-	uint64_t open_failed;		   /* gone, unreachable, not a regular file */
-	uint64_t debug_loads;		   /* debug files (debuginfod) read for late naming */
-	uint64_t pending;		   /* gauge: requests queued or being loaded */
+	uint64_t via_relative;	      /* ... the process gone: by their path in a relative's root */
+	uint64_t not_the_mapped_file; /* the path led to another file: refused (ESTALE) */
+	uint64_t open_failed;	      /* gone, unreachable, not a regular file */
+	uint64_t debug_loads;	      /* debug files (debuginfod) read for late naming */
+	uint64_t pending;	      /* gauge: requests queued or being loaded */
 };
 
 enum pp_symload_kind {
@@ -71,11 +73,13 @@ struct pp_symloader *pp_symloader_new(const struct pp_symloader_opts *opts);
 void pp_symloader_free(struct pp_symloader *l);
 
 /*
- * Queue the table of mapping m (a file mapping) of process pid. Never blocks. Returns 0,
- * -ENOSPC when the queue is full (counted; ask again later), -EINVAL, -ENOMEM.
+ * Queue the table of mapping m (a file mapping) of process pid; relatives (NULL, or
+ * PP_PROC_RELATIVES pids) are where its file is looked for when pid is gone
+ * (pp_mapped_file_open_gone). Never blocks. Returns 0, -ENOSPC when the queue is full
+ * (counted; ask again later), -EINVAL, -ENOMEM.
  */
 int pp_symloader_submit(struct pp_symloader *l, uint64_t tag, uint32_t pid,
-			const struct pp_map_entry *m);
+			const uint32_t *relatives, const struct pp_map_entry *m);
 /* Queue the debug file of build_id, through opts.debug_fetch, for naming frames late. */
 int pp_symloader_submit_debug(struct pp_symloader *l, uint64_t tag, const char *build_id);
 /* Drop the cached tables with this build id (in queue order): their debug file arrived. */

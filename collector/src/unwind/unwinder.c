@@ -60,6 +60,10 @@ struct table {
 	uint8_t none;	 /* the file has no usable CFI: remembered, not retried */
 	uint8_t no_room; /* did not fit: tried again only once rows were freed since */
 	uint64_t no_room_frees;
+	/* "d:" device, inode, inode generation, as the side-band names the file: found again
+	 * without opening it ("" until it was reached through such a mapping) */
+	char id_key[64];
+	uint8_t built_before; /* rows were built once: building again is a rebuild */
 };
 
 struct extent {
@@ -80,6 +84,7 @@ struct seen {
 	uint16_t installed;
 	uint16_t scans; /* rescans so far */
 	uint64_t scanned_ms;
+	uint64_t version; /* side-band images: the image and mappings last queued (0: none) */
 };
 
 struct pp_unwinder {
@@ -89,13 +94,18 @@ struct pp_unwinder {
 	uint32_t self;	    /* this process, left out */
 	uint32_t note_tgid; /* the caller's last pp_unwinder_note (one thread notes) */
 	uint64_t note_ms;
+	uint64_t note_version; /* ... and the version of its last pp_unwinder_note_proc */
 
 	pthread_mutex_t lock; /* seen, queue, stats_q */
 	pthread_cond_t cond, idle;
 	struct seen *seen; /* open addressing, linear probing, 2 * max_procs slots */
 	uint32_t seen_mask, nseen;
-	struct {
+	struct queued {
 		uint32_t tgid, op;
+		/* OP_INSTALL from the side-band: the mappings (owned), and where to find the
+		 * files when the process is gone; NULL maps: read /proc/PID/maps */
+		struct pp_maps *maps;
+		uint32_t relatives[PP_PROC_RELATIVES];
 	} queue[QUEUE_SIZE];
 	uint32_t qhead, qlen;
 	bool busy, stop, sweep_wanted;
@@ -219,15 +229,28 @@ static void seen_del(struct pp_unwinder *u, struct seen *e)
 	}
 }
 
-static bool enqueue(struct pp_unwinder *u, uint32_t tgid, enum op op)
+static bool enqueue_maps(struct pp_unwinder *u, uint32_t tgid, enum op op, struct pp_maps *maps,
+			 const uint32_t *relatives)
 {
+	struct queued *q;
+
 	if (u->qlen == QUEUE_SIZE)
 		return false;
-	u->queue[(u->qhead + u->qlen) % QUEUE_SIZE].tgid = tgid;
-	u->queue[(u->qhead + u->qlen) % QUEUE_SIZE].op = op;
+	q = &u->queue[(u->qhead + u->qlen) % QUEUE_SIZE];
+	q->tgid = tgid;
+	q->op = op;
+	q->maps = maps;
+	memset(q->relatives, 0, sizeof(q->relatives));
+	if (relatives)
+		memcpy(q->relatives, relatives, sizeof(q->relatives));
 	u->qlen++;
 	pthread_cond_signal(&u->cond);
 	return true;
+}
+
+static bool enqueue(struct pp_unwinder *u, uint32_t tgid, enum op op)
+{
+	return enqueue_maps(u, tgid, op, NULL, NULL);
 }
 
 /* --- the worker's process lists (under work) --- */
@@ -513,25 +536,57 @@ out:
 	return ret;
 }
 
-/* Open the file behind an executable mapping: the very file, checked (mapped_file.h). */
-static int open_mapped(struct pp_unwinder *u, uint32_t tgid, const struct pp_map_entry *e)
+/*
+ * Open the file behind an executable mapping: the very file, checked (mapped_file.h); when
+ * the process is gone, through the roots of the processes it came from.
+ */
+static int open_mapped(struct pp_unwinder *u, uint32_t tgid, const uint32_t *relatives,
+		       const struct pp_map_entry *e)
 {
-	int fd = pp_mapped_file_open(u->proc_root, tgid, e, NULL);
+	uint32_t root_pid;
+	int fd = relatives ? pp_mapped_file_open_gone(u->proc_root, tgid, relatives,
+						      PP_PROC_RELATIVES, e, NULL, &root_pid)
+			   : pp_mapped_file_open(u->proc_root, tgid, e, NULL);
 
 	if (fd == -ESTALE)
 		u->st.not_the_mapped_file++;
 	return fd;
 }
 
-/* The table for a mapping, built if new: NULL when the mapping gets none. */
-static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const struct pp_map_entry *e)
+static struct table *table_find_id(struct pp_unwinder *u, const char *id_key)
 {
-	char key[80];
+	for (uint32_t i = 0; i < u->max_tables; i++)
+		if (u->tables[i].in_use && !strcmp(u->tables[i].id_key, id_key))
+			return &u->tables[i];
+	return NULL;
+}
+
+/* The table for a mapping, built if new: NULL when the mapping gets none. */
+static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint32_t *relatives,
+			       const struct pp_map_entry *e)
+{
+	char key[80], id_key[64] = "";
 	struct stat st;
 	struct table *t;
 	uint64_t h;
-	int fd = open_mapped(u, tgid, e);
+	int fd;
 
+	/*
+	 * A file the side-band named by device, inode and inode generation, as perf names its
+	 * files: a table reached that way before is that file's, without opening it again (an
+	 * exec of a program the node runs all the time costs no open).
+	 */
+	if (e->ino_generation) {
+		snprintf(id_key, sizeof(id_key), "d:%x:%x:%" PRIu64 ":%" PRIu64, e->dev_major,
+			 e->dev_minor, e->inode, e->ino_generation);
+		t = table_find_id(u, id_key);
+		if (t && (t->none || t->nr)) {
+			u->st.tables_shared += t->nr != 0;
+			u->st.tables_by_identity++;
+			return t;
+		}
+	}
+	fd = open_mapped(u, tgid, relatives, e);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
@@ -544,6 +599,8 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const struc
 	/* built, without CFI, or too big for the rows free when it was tried: not again */
 	if (t && (t->none || t->nr || (t->no_room && t->no_room_frees == u->frees))) {
 		u->st.tables_shared += t->nr != 0;
+		if (id_key[0])
+			snprintf(t->id_key, sizeof(t->id_key), "%s", id_key);
 		close(fd);
 		return t;
 	}
@@ -558,7 +615,11 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const struc
 		t->in_use = 1;
 	}
 	/* new, or evicted before: compile (again) */
+	u->st.tables_rebuilt += t->built_before;
 	(void)table_build(u, t, fd, e->path);
+	t->built_before |= t->nr != 0;
+	if (id_key[0])
+		snprintf(t->id_key, sizeof(t->id_key), "%s", id_key);
 	close(fd);
 	return t;
 }
@@ -622,9 +683,14 @@ static void do_release(struct pp_unwinder *u, uint32_t tgid)
 	u->st.procs_live--;
 }
 
-static int do_install(struct pp_unwinder *u, uint32_t tgid)
+/*
+ * Install tgid's list: from given (the side-band's mappings; relatives where its files are
+ * found when it is gone), or else from /proc/PID/maps.
+ */
+static int do_install(struct pp_unwinder *u, uint32_t tgid, const struct pp_maps *given,
+		      const uint32_t *relatives)
 {
-	uint64_t maps_hash;
+	uint64_t maps_hash = 0;
 	struct pp_bpf_unwind_proc *out = u->scratch;
 	uint32_t *held = NULL, nheld = 0;
 	struct pp_maps maps;
@@ -634,6 +700,11 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid)
 	char *text;
 	int ret;
 
+	if (given) {
+		maps = *given;
+		u->st.procs_from_events++;
+		goto listed;
+	}
 	snprintf(path, sizeof(path), "%s/%u/maps", u->proc_root, tgid);
 	text = read_maps(path, &len);
 	if (!text || !len) {
@@ -660,9 +731,12 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid)
 		u->st.procs_failed++;
 		return ret;
 	}
+	u->st.maps_reads++;
+listed:
 	held = calloc(maps.n ? maps.n : 1, sizeof(*held));
 	if (!held) {
-		pp_maps_fini(&maps);
+		if (!given)
+			pp_maps_fini(&maps);
 		return -ENOMEM;
 	}
 	memset(out, 0, sizeof(*out));
@@ -683,7 +757,7 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid)
 		m->start = e->start;
 		m->end = e->end;
 		u->st.mappings++;
-		t = table_for(u, tgid, e);
+		t = table_for(u, tgid, given ? relatives : NULL, e);
 		if (!t || !t->nr ||
 		    pp_unwind_vaddr_of(t->loads, t->nloads, e->offset, 1, &vaddr) != 0) {
 			u->st.mappings_no_table++;
@@ -701,7 +775,8 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid)
 		m->first_word = t->first;
 		m->nr_pages = t->packed.nr_pages;
 	}
-	pp_maps_fini(&maps);
+	if (!given)
+		pp_maps_fini(&maps);
 	p = proc_find(u, tgid, false);
 	if (!p && u->st.procs_live >= u->procs_mask / 2) { /* the hash stays half empty */
 		free(held);
@@ -727,15 +802,21 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid)
 	return 0;
 }
 
-static void run_op(struct pp_unwinder *u, uint32_t tgid, uint32_t op)
+static void run_op(struct pp_unwinder *u, const struct queued *q)
 {
+	uint32_t tgid = q->tgid, op = q->op;
+
 	pthread_mutex_lock(&u->work);
 	if (op == OP_RELEASE) {
 		do_release(u, tgid);
 	} else {
-		(void)do_install(u, tgid);
+		(void)do_install(u, tgid, q->maps, q->relatives);
 	}
 	pthread_mutex_unlock(&u->work);
+	if (q->maps) {
+		pp_maps_fini(q->maps);
+		free(q->maps);
+	}
 	if (op == OP_INSTALL) {
 		struct seen *e;
 
@@ -755,12 +836,11 @@ static void run_op(struct pp_unwinder *u, uint32_t tgid, uint32_t op)
 }
 
 /* Take the next queued operation (under lock): false when the queue is empty. */
-static bool dequeue(struct pp_unwinder *u, uint32_t *tgid, uint32_t *op)
+static bool dequeue(struct pp_unwinder *u, struct queued *q)
 {
 	if (!u->qlen)
 		return false;
-	*tgid = u->queue[u->qhead].tgid;
-	*op = u->queue[u->qhead].op;
+	*q = u->queue[u->qhead];
 	u->qhead = (u->qhead + 1) % QUEUE_SIZE;
 	u->qlen--;
 	return true;
@@ -802,7 +882,7 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&u->lock);
 	for (;;) {
-		uint32_t tgid, op;
+		struct queued q;
 
 		while (!u->stop && !u->qlen) {
 			struct timespec until;
@@ -823,9 +903,9 @@ static void *worker(void *arg)
 		if (u->stop)
 			break;
 		u->busy = true;
-		dequeue(u, &tgid, &op);
+		dequeue(u, &q);
 		pthread_mutex_unlock(&u->lock);
-		run_op(u, tgid, op);
+		run_op(u, &q);
 		pthread_mutex_lock(&u->lock);
 	}
 	u->busy = false;
@@ -906,6 +986,12 @@ void pp_unwinder_free(struct pp_unwinder *u)
 		pthread_mutex_unlock(&u->lock);
 		pthread_join(u->thread, NULL);
 	}
+	for (uint32_t i = 0; i < u->qlen; i++) {
+		struct pp_maps *m = u->queue[(u->qhead + i) % QUEUE_SIZE].maps;
+
+		pp_maps_fini(m);
+		free(m);
+	}
 	for (uint32_t i = 0; u->procs && i <= u->procs_mask; i++)
 		free(u->procs[i].tables);
 	for (uint32_t i = 0; u->tables && i < u->max_tables; i++)
@@ -959,12 +1045,91 @@ void pp_unwinder_note(struct pp_unwinder *u, uint32_t tgid)
 			u->st.procs_dropped++;
 			u->sweep_wanted = true;
 		}
-	} else if (e->installed && now_ms() - e->scanned_ms >= rescan_after(u, e)) {
+	} else if (e->installed && !e->version && now_ms() - e->scanned_ms >= rescan_after(u, e)) {
 		/* libraries loaded since (dlopen): read its maps again */
 		e->scanned_ms = now_ms();
 		e->scans++;
 		enqueue(u, tgid, OP_INSTALL);
 	}
+	pthread_mutex_unlock(&u->lock);
+}
+
+static uint64_t proc_version(const struct pp_proc *p)
+{
+	return (p->generation << 32 | p->maps_version) + 1;
+}
+
+/* p's executable file mappings, copied for the worker: NULL when out of memory. */
+static struct pp_maps *exec_mappings(const struct pp_proc *p)
+{
+	struct pp_maps view = {0}, *out = calloc(1, sizeof(*out));
+	struct pp_map_entry *ents = calloc(p->maps.n ? p->maps.n : 1, sizeof(*ents));
+
+	if (!out || !ents)
+		goto fail;
+	view.entries = ents;
+	for (size_t i = 0; i < p->maps.n; i++)
+		if ((p->maps.entries[i].perms & PP_MAP_EXEC) &&
+		    p->maps.entries[i].kind == PP_MAP_KIND_FILE)
+			ents[view.n++] = p->maps.entries[i];
+	if (pp_maps_copy(out, &view))
+		goto fail;
+	free(ents);
+	return out;
+fail:
+	free(ents);
+	free(out);
+	return NULL;
+}
+
+void pp_unwinder_note_proc(struct pp_unwinder *u, const struct pp_proc *p)
+{
+	uint64_t version;
+	struct pp_maps *maps;
+	struct seen *e;
+	bool added = false;
+
+	if (!u || !p || !p->pid || p->pid == u->self)
+		return;
+	if (!(p->flags & PP_PROC_F_EVENTS)) {
+		pp_unwinder_note(u, p->pid);
+		return;
+	}
+	version = proc_version(p);
+	if (p->pid == u->note_tgid && version == u->note_version)
+		return;
+	u->note_tgid = p->pid;
+	u->note_version = version;
+	u->note_ms = now_ms();
+	pthread_mutex_lock(&u->lock);
+	e = seen_find(u, p->pid);
+	if (e && e->version == version) {
+		pthread_mutex_unlock(&u->lock);
+		return;
+	}
+	pthread_mutex_unlock(&u->lock);
+	maps = exec_mappings(p); /* outside the lock: the worker takes it per install */
+	pthread_mutex_lock(&u->lock);
+	e = seen_find(u, p->pid);
+	if (!e) {
+		e = seen_add(u, p->pid);
+		added = e != NULL;
+	}
+	if (!e || !maps || !enqueue_maps(u, p->pid, OP_INSTALL, maps, p->relatives)) {
+		if (added)
+			seen_del(u, e);
+		u->st.procs_dropped++;
+		u->sweep_wanted = true;
+		pthread_mutex_unlock(&u->lock);
+		if (maps) {
+			pp_maps_fini(maps);
+			free(maps);
+		}
+		return;
+	}
+	e->version = version;
+	e->installed = 1; /* no /proc rescans: the side-band reports its changes */
+	e->scanned_ms = now_ms();
 	pthread_mutex_unlock(&u->lock);
 }
 
@@ -1007,7 +1172,7 @@ int pp_unwinder_install(struct pp_unwinder *u, uint32_t tgid)
 	if (!e)
 		return -ENOSPC;
 	pthread_mutex_lock(&u->work);
-	ret = do_install(u, tgid);
+	ret = do_install(u, tgid, NULL, NULL);
 	pthread_mutex_unlock(&u->work);
 	pthread_mutex_lock(&u->lock);
 	e = seen_find(u, tgid);
@@ -1021,7 +1186,7 @@ int pp_unwinder_install(struct pp_unwinder *u, uint32_t tgid)
 
 void pp_unwinder_drain(struct pp_unwinder *u)
 {
-	uint32_t tgid, op;
+	struct queued q;
 
 	if (!u)
 		return;
@@ -1033,9 +1198,9 @@ void pp_unwinder_drain(struct pp_unwinder *u)
 		pthread_mutex_unlock(&u->lock);
 		sweep(u);
 		pthread_mutex_lock(&u->lock);
-		while (dequeue(u, &tgid, &op)) {
+		while (dequeue(u, &q)) {
 			pthread_mutex_unlock(&u->lock);
-			run_op(u, tgid, op);
+			run_op(u, &q);
 			pthread_mutex_lock(&u->lock);
 		}
 	}

@@ -24,6 +24,8 @@
 
 #include <pebsprof/record.h>
 
+#include "process/proc_cache.h"
+
 struct pp_unwinder_sink {
 	/* Write n words (a table's run, record.h) at index first of the row array: 0 or -errno. */
 	int (*write_rows)(void *ctx, uint32_t first, const uint32_t *words, uint32_t n);
@@ -73,6 +75,10 @@ struct pp_unwinder_stats {
 	uint64_t rules_used;	      /* rules in the rule array now */
 	uint64_t tables_too_big;      /* more rows than a table may have, or 4 GiB of code */
 	uint64_t build_ns;	      /* time compiling tables, in all */
+	uint64_t tables_rebuilt;      /* ... built again after they were evicted */
+	uint64_t tables_by_identity;  /* mappings given a table without opening their file */
+	uint64_t procs_from_events;   /* lists made from the side-band's mappings */
+	uint64_t maps_reads;	      /* /proc/PID/maps reads */
 };
 
 struct pp_unwinder;
@@ -86,6 +92,13 @@ void pp_unwinder_free(struct pp_unwinder *u);
  * installed yet, or whose maps were read more than rescan_ms ago, is queued for the worker.
  */
 void pp_unwinder_note(struct pp_unwinder *u, uint32_t tgid);
+/*
+ * A sample of p was seen, or (eager) the side-band reported new executable mappings of p.
+ * A process the side-band made (PP_PROC_F_EVENTS) is installed from its reported mappings,
+ * never read from /proc: once per image and change of its mappings, its files found through
+ * the processes it came from when it is gone. Others are noted as by pp_unwinder_note.
+ */
+void pp_unwinder_note_proc(struct pp_unwinder *u, const struct pp_proc *p);
 /* The process exec'd or exited: its list is removed and its tables released. */
 void pp_unwinder_release(struct pp_unwinder *u, uint32_t tgid);
 /* Install (or re-read) a process now, on the caller's thread: 0 or -errno. */
