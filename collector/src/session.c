@@ -509,6 +509,7 @@ void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *o
 		out->symbol_via_map_files = ls.via_map_files;
 		out->symbol_via_root = ls.via_root;
 		out->symbol_via_relative = ls.via_relative;
+		out->symbol_via_identity = ls.via_identity;
 		out->symbol_queue_full = ls.queue_full;
 		out->symbol_pending = ls.pending;
 		out->debug_files = ls.cache.debug_files;
@@ -1365,6 +1366,7 @@ static void on_sideband(void *ctx, const struct pp_sb_event *ev)
 		e.dev_minor = ev->dev_minor;
 		e.inode = ev->inode;
 		e.ino_generation = ev->ino_generation;
+		e.from_sideband = 1;
 		e.perms = (uint8_t)(((ev->prot & PROT_READ) ? PP_MAP_READ : 0) |
 				    ((ev->prot & PROT_WRITE) ? PP_MAP_WRITE : 0) |
 				    ((ev->prot & PROT_EXEC) ? PP_MAP_EXEC : 0) |

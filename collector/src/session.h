@@ -172,6 +172,7 @@ struct pp_session_stats {
 	 * the process's root; paths that led to another file (refused); files not opened. */
 	uint64_t symbol_via_map_files, symbol_via_root;
 	uint64_t symbol_via_relative; /* the process gone: by path in a relative's root */
+	uint64_t symbol_via_identity; /* not opened: known by the side-band's identity */
 	uint64_t symbol_not_mapped_file, symbol_open_failed;
 	uint64_t symbol_queue_full; /* loader requests refused: its queue was full (asked again) */
 	uint64_t symbol_pending;    /* gauge: files queued or being read now */

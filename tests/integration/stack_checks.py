@@ -2,7 +2,8 @@
 """Checks on the stacks of any program, pebsprof's or perf's, for the toolchain tests and the
 toolchain benchmark.
 
-usage: stack_checks.py whole KIND FILE              "WHOLE TOTAL MEDIAN_DEPTH"
+usage: stack_checks.py whole KIND FILE [COMM]       "WHOLE TOTAL MEDIAN_DEPTH"
+       stack_checks.py unknown KIND FILE            "UNKNOWN TOTAL" (a frame in no known file)
        stack_checks.py edges KIND FILE CALLER->CALLEE...   "INVENTED TOTAL"
        stack_checks.py jit KIND FILE PERF_MAP       "NAMED JIT" (leaf frames of anonymous code)
 
@@ -12,7 +13,9 @@ frames every thread starts from (_start, start_thread, clone3, Go's runtime.goex
 edges, the pairs listed are the only callers each callee may have: a sample with another caller
 of a listed callee holds an invented edge. In jit, a leaf frame of anonymous code is one
 pebsprof drew as "[anonymous code]+0x..." (unnamed) or named from a perf map, perf's [unknown]
-in an anon mapping or a perf-map name (its dso is /tmp/perf-PID.map).
+in an anon mapping or a perf-map name (its dso is /tmp/perf-PID.map). whole with COMM counts
+only the samples of processes of that name; unknown counts the samples with a frame no file
+holds (pebsprof's "[unknown]", perf's [unknown] dso).
 """
 import statistics
 import sys
@@ -33,8 +36,9 @@ def folded(path):
     """(frames leaf first, dsos or None, count) per line."""
     for line in open(path, errors="replace"):
         stack, _, n = line.rstrip("\n").rpartition(" ")
-        frames = [strip(f) for f in stack.split(";")[1:]]
-        yield frames[::-1], None, int(n)
+        parts = stack.split(";")
+        frames = [strip(f) for f in parts[1:]]
+        yield frames[::-1], None, int(n), parts[0]
 
 
 def perf(path):
@@ -55,7 +59,7 @@ def perf(path):
                     frames.append(strip(sym))
                     dsos.append(dso)
                 if frames:
-                    yield frames, dsos, 1
+                    yield frames, dsos, 1, block[0].split(None, 1)[0] if block[0].split() else ""
             block = []
         else:
             block.append(line)
@@ -68,7 +72,7 @@ def load(kind, path):
 def whole(stacks):
     w = t = 0
     depths = []
-    for frames, _, n in stacks:
+    for frames, _, n, _ in stacks:
         t += n
         depths += [len(frames)] * n
         if any(f in ROOTS for f in frames):
@@ -82,7 +86,7 @@ def edges(stacks, pairs):
         caller, callee = p.split("->")
         allowed.setdefault(callee, set()).add(caller)
     bad = t = 0
-    for frames, _, n in stacks:
+    for frames, _, n, _ in stacks:
         t += n
         if any(callee in allowed and caller not in allowed[callee]
                for callee, caller in zip(frames, frames[1:])):
@@ -97,7 +101,7 @@ def jit(stacks, perf_map):
         if len(parts) == 3:
             names.add(strip(parts[2]))
     named = total = 0
-    for frames, dsos, n in stacks:
+    for frames, dsos, n, _ in stacks:
         leaf = frames[0]
         if dsos is None:
             if leaf.startswith("[anonymous code]"):
@@ -115,13 +119,30 @@ def jit(stacks, perf_map):
     return named, total
 
 
+def unknown(stacks):
+    u = t = 0
+    for frames, dsos, n, _ in stacks:
+        t += n
+        if dsos is None:
+            bad = any(f == "[unknown]" for f in frames)
+        else:
+            bad = any(d in ("[unknown]", "unknown") for d in dsos)
+        if bad:
+            u += n
+    return u, t
+
+
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     cmd, kind, path = sys.argv[1:4]
     stacks = load(kind, path)
     if cmd == "whole":
+        if len(sys.argv) == 5:
+            stacks = [s for s in stacks if s[3] == sys.argv[4]]
         print("%d %d %g" % whole(stacks))
+    elif cmd == "unknown":
+        print("%d %d" % unknown(stacks))
     elif cmd == "edges":
         print("%d %d" % edges(stacks, sys.argv[4:]))
     elif cmd == "jit" and len(sys.argv) == 5:

@@ -137,7 +137,7 @@ line=$(grep '^unwind tables:' "$T/churn.out")
 echo "    $line"
 num() { echo "$line" | sed -n "s/$1/\1/p"; }
 installs=$(num '.* \([0-9]*\) process installs.*')
-released=$(num '.*(\([0-9]*\) released.*')
+released=$(num '.* \([0-9]*\) released,.*')
 live=$(num '.* \([0-9]*\) live,.*')
 built=$(num '^unwind tables: \([0-9]*\) built.*')
 used=$(num '.*; \([0-9]*\) of [0-9]* rows.*')

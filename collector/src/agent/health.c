@@ -358,6 +358,16 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 		family(f, "pebsprof_unwind_tables_evicted_total", "counter",
 		       "Unused tables removed to make room in the row budget.");
 		value(f, "pebsprof_unwind_tables_evicted_total", s->unwind_tables_evicted);
+		family(f, "pebsprof_unwind_tables_rebuilt_total", "counter",
+		       "Tables compiled again after they were evicted.");
+		value(f, "pebsprof_unwind_tables_rebuilt_total", s->unwind_tables_rebuilt);
+		family(f, "pebsprof_unwind_installs_total", "counter",
+		       "Processes' unwind lists written, by where their mappings came from: the "
+		       "kernel's reports (sideband) or a read of /proc/PID/maps (proc).");
+		labelled(f, "pebsprof_unwind_installs_total", "source", "sideband",
+			 s->unwind_procs_from_events);
+		labelled(f, "pebsprof_unwind_installs_total", "source", "proc",
+			 s->unwind_maps_reads);
 		family(f, "pebsprof_unwind_tables_no_room_total", "counter",
 		       "Tables that did not fit the row budget (--unwind-table-bytes).");
 		value(f, "pebsprof_unwind_tables_no_room_total", s->unwind_tables_no_room);
@@ -378,6 +388,20 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 		       "Processes whose mappings the shim unwinds with tables.");
 		value(f, "pebsprof_unwind_processes", s->unwind_procs_live);
 	}
+	family(f, "pebsprof_process_images_total", "counter",
+	       "Process images the collector made, by source: the kernel's side-band reports of "
+	       "exec and fork (sideband), reads of /proc (proc: a process's first, and rereads "
+	       "for an address none of its mappings held).");
+	labelled(f, "pebsprof_process_images_total", "source", "sideband",
+		 s->process_images_reported);
+	labelled(f, "pebsprof_process_images_total", "source", "proc", s->process_reads);
+	labelled(f, "pebsprof_process_images_total", "source", "proc_reread",
+		 s->process_map_rereads);
+	family(f, "pebsprof_sideband_records_total", "counter",
+	       "Records of the kernel's side-band (mmap, comm, fork, exit) read, and those the "
+	       "kernel dropped because the ring was full (lost).");
+	labelled(f, "pebsprof_sideband_records_total", "result", "read", s->sideband_records);
+	labelled(f, "pebsprof_sideband_records_total", "result", "lost", s->sideband_lost);
 	if (s->process_cache_entries >= 0) {
 		family(f, "pebsprof_process_cache_entries", "gauge", "Processes in the cache.");
 		value(f, "pebsprof_process_cache_entries", (uint64_t)s->process_cache_entries);

@@ -145,6 +145,10 @@ struct pp_health_snapshot {
 	uint64_t unwind_tables_built, unwind_tables_shared, unwind_tables_none;
 	uint64_t unwind_tables_evicted, unwind_tables_no_room, unwind_tables_too_big;
 	uint64_t unwind_rows_used, unwind_rows_total, unwind_rules_used, unwind_procs_live;
+	uint64_t unwind_tables_rebuilt, unwind_maps_reads, unwind_procs_from_events;
+	/* processes: images from the side-band, /proc reads, side-band records and losses */
+	uint64_t process_images_reported, process_reads, process_map_rereads;
+	uint64_t sideband_records, sideband_lost;
 	int64_t process_cache_entries; /* -1 = unknown: not exported */
 	int64_t symbol_cache_files;    /* -1 = unknown: not exported */
 	/* bytes held by each cache now (the session's pp_session_stats gauges) */

@@ -684,7 +684,8 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 			       (unsigned long long)st->perf_map_bad_lines);
 		printf("\n");
 		printf("symbol files: %llu opened (%llu through map_files, %llu by path in the "
-		       "process's root, %llu in a relative's root when the process was gone); "
+		       "process's root, %llu in a relative's root when the process was gone; "
+		       "%llu more known without an open); "
 		       "refused %llu (over the caps %llu, sparse %llu), not the "
 		       "mapped file %llu, unreachable %llu; %llu frames waited for their file "
 		       "(%llu finished)\n",
@@ -693,6 +694,7 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 		       (unsigned long long)st->symbol_via_map_files,
 		       (unsigned long long)st->symbol_via_root,
 		       (unsigned long long)st->symbol_via_relative,
+		       (unsigned long long)st->symbol_via_identity,
 		       (unsigned long long)(st->symbol_too_big + st->symbol_refused),
 		       (unsigned long long)st->symbol_too_big,
 		       (unsigned long long)st->symbol_refused,

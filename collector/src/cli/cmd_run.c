@@ -777,6 +777,9 @@ static void health_tick(struct agent *ag, int stopping)
 
 		pp_unwinder_get_stats(ag->smp.unwinder, &us);
 		snap.unwind_tables_built = us.tables_built;
+		snap.unwind_tables_rebuilt = us.tables_rebuilt;
+		snap.unwind_maps_reads = us.maps_reads;
+		snap.unwind_procs_from_events = us.procs_from_events;
 		snap.unwind_tables_shared = us.tables_shared;
 		snap.unwind_tables_none = us.tables_none;
 		snap.unwind_tables_refused = us.tables_refused;
@@ -803,6 +806,11 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.unreadable_pct = ag->unreadable_pct;
 	snap.decode = ss.decode;
 	snap.samples_no_process = ss.samples_no_process;
+	snap.process_images_reported = ss.process_images_reported;
+	snap.process_reads = ss.process_reads;
+	snap.process_map_rereads = ss.process_map_rereads;
+	snap.sideband_records = ss.sideband_records;
+	snap.sideband_lost = ss.sideband_lost;
 	snap.add_errors = ss.add_errors;
 	snap.frames = ss.frames;
 	snap.frames_unmapped = ss.frames_unmapped;

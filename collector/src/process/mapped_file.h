@@ -21,6 +21,7 @@ enum pp_mapped_via {
 	PP_MAPPED_VIA_MAP_FILES, /* /proc/PID/map_files (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE) */
 	PP_MAPPED_VIA_ROOT,	 /* the path inside /proc/PID/root, identity checked */
 	PP_MAPPED_VIA_RELATIVE,	 /* the process was gone: the path in a relative's root, checked */
+	PP_MAPPED_VIA_IDENTITY,	 /* not opened: a cache knew the file by the side-band's identity */
 };
 
 /*

@@ -33,6 +33,7 @@ struct pp_map_entry {
 	uint64_t offset; /* file offset of start (page offset for anonymous mappings) */
 	uint64_t inode;
 	uint64_t ino_generation; /* the side-band's (0: unknown, as in /proc/PID/maps) */
+	uint8_t from_sideband;	 /* reported by the kernel's side-band, not read from maps */
 	uint32_t dev_major;
 	uint32_t dev_minor;
 	uint8_t perms;	 /* PP_MAP_* bits */

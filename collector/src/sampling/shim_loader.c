@@ -58,6 +58,7 @@ struct pp_shim {
 	int table_loop; /* the table walker with a bounded loop (no bpf_loop) */
 	struct ring_buffer *rb;
 	int wake_epfd; /* -1, or an epoll of rb's and the fds of pp_shim_add_wake_fd */
+	uint64_t wake_quiet_until_ns; /* CLOCK_MONOTONIC: the rings alone are watched until then */
 	int *ring_fds; /* one ring buffer per CPU in opts->ring_cpus, in that order */
 	size_t nr_rings;
 	struct bpf_link **links; /* perf events */
@@ -811,6 +812,8 @@ int pp_shim_attach(struct pp_shim *shim, int perf_fd, uint32_t cookie)
 	return 0;
 }
 
+#define WAKE_QUIET_MS 5
+
 int pp_shim_add_wake_fd(struct pp_shim *shim, int fd)
 {
 	struct epoll_event ev = {.events = EPOLLIN};
@@ -842,11 +845,31 @@ int pp_shim_poll(struct pp_shim *shim, int timeout_ms, pp_shim_record_fn cb, voi
 	shim->cb_ctx = ctx;
 	if (shim->wake_epfd >= 0 && timeout_ms) {
 		struct epoll_event evs[8];
+		struct timespec ts;
+		uint64_t now;
+		int n;
 
-		/* woken by the rings or another source; either way the rings are read below */
-		if (epoll_wait(shim->wake_epfd, evs, 8, timeout_ms) < 0 && errno != EINTR)
-			return -errno;
-		timeout_ms = 0;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		if (now >= shim->wake_quiet_until_ns) {
+			/* woken by the rings or another source; either way the rings are read */
+			n = epoll_wait(shim->wake_epfd, evs, 8, timeout_ms);
+			if (n < 0 && errno != EINTR)
+				return -errno;
+			/*
+			 * The other sources are not watched for a while after waking: what they
+			 * report meanwhile (a process's mappings, one after another) is read in
+			 * one go, and a node starting hundreds of programs a second wakes the
+			 * collector at most 1000 / WAKE_QUIET_MS times a second for them.
+			 */
+			if (n > 0)
+				shim->wake_quiet_until_ns = now + WAKE_QUIET_MS * 1000000ull;
+			timeout_ms = 0;
+		} else {
+			int left = (int)((shim->wake_quiet_until_ns - now + 999999) / 1000000);
+
+			timeout_ms = timeout_ms < 0 || left < timeout_ms ? left : timeout_ms;
+		}
 	}
 	polled = ring_buffer__poll(shim->rb, timeout_ms);
 	if (polled < 0)

@@ -45,6 +45,21 @@ struct entry {
 	uint64_t expires_ns; /* failures: forgotten after this */
 };
 
+/* A file as the kernel's side-band names it, and the key it was found under. */
+struct id_slot {
+	struct pp_file_identity id;
+	struct file_key key;
+	uint64_t verified_ns; /* when a get through an open last found the file so */
+	uint8_t used;
+};
+
+/*
+ * An identity stands for its file this long after an open last confirmed it: an inode
+ * number freed and given to a new file (whose generation, on file systems made from an
+ * image, may be 0 as well) misleads the lookup for at most this long.
+ */
+#define IDENTITY_TTL_NS (30 * 1000000000ull)
+
 struct pp_symcache {
 	size_t max_files;
 	size_t max_bytes;
@@ -53,6 +68,7 @@ struct pp_symcache {
 	size_t nbuckets; /* a power of two, for both hashes */
 	struct entry **buckets;
 	struct table **id_buckets;
+	struct id_slot *idents; /* nbuckets slots, one place each: the newest identity wins */
 	struct entry *lru_head, *lru_tail;
 	uint64_t negative_ttl_ns;
 	unsigned int open_flags;
@@ -119,6 +135,7 @@ struct pp_symcache *pp_symcache_new(size_t max_files, size_t max_bytes)
 		goto out_nomem;
 	c->buckets = calloc(nb, sizeof(*c->buckets));
 	c->id_buckets = calloc(nb, sizeof(*c->id_buckets));
+	c->idents = calloc(nb, sizeof(*c->idents));
 	if (!c->buckets || !c->id_buckets)
 		goto out_free;
 	c->nbuckets = nb;
@@ -130,6 +147,7 @@ struct pp_symcache *pp_symcache_new(size_t max_files, size_t max_bytes)
 out_free:
 	free(c->buckets);
 	free(c->id_buckets);
+	free(c->idents);
 	free(c);
 out_nomem:
 	errno = ENOMEM;
@@ -559,4 +577,55 @@ void pp_symcache_get_stats(const struct pp_symcache *c, struct pp_symcache_stats
 		return;
 	}
 	*out = c->stats;
+}
+
+static struct id_slot *ident_slot(const struct pp_symcache *c, const struct pp_file_identity *id)
+{
+	uint32_t h = fnv1a(id, sizeof(*id), FNV_SEED);
+
+	return &c->idents[h & (c->nbuckets - 1)];
+}
+
+const struct pp_elf_symbols *pp_symcache_get_identity(struct pp_symcache *c,
+						      const struct pp_file_identity *id)
+{
+	struct id_slot *slot;
+	struct entry *e;
+
+	uint64_t now = now_ns();
+
+	if (!c || !c->idents || !id || !id->inode) {
+		errno = EINVAL;
+		return NULL;
+	}
+	slot = ident_slot(c, id);
+	if (!slot->used || memcmp(&slot->id, id, sizeof(*id)) ||
+	    now - slot->verified_ns > IDENTITY_TTL_NS) {
+		errno = ENOENT;
+		return NULL;
+	}
+	e = live(c, find_key(c, &slot->key), now);
+	if (!e || !e->tab) {
+		errno = ENOENT;
+		return NULL;
+	}
+	c->stats.hits++;
+	c->stats.identity_hits++;
+	lru_unlink(c, e);
+	lru_push_front(c, e);
+	return e->tab->syms;
+}
+
+void pp_symcache_add_identity(struct pp_symcache *c, const struct pp_file_identity *id, int fd)
+{
+	struct id_slot *slot;
+	struct stat st;
+
+	if (!c || !c->idents || !id || !id->inode || fstat(fd, &st) != 0)
+		return;
+	slot = ident_slot(c, id);
+	slot->id = *id;
+	key_from_stat(&st, &slot->key);
+	slot->verified_ns = now_ns();
+	slot->used = 1;
 }

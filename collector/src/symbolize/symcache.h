@@ -33,6 +33,13 @@ struct pp_symcache_stats {
 	uint64_t debug_missing;	     /* stripped files for which neither had one (yet) */
 	uint64_t debug_errors;	     /* debug files found but unusable (corrupt, too big) */
 	uint64_t forgotten;	     /* entries dropped by pp_symcache_forget_build_id */
+	uint64_t identity_hits;	     /* of hits, found by the side-band's identity: no open */
+};
+
+/* A file as the kernel's side-band names it (PERF_RECORD_MMAP2). */
+struct pp_file_identity {
+	uint32_t dev_major, dev_minor;
+	uint64_t inode, ino_generation;
 };
 
 /*
@@ -99,6 +106,18 @@ const struct pp_elf_symbols *pp_symcache_get_fd(struct pp_symcache *c, int fd, c
 /* The same for the host file at path, opened here (tests and host-only callers). */
 const struct pp_elf_symbols *pp_symcache_get_file(struct pp_symcache *c, const char *path,
 						  const char *expected_build_id);
+
+/*
+ * The table cached for the file the side-band names id, when a get of the file (fd) was
+ * followed by pp_symcache_add_identity with that id less than 30 s ago: found without
+ * opening the file (a process gone, or the thousandth exec of one program). NULL with errno
+ * ENOENT otherwise (open it, get it, add the identity again).
+ * Borrowed as from pp_symcache_get_fd.
+ */
+const struct pp_elf_symbols *pp_symcache_get_identity(struct pp_symcache *c,
+						      const struct pp_file_identity *id);
+/* Remember that the file open as fd is the one the side-band names id. */
+void pp_symcache_add_identity(struct pp_symcache *c, const struct pp_file_identity *id, int fd);
 
 /* Entries and bytes held now, and the counters so far. */
 size_t pp_symcache_size(const struct pp_symcache *c);

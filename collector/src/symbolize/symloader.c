@@ -83,10 +83,22 @@ static void load_mapping(struct pp_symloader *l, const struct request *rq,
 {
 	const struct pp_elf_symbols *syms;
 	char root[300];
+	struct pp_file_identity id = {rq->map.dev_major, rq->map.dev_minor, rq->map.inode,
+				      rq->map.ino_generation};
 	uint32_t root_pid;
-	int fd = pp_mapped_file_open_gone(l->proc_root, rq->pid, rq->relatives, PP_PROC_RELATIVES,
-					  &rq->map, via, &root_pid);
+	int fd;
 
+	/* a file the side-band named and a get found before: no open */
+	if (id.inode && rq->map.from_sideband) {
+		syms = pp_symcache_get_identity(l->cache, &id);
+		if (syms) {
+			*via = PP_MAPPED_VIA_IDENTITY;
+			out->syms = pp_elf_symbols_ref((struct pp_elf_symbols *)syms);
+			return;
+		}
+	}
+	fd = pp_mapped_file_open_gone(l->proc_root, rq->pid, rq->relatives, PP_PROC_RELATIVES,
+				      &rq->map, via, &root_pid);
 	if (fd < 0) {
 		out->err = -fd;
 		return;
@@ -94,6 +106,8 @@ static void load_mapping(struct pp_symloader *l, const struct request *rq,
 	snprintf(root, sizeof(root), "%s/%u/root", l->proc_root, root_pid);
 	syms = pp_symcache_get_fd(l->cache, fd, root, rq->map.path, NULL);
 	out->err = syms ? 0 : errno;
+	if (syms && id.inode && rq->map.from_sideband)
+		pp_symcache_add_identity(l->cache, &id, fd);
 	/* the cache may evict it at the next get: the taker holds its own reference */
 	out->syms = pp_elf_symbols_ref((struct pp_elf_symbols *)syms);
 	close(fd);
@@ -158,6 +172,7 @@ static void *worker_main(void *arg)
 			l->st.via_map_files += via == PP_MAPPED_VIA_MAP_FILES;
 			l->st.via_root += via == PP_MAPPED_VIA_ROOT;
 			l->st.via_relative += via == PP_MAPPED_VIA_RELATIVE;
+			l->st.via_identity += via == PP_MAPPED_VIA_IDENTITY;
 			l->st.not_the_mapped_file += via == PP_MAPPED_VIA_NONE && out.err == ESTALE;
 			l->st.open_failed += via == PP_MAPPED_VIA_NONE && out.err != ESTALE;
 		}

@@ -9,6 +9,7 @@
 #include "unwinder.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -63,7 +64,8 @@ struct table {
 	/* "d:" device, inode, inode generation, as the side-band names the file: found again
 	 * without opening it ("" until it was reached through such a mapping) */
 	char id_key[64];
-	uint8_t built_before; /* rows were built once: building again is a rebuild */
+	uint64_t id_verified_ms; /* when an open last confirmed id_key */
+	uint8_t built_before;	 /* rows were built once: building again is a rebuild */
 };
 
 struct extent {
@@ -453,6 +455,8 @@ static int pack_with_room(struct pp_unwinder *u, const struct pp_unwind_table *u
 }
 
 /* Compile the file's CFI into a run of rows: 0 (t->nr may be 0: no CFI) or -ENOSPC. */
+#define TRIM_AFTER_WORDS (256u << 10) /* 1 MiB of rows: a few MiB while compiling */
+
 static int table_build(struct pp_unwinder *u, struct table *t, int fd, const char *name)
 {
 	struct pp_unwind_packed *pk = &t->packed;
@@ -533,6 +537,12 @@ static int table_build(struct pp_unwinder *u, struct table *t, int fd, const cha
 	pk->nnew = 0;
 out:
 	pp_unwind_table_free(ut);
+	/*
+	 * A large file's table is tens of MiB while it is compiled, in this thread's malloc
+	 * arena, which keeps what is freed: handed back, the agent's memory is its caches'.
+	 */
+	if (t->nr > TRIM_AFTER_WORDS)
+		malloc_trim(0);
 	return ret;
 }
 
@@ -552,6 +562,8 @@ static int open_mapped(struct pp_unwinder *u, uint32_t tgid, const uint32_t *rel
 		u->st.not_the_mapped_file++;
 	return fd;
 }
+
+#define IDENTITY_TTL_MS 30000
 
 static struct table *table_find_id(struct pp_unwinder *u, const char *id_key)
 {
@@ -576,11 +588,12 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	 * files: a table reached that way before is that file's, without opening it again (an
 	 * exec of a program the node runs all the time costs no open).
 	 */
-	if (e->ino_generation) {
+	if (e->from_sideband && e->inode) {
 		snprintf(id_key, sizeof(id_key), "d:%x:%x:%" PRIu64 ":%" PRIu64, e->dev_major,
 			 e->dev_minor, e->inode, e->ino_generation);
 		t = table_find_id(u, id_key);
-		if (t && (t->none || t->nr)) {
+		/* an identity stands for its file while an open confirmed it lately (symcache.c) */
+		if (t && (t->none || t->nr) && now_ms() - t->id_verified_ms <= IDENTITY_TTL_MS) {
 			u->st.tables_shared += t->nr != 0;
 			u->st.tables_by_identity++;
 			return t;
@@ -599,8 +612,10 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	/* built, without CFI, or too big for the rows free when it was tried: not again */
 	if (t && (t->none || t->nr || (t->no_room && t->no_room_frees == u->frees))) {
 		u->st.tables_shared += t->nr != 0;
-		if (id_key[0])
+		if (id_key[0]) {
 			snprintf(t->id_key, sizeof(t->id_key), "%s", id_key);
+			t->id_verified_ms = now_ms();
+		}
 		close(fd);
 		return t;
 	}
@@ -618,8 +633,10 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	u->st.tables_rebuilt += t->built_before;
 	(void)table_build(u, t, fd, e->path);
 	t->built_before |= t->nr != 0;
-	if (id_key[0])
+	if (id_key[0]) {
 		snprintf(t->id_key, sizeof(t->id_key), "%s", id_key);
+		t->id_verified_ms = now_ms();
+	}
 	close(fd);
 	return t;
 }

@@ -293,6 +293,11 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.symbol_not_mapped_file = 4;
 	s.symbol_unreachable = 5;
 	s.unwind_tables_refused = 6;
+	s.process_images_reported = 61;
+	s.process_reads = 62;
+	s.process_map_rereads = 63;
+	s.sideband_records = 64;
+	s.sideband_lost = 65;
 	s.frames_awaited = 8;
 	s.frames_awaited_finished = 7;
 	s.strings_cleaned = 9;
@@ -404,6 +409,18 @@ static const char metrics_tail[] =
     "# HELP pebsprof_perf_map_bad_lines_total JIT perf map lines that did not parse (skipped).\n"
     "# TYPE pebsprof_perf_map_bad_lines_total counter\n"
     "pebsprof_perf_map_bad_lines_total 16\n"
+    "# HELP pebsprof_process_images_total Process images the collector made, by source: the "
+    "kernel's side-band reports of exec and fork (sideband), reads of /proc (proc: a process's "
+    "first, and rereads for an address none of its mappings held).\n"
+    "# TYPE pebsprof_process_images_total counter\n"
+    "pebsprof_process_images_total{source=\"sideband\"} 61\n"
+    "pebsprof_process_images_total{source=\"proc\"} 62\n"
+    "pebsprof_process_images_total{source=\"proc_reread\"} 63\n"
+    "# HELP pebsprof_sideband_records_total Records of the kernel's side-band (mmap, comm, fork, "
+    "exit) read, and those the kernel dropped because the ring was full (lost).\n"
+    "# TYPE pebsprof_sideband_records_total counter\n"
+    "pebsprof_sideband_records_total{result=\"read\"} 64\n"
+    "pebsprof_sideband_records_total{result=\"lost\"} 65\n"
     "# HELP pebsprof_process_cache_entries Processes in the cache.\n"
     "# TYPE pebsprof_process_cache_entries gauge\n"
     "pebsprof_process_cache_entries 42\n"

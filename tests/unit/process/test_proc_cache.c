@@ -856,6 +856,134 @@ TEST(live_exec_of_deleted_binary)
 	pp_proc_cache_free(c);
 }
 
+/* A mapping as the side-band reports it. */
+static struct pp_map_entry sb_map(uint64_t start, uint64_t end, uint64_t off, uint64_t ino,
+				  const char *path)
+{
+	struct pp_map_entry e = {.start = start,
+				 .end = end,
+				 .offset = off,
+				 .inode = ino,
+				 .dev_major = 0xfe,
+				 .perms = PP_MAP_READ | PP_MAP_EXEC,
+				 .kind = PP_MAP_KIND_FILE,
+				 .from_sideband = 1,
+				 .path = path};
+	return e;
+}
+
+/*
+ * A process known only from the side-band: its image, executable and mappings come from the
+ * reports, never from /proc (the proc root is empty, so any read would fail), and it stays
+ * after it exits for the samples still queued.
+ */
+TEST(sideband_exec_and_mmaps_make_the_image)
+{
+	struct fake_clock clk = {.now = 1000 * MS};
+	struct fixture_root r;
+	struct pp_proc_cache *c;
+	const struct pp_proc *p;
+	const struct pp_map_entry *m;
+	struct pp_map_entry e;
+
+	REQUIRE(root_init(&r) == 0);
+	c = cache_new(r.dir, 16, &clk);
+	REQUIRE(c != NULL);
+	pp_proc_cache_on_sb_exec(c, 4242, "short", 100);
+	e = sb_map(0x400000, 0x401000, 0x1000, 77, "/usr/bin/short");
+	pp_proc_cache_on_sb_mmap(c, 4242, 101, &e);
+	e = sb_map(0x7f0000000000, 0x7f0000026000, 0x1000, 78, "/lib/ld.so");
+	pp_proc_cache_on_sb_mmap(c, 4242, 102, &e);
+	pp_proc_cache_on_exit(c, 4242);
+	p = pp_proc_cache_get_at(c, 4242, 150);
+	REQUIRE(p != NULL);
+	CHECK(p->flags & PP_PROC_F_EVENTS);
+	CHECK(p->flags & PP_PROC_F_EXITED);
+	CHECK_STR(p->comm, "short");
+	CHECK_STR(p->exe, "/usr/bin/short");
+	CHECK_EQ_U64(p->maps.n, 2);
+	m = pp_proc_cache_find_map(c, p, 0x400123);
+	REQUIRE(m != NULL);
+	CHECK_STR(m->path, "/usr/bin/short");
+	CHECK_EQ_U64(pp_map_file_offset(m, 0x400123), 0x1123);
+	/* an address no report holds: the process is gone, nothing is reread */
+	CHECK(pp_proc_cache_find_map(c, p, 0x500000) == NULL);
+	CHECK_EQ_U64(stats(c).loads, 0);
+	CHECK_EQ_U64(stats(c).sb_images, 1);
+	CHECK_EQ_U64(stats(c).sb_mmaps, 2);
+	pp_proc_cache_free(c);
+	root_fini(&r, NULL, 0);
+}
+
+/*
+ * Exec, fork and late records: a sample taken before an exec gets the image it ran in; a
+ * child starts with a copy of its parent's mappings and knows where it came from; records
+ * older than the image they would change are ignored.
+ */
+TEST(sideband_exec_fork_and_late_records)
+{
+	struct fake_clock clk = {.now = 1000 * MS};
+	struct fixture_root r;
+	struct pp_proc_cache *c;
+	const struct pp_proc *p;
+	struct pp_map_entry e;
+
+	REQUIRE(root_init(&r) == 0);
+	c = cache_new(r.dir, 16, &clk);
+	REQUIRE(c != NULL);
+	pp_proc_cache_on_sb_exec(c, 10, "shell", 100);
+	e = sb_map(0x1000, 0x2000, 0, 1, "/bin/sh");
+	pp_proc_cache_on_sb_mmap(c, 10, 101, &e);
+	/* the shell forks 11, which execs cc at 300 */
+	pp_proc_cache_on_sb_fork(c, 11, 10, 200);
+	p = pp_proc_cache_get_at(c, 11, 250);
+	REQUIRE(p != NULL);
+	CHECK_STR(p->exe, "/bin/sh");
+	CHECK_EQ_U64(p->maps.n, 1);
+	CHECK_EQ_U64(p->relatives[0], 10);
+	pp_proc_cache_on_sb_exec(c, 11, "cc", 300);
+	e = sb_map(0x5000, 0x9000, 0, 2, "/usr/bin/cc");
+	pp_proc_cache_on_sb_mmap(c, 11, 301, &e);
+	/* a record from before the exec, read late, is the old image's: ignored */
+	e = sb_map(0x20000, 0x21000, 0, 3, "/lib/old.so");
+	pp_proc_cache_on_sb_mmap(c, 11, 290, &e);
+	p = pp_proc_cache_get_at(c, 11, 320);
+	REQUIRE(p != NULL);
+	CHECK_STR(p->exe, "/usr/bin/cc");
+	CHECK_STR(p->comm, "cc");
+	CHECK_EQ_U64(p->maps.n, 1);
+	CHECK(pp_proc_cache_find_map(c, p, 0x5800) != NULL);
+	CHECK_EQ_U64(p->relatives[0], 10); /* an exec keeps where it came from */
+	/* a sample of the shell image, taken before the exec, read after it */
+	p = pp_proc_cache_get_at(c, 11, 260);
+	REQUIRE(p != NULL);
+	CHECK(p->flags & PP_PROC_F_REPLACED);
+	CHECK_STR(p->exe, "/bin/sh");
+	CHECK(pp_proc_cache_find_map(c, p, 0x1800) != NULL);
+	CHECK(pp_proc_cache_find_map(c, p, 0x5800) == NULL);
+	CHECK_EQ_U64(stats(c).pre_exec_hits, 1);
+	/* a fork record older than the image: ignored, the image stays */
+	pp_proc_cache_on_sb_fork(c, 11, 10, 150);
+	p = pp_proc_cache_get_at(c, 11, 400);
+	REQUIRE(p != NULL);
+	CHECK_STR(p->exe, "/usr/bin/cc");
+	/* a parent not cached: the child is known by where it came from, read when sampled */
+	pp_proc_cache_on_sb_fork(c, 12, 99, 500);
+	CHECK(pp_proc_cache_peek(c, 12) != NULL);
+	CHECK(pp_proc_cache_peek(c, 12)->flags & PP_PROC_F_STALE);
+	CHECK_EQ_U64(pp_proc_cache_peek(c, 12)->relatives[0], 99);
+	pp_proc_cache_on_sb_exec(c, 12, "ls", 600);
+	e = sb_map(0x7000, 0x8000, 0, 4, "/bin/ls");
+	pp_proc_cache_on_sb_mmap(c, 12, 601, &e);
+	p = pp_proc_cache_get_at(c, 12, 700);
+	REQUIRE(p != NULL);
+	CHECK_STR(p->exe, "/bin/ls");
+	CHECK_EQ_U64(p->relatives[0], 99);
+	CHECK_EQ_U64(stats(c).loads, 0);
+	pp_proc_cache_free(c);
+	root_fini(&r, NULL, 0);
+}
+
 TEST_LIST = {
     {"stat_parse", stat_parse},
     {"loads_fixture_process", loads_fixture_process},
@@ -873,5 +1001,7 @@ TEST_LIST = {
     {"bad_options", bad_options},
     {"live_child_then_killed", live_child_then_killed},
     {"live_exec_of_deleted_binary", live_exec_of_deleted_binary},
+    {"sideband_exec_and_mmaps_make_the_image", sideband_exec_and_mmaps_make_the_image},
+    {"sideband_exec_fork_and_late_records", sideband_exec_fork_and_late_records},
 };
 TEST_MAIN()

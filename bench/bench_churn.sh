@@ -1,0 +1,161 @@
+#!/bin/bash
+# What a node that never stops starting programs costs the agent, and what its profile of them
+# is worth: a loop starts python3, perl, gcc, clang, node, sort, sh and two programs of our
+# own (150 ms and 30 ms long, built without frame pointers, one of them stripped) over and
+# over, and `record -a` samples the node. The peer is `perf record -a -g` on the same loop in
+# the same run. See bench/README.md.
+#
+# usage: sudo bench/bench_churn.sh [-b BUILD_DIR] [-d SECONDS] [-F HZ,...]
+#   -F  the rates to measure at (default 99,20: the default rate and the fleet's)
+#
+# Per rate: the weight of samples with a frame in no known file ([unknown]), the share of the
+# 150 ms program's samples whose stack is whole, the agent's CPU against perf's (over a whole
+# capture, start-up and first sight of every program included, and over D seconds after a
+# 10 s warm-up, what a long-running agent pays), its RSS, and what churn cost it (processes
+# from the kernel's reports, /proc reads, tables built and built again). Last, the agent's
+# CPU on the idle node at 20 Hz after its warm-up, as a share of one CPU.
+set -u
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$SRC/build
+D=20
+RATES=99,20
+while getopts "b:d:F:h" opt; do
+	case $opt in
+	b) BUILD=$(cd "$OPTARG" && pwd) || exit 1 ;;
+	d) D=$OPTARG ;;
+	F) RATES=$OPTARG ;;
+	*)
+		sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+		exit 2
+		;;
+	esac
+done
+PP=$BUILD/collector/pebsprof
+CHECK=$SRC/tests/integration/stack_checks.py
+die() {
+	echo "bench_churn: $*" >&2
+	exit 1
+}
+[ "$(id -u)" -eq 0 ] || die "needs root"
+[ -x "$PP" ] || die "build pebsprof first (-b BUILD_DIR)"
+for c in python3 perl gcc clang node sort perf; do
+	command -v $c >/dev/null || die "needs $c"
+done
+T=$(mktemp -d /tmp/pp-bench-churn.XXXXXX)
+LOOP=
+trap '[ -n "$LOOP" ] && kill $LOOP 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
+
+# cpu_of CMD...: runs CMD; its output, then "cpu_s S maxrss_kb K" (its and its children's)
+cpu_of() {
+	python3 -c '
+import resource, subprocess, sys
+p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+sys.stdout.write(p.stdout + p.stderr)
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("cpu_s %.3f maxrss_kb %d" % (u.ru_utime + u.ru_stime, u.ru_maxrss))
+' "$@"
+}
+
+cat >"$T/spin.c" <<'SRC'
+#include <stdlib.h>
+#include <time.h>
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+__attribute__((noinline)) static unsigned long pp_churn_work(double secs)
+{
+	volatile unsigned long x = 0;
+	double end = now() + secs;
+	while (now() < end)
+		for (int i = 0; i < 10000; i++)
+			x += i;
+	return x;
+}
+int main(int argc, char **argv)
+{
+	return (int)(pp_churn_work(argc > 1 ? atof(argv[1]) : 0.15) & 1);
+}
+SRC
+gcc -O2 -fomit-frame-pointer -o "$T/pp_churn_150ms" "$T/spin.c" || die "cannot build the workload"
+gcc -O2 -fomit-frame-pointer -s -o "$T/pp_churn_30ms" "$T/spin.c" || die "cannot build the workload"
+printf 'int f(int x) { return x * 3 + 1; }\n' >"$T/small.c"
+python3 -c 'import random; r = random.Random(7)
+print("\n".join(str(r.randrange(10**9)) for _ in range(100000)))' >"$T/text"
+
+churn() {
+	while :; do
+		python3 -c 'sum(i * i for i in range(200000))'
+		perl -e '$s = 0; $s += $_ * $_ for 1 .. 300000'
+		gcc -O2 -c "$T/small.c" -o "$T/small.o"
+		clang -O2 -c "$T/small.c" -o "$T/small.o"
+		node -e 'let s = 0; for (let i = 0; i < 3e6; i++) s += i * i'
+		sort "$T/text" >/dev/null
+		sh -c 'i=0; while [ $i -lt 3000 ]; do i=$((i + 1)); done'
+		"$T/pp_churn_150ms" 0.15
+		"$T/pp_churn_30ms" 0.03
+	done
+}
+
+field() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p" | tail -1; }
+# steady HZ SECS OUT: the agent's CPU seconds over SECS after a 10 s warm-up (the node's
+# programs' tables built, their files read: what a long-running agent pays), and its RSS
+# then, in KiB: "cpu_s S rss_kb K"
+steady() {
+	local pid t0 t1 rss
+	"$PP" record -a -F "$1" -d $((10 + $2 + 5)) -o "$3" >/dev/null 2>&1 &
+	pid=$!
+	sleep 10
+	t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	sleep "$2"
+	t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+	wait $pid
+	echo "cpu_s $(python3 -c "import os, sys; print('%.3f' % ((int(sys.argv[2]) - int(sys.argv[1])) / os.sysconf('SC_CLK_TCK')))" "$t0" "$t1") rss_kb $rss"
+}
+pct() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print('%.1f' % (100 * a / b if b else 0))" "$1" "$2"; }
+
+echo "bench_churn: ${D} s per capture, rates $RATES, $(nproc) CPUs, kernel $(uname -r)"
+churn >/dev/null 2>&1 &
+LOOP=$!
+sleep 3
+ROWS=()
+for HZ in ${RATES//,/ }; do
+	out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" -o "$T/pp$HZ.folded")
+	pp_cpu=$(echo "$out" | field cpu_s)
+	pp_rss=$(echo "$out" | field maxrss_kb)
+	procs=$(echo "$out" | sed -n 's/^processes: //p')
+	tables=$(echo "$out" | sed -n 's/^unwind tables: \([0-9]*\) built.*(\([0-9]*\) built again).*/\1 built, \2 built again/p')
+	out=$(steady "$HZ" "$D" "$T/steady$HZ.folded")
+	st_cpu=$(echo "$out" | field cpu_s)
+	st_rss=$(echo "$out" | field rss_kb)
+	out=$(cpu_of perf record -q -a -g -F "$HZ" -o "$T/perf$HZ.data" -- sleep "$D")
+	perf_cpu=$(echo "$out" | field cpu_s)
+	perf_rss=$(echo "$out" | field maxrss_kb)
+	perf script -i "$T/perf$HZ.data" -F comm,tid,ip,sym,dso >"$T/perf$HZ.txt" 2>/dev/null
+	read -r pu pt < <(python3 "$CHECK" unknown folded "$T/pp$HZ.folded")
+	read -r fu ft < <(python3 "$CHECK" unknown perf "$T/perf$HZ.txt")
+	read -r pw pwt _ < <(python3 "$CHECK" whole folded "$T/pp$HZ.folded" pp_churn_150ms)
+	read -r fw fwt _ < <(python3 "$CHECK" whole perf "$T/perf$HZ.txt" pp_churn_150ms)
+	ratio=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$pp_cpu" "$perf_cpu")
+	st_ratio=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$st_cpu" "$perf_cpu")
+	ROWS+=("| $HZ Hz | $(pct "$pu" "$pt")% of $pt | $(pct "$fu" "$ft")% of $ft | $(pct "$pw" "$pwt")% of $pwt | $(pct "$fw" "$fwt")% of $fwt | $pp_cpu s ($ratio) | $st_cpu s ($st_ratio) | $perf_cpu s | $((pp_rss / 1024)) MiB | $((st_rss / 1024)) MiB | $((perf_rss / 1024)) MiB |")
+	echo "  $HZ Hz: processes: $procs"
+	echo "  $HZ Hz: unwind tables: $tables"
+done
+kill $LOOP 2>/dev/null
+wait $LOOP 2>/dev/null
+LOOP=
+sleep 2
+out=$(steady 20 "$D" "$T/idle.folded")
+idle_cpu=$(echo "$out" | field cpu_s)
+
+echo
+echo "| rate | pebsprof [unknown] weight | perf -g [unknown] weight | pebsprof 150 ms program whole | perf -g whole | pebsprof CPU, whole capture (/ perf) | pebsprof CPU after 10 s (/ perf) | perf record CPU | pebsprof peak RSS | pebsprof RSS after 10 s | perf peak RSS |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+printf '%s\n' "${ROWS[@]}"
+echo
+echo "idle node, 20 Hz, ${D} s after a 10 s warm-up: pebsprof CPU $idle_cpu s = $(pct "$idle_cpu" "$D")% of one CPU"
+echo "commands: $PP record -a -F HZ -d $D; perf record -a -g -F HZ -- sleep $D"

@@ -1,0 +1,122 @@
+#!/bin/bash
+# Short-lived processes under `record -a`: programs built here without frame pointers, one
+# with its symbols and one stripped (another program: its own build id).
+#  1. churn: 30 of each, one after another, the first living 150 ms, the stripped one 30 ms:
+#     their samples name the function (the first) and the file (the stripped one), and the
+#     first one's stacks are whole (they reach main and _start) from its first samples: the
+#     unwind list of each is made from the kernel's reports of its mappings as they come;
+#  2. gone before the collector looked: the collector is stopped (SIGSTOP) while 10 of the
+#     first run 50 ms each and exit, then resumed: /proc no longer has them, yet their
+#     samples are theirs (no "process gone") and named, the file found through the root of
+#     the shell that started them.
+# Needs root, BPF and perf events; exits 77 otherwise.
+
+. "$(dirname "$0")/lib.sh"
+
+pp_require_root
+pp_require_bpf
+pp_require_perf_events
+pp_require_pebsprof
+
+T=$PP_TMP
+CHECK="$PP_PYTHON $PP_SOURCE_DIR/tests/integration/stack_checks.py"
+command -v cc >/dev/null || pp_skip "no C compiler (cc) to build the test programs"
+
+for prog in pp_short pp_short_strip; do
+	cat >"$T/$prog.c" <<SRC
+#include <stdlib.h>
+#include <time.h>
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+__attribute__((noinline)) static unsigned long ${prog}_work(double secs)
+{
+	volatile unsigned long x = 0;
+	double end = now() + secs;
+	while (now() < end)
+		for (int i = 0; i < 1000; i++)
+			x += i;
+	return x;
+}
+int main(int argc, char **argv)
+{
+	return (int)(${prog}_work(argc > 1 ? atof(argv[1]) : 0.03) & 1);
+}
+SRC
+	cc -O2 -fomit-frame-pointer -o "$T/$prog" "$T/$prog.c" || pp_skip "cc could not build $prog"
+done
+strip "$T/pp_short_strip"
+
+# record_while NAME SCRIPT [stop]: record -a at 999 Hz while SCRIPT runs (stopped by SIGSTOP
+# the while, with stop), then SIGINT; NAME.folded and NAME.out
+record_while() {
+	local name=$1 script=$2 stop=${3:-} pid i
+	"$PEBSPROF" record -a -e cpu-clock -F 999 -d 120 -o "$T/$name.folded" >"$T/$name.out" \
+		2>"$T/$name.err" &
+	pid=$!
+	# sampling has started once the shim counts samples: the progress line is for ttys,
+	# so wait for the BPF program's link instead (at most 30 s)
+	for i in $(seq 300); do
+		bpftool link show 2>/dev/null | grep -q perf_event && break
+		sleep 0.1
+	done
+	sleep 0.5
+	[ -n "$stop" ] && kill -STOP "$pid"
+	sh "$script"
+	[ -n "$stop" ] && kill -CONT "$pid"
+	sleep 0.5
+	kill -INT "$pid"
+	pp_wait_pid "$pid" 60
+}
+
+# share NAME PROG WHAT: "hits total" of PROG's samples in NAME.folded whose stack holds WHAT
+# (PROG: the thread's name, as folded stacks begin)
+share() {
+	awk -v prog="$2" -v what="$3" '{
+		n = $NF; split($1, f, ";"); if (f[1] != prog) next
+		t += n; if (index($0, what)) h += n
+	} END { print h + 0, t + 0 }' "$T/$1.folded"
+}
+
+# 1. churn
+cat >"$T/churn.sh" <<SH
+for i in \$(seq 30); do "$T/pp_short" 0.15; "$T/pp_short_strip" 0.03; done
+SH
+record_while churn "$T/churn.sh"
+[ "$PP_RC" -eq 0 ] || pp_fail "churn: record exited $PP_RC"
+grep -E '^(processes|unwind tables|symbol files):' "$T/churn.out" | sed 's/^/    /'
+read -r named total < <(share churn pp_short pp_short_work)
+read -r whole wtotal _ < <($CHECK whole folded "$T/churn.folded" pp_short)
+read -r sfile stotal < <(share churn pp_short_strip "pp_short_strip+0x")
+pp_check "churn: pp_short's samples in its function: $named of $total" \
+	test "$total" -ge 100 -a $((named * 100)) -ge $((total * 95))
+pp_check "churn: pp_short's stacks whole from its first samples: $whole of $wtotal" \
+	test "$wtotal" -ge 100 -a $((whole * 100)) -ge $((wtotal * 90))
+pp_check "churn: pp_short_strip's samples in its file: $sfile of $stotal" \
+	test "$stotal" -ge 30 -a $((sfile * 100)) -ge $((stotal * 95))
+images=$(sed -n 's/^processes: \([0-9]*\) images.*/\1/p' "$T/churn.out")
+pp_check "churn: the processes came from the kernel's reports ($images images)" \
+	test "${images:-0}" -ge 60
+
+# 2. gone before the collector looked
+cat >"$T/gone.sh" <<SH
+for i in \$(seq 10); do "$T/pp_short" 0.05; done
+SH
+record_while gone "$T/gone.sh" stop
+[ "$PP_RC" -eq 0 ] || pp_fail "gone: record exited $PP_RC"
+grep -E '^(processes|symbol files):|process gone' "$T/gone.out" | sed 's/^/    /'
+read -r named total < <(share gone pp_short pp_short_work)
+# every user frame named: none in no file ([unknown]), none a bare file offset
+read -r bare _ < <(share gone pp_short "+0x")
+read -r unknown _ < <(share gone pp_short "[unknown]")
+pp_check "gone: pp_short's samples named though it had exited: $((total - bare - unknown)) of $total ($named in its function)" \
+	test "$total" -ge 20 -a $(((total - bare - unknown) * 100)) -ge $((total * 90)) -a \
+	$((named * 100)) -ge $((total * 50))
+gone=$(sed -n 's/.*process gone \([0-9]*\).*/\1/p' "$T/gone.out")
+relative=$(sed -n "s/.*, \([0-9]*\) in a relative's root.*/\1/p" "$T/gone.out")
+pp_check "gone: no sample without its process (process gone ${gone:-?})" test "${gone:-1}" -eq 0
+pp_check "gone: files opened through a relative's root (${relative:-?})" test "${relative:-0}" -ge 1
+pp_finish
