@@ -151,8 +151,9 @@ struct pp_session {
 	uint32_t kernel_mapping;
 	struct pp_mem_objcache *objs; /* memory events only */
 	uint32_t data_kernel_loc, data_unknown_loc;
-	uint32_t not_code_loc;		 /* the window's PP_FRAME_NOT_CODE location; 0: none yet */
-	uint64_t sb_read_ns;		 /* CLOCK_MONOTONIC when the side-band was last read */
+	uint32_t not_code_loc; /* the window's PP_FRAME_NOT_CODE location; 0: none yet */
+	uint64_t sb_read_ns;   /* CLOCK_MONOTONIC when the side-band was last read */
+	uint64_t file_frame_epoch, file_frame_epoch_ns; /* see FILE_FRAME_PID */
 	uint32_t sb_dirty[SB_DIRTY_MAX]; /* processes with new code in this reading */
 	size_t nsb_dirty;
 	struct pp_session_stats stats;
@@ -778,6 +779,22 @@ static void finish_pending(struct pp_session *s, const struct pending_loc *pl,
 		s->stats.frames_resolved++;
 }
 
+/*
+ * Frames of files the side-band named are also cached by file: under this pid (no process
+ * has it), keyed by the file's identity and the frame's file offset. The identity stands for
+ * the file for an epoch of FILE_FRAME_EPOCH_NS (an inode number reused by another file
+ * misleads it no longer), as in the symbol cache.
+ */
+#define FILE_FRAME_PID UINT32_MAX
+#define FILE_FRAME_EPOCH_NS (30 * 1000000000ull)
+
+static uint64_t file_frame_key(const struct pp_session *s, const struct pp_map_entry *m)
+{
+	uint64_t k = mix64(((uint64_t)m->dev_major << 32 | m->dev_minor) ^ mix64(m->inode));
+
+	return mix64(k ^ mix64(m->ino_generation + s->file_frame_epoch)) | 1;
+}
+
 static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uint64_t addr)
 {
 	struct frame_slot *slot;
@@ -787,6 +804,7 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	uint64_t vaddr = addr, pending = 0;
 	const char *name = NULL;
 	int not_code = 0, jit_unnamed = 0;
+	uint64_t file_key = 0, file_off = 0;
 	uint32_t id;
 
 	if (!p) {
@@ -801,6 +819,25 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 		return slot->location;
 	}
 	m = pp_proc_cache_find_map(s->procs, p, addr);
+	/*
+	 * A file the side-band named: the frame is the same in every process that maps it, so
+	 * the thousandth run of a program costs a lookup per frame, not a symbol request.
+	 */
+	if (m && m->from_sideband && m->kind == PP_MAP_KIND_FILE && (m->perms & PP_MAP_EXEC) &&
+	    m->inode) {
+		struct frame_slot *fs;
+
+		file_key = file_frame_key(s, m);
+		file_off = pp_map_file_offset(m, addr);
+		fs = frame_slot(s, FILE_FRAME_PID, file_key, file_off);
+		if (fs->location) {
+			s->stats.frames_cached++;
+			id = fs->location;
+			frame_cache_put(s, frame_slot(s, p->pid, p->generation, addr), p->pid,
+					p->generation, addr, id);
+			return id;
+		}
+	}
 	if (!m) {
 		s->stats.frames_unmapped++;
 		s->stats.unnamed++;
@@ -867,6 +904,9 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 		/* find_map may have reloaded the maps; the slot pointer is still ours. */
 		frame_cache_put(s, frame_slot(s, p->pid, p->generation, addr), p->pid,
 				p->generation, addr, id);
+		if (file_key && !pending)
+			frame_cache_put(s, frame_slot(s, FILE_FRAME_PID, file_key, file_off),
+					FILE_FRAME_PID, file_key, file_off, id);
 	}
 	return id;
 }
@@ -1410,6 +1450,10 @@ static void sideband_catch_up(struct pp_session *s, uint64_t sample_ns)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	s->sb_read_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (s->sb_read_ns - s->file_frame_epoch_ns > FILE_FRAME_EPOCH_NS) {
+		s->file_frame_epoch++;
+		s->file_frame_epoch_ns = s->sb_read_ns;
+	}
 	s->nsb_dirty = 0;
 	pp_sideband_drain(s->opts.sideband, on_sideband, s);
 	for (size_t i = 0; i < s->nsb_dirty; i++) {

@@ -912,6 +912,17 @@ void pp_proc_cache_on_sb_fork(struct pp_proc_cache *c, uint32_t pid, uint32_t pp
 		return;
 	expire_exited(c, now);
 	parent = lookup(c, ppid);
+	if (!parent && ppid > 2) {
+		/*
+		 * A parent older than the agent (a shell, a service): read once, now that it
+		 * forks, so that its children are known even when they exit before a sample is
+		 * read (pid 2 is kthreadd: its children are kernel threads).
+		 */
+		const struct pp_proc *pp = pp_proc_cache_get(c, ppid);
+
+		if (pp && !(pp->flags & PP_PROC_F_REPLACED))
+			parent = node_of_proc(pp);
+	}
 	if (!parent || (parent->proc.flags & PP_PROC_F_KTHREAD)) {
 		/*
 		 * Nothing to inherit from: the child is read from /proc when sampled (a stale
