@@ -710,6 +710,12 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 	       (unsigned long long)st->process_mappings_reported,
 	       (unsigned long long)st->process_reads, (unsigned long long)st->process_map_rereads,
 	       (unsigned long long)st->sideband_records, (unsigned long long)st->sideband_lost);
+	printf("caches: processes %.1f MiB (%llu), symbols %.1f MiB (%llu files), frames %.1f MiB, "
+	       "raw stacks %.1f MiB\n",
+	       (double)st->process_cache_bytes / (1 << 20),
+	       (unsigned long long)st->processes_cached, (double)st->symbol_cache_bytes / (1 << 20),
+	       (unsigned long long)st->symbol_files_cached,
+	       (double)st->frame_cache_bytes / (1 << 20), (double)st->raw_stack_bytes / (1 << 20));
 	if (st->samples_unreadable)
 		printf("%llu samples from processes whose maps or binaries could not be read "
 		       "(CAP_SYS_PTRACE "

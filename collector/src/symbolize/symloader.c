@@ -6,6 +6,7 @@
 #include "symloader.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -133,6 +134,7 @@ static void load_debug(struct pp_symloader *l, const struct request *rq,
 static void *worker_main(void *arg)
 {
 	struct pp_symloader *l = arg;
+	bool read_since_trim = false;
 
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
@@ -143,6 +145,18 @@ static void *worker_main(void *arg)
 		while (!l->stop && l->q_len == 0) {
 			l->busy = false;
 			pthread_cond_broadcast(&l->changed);
+			/*
+			 * Reading a large file's tables takes memory the table does not keep (the
+			 * strings as read, a sort's buffer): this thread's malloc arena holds on
+			 * to it unless handed back, once the queue is empty.
+			 */
+			if (read_since_trim) {
+				read_since_trim = false;
+				pthread_mutex_unlock(&l->lock);
+				malloc_trim(0);
+				pthread_mutex_lock(&l->lock);
+				continue;
+			}
 			pthread_cond_wait(&l->work, &l->lock);
 		}
 		if (l->stop)
@@ -157,6 +171,7 @@ static void *worker_main(void *arg)
 		if (rq.kind == REQ_MAPPING) {
 			out.kind = PP_SYMLOAD_MAPPING;
 			load_mapping(l, &rq, &out, &via);
+			read_since_trim |= via != PP_MAPPED_VIA_IDENTITY && out.syms;
 		} else if (rq.kind == REQ_DEBUG) {
 			out.kind = PP_SYMLOAD_DEBUG;
 			load_debug(l, &rq, &out);
