@@ -1,12 +1,13 @@
 #!/bin/bash
-# Short-lived processes under `record -a`: programs built here without frame pointers, one
-# with its symbols and one stripped (another program: its own build id).
+# Short-lived processes under `record -- sh SCRIPT` (the script's children followed by the
+# shim, every process known from the side-band): programs built here without frame
+# pointers, one with its symbols and one stripped (another program: its own build id).
 #  1. churn: 30 of each, one after another, the first living 150 ms, the stripped one 30 ms:
 #     their samples name the function (the first) and the file (the stripped one), and the
 #     first one's stacks are whole (they reach main and _start) from its first samples: the
 #     unwind list of each is made from the kernel's reports of its mappings as they come;
-#  2. gone before the collector looked: the collector is stopped (SIGSTOP) while 10 of the
-#     first run 50 ms each and exit, then resumed: /proc no longer has them, yet their
+#  2. gone before the collector looked: the script stops the collector (SIGSTOP) while 10 of
+#     the first run 50 ms each and exit, then resumes it: /proc no longer has them, yet their
 #     samples are theirs (none in no file; "process gone" counts only a few samples of
 #     processes older than the agent) and named, the file found through the root of the
 #     shell that started them.
@@ -51,26 +52,10 @@ SRC
 done
 strip "$T/pp_short_strip"
 
-# record_while NAME SCRIPT [stop]: record -a at 999 Hz while SCRIPT runs (stopped by SIGSTOP
-# the while, with stop), then SIGINT; NAME.folded and NAME.out
+# record_while NAME SCRIPT: record at 999 Hz while SCRIPT runs (the command starts once the
+# shim is attached; its children are followed); NAME.folded and NAME.out
 record_while() {
-	local name=$1 script=$2 stop=${3:-} pid i
-	"$PEBSPROF" record -a -e cpu-clock -F 999 -d 120 -o "$T/$name.folded" >"$T/$name.out" \
-		2>"$T/$name.err" &
-	pid=$!
-	# sampling has started once the shim counts samples: the progress line is for ttys,
-	# so wait for the BPF program's link instead (at most 30 s)
-	for i in $(seq 300); do
-		bpftool link show 2>/dev/null | grep -q perf_event && break
-		sleep 0.1
-	done
-	sleep 0.5
-	[ -n "$stop" ] && kill -STOP "$pid"
-	sh "$script"
-	[ -n "$stop" ] && kill -CONT "$pid"
-	sleep 0.5
-	kill -INT "$pid"
-	pp_wait_pid "$pid" 60
+	pp_run "$T/$1" "$PEBSPROF" record -e cpu-clock -F 999 -o "$T/$1.folded" -- sh "$2"
 }
 
 # share NAME PROG WHAT: "hits total" of PROG's samples in NAME.folded whose stack holds WHAT
@@ -103,10 +88,13 @@ pp_check "churn: the processes came from the kernel's reports ($images images)" 
 	test "${images:-0}" -ge 60
 
 # 2. gone before the collector looked
+# the script stops the collector (its parent) while the programs run, and resumes it after
 cat >"$T/gone.sh" <<SH
+kill -STOP \$PPID
 for i in \$(seq 10); do "$T/pp_short" 0.05; done
+kill -CONT \$PPID
 SH
-record_while gone "$T/gone.sh" stop
+record_while gone "$T/gone.sh"
 [ "$PP_RC" -eq 0 ] || pp_fail "gone: record exited $PP_RC"
 grep -E '^(processes|symbol files):|process gone' "$T/gone.out" | sed 's/^/    /'
 read -r named total < <(share gone pp_short pp_short_work)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # What runs inside each kernel of the matrix (tests/vm/run-matrix.sh starts it with vmrun.sh):
 # probe, record on the test workload with its shares, the no-frame-pointer chain unwound with
-# tables, the shim live test, the cgroup filter, and `run` for a few windows into a local sink. Writes OUT/result (key=value lines the
+# tables, the shim live test, the cgroup filter, `run` for a few windows into a local sink, and
+# processes that exit before the collector reads them, known from the kernel's side-band. Writes OUT/result (key=value lines the
 # matrix compares with kernels.list) and each step's output under OUT; prints ok/FAIL lines.
 #
 # usage: guest-checks.sh BUILD_DIR OUT_DIR [CHAIN_DIR]
@@ -211,6 +212,29 @@ if [ $rc = 0 ] && [ "$reqs" -ge 2 ]; then
 	ok "run: $reqs requests reached the sink, exit 0"
 else
 	fail "run: exit $rc, $reqs requests"
+fi
+
+# --- processes gone before the collector read them: known from the kernel's side-band -------
+# A script recorded as a command (started once the shim is attached) stops the collector, its
+# parent (SIGSTOP), while three runs of the workload start, burn 1 s and exit, then resumes
+# it: it names their samples from what the kernel reported of their mappings. The copy is on
+# the scratch file system, not the guest's overlay root: the kernel reports an overlay file's
+# backing inode, which a path through the overlay cannot be checked against.
+gone_exe=$out/pp_gone
+cp "$workload" "$gone_exe"
+"$pebsprof" record -e cpu-clock -F 499 -o "$out/gone.folded" -- sh -c \
+	'kill -STOP $PPID; for i in 1 2 3; do "$1" 1 >/dev/null 2>&1; done; kill -CONT $PPID' \
+	sh "$gone_exe" >"$out/gone.out" 2>"$out/gone.err"
+rc=$?
+images=$(sed -n 's/^processes: \([0-9]*\) images.*/\1/p' "$out/gone.out")
+read -r named total <<<"$(awk '{ n = $NF; split($1, f, ";"); if (f[1] != "pp_gone") next
+	t += n; if (/burn_/) h += n } END { print h + 0, t + 0 }' "$out/gone.folded" 2>/dev/null)"
+put sideband "$([ "${images:-0}" -gt 0 ] && echo ok || echo none)"
+if [ $rc = 0 ] && [ "${images:-0}" -gt 0 ] && [ "${total:-0}" -gt 0 ] &&
+	[ $((named * 100)) -ge $((total * 80)) ]; then
+	ok "gone before read: $named of $total samples of exited processes named (side-band: $images images)"
+else
+	fail "gone before read (exit $rc): $named of $total named, side-band images ${images:-none}"
 fi
 
 put checks_failed "$fails"
