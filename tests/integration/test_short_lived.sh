@@ -1,13 +1,14 @@
 #!/bin/bash
-# Short-lived processes under `record -- sh SCRIPT` (the script's children followed by the
-# shim, every process known from the side-band): programs built here without frame
-# pointers, one with its symbols and one stripped (another program: its own build id).
-#  1. churn: 30 of each, one after another, the first living 150 ms, the stripped one 30 ms:
+# Short-lived processes: programs built here without frame pointers, one with its symbols and
+# one stripped (another program: its own build id).
+#  1. churn under `record -a`: 30 of each, one after another, the first living 150 ms, the
+#     stripped one 30 ms:
 #     their samples name the function (the first) and the file (the stripped one), and the
 #     first one's stacks are whole (they reach main and _start) from its first samples: the
 #     unwind list of each is made from the kernel's reports of its mappings as they come;
-#  2. gone before the collector looked: the script stops the collector (SIGSTOP) while 10 of
-#     the first run 50 ms each and exit, then resumes it: /proc no longer has them, yet their
+#  2. gone before the collector looked, under `record -- sh SCRIPT` (the script starts once
+#     the shim is attached): the script stops the collector (SIGSTOP) while 10 of the first
+#     run 50 ms each and exit, then resumes it: /proc no longer has them, yet their
 #     samples are theirs (none in no file; "process gone" counts only a few samples of
 #     processes older than the agent) and named, the file found through the root of the
 #     shell that started them.
@@ -58,6 +59,24 @@ record_while() {
 	pp_run "$T/$1" "$PEBSPROF" record -e cpu-clock -F 999 -o "$T/$1.folded" -- sh "$2"
 }
 
+# record_all NAME SCRIPT: record -a at 999 Hz, SCRIPT run once the shim is attached (its
+# perf_event links are there: 5.15+, as on the machines the tests run on), then SIGINT
+record_all() {
+	local pid i
+	"$PEBSPROF" record -a -e cpu-clock -F 999 -d 300 -o "$T/$1.folded" >"$T/$1.out" \
+		2>"$T/$1.err" &
+	pid=$!
+	for i in $(seq 300); do
+		bpftool link show 2>/dev/null | grep -q perf_event && break
+		sleep 0.1
+	done
+	bpftool link show 2>/dev/null | grep -q perf_event ||
+		pp_fail "record -a: no perf_event link after 30 s (before 5.15 the shim attaches without)"
+	sh "$2"
+	kill -INT "$pid"
+	pp_wait_pid "$pid" 60
+}
+
 # share NAME PROG WHAT: "hits total" of PROG's samples in NAME.folded whose stack holds WHAT
 # (PROG: the thread's name, as folded stacks begin)
 share() {
@@ -71,7 +90,7 @@ share() {
 cat >"$T/churn.sh" <<SH
 for i in \$(seq 30); do "$T/pp_short" 0.15; "$T/pp_short_strip" 0.03; done
 SH
-record_while churn "$T/churn.sh"
+record_all churn "$T/churn.sh"
 [ "$PP_RC" -eq 0 ] || pp_fail "churn: record exited $PP_RC"
 grep -E '^(processes|unwind tables|symbol files):' "$T/churn.out" | sed 's/^/    /'
 read -r named total < <(share churn pp_short pp_short_work)
@@ -81,8 +100,9 @@ pp_check "churn: pp_short's samples in its function: $named of $total" \
 	test "$total" -ge 100 -a $((named * 100)) -ge $((total * 95))
 pp_check "churn: pp_short's stacks whole from its first samples: $whole of $wtotal" \
 	test "$wtotal" -ge 100 -a $((whole * 100)) -ge $((wtotal * 90))
+# 30 ms is short: a few of its samples are its start-up (the kernel's exec, ld.so)
 pp_check "churn: pp_short_strip's samples in its file: $sfile of $stotal" \
-	test "$stotal" -ge 30 -a $((sfile * 100)) -ge $((stotal * 95))
+	test "$stotal" -ge 30 -a $((sfile * 100)) -ge $((stotal * 80))
 images=$(sed -n 's/^processes: \([0-9]*\) images.*/\1/p' "$T/churn.out")
 pp_check "churn: the processes came from the kernel's reports ($images images)" \
 	test "${images:-0}" -ge 60

@@ -136,7 +136,7 @@ struct pp_symcache *pp_symcache_new(size_t max_files, size_t max_bytes)
 	c->buckets = calloc(nb, sizeof(*c->buckets));
 	c->id_buckets = calloc(nb, sizeof(*c->id_buckets));
 	c->idents = calloc(nb, sizeof(*c->idents));
-	if (!c->buckets || !c->id_buckets)
+	if (!c->buckets || !c->id_buckets || !c->idents)
 		goto out_free;
 	c->nbuckets = nb;
 	c->max_files = max_files;
@@ -555,6 +555,7 @@ void pp_symcache_free(struct pp_symcache *c)
 		entry_remove(c, c->lru_head);
 	free(c->buckets);
 	free(c->id_buckets);
+	free(c->idents);
 	free(c);
 }
 
