@@ -75,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		config_file(buf, size - 1);
 		break;
 	case 1:
-		if (pp_kv_list_parse(buf, size - 1, &l, err, sizeof(err)) == 0) {
+		if (pp_kv_list_parse(buf, size - 1, data[0] & 1, &l, err, sizeof(err)) == 0) {
 			for (size_t i = 0; i < l.n; i++)
 				if (!l.items[i].key[0] || strpbrk(l.items[i].value, "\r\n"))
 					abort();

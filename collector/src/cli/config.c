@@ -126,7 +126,7 @@ static int store(struct pp_run_config *c, int k, const char *s, char *err, size_
 	case T_KV: {
 		struct pp_kv_list l;
 
-		ret = pp_kv_list_parse(s, len, &l, why, sizeof(why));
+		ret = pp_kv_list_parse(s, len, k == PP_CFG_HEADERS, &l, why, sizeof(why));
 		if (ret == -EINVAL)
 			return pp_cfg_set_err(err, errlen, "bad %s syntax: %s",
 					      k == PP_CFG_HEADERS ? "header" : "attribute", why);

@@ -8,6 +8,7 @@
 #ifndef PP_COLLECTOR_CONFIG_H
 #define PP_COLLECTOR_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -242,7 +243,13 @@ int pp_config_key_lookup(const char *name); /* key or -1 */
  * Leaf parsers, on buffers so they can be fuzzed. On error they return -EINVAL with the
  * reason in err; secrets are never copied into err.
  */
-int pp_kv_list_parse(const char *buf, size_t len, struct pp_kv_list *out, char *err, size_t errlen);
+/*
+ * k=v,... with percent-encoded values; header_names: keys are HTTP header names (tokens, as
+ * given), else attribute keys (any text, percent-decoded like the values: the OTel spec's
+ * OTEL_RESOURCE_ATTRIBUTES, where Kubernetes-style keys hold '/').
+ */
+int pp_kv_list_parse(const char *buf, size_t len, bool header_names, struct pp_kv_list *out,
+		     char *err, size_t errlen);
 void pp_kv_list_free(struct pp_kv_list *l);
 /* http(s)://[user[:pass]@]host[:port][/path][?query]; host a name, IPv4 or [IPv6]. */
 int pp_url_check(const char *buf, size_t len, char *err, size_t errlen);

@@ -88,7 +88,8 @@ static int kv_decode(const char *s, size_t len, char **out, const char **why)
 	return 0;
 }
 
-int pp_kv_list_parse(const char *buf, size_t len, struct pp_kv_list *out, char *err, size_t errlen)
+int pp_kv_list_parse(const char *buf, size_t len, bool header_names, struct pp_kv_list *out,
+		     char *err, size_t errlen)
 {
 	struct pp_kv_list l = {NULL, 0};
 	size_t pos = 0, item = 0;
@@ -130,7 +131,8 @@ int pp_kv_list_parse(const char *buf, size_t len, struct pp_kv_list *out, char *
 			ret = pp_cfg_set_err(err, errlen, "item %zu has an empty key", item);
 			break;
 		}
-		for (size_t i = 0; i < kl; i++) {
+		/* header names are tokens; attribute keys any text, percent-encoded (baggage) */
+		for (size_t i = 0; header_names && i < kl; i++) {
 			if (!is_tchar((unsigned char)k[i])) {
 				ret = pp_cfg_set_err(
 				    err, errlen,
@@ -154,10 +156,22 @@ int pp_kv_list_parse(const char *buf, size_t len, struct pp_kv_list *out, char *
 			break;
 		}
 		l.items = grown;
-		l.items[l.n].key = strndup(k, kl);
+		l.items[l.n].key = NULL;
 		l.items[l.n].value = NULL;
-		if (!l.items[l.n].key) {
-			ret = -ENOMEM;
+		if (header_names) {
+			l.items[l.n].key = strndup(k, kl);
+			ret = l.items[l.n].key ? 0 : -ENOMEM;
+		} else {
+			ret = kv_decode(k, kl, &l.items[l.n].key, &why);
+			if (ret == -EINVAL)
+				pp_cfg_set_err(err, errlen, "item %zu: the key '%.*s' holds %s",
+					       item, (int)(kl > ECHO_LEN ? ECHO_LEN : kl), k, why);
+			else if (!ret && !l.items[l.n].key[0])
+				ret =
+				    pp_cfg_set_err(err, errlen, "item %zu has an empty key", item);
+		}
+		if (ret) {
+			free(l.items[l.n].key);
 			break;
 		}
 		l.n++;

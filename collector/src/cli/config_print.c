@@ -38,20 +38,32 @@ static void print_quoted(const char *s, FILE *f)
 	fputc('"', f);
 }
 
-static void print_kv(const struct pp_kv_list *l, bool secret, FILE *f)
+/* s percent-encoded where the list's syntax needs it, so the line parses back to it. */
+static void print_pct(const char *s, FILE *f)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (isalnum(*p) || strchr("-._~:/@!$&'()*+;", *p))
+			fputc(*p, f);
+		else
+			fprintf(f, "%%%02X", *p);
+	}
+}
+
+static void print_kv(const struct pp_kv_list *l, bool header_names, bool secret, FILE *f)
 {
 	for (size_t i = 0; i < l->n; i++) {
-		fprintf(f, "%s%s=", i ? "," : "", l->items[i].key);
+		fputs(i ? "," : "", f);
+		/* header names are tokens, printed as they are; attribute keys were decoded */
+		if (header_names)
+			fputs(l->items[i].key, f);
+		else
+			print_pct(l->items[i].key, f);
+		fputc('=', f);
 		if (secret) {
 			fputs("<redacted>", f);
 			continue;
 		}
-		for (const unsigned char *p = (const unsigned char *)l->items[i].value; *p; p++) {
-			if (isalnum(*p) || strchr("-._~:/@!$&'()*+;", *p))
-				fputc(*p, f);
-			else
-				fprintf(f, "%%%02X", *p);
-		}
+		print_pct(l->items[i].value, f);
 	}
 }
 
@@ -123,7 +135,7 @@ void pp_run_config_print(const struct pp_run_config *c, FILE *f)
 			if (!l->n)
 				fputs("\"\"", f);
 			else
-				print_kv(l, o->flags & F_SECRET, f);
+				print_kv(l, k == PP_CFG_HEADERS, o->flags & F_SECRET, f);
 			break;
 		}
 		case T_U64:

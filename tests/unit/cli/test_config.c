@@ -1044,7 +1044,7 @@ TEST(kv_lists)
 	char err[256];
 	const char *s = " a = 1 ,b=x%3Dy%2C%20z,, c=%e2%82%ac ,d=,";
 
-	REQUIRE(pp_kv_list_parse(s, strlen(s), &l, err, sizeof(err)) == 0);
+	REQUIRE(pp_kv_list_parse(s, strlen(s), true, &l, err, sizeof(err)) == 0);
 	REQUIRE(l.n == 4);
 	CHECK_STR(l.items[0].key, "a");
 	CHECK_STR(l.items[0].value, "1");
@@ -1055,16 +1055,16 @@ TEST(kv_lists)
 	pp_kv_list_free(&l);
 	pp_kv_list_free(&l);
 
-	CHECK(pp_kv_list_parse("", 0, &l, err, sizeof(err)) == 0);
+	CHECK(pp_kv_list_parse("", 0, true, &l, err, sizeof(err)) == 0);
 	CHECK_EQ_U64(l.n, 0);
-	CHECK(pp_kv_list_parse("=v", 2, &l, err, sizeof(err)) == -EINVAL);
+	CHECK(pp_kv_list_parse("=v", 2, true, &l, err, sizeof(err)) == -EINVAL);
 	CHECK_STR(err, "item 1 has an empty key");
-	CHECK(pp_kv_list_parse("a=%4", 4, &l, err, sizeof(err)) == -EINVAL);
+	CHECK(pp_kv_list_parse("a=%4", 4, true, &l, err, sizeof(err)) == -EINVAL);
 	CHECK_STR(err, "item 1: the value of 'a' holds a bad percent escape (give %XX with two hex "
 		       "digits)");
-	CHECK(pp_kv_list_parse("a=%00", 5, &l, err, sizeof(err)) == -EINVAL);
+	CHECK(pp_kv_list_parse("a=%00", 5, true, &l, err, sizeof(err)) == -EINVAL);
 	/* reads stop at len: "a=1" of "a=1%" is fine */
-	CHECK(pp_kv_list_parse("a=1%", 3, &l, err, sizeof(err)) == 0);
+	CHECK(pp_kv_list_parse("a=1%", 3, true, &l, err, sizeof(err)) == 0);
 	CHECK_STR(l.items[0].value, "1");
 	pp_kv_list_free(&l);
 
@@ -1078,6 +1078,48 @@ TEST(kv_lists)
 	CHECK_STR(line_of(&c, "resource-attributes", got, sizeof(got)),
 		  "resource-attributes = team=a%2Cb,host.name=x%20y   (from env "
 		  "OTEL_RESOURCE_ATTRIBUTES)");
+	pp_run_config_fini(&c);
+}
+
+/*
+ * Resource attribute keys are any text, percent-decoded as the OTel spec's
+ * OTEL_RESOURCE_ATTRIBUTES has them (Kubernetes-style keys hold '/'); header names stay
+ * tokens.
+ */
+TEST(attribute_keys_are_not_header_names)
+{
+	const char *s = "app.kubernetes.io/part-of=shop,team%2Fname=a%20b,%F0%9F%90%9D=bee";
+	struct pp_kv_list l;
+	struct pp_run_config c;
+	struct pp_config_errors e;
+	char *env[] = {"OTEL_RESOURCE_ATTRIBUTES=app.kubernetes.io/part-of=shop,a%3Db=1", NULL};
+	char *bad[] = {"OTEL_EXPORTER_OTLP_HEADERS=x/y=1", NULL};
+	char err[256], got[256];
+
+	REQUIRE(pp_kv_list_parse(s, strlen(s), false, &l, err, sizeof(err)) == 0);
+	REQUIRE(l.n == 3);
+	CHECK_STR(l.items[0].key, "app.kubernetes.io/part-of");
+	CHECK_STR(l.items[0].value, "shop");
+	CHECK_STR(l.items[1].key, "team/name");
+	CHECK_STR(l.items[1].value, "a b");
+	CHECK_STR(l.items[2].key, "\xf0\x9f\x90\x9d");
+	pp_kv_list_free(&l);
+	/* as header names, the same keys are refused */
+	CHECK(pp_kv_list_parse(s, strlen(s), true, &l, err, sizeof(err)) == -EINVAL);
+	/* a key that decodes to nothing, or to a control character */
+	CHECK(pp_kv_list_parse("%20=1", 5, false, &l, err, sizeof(err)) == 0);
+	CHECK_STR(l.items[0].key, " ");
+	pp_kv_list_free(&l);
+	CHECK(pp_kv_list_parse("a%0Ab=1", 7, false, &l, err, sizeof(err)) == -EINVAL);
+	CHECK(pp_kv_list_parse("%zz=1", 5, false, &l, err, sizeof(err)) == -EINVAL);
+
+	/* through the configuration: accepted, and printed back so that it parses again */
+	REQUIRE(load(NULL, env, NULL, &c, &e) == 0);
+	CHECK_STR(line_of(&c, "resource-attributes", got, sizeof(got)),
+		  "resource-attributes = app.kubernetes.io/part-of=shop,a%3Db=1   (from env "
+		  "OTEL_RESOURCE_ATTRIBUTES)");
+	pp_run_config_fini(&c);
+	CHECK(load(NULL, bad, NULL, &c, &e) != 0);
 	pp_run_config_fini(&c);
 }
 
@@ -1219,6 +1261,7 @@ TEST_LIST = {
     {"url_syntax", url_syntax},
     {"listen_syntax", listen_syntax},
     {"kv_lists", kv_lists},
+    {"attribute_keys_are_not_header_names", attribute_keys_are_not_header_names},
     {"help_is_generated_from_the_table", help_is_generated_from_the_table},
     {"stall_timeout_default_follows_the_interval", stall_timeout_default_follows_the_interval},
     {"load_twice_reinitialises_getopt", load_twice_reinitialises_getopt},
