@@ -4,6 +4,7 @@ toolchain benchmark.
 
 usage: stack_checks.py whole KIND FILE [COMM]       "WHOLE TOTAL MEDIAN_DEPTH"
        stack_checks.py unknown KIND FILE            "UNKNOWN TOTAL" (a frame in no known file)
+       stack_checks.py orphans folded FILE COMM     "ORPHANS TOTAL" (samples without their process)
        stack_checks.py edges KIND FILE CALLER->CALLEE...   "INVENTED TOTAL"
        stack_checks.py jit KIND FILE PERF_MAP       "NAMED JIT" (leaf frames of anonymous code)
 
@@ -15,7 +16,11 @@ of a listed callee holds an invented edge. In jit, a leaf frame of anonymous cod
 pebsprof drew as "[anonymous code]+0x..." (unnamed) or named from a perf map, perf's [unknown]
 in an anon mapping or a perf-map name (its dso is /tmp/perf-PID.map). whole with COMM counts
 only the samples of processes of that name; unknown counts the samples with a frame no file
-holds (pebsprof's "[unknown]", perf's [unknown] dso).
+holds (pebsprof's "[unknown]", perf's [unknown] dso). orphans counts, of the samples of
+processes named COMM, those whose user frames are all "[unknown]": a sample without its
+process (one walked by frame pointers through code without them may end in one "[unknown]":
+that is the walk's, not the process's; one taken inside its execve has the registers of the
+image it leaves, and is not counted).
 """
 import statistics
 import sys
@@ -132,10 +137,27 @@ def unknown(stacks):
     return u, t
 
 
+def orphans(path, comm):
+    o = t = 0
+    for line in open(path, errors="replace"):
+        stack, _, n = line.rstrip("\n").rpartition(" ")
+        parts = stack.split(";")
+        if parts[0] != comm:
+            continue
+        t += int(n)
+        user = [f for f in parts[1:] if not f.endswith("_[k]")]
+        if "execve" not in stack and user and all(f == "[unknown]" for f in user):
+            o += int(n)
+    return o, t
+
+
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     cmd, kind, path = sys.argv[1:4]
+    if cmd == "orphans" and kind == "folded" and len(sys.argv) == 5:
+        print("%d %d" % orphans(path, sys.argv[4]))
+        return
     stacks = load(kind, path)
     if cmd == "whole":
         if len(sys.argv) == 5:

@@ -121,13 +121,8 @@ read -r named total < <(share gone pp_short pp_short_work)
 # every user frame named: none in no file ([unknown]), none a bare file offset
 read -r bare _ < <(share gone pp_short "+0x")
 read -r unknown _ < <(share gone pp_short "[unknown]")
-# a sample without its process has no user frame but [unknown] (one walked by frame pointers
-# through code without them may end in one: that is the walk's, not the process's; one taken
-# inside its execve has the registers of the image it leaves)
-orphans=$(awk '{ n = $NF; split($1, f, ";"); if (f[1] != "pp_short" || /execve/) next
-	u = 0; o = 1; for (i = 2; i <= length(f); i++) { if (f[i] ~ /_\[k\]$/) continue
-		u++; if (f[i] != "[unknown]") o = 0 }
-	if (u && o) c += n } END { print c + 0 }' "$T/gone.folded")
+# samples without their process: no user frame but [unknown] (stack_checks.py orphans)
+read -r orphans _ < <($CHECK orphans folded "$T/gone.folded" pp_short)
 pp_check "gone: pp_short's samples named though it had exited: $((total - bare - unknown)) of $total ($named in its function)" \
 	test "$total" -ge 20 -a $(((total - bare - unknown) * 100)) -ge $((total * 90)) -a \
 	$((named * 100)) -ge $((total * 50))

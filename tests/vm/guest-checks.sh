@@ -228,13 +228,12 @@ cp "$workload" "$gone_exe"
 rc=$?
 images=$(sed -n 's/^processes: \([0-9]*\) images.*/\1/p' "$out/gone.out")
 # named: in the workload's functions; orphans: no user frame but [unknown], a sample without
-# its process (its start-up, ld.so and the kernel's exec, takes a larger share the slower the
-# guest: it counts as neither)
-read -r named orphans total <<<"$(awk '{ n = $NF; split($1, f, ";"); if (f[1] != "pp_gone") next
-	t += n; if (/burn_/) h += n
-	u = 0; o = 1; for (i = 2; i <= length(f); i++) { if (f[i] ~ /_\[k\]$/) continue
-		u++; if (f[i] != "[unknown]") o = 0 }
-	if (u && o && !/execve/) x += n } END { print h + 0, x + 0, t + 0 }' "$out/gone.folded" 2>/dev/null)"
+# its process (stack_checks.py orphans). Its start-up, ld.so and the kernel's exec, takes a
+# larger share the slower the guest: it counts as neither.
+read -r orphans total <<<"$("$py" "$src/tests/integration/stack_checks.py" orphans folded \
+	"$out/gone.folded" pp_gone 2>/dev/null)"
+named=$(awk '{ split($1, f, ";"); if (f[1] == "pp_gone" && /burn_/) h += $NF }
+	END { print h + 0 }' "$out/gone.folded" 2>/dev/null)
 put sideband "$([ "${images:-0}" -gt 0 ] && echo ok || echo none)"
 if [ $rc = 0 ] && [ "${images:-0}" -gt 0 ] && [ "${total:-0}" -gt 0 ] &&
 	[ $((named * 100)) -ge $((total * 50)) ] && [ $((orphans * 100)) -le $((total * 2)) ]; then

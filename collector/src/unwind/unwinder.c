@@ -554,9 +554,8 @@ static int open_mapped(struct pp_unwinder *u, uint32_t tgid, const uint32_t *rel
 		       const struct pp_map_entry *e)
 {
 	uint32_t root_pid;
-	int fd = relatives ? pp_mapped_file_open_gone(u->proc_root, tgid, relatives,
-						      PP_PROC_RELATIVES, e, NULL, &root_pid)
-			   : pp_mapped_file_open(u->proc_root, tgid, e, NULL);
+	int fd = pp_mapped_file_open_gone(u->proc_root, tgid, relatives,
+					  relatives ? PP_PROC_RELATIVES : 0, e, NULL, &root_pid);
 
 	if (fd == -ESTALE)
 		u->st.not_the_mapped_file++;
