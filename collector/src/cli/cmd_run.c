@@ -1100,9 +1100,17 @@ int pp_cmd_run(int argc, char **argv)
 	/* Windows are aligned to multiples of the interval and tile time without gaps. */
 	window_end = (pp_clock_ns(CLOCK_REALTIME) / interval + 1) * interval;
 	while (!stop_requested) {
-		uint64_t now;
+		uint64_t now = pp_clock_ns(CLOCK_REALTIME);
+		int wait_ms = POLL_INTERVAL_MS;
 
-		ret = pp_shim_poll(ag.smp.shim, POLL_INTERVAL_MS, pp_session_record_cb, ag.session);
+		/*
+		 * Wake at the window's end, not up to a poll interval after it: the grace (and a
+		 * SIGTERM in it) counts from there.
+		 */
+		if (!grace_until && now < window_end &&
+		    window_end - now < POLL_INTERVAL_MS * 1000000ull)
+			wait_ms = (int)((window_end - now) / 1000000) + 1;
+		ret = pp_shim_poll(ag.smp.shim, wait_ms, pp_session_record_cb, ag.session);
 		pp_session_read_sideband(ag.session);
 		if (ret < 0 && ret != -EINTR) {
 			pp_error("reading the BPF ring buffer failed: %s", strerror(-ret));
