@@ -72,6 +72,7 @@ struct raw_stack {
 	uint32_t cpu;		 /* only with opts.per_cpu, else 0 */
 	uint16_t flags, nframes; /* PP_SF_KERNEL_IP; raw frames below */
 	uint16_t nk, nlocs;
+	uint32_t process_kind; /* enum pp_process_kind */
 	char comm[16];
 	char process_name[PP_PROC_COMM_LEN + 2];
 	const char *process_path; /* in the same allocation */
@@ -304,6 +305,37 @@ static uint32_t resource_of(struct pp_session *s, uint64_t cgroup_id, uint32_t p
 	return n ? pp_profile_intern_resource(s->profile, attrs, (uint32_t)n) : 0;
 }
 
+/*
+ * Leaves out of si what opts.drop says (after its resource is known: that needs the pid),
+ * zeroed so that samples differing only there aggregate.
+ */
+static void drop_dimensions(const struct pp_session *s, struct pp_sample_info *si,
+			    struct pp_mem_labels *ml)
+{
+	if (s->opts.drop & PP_SESSION_DROP_THREAD) {
+		si->tid = 0;
+		si->thread_name = "";
+		si->hidden |= PP_SAMPLE_HIDE_THREAD;
+	}
+	if (s->opts.drop & PP_SESSION_DROP_PID) {
+		si->pid = 0;
+		si->hidden |= PP_SAMPLE_HIDE_PID;
+		/* their comm is all they have, and kworker/0:1-events names are many */
+		if (si->process_kind == PP_PROCESS_KERNEL_THREAD) {
+			si->process_name = "[kernel]";
+			si->process_path = NULL;
+		}
+	}
+	if ((s->opts.drop & PP_SESSION_DROP_MEMORY_DETAIL) && si->nlabels) {
+		uint32_t n = 0;
+
+		for (uint32_t i = 0; i < si->nlabels; i++)
+			if (!strcmp(ml->labels[i].key, PP_LABEL_MEM_LEVEL))
+				ml->labels[n++] = ml->labels[i];
+		si->nlabels = n;
+	}
+}
+
 static int raw_add_to_profile(struct pp_session *s, const struct raw_stack *e)
 {
 	struct pp_mem_labels ml;
@@ -315,6 +347,7 @@ static int raw_add_to_profile(struct pp_session *s, const struct raw_stack *e)
 	    .thread_name = e->comm,
 	    .process_name = e->process_name,
 	    .process_path = e->process_path,
+	    .process_kind = e->process_kind,
 	    .count = e->count,
 	    .value = e->value,
 	    .first_time_unix_ns = e->first_time,
@@ -333,6 +366,7 @@ static int raw_add_to_profile(struct pp_session *s, const struct raw_stack *e)
 		si.nlabels = pp_mem_labels_from_key(e->label_key, &ml);
 		si.labels = ml.labels;
 	}
+	drop_dimensions(s, &si, &ml);
 	ret = pp_profile_add_sample(s->profile, &si);
 	if (ret)
 		s->stats.add_errors += e->count;
@@ -1224,6 +1258,7 @@ static int raw_store(struct pp_session *s, struct raw_stack **slot, const struct
 	e->nframes = (uint16_t)n;
 	e->nk = rec->nr_kstack;
 	e->nlocs = (uint16_t)si->nlocations;
+	e->process_kind = si->process_kind;
 	e->ip = rec->ip;
 	memcpy(e->comm, rec->comm, sizeof(e->comm));
 	e->comm[sizeof(e->comm) - 1] = '\0';
@@ -1347,6 +1382,9 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	si.thread_name = rec->comm;
 	si.process_name = process_name;
 	si.process_path = proc && proc->exe ? proc->exe : NULL;
+	si.process_kind = !rec->tgid				      ? PP_PROCESS_IDLE
+			  : proc && (proc->flags & PP_PROC_F_KTHREAD) ? PP_PROCESS_KERNEL_THREAD
+								      : PP_PROCESS_PROGRAM;
 	si.count = 1;
 	si.value = rec->period;
 	si.first_time_unix_ns = (uint64_t)((int64_t)rec->time_ns + s->opts.mono_to_wall_ns);
@@ -1374,6 +1412,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	si.resource_id = resource_of(s, rec->cgroup_id, rec->tgid, proc ? proc->generation : 0);
 	if (si.resource_id)
 		s->stats.container_samples++;
+	drop_dimensions(s, &si, &ml);
 	ret = pp_profile_add_sample(s->profile, &si);
 	if (ret) {
 		s->stats.add_errors++;

@@ -31,6 +31,10 @@
 
 struct pp_unwinder;
 
+#define PP_SESSION_DROP_THREAD 0x1	  /* thread id and name */
+#define PP_SESSION_DROP_PID 0x2		  /* process id; kernel threads become one process */
+#define PP_SESSION_DROP_MEMORY_DETAIL 0x4 /* memory labels but memory.level */
+
 struct pp_session_opts {
 	const char *proc_root;	  /* NULL: "/proc" */
 	size_t max_processes;	  /* process cache bound; 0: 4096 */
@@ -55,6 +59,11 @@ struct pp_session_opts {
 	size_t raw_stack_entries;
 	/* Keep the CPU of each sample (OTLP cpu.logical_number): one sample per stack and CPU. */
 	int per_cpu;
+	/*
+	 * Dimensions samples leave out, PP_SESSION_DROP_* (0: keep all): a backend makes a series
+	 * of each label set, so a fleet's agent sends few (pp_sample_info.hidden).
+	 */
+	unsigned drop;
 	/*
 	 * Where samples ran: each sample's cgroup (or process) turned into its container and pod,
 	 * a resource of the profile (pp_sample_info.resource_id). NULL: no container

@@ -143,9 +143,12 @@ for ri, rp in enumerate(req.resource_profiles):
         keys[kv.key] = getattr(kv.value, kind) if kind else None
     rule(isinstance(keys.get("service.name"), str) and keys["service.name"] != "",
          f"{what}: no inline service.name")
-    # A container's resource holds many processes: each sample names its own instead.
+    # A container's resource holds many processes: each sample names its own instead. Outside
+    # containers a resource is a process (process.pid) or, with `run`'s default
+    # --sample-labels, every process of one executable (no process.pid).
     container = "container.id" in keys
-    rule(container or isinstance(keys.get("process.pid"), int), f"{what}: no process.pid")
+    rule("process.pid" not in keys or isinstance(keys["process.pid"], int),
+         f"{what}: process.pid is not an int")
     rule(container or isinstance(keys.get("process.executable.name"), str),
          f"{what}: no process.executable.name")
     pk = keys.get("container.id") or (keys.get("process.pid"),
@@ -191,8 +194,14 @@ for ri, rp in enumerate(req.resource_profiles):
                 use("stack_table", s.stack_index, f"{swhat} stack")
                 use("link_table", s.link_index, f"{swhat} link")
                 sa = attrs_of(s.attribute_indices, swhat)
-                rule(isinstance(sa.get("thread.id"), int), f"{swhat}: no int thread.id")
-                rule(isinstance(sa.get("thread.name"), str), f"{swhat}: no thread.name")
+                # The thread is named, or left out whole (--sample-labels); its id may be left
+                # out alone for Pyroscope's 30 label names.
+                rule("thread.id" not in sa or "thread.name" in sa,
+                     f"{swhat}: a thread.id without its thread.name")
+                rule("thread.id" not in sa or isinstance(sa["thread.id"], int),
+                     f"{swhat}: thread.id is not an int")
+                rule("thread.name" not in sa or isinstance(sa["thread.name"], str),
+                     f"{swhat}: thread.name is not a string")
 
 # Orphans SHOULD NOT exist either (index 0 and the link table excepted).
 for name, t in tables.items():

@@ -10,7 +10,9 @@ head of 2026-08-21 (3fe6a457a), not from our encoder:
   `ConvertOtelToGoogle` / `newProfileBuilder` (the name: process_cpu for samples:count over
   cpu:nanoseconds with a period, which multiplies values by the period; otherwise the period
   type, and "" when the period is 0; sample attributes with a string/int value as labels);
-- /ingest?name=APP{k=v,...}&format=pprof: pkg/og/convert/pprof/profile.go `metricName`
+- /ingest?name=APP{k=v,...}&format=pprof: api/model/labelset labelset.go `Parse` and
+  validate.go (the name: [A-Za-z0-9_.\-/], label names [A-Za-z0-9_.]; HTTP 400 otherwise),
+  pkg/og/convert/pprof/profile.go `metricName`
   (wall; then per sample type, its display name from pkg/og/storage/tree/pprof.go
   DefaultSampleTypeMapping, "cpu" -> process_cpu, alloc_/inuse_/space/objects -> memory,
   mutex_, block_, goroutines; else the last sample type) and `createLabels`;
@@ -28,11 +30,12 @@ We add one rule of ours: every frame has a function name (Pyroscope draws no oth
 on purpose, for Pyroscope's symbolizer, and is not checked here.
 
 Usage: pyroscope_check.py GEN_DIR {otlp FILE | ingest FILE.pb.gz APP_NAME} [--version v1.21|head]
+                          [--series-out FILE]
 GEN_DIR holds protoc --python_out of the reference OTLP and pprof protos. Prints the profile
 type ids accepted ("ok: id,id,...") and exits 0, or one line per rejection and exits 1.
+--series-out appends the label set of every series the profile makes to FILE, one per line.
 """
 import gzip
-import re
 import sys
 
 MAX_LABEL_NAMES = 30
@@ -44,6 +47,11 @@ MAX_SAMPLE_LABELS = 100
 
 args = sys.argv[1:]
 version = "head"
+series_out = None
+if "--series-out" in args:
+    i = args.index("--series-out")
+    series_out = open(args[i + 1], "a")
+    del args[i:i + 2]
 if "--version" in args:
     i = args.index("--version")
     version = args[i + 1]
@@ -139,6 +147,8 @@ def visit_series(prof, labels, what):
                 series.append((n, v))
                 names.add(n)
         validate_labels(series, what)
+        if series_out:
+            series_out.write(repr(sorted((n, v) for n, v in series if v)) + "\n")
     name = dict(labels).get("__name__", "")
     pt = prof.period_type
     for vt in prof.sample_type:
@@ -275,18 +285,69 @@ def metric_name(prof):
     return name
 
 
+SERVICE_RUNES = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
+
+
+def labelset_parse(name):
+    """api/model/labelset labelset.go Parse (a state machine over name + "{"), with
+    validate.go ValidateServiceName ([A-Za-z0-9_.] plus '-', '.', '/') and ValidateLabelName
+    ([A-Za-z0-9_.], __name__ reserved but allowed here). Returns (service, {labels}) or
+    raises ValueError with Pyroscope's reason."""
+    state, key, value, labels, service = "name", "", "", {}, None
+    for r in name + "{":
+        if state == "name":
+            if r == "{":
+                state = "tags"
+                service = value.strip()
+                if not service:
+                    raise ValueError("service name is required")
+                for c in service:
+                    if c not in SERVICE_RUNES and c not in "-/":
+                        raise ValueError(f"invalid service name: {service}: character is "
+                                         f"not allowed: {c!r}")
+                value = ""
+            else:
+                value += r
+        elif state == "tags":
+            if r == "}":
+                state = "done"
+            elif r == "=":
+                state, value = "value", ""
+            else:
+                key += r
+        elif state == "value":
+            if r in ",}":
+                state = "tags"
+                k = key.strip()
+                if k != "__name__":
+                    if not k:
+                        raise ValueError("label name is required")
+                    for c in k:
+                        if c not in SERVICE_RUNES:
+                            raise ValueError(f"invalid label name: {k}: character is not "
+                                             f"allowed: {c!r}")
+                labels[k] = value.strip()
+                key = ""
+            else:
+                value += r
+    return service, labels
+
+
 def check_ingest(path, app):
     with open(path, "rb") as f:
         raw = f.read()
     data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
     prof = profile_pb2.Profile()
     prof.ParseFromString(data)
-    m = re.fullmatch(r"([^{}]*)(?:\{(.*)\})?", app)
+    try:
+        service, extra = labelset_parse(app)
+    except ValueError as e:
+        errors.append(f"ingest: name={app!r}: {e}")
+        return
     labels = [("__name__", metric_name(prof)), ("__delta__", "false"),
               ("pyroscope_spy", "unknown")]
-    extra = dict(kv.split("=", 1) for kv in (m.group(2) or "").split(",") if kv)
     if "service_name" not in extra:
-        labels.append(("service_name", m.group(1)))
+        labels.append(("service_name", service))
     labels += sorted(extra.items())
     validate_profile(prof, len(data), "ingest")
     visit_series(prof, labels, "ingest")

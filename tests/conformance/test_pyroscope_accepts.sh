@@ -81,6 +81,31 @@ while read -r name ids; do
 		}
 done <"$tmp/c/cases.txt"
 
+# Every name a node gives is pushed under a name /ingest takes (exporter pyroscope.h): the
+# window cut by service as `run` cuts it, each part checked with its name= on both versions.
+cpu_ids=process_cpu:cpu:nanoseconds:cpu:nanoseconds,process_cpu:samples:count:cpu:nanoseconds
+nparts=0
+while read -r part service; do
+	for v in v1.21 head; do
+		check "$cpu_ids" ingest "$tmp/c/$part.pb.gz" "$service" --version "$v"
+	done
+	nparts=$((nparts + 1))
+done <"$tmp/c/names.txt"
+services=$(cut -d' ' -f2 "$tmp/c/names.txt" | paste -sd' ')
+want="checkout_v2 evil_service_name_x_a_b_ kernel/idle kernel/threads memfd_sealed-_ python3.11 unknown_service wc x86_64-linux-gnu-g__-12"
+[ "$services" = "$want" ] || fail "the push's services are '$services', not '$want'"
+# What the agent pushed before: the raw names, which Pyroscope refuses (all but python3.11,
+# and "evil{service_name=x,...}", which it takes as service x: the list above shows it is not).
+while IFS= read -r raw; do
+	case $raw in python3.11 | evil*) continue ;; esac
+	if out=$("$py" "$here/pyroscope_check.py" "$tmp/gen" ingest "$tmp/c/names_0.pb.gz" \
+		"$raw" 2>&1); then
+		fail "the checker accepts name=$raw: $out"
+	else
+		echo "ok - rejected raw name=$raw"
+	fi
+done <"$tmp/c/names_raw.txt"
+
 # The checker rejects what Pyroscope rejects: a '-' in a sample type, a hardware profile
 # with no period (no name), a frame without a function, a label name with '/' on v1.21.
 "$py" - "$tmp/gen" "$tmp/c" <<'PYEOF' || fail "could not write the rejected variants"

@@ -193,6 +193,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct pp_label labels[PP_SAMPLE_MAX_LABELS + 2];
 			char kv[PP_SAMPLE_MAX_LABELS + 2][2][8];
 			uint32_t locs[8];
+			uint8_t pt;
 			struct pp_sample_info s = {
 			    .locations = locs, .thread_name = a, .process_name = b};
 			int bad = 0, err;
@@ -211,8 +212,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				labels[j].value = kv[j][1];
 			}
 			s.labels = labels;
-			s.pid = byte(&in) % 4;
-			s.tid = byte(&in) % 4;
+			/* the bytes' high bits: what ran and what the sample leaves out */
+			pt = byte(&in);
+			s.pid = pt % 4;
+			s.process_kind = (pt >> 2) % 3;
+			pt = byte(&in);
+			s.tid = pt % 4;
+			s.hidden = (pt >> 2) & (PP_SAMPLE_HIDE_THREAD | PP_SAMPLE_HIDE_PID);
 			str(&in, a, sizeof(a));
 			str(&in, b, sizeof(b));
 			s.count = byte(&in);

@@ -29,18 +29,24 @@ stop_sink() {
 	kill "$SINK" 2>/dev/null
 	wait "$SINK" 2>/dev/null
 }
-# judge DIR MODE: every request of the sink in DIR through pyroscope_check.py at v1.21 and head
-# (MODE otlp, or ingest with the request's own name=); prints the type ids; 0 if all accepted.
+# judge DIR MODE [SERIES]: every request of the sink in DIR through pyroscope_check.py at v1.21
+# and head (MODE otlp, or ingest with the request's own name=); prints the type ids; 0 if all
+# accepted. SERIES: a file the series Pyroscope would make of them (head) are appended to.
 judge() {
 	local dir=$1 mode=$2 ok=1 b name out v
+	local -a series=()
 	for b in "$dir"/req-*.body; do
 		for v in v1.21 head; do
+			series=()
+			[ -n "${3:-}" ] && [ "$v" = head ] && series=(--series-out "$3")
 			if [ "$mode" = otlp ]; then
-				out=$("$PP_PYTHON" "$checker" "$T/gen" otlp "$b" --version "$v" 2>&1)
+				out=$("$PP_PYTHON" "$checker" "$T/gen" otlp "$b" --version "$v" \
+					"${series[@]}" 2>&1)
 			else
 				name=$(head -n1 "${b%.body}.hdr" | sed -E 's/.*[?&]name=([^&]*).*/\1/' |
 					"$PP_PYTHON" -c 'import sys, urllib.parse; print(urllib.parse.unquote(sys.stdin.read().strip()))')
-				out=$("$PP_PYTHON" "$checker" "$T/gen" ingest "$b" "$name" --version "$v" 2>&1)
+				out=$("$PP_PYTHON" "$checker" "$T/gen" ingest "$b" "$name" --version "$v" \
+					"${series[@]}" 2>&1)
 			fi
 			case $out in
 			ok:*) echo "$(basename "$b") $v $out" ;;
@@ -58,13 +64,23 @@ cat >"$T/limits.py" <<'PY'
 """limits.py GEN DIR MODE MAX_SAMPLES MAX_BYTES: the requests of a sink directory against the
 limits they were cut for. otlp: every Profile <= MAX_SAMPLES samples and every body <=
 MAX_BYTES unless it holds one sample; prints windows and requests per window. push: every
-pprof <= MAX_SAMPLES samples, every sample's process_name label equal to the request's name=
-(one request per service, the executable's name without --service-name)."""
+pprof <= MAX_SAMPLES samples, every sample's process_name label the one the request's name=
+stands for (one request per service: the executable's name as Pyroscope takes it without
+--service-name, kernel/threads and kernel/idle for what has no program)."""
 import glob, os, re, sys, urllib.parse
 sys.path.insert(0, sys.argv[1])
 from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2 as svc
 from proto import profile_pb2
 d, mode, max_samples, max_bytes = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+def service_of(proc):
+    if proc == "[kernel]":  # with the default --sample-labels, every kernel thread
+        return "kernel/threads"
+    if proc == "[idle]":
+        return "kernel/idle"
+    s = proc.strip()
+    if len(s) >= 2 and s[0] == "[" and s[-1] == "]":
+        s = s[1:-1]
+    return "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_" for c in s) or "unknown_service"
 bad, windows, names = [], {}, set()
 for b in sorted(glob.glob(os.path.join(d, "req-*.body"))):
     data = open(b, "rb").read()
@@ -93,7 +109,7 @@ for b in sorted(glob.glob(os.path.join(d, "req-*.body"))):
         st = p.string_table
         for s in p.sample:
             procs = [st[l.str] for l in s.label if st[l.key] == "process_name"]
-            if procs != [name]:
+            if [service_of(p) for p in procs] != [name]:
                 bad.append(f"{b}: a sample of {procs} in the request named {name}")
                 break
 print("windows %d, requests per window %s%s" % (len(windows), sorted(len(v) for v in windows.values()),
@@ -103,7 +119,7 @@ for x in bad[:10]:
 sys.exit(1 if bad else 0)
 PY
 
-"$PP_WORKLOAD" --fork 60 >/dev/null 2>&1 &
+"$PP_WORKLOAD" --threads 3 --fork 60 >/dev/null 2>&1 &
 WL=$!
 PP_BG_PIDS="${PP_BG_PIDS:-} $WL"
 
@@ -165,6 +181,47 @@ rc=$?
 tail -n 2 "$T/push.judged"
 pp_check "push: Pyroscope's ingest rules (v1.21, head) accept every request under its name" \
 	[ "$rc" -eq 0 ]
+
+# --- series: one per service and profile type, whatever the threads, CPUs and processes -------
+cat >"$T/series.py" <<'PY'
+"""series.py FILE: the series Pyroscope would make (one label set per line, from --series-out)
+per profile type: prints "TYPE: S series, V services" per type; exit 0 when every type has
+exactly one series per service."""
+import ast, collections, sys
+series = collections.defaultdict(set)
+for line in open(sys.argv[1]):
+    labels = dict(ast.literal_eval(line))
+    series[labels["__name__"]].add(tuple(sorted(labels.items())))
+ok = bool(series)
+for name, sets in sorted(series.items()):
+    services = {dict(s)["service_name"] for s in sets}
+    print(f"{name}: {len(sets)} series, {len(services)} services")
+    ok &= len(sets) == len(services)
+    if len(sets) != len(services):
+        extra = collections.Counter(k for s in sets for k, _ in s)
+        print("  labels that vary:", sorted(k for k, n in extra.items() if n > len(services)))
+sys.exit(0 if ok else 1)
+PY
+for m in otlp push; do
+	: >"$T/$m.series"
+	judge "$T/$m" "$([ $m = otlp ] && echo otlp || echo ingest)" "$T/$m.series" >/dev/null
+	"$PP_PYTHON" "$T/series.py" "$T/$m.series" >"$T/$m.sc" 2>&1
+	rc=$?
+	sed "s/^/$m: /" "$T/$m.sc"
+	pp_check "$m: one series per service and profile type by default (3 threads, 2 processes, 2 CPUs)" \
+		[ "$rc" -eq 0 ]
+done
+pp_start_sink dims '[]'
+pp_run_for 3.5 "$T/dm" --endpoint "http://127.0.0.1:$SINK_PORT/v1development/profiles" \
+	--interval 2 --flush-timeout 10 --sample-labels thread,pid,cpu
+stop_sink
+: >"$T/dims.series"
+judge "$T/dims" otlp "$T/dims.series" >"$T/dims.judged"
+rc=$?
+"$PP_PYTHON" "$T/series.py" "$T/dims.series" >"$T/dims.sc" 2>&1
+sed 's/^/sample-labels thread,pid,cpu: /' "$T/dims.sc"
+pp_check "--sample-labels thread,pid,cpu: accepted, and threads, processes and CPUs are series again" \
+	bash -c "[ $rc -eq 0 ] && grep -q 'labels that vary:.*cpu.logical_number.*process.pid.*thread.id' '$T/dims.sc'"
 
 # --- the push answered 413: the pprof is split in halves holding every sample once --------------
 pp_start_sink p413 '[{"status": 413, "body": "request entity too large"}]'

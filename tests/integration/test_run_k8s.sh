@@ -75,7 +75,8 @@ PORT=$(sed -n 's/^PORT //p' "$T/server.out")
 [ -n "$PORT" ] || pp_skip "the test API server did not start"
 
 # agent NAME ARGS...: the workloads and a 5 s agent run writing 2 s windows; NAME.jsonl holds
-# the resources of its last complete window.
+# the resources of its last complete window. --sample-labels pid: samples name their process,
+# so the checks can see whose samples a pod's resource holds.
 agent() {
 	local name=$1 pid
 	shift
@@ -83,7 +84,8 @@ agent() {
 	pid_b=$(pp_start_in_cgroup "$cg_b" 6)
 	"$PEBSPROF" run --output-dir "$T/$name" --interval 2 -F 199 --node-name "$NODE" \
 		--k8s-api-url "https://127.0.0.1:$PORT" --k8s-token-file "$T/token" \
-		--k8s-ca-file "$T/cert.pem" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+		--k8s-ca-file "$T/cert.pem" --sample-labels pid "$@" >"$T/$name.out" \
+		2>"$T/$name.err" &
 	pid=$!
 	sleep 5.2
 	kill -TERM "$pid"

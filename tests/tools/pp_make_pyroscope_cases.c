@@ -7,12 +7,18 @@
  * and with -c; mem-loads, mem-stores and IBS op (memory events with latencies and memory labels); a
  * named PEBS event; and "pod", mem-loads in a Kubernetes pod with six extra resource attributes.
  * Every stack holds a named frame, a frame without a symbol ("libc.so.6+0x...") and a kernel
- * frame. Usage: pp_make_pyroscope_cases DIR
+ * frame. And the names a node gives (write_names): one window of samples of kernel threads, the
+ * idle task, executables and comm Pyroscope's /ingest refuses as they are, and a pod whose
+ * label names it refuses, cut by service as `run` pushes it: DIR/names_<i>.pb.gz with
+ * DIR/names.txt listing "names_<i> <service>", and DIR/names_raw.txt the raw names.
+ * Usage: pp_make_pyroscope_cases DIR
  */
 #include <pebsprof/otlp.h>
 #include <pebsprof/profile.h>
+#include <pebsprof/split.h>
 #include <pebsprof/writers.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -133,6 +139,99 @@ static int fill(struct pp_profile *p, const struct pcase *c, uint64_t t0)
 	return 0;
 }
 
+/* The name classes of a real node; the comments say what Pyroscope answered to them raw. */
+static const struct {
+	const char *process;
+	uint32_t pid;
+	enum pp_process_kind kind;
+} node_names[] = {
+    {"[kdamond.0]", 31, PP_PROCESS_KERNEL_THREAD},		  /* HTTP 400: '[' */
+    {"[ksoftirqd/0]", 14, PP_PROCESS_KERNEL_THREAD},		  /* HTTP 400 */
+    {"[kworker/0:2-virtio_vsock]", 40, PP_PROCESS_KERNEL_THREAD}, /* HTTP 400 */
+    {"[idle]", 0, PP_PROCESS_IDLE},				  /* HTTP 400 */
+    {"[wc]", 900, PP_PROCESS_PROGRAM},				  /* HTTP 400 */
+    {"memfd:sealed-\xe2\x80\xa6", 901, PP_PROCESS_PROGRAM},	  /* HTTP 400: ':' */
+    {"x86_64-linux-gnu-g++-12", 902, PP_PROCESS_PROGRAM},	  /* HTTP 400: '+' */
+    {"evil{service_name=x,a=b}", 903, PP_PROCESS_PROGRAM},	  /* would set labels */
+    {" ", 904, PP_PROCESS_PROGRAM},				  /* "service name is required" */
+    {"python3.11", 905, PP_PROCESS_PROGRAM},			  /* accepted as it is */
+};
+
+/* A pod whose label names Pyroscope v1.21 refuses (or reads as one) as they are. */
+static const struct pp_label odd_pod[] = {
+    {"container.id", "5e7a0c1d2b3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b"},
+    {"k8s.pod.name", "checkout-7d9f8b6c5-x2x9z"},
+    {"k8s.pod.label.app.kubernetes.io/part-of", "shop"},
+    {"k8s.pod.label.app.kubernetes.io_part-of", "other"},
+    {"2fa", "on"},
+    {"service.name", "checkout v2"},
+};
+
+static int write_names(const char *dir, uint64_t t0)
+{
+	struct pp_profile_desc d = {.event = "cpu-clock",
+				    .value_type = "cpu",
+				    .value_unit = "nanoseconds",
+				    .period = 10101010,
+				    .start_unix_ns = t0,
+				    .duration_ns = 10000000000ULL};
+	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES};
+	struct pp_profile *p = pp_profile_new(&d);
+	uint32_t locs[2], res;
+	struct pp_split split;
+	char path[4096];
+	FILE *list, *raw;
+	int err = 0;
+
+	if (!p)
+		return -1;
+	locs[0] = loc(p, 0, 0xffffffff81000100ULL, "do_syscall_64", PP_FRAME_KERNEL);
+	locs[1] = loc(p, 0, 0xffffffff81000200ULL, "ret_from_fork", PP_FRAME_KERNEL);
+	res = pp_profile_intern_resource(p, odd_pod, sizeof(odd_pod) / sizeof(odd_pod[0]));
+	snprintf(path, sizeof(path), "%s/names_raw.txt", dir);
+	raw = fopen(path, "w");
+	snprintf(path, sizeof(path), "%s/names.txt", dir);
+	list = fopen(path, "w");
+	if (!locs[0] || !locs[1] || !res || !raw || !list)
+		err = -1;
+	for (size_t i = 0; !err && i <= sizeof(node_names) / sizeof(node_names[0]); i++) {
+		bool pod = i == sizeof(node_names) / sizeof(node_names[0]);
+		struct pp_sample_info s = {
+		    .locations = locs,
+		    .nlocations = 2,
+		    .pid = pod ? 7000 : node_names[i].pid,
+		    .tid = pod ? 7000 : node_names[i].pid,
+		    .thread_name = pod ? "checkout" : node_names[i].process,
+		    .process_name = pod ? "checkout" : node_names[i].process,
+		    .process_kind = pod ? PP_PROCESS_PROGRAM : node_names[i].kind,
+		    .count = 1 + i,
+		    .value = (1 + i) * d.period,
+		    .first_time_unix_ns = t0 + 1000,
+		    .resource_id = pod ? res : 0,
+		};
+
+		err = pp_profile_add_sample(p, &s);
+		if (!pod)
+			fprintf(raw, "%s\n", node_names[i].process);
+	}
+	if (!err && pp_split_profile(p, PP_SPLIT_BY_SERVICE, NULL, &lim, &split) == 0) {
+		for (size_t i = 0; !err && i < split.nparts; i++) {
+			snprintf(path, sizeof(path), "%s/names_%zu.pb.gz", dir, i);
+			err = pp_pprof_write_file(split.parts[i].profile, path);
+			fprintf(list, "names_%zu %s\n", i, split.parts[i].service);
+		}
+		pp_split_fini(&split);
+	} else {
+		err = -1;
+	}
+	if (raw && fclose(raw))
+		err = -1;
+	if (list && fclose(list))
+		err = -1;
+	pp_profile_free(p);
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	char path[4096];
@@ -192,6 +291,11 @@ int main(int argc, char **argv)
 		else
 			fprintf(list, "%s %s:%s:count:%s:count\n", c->name, name, name, name);
 		pp_profile_free(p);
+	}
+	if (write_names(argv[1], (uint64_t)now.tv_sec * 1000000000ULL - 10000000000ULL)) {
+		fprintf(stderr, "%s: cannot write the names cases\n", argv[0]);
+		fclose(list);
+		return 1;
 	}
 	return fclose(list) ? 1 : 0;
 }

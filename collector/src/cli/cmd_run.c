@@ -26,6 +26,7 @@
 
 #include <pebsprof/otlp.h>
 #include <pebsprof/profile.h>
+#include <pebsprof/pyroscope.h>
 #include <pebsprof/split.h>
 #include <pebsprof/transport.h>
 #include <pebsprof/writers.h>
@@ -228,6 +229,7 @@ static int mkdir_parents(const char *dir)
 static int setup_export(struct agent *ag, char *err, size_t errlen)
 {
 	struct pp_transport_config tc;
+	char app_name[PP_PYROSCOPE_NAME_MAX];
 	char *headers = NULL;
 	size_t len = 0;
 
@@ -245,7 +247,9 @@ static int setup_export(struct agent *ag, char *err, size_t errlen)
 	tc.endpoint = ag->cfg.endpoint;
 	tc.endpoint_verbatim = ag->cfg.exporter == PP_EXPORTER_OTLP;
 	tc.user_agent = "pebsprof/" PP_VERSION;
-	tc.app_name = ag->cfg.service_name[0] ? ag->cfg.service_name : "pebsprof";
+	tc.app_name =
+	    pp_pyroscope_service_name(ag->cfg.service_name[0] ? ag->cfg.service_name : "pebsprof",
+				      PP_SERVICE_CONFIGURED, app_name, sizeof(app_name));
 	tc.queue_bytes = (size_t)ag->cfg.queue_bytes;
 	tc.log = transport_log;
 	tc.on_result = transport_result;
@@ -941,6 +945,14 @@ static struct pp_containers_filter filter_of(const struct agent *ag)
 					     .namespaces = ag->cfg.namespace_};
 }
 
+/* What the session leaves out of samples for --sample-labels. */
+static unsigned session_drop(int sample_labels)
+{
+	return (sample_labels & PP_SAMPLE_LABEL_THREAD ? 0 : PP_SESSION_DROP_THREAD) |
+	       (sample_labels & PP_SAMPLE_LABEL_PID ? 0 : PP_SESSION_DROP_PID) |
+	       (sample_labels & PP_SAMPLE_LABEL_MEMORY ? 0 : PP_SESSION_DROP_MEMORY_DETAIL);
+}
+
 static int start_sampling(struct agent *ag)
 {
 	struct pp_sampler_opts so = {
@@ -959,7 +971,8 @@ static int start_sampling(struct agent *ag)
 	};
 	struct pp_session_opts sess = {.proc_root = ag->cfg.proc_root,
 				       .raw_stack_entries = 1 << 16,
-				       .per_cpu = 1,
+				       .per_cpu = !!(ag->cfg.sample_labels & PP_SAMPLE_LABEL_CPU),
+				       .drop = session_drop(ag->cfg.sample_labels),
 				       .max_symbol_bytes = (size_t)ag->cfg.symbol_cache_bytes};
 	struct pp_containers_filter wanted = filter_of(ag);
 	char err[512];

@@ -185,6 +185,36 @@ static int store(struct pp_run_config *c, int k, const char *s, char *err, size_
 			return pp_cfg_set_err(err, errlen, "'%.*s' is not one of %s", ECHO_LEN, s,
 					      list);
 		}
+	case T_SET: {
+		int bits = 0;
+		const char *p = s;
+
+		while (s[0] && strcmp(s, "none")) {
+			const char *end = strchr(p, ',');
+			size_t n = end ? (size_t)(end - p) : strlen(p);
+			int i;
+
+			for (i = 0; o->names[i]; i++)
+				if (n && strlen(o->names[i]) == n && !strncmp(p, o->names[i], n))
+					break;
+			if (!o->names[i]) {
+				char list[128] = "";
+
+				for (i = 0; o->names[i]; i++)
+					snprintf(list + strlen(list), sizeof(list) - strlen(list),
+						 "%s%s", i ? ", " : "", o->names[i]);
+				return pp_cfg_set_err(err, errlen,
+						      "'%.*s' is not one of %s (or none)",
+						      (int)(n < ECHO_LEN ? n : ECHO_LEN), p, list);
+			}
+			bits |= 1 << i;
+			if (!end)
+				break;
+			p = end + 1;
+		}
+		*(int *)pp_cfg_field(c, k) = bits;
+		return 0;
+	}
 	case T_BOOL:
 		if (pp_cfg_parse_bool(s, &b))
 			return pp_cfg_set_err(

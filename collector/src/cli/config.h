@@ -47,6 +47,7 @@ enum pp_config_key {
 	PP_CFG_UNWIND_TABLE_BYTES,
 	PP_CFG_SERVICE_NAME,
 	PP_CFG_RESOURCE_ATTRIBUTES,
+	PP_CFG_SAMPLE_LABELS,
 	PP_CFG_NODE_NAME,
 	PP_CFG_PROC_ROOT,
 	PP_CFG_SYSFS_ROOT,
@@ -68,6 +69,19 @@ enum pp_config_key {
 	PP_CFG_DRY_RUN, /* flag only */
 	PP_CFG_HELP,	/* flag only */
 	PP_CFG_NKEYS
+};
+
+/*
+ * What samples carry beyond their process and container (--sample-labels). Pyroscope makes
+ * each distinct set of a sample's labels a series, so the default, none, keeps a node's
+ * series to one per service and profile type (and memory level), whatever its threads and
+ * CPUs; these turn a dimension back on.
+ */
+enum pp_sample_label {
+	PP_SAMPLE_LABEL_THREAD = 1 << 0, /* thread.id, thread.name */
+	PP_SAMPLE_LABEL_PID = 1 << 1,	 /* process.pid: one series per process, not executable */
+	PP_SAMPLE_LABEL_CPU = 1 << 2,	 /* cpu.logical_number */
+	PP_SAMPLE_LABEL_MEMORY = 1 << 3, /* memory.tlb, .snoop, .op, .latency_bucket */
 };
 
 enum pp_symbolize_mode {
@@ -136,7 +150,8 @@ struct pp_run_config {
 	uint64_t unwind_table_bytes;
 	char *service_name; /* "" = per process (container, pod or executable) */
 	struct pp_kv_list resource_attributes;
-	char *node_name; /* default: this host's name */
+	int sample_labels; /* PP_SAMPLE_LABEL_* bits */
+	char *node_name;   /* default: this host's name */
 	char *proc_root;
 	char *sysfs_root;
 	char *listen; /* ADDR:PORT of the metrics/health listener; "" = off */

@@ -22,6 +22,7 @@ enum opt_type {
 	T_SECS,	  /* seconds, fractions allowed, stored in ns, in [min, max] ns */
 	T_SIZE,	  /* bytes with suffixes, in [min, max] */
 	T_ENUM,	  /* one of names[], stored as int */
+	T_SET,	  /* names[] separated by ',', or "none": stored as an int of bits 1 << index */
 	T_BOOL,	  /* true/false..., stored as int; a flag without a value */
 	T_LISTEN, /* "" or ADDR:PORT */
 };
@@ -57,6 +58,7 @@ struct option_def {
 
 extern const struct option_def pp_cfg_table[PP_CFG_NKEYS];
 extern const char *const pp_cfg_exporter_names[];
+extern const char *const pp_cfg_sample_label_names[]; /* PP_SAMPLE_LABEL_* bits, in order */
 
 /* The table (config_table.c): a key by name, a key's field in a configuration. */
 int pp_cfg_key_lookup_n(const char *name, size_t n);

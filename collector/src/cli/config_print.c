@@ -153,6 +153,16 @@ void pp_run_config_print(const struct pp_run_config *c, FILE *f)
 		case T_BOOL:
 			fputs(*(const int *)p ? "true" : "false", f);
 			break;
+		case T_SET: {
+			int bits = *(const int *)p, n = 0;
+
+			for (int i = 0; o->names[i]; i++)
+				if (bits & (1 << i))
+					fprintf(f, "%s%s", n++ ? "," : "", o->names[i]);
+			if (!n)
+				fputs("none", f);
+			break;
+		}
 		}
 		if (c->origin[k].src == PP_SRC_DEFAULT)
 			fputs("   (default)\n", f);

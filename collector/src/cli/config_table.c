@@ -28,6 +28,7 @@
 
 const char *const pp_cfg_exporter_names[] = {"otlp", "pyroscope", "file", NULL};
 static const char *const symbolize_names[] = {"local", "none", NULL};
+const char *const pp_cfg_sample_label_names[] = {"thread", "pid", "cpu", "memory", NULL};
 static const char *const k8s_names[] = {"auto", "apiserver", "kubelet", "none", NULL};
 
 const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
@@ -274,6 +275,17 @@ const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
 				    .def = "",
 				    .metavar = "K=V,...",
 				    .help = "resource attributes added to every profile"},
+    [PP_CFG_SAMPLE_LABELS] = {.name = "sample-labels",
+			      .env = "PEBSPROF_SAMPLE_LABELS",
+			      .type = T_SET,
+			      .offset = OFF(sample_labels),
+			      .def = "none",
+			      .names = pp_cfg_sample_label_names,
+			      .metavar = "LIST",
+			      .help = "per-sample labels to send beyond the process and\n"
+				      "container: thread (id and name), pid, cpu, memory (TLB,\n"
+				      "snoop, op, latency bucket; the level is always sent), or\n"
+				      "none: each becomes a series dimension in Pyroscope"},
     [PP_CFG_NODE_NAME] = {.name = "node-name",
 			  .env = "NODE_NAME",
 			  .type = T_STR,

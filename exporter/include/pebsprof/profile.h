@@ -92,6 +92,22 @@ struct pp_label {
 	const char *value;
 };
 
+/* What a sample's process is; kernel threads and idle have no program to name them. */
+enum pp_process_kind {
+	PP_PROCESS_PROGRAM = 0,
+	PP_PROCESS_KERNEL_THREAD = 1,
+	PP_PROCESS_IDLE = 2, /* the idle task, pid 0 */
+};
+
+/*
+ * Dimensions a sample leaves out (pp_sample_info.hidden), so that a backend that makes a
+ * series of every label set sees few: its writers then write no such label. The caller
+ * zeroes the hidden fields (pid, tid, thread_name "") so that samples differing only there
+ * aggregate.
+ */
+#define PP_SAMPLE_HIDE_THREAD 0x1 /* thread id and name */
+#define PP_SAMPLE_HIDE_PID 0x2	  /* process id: processes of one executable are one */
+
 struct pp_sample_info {
 	const uint32_t *locations; /* location ids, leaf first */
 	uint32_t nlocations;
@@ -100,6 +116,8 @@ struct pp_sample_info {
 	const char *thread_name;  /* comm of the thread; never NULL */
 	const char *process_name; /* executable name of the process; never NULL */
 	const char *process_path; /* absolute path of the executable; NULL or "" if unknown */
+	uint32_t process_kind;	  /* enum pp_process_kind: what ran, when not a program */
+	uint32_t hidden;	  /* PP_SAMPLE_HIDE_*; 0: every dimension is written */
 	const struct pp_label *labels;
 	uint32_t nlabels;
 	uint64_t count;		     /* number of samples aggregated here */
@@ -236,7 +254,8 @@ int pp_profile_is_cpu(const struct pp_profile_desc *d);
  */
 /*
  * The name perf gives a sample's task, the root frame of folded stacks and flame graphs: the
- * thread's comm ("swapper" for the idle task), so both line up with perf script's.
+ * thread's comm ("swapper" for the idle task), so both line up with perf script's; the
+ * process's name when the thread is hidden.
  */
 const char *pp_sample_comm(const struct pp_sample_info *s);
 

@@ -12,8 +12,10 @@
  * - PP_SPLIT_BY_SERVICE (push): samples are grouped by service (below); each piece of each
  *   group is a part of its own, with its service's name.
  *
- * The service of a sample: its resource's service.name, else the configured one, else its
- * executable name (what the OTLP encoder writes as service.name), else "unknown_service".
+ * The service of a sample, as a name Pyroscope accepts (pyroscope.h): its resource's
+ * service.name, else the configured one, else kernel/threads or kernel/idle for what has
+ * no program, else its executable name (what the OTLP encoder writes as service.name), else
+ * "unknown_service". Samples whose names map to one are one group.
  * Pieces keep the samples' order. The request-size limit of a Collector (20 MiB) is not
  * applied here: the OTLP bytes are measured after encoding (pp_otlp_split_request).
  */
@@ -41,8 +43,8 @@ struct pp_split_limits {
 struct pp_split_part {
 	/* The input itself (when it fits whole) or a part of it owned by the split. */
 	const struct pp_profile *profile;
-	/* PP_SPLIT_BY_SERVICE: the service every sample of the part belongs to, borrowed from
-	 * the input profile or the configured name: valid while both are. */
+	/* PP_SPLIT_BY_SERVICE: the service every sample of the part belongs to, valid until
+	 * pp_split_fini: a name Pyroscope accepts (pyroscope.h). */
 	const char *service;
 };
 
@@ -55,6 +57,8 @@ struct pp_split {
 	/* owned parts, freed by pp_split_fini */
 	struct pp_profile **owned;
 	size_t nowned;
+	char **names; /* the parts' service names */
+	size_t nnames;
 };
 
 /*
@@ -66,8 +70,11 @@ int pp_split_profile(const struct pp_profile *p, enum pp_split_by by, const char
 		     const struct pp_split_limits *lim, struct pp_split *out);
 void pp_split_fini(struct pp_split *s);
 
-/* The service of sample s of p, as above; never NULL. */
+/*
+ * The service of sample s of p, as above: written into buf (size at least 16) or a constant;
+ * never NULL.
+ */
 const char *pp_split_service_of(const struct pp_profile *p, const struct pp_sample_info *s,
-				const char *service);
+				const char *service, char *buf, size_t size);
 
 #endif /* PEBSPROF_SPLIT_H */

@@ -6,6 +6,7 @@
  * encode; strings are borrowed from the profiles and the caller's resource description.
  */
 #include <pebsprof/otlp.h>
+#include <pebsprof/pyroscope.h>
 
 #include "base/arena.h"
 #include "base/fileio.h"
@@ -533,36 +534,23 @@ static bool is_fixed_key(const char *key)
 	return false;
 }
 
-/* Builds the resource attributes all processes share and the scope. */
 /*
- * A label name as Pyroscope takes it on every version from 1.20: [a-zA-Z0-9_.], no leading
- * digit (its legacy validation rejects the whole series otherwise); anything else becomes
- * '_'. Dots stay: they are OpenTelemetry's, and Pyroscope turns them into '_' itself.
+ * A label name as Pyroscope takes it on every version from 1.20 (pyroscope.h): its legacy
+ * validation rejects the whole series otherwise. Dots stay: they are OpenTelemetry's, and
+ * Pyroscope turns them into '_' itself.
  */
-static bool label_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '.';
-}
-
 static const char *label_key(struct enc *e, const char *key)
 {
-	size_t n = strlen(key);
-	bool ok = n && !(key[0] >= '0' && key[0] <= '9');
+	size_t n = strlen(key) + 2;
 	char *out;
 
-	for (size_t i = 0; ok && i < n; i++)
-		ok = label_char(key[i]);
-	if (ok)
+	if (pp_pyroscope_label_name_ok(key))
 		return key;
-	out = alloc(e, n + 2);
+	out = alloc(e, n);
 	if (!out)
 		return key;
-	out[0] = '_';
-	for (size_t i = 0; i < n; i++)
-		out[i + 1] = label_char(key[i]) ? key[i] : '_';
-	out[n + 1] = '\0';
-	return key[0] >= '0' && key[0] <= '9' ? out : out + 1;
+	pp_pyroscope_label_name(key, out, n);
+	return out;
 }
 
 void pp_otlp_plan_labels(const struct pp_profile *const *profiles, size_t n,
@@ -602,6 +590,7 @@ void pp_otlp_plan_labels(const struct pp_profile *const *profiles, size_t n,
 	pp_label_budget_plan(b, PP_LABEL_BUDGET);
 }
 
+/* Builds the resource attributes all processes share and the scope. */
 static int build_common(struct enc *e)
 {
 	const struct pp_otlp_resource *r = e->rdesc;
@@ -773,8 +762,20 @@ static struct res_entry *res_get_container(struct enc *e, const struct pp_profil
 	return res_finish(e, r, kvs, n, h) ? NULL : r;
 }
 
-static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name, const char *path)
+/*
+ * The resource of a process outside containers, by (pid, name); pid 0 with PP_SAMPLE_HIDE_PID
+ * is every process of the executable, without a process.pid. Kernel threads and the idle
+ * task have the services pyroscope.h states, not one per comm.
+ */
+static struct res_entry *res_get(struct enc *e, const struct pp_sample_info *s)
 {
+	uint32_t pid = s->pid;
+	const char *name = s->process_name, *path = s->process_path;
+	const char *service = s->process_kind == PP_PROCESS_KERNEL_THREAD
+				  ? PP_SERVICE_KERNEL_THREADS
+			      : s->process_kind == PP_PROCESS_IDLE ? PP_SERVICE_IDLE
+			      : name[0]				   ? name
+								   : PP_SERVICE_UNKNOWN;
 	struct res_key k = {.pid = pid, .name = name};
 	uint64_t h = pp_hash_str(pp_hash_u64(PP_HASH_SEED, pid), name);
 	uint32_t i = pp_htab_find(&e->res.idx, h, res_eq, e, &k);
@@ -792,10 +793,11 @@ static struct res_entry *res_get(struct enc *e, uint32_t pid, const char *name, 
 	n = 0;
 	/* service.name always: without it backends file the data under unknown_service. */
 	if (!e->common_has_service)
-		kvs[n++] = kv_new(e, "service.name", name[0] ? name : "unknown_service", 0);
+		kvs[n++] = kv_new(e, "service.name", service, 0);
 	memcpy(kvs + n, e->common_kv, e->n_common_kv * sizeof(*kvs));
 	n += e->n_common_kv;
-	kvs[n++] = kv_new(e, "process.pid", NULL, pid);
+	if (!(s->hidden & PP_SAMPLE_HIDE_PID))
+		kvs[n++] = kv_new(e, "process.pid", NULL, pid);
 	kvs[n++] = kv_new(e, "process.executable.name", name, 0);
 	if (path && path[0] && !pp_label_budget_drops(&e->budget, "process.executable.path"))
 		kvs[n++] = kv_new(e, "process.executable.path", path, 0);
@@ -826,14 +828,16 @@ static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_de
 	PROF_FN(sample__init)(out);
 	out->stack_index = stack_intern(e, e->scratch, s->nlocations);
 
-	if (!pp_label_budget_drops(&e->budget, "thread.id")) {
-		keys[na] = S(e, "thread.id");
-		attrs[na] = attr_int(e, keys[na], s->tid);
+	if (!(s->hidden & PP_SAMPLE_HIDE_THREAD)) {
+		if (!pp_label_budget_drops(&e->budget, "thread.id")) {
+			keys[na] = S(e, "thread.id");
+			attrs[na] = attr_int(e, keys[na], s->tid);
+			na++;
+		}
+		keys[na] = S(e, "thread.name");
+		attrs[na] = attr_str(e, keys[na], s->thread_name);
 		na++;
 	}
-	keys[na] = S(e, "thread.name");
-	attrs[na] = attr_str(e, keys[na], s->thread_name);
-	na++;
 	if (s->has_cpu && !pp_label_budget_drops(&e->budget, "cpu.logical_number")) {
 		keys[na] = S(e, "cpu.logical_number");
 		attrs[na] = attr_int(e, keys[na], s->cpu);
@@ -841,9 +845,11 @@ static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_de
 	}
 	if (s->resource_id) {
 		/* A container's resource holds many processes: each sample names its own. */
-		keys[na] = S(e, "process.pid");
-		attrs[na] = attr_int(e, keys[na], s->pid);
-		na++;
+		if (!(s->hidden & PP_SAMPLE_HIDE_PID)) {
+			keys[na] = S(e, "process.pid");
+			attrs[na] = attr_int(e, keys[na], s->pid);
+			na++;
+		}
 		keys[na] = S(e, "process.executable.name");
 		attrs[na] = attr_str(e, keys[na], s->process_name);
 		na++;
@@ -956,8 +962,7 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, boo
 		rof[i] = NULL;
 		if (latency && !s->latency)
 			continue;
-		r = s->resource_id ? res_get_container(e, p, s)
-				   : res_get(e, s->pid, s->process_name, s->process_path);
+		r = s->resource_id ? res_get_container(e, p, s) : res_get(e, s);
 		if (!r) {
 			err = e->err ? e->err : -ENOMEM;
 			goto out;

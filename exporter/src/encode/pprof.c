@@ -3,8 +3,10 @@
  * and writes it gzipped (what `go tool pprof` and Pyroscope read). The message tree borrows
  * the profile's strings and lives only for the duration of one encode.
  */
+#include <pebsprof/pyroscope.h>
 #include <pebsprof/writers.h>
 
+#include "base/arena.h"
 #include "base/fileio.h"
 #include "base/htab.h"
 #include "pbpack.h"
@@ -57,6 +59,12 @@ struct enc {
 	Perftools__Profiles__Label **labelp;
 	/* Label names left out for Pyroscope's limit (profile.h); numeric labels never count. */
 	struct pp_label_budget budget;
+	struct pp_arena ar; /* label names as Pyroscope takes them */
+	struct {
+		const char *key; /* interned in the profile: compared by pointer */
+		int64_t idx;
+	} names[16]; /* the label names mapped so far, most of a profile's few */
+	uint32_t nnames;
 };
 
 /* Index of s in string_table; 0 on failure, which e->failed records. */
@@ -82,6 +90,7 @@ static bool func_eq(const void *ctx, uint32_t idx, const void *key)
 
 static void enc_fini(struct enc *e)
 {
+	pp_arena_fini(&e->ar);
 	pp_strtab_fini(&e->st);
 	free(e->fkeys);
 	pp_htab_fini(&e->fidx);
@@ -108,6 +117,44 @@ static void *xcalloc(struct enc *e, size_t n, size_t sz)
 	if (!r)
 		e->failed = true;
 	return r;
+}
+
+/*
+ * Index of a label name as every Pyroscope version takes it (pyroscope.h): names other
+ * programs chose (pod labels, OTEL_RESOURCE_ATTRIBUTES keys) are mapped, ours pass as they are.
+ */
+static int64_t label_name(struct enc *e, const char *key)
+{
+	size_t n = strlen(key) + 2;
+	uint32_t slot = e->nnames % 16;
+	char *clean;
+
+	for (uint32_t i = 0; i < e->nnames && i < 16; i++)
+		if (e->names[i].key == key)
+			return e->names[i].idx;
+	if (pp_pyroscope_label_name_ok(key))
+		return S(e, key);
+	clean = pp_arena_alloc(&e->ar, n);
+	if (!clean) {
+		e->failed = true;
+		return 0;
+	}
+	pp_pyroscope_label_name(key, clean, n);
+	e->names[slot].key = key;
+	e->names[slot].idx = S(e, clean);
+	e->nnames++;
+	return e->names[slot].idx;
+}
+
+/* Whether a label named like string key (v1.21 folds '.' into '_') is in sl[0..n). */
+static bool label_taken(const struct enc *e, Perftools__Profiles__Label *const *sl, size_t n,
+			int64_t key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (sl[i]->key == key ||
+		    pp_pyroscope_label_names_clash(e->st.strs[sl[i]->key], e->st.strs[key]))
+			return true;
+	return false;
 }
 
 struct exe_weight {
@@ -385,11 +432,17 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 				if (strcmp(k, "service.name") == 0 ||
 				    pp_label_budget_drops(&e->budget, k))
 					continue;
-				pl->key = S(e, k);
+				pl->key = label_name(e, k);
+				/* two names that Pyroscope reads as one: the first given stays */
+				if (label_taken(e, sl, (size_t)(&e->labelp[lab] - sl), pl->key))
+					continue;
 				pl->str = S(e, res[j - nl].value);
 				e->labelp[lab++] = pl;
 				continue;
 			}
+			if ((j == 0 && (s->hidden & PP_SAMPLE_HIDE_PID)) ||
+			    ((j == 1 || j == 2) && (s->hidden & PP_SAMPLE_HIDE_THREAD)))
+				continue;
 			switch (j) {
 			case 0:
 				pl->key = k_pid;
@@ -415,7 +468,9 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 				}
 				if (pp_label_budget_drops(&e->budget, s->labels[j - 4].key))
 					continue;
-				pl->key = S(e, s->labels[j - 4].key);
+				pl->key = label_name(e, s->labels[j - 4].key);
+				if (label_taken(e, sl, (size_t)(&e->labelp[lab] - sl), pl->key))
+					continue;
 				pl->str = S(e, s->labels[j - 4].value);
 				break;
 			}

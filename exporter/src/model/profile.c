@@ -470,7 +470,10 @@ const struct pp_label *pp_profile_get_resource(const struct pp_profile *p, uint3
 
 const char *pp_sample_comm(const struct pp_sample_info *s)
 {
-	return s->pid == 0 ? "swapper" : s->thread_name;
+	if (s->process_kind == PP_PROCESS_IDLE ||
+	    (s->pid == 0 && !(s->hidden & PP_SAMPLE_HIDE_PID)))
+		return "swapper";
+	return s->hidden & PP_SAMPLE_HIDE_THREAD ? s->process_name : s->thread_name;
 }
 
 static uint64_t hash_sample(const struct pp_sample_info *s)
@@ -481,6 +484,7 @@ static uint64_t hash_sample(const struct pp_sample_info *s)
 	h = pp_hash_u64(h, ((uint64_t)s->pid << 32) | s->tid);
 	h = pp_hash_u64(h, s->has_cpu ? (uint64_t)s->cpu + 1 : 0);
 	h = pp_hash_u64(h, s->resource_id);
+	h = pp_hash_u64(h, s->process_kind | (uint64_t)s->hidden << 32);
 	h = pp_hash_u64(h, (uintptr_t)s->thread_name);
 	h = pp_hash_u64(h, (uintptr_t)s->process_name);
 	h = pp_hash_u64(h, (uintptr_t)s->process_path);
@@ -500,7 +504,8 @@ static bool sample_eq(const void *ctx, uint32_t idx, const void *key)
 	    a->thread_name != b->thread_name || a->process_name != b->process_name ||
 	    a->process_path != b->process_path || a->nlabels != b->nlabels ||
 	    !a->has_cpu != !b->has_cpu || (a->has_cpu && a->cpu != b->cpu) ||
-	    a->resource_id != b->resource_id)
+	    a->resource_id != b->resource_id || a->process_kind != b->process_kind ||
+	    a->hidden != b->hidden)
 		return false;
 	for (uint32_t i = 0; i < a->nlabels; i++) {
 		if (a->labels[i].key != b->labels[i].key ||

@@ -5,8 +5,11 @@
  * without encoding, and only a group whose bound is over the limit is encoded to be
  * measured, so a window far below the limits costs one pass over its samples.
  */
+#include <pebsprof/pyroscope.h>
 #include <pebsprof/split.h>
 #include <pebsprof/writers.h>
+
+#include "base/htab.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -36,20 +39,54 @@ struct splitter {
 	struct piece *pieces;
 	size_t npieces, cap_pieces;
 	size_t oversize;
+	struct pp_htab name_idx; /* over out->names, by content */
 };
 
 const char *pp_split_service_of(const struct pp_profile *p, const struct pp_sample_info *s,
-				const char *service)
+				const char *service, char *buf, size_t size)
 {
 	uint32_t n = 0;
 	const struct pp_label *res = pp_profile_get_resource(p, s->resource_id, &n);
 
 	for (uint32_t i = 0; res && i < n; i++)
 		if (strcmp(res[i].key, "service.name") == 0 && res[i].value[0])
-			return res[i].value;
+			return pp_pyroscope_service_name(res[i].value, PP_SERVICE_CONFIGURED, buf,
+							 size);
 	if (service && service[0])
-		return service;
-	return s->process_name[0] ? s->process_name : "unknown_service";
+		return pp_pyroscope_service_name(service, PP_SERVICE_CONFIGURED, buf, size);
+	if (s->process_kind == PP_PROCESS_KERNEL_THREAD)
+		return PP_SERVICE_KERNEL_THREADS;
+	if (s->process_kind == PP_PROCESS_IDLE)
+		return PP_SERVICE_IDLE;
+	return pp_pyroscope_service_name(s->process_name, PP_SERVICE_PROCESS, buf, size);
+}
+
+static bool name_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct pp_split *out = ctx;
+
+	return strcmp(out->names[idx], key) == 0;
+}
+
+/* The split's own copy of a service name, shared by its members and parts; NULL: no memory. */
+static const char *own_name(struct splitter *sp, struct pp_split *out, const char *name)
+{
+	uint64_t h = pp_hash_str(PP_HASH_SEED, name);
+	uint32_t i = pp_htab_find(&sp->name_idx, h, name_eq, out, name);
+	char **names;
+
+	if (i != PP_HTAB_NONE)
+		return out->names[i];
+	names = realloc(out->names, (out->nnames + 1) * sizeof(*names));
+	if (!names)
+		return NULL;
+	out->names = names;
+	names[out->nnames] = strdup(name);
+	if (!names[out->nnames] || pp_htab_insert(&sp->name_idx, h, (uint32_t)out->nnames)) {
+		free(names[out->nnames]);
+		return NULL;
+	}
+	return names[out->nnames++];
 }
 
 static int cmp_u64(uint64_t a, uint64_t b)
@@ -255,7 +292,7 @@ int pp_split_profile(const struct pp_profile *p, enum pp_split_by by, const char
 		return 0;
 	sp.m = calloc(n, sizeof(*sp.m));
 	sp.idx = calloc(n, sizeof(*sp.idx));
-	if (!sp.m || !sp.idx)
+	if (!sp.m || !sp.idx || pp_htab_init(&sp.name_idx, 64))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
@@ -264,8 +301,14 @@ int pp_split_profile(const struct pp_profile *p, enum pp_split_by by, const char
 					  .resource_id = s->resource_id,
 					  .pid = s->pid,
 					  .process = s->process_name};
-		if (by == PP_SPLIT_BY_SERVICE)
-			sp.m[i].service = pp_split_service_of(p, s, service);
+		if (by == PP_SPLIT_BY_SERVICE) {
+			char buf[PP_PYROSCOPE_NAME_MAX];
+
+			sp.m[i].service = own_name(
+			    &sp, out, pp_split_service_of(p, s, service, buf, sizeof(buf)));
+			if (!sp.m[i].service)
+				goto out;
+		}
 	}
 	qsort(sp.m, n, sizeof(*sp.m), by == PP_SPLIT_BY_SERVICE ? cmp_by_service : cmp_by_resource);
 	for (size_t lo = 0, hi; lo < n; lo = hi) {
@@ -285,6 +328,7 @@ out:
 	free(sp.m);
 	free(sp.idx);
 	free(sp.pieces);
+	pp_htab_fini(&sp.name_idx);
 	if (err)
 		pp_split_fini(out);
 	return err;
@@ -298,5 +342,8 @@ void pp_split_fini(struct pp_split *s)
 		pp_profile_free(s->owned[i]);
 	free(s->owned);
 	free(s->parts);
+	for (size_t i = 0; i < s->nnames; i++)
+		free(s->names[i]);
+	free(s->names);
 	memset(s, 0, sizeof(*s));
 }

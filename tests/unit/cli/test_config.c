@@ -190,6 +190,8 @@ static const struct layers rows[] = {
     {"service-name", "svc file", "svc-env", "svc#flag", "\"svc file\"", "svc-env", "\"svc#flag\"",
      NULL},
     {"resource-attributes", "a=1", "b=x%20y", "c=3,d=4", "a=1", "b=x%20y", "c=3,d=4", NULL},
+    {"sample-labels", "thread", "cpu,pid", "memory,thread", "thread", "pid,cpu", "thread,memory",
+     NULL},
     {"node-name", "n1", "n2", "n3", "n1", "n2", "n3", NULL},
     {"proc-root", "/p1", "/p2", "/p3", "/p1", "/p2", "/p3", NULL},
     {"sysfs-root", "/s1", "/s2", "/s3", "/s1", "/s2", "/s3", NULL},
@@ -725,6 +727,10 @@ TEST(file_syntax_errors_exact)
 	     "t.conf:1: 'k8s-source': 'etcd' is not one of auto, apiserver, kubelet, none"},
 	    {"user-unwind = frames\n",
 	     "t.conf:1: 'user-unwind': 'frames' is not one of fp, kernel, auto, dwarf"},
+	    {"sample-labels = thread,tid\n", "t.conf:1: 'sample-labels': 'tid' is not one of "
+					     "thread, pid, cpu, memory (or none)"},
+	    {"sample-labels = cpu,\n", "t.conf:1: 'sample-labels': '' is not one of "
+				       "thread, pid, cpu, memory (or none)"},
 	    {"output-dir = \"\"\n", "t.conf:1: 'output-dir': an empty path"},
 	    {"interval = 0.01\n", "t.conf:1: 'interval': '0.01' is not a duration in seconds from "
 				  "0.1 to 86400 (e.g. 10 or 2.5)"},

@@ -6,6 +6,7 @@
  * to keep every sample exactly once, with its stack, labels, resource and values.
  */
 #include <pebsprof/profile.h>
+#include <pebsprof/pyroscope.h>
 #include <pebsprof/split.h>
 #include <pebsprof/writers.h>
 
@@ -529,14 +530,88 @@ TEST(push_parts_per_service)
 
 			parts[i] = part;
 			CHECK_STR(s.parts[i].service, want[configured][i]);
-			for (size_t j = 0; j < pp_profile_sample_count(part); j++)
+			for (size_t j = 0; j < pp_profile_sample_count(part); j++) {
+				char buf[PP_PYROSCOPE_NAME_MAX];
+
 				CHECK_STR(pp_split_service_of(part, pp_profile_get_sample(part, j),
-							      configured ? "shop" : NULL),
+							      configured ? "shop" : NULL, buf,
+							      sizeof(buf)),
 					  s.parts[i].service);
+			}
 		}
 		CHECK(s.nparts <= 5 && same_samples(p, parts, s.nparts));
 		pp_split_fini(&s);
 	}
+	pp_profile_free(p);
+}
+
+/*
+ * The push names each part so that Pyroscope's /ingest takes it (pyroscope.h): kernel threads
+ * and the idle task under their stated services, whatever their comm; executables whose
+ * names Pyroscope refuses mapped, and two that map to one name sent as one service.
+ */
+TEST(push_parts_named_for_pyroscope)
+{
+	static const struct {
+		const char *process;
+		uint32_t pid;
+		enum pp_process_kind kind;
+	} procs[] = {
+	    {"[kworker/0:2-virtio_vsock]", 40, PP_PROCESS_KERNEL_THREAD},
+	    {"[ksoftirqd/0]", 14, PP_PROCESS_KERNEL_THREAD},
+	    {"[idle]", 0, PP_PROCESS_IDLE},
+	    {"x86_64-linux-gnu-g++-12", 900, PP_PROCESS_PROGRAM},
+	    {"x86_64-linux-gnu-g__-12", 901, PP_PROCESS_PROGRAM},
+	    {"[wc]", 902, PP_PROCESS_PROGRAM},
+	    {"memfd:sealed-\xe2\x80\xa6", 903, PP_PROCESS_PROGRAM},
+	    {"kernel/threads", 904, PP_PROCESS_PROGRAM}, /* a comm cannot take a stated name */
+	};
+	static const char *const want[] = {
+	    "kernel/idle", "kernel/threads",	     "kernel_threads", "memfd_sealed-_",
+	    "wc",	   "x86_64-linux-gnu-g__-12"};
+	struct pp_profile_desc d = {
+	    .event = "cpu-clock", .value_type = "cpu", .value_unit = "nanoseconds"};
+	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES};
+	struct pp_profile *p = pp_profile_new(&d);
+	struct pp_location_info l = {
+	    .function = "do_syscall_64", .address = 0xffffffff81000100ull, .kind = PP_FRAME_KERNEL};
+	uint32_t loc;
+	struct pp_split s;
+
+	REQUIRE(p);
+	loc = pp_profile_intern_location(p, &l);
+	REQUIRE(loc);
+	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+		struct pp_sample_info si = {.locations = &loc,
+					    .nlocations = 1,
+					    .pid = procs[i].pid,
+					    .tid = procs[i].pid,
+					    .thread_name = "t",
+					    .process_name = procs[i].process,
+					    .process_kind = procs[i].kind,
+					    .count = 1,
+					    .value = 10};
+
+		REQUIRE(pp_profile_add_sample(p, &si) == 0);
+	}
+	REQUIRE(pp_split_profile(p, PP_SPLIT_BY_SERVICE, NULL, &lim, &s) == 0);
+	CHECK_EQ_U64(s.nparts, sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < s.nparts && i < sizeof(want) / sizeof(want[0]); i++) {
+		CHECK_STR(s.parts[i].service, want[i]);
+		CHECK(pp_pyroscope_service_name_ok(s.parts[i].service));
+	}
+	/* the two g++ names are one service; the kernel threads another */
+	for (size_t i = 0; i < s.nparts; i++)
+		if (!strcmp(s.parts[i].service, "x86_64-linux-gnu-g__-12") ||
+		    !strcmp(s.parts[i].service, "kernel/threads"))
+			CHECK_EQ_U64(pp_profile_sample_count(s.parts[i].profile), 2);
+	pp_split_fini(&s);
+	/* a configured name wins over all of them, and is mapped too */
+	REQUIRE(pp_split_profile(p, PP_SPLIT_BY_SERVICE, "shop floor", &lim, &s) == 0);
+	CHECK_EQ_U64(s.nparts, 1);
+	if (s.nparts)
+		CHECK_STR(s.parts[0].service, "shop_floor");
+	pp_split_fini(&s);
 	pp_profile_free(p);
 }
 
@@ -699,6 +774,7 @@ TEST_LIST = {
     {"profile_over_the_byte_limit_is_cut", profile_over_the_byte_limit_is_cut},
     {"single_sample_over_the_byte_limit_is_counted", single_sample_over_the_byte_limit_is_counted},
     {"push_parts_per_service", push_parts_per_service},
+    {"push_parts_named_for_pyroscope", push_parts_named_for_pyroscope},
     {"split_bad_arguments", split_bad_arguments},
     {"pprof_body_split_in_halves", pprof_body_split_in_halves},
 };
