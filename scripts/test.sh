@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, the unit and fuzz tests under AddressSanitizer +
 # UndefinedBehaviorSanitizer (clang), bounded fuzzing, the full ctest suite of ./build (unit,
-# fuzz corpus replay, conformance, and integration as root), then the kernel matrix (tests/vm:
-# other kernels booted under QEMU). Run scripts/setup.sh first.
+# fuzz corpus replay, conformance, and integration as root), and the kernel matrix (tests/vm:
+# other kernels booted under QEMU). The matrix runs beside everything after the build, its
+# output kept in build/matrix.log and shown at the end: its guests mostly compute and the
+# integration tests mostly wait, so together they take the time of the longer one. Run
+# scripts/setup.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +17,25 @@ echo "formatting ok"
 echo "== build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPP_WERROR=ON >/dev/null
 cmake --build build -j"$(nproc)"
+
+# The kernel matrix, in the background from here on: the guests read build/ (which nothing
+# below changes) through a read-only bind of /.
+matrix_pid=
+matrix_log=build/matrix.log
+if ! command -v qemu-system-x86_64 >/dev/null; then
+	echo "skipped: no qemu-system-x86_64 (scripts/setup.sh installs qemu-system-x86)" >"$matrix_log"
+elif [ "$(id -u)" -ne 0 ]; then
+	echo "skipped: the kernel matrix needs root (virtiofsd, a read-only bind of /)" >"$matrix_log"
+else
+	echo "== kernel matrix: started in the background (build/matrix.log)"
+	# its own process group, so that a failure below stops its guests too
+	setsid tests/vm/run-matrix.sh -b build >"$matrix_log" 2>&1 &
+	matrix_pid=$!
+fi
+matrix_stop() {
+	[ -z "$matrix_pid" ] || kill -TERM -- "-$matrix_pid" 2>/dev/null || true
+}
+trap matrix_stop EXIT
 
 echo "== sanitizer build (clang: ASan + UBSan, libFuzzer targets)"
 # One build serves the unit tests under the sanitizers, the fuzz corpora's replay and bounded
@@ -69,15 +91,16 @@ else
 fi
 
 echo "== all tests"
-# integration tests hold the machine alone (RUN_SERIAL); the others run two at a time
+# Two at a time, integration tests included: each works in its own directory, cgroups and
+# ports, and none changes what the others rely on.
 (cd build && ctest --output-on-failure -j2)
 
 echo "== kernel matrix"
 # KVM where /dev/kvm is kvm_intel or kvm_amd, else QEMU's TCG: a few minutes either way.
-if ! command -v qemu-system-x86_64 >/dev/null; then
-	echo "skipped: no qemu-system-x86_64 (scripts/setup.sh installs qemu-system-x86)"
-elif [ "$(id -u)" -ne 0 ]; then
-	echo "skipped: the kernel matrix needs root (virtiofsd, a read-only bind of /)"
-else
-	tests/vm/run-matrix.sh -b build
+matrix_rc=0
+if [ -n "$matrix_pid" ]; then
+	wait "$matrix_pid" || matrix_rc=$?
+	matrix_pid=
 fi
+cat "$matrix_log"
+exit "$matrix_rc"
