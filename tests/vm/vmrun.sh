@@ -141,7 +141,9 @@ case $accel in
 kvm) accel_args=(-accel kvm -cpu host) ;;
 *) accel_args=(-accel tcg,thread=multi -cpu max) ;;
 esac
-timeout "$timeout_s" qemu-system-x86_64 "${accel_args[@]}" -m "$mem" -smp "$cpus" -nographic \
+# --foreground: qemu stays in this process group, so stopping the group (scripts/test.sh on a
+# failure) stops the guest too
+timeout --foreground "$timeout_s" qemu-system-x86_64 "${accel_args[@]}" -m "$mem" -smp "$cpus" -nographic \
 	-no-reboot -nic none -kernel "$vmlinuz" -initrd "$work/initrd.gz" \
 	-append "console=ttyS0 panic=-1 quiet pp_scratch=$scratch" \
 	-object memory-backend-memfd,id=mem,size="${mem}M",share=on -numa node,memdev=mem \
