@@ -2,8 +2,8 @@
 # Runs every test: formatting, the unit and fuzz tests under AddressSanitizer +
 # UndefinedBehaviorSanitizer (clang), bounded fuzzing, the full ctest suite of ./build (unit,
 # fuzz corpus replay, conformance, and integration as root), and the kernel matrix (tests/vm:
-# other kernels booted under QEMU). The matrix runs beside everything after the build, its
-# output kept in build/matrix.log and shown at the end: its guests mostly compute and the
+# other kernels booted under QEMU). The matrix runs beside the fuzzing and the ctest suite,
+# its output kept in build/matrix.log and shown at the end: its guests mostly compute and the
 # integration tests mostly wait, so together they take the time of the longer one. Run
 # scripts/setup.sh first.
 set -euo pipefail
@@ -18,8 +18,24 @@ echo "== build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPP_WERROR=ON >/dev/null
 cmake --build build -j"$(nproc)"
 
+echo "== sanitizer build (clang: ASan + UBSan, libFuzzer targets)"
+# One build serves the unit tests under the sanitizers, the fuzz corpora's replay and bounded
+# fuzzing. Without clang's libFuzzer runtime (libclang-rt-14-dev) the fuzz targets replay only.
+probe=$(mktemp -d)
+echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }' >"$probe/p.c"
+fuzz=OFF
+if clang -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null; then
+	fuzz=ON
+fi
+rm -rf "$probe"
+CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPP_WERROR=ON -DPP_FUZZ=$fuzz \
+	-DPP_SANITIZE=address,undefined >/dev/null
+cmake --build build-asan -j"$(nproc)"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L 'unit|fuzz' --output-on-failure -j2)
+
 # The kernel matrix, in the background from here on: the guests read build/ (which nothing
-# below changes) through a read-only bind of /.
+# below changes) through a read-only bind of /. Not beside the sanitizer unit tests: some of
+# them time a server's answers, and two guests on two CPUs make those late.
 matrix_pid=
 matrix_log=build/matrix.log
 if ! command -v qemu-system-x86_64 >/dev/null; then
@@ -36,21 +52,6 @@ matrix_stop() {
 	[ -z "$matrix_pid" ] || kill -TERM -- "-$matrix_pid" 2>/dev/null || true
 }
 trap matrix_stop EXIT
-
-echo "== sanitizer build (clang: ASan + UBSan, libFuzzer targets)"
-# One build serves the unit tests under the sanitizers, the fuzz corpora's replay and bounded
-# fuzzing. Without clang's libFuzzer runtime (libclang-rt-14-dev) the fuzz targets replay only.
-probe=$(mktemp -d)
-echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n; }' >"$probe/p.c"
-fuzz=OFF
-if clang -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null; then
-	fuzz=ON
-fi
-rm -rf "$probe"
-CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPP_WERROR=ON -DPP_FUZZ=$fuzz \
-	-DPP_SANITIZE=address,undefined >/dev/null
-cmake --build build-asan -j"$(nproc)"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L 'unit|fuzz' --output-on-failure -j2)
 
 echo "== fuzzing (bounded)"
 # The parsers of what other processes control, for a fixed time each, two at a time; the
