@@ -2,9 +2,9 @@
 # Runs every test: formatting, the unit and fuzz tests under AddressSanitizer +
 # UndefinedBehaviorSanitizer (clang), bounded fuzzing, the full ctest suite of ./build (unit,
 # fuzz corpus replay, conformance, and integration as root), and the kernel matrix (tests/vm:
-# other kernels booted under QEMU). The matrix runs beside the fuzzing and the ctest suite,
-# its output kept in build/matrix.log and shown at the end: its guests mostly compute and the
-# integration tests mostly wait, so together they take the time of the longer one. Run
+# other kernels booted under QEMU). The matrix runs beside the ctest suite, its output kept in
+# build/matrix.log and shown at the end: its guests mostly compute and the integration tests
+# mostly wait, so together they take the time of the longer one. Run
 # scripts/setup.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,26 +32,6 @@ CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPP_WERROR=ON -DPP_F
 	-DPP_SANITIZE=address,undefined >/dev/null
 cmake --build build-asan -j"$(nproc)"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L 'unit|fuzz' --output-on-failure -j2)
-
-# The kernel matrix, in the background from here on: the guests read build/ (which nothing
-# below changes) through a read-only bind of /. Not beside the sanitizer unit tests: some of
-# them time a server's answers, and two guests on two CPUs make those late.
-matrix_pid=
-matrix_log=build/matrix.log
-if ! command -v qemu-system-x86_64 >/dev/null; then
-	echo "skipped: no qemu-system-x86_64 (scripts/setup.sh installs qemu-system-x86)" >"$matrix_log"
-elif [ "$(id -u)" -ne 0 ]; then
-	echo "skipped: the kernel matrix needs root (virtiofsd, a read-only bind of /)" >"$matrix_log"
-else
-	echo "== kernel matrix: started in the background (build/matrix.log)"
-	# its own process group, so that a failure below stops its guests too
-	setsid tests/vm/run-matrix.sh -b build >"$matrix_log" 2>&1 &
-	matrix_pid=$!
-fi
-matrix_stop() {
-	[ -z "$matrix_pid" ] || kill -TERM -- "-$matrix_pid" 2>/dev/null || true
-}
-trap matrix_stop EXIT
 
 echo "== fuzzing (bounded)"
 # The parsers of what other processes control, for a fixed time each, two at a time; the
@@ -90,6 +70,27 @@ if [ "$fuzz" = ON ]; then
 else
 	echo "skipped: clang cannot build libFuzzer targets (libclang-rt-14-dev missing?)"
 fi
+
+# The kernel matrix, in the background from here on: the guests read build/ (which nothing
+# below changes) through a read-only bind of /. Beside the ctest suite only: some sanitizer
+# unit tests time a server's answers and libFuzzer times each input, and two guests on the two
+# CPUs made those late.
+matrix_pid=
+matrix_log=build/matrix.log
+if ! command -v qemu-system-x86_64 >/dev/null; then
+	echo "skipped: no qemu-system-x86_64 (scripts/setup.sh installs qemu-system-x86)" >"$matrix_log"
+elif [ "$(id -u)" -ne 0 ]; then
+	echo "skipped: the kernel matrix needs root (virtiofsd, a read-only bind of /)" >"$matrix_log"
+else
+	echo "== kernel matrix: started in the background (build/matrix.log)"
+	# its own process group, so that a failure below stops its guests too
+	setsid tests/vm/run-matrix.sh -b build >"$matrix_log" 2>&1 &
+	matrix_pid=$!
+fi
+matrix_stop() {
+	[ -z "$matrix_pid" ] || kill -TERM -- "-$matrix_pid" 2>/dev/null || true
+}
+trap matrix_stop EXIT
 
 echo "== all tests"
 # Two at a time, integration tests included: each works in its own directory, cgroups and
