@@ -2,6 +2,7 @@
 #include "cli_util.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,4 +92,10 @@ int pp_output_dir_writable(const char *path)
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+void pp_cli_tune_malloc(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+	mallopt(M_ARENA_MAX, 2);
 }

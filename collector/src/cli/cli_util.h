@@ -28,4 +28,11 @@ enum pp_output_format pp_output_format_of(const char *path);
 /* Checks that the directory of path exists and is writable. Returns 0 or -errno. */
 int pp_output_dir_writable(const char *path);
 
+/*
+ * Sets glibc's allocator for a long capture (record, run): glibc raises its mmap threshold
+ * after a large block is freed, so later symbol and unwind tables land in the heap and stay in
+ * RSS; a fixed threshold returns them on free. Two arenas serve the agent's threads.
+ */
+void pp_cli_tune_malloc(void);
+
 #endif /* PP_CLI_UTIL_H */

@@ -787,6 +787,7 @@ int pp_cmd_record(int argc, char **argv)
 	if (a.verbose)
 		pp_log_set_level(PP_LOG_DEBUG);
 	pp_log_hook_libbpf();
+	pp_cli_tune_malloc();
 
 	for (size_t i = 0; i < a.noutputs; i++) {
 		ret = pp_output_dir_writable(a.outputs[i]);

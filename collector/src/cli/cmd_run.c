@@ -1063,13 +1063,7 @@ int pp_cmd_run(int argc, char **argv)
 	if (ag.cfg.verbose)
 		pp_log_set_level(PP_LOG_DEBUG);
 	pp_log_hook_libbpf();
-	/*
-	 * glibc raises its mmap threshold after a large block is freed, so later symbol tables
-	 * and windows land in the heap and stay in RSS; a fixed threshold returns them on free.
-	 * Two arenas serve the agent's three threads.
-	 */
-	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-	mallopt(M_ARENA_MAX, 2);
+	pp_cli_tune_malloc();
 	/* host.name: the node's name, not the pod's (the agent's own UTS namespace) */
 	if (ag.cfg.origin[PP_CFG_NODE_NAME].src != PP_SRC_DEFAULT && ag.cfg.node_name[0])
 		snprintf(ag.host, sizeof(ag.host), "%s", ag.cfg.node_name);
