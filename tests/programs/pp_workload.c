@@ -13,7 +13,8 @@
  * Usage: pp_workload [--threads N] [--fork] [--exit N] [--pidfile F] [--rusage F] [SECONDS]
  *   SECONDS   wall-clock run time (default 5; 0 = until killed)
  *   --threads N  N threads in this process run the mix (default 1: main thread only)
- *   --fork       a child process runs the same mix; the parent waits for it
+ *   --fork       a child process runs the same mix; the parent waits for it, and it dies
+ *                with the parent
  *   --exit N     exit status (default 0)
  *   --pidfile F  write the pids of the processes running the mix, one per line
  *   --rusage F   at exit, write "USER_S SYS_S" CPU seconds used by this process and its child,
@@ -28,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -229,12 +232,18 @@ int main(int argc, char **argv)
 		deadline_ns = clock_ns(CLOCK_MONOTONIC) + seconds * 1000000000ULL;
 
 	if (do_fork) {
+		pid_t parent = getpid();
+
 		child = fork();
 		if (child < 0) {
 			fprintf(stderr, "pp_workload: fork: %s\n", strerror(errno));
 			return 1;
 		}
 		if (child == 0) {
+			/* a test that kills the parent stops the child too */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != parent)
+				_exit(0);
 			run_phase();
 			_exit(0);
 		}
