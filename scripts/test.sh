@@ -43,7 +43,7 @@ if [ "$fuzz" = ON ]; then
 	fuzz_one() {
 		local scratch rc
 		scratch=$(mktemp -d)
-		(cd build-asan/findings && "../tests/fuzz_$1" -max_total_time="${PP_FUZZ_SECONDS:-15}" \
+		(cd build-asan/findings && "../tests/fuzz_$1" -max_total_time="${PP_FUZZ_SECONDS:-10}" \
 			-rss_limit_mb=1024 -malloc_limit_mb=128 -timeout=10 -print_final_stats=1 \
 			"$scratch" "$PWD/../../tests/fuzz/corpus/$1" >"../fuzz_$1.log" 2>&1)
 		rc=$?

@@ -34,17 +34,19 @@ cg_b="$pod1/crio-$CID_B.scope"
 cg_c="$pod2/docker-$CID_C.scope"
 mkdir -p "$cg_a" "$cg_b" "$cg_c" || pp_skip "cannot create cgroups under $PP_CG2"
 
-# capture OUT ARGS...: a 3 s system-wide capture while the four workloads run.
+# capture OUT ARGS...: a 3 s system-wide capture while the four workloads run (until it ends,
+# however long it takes to start on a busy machine).
 capture() {
 	local out=$1
 	shift
-	pid_a=$(pp_start_in_cgroup "$cg_a" 4)
-	pid_b=$(pp_start_in_cgroup "$cg_b" 4)
-	pid_c=$(pp_start_in_cgroup "$cg_c" 4)
-	"$PP_WORKLOAD" 4 >/dev/null 2>&1 &
+	pid_a=$(pp_start_in_cgroup "$cg_a" 60)
+	pid_b=$(pp_start_in_cgroup "$cg_b" 60)
+	pid_c=$(pp_start_in_cgroup "$cg_c" 60)
+	"$PP_WORKLOAD" 60 >/dev/null 2>&1 &
 	pid_host=$!
 	sleep 0.3
 	pp_run "$T/rec" "$PEBSPROF" record -q -a -d 3 -e cpu-clock -F 199 "$@" -o "$out"
+	kill "$pid_a" "$pid_b" "$pid_c" "$pid_host" 2>/dev/null
 	wait "$pid_a" "$pid_b" "$pid_c" "$pid_host" 2>/dev/null
 	"$PP_PYTHON" "$PP_SOURCE_DIR/tests/integration/otlp_resources.py" "$T/gen" "$out" \
 		>"$out.json"

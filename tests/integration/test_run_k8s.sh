@@ -80,8 +80,8 @@ PORT=$(sed -n 's/^PORT //p' "$T/server.out")
 agent() {
 	local name=$1 pid
 	shift
-	pid_a=$(pp_start_in_cgroup "$cg_a" 6)
-	pid_b=$(pp_start_in_cgroup "$cg_b" 6)
+	pid_a=$(pp_start_in_cgroup "$cg_a" 60)
+	pid_b=$(pp_start_in_cgroup "$cg_b" 60)
 	"$PEBSPROF" run --output-dir "$T/$name" --interval 2 -F 199 --node-name "$NODE" \
 		--k8s-api-url "https://127.0.0.1:$PORT" --k8s-token-file "$T/token" \
 		--k8s-ca-file "$T/cert.pem" --sample-labels pid "$@" >"$T/$name.out" \
@@ -90,6 +90,7 @@ agent() {
 	sleep 5.2
 	kill -TERM "$pid"
 	pp_wait_pid "$pid" 30
+	kill "$pid_a" "$pid_b" 2>/dev/null
 	wait "$pid_a" "$pid_b" 2>/dev/null
 	local last
 	last=$(ls "$T/$name"/pebsprof-*.otlp.pb 2>/dev/null | sort | tail -n 2 | head -n 1)
@@ -146,8 +147,8 @@ k8s-ca-file = $T/cert.pem
 endpoint = not a URL
 EOF
 : >"$SRV/requests.log"
-pid_a=$(pp_start_in_cgroup "$cg_a" 4)
-pid_b=$(pp_start_in_cgroup "$cg_b" 4)
+pid_a=$(pp_start_in_cgroup "$cg_a" 60)
+pid_b=$(pp_start_in_cgroup "$cg_b" 60)
 env KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$PORT" NODE_NAME="$NODE" \
 	PEBSPROF_CONFIG="$T/agent.conf" "$PEBSPROF" record -q -a -d 3 -F 199 \
 	-o "$T/rec.otlp.pb" >"$T/rec.out" 2>"$T/rec.err" &
@@ -155,6 +156,7 @@ rec=$!
 sleep 1.5
 rm -f "$SRV/body.json"
 pp_wait_pid "$rec" 30
+kill "$pid_a" "$pid_b" 2>/dev/null
 wait "$pid_a" "$pid_b" 2>/dev/null
 pp_check "record in the pod: exits 0" [ "$PP_RC" -eq 0 ]
 J=$T/rec.jsonl
@@ -175,9 +177,11 @@ lacks() { ! grep -q "$@"; }
 record_in_b() { # NAME ARGS...: a 2 s system-wide record while pod B's workload runs
 	local name=$1 pid
 	shift
-	pid=$(pp_start_in_cgroup "$cg_b" 3)
+	# it runs until the record ends, however long the record takes to start on a busy machine
+	pid=$(pp_start_in_cgroup "$cg_b" 60)
 	"$PEBSPROF" record -q -a -d 2 -F 199 -o "$T/$name.otlp.pb" "$@" >"$T/$name.out" 2>&1
 	PP_RC=$?
+	kill "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 	"$PP_PYTHON" "$PP_SOURCE_DIR/tests/integration/otlp_resources.py" "$T/gen" \
 		"$T/$name.otlp.pb" >"$T/$name.jsonl"

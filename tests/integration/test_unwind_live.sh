@@ -142,8 +142,9 @@ live=$(num '.* \([0-9]*\) live,.*')
 built=$(num '^unwind tables: \([0-9]*\) built.*')
 used=$(num '.*; \([0-9]*\) of [0-9]* rows.*')
 # every process installed is released by its exit (a rescan counts as an install too);
-# nothing stays live; the few files they all map are compiled once
-if [ "$PP_RC" -eq 0 ] && [ "${installs:-0}" -ge 100 ] && [ "${live:-99}" -eq 0 ] &&
+# nothing stays live but the command itself, whose exit ends the capture and may come after
+# the last read on a busy machine; the few files they all map are compiled once
+if [ "$PP_RC" -eq 0 ] && [ "${installs:-0}" -ge 100 ] && [ "${live:-99}" -le 1 ] &&
 	[ "${released:-0}" -ge 100 ] && [ "${built:-99}" -le 8 ] && [ "${used:-0}" -lt 100000 ]; then
 	pp_ok "churn: $installs installs, $released released, $live live at the end, $built tables built, $used rows"
 else

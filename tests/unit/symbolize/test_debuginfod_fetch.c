@@ -134,7 +134,11 @@ TEST(debug_file_arrives_in_the_background_and_names_frames)
 	d = fetcher("cache1", 0, g_port);
 	REQUIRE(d != NULL);
 	CHECK_EQ_U64((uint64_t)pp_debuginfod_fetch(d, g_id1), (uint64_t)-EAGAIN);
-	CHECK_EQ_U64((uint64_t)pp_debuginfod_fetch(d, g_id1), (uint64_t)-EAGAIN);
+	/* asked again: still waiting, or (this thread descheduled meanwhile) arrived */
+	fd = pp_debuginfod_fetch(d, g_id1);
+	CHECK(fd == -EAGAIN || fd >= 0);
+	if (fd >= 0)
+		close(fd);
 	CHECK_EQ_U64(pp_debuginfod_wait_idle(d, 20000), 0);
 	CHECK_EQ_U64(pp_debuginfod_take_ready(d, ready, 4), 1);
 	CHECK_STR(ready[0], g_id1);
