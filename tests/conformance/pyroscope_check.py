@@ -29,10 +29,12 @@ We add one rule of ours: every frame has a function name (Pyroscope draws no oth
 `--symbolize local` (the default) guarantees; `--symbolize none` leaves frames without a Line
 on purpose, for Pyroscope's symbolizer, and is not checked here.
 
-Usage: pyroscope_check.py GEN_DIR {otlp FILE | ingest FILE.pb.gz APP_NAME} [--version v1.21|head]
-                          [--series-out FILE]
+Usage: pyroscope_check.py GEN_DIR {otlp FILE | ingest FILE.pb.gz APP_NAME | batch}
+                          [--version v1.21|head] [--series-out FILE]
 GEN_DIR holds protoc --python_out of the reference OTLP and pprof protos. Prints the profile
 type ids accepted ("ok: id,id,...") and exits 0, or one line per rejection and exits 1.
+batch judges the requests stdin lists, "otlp FILE" or "ingest FILE NAME" a line, each on its
+own, its lines prefixed with the FILE; exits 1 if any is rejected.
 --series-out appends the label set of every series the profile makes to FILE, one per line.
 """
 import gzip
@@ -353,14 +355,34 @@ def check_ingest(path, app):
     visit_series(prof, labels, "ingest")
 
 
+def verdict(prefix=""):
+    """Prints the verdict on what was checked since the last one; True when accepted."""
+    if errors:
+        for e in dict.fromkeys(errors):
+            print(f"{prefix}REJECTED ({version}):", e)
+        return False
+    print(f"{prefix}ok:", ",".join(sorted(type_ids)))
+    return True
+
+
 if mode == "otlp":
     check_otlp(args[2])
 elif mode == "ingest":
     check_ingest(args[2], args[3])
+elif mode == "batch":
+    # One request per stdin line, "otlp FILE" or "ingest FILE NAME", each judged on its own
+    # and answered "FILE ok: ..." or "FILE REJECTED ...": one interpreter for a sink's many.
+    accepted = True
+    for line in sys.stdin:
+        what = line.rstrip("\n").split(" ", 2)
+        errors.clear()
+        type_ids.clear()
+        if what[0] == "otlp":
+            check_otlp(what[1])
+        else:
+            check_ingest(what[1], what[2])
+        accepted &= verdict(what[1] + " ")
+    sys.exit(0 if accepted else 1)
 else:
     sys.exit(f"unknown mode {mode}")
-if errors:
-    for e in dict.fromkeys(errors):
-        print(f"REJECTED ({version}):", e)
-    sys.exit(1)
-print("ok:", ",".join(sorted(type_ids)))
+sys.exit(0 if verdict() else 1)

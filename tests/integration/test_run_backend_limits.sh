@@ -30,32 +30,30 @@ stop_sink() {
 	wait "$SINK" 2>/dev/null
 }
 # judge DIR MODE [SERIES]: every request of the sink in DIR through pyroscope_check.py at v1.21
-# and head (MODE otlp, or ingest with the request's own name=); prints the type ids; 0 if all
-# accepted. SERIES: a file the series Pyroscope would make of them (head) are appended to.
+# and head (MODE otlp, or ingest with the request's own name=), one checker per version for all
+# of them; prints each request's type ids; 0 if all accepted. SERIES: a file the series
+# Pyroscope would make of them (head) are appended to.
 judge() {
-	local dir=$1 mode=$2 ok=1 b name out v
+	local dir=$1 mode=$2 ok=1 b name v
 	local -a series=()
+	: >"$T/judge.list"
 	for b in "$dir"/req-*.body; do
-		for v in v1.21 head; do
-			series=()
-			[ -n "${3:-}" ] && [ "$v" = head ] && series=(--series-out "$3")
-			if [ "$mode" = otlp ]; then
-				out=$("$PP_PYTHON" "$checker" "$T/gen" otlp "$b" --version "$v" \
-					"${series[@]}" 2>&1)
-			else
-				name=$(head -n1 "${b%.body}.hdr" | sed -E 's/.*[?&]name=([^&]*).*/\1/' |
-					"$PP_PYTHON" -c 'import sys, urllib.parse; print(urllib.parse.unquote(sys.stdin.read().strip()))')
-				out=$("$PP_PYTHON" "$checker" "$T/gen" ingest "$b" "$name" --version "$v" \
-					"${series[@]}" 2>&1)
-			fi
-			case $out in
-			ok:*) echo "$(basename "$b") $v $out" ;;
-			*)
-				echo "$(basename "$b") $v: $out"
-				ok=0
-				;;
-			esac
-		done
+		[ -e "$b" ] || continue
+		if [ "$mode" = otlp ]; then
+			echo "otlp $b" >>"$T/judge.list"
+		else
+			name=$(head -n1 "${b%.body}.hdr" | sed -E 's/.*[?&]name=([^&]*).*/\1/' |
+				"$PP_PYTHON" -c 'import sys, urllib.parse; print(urllib.parse.unquote(sys.stdin.read().strip()))')
+			echo "ingest $b $name" >>"$T/judge.list"
+		fi
+	done
+	[ -s "$T/judge.list" ] || return 1
+	for v in v1.21 head; do
+		series=()
+		[ -n "${3:-}" ] && [ "$v" = head ] && series=(--series-out "$3")
+		"$PP_PYTHON" "$checker" "$T/gen" batch --version "$v" "${series[@]}" \
+			<"$T/judge.list" >"$T/judge.out" 2>&1 || ok=0
+		sed "s|^$dir/||; s|^|$v |" "$T/judge.out"
 	done
 	[ "$ok" -eq 1 ]
 }

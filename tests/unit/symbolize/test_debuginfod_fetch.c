@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,6 +50,22 @@ static int read_id(const char *file, char *out)
 	snprintf(out, PP_BUILD_ID_HEX_SIZE, "%s", pp_elf_symbols_build_id(s));
 	pp_elf_symbols_free(s);
 	return out[0] ? 0 : -1;
+}
+
+/* A port of 127.0.0.1 the kernel says is free now, for the server to take (one derived from
+ * the pid may be taken). */
+static int free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port ? port : 20000 + (int)(getpid() % 20000);
 }
 
 static int fixture(void)
@@ -89,7 +108,7 @@ static int fixture(void)
 		g_hidden = 0;
 	if (p)
 		pclose(p);
-	g_port = 20000 + (int)(getpid() % 20000);
+	g_port = free_port();
 	/* the server indexes srv/ at start; ready once it serves the first file */
 	g_skip_reason = "debuginfod did not start or index the test files within 30 s";
 	if (pp_test_sh("cd '%s' && (debuginfod -F srv -p %d -d '%s/db.sqlite' >server.log 2>&1 & "
