@@ -42,9 +42,11 @@ for f in $(ls "$T/files"/pebsprof-*.otlp.pb | sort); do
 done
 pp_check "windows decode and tile time without gaps" [ "$tiled" -eq 1 ]
 # Every sample is in the window it was taken in: its time lies inside the window (the
-# encoder leaves out a time outside it), thanks to each window's grace after its end.
+# encoder leaves out a time outside it), thanks to each window's grace after its end; those
+# the agent read after the grace (a busy machine) are counted late, and only those lack one.
+late=$(grep -oE 'late [0-9]+' "$T/f.err" | head -1 | awk '{print $2}')
 pp_otlp_python "$ref" "$T/gen0" 2>"$T/gen0.err"
-"$PP_PYTHON" - "$T/gen0" "$T/files" >"$T/times.out" 2>&1 <<'PY'
+"$PP_PYTHON" - "$T/gen0" "$T/files" "${late:-0}" >"$T/times.out" 2>&1 <<'PY'
 import glob, os, sys
 sys.path.insert(0, sys.argv[1])
 from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2 as svc
@@ -60,12 +62,14 @@ for f in sorted(glob.glob(os.path.join(sys.argv[2], "*.otlp.pb"))):
                     ok = s.timestamps_unix_nano and all(
                         p.time_unix_nano <= t < p.time_unix_nano + p.duration_nano for t in s.timestamps_unix_nano)
                     without += not ok
-print(f"{n} samples, {without} without a time inside their window")
-sys.exit(0 if n and not without else 1)
+late = int(sys.argv[3])
+print(f"{n} samples, {without} without a time inside their window; the agent counted {late} late")
+sys.exit(0 if n and without <= late else 1)
 PY
 rc=$?
 cat "$T/times.out"
-pp_check "every sample's time lies inside its window" [ "$rc" -eq 0 ]
+pp_check "every sample's time lies inside its window, but those the agent counted late" \
+	[ "$rc" -eq 0 ]
 pp_check "host.name is the node's (NODE_NAME), not the agent's own host name" \
 	bash -c "grep -A3 'key: \"host.name\"' '$(ls "$T/files"/*.otlp.pb | sort | tail -n1).txt' | grep -q node-7"
 pp_check "k8s.node.name from NODE_NAME" \
