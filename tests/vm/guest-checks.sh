@@ -71,8 +71,10 @@ fi
 # --- record on the workload: shares, loss, the shim as this kernel took it ------------------
 start=$(date +%s%N)
 # The workload runs for wall-clock seconds: on a busy host the guest may give it too little CPU
-# in 3 s for 200 samples. Then it runs again, longer by this guest's slowness (known from the
-# first run's shim load), up to three times; the message says how many samples it got.
+# in 3 s for 200 samples, and the host taking the guest's CPU away in the middle of its 20 ms
+# rounds (time the guest cannot tell from its own) skews the shares of a short run. Then it
+# runs again, longer by this guest's slowness (known from the first run's shim load), up to
+# three times; the message says how many samples it got and in which run.
 wsecs=3
 for attempt in 1 2 3; do
 	"$pebsprof" record -e cpu-clock -F 499 -o "$out/w.folded" -- "$workload" "$wsecs" \
@@ -82,7 +84,7 @@ for attempt in 1 2 3; do
 	[ "$rc" = 0 ] && "$py" "$src/tests/integration/pprof_shares.py" check-shares folded \
 		"$out/w.folded" --expect burn_alpha=50,burn_beta=30,burn_gamma=20 --tol 8 \
 		>"$out/shares.txt" 2>&1 && break
-	grep -q "^FAIL: only" "$out/shares.txt" 2>/dev/null || break
+	[ "$rc" = 0 ] || break
 	wsecs=$((wsecs * 2 + 3 * ((${load_ms:-1000} + 499) / 500)))
 	[ "$wsecs" -le 60 ] || wsecs=60
 done
