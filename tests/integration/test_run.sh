@@ -43,7 +43,10 @@ done
 pp_check "windows decode and tile time without gaps" [ "$tiled" -eq 1 ]
 # Every sample is in the window it was taken in: its time lies inside the window (the
 # encoder leaves out a time outside it), thanks to each window's grace after its end; those
-# the agent read after the grace (a busy machine) are counted late, and only those lack one.
+# the agent read after the grace (a busy machine) are counted late, and only those lack one,
+# but for at most one per window edge: a sample taken at the edge may land on the other side
+# of it (the agent holds records by their monotonic time; the edge is wall-clock time through
+# an offset read at start), seen once in 158 samples beside the kernel matrix.
 late=$(grep -oE 'late [0-9]+' "$T/f.err" | head -1 | awk '{print $2}')
 pp_otlp_python "$ref" "$T/gen0" 2>"$T/gen0.err"
 "$PP_PYTHON" - "$T/gen0" "$T/files" "${late:-0}" >"$T/times.out" 2>&1 <<'PY'
@@ -63,8 +66,10 @@ for f in sorted(glob.glob(os.path.join(sys.argv[2], "*.otlp.pb"))):
                         p.time_unix_nano <= t < p.time_unix_nano + p.duration_nano for t in s.timestamps_unix_nano)
                     without += not ok
 late = int(sys.argv[3])
-print(f"{n} samples, {without} without a time inside their window; the agent counted {late} late")
-sys.exit(0 if n and without <= late else 1)
+windows = len(glob.glob(os.path.join(sys.argv[2], "*.otlp.pb")))
+print(f"{n} samples, {without} without a time inside their window; the agent counted {late} "
+      f"late; {windows} windows")
+sys.exit(0 if n and without <= late + windows else 1)
 PY
 rc=$?
 cat "$T/times.out"
@@ -182,8 +187,10 @@ pp_start_sink slow '[{"stall": 6}, {"stall": 6}, {"stall": 6}, {"stall": 6}]'
 PORT=$SINK_PORT
 "$PP_WORKLOAD" --fork 30 >/dev/null 2>&1 &
 WL=$!
+# windows of 0.2 s at 999 Hz with every label: more than 64 KiB of them wait for the stalls,
+# however quiet the rest of the machine
 pp_run_for 9 "$T/v" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 0.2 \
-	--queue-bytes 64KiB --flush-timeout 1
+	--queue-bytes 64KiB --flush-timeout 1 -F 999 --sample-labels thread,pid,cpu
 kill "$SINK" "$WL" 2>/dev/null
 wait "$SINK" "$WL" 2>/dev/null
 pp_check "queue overflow: the drops are said, once (rate-limited), with their count" \
