@@ -77,6 +77,15 @@ void pp_config_errors_print(const struct pp_config_errors *e, const char *prefix
 		fprintf(f, "%s%s... and %zu more errors\n", prefix, sep, e->dropped);
 }
 
+/* "a, b, c": the names an enum or set key takes, for its error message. */
+static const char *names_list(const char *const *names, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (int i = 0; names[i]; i++)
+		snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", i ? ", " : "", names[i]);
+	return buf;
+}
+
 /*
  * Parses s (NUL-terminated, already checked for embedded NULs) as key k and stores it. On a
  * bad value returns -EINVAL with the reason in err and leaves the field unchanged.
@@ -85,7 +94,7 @@ static int store(struct pp_run_config *c, int k, const char *s, char *err, size_
 {
 	const struct option_def *o = &pp_cfg_table[k];
 	size_t len = strlen(s);
-	char why[PP_CONFIG_ERROR_LEN / 2];
+	char why[PP_CONFIG_ERROR_LEN / 2], list[128];
 	uint64_t v;
 	int ret, b;
 
@@ -176,15 +185,8 @@ static int store(struct pp_run_config *c, int k, const char *s, char *err, size_
 				return 0;
 			}
 		}
-		{
-			char list[128] = "";
-
-			for (int i = 0; o->names[i]; i++)
-				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-					 i ? ", " : "", o->names[i]);
-			return pp_cfg_set_err(err, errlen, "'%.*s' is not one of %s", ECHO_LEN, s,
-					      list);
-		}
+		return pp_cfg_set_err(err, errlen, "'%.*s' is not one of %s", ECHO_LEN, s,
+				      names_list(o->names, list, sizeof(list)));
 	case T_SET: {
 		int bits = 0;
 		const char *p = s;
@@ -197,16 +199,11 @@ static int store(struct pp_run_config *c, int k, const char *s, char *err, size_
 			for (i = 0; o->names[i]; i++)
 				if (n && strlen(o->names[i]) == n && !strncmp(p, o->names[i], n))
 					break;
-			if (!o->names[i]) {
-				char list[128] = "";
-
-				for (i = 0; o->names[i]; i++)
-					snprintf(list + strlen(list), sizeof(list) - strlen(list),
-						 "%s%s", i ? ", " : "", o->names[i]);
+			if (!o->names[i])
 				return pp_cfg_set_err(err, errlen,
 						      "'%.*s' is not one of %s (or none)",
-						      (int)(n < ECHO_LEN ? n : ECHO_LEN), p, list);
-			}
+						      (int)(n < ECHO_LEN ? n : ECHO_LEN), p,
+						      names_list(o->names, list, sizeof(list)));
 			bits |= 1 << i;
 			if (!end)
 				break;
