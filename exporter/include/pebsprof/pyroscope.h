@@ -29,6 +29,9 @@
 #define PP_SERVICE_IDLE "kernel/idle"		   /* the idle task (pid 0) */
 #define PP_SERVICE_UNKNOWN "unknown_service"
 
+/* The stated service of a process kind (enum pp_process_kind, profile.h); NULL for a program. */
+const char *pp_pyroscope_stated_service(unsigned process_kind);
+
 /* Longest service name written: Pyroscope's label values may be 2048 bytes. */
 #define PP_PYROSCOPE_NAME_MAX 256
 

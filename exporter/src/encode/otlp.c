@@ -771,11 +771,7 @@ static struct res_entry *res_get(struct enc *e, const struct pp_sample_info *s)
 {
 	uint32_t pid = s->pid;
 	const char *name = s->process_name, *path = s->process_path;
-	const char *service = s->process_kind == PP_PROCESS_KERNEL_THREAD
-				  ? PP_SERVICE_KERNEL_THREADS
-			      : s->process_kind == PP_PROCESS_IDLE ? PP_SERVICE_IDLE
-			      : name[0]				   ? name
-								   : PP_SERVICE_UNKNOWN;
+	const char *service = pp_pyroscope_stated_service(s->process_kind);
 	struct res_key k = {.pid = pid, .name = name};
 	uint64_t h = pp_hash_str(pp_hash_u64(PP_HASH_SEED, pid), name);
 	uint32_t i = pp_htab_find(&e->res.idx, h, res_eq, e, &k);
@@ -793,7 +789,11 @@ static struct res_entry *res_get(struct enc *e, const struct pp_sample_info *s)
 	n = 0;
 	/* service.name always: without it backends file the data under unknown_service. */
 	if (!e->common_has_service)
-		kvs[n++] = kv_new(e, "service.name", service, 0);
+		kvs[n++] = kv_new(e, "service.name",
+				  service   ? service
+				  : name[0] ? name
+					    : PP_SERVICE_UNKNOWN,
+				  0);
 	memcpy(kvs + n, e->common_kv, e->n_common_kv * sizeof(*kvs));
 	n += e->n_common_kv;
 	if (!(s->hidden & PP_SAMPLE_HIDE_PID))

@@ -1,6 +1,7 @@
 /*
  * Pyroscope's naming rules applied to names other processes chose (pebsprof/pyroscope.h).
  */
+#include <pebsprof/profile.h>
 #include <pebsprof/pyroscope.h>
 
 #include <stdint.h>
@@ -36,6 +37,18 @@ static size_t char_len(const unsigned char *s, size_t left)
 		if ((s[i] & 0xc0) != 0x80)
 			return 1;
 	return n;
+}
+
+const char *pp_pyroscope_stated_service(unsigned process_kind)
+{
+	switch (process_kind) {
+	case PP_PROCESS_KERNEL_THREAD:
+		return PP_SERVICE_KERNEL_THREADS;
+	case PP_PROCESS_IDLE:
+		return PP_SERVICE_IDLE;
+	default:
+		return NULL;
+	}
 }
 
 const char *pp_pyroscope_service_name(const char *name, enum pp_service_source src, char *out,

@@ -47,6 +47,7 @@ const char *pp_split_service_of(const struct pp_profile *p, const struct pp_samp
 {
 	uint32_t n = 0;
 	const struct pp_label *res = pp_profile_get_resource(p, s->resource_id, &n);
+	const char *stated = pp_pyroscope_stated_service(s->process_kind);
 
 	for (uint32_t i = 0; res && i < n; i++)
 		if (strcmp(res[i].key, "service.name") == 0 && res[i].value[0])
@@ -54,10 +55,8 @@ const char *pp_split_service_of(const struct pp_profile *p, const struct pp_samp
 							 size);
 	if (service && service[0])
 		return pp_pyroscope_service_name(service, PP_SERVICE_CONFIGURED, buf, size);
-	if (s->process_kind == PP_PROCESS_KERNEL_THREAD)
-		return PP_SERVICE_KERNEL_THREADS;
-	if (s->process_kind == PP_PROCESS_IDLE)
-		return PP_SERVICE_IDLE;
+	if (stated)
+		return stated;
 	return pp_pyroscope_service_name(s->process_name, PP_SERVICE_PROCESS, buf, size);
 }
 
