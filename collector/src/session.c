@@ -305,19 +305,14 @@ static uint32_t resource_of(struct pp_session *s, uint64_t cgroup_id, uint32_t p
 	return n ? pp_profile_intern_resource(s->profile, attrs, (uint32_t)n) : 0;
 }
 
-/*
- * Leaves out of si what opts.drop says (after its resource is known: that needs the pid),
- * zeroed so that samples differing only there aggregate.
- */
-static void drop_dimensions(const struct pp_session *s, struct pp_sample_info *si,
-			    struct pp_mem_labels *ml)
+void pp_session_drop_dimensions(unsigned drop, struct pp_sample_info *si, struct pp_label *labels)
 {
-	if (s->opts.drop & PP_SESSION_DROP_THREAD) {
+	if (drop & PP_SESSION_DROP_THREAD) {
 		si->tid = 0;
 		si->thread_name = "";
 		si->hidden |= PP_SAMPLE_HIDE_THREAD;
 	}
-	if (s->opts.drop & PP_SESSION_DROP_PID) {
+	if (drop & PP_SESSION_DROP_PID) {
 		si->pid = 0;
 		si->hidden |= PP_SAMPLE_HIDE_PID;
 		/* their comm is all they have, and kworker/0:1-events names are many */
@@ -326,12 +321,12 @@ static void drop_dimensions(const struct pp_session *s, struct pp_sample_info *s
 			si->process_path = NULL;
 		}
 	}
-	if ((s->opts.drop & PP_SESSION_DROP_MEMORY_DETAIL) && si->nlabels) {
+	if ((drop & PP_SESSION_DROP_MEMORY_DETAIL) && si->nlabels) {
 		uint32_t n = 0;
 
 		for (uint32_t i = 0; i < si->nlabels; i++)
-			if (!strcmp(ml->labels[i].key, PP_LABEL_MEM_LEVEL))
-				ml->labels[n++] = ml->labels[i];
+			if (!strcmp(labels[i].key, PP_LABEL_MEM_LEVEL))
+				labels[n++] = labels[i];
 		si->nlabels = n;
 	}
 }
@@ -366,7 +361,7 @@ static int raw_add_to_profile(struct pp_session *s, const struct raw_stack *e)
 		si.nlabels = pp_mem_labels_from_key(e->label_key, &ml);
 		si.labels = ml.labels;
 	}
-	drop_dimensions(s, &si, &ml);
+	pp_session_drop_dimensions(s->opts.drop, &si, ml.labels);
 	ret = pp_profile_add_sample(s->profile, &si);
 	if (ret)
 		s->stats.add_errors += e->count;
@@ -1412,7 +1407,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	si.resource_id = resource_of(s, rec->cgroup_id, rec->tgid, proc ? proc->generation : 0);
 	if (si.resource_id)
 		s->stats.container_samples++;
-	drop_dimensions(s, &si, &ml);
+	pp_session_drop_dimensions(s->opts.drop, &si, ml.labels);
 	ret = pp_profile_add_sample(s->profile, &si);
 	if (ret) {
 		s->stats.add_errors++;

@@ -35,6 +35,14 @@ struct pp_unwinder;
 #define PP_SESSION_DROP_PID 0x2		  /* process id; kernel threads become one process */
 #define PP_SESSION_DROP_MEMORY_DETAIL 0x4 /* memory labels but memory.level */
 
+/*
+ * Leaves out of si what drop (PP_SESSION_DROP_*) says, zeroed so that samples differing only
+ * there aggregate: call it once the sample's resource is known (that needs the pid). labels is
+ * the writable array si->labels points to. The session does it to every sample; the fleet
+ * simulation (tests/tools/pp_fleet_sim.c) calls it to make its samples alike.
+ */
+void pp_session_drop_dimensions(unsigned drop, struct pp_sample_info *si, struct pp_label *labels);
+
 struct pp_session_opts {
 	const char *proc_root;	  /* NULL: "/proc" */
 	size_t max_processes;	  /* process cache bound; 0: 4096 */

@@ -31,12 +31,16 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "session.h"
+
 struct sim {
 	unsigned nodes, pods, deployments, threads, cpus, hz, interval;
 	unsigned stacks; /* distinct stacks a service runs */
 	double skew;	 /* how hot its hottest are: the pick is u^skew of the pool */
 	double cpu_per_pod;
-	bool thread, pid, cpu, memory; /* --sample-labels */
+	/* --sample-labels: the CPU kept, the rest the session's PP_SESSION_DROP_* */
+	bool cpu;
+	unsigned drop;
 	bool push;
 };
 
@@ -143,27 +147,17 @@ static int add_samples(struct pp_profile *p, const struct sim *s, enum ptype t, 
 
 			labels[si.nlabels++] =
 			    (struct pp_label){PP_LABEL_MEM_LEVEL, mem_levels[lv]};
-			if (s->memory) {
-				labels[si.nlabels++] =
-				    (struct pp_label){"memory.tlb", mem_tlb[skewed(3)]};
-				labels[si.nlabels++] =
-				    (struct pp_label){"memory.snoop", mem_snoop[skewed(4)]};
-				labels[si.nlabels++] = (struct pp_label){"memory.op", mem_op[0]};
-				labels[si.nlabels++] =
-				    (struct pp_label){"memory.latency_bucket", mem_lat[lv]};
-			}
+			labels[si.nlabels++] = (struct pp_label){"memory.tlb", mem_tlb[skewed(3)]};
+			labels[si.nlabels++] =
+			    (struct pp_label){"memory.snoop", mem_snoop[skewed(4)]};
+			labels[si.nlabels++] = (struct pp_label){"memory.op", mem_op[0]};
+			labels[si.nlabels++] =
+			    (struct pp_label){"memory.latency_bucket", mem_lat[lv]};
 			si.labels = labels;
 			si.latency = 40 + 60 * lv;
 		}
-		if (!s->thread) {
-			si.tid = 0;
-			si.thread_name = "";
-			si.hidden |= PP_SAMPLE_HIDE_THREAD;
-		}
-		if (!s->pid) {
-			si.pid = 0;
-			si.hidden |= PP_SAMPLE_HIDE_PID;
-		}
+		/* what --sample-labels leaves out, as the session leaves it out */
+		pp_session_drop_dimensions(s->drop, &si, labels);
 		err = pp_profile_add_sample(p, &si);
 		if (err)
 			return err;
@@ -247,8 +241,6 @@ static struct pp_profile *node_window(const struct sim *s, enum ptype t, unsigne
 
 		snprintf(comm, sizeof(comm), i % 2 ? "[ksoftirqd/%u]" : "[kworker/%u:1-events]",
 			 i / 2);
-		if (!s->pid)
-			w.process = "[kernel]"; /* what the session makes of them (session.c) */
 		if (add_samples(p, s, t, &w, map))
 			goto fail;
 	}
@@ -392,13 +384,13 @@ static int parse_labels(struct sim *s, const char *arg)
 		return -ENOMEM;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "thread"))
-			s->thread = true;
+			s->drop &= ~PP_SESSION_DROP_THREAD;
 		else if (!strcmp(tok, "pid"))
-			s->pid = true;
+			s->drop &= ~PP_SESSION_DROP_PID;
 		else if (!strcmp(tok, "cpu"))
 			s->cpu = true;
 		else if (!strcmp(tok, "memory"))
-			s->memory = true;
+			s->drop &= ~PP_SESSION_DROP_MEMORY_DETAIL;
 		else if (strcmp(tok, "none")) {
 			free(copy);
 			return -EINVAL;
@@ -419,7 +411,9 @@ int main(int argc, char **argv)
 			.interval = 10,
 			.cpu_per_pod = 0.5,
 			.stacks = 1500,
-			.skew = 3};
+			.skew = 3,
+			.drop = PP_SESSION_DROP_THREAD | PP_SESSION_DROP_PID |
+				PP_SESSION_DROP_MEMORY_DETAIL};
 	static const char *const tname[P_N] = {"cpu", "cycles", "mem_loads"};
 	struct figures total = {0};
 	int c;
