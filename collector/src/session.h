@@ -248,10 +248,10 @@ void pp_session_set_profile(struct pp_session *s, struct pp_profile *profile);
 int pp_session_handle_record(struct pp_session *s, const void *data, size_t len);
 
 /*
- * A window's grace: from here, sample records taken at or after boundary_mono_ns (the
- * window's end on the records' clock) are held, copied, while those taken before still go
- * into the current (closing) window, so that records read late land in the window they were
- * taken in. pp_session_release_held(), after pp_session_set_profile() switched to the next
+ * A window's end: from here, sample records taken at or after boundary_mono_ns (the window's
+ * end on the records' clock) are held, copied, whenever they are read, while those taken
+ * before go into the current window, so that every record lands in the window it was taken
+ * in. pp_session_release_held(), after pp_session_set_profile() switched to the next
  * window, feeds the held records to it. Task records are never held. At most 8 MiB is
  * held; past it records go to the closing window.
  */

@@ -1104,8 +1104,14 @@ int pp_cmd_run(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	interval = ag.cfg.interval_ns;
 	ag.rng = pp_clock_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ull;
-	/* Windows are aligned to multiples of the interval and tile time without gaps. */
+	/*
+	 * Windows are aligned to multiples of the interval and tile time without gaps. A record
+	 * taken at or after the window's end is held for the next one whenever it is read: one
+	 * poll drains what arrives while it runs, so a poll begun before the end reads records
+	 * taken after it.
+	 */
 	window_end = (pp_clock_ns(CLOCK_REALTIME) / interval + 1) * interval;
+	pp_session_hold_from(ag.session, window_end - (uint64_t)ag.mono_to_wall_ns);
 	while (!stop_requested) {
 		uint64_t now = pp_clock_ns(CLOCK_REALTIME);
 		int wait_ms = POLL_INTERVAL_MS;
@@ -1133,11 +1139,9 @@ int pp_cmd_run(int argc, char **argv)
 			continue;
 		/*
 		 * The window's grace: records are read up to POLL_INTERVAL_MS late, so for a
-		 * short while after its end the window stays open for the samples taken in it,
-		 * and those taken after its end are held for the next one.
+		 * short while after its end the window stays open for the samples taken in it.
 		 */
 		if (!grace_until) {
-			pp_session_hold_from(ag.session, window_end - (uint64_t)ag.mono_to_wall_ns);
 			grace_until = now + grace_ns(interval);
 			continue;
 		}
@@ -1153,6 +1157,7 @@ int pp_cmd_run(int argc, char **argv)
 		window_end += interval;
 		if (window_end <= now) /* the loop stalled: skip to the current window */
 			window_end = (now / interval + 1) * interval;
+		pp_session_hold_from(ag.session, window_end - (uint64_t)ag.mono_to_wall_ns);
 	}
 
 	/* SIGTERM/SIGINT: close the partial window, ship it and the queue, exit 0. */
@@ -1161,11 +1166,13 @@ int pp_cmd_run(int argc, char **argv)
 	while (pp_shim_poll(ag.smp.shim, 0, pp_session_record_cb, ag.session) > 0)
 		;
 	/* Stopped in a window's grace: that window ends where it ends, the held samples start
-	 * the partial one. */
+	 * the partial one. Before its end: the partial window ends now, and holds them. */
 	if (grace_until && close_window(&ag, window_end, pp_clock_ns(CLOCK_REALTIME))) {
 		status = PP_EXIT_RUNTIME;
 		goto out;
 	}
+	if (!grace_until)
+		pp_session_release_held(ag.session);
 	pp_session_flush(ag.session);
 	export_pending(&ag);
 	{
