@@ -41,18 +41,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	n = pp_unwind_table_count(t);
 	for (size_t i = 0; i < n; i++) {
-		const struct pp_unwind_row *r = pp_unwind_table_get(t, i);
-		const struct pp_unwind_row *l = pp_unwind_table_lookup(t, r->pc);
+		struct pp_unwind_row r, l, prev;
 
-		if (i && pp_unwind_table_get(t, i - 1)->pc > r->pc)
+		if (!pp_unwind_table_get(t, i, &r))
 			__builtin_trap();
-		if (!l || l->pc > r->pc)
+		if (i && (!pp_unwind_table_get(t, i - 1, &prev) || prev.pc > r.pc))
 			__builtin_trap();
-		(void)pp_cfa_rule_name((enum pp_cfa_rule)r->cfa_rule);
-		(void)pp_reg_rule_name((enum pp_reg_rule)r->ra_rule);
+		if (!pp_unwind_table_lookup(t, r.pc, &l) || l.pc > r.pc)
+			__builtin_trap();
+		(void)pp_cfa_rule_name((enum pp_cfa_rule)r.cfa_rule);
+		(void)pp_reg_rule_name((enum pp_reg_rule)r.ra_rule);
 	}
-	(void)pp_unwind_table_lookup(t, 0);
-	(void)pp_unwind_table_lookup(t, UINT64_MAX);
+	{
+		struct pp_unwind_row r;
+
+		(void)pp_unwind_table_lookup(t, 0, &r);
+		(void)pp_unwind_table_lookup(t, UINT64_MAX, &r);
+		if (n && pp_unwind_table_get(t, n, &r))
+			__builtin_trap();
+	}
 	(void)pp_unwind_table_bytes(t);
 	pp_unwind_table_free(t);
 	return 0;

@@ -48,13 +48,13 @@ static int read_u64(void *ctx, uint64_t addr, uint64_t *out)
 static void check_packed_at(const struct pp_unwind_table *t, const struct pp_unwind_packed *pk,
 			    const struct pp_unwind_rules *d, uint64_t pc)
 {
-	const struct pp_unwind_row *want = pp_unwind_table_lookup(t, pc);
+	struct pp_unwind_row want;
 	uint32_t rule;
 
-	if (!want ||
+	if (!pp_unwind_table_lookup(t, pc, &want) ||
 	    !pp_unwind_packed_find(pk->words, pk->nwords, pk->nr_pages, pc - pk->base_vaddr, &rule))
 		__builtin_trap();
-	if (!pp_unwind_rule_matches(rule, pp_unwind_rules_at(d, rule), want))
+	if (!pp_unwind_rule_matches(rule, pp_unwind_rules_at(d, rule), &want))
 		__builtin_trap();
 }
 

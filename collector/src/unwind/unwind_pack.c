@@ -212,6 +212,7 @@ int pp_unwind_pack(const struct pp_unwind_table *t, struct pp_unwind_rules *d, u
 	size_t n = pp_unwind_table_count(t), i = 0;
 	uint64_t span, cap;
 	uint32_t pos, in_effect = 0;
+	struct pp_unwind_row row;
 	struct packer *pk;
 	int ret = 0;
 
@@ -220,8 +221,10 @@ int pp_unwind_pack(const struct pp_unwind_table *t, struct pp_unwind_rules *d, u
 		return -ENODATA;
 	if (!max_words || max_words > PP_UW_MAX_TABLE_WORDS)
 		max_words = PP_UW_MAX_TABLE_WORDS;
-	out->base_vaddr = pp_unwind_table_get(t, 0)->pc;
-	span = pp_unwind_table_get(t, n - 1)->pc - out->base_vaddr;
+	pp_unwind_table_get(t, 0, &row);
+	out->base_vaddr = row.pc;
+	pp_unwind_table_get(t, n - 1, &row);
+	span = row.pc - out->base_vaddr;
 	if (span > UINT32_MAX)
 		return -E2BIG;
 	out->nr_pages = (uint32_t)(span >> PP_UW_PAGE_SHIFT) + 1;
@@ -248,13 +251,15 @@ int pp_unwind_pack(const struct pp_unwind_table *t, struct pp_unwind_rules *d, u
 
 		out->words[p] = pos;
 		for (; i < n; i++) {
-			const struct pp_unwind_row *row = pp_unwind_table_get(t, i);
-			uint64_t rel = row->pc - out->base_vaddr;
-			uint32_t lo = (uint32_t)(rel & (PAGE_SIZE_ROWS - 1)), rule;
+			uint64_t rel;
+			uint32_t lo, rule;
 
+			pp_unwind_table_get(t, i, &row);
+			rel = row.pc - out->base_vaddr;
+			lo = (uint32_t)(rel & (PAGE_SIZE_ROWS - 1));
 			if (rel >= page_end)
 				break;
-			rule = rule_of(pk, row);
+			rule = rule_of(pk, &row);
 			if (rule == NO_RULE) {
 				ret = -ENOSPC;
 				goto fail;

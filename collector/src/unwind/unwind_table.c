@@ -39,9 +39,30 @@
 /* One CFI section, in bytes: libclang-cpp's .eh_frame is 5 MiB, the largest seen 30. */
 #define MAX_CFI_SECTION_BYTES (64u << 20)
 
+/* A row's rules: a file's rows repeat a few thousand of them a million times. */
+struct row_rule {
+	int32_t cfa_off;
+	int16_t rbp_off, ra_off;
+	uint8_t cfa_rule, rbp_rule, ra_rule, flags;
+};
+
+/* Distinct rules one table may hold (its rows name them by a 16-bit index). */
+#define MAX_TABLE_RULES 65535
+
+/*
+ * Rows are held compact, 6 bytes where a struct pp_unwind_row takes 16: the pc as an offset
+ * from the first row's, and the index of its rules in the table's own list. Compiling
+ * libclang-cpp's 1.0 million rows (764 distinct rules) held 16 MiB of rows at its peak.
+ */
 struct pp_unwind_table {
-	struct pp_unwind_row *rows;
+	uint64_t base_pc;  /* the first row's pc */
+	uint32_t *pc_offs; /* each row's pc - base_pc, ascending */
+	uint16_t *rule_ix; /* each row's index in rules */
 	size_t n, cap, max_rows;
+	struct row_rule *rules;
+	size_t nrules, rules_cap;
+	uint16_t *rule_slots; /* while compiling: rules by hash (index + 1; 0 free) */
+	size_t nslots;
 	struct pp_unwind_table_stats stats;
 	struct pp_unwind_load loads[PP_UNWIND_MAX_LOADS];
 	size_t nloads;
@@ -390,28 +411,150 @@ static int cfi_index_build(struct cfi_index *ix, const unsigned char *ident, Elf
 	return 0;
 }
 
-static bool same_rules(const struct pp_unwind_row *a, const struct pp_unwind_row *b)
+static struct row_rule rule_of_row(const struct pp_unwind_row *r)
 {
-	return a->cfa_rule == b->cfa_rule && a->cfa_off == b->cfa_off &&
-	       a->rbp_rule == b->rbp_rule && a->rbp_off == b->rbp_off && a->ra_rule == b->ra_rule &&
-	       a->ra_off == b->ra_off && a->flags == b->flags;
+	return (struct row_rule){.cfa_off = r->cfa_off,
+				 .rbp_off = r->rbp_off,
+				 .ra_off = r->ra_off,
+				 .cfa_rule = r->cfa_rule,
+				 .rbp_rule = r->rbp_rule,
+				 .ra_rule = r->ra_rule,
+				 .flags = r->flags};
+}
+
+static bool same_rule(const struct row_rule *a, const struct row_rule *b)
+{
+	return a->cfa_off == b->cfa_off && a->rbp_off == b->rbp_off && a->ra_off == b->ra_off &&
+	       a->cfa_rule == b->cfa_rule && a->rbp_rule == b->rbp_rule &&
+	       a->ra_rule == b->ra_rule && a->flags == b->flags;
+}
+
+static size_t rule_hash(const struct row_rule *r)
+{
+	uint64_t h = (uint64_t)(uint32_t)r->cfa_off * 0x9e3779b97f4a7c15ull;
+
+	h ^= ((uint64_t)(uint16_t)r->rbp_off << 16 | (uint16_t)r->ra_off) * 0xc2b2ae3d27d4eb4full;
+	h ^= ((uint64_t)r->cfa_rule << 24 | (uint64_t)r->rbp_rule << 16 |
+	      (uint64_t)r->ra_rule << 8 | r->flags) *
+	     0x165667b19e3779f9ull;
+	return (size_t)(h ^ h >> 29);
+}
+
+/* Grow the rule slots to twice the rules they may hold, rehashing. */
+static int rule_slots_grow(struct pp_unwind_table *t)
+{
+	size_t n = t->nslots ? t->nslots * 2 : 256;
+	uint16_t *slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nrules; i++) {
+		size_t j = rule_hash(&t->rules[i]) & (n - 1);
+
+		while (slots[j])
+			j = (j + 1) & (n - 1);
+		slots[j] = (uint16_t)(i + 1);
+	}
+	free(t->rule_slots);
+	t->rule_slots = slots;
+	t->nslots = n;
+	return 0;
+}
+
+/* The index of the row's rules in the table's list, added if new. */
+static int intern_rule(struct pp_unwind_table *t, const struct pp_unwind_row *row, uint16_t *out)
+{
+	struct row_rule r = rule_of_row(row);
+	size_t j;
+	int err;
+
+	if ((t->nrules + 1) * 2 > t->nslots && t->nslots <= MAX_TABLE_RULES) {
+		err = rule_slots_grow(t);
+		if (err)
+			return err;
+	}
+	for (j = rule_hash(&r) & (t->nslots - 1); t->rule_slots[j]; j = (j + 1) & (t->nslots - 1)) {
+		if (same_rule(&t->rules[t->rule_slots[j] - 1], &r)) {
+			*out = (uint16_t)(t->rule_slots[j] - 1);
+			return 0;
+		}
+	}
+	if (t->nrules >= MAX_TABLE_RULES)
+		return -E2BIG;
+	err = pp_vec_reserve((void **)&t->rules, &t->rules_cap, t->nrules, sizeof(r), 64, 0);
+	if (err)
+		return err;
+	t->rules[t->nrules] = r;
+	t->rule_slots[j] = (uint16_t)(t->nrules + 1);
+	*out = (uint16_t)t->nrules++;
+	return 0;
+}
+
+static uint64_t row_pc(const struct pp_unwind_table *t, size_t i)
+{
+	return t->base_pc + t->pc_offs[i];
+}
+
+/* Append a row (pc at or after the last one's) as it is. */
+static int append(struct pp_unwind_table *t, uint64_t pc, uint16_t rule)
+{
+	if (!t->n)
+		t->base_pc = pc;
+	if (pc < t->base_pc || (t->n && pc < row_pc(t, t->n - 1)))
+		return -EINVAL; /* the rows are sorted */
+	if (pc - t->base_pc > UINT32_MAX)
+		return -E2BIG;
+	if (t->n == t->cap) {
+		size_t cap = t->cap;
+		int err = pp_vec_reserve((void **)&t->pc_offs, &cap, t->n, sizeof(*t->pc_offs),
+					 1024, t->max_rows);
+		uint16_t *ix;
+
+		if (err)
+			return err;
+		ix = realloc(t->rule_ix, cap * sizeof(*ix));
+		if (!ix)
+			return -ENOMEM; /* pc_offs grew: the next append finds room there */
+		t->rule_ix = ix;
+		t->cap = cap;
+	}
+	t->pc_offs[t->n] = (uint32_t)(pc - t->base_pc);
+	t->rule_ix[t->n++] = rule;
+	return 0;
+}
+
+static void row_at(const struct pp_unwind_table *t, size_t i, struct pp_unwind_row *out)
+{
+	const struct row_rule *r = &t->rules[t->rule_ix[i]];
+
+	*out = (struct pp_unwind_row){.pc = row_pc(t, i),
+				      .cfa_off = r->cfa_off,
+				      .rbp_off = r->rbp_off,
+				      .ra_off = r->ra_off,
+				      .cfa_rule = r->cfa_rule,
+				      .rbp_rule = r->rbp_rule,
+				      .ra_rule = r->ra_rule,
+				      .flags = r->flags};
 }
 
 /* Append a row, merged into the previous one when the rules are the same. */
 static int push(struct pp_unwind_table *t, const struct pp_unwind_row *r)
 {
-	int err;
+	uint16_t rule;
+	int err = intern_rule(t, r, &rule);
 
-	if (t->n && same_rules(&t->rows[t->n - 1], r) && t->rows[t->n - 1].pc <= r->pc)
-		return 0;
-	if (t->n && t->rows[t->n - 1].pc == r->pc) {
-		t->rows[t->n - 1] = *r; /* an empty range before it: the later rules win */
-		return 0;
+	if (err)
+		return err;
+	if (t->n && row_pc(t, t->n - 1) <= r->pc) {
+		if (t->rule_ix[t->n - 1] == rule)
+			return 0;
+		if (row_pc(t, t->n - 1) == r->pc) {
+			t->rule_ix[t->n - 1] =
+			    rule; /* an empty range before it: the later rules win */
+			return 0;
+		}
 	}
-	err = pp_vec_reserve((void **)&t->rows, &t->cap, t->n, sizeof(*r), 1024, t->max_rows);
-	if (!err)
-		t->rows[t->n++] = *r;
-	return err;
+	return append(t, r->pc, rule);
 }
 
 static void count(struct pp_unwind_table *t, const struct pp_unwind_row *r)
@@ -996,6 +1139,41 @@ static int compile_all(struct pp_unwind_table *t, const struct fde_refs *eh,
 	return err;
 }
 
+/* Tables live long: the doubling's slack and the rule slots go, the rows are counted. */
+static void finish(struct pp_unwind_table *t)
+{
+	if (t->n && t->n < t->cap) {
+		uint32_t *offs = realloc(t->pc_offs, t->n * sizeof(*offs));
+		uint16_t *ix;
+
+		if (offs)
+			t->pc_offs = offs;
+		ix = offs ? realloc(t->rule_ix, t->n * sizeof(*ix)) : NULL;
+		if (ix) {
+			t->rule_ix = ix;
+			t->cap = t->n;
+		}
+	}
+	if (t->nrules && t->nrules < t->rules_cap) {
+		struct row_rule *fit = realloc(t->rules, t->nrules * sizeof(*fit));
+
+		if (fit) {
+			t->rules = fit;
+			t->rules_cap = t->nrules;
+		}
+	}
+	free(t->rule_slots);
+	t->rule_slots = NULL;
+	t->nslots = 0;
+	t->stats.rows = t->n;
+	for (size_t i = 0; i < t->n; i++) {
+		struct pp_unwind_row row;
+
+		row_at(t, i, &row);
+		count(t, &row);
+	}
+}
+
 static int build(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_shape *shape,
 		 size_t max_rows, struct pp_unwind_table **out)
 {
@@ -1047,17 +1225,7 @@ static int build(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_sha
 		pp_unwind_table_free(t);
 		return err;
 	}
-	if (t->n && t->n < t->cap) { /* tables live long: give the doubling's slack back */
-		struct pp_unwind_row *fit = realloc(t->rows, t->n * sizeof(*fit));
-
-		if (fit) {
-			t->rows = fit;
-			t->cap = t->n;
-		}
-	}
-	t->stats.rows = t->n;
-	for (size_t i = 0; i < t->n; i++)
-		count(t, &t->rows[i]);
+	finish(t);
 	*out = t;
 	return 0;
 }
@@ -1138,6 +1306,7 @@ struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, si
 struct pp_unwind_table *pp_unwind_table_from_rows(const struct pp_unwind_row *rows, size_t n)
 {
 	struct pp_unwind_table *t;
+	int err = 0;
 
 	for (size_t i = 1; i < n; i++) {
 		if (rows[i - 1].pc > rows[i].pc) {
@@ -1146,23 +1315,24 @@ struct pp_unwind_table *pp_unwind_table_from_rows(const struct pp_unwind_row *ro
 		}
 	}
 	t = calloc(1, sizeof(*t));
-	if (t && n) {
-		t->rows = malloc(n * sizeof(*rows));
-		if (!t->rows) {
-			free(t);
-			t = NULL;
-		} else {
-			memcpy(t->rows, rows, n * sizeof(*rows));
-		}
-	}
 	if (!t) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	t->n = t->cap = t->max_rows = n;
-	t->stats.rows = n;
-	for (size_t i = 0; i < n; i++)
-		count(t, &t->rows[i]);
+	t->max_rows = n;
+	for (size_t i = 0; i < n && !err; i++) {
+		uint16_t rule;
+
+		err = intern_rule(t, &rows[i], &rule);
+		if (!err)
+			err = append(t, rows[i].pc, rule);
+	}
+	if (err) {
+		pp_unwind_table_free(t);
+		errno = err == -ENOMEM ? ENOMEM : EINVAL;
+		return NULL;
+	}
+	finish(t);
 	return t;
 }
 
@@ -1170,26 +1340,34 @@ void pp_unwind_table_free(struct pp_unwind_table *t)
 {
 	if (!t)
 		return;
-	free(t->rows);
+	free(t->pc_offs);
+	free(t->rule_ix);
+	free(t->rules);
+	free(t->rule_slots);
 	free(t);
 }
 
-const struct pp_unwind_row *pp_unwind_table_lookup(const struct pp_unwind_table *t, uint64_t pc)
+bool pp_unwind_table_lookup(const struct pp_unwind_table *t, uint64_t pc, struct pp_unwind_row *out)
 {
 	size_t lo = 0, hi;
+	uint32_t key;
 
-	if (!t || !t->n)
-		return NULL;
+	if (!t || !t->n || pc < t->base_pc)
+		return false;
+	key = pc - t->base_pc > UINT32_MAX ? UINT32_MAX : (uint32_t)(pc - t->base_pc);
 	hi = t->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (t->rows[mid].pc <= pc)
+		if (t->pc_offs[mid] <= key)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo ? &t->rows[lo - 1] : NULL;
+	if (!lo)
+		return false;
+	row_at(t, lo - 1, out);
+	return true;
 }
 
 size_t pp_unwind_table_get_loads(const struct pp_unwind_table *t, struct pp_unwind_load *out)
@@ -1226,9 +1404,12 @@ size_t pp_unwind_table_count(const struct pp_unwind_table *t)
 	return t ? t->n : 0;
 }
 
-const struct pp_unwind_row *pp_unwind_table_get(const struct pp_unwind_table *t, size_t i)
+bool pp_unwind_table_get(const struct pp_unwind_table *t, size_t i, struct pp_unwind_row *out)
 {
-	return t && i < t->n ? &t->rows[i] : NULL;
+	if (!t || i >= t->n)
+		return false;
+	row_at(t, i, out);
+	return true;
 }
 
 void pp_unwind_table_get_stats(const struct pp_unwind_table *t, struct pp_unwind_table_stats *out)
@@ -1244,7 +1425,9 @@ void pp_unwind_table_get_stats(const struct pp_unwind_table *t, struct pp_unwind
 
 size_t pp_unwind_table_bytes(const struct pp_unwind_table *t)
 {
-	return t ? sizeof(*t) + t->cap * sizeof(*t->rows) : 0;
+	return t ? sizeof(*t) + t->cap * (sizeof(*t->pc_offs) + sizeof(*t->rule_ix)) +
+		       t->rules_cap * sizeof(*t->rules) + t->nslots * sizeof(*t->rule_slots)
+		 : 0;
 }
 
 const char *pp_cfa_rule_name(enum pp_cfa_rule r)

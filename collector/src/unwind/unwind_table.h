@@ -19,6 +19,7 @@
 #ifndef PP_COLLECTOR_UNWIND_TABLE_H
 #define PP_COLLECTOR_UNWIND_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -83,12 +84,16 @@ struct pp_unwind_table;
  */
 struct pp_unwind_table *pp_unwind_table_open_fd(int fd, size_t max_rows);
 struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, size_t max_rows);
-/* A table of the given rows (copied), which must be sorted by pc: NULL with EINVAL if not. */
+/*
+ * A table of the given rows (copied), which must be sorted by pc, span less than 4 GiB and name
+ * at most 65535 distinct rules: NULL with EINVAL if not.
+ */
 struct pp_unwind_table *pp_unwind_table_from_rows(const struct pp_unwind_row *rows, size_t n);
 void pp_unwind_table_free(struct pp_unwind_table *t);
 
-/* The row covering pc (the last row starting at or below it), or NULL before the first. */
-const struct pp_unwind_row *pp_unwind_table_lookup(const struct pp_unwind_table *t, uint64_t pc);
+/* The row covering pc (the last row starting at or below it) in *out; false before the first. */
+bool pp_unwind_table_lookup(const struct pp_unwind_table *t, uint64_t pc,
+			    struct pp_unwind_row *out);
 
 /* A PT_LOAD segment: where the file's bytes go in its ELF addresses. */
 struct pp_unwind_load {
@@ -112,7 +117,8 @@ int pp_unwind_vaddr_of(const struct pp_unwind_load *loads, size_t n, uint64_t fi
 		       uint64_t *vaddr);
 
 size_t pp_unwind_table_count(const struct pp_unwind_table *t);
-const struct pp_unwind_row *pp_unwind_table_get(const struct pp_unwind_table *t, size_t i);
+/* Row i in *out; false past the last. */
+bool pp_unwind_table_get(const struct pp_unwind_table *t, size_t i, struct pp_unwind_row *out);
 void pp_unwind_table_get_stats(const struct pp_unwind_table *t, struct pp_unwind_table_stats *out);
 /* The memory the rows take, in bytes. */
 size_t pp_unwind_table_bytes(const struct pp_unwind_table *t);

@@ -119,10 +119,11 @@ size_t pp_unwind_walk(const struct pp_unwind_regs *regs, const struct pp_unwind_
 		}
 		t = ops->find(ops->ctx, lookup_pc(r.rip, exact), &bias);
 		if (t) {
-			const struct pp_unwind_row *row =
-			    pp_unwind_table_lookup(t, lookup_pc(r.rip, exact) - bias);
+			struct pp_unwind_row row;
 
-			s = row ? table_step(ops, row, &r, &signal) : PP_UNWIND_NO_CFI;
+			s = pp_unwind_table_lookup(t, lookup_pc(r.rip, exact) - bias, &row)
+				? table_step(ops, &row, &r, &signal)
+				: PP_UNWIND_NO_CFI;
 			st.table_frames += s == STEPPED;
 		} else {
 			s = fp_step(ops, &r);

@@ -48,6 +48,22 @@ static bool same_rule(const struct pp_unwind_rules *d, uint32_t i, const struct 
 	       g->ra_off == r->ra_off && g->flags == r->flags;
 }
 
+/* Row i by value (zeros past the last). */
+static struct pp_unwind_row row_of(const struct pp_unwind_table *t, size_t i)
+{
+	struct pp_unwind_row r = {0};
+
+	pp_unwind_table_get(t, i, &r);
+	return r;
+}
+
+/* The row covering pc, in *buf: buf, or NULL before the first row. */
+static const struct pp_unwind_row *lookup_row(const struct pp_unwind_table *t, uint64_t pc,
+					      struct pp_unwind_row *buf)
+{
+	return pp_unwind_table_lookup(t, pc, buf) ? buf : NULL;
+}
+
 /*
  * Every address from the first row to the last (step bytes apart, and each row's first and
  * last byte) finds in the packed run the rule the table has there. The number of addresses
@@ -57,12 +73,12 @@ static size_t disagreements(const struct pp_unwind_table *t, const struct pp_unw
 			    const struct pp_unwind_rules *d, uint64_t step, size_t *checked)
 {
 	size_t n = pp_unwind_table_count(t), bad = 0;
-	uint64_t first = pp_unwind_table_get(t, 0)->pc, last = pp_unwind_table_get(t, n - 1)->pc;
+	struct pp_unwind_row buf;
+	uint64_t first = row_of(t, 0).pc, last = row_of(t, n - 1).pc;
 
 	*checked = 0;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t at[3] = {pp_unwind_table_get(t, i)->pc,
-				  i + 1 < n ? pp_unwind_table_get(t, i + 1)->pc - 1 : last, 0};
+		uint64_t at[3] = {row_of(t, i).pc, i + 1 < n ? row_of(t, i + 1).pc - 1 : last, 0};
 
 		for (uint64_t pc = at[0] + step; i + 1 < n && step && pc < at[1]; pc += step) {
 			uint32_t rule;
@@ -70,7 +86,7 @@ static size_t disagreements(const struct pp_unwind_table *t, const struct pp_unw
 			(*checked)++;
 			if (!pp_unwind_packed_find(pk->words, pk->nwords, pk->nr_pages, pc - first,
 						   &rule) ||
-			    !same_rule(d, rule, pp_unwind_table_lookup(t, pc)))
+			    !same_rule(d, rule, lookup_row(t, pc, &buf)))
 				bad++;
 		}
 		for (int j = 0; j < 2; j++) {
@@ -79,7 +95,7 @@ static size_t disagreements(const struct pp_unwind_table *t, const struct pp_unw
 			(*checked)++;
 			if (!pp_unwind_packed_find(pk->words, pk->nwords, pk->nr_pages,
 						   at[j] - first, &rule) ||
-			    !same_rule(d, rule, pp_unwind_table_lookup(t, at[j])))
+			    !same_rule(d, rule, lookup_row(t, at[j], &buf)))
 				bad++;
 		}
 	}
@@ -187,14 +203,43 @@ TEST(the_dictionary_is_shared_counted_and_bounded)
 
 TEST(code_spanning_4_gib_is_refused)
 {
-	struct pp_unwind_row r[] = {row(BASE, PP_CFA_RSP, 8),
-				    row(BASE + (5ull << 30), PP_CFA_NONE, 0)};
+	/* A table holds its pcs as 32-bit offsets from the first, as the packer pages them: code
+	 * spanning 4 GiB or more makes no table (the compiler refuses such a file, E2BIG). */
+	struct pp_unwind_row far[] = {row(BASE, PP_CFA_RSP, 8),
+				      row(BASE + (5ull << 30), PP_CFA_NONE, 0)};
+	struct pp_unwind_row edge[] = {row(BASE, PP_CFA_RSP, 8),
+				       row(BASE + UINT32_MAX, PP_CFA_RBP, 16)};
 	struct pp_unwind_rules *d = pp_unwind_rules_new(16);
-	struct pp_unwind_table *t = pp_unwind_table_from_rows(r, 2);
+	struct pp_unwind_table *t;
 	struct pp_unwind_packed pk;
+	struct pp_unwind_row got;
 
-	REQUIRE(d && t);
-	CHECK_EQ_U64(pp_unwind_pack(t, d, 0, &pk), -E2BIG);
+	REQUIRE(d != NULL);
+	errno = 0;
+	CHECK(pp_unwind_table_from_rows(far, 2) == NULL && errno == EINVAL);
+	t = pp_unwind_table_from_rows(edge, 2);
+	REQUIRE(t != NULL);
+	/* the last offset a table holds: found where it is, and past it */
+	CHECK(pp_unwind_table_lookup(t, BASE + UINT32_MAX, &got) && got.cfa_rule == PP_CFA_RBP &&
+	      got.pc == BASE + UINT32_MAX);
+	CHECK(pp_unwind_table_lookup(t, BASE + (5ull << 30), &got) && got.cfa_rule == PP_CFA_RBP);
+	CHECK(pp_unwind_table_lookup(t, BASE + UINT32_MAX - 1, &got) && got.cfa_rule == PP_CFA_RSP);
+	CHECK(!pp_unwind_table_lookup(t, BASE - 1, &got));
+	/* and it packs, its last row in the last of 65536 pages */
+	REQUIRE(pp_unwind_pack(t, d, 0, &pk) == 0);
+	CHECK_EQ_U64(pk.nr_pages, 65536);
+	{
+		uint32_t at_edge, before;
+
+		CHECK(
+		    pp_unwind_packed_find(pk.words, pk.nwords, pk.nr_pages, UINT32_MAX, &at_edge));
+		CHECK(pp_unwind_packed_find(pk.words, pk.nwords, pk.nr_pages, UINT32_MAX - 1,
+					    &before));
+		CHECK(at_edge != before);
+		CHECK(pp_unwind_rules_at(d, at_edge)->cfa_off == 16);
+		CHECK(pp_unwind_rules_at(d, before)->cfa_off == 8);
+	}
+	pp_unwind_packed_release(&pk, d);
 	CHECK_EQ_U64(pp_unwind_rules_count(d), 1);
 	pp_unwind_table_free(t);
 	pp_unwind_rules_free(d);

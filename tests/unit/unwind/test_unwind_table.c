@@ -18,6 +18,22 @@
 #include "testsh.h"
 #include "unwind/unwind_table.h"
 
+/* Row i by value (zeros past the last). */
+static struct pp_unwind_row row_of(const struct pp_unwind_table *t, size_t i)
+{
+	struct pp_unwind_row r = {0};
+
+	pp_unwind_table_get(t, i, &r);
+	return r;
+}
+
+/* The row covering pc, in *buf: buf, or NULL before the first row. */
+static const struct pp_unwind_row *lookup_row(const struct pp_unwind_table *t, uint64_t pc,
+					      struct pp_unwind_row *buf)
+{
+	return pp_unwind_table_lookup(t, pc, buf) ? buf : NULL;
+}
+
 static const char c_src[] =
     "#include <stdio.h>\n"
     "__attribute__((noinline)) long pp_leaf(long x) { long a[64]; for (int i = 0; i < 64; i++)"
@@ -144,7 +160,8 @@ static int compare_with_readelf(const char *file, const struct pp_unwind_table *
 			continue;
 		{
 			uint64_t loc = strtoull(f[0], NULL, 16);
-			const struct pp_unwind_row *r = pp_unwind_table_lookup(t, loc);
+			struct pp_unwind_row buf;
+			const struct pp_unwind_row *r = lookup_row(t, loc, &buf);
 			int cfa, rbp = PP_REG_SAME, ra = -2;
 			long cfa_off = 0, rbp_off = 0, ra_off = 0;
 			int ok;
@@ -313,11 +330,14 @@ TEST(compressed_debug_frame_gives_the_same_rows)
 		CHECK(st.from_debug_frame >= 2);
 		CHECK_EQ_U64(pp_unwind_table_count(t), pp_unwind_table_count(plain));
 		for (size_t i = 0; i < pp_unwind_table_count(t) && i < pp_unwind_table_count(plain);
-		     i++)
-			if (!rows_equal(pp_unwind_table_get(t, i), pp_unwind_table_get(plain, i))) {
+		     i++) {
+			struct pp_unwind_row a = row_of(t, i), b = row_of(plain, i);
+
+			if (!rows_equal(&a, &b)) {
 				CHECK(!"a row differs from the uncompressed file's");
 				break;
 			}
+		}
 		pp_unwind_table_free(t);
 	}
 	pp_unwind_table_free(plain);
@@ -353,7 +373,8 @@ TEST(plt_and_signal_frame_rules)
 	close(fd);
 	REQUIRE(t != NULL);
 	for (size_t i = 0; i < pp_unwind_table_count(t); i++) {
-		const struct pp_unwind_row *r = pp_unwind_table_get(t, i);
+		struct pp_unwind_row row = row_of(t, i);
+		const struct pp_unwind_row *r = &row;
 
 		if (r->cfa_rule == PP_CFA_PLT) {
 			plt++;
@@ -459,7 +480,7 @@ TEST(hostile_cfi_is_refused_before_it_runs)
 	pp_unwind_table_get_stats(t, &st);
 	CHECK(st.fdes > 0 && st.fdes_unreadable == st.fdes);
 	for (size_t i = 0; i < pp_unwind_table_count(t); i++)
-		CHECK(pp_unwind_table_get(t, i)->cfa_rule == PP_CFA_NONE);
+		CHECK(row_of(t, i).cfa_rule == PP_CFA_NONE);
 	pp_unwind_table_free(t);
 	free(buf);
 

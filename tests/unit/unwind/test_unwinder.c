@@ -253,10 +253,14 @@ TEST(a_process_gets_its_mappings_and_tables)
 		REQUIRE(t != NULL);
 		n = pp_unwind_table_count(t);
 		for (size_t i = 0; i + 1 < n && !bad; i++) {
-			const struct pp_unwind_row *want = pp_unwind_table_get(t, i);
-			uint64_t base_vaddr = pp_unwind_table_get(t, 0)->pc;
-			uint64_t at[2] = {want->pc - base_vaddr,
-					  pp_unwind_table_get(t, i + 1)->pc - 1 - base_vaddr};
+			struct pp_unwind_row row, next, first;
+			const struct pp_unwind_row *want = &row;
+
+			pp_unwind_table_get(t, i, &row);
+			pp_unwind_table_get(t, i + 1, &next);
+			pp_unwind_table_get(t, 0, &first);
+			uint64_t base_vaddr = first.pc;
+			uint64_t at[2] = {want->pc - base_vaddr, next.pc - 1 - base_vaddr};
 
 			for (int j = 0; j < 2 && !bad; j++) {
 				uint32_t rule;
@@ -303,7 +307,10 @@ TEST(a_process_gets_its_mappings_and_tables)
 		if (f)
 			fclose(f);
 		REQUIRE(pp_unwind_vaddr_of(loads, nl, off, 1, &vaddr) == 0);
-		CHECK_EQ_U64(lib->base, lib->start - vaddr + pp_unwind_table_get(t, 0)->pc);
+		struct pp_unwind_row first;
+
+		REQUIRE(pp_unwind_table_get(t, 0, &first));
+		CHECK_EQ_U64(lib->base, lib->start - vaddr + first.pc);
 	}
 	pp_unwind_table_free(t);
 
