@@ -9,6 +9,8 @@
 #include <string.h>
 
 #define NO_RULE UINT32_MAX
+/* A table rule not yet asked of the dictionary (NO_RULE too: a refusal ends the packing). */
+#define UNMAPPED NO_RULE
 #define PAGE_SIZE_ROWS (1u << PP_UW_PAGE_SHIFT)
 
 struct pp_unwind_rules {
@@ -214,6 +216,7 @@ int pp_unwind_pack(const struct pp_unwind_table *t, struct pp_unwind_rules *d, u
 	uint32_t pos, in_effect = 0;
 	struct pp_unwind_row row;
 	struct packer *pk;
+	uint32_t *local; /* the dictionary's index of each of the table's rules */
 	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -235,10 +238,13 @@ int pp_unwind_pack(const struct pp_unwind_table *t, struct pp_unwind_rules *d, u
 	if (cap > max_words)
 		cap = max_words;
 	pk = calloc(1, sizeof(*pk));
+	local = malloc((pp_unwind_table_rule_count(t) + 1) * sizeof(*local));
+	if (local)
+		memset(local, 0xff, (pp_unwind_table_rule_count(t) + 1) * sizeof(*local));
 	out->words = malloc(cap * sizeof(*out->words));
 	out->rules = malloc(PP_UW_MAX_RULES * sizeof(*out->rules));
 	out->new_rules = malloc(PP_UW_MAX_RULES * sizeof(*out->new_rules));
-	if (!pk || !out->words || !out->rules || !out->new_rules) {
+	if (!pk || !local || !out->words || !out->rules || !out->new_rules) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -251,15 +257,18 @@ int pp_unwind_pack(const struct pp_unwind_table *t, struct pp_unwind_rules *d, u
 
 		out->words[p] = pos;
 		for (; i < n; i++) {
-			uint64_t rel;
-			uint32_t lo, rule;
+			uint64_t rel = pp_unwind_table_row_pc(t, i) - out->base_vaddr;
+			uint32_t lo = (uint32_t)(rel & (PAGE_SIZE_ROWS - 1)), rule, k;
 
-			pp_unwind_table_get(t, i, &row);
-			rel = row.pc - out->base_vaddr;
-			lo = (uint32_t)(rel & (PAGE_SIZE_ROWS - 1));
 			if (rel >= page_end)
 				break;
-			rule = rule_of(pk, &row);
+			/* the dictionary is asked once per rule of the table, not once per row */
+			k = pp_unwind_table_row_rule(t, i);
+			if (local[k] == UNMAPPED) {
+				pp_unwind_table_rule_get(t, k, &row);
+				local[k] = rule_of(pk, &row);
+			}
+			rule = local[k];
 			if (rule == NO_RULE) {
 				ret = -ENOSPC;
 				goto fail;
@@ -296,6 +305,7 @@ int pp_unwind_pack(const struct pp_unwind_table *t, struct pp_unwind_rules *d, u
 	out->words[out->nr_pages] = pos;
 	out->nwords = pos;
 	free(pk);
+	free(local);
 	/* kept as long as the table is: only what it holds */
 	shrink((void **)&out->rules, out->nrules, sizeof(*out->rules));
 	shrink((void **)&out->new_rules, out->nnew, sizeof(*out->new_rules));
@@ -303,6 +313,7 @@ int pp_unwind_pack(const struct pp_unwind_table *t, struct pp_unwind_rules *d, u
 	return 0;
 fail:
 	free(pk);
+	free(local);
 	pp_unwind_packed_release(out, d);
 	return ret;
 }

@@ -541,8 +541,16 @@ static void row_at(const struct pp_unwind_table *t, size_t i, struct pp_unwind_r
 static int push(struct pp_unwind_table *t, const struct pp_unwind_row *r)
 {
 	uint16_t rule;
-	int err = intern_rule(t, r, &rule);
+	int err;
 
+	if (t->n && row_pc(t, t->n - 1) <= r->pc) {
+		struct row_rule rr = rule_of_row(r);
+
+		/* most rows repeat the one before: merged without a lookup */
+		if (same_rule(&t->rules[t->rule_ix[t->n - 1]], &rr))
+			return 0;
+	}
+	err = intern_rule(t, r, &rule);
 	if (err)
 		return err;
 	if (t->n && row_pc(t, t->n - 1) <= r->pc) {
@@ -1402,6 +1410,38 @@ int pp_unwind_vaddr_of(const struct pp_unwind_load *loads, size_t n, uint64_t fi
 size_t pp_unwind_table_count(const struct pp_unwind_table *t)
 {
 	return t ? t->n : 0;
+}
+
+size_t pp_unwind_table_rule_count(const struct pp_unwind_table *t)
+{
+	return t ? t->nrules : 0;
+}
+
+bool pp_unwind_table_rule_get(const struct pp_unwind_table *t, size_t k, struct pp_unwind_row *out)
+{
+	const struct row_rule *r;
+
+	if (!t || k >= t->nrules)
+		return false;
+	r = &t->rules[k];
+	*out = (struct pp_unwind_row){.cfa_off = r->cfa_off,
+				      .rbp_off = r->rbp_off,
+				      .ra_off = r->ra_off,
+				      .cfa_rule = r->cfa_rule,
+				      .rbp_rule = r->rbp_rule,
+				      .ra_rule = r->ra_rule,
+				      .flags = r->flags};
+	return true;
+}
+
+uint64_t pp_unwind_table_row_pc(const struct pp_unwind_table *t, size_t i)
+{
+	return row_pc(t, i);
+}
+
+uint32_t pp_unwind_table_row_rule(const struct pp_unwind_table *t, size_t i)
+{
+	return t->rule_ix[i];
 }
 
 bool pp_unwind_table_get(const struct pp_unwind_table *t, size_t i, struct pp_unwind_row *out)

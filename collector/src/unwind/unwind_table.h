@@ -119,6 +119,15 @@ int pp_unwind_vaddr_of(const struct pp_unwind_load *loads, size_t n, uint64_t fi
 size_t pp_unwind_table_count(const struct pp_unwind_table *t);
 /* Row i in *out; false past the last. */
 bool pp_unwind_table_get(const struct pp_unwind_table *t, size_t i, struct pp_unwind_row *out);
+/*
+ * The table as it is held: its distinct rules, and each row's pc and rule index (i below the
+ * count), so that work per rule is done once per rule rather than once per row.
+ */
+size_t pp_unwind_table_rule_count(const struct pp_unwind_table *t);
+/* Rule k as a row at pc 0; false past the last. */
+bool pp_unwind_table_rule_get(const struct pp_unwind_table *t, size_t k, struct pp_unwind_row *out);
+uint64_t pp_unwind_table_row_pc(const struct pp_unwind_table *t, size_t i);
+uint32_t pp_unwind_table_row_rule(const struct pp_unwind_table *t, size_t i);
 void pp_unwind_table_get_stats(const struct pp_unwind_table *t, struct pp_unwind_table_stats *out);
 /* The memory the rows take, in bytes. */
 size_t pp_unwind_table_bytes(const struct pp_unwind_table *t);
