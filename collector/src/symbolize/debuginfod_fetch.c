@@ -337,6 +337,8 @@ struct pp_debuginfod *pp_debuginfod_new(const struct pp_debuginfod_opts *o)
 		goto fail;
 	}
 	err = -pthread_create(&d->thread, NULL, worker, d);
+	if (err == 0)
+		pthread_setname_np(d->thread, "pp-debuginfod"); /* top -H, perf: which thread */
 	if (err)
 		goto fail;
 	d->thread_started = true;

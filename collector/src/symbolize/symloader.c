@@ -3,6 +3,7 @@
  * bounded; results out, one per request. One mutex guards both and the stats copy; the cache
  * is the worker's alone.
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include "symloader.h"
 
 #include <errno.h>
@@ -236,6 +237,8 @@ struct pp_symloader *pp_symloader_new(const struct pp_symloader_opts *opts)
 		pthread_condattr_destroy(&ca);
 	}
 	err = pthread_create(&l->thread, NULL, worker_main, l);
+	if (err == 0)
+		pthread_setname_np(l->thread, "pp-symloader"); /* top -H, perf: which thread */
 	if (err) {
 		pthread_cond_destroy(&l->work);
 		pthread_cond_destroy(&l->changed);

@@ -980,6 +980,9 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->st.rows_total = sink->nr_rows;
 	if (opts && opts->worker) {
 		int err = pthread_create(&u->thread, NULL, worker, u);
+		if (err == 0)
+			pthread_setname_np(u->thread,
+					   "pp-unwinder"); /* top -H, perf: which thread */
 
 		if (err) {
 			pp_unwinder_free(u);
