@@ -141,6 +141,11 @@ static int store(struct pp_run_config *c, int k, const char *s, char *err, size_
 					      k == PP_CFG_HEADERS ? "header" : "attribute", why);
 		if (ret)
 			return ret;
+		if (k == PP_CFG_RESOURCE_ATTRIBUTES &&
+		    pp_resource_attributes_check(&l, why, sizeof(why))) {
+			pp_kv_list_free(&l);
+			return pp_cfg_set_err(err, errlen, "%s", why);
+		}
 		pp_kv_list_free(pp_cfg_field(c, k));
 		*(struct pp_kv_list *)pp_cfg_field(c, k) = l;
 		return 0;

@@ -17,6 +17,9 @@
 
 #include "config_internal.h"
 
+#include <pebsprof/otlp.h>
+#include <pebsprof/pyroscope.h>
+
 /* ---- leaf parsers ------------------------------------------------------------------------ */
 
 bool pp_cfg_is_ows(char ch)
@@ -85,6 +88,29 @@ static int kv_decode(const char *s, size_t len, char **out, const char **why)
 	}
 	v[o] = '\0';
 	*out = v;
+	return 0;
+}
+
+int pp_resource_attributes_check(const struct pp_kv_list *l, char *err, size_t errlen)
+{
+	_Static_assert(MAX_KV_ITEMS <= PP_OTLP_MAX_RESOURCE_ATTRS,
+		       "a list the parser takes is sent whole");
+	for (size_t i = 0; i < l->n; i++) {
+		size_t kl = strlen(l->items[i].key), vl = strlen(l->items[i].value);
+
+		if (kl > PP_PYROSCOPE_LABEL_NAME_MAX_LEN)
+			return pp_cfg_set_err(
+			    err, errlen,
+			    "attribute %zu: a %zu-byte key (\"%.40s...\"); Pyroscope "
+			    "refuses label names over %d bytes",
+			    i + 1, kl, l->items[i].key, PP_PYROSCOPE_LABEL_NAME_MAX_LEN);
+		if (vl > PP_PYROSCOPE_LABEL_VALUE_MAX_LEN)
+			return pp_cfg_set_err(
+			    err, errlen,
+			    "attribute %.80s: a %zu-byte value; Pyroscope refuses label "
+			    "values over %d bytes",
+			    l->items[i].key, vl, PP_PYROSCOPE_LABEL_VALUE_MAX_LEN);
+	}
 	return 0;
 }
 

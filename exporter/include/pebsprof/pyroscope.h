@@ -32,7 +32,14 @@
 /* The stated service of a process kind (enum pp_process_kind, profile.h); NULL for a program. */
 const char *pp_pyroscope_stated_service(unsigned process_kind);
 
-/* Longest service name written: Pyroscope's label values may be 2048 bytes. */
+/*
+ * Pyroscope's bounds on a series' labels (pkg/validation/limits.go defaults
+ * max-label-name-length, max-label-value-length): one label over them refuses the push.
+ */
+#define PP_PYROSCOPE_LABEL_NAME_MAX_LEN 1024
+#define PP_PYROSCOPE_LABEL_VALUE_MAX_LEN 2048
+
+/* Longest service name written: well within a label value's bound. */
 #define PP_PYROSCOPE_NAME_MAX 256
 
 enum pp_service_source {

@@ -17,6 +17,8 @@
 #include "check.h"
 #include "cli/config.h"
 
+#include <pebsprof/otlp.h>
+
 #define DATA PP_TEST_DATA_DIR "/config/"
 #define MAX_ARGS 32
 
@@ -1129,6 +1131,56 @@ TEST(attribute_keys_are_not_header_names)
 	pp_run_config_fini(&c);
 }
 
+/*
+ * Resource attributes become labels of every series in Pyroscope, which refuses a push with
+ * one name over 1024 bytes or one value over 2048: such attributes exit at start-up, naming
+ * the attribute, rather than fail every push later. At the bounds they pass.
+ */
+TEST(resource_attributes_within_pyroscope_bounds)
+{
+	static char key_at[1024 + 8], key_over[1025 + 8], val_at[2048 + 8], val_over[2049 + 8];
+	static char many[PP_OTLP_MAX_RESOURCE_ATTRS * 8 + 64];
+	struct pp_run_config c;
+	struct pp_config_errors e;
+	size_t off = 0;
+
+	memset(key_at, 'k', 1024);
+	memcpy(key_at + 1024, "=v", 3);
+	memset(key_over, 'k', 1025);
+	memcpy(key_over + 1025, "=v", 3);
+	memcpy(val_at, "a=", 2);
+	memset(val_at + 2, 'v', 2048);
+	memcpy(val_over, "a=", 2);
+	memset(val_over + 2, 'v', 2049);
+	for (int i = 0; i <= PP_OTLP_MAX_RESOURCE_ATTRS; i++)
+		off += (size_t)snprintf(many + off, sizeof(many) - off, "%sk%d=v", i ? "," : "", i);
+
+	REQUIRE(load(NULL, NULL, (const char *const[]){"--resource-attributes", key_at, NULL}, &c,
+		     &e) == 0);
+	CHECK(c.resource_attributes.n == 1 && strlen(c.resource_attributes.items[0].key) == 1024);
+	pp_run_config_fini(&c);
+	REQUIRE(load(NULL, NULL, (const char *const[]){"--resource-attributes", val_at, NULL}, &c,
+		     &e) == 0);
+	CHECK(strlen(c.resource_attributes.items[0].value) == 2048);
+	pp_run_config_fini(&c);
+
+	CHECK(load(NULL, NULL, (const char *const[]){"--resource-attributes", val_over, NULL}, &c,
+		   &e) == -EINVAL);
+	CHECK(has_error(&e, "--resource-attributes: attribute a: a 2049-byte value; Pyroscope "
+			    "refuses label values over 2048 bytes"));
+	pp_run_config_fini(&c);
+	CHECK(load(NULL, NULL, (const char *const[]){"--resource-attributes", key_over, NULL}, &c,
+		   &e) == -EINVAL);
+	CHECK(e.n == 1 && strstr(e.msg[0], "attribute 1: a 1025-byte key (\"kkkk") &&
+	      strstr(e.msg[0], "Pyroscope refuses label names over 1024 bytes"));
+	pp_run_config_fini(&c);
+	/* one more than are sent: refused, not cut without a word */
+	CHECK(load(NULL, NULL, (const char *const[]){"--resource-attributes", many, NULL}, &c,
+		   &e) == -EINVAL);
+	CHECK(has_error(&e, "--resource-attributes: bad attribute syntax: more than 64 items"));
+	pp_run_config_fini(&c);
+}
+
 TEST(help_is_generated_from_the_table)
 {
 	struct pp_run_config c;
@@ -1268,6 +1320,7 @@ TEST_LIST = {
     {"listen_syntax", listen_syntax},
     {"kv_lists", kv_lists},
     {"attribute_keys_are_not_header_names", attribute_keys_are_not_header_names},
+    {"resource_attributes_within_pyroscope_bounds", resource_attributes_within_pyroscope_bounds},
     {"help_is_generated_from_the_table", help_is_generated_from_the_table},
     {"stall_timeout_default_follows_the_interval", stall_timeout_default_follows_the_interval},
     {"load_twice_reinitialises_getopt", load_twice_reinitialises_getopt},
