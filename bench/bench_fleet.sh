@@ -58,14 +58,14 @@ row() { # exporter labels
 			v["fleet_series"] / sl, v["fleet_requests_per_s"],
 			v["fleet_wire_bytes_per_s"] / 1e6, v["fleet_wire_bytes_per_day"] / 1e9,
 			v["fleet_rate_limited_bytes_per_s"] / 1e6, v["fleet_rate_limited_bytes_per_s"] / rl,
-			v["largest_profile_bytes"] / 1e3,
-			(v["largest_profile_bytes"] > burst ? " (over the burst)" : "")
+			v["largest_request_rate_bytes"] / 1e3,
+			(v["largest_request_rate_bytes"] > burst ? " (over the burst)" : "")
 	}' <<<"$out"
 }
 
 echo "Fleet: $NODES nodes x $PODS pods, $HZ Hz, 10 s windows ($TOOL -n $NODES -m $PODS -F $HZ ${*:-})"
 echo
-echo "| exporter | --sample-labels | series (per node, by profile type) | x the 5000-series limit | requests/s | on the wire (gzip) | counted by the rate limiter (x its 4 MB/s) | largest profile |"
+echo "| exporter | --sample-labels | series (per node, by profile type) | x the 5000-series limit | requests/s | on the wire (gzip) | counted by the rate limiter (x its 4 MB/s) | largest request it counts (burst 2 MiB) |"
 echo "|---|---|---|---|---|---|---|---|"
 for exp in otlp pyroscope; do
 	for labels in none thread,pid,cpu,memory; do
@@ -79,7 +79,6 @@ out=$("$TOOL" -n "$NODES" -m "$PODS" -F "$HZ" -e otlp -L none "$@") || exit 1
 awk -F= '{ v[$1] = $2 } END {
 	series = v["fleet_series"] * 1.5
 	rate = v["fleet_rate_limited_bytes_per_s"] * 1.5 / 1048576
-	burst = v["largest_profile_bytes"] * 2 / 1048576
-	printf "\nTo take the default (otlp, none) in one tenant: max_global_series_per_tenant >= %d, ingestion_rate_mb >= %d, ingestion_burst_size_mb >= %.0f (twice the largest profile; at least its default 2)\n",
-		series, rate + 1, burst < 2 ? 2 : burst + 0.5
+	printf "\nTo take the default (otlp, none) in one tenant: max_global_series_per_tenant >= %d, ingestion_rate_mb >= %d; ingestion_burst_size_mb at its default 2 or more (the agent packs each request within max-burst-bytes, 2 MiB: set both alike)\n",
+		series, rate + 1
 }' <<<"$out"

@@ -23,7 +23,9 @@ head of 2026-08-21 (3fe6a457a), not from our encoder:
   become underscores, a clash with a different value is a duplicate; head defaults take
   any UTF-8 name; no duplicate names) and `ValidateProfile` (at most 4 MiB and 16000 samples
   per profile, 100 labels per sample, no '-' in a sample type, one value per sample type),
-  with the limits' defaults of pkg/validation/limits.go.
+  with the limits' defaults of pkg/validation/limits.go; pkg/distributor/distributor.go
+  `rateLimit` (a request's profiles as pprof and its series' label bytes, summed, within the
+  2 MiB burst, or refused whatever the rate).
 
 We add one rule of ours: every frame has a function name (Pyroscope draws no other), which
 `--symbolize local` (the default) guarantees; `--symbolize none` leaves frames without a Line
@@ -46,6 +48,7 @@ MAX_LABEL_VALUE_LEN = 2048
 MAX_PROFILE_BYTES = 4 * 1024 * 1024
 MAX_SAMPLES = 16000
 MAX_SAMPLE_LABELS = 100
+BURST_BYTES = 2 * 1024 * 1024  # distributor.ingestion-burst-size-mb, in bytes
 
 args = sys.argv[1:]
 version = "head"
@@ -237,6 +240,7 @@ def check_otlp(path):
     if not req.HasField("dictionary"):
         errors.append("missing profile metadata dictionary")
         return
+    counted = 0
     for ri, rp in enumerate(req.resource_profiles):
         svc = "unknown_service"
         for kv in rp.resource.attributes:
@@ -259,7 +263,20 @@ def check_otlp(path):
                         seen.add(kv.key)
                 labels.append(("service_name", svc))
                 validate_profile(prof, prof.ByteSize(), what)
+                counted += prof.ByteSize() + label_bytes(labels)
                 visit_series(prof, labels, what)
+    rate_limit(counted, "request")
+
+
+def label_bytes(labels):
+    return sum(len(n.encode()) + len(v.encode()) for n, v in labels)
+
+
+def rate_limit(counted, what):
+    """distributor.go rateLimit: the request's profiles and series labels, summed, against
+    the tenant's burst; a request over it is refused at any rate (429, every time)."""
+    if counted > BURST_BYTES:
+        errors.append(f"{what}: counts {counted} bytes against the {BURST_BYTES}-byte burst")
 
 
 DISPLAY = {"samples": "cpu", "goroutine": "goroutines", "contentions": "mutex_count",
@@ -352,6 +369,7 @@ def check_ingest(path, app):
         labels.append(("service_name", service))
     labels += sorted(extra.items())
     validate_profile(prof, len(data), "ingest")
+    rate_limit(prof.ByteSize() + label_bytes(labels), "ingest")
     visit_series(prof, labels, "ingest")
 
 

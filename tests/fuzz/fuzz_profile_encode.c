@@ -112,9 +112,9 @@ static void check_resource(const struct pp_profile *part, const struct pp_sample
 }
 
 static void check_split(const struct pp_profile *p, enum pp_split_by by, size_t max_samples,
-			size_t max_bytes)
+			size_t max_bytes, size_t max_request)
 {
-	struct pp_split_limits lim = {max_samples, max_bytes};
+	struct pp_split_limits lim = {max_samples, max_bytes, max_request};
 	struct pp_split s;
 	uint64_t count = 0;
 	size_t samples = 0;
@@ -134,14 +134,16 @@ static void check_split(const struct pp_profile *p, enum pp_split_by by, size_t 
 		if (pp_pprof_encode(part, &buf, &len))
 			FAIL("a part does not encode");
 		free(buf);
-		if (by == PP_SPLIT_BY_SERVICE && len > max_bytes && n > 1)
+		if (by == PP_SPLIT_BY_SERVICE && n > 1 &&
+		    (len > max_bytes || (max_request && len > max_request)))
 			FAIL("a push part of several samples over the byte limit");
 		if (len > pp_pprof_size_bound(part, NULL, n))
 			FAIL("the size bound is below the encoded size");
 		/* over OTLP the limits hold for each resource of a part */
 		for (size_t j = 0; by == PP_SPLIT_BY_RESOURCE && j < n; j++)
 			check_resource(part, pp_profile_get_sample(part, j), max_samples,
-				       max_bytes);
+				       max_request && max_request < max_bytes ? max_request
+									      : max_bytes);
 	}
 	if (samples != pp_profile_sample_count(p) || count != pp_profile_total_count(p))
 		FAIL("the parts do not hold every sample once");
@@ -239,8 +241,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (pp_profile_total_count(p) != expect_count)
 		FAIL("total count differs from the sum of accepted samples");
 	check_encoding(p);
-	check_split(p, PP_SPLIT_BY_RESOURCE, 3, 1024);
-	check_split(p, PP_SPLIT_BY_SERVICE, 2, 700);
+	check_split(p, PP_SPLIT_BY_RESOURCE, 3, 1024, 0);
+	check_split(p, PP_SPLIT_BY_SERVICE, 2, 700, 0);
+	/* requests packed within a burst: a piece within it too */
+	check_split(p, PP_SPLIT_BY_RESOURCE, 3, 4096, 900);
+	check_split(p, PP_SPLIT_BY_SERVICE, 2, 4096, 600);
 	null = fopen("/dev/null", "w");
 	if (null) {
 		if (pp_folded_write(p, null) || pp_flamegraph_write_svg(p, null, "fuzz"))

@@ -5,15 +5,17 @@
  * hardware event, a memory event), with --sample-labels applied as the session applies it,
  * cut by the real splitter and encoded by the real encoders for the chosen exporter. Measured
  * per node: series (distinct label sets under Pyroscope's rules), requests, bytes before and
- * after gzip, and the bytes Pyroscope's rate limiter counts (the pprof of each profile).
+ * after gzip, and the bytes Pyroscope's rate limiter counts (a request's profiles, each as the
+ * pprof Pyroscope makes of it, summed), with the largest request's, which its burst bounds.
  * Nodes are alike but for their node name, so the fleet's figures are the node's times N.
  *
  * Usage: pp_fleet_sim [-n NODES] [-m PODS] [-d DEPLOYMENTS] [-u CPU_PER_POD] [-F HZ]
  *                     [-i SECONDS] [-t THREADS] [-c CPUS] [-L LABELS] [-e otlp|pyroscope]
- *                     [-S STACKS] [-z SKEW]
+ *                     [-S STACKS] [-z SKEW] [-B BURST_BYTES]
  * LABELS: none, or thread,pid,cpu,memory as --sample-labels takes them. STACKS: the distinct
  * stacks of a service (1500), SKEW: samples pick stack u^SKEW of them (3: a few hot stacks
- * and a long tail). Prints key=value lines.
+ * and a long tail). BURST_BYTES: max-burst-bytes (2 MiB, as the agent's default; 0: requests
+ * not packed within one). Prints key=value lines.
  */
 #include <pebsprof/otlp.h>
 #include <pebsprof/profile.h>
@@ -42,6 +44,7 @@ struct sim {
 	bool cpu;
 	unsigned drop;
 	bool push;
+	size_t burst; /* max-burst-bytes; 0: requests not packed within a burst */
 };
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -308,9 +311,51 @@ struct figures {
 	uint64_t samples, profiles_over;
 };
 
+/*
+ * What Pyroscope's rate limiter counts of an OTLP request holding part: each resource's
+ * profile converted to its own pprof, summed (distributor.go `rateLimit`).
+ */
+static int request_rate_bytes(const struct pp_profile *part, uint64_t *out)
+{
+	size_t n = pp_profile_sample_count(part), m;
+	size_t *idx = calloc(n + 1, sizeof(*idx));
+	bool *done = calloc(n + 1, sizeof(*done));
+	int err = idx && done ? 0 : -ENOMEM;
+
+	*out = 0;
+	for (size_t i = 0; !err && i < n; i++) {
+		const struct pp_sample_info *a = pp_profile_get_sample(part, i);
+		struct pp_profile *sub;
+		uint8_t *body = NULL;
+		size_t len = 0;
+
+		if (done[i])
+			continue;
+		m = 0;
+		for (size_t j = i; j < n; j++) {
+			const struct pp_sample_info *b = pp_profile_get_sample(part, j);
+
+			if (!done[j] && b->resource_id == a->resource_id &&
+			    (a->resource_id || b->pid == a->pid)) {
+				done[j] = true;
+				idx[m++] = j;
+			}
+		}
+		sub = pp_profile_subset_new(part, idx, m);
+		err = sub ? pp_pprof_encode(sub, &body, &len) : -ENOMEM;
+		*out += len;
+		free(body);
+		pp_profile_free(sub);
+	}
+	free(idx);
+	free(done);
+	return err;
+}
+
 static int measure(const struct sim *s, enum ptype t, struct figures *f)
 {
-	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES};
+	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES,
+				      pp_split_burst_budget(s->burst)};
 	struct pp_profile *p = node_window(s, t, 1);
 	struct pp_otlp_resource res = {.host_name = "node-0001", .node_name = "node-0001"};
 	struct pp_split by_service, by_resource;
@@ -335,10 +380,10 @@ static int measure(const struct sim *s, enum ptype t, struct figures *f)
 		err = pp_pprof_encode(part, &body, &len);
 		if (err)
 			break;
-		f->rate_bytes += len;
-		if (len > f->largest_rate_bytes)
-			f->largest_rate_bytes = len;
-		if (s->push) {
+		if (s->push) { /* one profile a request, counted whole by the rate limiter */
+			f->rate_bytes += len;
+			if (len > f->largest_rate_bytes)
+				f->largest_rate_bytes = len;
 			f->requests++;
 			f->raw_bytes += len;
 			f->wire_bytes += gz_len(body, len);
@@ -356,13 +401,19 @@ static int measure(const struct sim *s, enum ptype t, struct figures *f)
 			uint8_t *body = NULL;
 			size_t len = 0;
 
+			uint64_t counted = 0;
+
 			err = pp_otlp_encode(&part, 1, &res, &body, &len);
 			if (!err) {
 				f->requests++;
 				f->raw_bytes += len;
 				f->wire_bytes += gz_len(body, len);
+				err = request_rate_bytes(part, &counted);
 			}
 			free(body);
+			f->rate_bytes += counted;
+			if (counted > f->largest_rate_bytes)
+				f->largest_rate_bytes = counted;
 		}
 		if (!err)
 			pp_split_fini(&by_resource);
@@ -412,13 +463,14 @@ int main(int argc, char **argv)
 			.cpu_per_pod = 0.5,
 			.stacks = 1500,
 			.skew = 3,
+			.burst = PP_PYROSCOPE_BURST_BYTES,
 			.drop = PP_SESSION_DROP_THREAD | PP_SESSION_DROP_PID |
 				PP_SESSION_DROP_MEMORY_DETAIL};
 	static const char *const tname[P_N] = {"cpu", "cycles", "mem_loads"};
 	struct figures total = {0};
 	int c;
 
-	while ((c = getopt(argc, argv, "n:m:d:u:F:i:t:c:L:e:S:z:")) != -1) {
+	while ((c = getopt(argc, argv, "n:m:d:u:F:i:t:c:L:e:S:z:B:")) != -1) {
 		switch (c) {
 		case 'n':
 			s.nodes = (unsigned)atoi(optarg);
@@ -456,6 +508,9 @@ int main(int argc, char **argv)
 		case 'S':
 			s.stacks = (unsigned)atoi(optarg);
 			break;
+		case 'B':
+			s.burst = strtoul(optarg, NULL, 10);
+			break;
 		case 'z':
 			s.skew = atof(optarg);
 			break;
@@ -463,7 +518,8 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"usage: pp_fleet_sim [-n NODES] [-m PODS] [-d DEPLOYMENTS] "
 				"[-u CPU_PER_POD] [-F HZ] [-i SECONDS] [-t THREADS] [-c CPUS] "
-				"[-L LABELS] [-e otlp|pyroscope] [-S STACKS] [-z SKEW]\n");
+				"[-L LABELS] [-e otlp|pyroscope] [-S STACKS] [-z SKEW] [-B "
+				"BURST_BYTES]\n");
 			return 2;
 		}
 	}
@@ -495,7 +551,7 @@ int main(int argc, char **argv)
 	printf("node_requests_per_window=%llu\n", (unsigned long long)total.requests);
 	printf("node_wire_bytes_per_window=%llu\n", (unsigned long long)total.wire_bytes);
 	printf("node_body_bytes_per_window=%llu\n", (unsigned long long)total.raw_bytes);
-	printf("largest_profile_bytes=%llu\n", (unsigned long long)total.largest_rate_bytes);
+	printf("largest_request_rate_bytes=%llu\n", (unsigned long long)total.largest_rate_bytes);
 	printf("fleet_series=%llu\n", (unsigned long long)total.series * s.nodes);
 	printf("fleet_requests_per_s=%.1f\n", (double)total.requests * s.nodes / s.interval);
 	printf("fleet_wire_bytes_per_s=%.0f\n", (double)total.wire_bytes * s.nodes / s.interval);

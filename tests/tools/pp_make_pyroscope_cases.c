@@ -175,7 +175,7 @@ static int write_names(const char *dir, uint64_t t0)
 				    .period = 10101010,
 				    .start_unix_ns = t0,
 				    .duration_ns = 10000000000ULL};
-	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES};
+	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES, 0};
 	struct pp_profile *p = pp_profile_new(&d);
 	uint32_t locs[2], res;
 	struct pp_split split;

@@ -450,7 +450,9 @@ static int send_window(struct agent *ag, const struct pp_profile *p,
 {
 	const struct pp_profile_desc *d = pp_profile_get_desc(p);
 	struct pp_split_limits lim = {.max_samples = ag->cfg.max_profile_samples,
-				      .max_profile_bytes = ag->cfg.max_profile_bytes};
+				      .max_profile_bytes = ag->cfg.max_profile_bytes,
+				      .max_request_bytes =
+					  pp_split_burst_budget(ag->cfg.max_burst_bytes)};
 	bool push = ag->cfg.exporter == PP_EXPORTER_PYROSCOPE;
 	struct pp_send_meta meta = {.kind = push ? PP_SEND_PYROSCOPE : PP_SEND_OTLP,
 				    .tag = ag->window_seq};

@@ -34,6 +34,7 @@ enum pp_config_key {
 	PP_CFG_MAX_PROFILE_SAMPLES,
 	PP_CFG_MAX_PROFILE_BYTES,
 	PP_CFG_MAX_REQUEST_BYTES,
+	PP_CFG_MAX_BURST_BYTES,
 	PP_CFG_SYMBOL_CACHE_BYTES,
 	PP_CFG_SYMBOLIZE,
 	PP_CFG_DEBUG_DIRS,
@@ -137,6 +138,7 @@ struct pp_run_config {
 	uint64_t max_profile_samples;
 	uint64_t max_profile_bytes;
 	uint64_t max_request_bytes;
+	uint64_t max_burst_bytes;    /* a request's profiles as pprof, summed (Pyroscope's burst) */
 	uint64_t symbol_cache_bytes; /* bound of the symbol tables held */
 	int symbolize;		     /* PP_SYMBOLIZE_* */
 	char *debug_dirs;	     /* more debug directories, colon-separated; "" = none */

@@ -161,6 +161,19 @@ const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
 				  .metavar = "SIZE",
 				  .help = "bytes per OTLP request before compression (a Collector\n"
 					  "refuses more than 20 MiB)"},
+    [PP_CFG_MAX_BURST_BYTES] = {.name = "max-burst-bytes",
+				.env = "PEBSPROF_MAX_BURST_BYTES",
+				.type = T_SIZE,
+				.offset = OFF(max_burst_bytes),
+				.def = "2MiB",
+				.min = 64 * KIB,
+				.max = 1 * GIB,
+				.metavar = "SIZE",
+				.help =
+				    "bytes of profiles per request as pprof, summed: Pyroscope\n"
+				    "counts a request against its ingestion burst\n"
+				    "(distributor.ingestion-burst-size-mb) and refuses a\n"
+				    "larger one at any rate"},
     [PP_CFG_SYMBOL_CACHE_BYTES] = {.name = "symbol-cache-bytes",
 				   .env = "PEBSPROF_SYMBOL_CACHE_BYTES",
 				   .type = T_SIZE,

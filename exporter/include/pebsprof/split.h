@@ -18,6 +18,13 @@
  * "unknown_service". Samples whose names map to one are one group.
  * Pieces keep the samples' order. The request-size limit of a Collector (20 MiB) is not
  * applied here: the OTLP bytes are measured after encoding (pp_otlp_split_request).
+ *
+ * Pyroscope's rate limiter counts a whole request, the sum of its profiles as pprof
+ * (pkg/distributor/distributor.go `rateLimit`), against the tenant's burst
+ * (distributor.ingestion-burst-size-mb, 2 MiB by default): a request over it is refused
+ * whatever the rate, every time. So with max_request_bytes, a piece is within it too, and
+ * over OTLP the pieces are packed into parts whose bounds sum within it (part k then holds
+ * pieces k of several resources, in order, and the next part the rest).
  */
 #ifndef PEBSPROF_SPLIT_H
 #define PEBSPROF_SPLIT_H
@@ -26,9 +33,22 @@
 
 #include <pebsprof/profile.h>
 
-/* Pyroscope's defaults: validation.max-profile-stacktrace-samples, max-profile-size-bytes. */
+/*
+ * Pyroscope's defaults: validation.max-profile-stacktrace-samples, max-profile-size-bytes,
+ * distributor.ingestion-burst-size-mb.
+ */
 #define PP_PYROSCOPE_MAX_SAMPLES 16000
 #define PP_PYROSCOPE_MAX_PROFILE_BYTES (4u << 20)
+#define PP_PYROSCOPE_BURST_BYTES (2u << 20)
+
+/*
+ * What of a burst a request's profiles may take: the rate limiter counts the series' label
+ * names and values too (a few hundred bytes a series), left a sixteenth of it.
+ */
+static inline size_t pp_split_burst_budget(size_t burst_bytes)
+{
+	return burst_bytes - burst_bytes / 16;
+}
 
 enum pp_split_by {
 	PP_SPLIT_BY_RESOURCE = 0,
@@ -38,6 +58,7 @@ enum pp_split_by {
 struct pp_split_limits {
 	size_t max_samples;	  /* samples per profile; 0 = no limit */
 	size_t max_profile_bytes; /* bytes per profile as pprof; 0 = no limit */
+	size_t max_request_bytes; /* bytes of a part's profiles as pprof, summed; 0 = no limit */
 };
 
 struct pp_split_part {

@@ -28,6 +28,7 @@ struct member {
 struct piece {
 	size_t lo, hi;
 	size_t piece;
+	size_t bytes; /* its bound as pprof (pp_pprof_size_bound), for packing requests */
 };
 
 struct splitter {
@@ -143,14 +144,22 @@ static int add_piece(struct splitter *sp, size_t lo, size_t hi, size_t piece)
 		sp->pieces = np;
 		sp->cap_pieces = cap;
 	}
-	sp->pieces[sp->npieces++] = (struct piece){lo, hi, piece};
+	sp->pieces[sp->npieces++] = (struct piece){lo, hi, piece, 0};
 	return 0;
 }
 
-/* Whether members [lo, hi) encode within max_profile_bytes; < 0 on error. */
+/* The limit a piece must keep: a profile's, and a request's, which may hold it alone. */
+static size_t piece_limit(const struct pp_split_limits *lim)
+{
+	size_t a = lim->max_profile_bytes, b = lim->max_request_bytes;
+
+	return !a ? b : !b ? a : a < b ? a : b;
+}
+
+/* Whether members [lo, hi) encode within piece_limit(); < 0 on error. */
 static int fits_bytes(struct splitter *sp, size_t lo, size_t hi)
 {
-	size_t n = hi - lo, limit = sp->lim->max_profile_bytes, len = 0;
+	size_t n = hi - lo, limit = piece_limit(sp->lim), len = 0;
 	/* all of it is sent as it is (emit): measure that, unreferenced entries included */
 	bool whole = n == pp_profile_sample_count(sp->p);
 	struct pp_profile *part = NULL;
@@ -239,6 +248,52 @@ static int emit(struct splitter *sp, struct pp_split *out, size_t n, const char 
 	return err;
 }
 
+/* The part of members sp->idx[0..n), in the input's order. */
+static int emit_sorted(struct splitter *sp, struct pp_split *out, size_t n)
+{
+	qsort(sp->idx, n, sizeof(*sp->idx), cmp_size);
+	return emit(sp, out, n, NULL);
+}
+
+/*
+ * Each piece's size as pprof, where requests are packed by it: the bound, which costs no
+ * encoding; where the bounds do not fit in one request, the size each piece encodes to (the
+ * bound of a few resources is about twice what they take, and would double the requests).
+ */
+static int measure_pieces(struct splitter *sp)
+{
+	size_t total = 0;
+
+	if (!sp->lim->max_request_bytes)
+		return 0;
+	for (int exact = 0; exact < 2; exact++) {
+		total = 0;
+		for (size_t i = 0; i < sp->npieces; i++) {
+			struct piece *pc = &sp->pieces[i];
+			size_t n = pc->hi - pc->lo;
+
+			for (size_t j = pc->lo; j < pc->hi; j++)
+				sp->idx[j - pc->lo] = sp->m[j].idx;
+			if (!exact) {
+				pc->bytes = pp_pprof_size_bound(sp->p, sp->idx, n);
+			} else {
+				struct pp_profile *part = pp_profile_subset_new(sp->p, sp->idx, n);
+				uint8_t *buf = NULL;
+				int err = part ? pp_pprof_encode(part, &buf, &pc->bytes) : -errno;
+
+				pp_profile_free(part);
+				free(buf);
+				if (err)
+					return err;
+			}
+			total = total + pc->bytes < total ? SIZE_MAX : total + pc->bytes;
+		}
+		if (total <= sp->lim->max_request_bytes)
+			break;
+	}
+	return 0;
+}
+
 static int arrange(struct splitter *sp, struct pp_split *out)
 {
 	size_t maxpiece = 0;
@@ -254,23 +309,33 @@ static int arrange(struct splitter *sp, struct pp_split *out)
 		}
 		return err;
 	}
-	for (size_t i = 0; i < sp->npieces; i++)
+	err = measure_pieces(sp);
+	for (size_t i = 0; !err && i < sp->npieces; i++)
 		if (sp->pieces[i].piece > maxpiece)
 			maxpiece = sp->pieces[i].piece;
-	/* part k: piece k of every resource, in the order of the input's first samples */
+	/*
+	 * Part k: piece k of every resource, in the order of the input's first samples; with
+	 * max_request_bytes, as many of them as fit, and the next part the rest.
+	 */
 	for (size_t k = 0; !err && k <= maxpiece; k++) {
-		size_t n = 0;
+		size_t n = 0, bytes = 0;
 
-		for (size_t i = 0; i < sp->npieces; i++) {
+		for (size_t i = 0; !err && i < sp->npieces; i++) {
 			const struct piece *pc = &sp->pieces[i];
 
 			if (pc->piece != k)
 				continue;
+			if (n && sp->lim->max_request_bytes &&
+			    bytes + pc->bytes > sp->lim->max_request_bytes) {
+				err = emit_sorted(sp, out, n);
+				n = bytes = 0;
+			}
 			for (size_t j = pc->lo; j < pc->hi; j++)
 				sp->idx[n++] = sp->m[j].idx;
+			bytes += pc->bytes;
 		}
-		qsort(sp->idx, n, sizeof(*sp->idx), cmp_size);
-		err = emit(sp, out, n, NULL);
+		if (!err && n)
+			err = emit_sorted(sp, out, n);
 	}
 	return err;
 }

@@ -177,6 +177,7 @@ static const struct layers rows[] = {
     {"max-profile-samples", "100", "200", "300", "100", "200", "300", NULL},
     {"max-profile-bytes", "64KiB", "1MiB", "2MiB", "64KiB", "1MiB", "2MiB", NULL},
     {"max-request-bytes", "64KiB", "8MiB", "32MiB", "64KiB", "8MiB", "32MiB", NULL},
+    {"max-burst-bytes", "64KiB", "1MiB", "8MiB", "64KiB", "1MiB", "8MiB", NULL},
     {"symbol-cache-bytes", "2MiB", "8MiB", "1GiB", "2MiB", "8MiB", "1GiB", NULL},
     {"symbolize", "none", "local", "none", "none", "local", "none", NULL},
     {"debug-dirs", "/d1", "/d2:/d3", "/d4", "/d1", "/d2:/d3", "/d4", NULL},

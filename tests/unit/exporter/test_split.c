@@ -14,6 +14,7 @@
 #include "pprof/profile.pb-c.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,46 @@ static size_t pprof_len(const struct pp_profile *p)
 	return len;
 }
 
+/*
+ * What Pyroscope's rate limiter counts of an OTLP request holding p: each resource's profile
+ * as its own pprof, summed.
+ */
+static size_t request_bytes(const struct pp_profile *p)
+{
+	size_t n = pp_profile_sample_count(p), total = 0, m;
+	size_t *idx = calloc(n + 1, sizeof(*idx));
+	uint64_t *done = calloc(n + 1, sizeof(*done));
+	size_t ndone = 0;
+
+	if (!idx || !done)
+		total = SIZE_MAX;
+	for (size_t i = 0; total != SIZE_MAX && i < n; i++) {
+		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
+		uint64_t key = s->resource_id ? (uint64_t)s->resource_id << 32 : s->pid;
+		struct pp_profile *sub;
+		bool seen = false;
+
+		for (size_t j = 0; j < ndone && !seen; j++)
+			seen = done[j] == key;
+		if (seen)
+			continue;
+		done[ndone++] = key;
+		m = 0;
+		for (size_t j = i; j < n; j++) {
+			const struct pp_sample_info *o = pp_profile_get_sample(p, j);
+
+			if ((o->resource_id ? (uint64_t)o->resource_id << 32 : o->pid) == key)
+				idx[m++] = j;
+		}
+		sub = pp_profile_subset_new(p, idx, m);
+		total = sub ? total + pprof_len(sub) : SIZE_MAX;
+		pp_profile_free(sub);
+	}
+	free(idx);
+	free(done);
+	return total;
+}
+
 TEST(subset_keeps_what_its_samples_refer_to)
 {
 	struct gen g = {.procs = 2,
@@ -371,7 +412,7 @@ TEST(window_within_limits_is_one_part_the_input_itself)
 			.funcs = 40,
 			.service = {"cart", "shop"}};
 	struct pp_profile *p = make_window(&g);
-	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES};
+	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES, 0};
 	struct pp_split s;
 
 	REQUIRE(p);
@@ -389,7 +430,7 @@ TEST(window_within_limits_is_one_part_the_input_itself)
 TEST(otlp_resource_over_the_sample_limit_is_cut)
 {
 	struct gen g = {.procs = 2, .per_proc = 0, .depth = 6, .name_len = 10, .funcs = 400};
-	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES};
+	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES, 0};
 	struct pp_profile *p, *small;
 	struct pp_split s;
 	size_t seen_small = 0;
@@ -453,7 +494,7 @@ TEST(otlp_resource_over_the_sample_limit_is_cut)
 TEST(profile_over_the_byte_limit_is_cut)
 {
 	struct gen g = {.procs = 1, .per_proc = 6000, .depth = 64, .name_len = 600, .funcs = 6000};
-	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES};
+	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES, 0};
 	struct pp_profile *p = make_window(&g);
 	struct pp_split s;
 	const struct pp_profile *parts[16];
@@ -475,6 +516,60 @@ TEST(profile_over_the_byte_limit_is_cut)
 		CHECK_STR(s.parts[i].service, "proc0");
 	}
 	CHECK(same_samples(p, parts, s.nparts));
+	pp_split_fini(&s);
+	pp_profile_free(p);
+}
+
+/*
+ * Pyroscope's rate limiter counts a whole request against its burst: over OTLP, resources
+ * that fit one by one are packed into requests whose profiles sum within max_request_bytes,
+ * each resource whole, every sample once; without the bound the window is one request.
+ */
+TEST(otlp_requests_packed_within_the_burst)
+{
+	struct gen g = {.procs = 6, .per_proc = 300, .depth = 16, .name_len = 60, .funcs = 300};
+	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES, 0};
+	struct pp_profile *p = make_window(&g);
+	const struct pp_profile *parts[8];
+	struct pp_split s;
+	size_t whole;
+
+	REQUIRE(p);
+	whole = request_bytes(p);
+	REQUIRE(whole != SIZE_MAX);
+	REQUIRE(pp_split_profile(p, PP_SPLIT_BY_RESOURCE, NULL, &lim, &s) == 0);
+	CHECK_EQ_U64(s.nparts, 1);
+	pp_split_fini(&s);
+
+	/* room for about three resources a request: two requests, three where sizes vary */
+	lim.max_request_bytes = whole / 2;
+	REQUIRE(pp_split_profile(p, PP_SPLIT_BY_RESOURCE, NULL, &lim, &s) == 0);
+	fprintf(stderr, "  6 resources, %zu bytes as pprof: %zu requests within %zu\n", whole,
+		s.nparts, lim.max_request_bytes);
+	CHECK(s.nparts >= 2 && s.nparts <= 3);
+	CHECK_EQ_U64(s.groups, 6);
+	CHECK_EQ_U64(s.cut, 0); /* each resource fits alone: none is cut */
+	REQUIRE(s.nparts <= 8);
+	for (size_t i = 0; i < s.nparts; i++) {
+		parts[i] = s.parts[i].profile;
+		CHECK(request_bytes(parts[i]) <= lim.max_request_bytes);
+		CHECK(largest_resource(parts[i]) == 300); /* whole resources */
+	}
+	CHECK(same_samples(p, parts, s.nparts));
+	pp_split_fini(&s);
+
+	/* a bound below one resource cuts it, as a profile over max_profile_bytes would be */
+	lim.max_request_bytes = whole / 12;
+	REQUIRE(pp_split_profile(p, PP_SPLIT_BY_RESOURCE, NULL, &lim, &s) == 0);
+	CHECK_EQ_U64(s.cut, 6);
+	for (size_t i = 0; i < s.nparts; i++)
+		CHECK(request_bytes(s.parts[i].profile) <= lim.max_request_bytes);
+	pp_split_fini(&s);
+	/* the push: one profile a request, within the bound too */
+	REQUIRE(pp_split_profile(p, PP_SPLIT_BY_SERVICE, NULL, &lim, &s) == 0);
+	for (size_t i = 0; i < s.nparts; i++)
+		CHECK(pprof_len(s.parts[i].profile) <= lim.max_request_bytes);
+	CHECK(s.nparts >= 12);
 	pp_split_fini(&s);
 	pp_profile_free(p);
 }
@@ -510,7 +605,7 @@ TEST(push_parts_per_service)
 			.name_len = 6,
 			.funcs = 20,
 			.service = {"checkout", "cart", NULL}};
-	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES};
+	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES, 0};
 	struct pp_profile *p = make_window(&g);
 	struct pp_split s;
 
@@ -571,7 +666,7 @@ TEST(push_parts_named_for_pyroscope)
 	    "wc",	   "x86_64-linux-gnu-g__-12"};
 	struct pp_profile_desc d = {
 	    .event = "cpu-clock", .value_type = "cpu", .value_unit = "nanoseconds"};
-	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES};
+	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES, 0};
 	struct pp_profile *p = pp_profile_new(&d);
 	struct pp_location_info l = {
 	    .function = "do_syscall_64", .address = 0xffffffff81000100ull, .kind = PP_FRAME_KERNEL};
@@ -617,7 +712,7 @@ TEST(push_parts_named_for_pyroscope)
 
 TEST(split_bad_arguments)
 {
-	struct pp_split_limits lim = {1, 0};
+	struct pp_split_limits lim = {1, 0, 0};
 	struct pp_profile_desc d = {.event = "cpu-clock"};
 	struct pp_profile *empty = pp_profile_new(&d);
 	struct pp_split s;
@@ -772,6 +867,7 @@ TEST_LIST = {
      window_within_limits_is_one_part_the_input_itself},
     {"otlp_resource_over_the_sample_limit_is_cut", otlp_resource_over_the_sample_limit_is_cut},
     {"profile_over_the_byte_limit_is_cut", profile_over_the_byte_limit_is_cut},
+    {"otlp_requests_packed_within_the_burst", otlp_requests_packed_within_the_burst},
     {"single_sample_over_the_byte_limit_is_counted", single_sample_over_the_byte_limit_is_counted},
     {"push_parts_per_service", push_parts_per_service},
     {"push_parts_named_for_pyroscope", push_parts_named_for_pyroscope},
