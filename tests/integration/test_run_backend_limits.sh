@@ -181,11 +181,12 @@ tail -n 2 "$T/push.judged"
 pp_check "push: Pyroscope's ingest rules (v1.21, head) accept every request under its name" \
 	[ "$rc" -eq 0 ]
 
-# --- series: one per service and profile type, whatever the threads, CPUs and processes -------
+# --- series: one per program and profile type, whatever the threads, CPUs and processes -------
 cat >"$T/series.py" <<'PY'
 """series.py FILE: the series Pyroscope would make (one label set per line, from --series-out)
 per profile type: prints "TYPE: S series, V services" per type; exit 0 when every type has
-exactly one series per service."""
+exactly one series per program: a service, and over OTLP the executable's path (two
+python3.11 of different paths are one service, and two programs; seen beside a build)."""
 import ast, collections, sys
 series = collections.defaultdict(set)
 for line in open(sys.argv[1]):
@@ -194,11 +195,23 @@ for line in open(sys.argv[1]):
 ok = bool(series)
 for name, sets in sorted(series.items()):
     services = {dict(s)["service_name"] for s in sets}
-    print(f"{name}: {len(sets)} series, {len(services)} services")
-    ok &= len(sets) == len(services)
-    if len(sets) != len(services):
-        extra = collections.Counter(k for s in sets for k, _ in s)
-        print("  labels that vary:", sorted(k for k, n in extra.items() if n > len(services)))
+    programs = {(dict(s)["service_name"], dict(s).get("process.executable.path")) for s in sets}
+    print(f"{name}: {len(sets)} series, {len(services)} services, {len(programs)} programs")
+    ok &= len(sets) == len(programs)
+    if len(sets) != len(programs):
+        values = collections.defaultdict(set)
+        for s in sets:
+            for k, v in s:
+                values[k].add(v)
+        print("  labels that vary:", sorted(k for k, v in values.items() if len(v) > 1))
+    by_service = collections.defaultdict(list)
+    for s in sets:
+        by_service[dict(s)["service_name"]].append(dict(s))
+    for svc, group in sorted(by_service.items()):
+        if len(group) > 1:
+            keys = set().union(*group)
+            differ = sorted(k for k in keys if len({g.get(k) for g in group}) > 1)
+            print(f"  {svc}: {len(group)} series, differing in", {k: sorted(str(g.get(k)) for g in group) for k in differ})
 sys.exit(0 if ok else 1)
 PY
 for m in otlp push; do
@@ -207,7 +220,7 @@ for m in otlp push; do
 	"$PP_PYTHON" "$T/series.py" "$T/$m.series" >"$T/$m.sc" 2>&1
 	rc=$?
 	sed "s/^/$m: /" "$T/$m.sc"
-	pp_check "$m: one series per service and profile type by default (3 threads, 2 processes, 2 CPUs)" \
+	pp_check "$m: one series per program and profile type by default (3 threads, 2 processes, 2 CPUs)" \
 		[ "$rc" -eq 0 ]
 done
 pp_start_sink dims '[]'
