@@ -32,7 +32,7 @@ We add one rule of ours: every frame has a function name (Pyroscope draws no oth
 on purpose, for Pyroscope's symbolizer, and is not checked here.
 
 Usage: pyroscope_check.py GEN_DIR {otlp FILE | ingest FILE.pb.gz APP_NAME | batch}
-                          [--version v1.21|head] [--series-out FILE]
+                          [--version v1.21|head] [--series-out FILE] [--burst BYTES]
 GEN_DIR holds protoc --python_out of the reference OTLP and pprof protos. Prints the profile
 type ids accepted ("ok: id,id,...") and exits 0, or one line per rejection and exits 1.
 batch judges the requests stdin lists, "otlp FILE" or "ingest FILE NAME" a line, each on its
@@ -56,6 +56,10 @@ series_out = None
 if "--series-out" in args:
     i = args.index("--series-out")
     series_out = open(args[i + 1], "a")
+    del args[i:i + 2]
+if "--burst" in args:  # the tenant's burst in bytes, where it is not the default
+    i = args.index("--burst")
+    BURST_BYTES = int(args[i + 1])
     del args[i:i + 2]
 if "--version" in args:
     i = args.index("--version")

@@ -3,7 +3,8 @@
 # (tests/conformance/pyroscope_check.py, v1.21 and head) and by otlp_check.py: what a live agent
 # sends is accepted, not only what the encoders make from synthetic profiles. And the backend's
 # limits are met before sending: with a small --max-profile-samples every profile is cut below
-# it, with a small --max-request-bytes every OTLP request is (cut in halves after encoding), the push sends one request per
+# it, with a small --max-request-bytes every OTLP request is (cut in halves after encoding), with a
+# small --max-burst-bytes every request counts within it at Pyroscope's rate limiter, the push sends one request per
 # service named after it, a pushed pprof answered 413 is split in halves that hold every sample
 # once, and label names past Pyroscope's 30 are left out and said (by record too).
 
@@ -32,7 +33,7 @@ stop_sink() {
 # judge DIR MODE [SERIES]: every request of the sink in DIR through pyroscope_check.py at v1.21
 # and head (MODE otlp, or ingest with the request's own name=), one checker per version for all
 # of them; prints each request's type ids; 0 if all accepted. SERIES: a file the series
-# Pyroscope would make of them (head) are appended to.
+# Pyroscope would make of them (head) are appended to. judge_burst: the tenant's burst, bytes.
 judge() {
 	local dir=$1 mode=$2 ok=1 b name v
 	local -a series=()
@@ -51,7 +52,7 @@ judge() {
 	for v in v1.21 head; do
 		series=()
 		[ -n "${3:-}" ] && [ "$v" = head ] && series=(--series-out "$3")
-		"$PP_PYTHON" "$checker" "$T/gen" batch --version "$v" "${series[@]}" \
+		"$PP_PYTHON" "$checker" "$T/gen" batch --version "$v" "${series[@]}" ${judge_burst:+--burst "$judge_burst"} \
 			<"$T/judge.list" >"$T/judge.out" 2>&1 || ok=0
 		sed "s|^$dir/||; s|^|$v |" "$T/judge.out"
 	done
@@ -163,6 +164,24 @@ pp_check "OTLP: requests were cut, and the summary says so" \
 judge "$T/small" otlp >"$T/small.judged"
 pp_check "OTLP: the cut requests are accepted by Pyroscope's rules" [ $? -eq 0 ]
 
+# --- OTLP, every request within a burst of 12 KiB ------------------------------------------------
+# Pyroscope's rate limiter counts a whole request (its profiles as pprof, its series' labels)
+# against the tenant's burst and refuses a larger one at any rate. At 999 Hz with every label,
+# a window's resources take more than that.
+pp_start_sink burst '[]'
+pp_run_for 4 "$T/bu" --endpoint "http://127.0.0.1:$SINK_PORT/v1development/profiles" \
+	--interval 2 --max-burst-bytes 12KiB --flush-timeout 10 -F 999 --sample-labels thread,pid,cpu
+stop_sink
+"$PP_PYTHON" "$T/limits.py" "$T/gen" "$T/burst" otlp 16000 16777216 >"$T/bl.out" 2>&1
+cat "$T/bl.out"
+judge_burst=12288 judge "$T/burst" otlp >"$T/burst.judged"
+rc=$?
+grep -v ' ok: ' "$T/burst.judged" | head -n 5
+pp_check "OTLP: every request within --max-burst-bytes 12KiB as Pyroscope's limiter counts it" \
+	[ "$rc" -eq 0 ]
+pp_check "OTLP: windows went out as several requests for the burst" \
+	grep -qE 'requests per window \[.*[2-9]' "$T/bl.out"
+
 # --- the push: one request per service, each cut below 8 samples --------------------------------
 pp_start_sink push '[]'
 pp_run_for 5 "$T/p" --exporter pyroscope --endpoint "http://127.0.0.1:$SINK_PORT" --interval 2 \
@@ -185,8 +204,10 @@ pp_check "push: Pyroscope's ingest rules (v1.21, head) accept every request unde
 cat >"$T/series.py" <<'PY'
 """series.py FILE: the series Pyroscope would make (one label set per line, from --series-out)
 per profile type: prints "TYPE: S series, V services" per type; exit 0 when every type has
-exactly one series per program: a service, and over OTLP the executable's path (two
-python3.11 of different paths are one service, and two programs; seen beside a build)."""
+exactly one series per program: a service, and the executable's path (OTLP) or the process
+name (the push: "[bash]" where the executable was not read): two python3.11 of different
+paths are one service and two programs, seen beside a build, as is a bash read and one gone
+before it was."""
 import ast, collections, sys
 series = collections.defaultdict(set)
 for line in open(sys.argv[1]):
@@ -195,7 +216,8 @@ for line in open(sys.argv[1]):
 ok = bool(series)
 for name, sets in sorted(series.items()):
     services = {dict(s)["service_name"] for s in sets}
-    programs = {(dict(s)["service_name"], dict(s).get("process.executable.path")) for s in sets}
+    programs = {(dict(s)["service_name"], dict(s).get("process.executable.path"),
+                 dict(s).get("process_name")) for s in sets}
     print(f"{name}: {len(sets)} series, {len(services)} services, {len(programs)} programs")
     ok &= len(sets) == len(programs)
     if len(sets) != len(programs):
