@@ -179,8 +179,9 @@ rc=$?
 grep -v ' ok: ' "$T/burst.judged" | head -n 5
 pp_check "OTLP: every request within --max-burst-bytes 12KiB as Pyroscope's limiter counts it" \
 	[ "$rc" -eq 0 ]
-pp_check "OTLP: windows went out as several requests for the burst" \
-	grep -qE 'requests per window \[.*[2-9]' "$T/bl.out"
+pp_check "OTLP: windows went out as several requests for the burst, and the summary says so" \
+	bash -c "grep -qE 'requests per window \[.*[2-9]' '$T/bl.out' &&
+		grep -qE '[1-9][0-9]* more requests for the burst' '$T/bu.err'"
 
 # --- the push: one request per service, each cut below 8 samples --------------------------------
 pp_start_sink push '[]'

@@ -542,9 +542,11 @@ int pp_metrics_render(const struct pp_health_snapshot *s, const struct pp_health
 	fprintf(f, "pebsprof_export_failing_seconds %.3f\n", secs(failing));
 	family(f, "pebsprof_export_cut_total", "counter",
 	       "Cut before sending to meet the backend's limits: profiles over max-profile-samples "
-	       "or max-profile-bytes, requests over max-request-bytes.");
+	       "or max-profile-bytes, requests over max-request-bytes, and requests more to keep "
+	       "each within max-burst-bytes.");
 	labelled(f, "pebsprof_export_cut_total", "what", "profile", s->profiles_cut);
 	labelled(f, "pebsprof_export_cut_total", "what", "request", s->requests_cut);
+	labelled(f, "pebsprof_export_cut_total", "what", "burst", s->requests_packed);
 	family(f, "pebsprof_export_oversize_samples_total", "counter",
 	       "Single samples over max-profile-bytes on their own: sent, and likely refused.");
 	value(f, "pebsprof_export_oversize_samples_total", s->samples_oversize);

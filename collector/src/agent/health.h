@@ -171,7 +171,7 @@ struct pp_health_snapshot {
 	struct pp_transport_stats transport;
 	uint64_t split_resent, split_dropped; /* too large for the server (413, 400) */
 	/* Cut before sending for the backend's limits (pebsprof/split.h). */
-	uint64_t profiles_cut, requests_cut, samples_oversize;
+	uint64_t profiles_cut, requests_cut, requests_packed, samples_oversize;
 	uint64_t label_names_dropped; /* left out for Pyroscope's 30 names, summed per window */
 	struct pp_health_http_stats http;
 };

@@ -76,7 +76,7 @@ struct agent {
 	atomic_uint_fast64_t split_resent, split_dropped;
 	/* Cut before sending to meet the backend's limits (split.h): profiles over the sample
 	 * or byte limit, requests over max-request-bytes; single samples over the byte limit. */
-	uint64_t profiles_cut, requests_cut, samples_oversize;
+	uint64_t profiles_cut, requests_cut, requests_packed, samples_oversize;
 	uint64_t label_names_dropped; /* summed over the windows sent (Pyroscope's limit) */
 	uint64_t strings_cleaned;     /* summed over the windows closed */
 	int label_drop_said;	      /* the names left out were logged once */
@@ -477,6 +477,7 @@ static int send_window(struct agent *ag, const struct pp_profile *p,
 			 (unsigned long long)ag->window_seq, split.cut, split.groups, split.nparts,
 			 split.oversize);
 	ag->profiles_cut += split.cut;
+	ag->requests_packed += split.packed;
 	ag->samples_oversize += split.oversize;
 	if (push)
 		pp_pprof_plan_labels(p, &budget);
@@ -727,13 +728,15 @@ static void print_summary(struct agent *ag)
 				(unsigned long long)ts.split_needed,
 				(unsigned long long)atomic_load(&ag->split_resent),
 				(unsigned long long)atomic_load(&ag->split_dropped));
-		if (ag->profiles_cut || ag->requests_cut)
+		if (ag->profiles_cut || ag->requests_cut || ag->requests_packed)
 			pp_info(
 			    "export: cut before sending for the backend's limits: %llu profiles "
 			    "(max-profile-samples, max-profile-bytes), %llu requests "
-			    "(max-request-bytes)",
+			    "(max-request-bytes); %llu more requests for the burst "
+			    "(max-burst-bytes)",
 			    (unsigned long long)ag->profiles_cut,
-			    (unsigned long long)ag->requests_cut);
+			    (unsigned long long)ag->requests_cut,
+			    (unsigned long long)ag->requests_packed);
 	} else {
 		pp_info(
 		    "stopped: %llu windows written to %s, %llu samples (lost in kernel %llu, "
@@ -837,6 +840,7 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.failures_in_a_row = (uint32_t)atomic_load(&ag->failures_in_a_row);
 	snap.profiles_cut = ag->profiles_cut;
 	snap.requests_cut = ag->requests_cut;
+	snap.requests_packed = ag->requests_packed;
 	snap.samples_oversize = ag->samples_oversize;
 	snap.label_names_dropped = ag->label_names_dropped;
 	if (ag->transport) {

@@ -329,6 +329,7 @@ static int arrange(struct splitter *sp, struct pp_split *out)
 			    bytes + pc->bytes > sp->lim->max_request_bytes) {
 				err = emit_sorted(sp, out, n);
 				n = bytes = 0;
+				out->packed++;
 			}
 			for (size_t j = pc->lo; j < pc->hi; j++)
 				sp->idx[n++] = sp->m[j].idx;

@@ -322,6 +322,7 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.transport.split_needed = 7;
 	s.profiles_cut = 11;
 	s.requests_cut = 12;
+	s.requests_packed = 97;
 	s.samples_oversize = 13;
 	s.label_names_dropped = 14;
 	s.transport.rejected_profiles = 8;
@@ -482,10 +483,12 @@ static const char metrics_tail[] =
     "# TYPE pebsprof_export_failing_seconds gauge\n"
     "pebsprof_export_failing_seconds 2.500\n"
     "# HELP pebsprof_export_cut_total Cut before sending to meet the backend's limits: profiles "
-    "over max-profile-samples or max-profile-bytes, requests over max-request-bytes.\n"
+    "over max-profile-samples or max-profile-bytes, requests over max-request-bytes, and "
+    "requests more to keep each within max-burst-bytes.\n"
     "# TYPE pebsprof_export_cut_total counter\n"
     "pebsprof_export_cut_total{what=\"profile\"} 11\n"
     "pebsprof_export_cut_total{what=\"request\"} 12\n"
+    "pebsprof_export_cut_total{what=\"burst\"} 97\n"
     "# HELP pebsprof_export_oversize_samples_total Single samples over max-profile-bytes on their "
     "own: sent, and likely refused.\n"
     "# TYPE pebsprof_export_oversize_samples_total counter\n"

@@ -549,6 +549,7 @@ TEST(otlp_requests_packed_within_the_burst)
 	CHECK(s.nparts >= 2 && s.nparts <= 3);
 	CHECK_EQ_U64(s.groups, 6);
 	CHECK_EQ_U64(s.cut, 0); /* each resource fits alone: none is cut */
+	CHECK_EQ_U64(s.packed, s.nparts - 1);
 	REQUIRE(s.nparts <= 8);
 	for (size_t i = 0; i < s.nparts; i++) {
 		parts[i] = s.parts[i].profile;
