@@ -523,11 +523,9 @@ static int append(struct pp_unwind_table *t, uint64_t pc, uint16_t rule)
 	return 0;
 }
 
-static void row_at(const struct pp_unwind_table *t, size_t i, struct pp_unwind_row *out)
+static struct pp_unwind_row row_of_rule(const struct row_rule *r, uint64_t pc)
 {
-	const struct row_rule *r = &t->rules[t->rule_ix[i]];
-
-	*out = (struct pp_unwind_row){.pc = row_pc(t, i),
+	return (struct pp_unwind_row){.pc = pc,
 				      .cfa_off = r->cfa_off,
 				      .rbp_off = r->rbp_off,
 				      .ra_off = r->ra_off,
@@ -535,6 +533,11 @@ static void row_at(const struct pp_unwind_table *t, size_t i, struct pp_unwind_r
 				      .rbp_rule = r->rbp_rule,
 				      .ra_rule = r->ra_rule,
 				      .flags = r->flags};
+}
+
+static void row_at(const struct pp_unwind_table *t, size_t i, struct pp_unwind_row *out)
+{
+	*out = row_of_rule(&t->rules[t->rule_ix[i]], row_pc(t, i));
 }
 
 /* Append a row, merged into the previous one when the rules are the same. */
@@ -1419,18 +1422,9 @@ size_t pp_unwind_table_rule_count(const struct pp_unwind_table *t)
 
 bool pp_unwind_table_rule_get(const struct pp_unwind_table *t, size_t k, struct pp_unwind_row *out)
 {
-	const struct row_rule *r;
-
 	if (!t || k >= t->nrules)
 		return false;
-	r = &t->rules[k];
-	*out = (struct pp_unwind_row){.cfa_off = r->cfa_off,
-				      .rbp_off = r->rbp_off,
-				      .ra_off = r->ra_off,
-				      .cfa_rule = r->cfa_rule,
-				      .rbp_rule = r->rbp_rule,
-				      .ra_rule = r->ra_rule,
-				      .flags = r->flags};
+	*out = row_of_rule(&t->rules[k], 0);
 	return true;
 }
 

@@ -20,6 +20,7 @@
 #include "testsh.h"
 #include "unwind/unwind_pack.h"
 #include "unwind/unwind_table.h"
+#include "unwind_rows.h"
 
 #define BASE 0x401000ull
 
@@ -46,22 +47,6 @@ static bool same_rule(const struct pp_unwind_rules *d, uint32_t i, const struct 
 	return i != 0 && g->cfa_rule == r->cfa_rule && g->cfa_off == r->cfa_off &&
 	       g->rbp_rule == r->rbp_rule && g->rbp_off == r->rbp_off && g->ra_rule == r->ra_rule &&
 	       g->ra_off == r->ra_off && g->flags == r->flags;
-}
-
-/* Row i by value (zeros past the last). */
-static struct pp_unwind_row row_of(const struct pp_unwind_table *t, size_t i)
-{
-	struct pp_unwind_row r = {0};
-
-	pp_unwind_table_get(t, i, &r);
-	return r;
-}
-
-/* The row covering pc, in *buf: buf, or NULL before the first row. */
-static const struct pp_unwind_row *lookup_row(const struct pp_unwind_table *t, uint64_t pc,
-					      struct pp_unwind_row *buf)
-{
-	return pp_unwind_table_lookup(t, pc, buf) ? buf : NULL;
 }
 
 /*

@@ -17,22 +17,7 @@
 #include "check.h"
 #include "testsh.h"
 #include "unwind/unwind_table.h"
-
-/* Row i by value (zeros past the last). */
-static struct pp_unwind_row row_of(const struct pp_unwind_table *t, size_t i)
-{
-	struct pp_unwind_row r = {0};
-
-	pp_unwind_table_get(t, i, &r);
-	return r;
-}
-
-/* The row covering pc, in *buf: buf, or NULL before the first row. */
-static const struct pp_unwind_row *lookup_row(const struct pp_unwind_table *t, uint64_t pc,
-					      struct pp_unwind_row *buf)
-{
-	return pp_unwind_table_lookup(t, pc, buf) ? buf : NULL;
-}
+#include "unwind_rows.h"
 
 static const char c_src[] =
     "#include <stdio.h>\n"
