@@ -548,7 +548,8 @@ int pp_metrics_render(const struct pp_health_snapshot *s, const struct pp_health
 	labelled(f, "pebsprof_export_cut_total", "what", "request", s->requests_cut);
 	labelled(f, "pebsprof_export_cut_total", "what", "burst", s->requests_packed);
 	family(f, "pebsprof_export_oversize_samples_total", "counter",
-	       "Single samples over max-profile-bytes on their own: sent, and likely refused.");
+	       "Single samples over max-profile-bytes or max-burst-bytes on their own: sent, and "
+	       "likely refused.");
 	value(f, "pebsprof_export_oversize_samples_total", s->samples_oversize);
 	family(f, "pebsprof_export_label_names_dropped_total", "counter",
 	       "Label names left out of exported windows to stay within Pyroscope's 30 per "

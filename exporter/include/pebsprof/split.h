@@ -74,7 +74,7 @@ struct pp_split {
 	size_t nparts;
 	size_t groups;	 /* the profiles the backend sees in the whole window */
 	size_t cut;	 /* groups cut into pieces for a limit */
-	size_t oversize; /* single samples over max_profile_bytes, which no cut helps: sent */
+	size_t oversize; /* single samples over the byte limits, which no cut helps: sent */
 	size_t packed;	 /* parts more than the cuts made, to keep within max_request_bytes */
 	/* owned parts, freed by pp_split_fini */
 	struct pp_profile **owned;
