@@ -839,7 +839,8 @@ int pp_shim_add_wake_fd(struct pp_shim *shim, int fd)
 
 int pp_shim_poll(struct pp_shim *shim, int timeout_ms, pp_shim_record_fn cb, void *ctx)
 {
-	int polled, consumed;
+	int polled = 0, consumed;
+	bool waited = false;
 
 	shim->cb = cb;
 	shim->cb_ctx = ctx;
@@ -864,14 +865,16 @@ int pp_shim_poll(struct pp_shim *shim, int timeout_ms, pp_shim_record_fn cb, voi
 			 */
 			if (n > 0)
 				shim->wake_quiet_until_ns = now + WAKE_QUIET_MS * 1000000ull;
-			timeout_ms = 0;
+			waited = true;
 		} else {
 			int left = (int)((shim->wake_quiet_until_ns - now + 999999) / 1000000);
 
 			timeout_ms = timeout_ms < 0 || left < timeout_ms ? left : timeout_ms;
 		}
 	}
-	polled = ring_buffer__poll(shim->rb, timeout_ms);
+	/* woken through the epoll holding the rings': no second wait, the rings are read below */
+	if (!waited)
+		polled = ring_buffer__poll(shim->rb, timeout_ms);
 	if (polled < 0)
 		return polled;
 	/*
