@@ -28,7 +28,7 @@ struct member {
 struct piece {
 	size_t lo, hi;
 	size_t piece;
-	size_t bytes; /* its bound as pprof (pp_pprof_size_bound), for packing requests */
+	size_t bytes; /* its size as pprof, bound or exact (measure_pieces), for packing requests */
 };
 
 struct splitter {
