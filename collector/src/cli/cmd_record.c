@@ -40,6 +40,8 @@
 #define RECORD_DEBUGINFOD_WAIT_S 10u
 /* How long record waits at the end for symbol tables still being read. */
 #define RECORD_SYMBOLS_WAIT_S 10u
+/* The unwinder's queued work at the end, for the summary's counts (a table may be compiling). */
+#define RECORD_UNWINDER_WAIT_MS 2000u
 
 /* The keys record shares with run: where pod metadata comes from and how frames are named,
  * read from the same config file (PEBSPROF_CONFIG) and environment as the agent's, so
@@ -969,6 +971,10 @@ int pp_cmd_record(int argc, char **argv)
 	pp_shim_detach_all(smp.shim);
 	while (pp_shim_poll(smp.shim, 0, pp_session_record_cb, session) > 0)
 		;
+	pp_session_read_sideband(session);
+	/* and the unwinder's queue: the exits read last are released before the summary */
+	if (pp_unwinder_drain_for(smp.unwinder, RECORD_UNWINDER_WAIT_MS))
+		pp_debug("unwinder: work still queued after %u ms", RECORD_UNWINDER_WAIT_MS);
 	refresh_pods_if_missed(&containers);
 	/* the files still being read when sampling stopped name their frames before writing */
 	if (pp_session_wait_symbols(session, (uint64_t)RECORD_SYMBOLS_WAIT_S * 1000))

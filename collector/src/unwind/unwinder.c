@@ -1205,14 +1205,33 @@ int pp_unwinder_install(struct pp_unwinder *u, uint32_t tgid)
 
 void pp_unwinder_drain(struct pp_unwinder *u)
 {
+	(void)pp_unwinder_drain_for(u, UINT64_MAX);
+}
+
+int pp_unwinder_drain_for(struct pp_unwinder *u, uint64_t timeout_ms)
+{
+	struct timespec until;
 	struct queued q;
+	int ret = 0;
 
 	if (!u)
-		return;
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &until); /* the condition's clock */
+	if (timeout_ms < (uint64_t)INT32_MAX * 1000) {
+		until.tv_sec += (time_t)(timeout_ms / 1000);
+		until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+	} else {
+		until.tv_sec += (time_t)INT32_MAX;
+	}
 	pthread_mutex_lock(&u->lock);
 	if (u->has_thread) {
-		while (u->qlen || u->busy)
-			pthread_cond_wait(&u->idle, &u->lock);
+		while ((u->qlen || u->busy) && !ret)
+			if (pthread_cond_timedwait(&u->idle, &u->lock, &until) == ETIMEDOUT)
+				ret = u->qlen || u->busy ? -ETIMEDOUT : 0;
 	} else {
 		pthread_mutex_unlock(&u->lock);
 		sweep(u);
@@ -1224,6 +1243,7 @@ void pp_unwinder_drain(struct pp_unwinder *u)
 		}
 	}
 	pthread_mutex_unlock(&u->lock);
+	return ret;
 }
 
 void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out)

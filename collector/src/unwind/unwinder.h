@@ -108,6 +108,8 @@ int pp_unwinder_install(struct pp_unwinder *u, uint32_t tgid);
  * releases the processes /proc no longer has, then does the queued work here.
  */
 void pp_unwinder_drain(struct pp_unwinder *u);
+/* The same, waiting for the worker at most timeout_ms: 0, or -ETIMEDOUT. */
+int pp_unwinder_drain_for(struct pp_unwinder *u, uint64_t timeout_ms);
 
 void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out);
 

@@ -462,6 +462,44 @@ TEST(the_worker_installs_noted_processes)
 	mem_sink_free(m);
 }
 
+/* A sink whose process lists wait for the test to open a gate: the worker stays busy. */
+static volatile int g_gate_open;
+
+static int gated_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_proc *p)
+{
+	for (int i = 0; i < 10000 && !__atomic_load_n(&g_gate_open, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	return mem_set_proc(ctx, tgid, p);
+}
+
+/* The end of a capture waits for the worker a bounded time: said when it is still busy. */
+TEST(drain_for_waits_a_bounded_time)
+{
+	struct mem_sink *m = mem_sink_new(1u << 20);
+	struct pp_unwinder *u;
+	struct pp_unwinder_stats st;
+	pid_t a;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL);
+	m->sink.set_proc = gated_set_proc;
+	__atomic_store_n(&g_gate_open, 0, __ATOMIC_RELEASE);
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){.worker = true});
+	REQUIRE(u != NULL);
+	a = start("chain");
+	pp_unwinder_note(u, (uint32_t)a);
+	CHECK_EQ_U64(pp_unwinder_drain_for(u, 50), (uint64_t)-ETIMEDOUT);
+	__atomic_store_n(&g_gate_open, 1, __ATOMIC_RELEASE);
+	CHECK_EQ_U64(pp_unwinder_drain_for(u, 10000), 0);
+	pp_unwinder_get_stats(u, &st);
+	CHECK_EQ_U64(st.procs_installed, 1);
+	CHECK(mem_proc(m, (uint32_t)a) != NULL);
+	stop(a);
+	pp_unwinder_free(u);
+	mem_sink_free(m);
+}
+
 TEST_LIST = {
     {"a_process_gets_its_mappings_and_tables", a_process_gets_its_mappings_and_tables},
     {"files_are_compiled_once_and_releases_free_processes",
@@ -469,5 +507,6 @@ TEST_LIST = {
     {"a_small_budget_evicts_unused_tables_and_counts_what_does_not_fit",
      a_small_budget_evicts_unused_tables_and_counts_what_does_not_fit},
     {"the_worker_installs_noted_processes", the_worker_installs_noted_processes},
+    {"drain_for_waits_a_bounded_time", drain_for_waits_a_bounded_time},
 };
 TEST_MAIN()
