@@ -184,19 +184,32 @@ pp_start_sink() {
 		--script "$2" >"$PP_TMP/$1.port" 2>"$PP_TMP/$1.err" &
 	SINK=$!
 	PP_BG_PIDS="${PP_BG_PIDS:-} $SINK"
-	for _ in $(seq 50); do grep -q PORT "$PP_TMP/$1.port" 2>/dev/null && break; sleep 0.1; done
+	# a busy machine starts python slowly: up to 60 s, or until the sink has exited
+	for _ in $(seq 600); do
+		grep -q PORT "$PP_TMP/$1.port" 2>/dev/null && break
+		kill -0 "$SINK" 2>/dev/null || break
+		sleep 0.1
+	done
 	SINK_PORT=$(awk '/PORT/{print $2}' "$PP_TMP/$1.port")
 }
 
 # pp_run_for SECONDS OUT ARGS...: `pebsprof run ARGS` for SECONDS, then SIGTERM; its output in
 # OUT.out and OUT.err; PP_RC is its exit status (124 if it took more than 30 s to stop).
 pp_run_for() {
-	local secs=$1 out=$2
+	local secs=$1 out=$2 i
 	shift 2
 	"$PEBSPROF" run "$@" >"$out.out" 2>"$out.err" &
 	local pid=$!
+	# The seconds count from when sampling began (the agent says so): beside the kernel
+	# matrix, loading the shim took long enough that a 4 s run was stopped before it sent
+	# anything. At most 120 s; an agent that exits first (bad configuration) ends the wait.
+	for ((i = 0; i < 1200; i++)); do
+		grep -q 'info: sampling;' "$out.err" 2>/dev/null && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
 	sleep "$secs"
-	kill -TERM "$pid"
+	kill -TERM "$pid" 2>/dev/null
 	pp_wait_pid "$pid" 30
 }
 
