@@ -265,15 +265,15 @@ int pp_config_key_lookup(const char *name); /* key or -1 */
  * given), else attribute keys (any text, percent-decoded like the values: the OTel spec's
  * OTEL_RESOURCE_ATTRIBUTES, where Kubernetes-style keys hold '/').
  */
+int pp_kv_list_parse(const char *buf, size_t len, bool header_names, struct pp_kv_list *out,
+		     char *err, size_t errlen);
+void pp_kv_list_free(struct pp_kv_list *l);
 /*
  * Resource attributes become labels of every series a backend stores: names and values
  * within Pyroscope's bounds (one label over them refuses every push, which the agent cannot
  * retry). -EINVAL with the reason in err.
  */
 int pp_resource_attributes_check(const struct pp_kv_list *l, char *err, size_t errlen);
-int pp_kv_list_parse(const char *buf, size_t len, bool header_names, struct pp_kv_list *out,
-		     char *err, size_t errlen);
-void pp_kv_list_free(struct pp_kv_list *l);
 /* http(s)://[user[:pass]@]host[:port][/path][?query]; host a name, IPv4 or [IPv6]. */
 int pp_url_check(const char *buf, size_t len, char *err, size_t errlen);
 /* A byte count with an optional KiB/MiB/GiB (or K/M/G) suffix. */
