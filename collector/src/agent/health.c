@@ -1141,12 +1141,11 @@ struct pp_health_server *pp_health_server_new(const char *addr,
 		goto fail;
 	}
 	ret = -pthread_create(&s->thread, NULL, server_main, s);
-	if (ret == 0)
-		pthread_setname_np(s->thread, "pp-health"); /* top -H, perf: which thread */
 	if (ret) {
 		snprintf(err, errlen, "listen: cannot start the server thread: %s", strerror(-ret));
 		goto fail;
 	}
+	pthread_setname_np(s->thread, "pp-health"); /* top -H, perf: which thread */
 	s->running = 1;
 	return s;
 fail:

@@ -819,13 +819,12 @@ struct pp_k8s_meta *pp_k8s_meta_new(const struct pp_k8s_meta_opts *opts)
 	if (o->no_thread)
 		return m;
 	rc = pthread_create(&m->thread, NULL, fetch_main, m);
-	if (rc == 0)
-		pthread_setname_np(m->thread, "pp-k8s-meta"); /* top -H, perf: which thread */
 	if (rc) {
 		pp_k8s_meta_free(m);
 		errno = rc;
 		return NULL;
 	}
+	pthread_setname_np(m->thread, "pp-k8s-meta"); /* top -H, perf: which thread */
 	m->thread_started = 1;
 	return m;
 nomem:

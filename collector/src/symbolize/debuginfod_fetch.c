@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/deadline.h"
 #include "base/log.h"
 
 /* libdebuginfod's interface (elfutils/debuginfod.h), declared here: it is loaded at run time. */
@@ -337,10 +338,9 @@ struct pp_debuginfod *pp_debuginfod_new(const struct pp_debuginfod_opts *o)
 		goto fail;
 	}
 	err = -pthread_create(&d->thread, NULL, worker, d);
-	if (err == 0)
-		pthread_setname_np(d->thread, "pp-debuginfod"); /* top -H, perf: which thread */
 	if (err)
 		goto fail;
+	pthread_setname_np(d->thread, "pp-debuginfod"); /* top -H, perf: which thread */
 	d->thread_started = true;
 	return d;
 fail:
@@ -476,18 +476,11 @@ size_t pp_debuginfod_take_ready(struct pp_debuginfod *d, char (*ids)[PP_BUILD_ID
 
 int pp_debuginfod_wait_idle(struct pp_debuginfod *d, uint64_t timeout_ms)
 {
-	struct timespec until;
+	struct timespec until = pp_deadline_after_ms(CLOCK_REALTIME, timeout_ms);
 	int ret = 0;
 
 	if (!d)
 		return 0;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (time_t)(timeout_ms / 1000);
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&d->lock);
 	while ((d->nqueue || d->in_flight) && ret == 0)
 		ret = pthread_cond_timedwait(&d->idle, &d->lock, &until);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/deadline.h"
 #include "base/vec.h"
 #include "process/mapped_file.h"
 
@@ -237,14 +238,13 @@ struct pp_symloader *pp_symloader_new(const struct pp_symloader_opts *opts)
 		pthread_condattr_destroy(&ca);
 	}
 	err = pthread_create(&l->thread, NULL, worker_main, l);
-	if (err == 0)
-		pthread_setname_np(l->thread, "pp-symloader"); /* top -H, perf: which thread */
 	if (err) {
 		pthread_cond_destroy(&l->work);
 		pthread_cond_destroy(&l->changed);
 		pthread_mutex_destroy(&l->lock);
 		goto fail;
 	}
+	pthread_setname_np(l->thread, "pp-symloader"); /* top -H, perf: which thread */
 	l->started = true;
 	return l;
 fail:
@@ -357,23 +357,9 @@ size_t pp_symloader_take(struct pp_symloader *l, struct pp_symload_result *out, 
 	return n;
 }
 
-static struct timespec deadline_in(uint64_t timeout_ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(timeout_ms / 1000);
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
 static int wait_until(struct pp_symloader *l, uint64_t timeout_ms, bool for_idle)
 {
-	struct timespec until = deadline_in(timeout_ms);
+	struct timespec until = pp_deadline_after_ms(CLOCK_MONOTONIC, timeout_ms);
 	int err = 0;
 
 	if (!l)

@@ -23,6 +23,7 @@
 
 #include <bpf/bpf.h>
 
+#include "base/deadline.h"
 #include "base/log.h"
 #include "base/elf_read.h"
 #include "process/mapped_file.h"
@@ -980,15 +981,13 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->st.rows_total = sink->nr_rows;
 	if (opts && opts->worker) {
 		int err = pthread_create(&u->thread, NULL, worker, u);
-		if (err == 0)
-			pthread_setname_np(u->thread,
-					   "pp-unwinder"); /* top -H, perf: which thread */
 
 		if (err) {
 			pp_unwinder_free(u);
 			errno = err;
 			return NULL;
 		}
+		pthread_setname_np(u->thread, "pp-unwinder"); /* top -H, perf: which thread */
 		u->has_thread = true;
 	}
 	return u;
@@ -1210,23 +1209,12 @@ void pp_unwinder_drain(struct pp_unwinder *u)
 
 int pp_unwinder_drain_for(struct pp_unwinder *u, uint64_t timeout_ms)
 {
-	struct timespec until;
+	struct timespec until = pp_deadline_after_ms(CLOCK_REALTIME, timeout_ms); /* idle's clock */
 	struct queued q;
 	int ret = 0;
 
 	if (!u)
 		return 0;
-	clock_gettime(CLOCK_REALTIME, &until); /* the condition's clock */
-	if (timeout_ms < (uint64_t)INT32_MAX * 1000) {
-		until.tv_sec += (time_t)(timeout_ms / 1000);
-		until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-	} else {
-		until.tv_sec += (time_t)INT32_MAX;
-	}
 	pthread_mutex_lock(&u->lock);
 	if (u->has_thread) {
 		while ((u->qlen || u->busy) && !ret)
