@@ -217,6 +217,7 @@ int pp_unwind_pack(const struct pp_unwind_table *t, struct pp_unwind_rules *d, u
 	struct pp_unwind_row row;
 	struct packer *pk;
 	uint32_t *local; /* the dictionary's index of each of the table's rules */
+	size_t nlocal;
 	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -238,9 +239,10 @@ int pp_unwind_pack(const struct pp_unwind_table *t, struct pp_unwind_rules *d, u
 	if (cap > max_words)
 		cap = max_words;
 	pk = calloc(1, sizeof(*pk));
-	local = malloc((pp_unwind_table_rule_count(t) + 1) * sizeof(*local));
+	nlocal = pp_unwind_table_rule_count(t) + 1;
+	local = malloc(nlocal * sizeof(*local));
 	if (local)
-		memset(local, 0xff, (pp_unwind_table_rule_count(t) + 1) * sizeof(*local));
+		memset(local, 0xff, nlocal * sizeof(*local)); /* every one UNMAPPED */
 	out->words = malloc(cap * sizeof(*out->words));
 	out->rules = malloc(PP_UW_MAX_RULES * sizeof(*out->rules));
 	out->new_rules = malloc(PP_UW_MAX_RULES * sizeof(*out->new_rules));

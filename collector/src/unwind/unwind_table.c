@@ -461,10 +461,9 @@ static int rule_slots_grow(struct pp_unwind_table *t)
 	return 0;
 }
 
-/* The index of the row's rules in the table's list, added if new. */
-static int intern_rule(struct pp_unwind_table *t, const struct pp_unwind_row *row, uint16_t *out)
+/* The index of rule r in the table's list, added if new. */
+static int intern_rule(struct pp_unwind_table *t, struct row_rule r, uint16_t *out)
 {
-	struct row_rule r = rule_of_row(row);
 	size_t j;
 	int err;
 
@@ -543,27 +542,20 @@ static void row_at(const struct pp_unwind_table *t, size_t i, struct pp_unwind_r
 /* Append a row, merged into the previous one when the rules are the same. */
 static int push(struct pp_unwind_table *t, const struct pp_unwind_row *r)
 {
+	struct row_rule rr = rule_of_row(r);
 	uint16_t rule;
 	int err;
 
-	if (t->n && row_pc(t, t->n - 1) <= r->pc) {
-		struct row_rule rr = rule_of_row(r);
-
-		/* most rows repeat the one before: merged without a lookup */
-		if (same_rule(&t->rules[t->rule_ix[t->n - 1]], &rr))
-			return 0;
-	}
-	err = intern_rule(t, r, &rule);
+	/* most rows repeat the one before: merged without a lookup */
+	if (t->n && row_pc(t, t->n - 1) <= r->pc && same_rule(&t->rules[t->rule_ix[t->n - 1]], &rr))
+		return 0;
+	err = intern_rule(t, rr, &rule);
 	if (err)
 		return err;
-	if (t->n && row_pc(t, t->n - 1) <= r->pc) {
-		if (t->rule_ix[t->n - 1] == rule)
-			return 0;
-		if (row_pc(t, t->n - 1) == r->pc) {
-			t->rule_ix[t->n - 1] =
-			    rule; /* an empty range before it: the later rules win */
-			return 0;
-		}
+	if (t->n && row_pc(t, t->n - 1) == r->pc) {
+		/* an empty range before it: the later rules win */
+		t->rule_ix[t->n - 1] = rule;
+		return 0;
 	}
 	return append(t, r->pc, rule);
 }
@@ -1334,7 +1326,7 @@ struct pp_unwind_table *pp_unwind_table_from_rows(const struct pp_unwind_row *ro
 	for (size_t i = 0; i < n && !err; i++) {
 		uint16_t rule;
 
-		err = intern_rule(t, &rows[i], &rule);
+		err = intern_rule(t, rule_of_row(&rows[i]), &rule);
 		if (!err)
 			err = append(t, rows[i].pc, rule);
 	}
