@@ -28,7 +28,8 @@ struct member {
 struct piece {
 	size_t lo, hi;
 	size_t piece;
-	size_t bytes; /* its size as pprof, bound or exact (measure_pieces), for packing requests */
+	size_t bytes; /* its size as pprof, for packing requests: a bound, or what it encodes to */
+	bool exact;   /* bytes is what it encodes to */
 };
 
 struct splitter {
@@ -133,7 +134,8 @@ static bool same_group(const struct splitter *sp, const struct member *x, const 
 					     : same_resource(x, y);
 }
 
-static int add_piece(struct splitter *sp, size_t lo, size_t hi, size_t piece)
+static int add_piece(struct splitter *sp, size_t lo, size_t hi, size_t piece, size_t bytes,
+		     bool exact)
 {
 	if (sp->npieces == sp->cap_pieces) {
 		size_t cap = sp->cap_pieces ? sp->cap_pieces * 2 : 16;
@@ -144,7 +146,7 @@ static int add_piece(struct splitter *sp, size_t lo, size_t hi, size_t piece)
 		sp->pieces = np;
 		sp->cap_pieces = cap;
 	}
-	sp->pieces[sp->npieces++] = (struct piece){lo, hi, piece, 0};
+	sp->pieces[sp->npieces++] = (struct piece){lo, hi, piece, bytes, exact};
 	return 0;
 }
 
@@ -156,28 +158,35 @@ static size_t piece_limit(const struct pp_split_limits *lim)
 	return !a ? b : !b ? a : a < b ? a : b;
 }
 
-/* Whether members [lo, hi) encode within piece_limit(); < 0 on error. */
-static int fits_bytes(struct splitter *sp, size_t lo, size_t hi)
+/*
+ * Whether members [lo, hi) encode within piece_limit(); < 0 on error. *bytes: their bound as
+ * pprof, or (*exact) what they encode to, where the bound was over the limit (0 without one).
+ */
+static int fits_bytes(struct splitter *sp, size_t lo, size_t hi, size_t *bytes, bool *exact)
 {
-	size_t n = hi - lo, limit = piece_limit(sp->lim), len = 0;
+	size_t n = hi - lo, limit = piece_limit(sp->lim);
 	/* all of it is sent as it is (emit): measure that, unreferenced entries included */
 	bool whole = n == pp_profile_sample_count(sp->p);
 	struct pp_profile *part = NULL;
 	uint8_t *buf = NULL;
 	int err;
 
+	*bytes = 0;
+	*exact = false;
 	if (!limit)
 		return 1;
 	for (size_t i = 0; !whole && i < n; i++)
 		sp->idx[i] = sp->m[lo + i].idx;
-	if (pp_pprof_size_bound(sp->p, whole ? NULL : sp->idx, n) <= limit)
+	*bytes = pp_pprof_size_bound(sp->p, whole ? NULL : sp->idx, n);
+	if (*bytes <= limit)
 		return 1;
 	if (!whole && !(part = pp_profile_subset_new(sp->p, sp->idx, n)))
 		return -errno;
-	err = pp_pprof_encode(whole ? sp->p : part, &buf, &len);
+	err = pp_pprof_encode(whole ? sp->p : part, &buf, bytes);
+	*exact = !err;
 	pp_profile_free(part);
 	free(buf);
-	return err ? err : len <= limit;
+	return err ? err : *bytes <= limit;
 }
 
 /*
@@ -186,7 +195,8 @@ static int fits_bytes(struct splitter *sp, size_t lo, size_t hi)
  */
 static int cut(struct splitter *sp, size_t lo, size_t hi, size_t *next)
 {
-	size_t n = hi - lo, max = sp->lim->max_samples;
+	size_t n = hi - lo, max = sp->lim->max_samples, bytes;
+	bool exact;
 	int fits, err;
 
 	if (max && n > max) {
@@ -199,7 +209,7 @@ static int cut(struct splitter *sp, size_t lo, size_t hi, size_t *next)
 		}
 		return 0;
 	}
-	fits = fits_bytes(sp, lo, hi);
+	fits = fits_bytes(sp, lo, hi, &bytes, &exact);
 	if (fits < 0)
 		return fits;
 	if (!fits && n >= 2) {
@@ -208,7 +218,7 @@ static int cut(struct splitter *sp, size_t lo, size_t hi, size_t *next)
 	}
 	if (!fits)
 		sp->oversize++;
-	return add_piece(sp, lo, hi, (*next)++);
+	return add_piece(sp, lo, hi, (*next)++, bytes, exact);
 }
 
 static int add_part(struct pp_split *out, const struct pp_profile *p, const char *service,
@@ -256,9 +266,10 @@ static int emit_sorted(struct splitter *sp, struct pp_split *out, size_t n)
 }
 
 /*
- * Each piece's size as pprof, where requests are packed by it: the bound, which costs no
- * encoding; where the bounds do not fit in one request, the size each piece encodes to (the
- * bound of a few resources is about twice what they take, and would double the requests).
+ * Requests are packed by the pieces' sizes that cut() measured: bounds, which cost no
+ * encoding. Where they do not fit in one request, each piece is measured by what it encodes
+ * to (the bound of a few resources is about twice what they take, and would double the
+ * requests).
  */
 static int measure_pieces(struct splitter *sp)
 {
@@ -266,30 +277,28 @@ static int measure_pieces(struct splitter *sp)
 
 	if (!sp->lim->max_request_bytes)
 		return 0;
-	for (int exact = 0; exact < 2; exact++) {
-		total = 0;
-		for (size_t i = 0; i < sp->npieces; i++) {
-			struct piece *pc = &sp->pieces[i];
-			size_t n = pc->hi - pc->lo;
+	for (size_t i = 0; i < sp->npieces; i++)
+		total =
+		    total + sp->pieces[i].bytes < total ? SIZE_MAX : total + sp->pieces[i].bytes;
+	if (total <= sp->lim->max_request_bytes)
+		return 0;
+	for (size_t i = 0; i < sp->npieces; i++) {
+		struct piece *pc = &sp->pieces[i];
+		struct pp_profile *part;
+		uint8_t *buf = NULL;
+		int err;
 
-			for (size_t j = pc->lo; j < pc->hi; j++)
-				sp->idx[j - pc->lo] = sp->m[j].idx;
-			if (!exact) {
-				pc->bytes = pp_pprof_size_bound(sp->p, sp->idx, n);
-			} else {
-				struct pp_profile *part = pp_profile_subset_new(sp->p, sp->idx, n);
-				uint8_t *buf = NULL;
-				int err = part ? pp_pprof_encode(part, &buf, &pc->bytes) : -errno;
-
-				pp_profile_free(part);
-				free(buf);
-				if (err)
-					return err;
-			}
-			total = total + pc->bytes < total ? SIZE_MAX : total + pc->bytes;
-		}
-		if (total <= sp->lim->max_request_bytes)
-			break;
+		if (pc->exact)
+			continue;
+		for (size_t j = pc->lo; j < pc->hi; j++)
+			sp->idx[j - pc->lo] = sp->m[j].idx;
+		part = pp_profile_subset_new(sp->p, sp->idx, pc->hi - pc->lo);
+		err = part ? pp_pprof_encode(part, &buf, &pc->bytes) : -errno;
+		pp_profile_free(part);
+		free(buf);
+		if (err)
+			return err;
+		pc->exact = true;
 	}
 	return 0;
 }
