@@ -175,6 +175,18 @@ pp_start_in_cgroup() {
 	echo $!
 }
 
+# pp_wait_line PID FILE PATTERN SECONDS: wait until FILE has a line matching PATTERN, at most
+# SECONDS (a busy machine is slow to start things), or until PID has exited. 0 when it has.
+pp_wait_line() {
+	local i
+	for ((i = 0; i < $4 * 10; i++)); do
+		grep -q "$3" "$2" 2>/dev/null && return 0
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q "$3" "$2" 2>/dev/null
+}
+
 # pp_start_sink NAME SCRIPT: tests/tools/pp_http_sink.py on a kernel-chosen port of 127.0.0.1,
 # recording into $PP_TMP/NAME and answering by SCRIPT (its JSON list); sets SINK (its pid,
 # killed at exit) and SINK_PORT.
@@ -184,30 +196,21 @@ pp_start_sink() {
 		--script "$2" >"$PP_TMP/$1.port" 2>"$PP_TMP/$1.err" &
 	SINK=$!
 	PP_BG_PIDS="${PP_BG_PIDS:-} $SINK"
-	# a busy machine starts python slowly: up to 60 s, or until the sink has exited
-	for _ in $(seq 600); do
-		grep -q PORT "$PP_TMP/$1.port" 2>/dev/null && break
-		kill -0 "$SINK" 2>/dev/null || break
-		sleep 0.1
-	done
+	pp_wait_line "$SINK" "$PP_TMP/$1.port" PORT 60 || :
 	SINK_PORT=$(awk '/PORT/{print $2}' "$PP_TMP/$1.port")
 }
 
 # pp_run_for SECONDS OUT ARGS...: `pebsprof run ARGS` for SECONDS, then SIGTERM; its output in
 # OUT.out and OUT.err; PP_RC is its exit status (124 if it took more than 30 s to stop).
 pp_run_for() {
-	local secs=$1 out=$2 i
+	local secs=$1 out=$2
 	shift 2
 	"$PEBSPROF" run "$@" >"$out.out" 2>"$out.err" &
 	local pid=$!
 	# The seconds count from when sampling began (the agent says so): beside the kernel
 	# matrix, loading the shim took long enough that a 4 s run was stopped before it sent
 	# anything. At most 120 s; an agent that exits first (bad configuration) ends the wait.
-	for ((i = 0; i < 1200; i++)); do
-		grep -q 'info: sampling;' "$out.err" 2>/dev/null && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
+	pp_wait_line "$pid" "$out.err" 'info: sampling;' 120 || :
 	sleep "$secs"
 	kill -TERM "$pid" 2>/dev/null
 	pp_wait_pid "$pid" 30

@@ -177,7 +177,7 @@ pp_check "hostile: a FIFO perf map neither blocks the capture nor names anything
 
 "$JIT" 3 none "$T/jg.pid" &
 JGPID=$!
-for _ in $(seq 600); do [ -s "$T/jg.pid" ] && break; sleep 0.1; done # at most 60 s
+pp_wait_line "$JGPID" "$T/jg.pid" . 60 || :
 JG=$(head -n1 "$T/jg.pid")
 ADDR=$(sed -n 2p "$T/jg.pid")
 {

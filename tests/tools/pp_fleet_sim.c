@@ -33,6 +33,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "rate_bytes.h"
 #include "session.h"
 
 struct sim {
@@ -311,47 +312,6 @@ struct figures {
 	uint64_t samples, profiles_over;
 };
 
-/*
- * What Pyroscope's rate limiter counts of an OTLP request holding part: each resource's
- * profile converted to its own pprof, summed (distributor.go `rateLimit`).
- */
-static int request_rate_bytes(const struct pp_profile *part, uint64_t *out)
-{
-	size_t n = pp_profile_sample_count(part), m;
-	size_t *idx = calloc(n + 1, sizeof(*idx));
-	bool *done = calloc(n + 1, sizeof(*done));
-	int err = idx && done ? 0 : -ENOMEM;
-
-	*out = 0;
-	for (size_t i = 0; !err && i < n; i++) {
-		const struct pp_sample_info *a = pp_profile_get_sample(part, i);
-		struct pp_profile *sub;
-		uint8_t *body = NULL;
-		size_t len = 0;
-
-		if (done[i])
-			continue;
-		m = 0;
-		for (size_t j = i; j < n; j++) {
-			const struct pp_sample_info *b = pp_profile_get_sample(part, j);
-
-			if (!done[j] && b->resource_id == a->resource_id &&
-			    (a->resource_id || b->pid == a->pid)) {
-				done[j] = true;
-				idx[m++] = j;
-			}
-		}
-		sub = pp_profile_subset_new(part, idx, m);
-		err = sub ? pp_pprof_encode(sub, &body, &len) : -ENOMEM;
-		*out += len;
-		free(body);
-		pp_profile_free(sub);
-	}
-	free(idx);
-	free(done);
-	return err;
-}
-
 static int measure(const struct sim *s, enum ptype t, struct figures *f)
 {
 	struct pp_split_limits lim = {PP_PYROSCOPE_MAX_SAMPLES, PP_PYROSCOPE_MAX_PROFILE_BYTES,
@@ -408,7 +368,7 @@ static int measure(const struct sim *s, enum ptype t, struct figures *f)
 				f->requests++;
 				f->raw_bytes += len;
 				f->wire_bytes += gz_len(body, len);
-				err = request_rate_bytes(part, &counted);
+				err = pp_test_request_rate_bytes(part, &counted);
 			}
 			free(body);
 			f->rate_bytes += counted;

@@ -11,6 +11,7 @@
 #include <pebsprof/writers.h>
 
 #include "check.h"
+#include "rate_bytes.h"
 #include "pprof/profile.pb-c.h"
 
 #include <errno.h>
@@ -249,44 +250,12 @@ static size_t pprof_len(const struct pp_profile *p)
 	return len;
 }
 
-/*
- * What Pyroscope's rate limiter counts of an OTLP request holding p: each resource's profile
- * as its own pprof, summed.
- */
+/* pp_test_request_rate_bytes(p) as a size: SIZE_MAX when it cannot be measured. */
 static size_t request_bytes(const struct pp_profile *p)
 {
-	size_t n = pp_profile_sample_count(p), total = 0, m;
-	size_t *idx = calloc(n + 1, sizeof(*idx));
-	uint64_t *done = calloc(n + 1, sizeof(*done));
-	size_t ndone = 0;
+	uint64_t v;
 
-	if (!idx || !done)
-		total = SIZE_MAX;
-	for (size_t i = 0; total != SIZE_MAX && i < n; i++) {
-		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
-		uint64_t key = s->resource_id ? (uint64_t)s->resource_id << 32 : s->pid;
-		struct pp_profile *sub;
-		bool seen = false;
-
-		for (size_t j = 0; j < ndone && !seen; j++)
-			seen = done[j] == key;
-		if (seen)
-			continue;
-		done[ndone++] = key;
-		m = 0;
-		for (size_t j = i; j < n; j++) {
-			const struct pp_sample_info *o = pp_profile_get_sample(p, j);
-
-			if ((o->resource_id ? (uint64_t)o->resource_id << 32 : o->pid) == key)
-				idx[m++] = j;
-		}
-		sub = pp_profile_subset_new(p, idx, m);
-		total = sub ? total + pprof_len(sub) : SIZE_MAX;
-		pp_profile_free(sub);
-	}
-	free(idx);
-	free(done);
-	return total;
+	return pp_test_request_rate_bytes(p, &v) ? SIZE_MAX : (size_t)v;
 }
 
 TEST(subset_keeps_what_its_samples_refer_to)

@@ -22,6 +22,7 @@
 #include "unwind/unwind_pack.h"
 #include "unwind/unwind_table.h"
 #include "unwind/unwinder.h"
+#include "unwind_rows.h"
 
 #define MAX_PROCS 16
 
@@ -253,14 +254,11 @@ TEST(a_process_gets_its_mappings_and_tables)
 		REQUIRE(t != NULL);
 		n = pp_unwind_table_count(t);
 		for (size_t i = 0; i + 1 < n && !bad; i++) {
-			struct pp_unwind_row row, next, first;
+			struct pp_unwind_row row = row_of(t, i);
 			const struct pp_unwind_row *want = &row;
-
-			pp_unwind_table_get(t, i, &row);
-			pp_unwind_table_get(t, i + 1, &next);
-			pp_unwind_table_get(t, 0, &first);
-			uint64_t base_vaddr = first.pc;
-			uint64_t at[2] = {want->pc - base_vaddr, next.pc - 1 - base_vaddr};
+			uint64_t base_vaddr = row_of(t, 0).pc;
+			uint64_t at[2] = {want->pc - base_vaddr,
+					  row_of(t, i + 1).pc - 1 - base_vaddr};
 
 			for (int j = 0; j < 2 && !bad; j++) {
 				uint32_t rule;
