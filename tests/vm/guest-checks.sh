@@ -162,7 +162,7 @@ put kctx_variants "$(grep -q '^SKIP kctx_variants' "$out/shim_live.txt" && echo 
 # the table walker loads from 5.17 (bpf_loop); before, the test skips it
 put table_walker "$(grep -q '^SKIP table_walker_variants' "$out/shim_live.txt" && echo skipped || echo loaded)"
 [ $rc = 0 ] && ok "test_shim_live: $(tail -n1 "$out/shim_live.txt")" ||
-	fail "test_shim_live: $(grep -E 'FAIL' "$out/shim_live.txt" | head -3 | tr '\n' ' ')"
+	fail "test_shim_live: $(grep -E '^FAIL|failed:|ip_filter=' "$out/shim_live.txt" | head -6 | tr '\n' ' ')"
 
 # --- the cgroup filter: a workload inside a cgroup and one outside ---------------------------
 cg2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
