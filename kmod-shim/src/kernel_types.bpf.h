@@ -56,8 +56,15 @@ struct bpf_perf_event_data_kern {
 };
 
 struct task_struct {
+	unsigned int __state; /* 5.14+ */
+	unsigned int flags;   /* PF_* */
 	int pid;
 	int tgid;
+};
+
+/* Before 5.14 the state was a long named state. */
+struct task_struct___pre514 {
+	long state;
 };
 
 /*

@@ -212,10 +212,10 @@ static __always_inline __u16 exact_ip_flag(struct bpf_perf_event_data *ctx)
 }
 
 /* Returns the number of frames written to dst, and flags truncation or failure. */
-static __always_inline __u32 take_stack(struct bpf_perf_event_data *ctx, __u64 *dst, __u32 depth,
-					__u64 stack_flags, struct pp_sample *rec, __u16 trunc_flag,
-					__u16 err_flag, struct pp_counters *cnt,
-					__u32 trunc_counter, __u32 err_counter)
+static __always_inline __u32 take_stack(void *ctx, __u64 *dst, __u32 depth, __u64 stack_flags,
+					struct pp_sample *rec, __u16 trunc_flag, __u16 err_flag,
+					struct pp_counters *cnt, __u32 trunc_counter,
+					__u32 err_counter)
 {
 	long n;
 
@@ -916,6 +916,273 @@ SEC("perf_event")
 int on_sample_unwind_loop(struct bpf_perf_event_data *ctx)
 {
 	return handle_sample(ctx, 2);
+}
+
+/* ---- off-CPU: where threads wait (pp_shim_config.off_cpu_every) ---- */
+
+#define PP_PF_KTHREAD 0x00200000 /* task_struct.flags: a kernel thread */
+#define PP_TASK_INTERRUPTIBLE 0x1
+#define PP_TASK_UNINTERRUPTIBLE 0x2
+#define PP_TASK_STOPPED_OR_TRACED 0xc /* __TASK_STOPPED | __TASK_TRACED */
+#define PP_TASK_DEAD 0x80
+
+/* A thread off its CPU: since when, and in which state it left (PP_OFF_CPU_*). */
+struct off_cpu_since {
+	__u64 time_ns;
+	__u32 state;
+	__u32 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PP_OFF_CPU_MAX_WAITING);
+	__type(key, __u32); /* thread id */
+	__type(value, struct off_cpu_since);
+} off_cpu_waiting SEC(".maps");
+
+static __always_inline __u32 off_cpu_state(struct task_struct *prev, int preempt)
+{
+	__u64 st;
+
+	if (preempt)
+		return PP_OFF_CPU_RUNNABLE;
+	if (bpf_core_field_exists(prev->__state))
+		st = BPF_CORE_READ(prev, __state);
+	else
+		st = BPF_CORE_READ((struct task_struct___pre514 *)prev, state);
+	if (st & PP_TASK_DEAD)
+		return PP_OFF_CPU_STATES; /* exiting: it never comes back */
+	if (st & PP_TASK_UNINTERRUPTIBLE)
+		return PP_OFF_CPU_DISK;
+	if (st & PP_TASK_INTERRUPTIBLE)
+		return PP_OFF_CPU_SLEEPING;
+	if (st & PP_TASK_STOPPED_OR_TRACED)
+		return PP_OFF_CPU_STOPPED;
+	return PP_OFF_CPU_RUNNABLE;
+}
+
+/* Without kprobes: the record of each waiting thread, stacks and all, taken as it left. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PP_OFF_CPU_HELD_RECORDS); /* 1 where the kprobe takes them */
+	__type(key, __u32);			      /* thread id */
+	__type(value, __u8[PP_SAMPLE_MAX_SIZE]);
+} off_cpu_records SEC(".maps");
+
+/*
+ * A pp_sample of the current task in scratch, its stacks taken from ctx (a kprobe's registers
+ * or a tracepoint's): the kernel stack, and the user stack where it entered the kernel, with
+ * tables where `tables` says (bpf_loop, bpf_task_pt_regs) or by the kernel's walker.
+ */
+static __always_inline struct pp_sample *off_cpu_record(void *ctx, struct pp_counters *cnt,
+							const int tables)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 zero = 0;
+	struct pp_sample *rec = bpf_map_lookup_elem(&scratch, &zero);
+	__u64 nk, nu;
+
+	if (!rec) {
+		count_in(cnt, PP_CNT_SCRATCH_MISS);
+		return NULL;
+	}
+	rec->hdr.type = PP_REC_SAMPLE;
+	rec->hdr.version = PP_RECORD_ABI_VERSION;
+	rec->tgid = pid_tgid >> 32;
+	rec->tid = (__u32)pid_tgid;
+	rec->cgroup_id = bpf_get_current_cgroup_id();
+	rec->addr = 0;
+	rec->data_src = 0;
+	rec->phys_addr = 0;
+	rec->sample_flags = 0;
+	rec->event_cookie = 0;
+	rec->flags = PP_SF_OFF_CPU | PP_SF_KERNEL_IP;
+	rec->_pad0 = 0;
+	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+
+	nk = take_stack(ctx, rec->stack, shim_config.kstack_depth, 0, rec, PP_SF_KSTACK_TRUNC,
+			PP_SF_KSTACK_ERR, cnt, PP_CNT_KSTACK_TRUNC, PP_CNT_KSTACK_ERR);
+	if (nk > PP_MAX_STACK_DEPTH)
+		nk = PP_MAX_STACK_DEPTH;
+	rec->ip = nk ? rec->stack[0] : 0;
+	if (tables && shim_config.ustack_depth) {
+		__u64 ip = 0, sp = 0, bp = 0;
+
+		nu = 0;
+		if (task_user_regs(&ip, &sp, &bp) == 0) {
+			count_in(cnt, PP_CNT_USTACK_SHIM);
+			nu = walk_user_tables(rec, (__u32)nk, ip, sp, bp, shim_config.ustack_depth,
+					      cnt, 0);
+		}
+	} else {
+		nu = take_stack(ctx, rec->stack + nk, shim_config.ustack_depth, BPF_F_USER_STACK,
+				rec, PP_SF_USTACK_TRUNC, PP_SF_USTACK_ERR, cnt, PP_CNT_USTACK_TRUNC,
+				PP_CNT_USTACK_ERR);
+	}
+	if (nu > PP_MAX_STACK_DEPTH)
+		nu = PP_MAX_STACK_DEPTH;
+	rec->nr_kstack = nk;
+	rec->nr_ustack = nu;
+	rec->hdr.size = sizeof(*rec) + (nk + nu) * sizeof(__u64);
+	return rec;
+}
+
+/* Writes an off-CPU record of rec->hdr.size bytes (at most PP_SAMPLE_MAX_SIZE). */
+static __always_inline void off_cpu_emit(struct pp_sample *rec, struct pp_counters *cnt)
+{
+	__u64 size = rec->hdr.size;
+	void *ring = cpu_ring();
+
+	if (size > PP_SAMPLE_MAX_SIZE || size < sizeof(*rec))
+		return;
+	if (!ring || bpf_ringbuf_output(ring, rec, size,
+					bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >=
+						shim_config.wakeup_bytes
+					    ? BPF_RB_FORCE_WAKEUP
+					    : BPF_RB_NO_WAKEUP)) {
+		count_in(cnt, PP_CNT_OFF_CPU_RB_FULL);
+		return;
+	}
+	count_in(cnt, PP_CNT_OFF_CPU_EMITTED);
+}
+
+/*
+ * The wait of thread tid ends now: how long it was (0 when it was not noted, or too short to
+ * record, both forgotten here) and the state it waited in.
+ */
+static __always_inline __u64 off_cpu_end(__u32 tid, __u64 now, __u32 *state,
+					 struct pp_counters *cnt)
+{
+	struct off_cpu_since *since = bpf_map_lookup_elem(&off_cpu_waiting, &tid);
+	__u64 off_ns;
+
+	if (!since)
+		return 0;
+	off_ns = now - since->time_ns;
+	*state = since->state;
+	bpf_map_delete_elem(&off_cpu_waiting, &tid);
+	if (off_ns < shim_config.off_cpu_min_ns || (__s64)off_ns <= 0) {
+		count_in(cnt, PP_CNT_OFF_CPU_SHORT);
+		if (shim_config.off_cpu_stacks_at_switch)
+			bpf_map_delete_elem(&off_cpu_records, &tid);
+		return 0;
+	}
+	return off_ns;
+}
+
+static __always_inline void off_cpu_value(struct pp_sample *rec, __u64 now, __u64 off_ns,
+					  __u32 state)
+{
+	rec->time_ns = now;
+	rec->period = off_ns * (shim_config.off_cpu_every ? shim_config.off_cpu_every : 1);
+	rec->weight = state;
+	rec->cpu = bpf_get_smp_processor_id();
+}
+
+/*
+ * Runs as prev leaves the CPU, in its context (current is still prev): notes when and how it
+ * left, for 1 in off_cpu_every user threads that pass the filters. Where a kprobe takes the
+ * stacks as the task resumes, nothing more: only waits long enough to record cost a walk.
+ * Without kprobes the record is taken here and held, and next's wait ends here too.
+ */
+static __always_inline int handle_switch(void *ctx, int preempt, struct task_struct *prev,
+					 struct task_struct *next, const int tables)
+{
+	struct off_cpu_since since;
+	__u32 tid = prev->pid, tgid = prev->tgid;
+	struct pp_counters *cnt = cpu_counters();
+	struct pp_sample *rec;
+
+	if (!shim_config.off_cpu_every)
+		return 0;
+	if (shim_config.off_cpu_stacks_at_switch) {
+		__u32 next_tid = next->pid, state = 0;
+		__u64 now = bpf_ktime_get_ns(), off_ns = off_cpu_end(next_tid, now, &state, cnt);
+
+		if (off_ns) {
+			rec = bpf_map_lookup_elem(&off_cpu_records, &next_tid);
+			if (rec) {
+				off_cpu_value(rec, now, off_ns, state);
+				off_cpu_emit(rec, cnt);
+				bpf_map_delete_elem(&off_cpu_records, &next_tid);
+			} else {
+				count_in(cnt, PP_CNT_OFF_CPU_EVICTED);
+			}
+		}
+	}
+	if (!tid || (prev->flags & PP_PF_KTHREAD))
+		return 0;
+	if (shim_config.off_cpu_every > 1 && bpf_get_prandom_u32() % shim_config.off_cpu_every)
+		return 0;
+	if (shim_config.filter_tgids && !bpf_map_lookup_elem(&target_tgids, &tgid))
+		return 0;
+	if (shim_config.filter_cgroups && !cgroup_selected())
+		return 0;
+	since.state = off_cpu_state(prev, preempt);
+	if (since.state >= PP_OFF_CPU_STATES)
+		return 0;
+	if (shim_config.off_cpu_stacks_at_switch) {
+		rec = off_cpu_record(ctx, cnt, tables);
+		if (!rec || bpf_map_update_elem(&off_cpu_records, &tid, rec, BPF_ANY)) {
+			count_in(cnt, PP_CNT_OFF_CPU_NOT_NOTED);
+			return 0;
+		}
+	}
+	since.time_ns = bpf_ktime_get_ns();
+	since._pad = 0;
+	if (bpf_map_update_elem(&off_cpu_waiting, &tid, &since, BPF_ANY))
+		count_in(cnt, PP_CNT_OFF_CPU_NOT_NOTED);
+	else
+		count_in(cnt, PP_CNT_OFF_CPU_NOTED);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, int preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return handle_switch(ctx, preempt, prev, next, 0);
+}
+
+/* Without kprobes, user stacks with unwind tables (5.17+: bpf_loop; bpf_task_pt_regs). */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch_unwind, int preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return handle_switch(ctx, preempt, prev, next, 1);
+}
+
+/*
+ * Runs as a task resumes (a kprobe on the scheduler's finish_task_switch, which the loader
+ * finds by name: compilers rename it finish_task_switch.isra.0), in its context: a noted wait
+ * of at least off_cpu_min_ns becomes a record whose stacks are the ones it waited in.
+ */
+static __always_inline int handle_switch_in(struct pt_regs *ctx, const int tables)
+{
+	struct pp_counters *cnt = cpu_counters();
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), state = 0;
+	__u64 now = bpf_ktime_get_ns(), off_ns = off_cpu_end(tid, now, &state, cnt);
+	struct pp_sample *rec;
+
+	if (!off_ns)
+		return 0;
+	rec = off_cpu_record(ctx, cnt, tables);
+	if (!rec)
+		return 0;
+	off_cpu_value(rec, now, off_ns, state);
+	off_cpu_emit(rec, cnt);
+	return 0;
+}
+
+SEC("kprobe")
+int on_switch_in(struct pt_regs *ctx)
+{
+	return handle_switch_in(ctx, 0);
+}
+
+/* User stacks with unwind tables (5.17+: bpf_loop; bpf_task_pt_regs). */
+SEC("kprobe")
+int on_switch_in_unwind(struct pt_regs *ctx)
+{
+	return handle_switch_in(ctx, 1);
 }
 
 /* Keeps the tgid filter following `record -- CMD` and `-p PID` into their child processes. */

@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -1170,6 +1172,235 @@ TEST(rings_per_cpu_and_fallback)
 	}
 }
 
+/* ---- off-CPU: where threads wait ---- */
+
+#define OFF_CPU_SLEEPS 20
+#define OFF_CPU_SLEEP_MS 10
+#define OFF_CPU_SHORT_SLEEPS 400 /* of 50 us: each under the threshold */
+#define OFF_CPU_MIN_NS 1000000	 /* 1 ms */
+
+struct off_cpu_thread {
+	pthread_t thread;
+	volatile pid_t tid;
+	int fd;	       /* the pipe reader's end */
+	long sleep_us; /* nanosleep per wait; 0: read the pipe instead */
+	int waits;
+	int long_waits; /* waits the thread itself saw last at least the threshold */
+};
+
+/*
+ * The system call made here, not in libc: the waits' user stacks start in off_cpu_waiter
+ * whatever walker takes them (libc has no frame pointers for the kernel's walker to follow).
+ */
+static inline __attribute__((always_inline)) long syscall_here(long nr, long a, long b, long c)
+{
+#if defined(__x86_64__)
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	return ret;
+#else
+	return syscall(nr, a, b, c);
+#endif
+}
+
+static void *off_cpu_waiter(void *arg)
+{
+	struct off_cpu_thread *t = arg;
+	char c;
+
+	t->tid = (pid_t)syscall(SYS_gettid);
+	for (int i = 0; i < t->waits; i++) {
+		struct timespec t0;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (t->sleep_us) {
+			struct timespec ts = {.tv_nsec = t->sleep_us * 1000};
+
+			syscall_here(SYS_nanosleep, (long)&ts, 0, 0);
+		} else if (syscall_here(SYS_read, t->fd, (long)&c, 1) != 1) {
+			break;
+		}
+		t->long_waits += ms_since(&t0) >= OFF_CPU_MIN_NS / 1000000;
+	}
+	return NULL;
+}
+
+struct off_cpu_collected {
+	struct pp_decode_stats stats;
+	pid_t tids[3];
+	unsigned long records[3], with_kstack[3], with_ustack[3], states[3][PP_OFF_CPU_STATES];
+	unsigned long in_waiter[3]; /* records with a return address into off_cpu_waiter */
+	uint64_t ns[3], min_ns;
+	uint64_t sleeper_min_sleep; /* the sleeper's shortest record in the sleeping state */
+	unsigned long not_multiple; /* records whose value is not a multiple of 1 in N */
+	uint32_t every;
+	unsigned long on_cpu; /* records without PP_SF_OFF_CPU: none are asked for */
+};
+
+static int on_off_cpu_record(void *ctx, const void *data, size_t len)
+{
+	struct off_cpu_collected *c = ctx;
+	struct pp_decoded d;
+
+	if (pp_record_decode(data, len, &d, &c->stats) || d.kind != PP_DECODED_SAMPLE)
+		return 0;
+	if (!(d.sample.flags & PP_SF_OFF_CPU)) {
+		c->on_cpu++;
+		return 0;
+	}
+	if (!c->min_ns || d.sample.period < c->min_ns)
+		c->min_ns = d.sample.period;
+	for (int i = 0; i < 3; i++) {
+		if ((pid_t)d.sample.tid != c->tids[i])
+			continue;
+		c->records[i]++;
+		c->ns[i] += d.sample.period;
+		c->with_kstack[i] += d.sample.nr_kstack > 0;
+		c->with_ustack[i] += d.sample.nr_ustack > 0;
+		for (uint32_t f = 0; f < d.sample.nr_ustack; f++) {
+			uintptr_t pc = (uintptr_t)pp_decoded_frame(&d, d.sample.nr_kstack + f);
+
+			if (pc > (uintptr_t)off_cpu_waiter &&
+			    pc < (uintptr_t)off_cpu_waiter + 1024) {
+				c->in_waiter[i]++;
+				break;
+			}
+		}
+		if (d.sample.weight < PP_OFF_CPU_STATES)
+			c->states[i][d.sample.weight]++;
+		if (i == 0 && d.sample.weight == PP_OFF_CPU_SLEEPING &&
+		    (!c->sleeper_min_sleep || d.sample.period < c->sleeper_min_sleep))
+			c->sleeper_min_sleep = d.sample.period;
+	}
+	c->not_multiple += d.sample.period % c->every != 0;
+	return 0;
+}
+
+/*
+ * Three threads of this process wait while the shim notes every switch (1 in every): one
+ * sleeps 20 x 10 ms, one reads a pipe the main thread writes every 10 ms, one sleeps 400 x
+ * 50 us (under the 1 ms threshold). Their records add up to the time they waited, in the
+ * sleeping state, with kernel and user stacks; the short sleeper has none.
+ */
+static void run_off_cpu(uint32_t walk, uint32_t every)
+{
+	struct pp_shim_opts opts = {.kstack_depth = 32,
+				    .ustack_depth = 32,
+				    .filter_tgids = 1,
+				    .ustack_walk = walk,
+				    .ringbuf_bytes = 1 << 20,
+				    .off_cpu_every = every,
+				    .off_cpu_min_ns = OFF_CPU_MIN_NS};
+	struct off_cpu_thread th[3] = {
+	    {.sleep_us = OFF_CPU_SLEEP_MS * 1000, .waits = OFF_CPU_SLEEPS},
+	    {.sleep_us = 0, .waits = OFF_CPU_SLEEPS},
+	    {.sleep_us = 50, .waits = OFF_CPU_SHORT_SLEEPS},
+	};
+	struct off_cpu_collected c = {.every = every};
+	uint64_t counters[PP_CNT__MAX];
+	char err[512] = "";
+	struct pp_shim *shim = pp_shim_load(&opts, err, sizeof(err));
+	struct timespec wall;
+	uint64_t lifetime_ns;
+	int pfd[2];
+
+	if (!shim)
+		fprintf(stderr, "  load failed: %s\n", err);
+	REQUIRE(shim != NULL);
+	REQUIRE(pp_shim_switch_in_at(shim) != NULL);
+	REQUIRE(pipe(pfd) == 0);
+	CHECK(pp_shim_add_target(shim, (uint32_t)getpid()) == 0);
+	th[1].fd = pfd[0];
+	clock_gettime(CLOCK_MONOTONIC, &wall);
+	for (int i = 0; i < 3; i++)
+		REQUIRE(pthread_create(&th[i].thread, NULL, off_cpu_waiter, &th[i]) == 0);
+	for (int i = 0; i < 3; i++) {
+		while (!th[i].tid)
+			sched_yield();
+		c.tids[i] = th[i].tid;
+	}
+	for (int i = 0; i < OFF_CPU_SLEEPS; i++) {
+		struct timespec ts = {.tv_nsec = OFF_CPU_SLEEP_MS * 1000000L};
+
+		nanosleep(&ts, NULL);
+		CHECK(write(pfd[1], "x", 1) == 1);
+		pp_shim_poll(shim, 0, on_off_cpu_record, &c);
+	}
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i].thread, NULL);
+	lifetime_ns = (uint64_t)ms_since(&wall) * 1000000u + 1000000u;
+	pp_shim_detach_all(shim);
+	while (pp_shim_poll(shim, 0, on_off_cpu_record, &c) > 0)
+		;
+	CHECK(pp_shim_read_counters(shim, counters) == 0);
+	fprintf(
+	    stderr,
+	    "  off-cpu walk=%u at %s: sleeper %lu records %llu ms (%lu sleeping, %lu with "
+	    "kernel, %lu with user stacks); pipe reader %lu records %llu ms; short sleeper %lu; "
+	    "shortest %llu us; noted %llu short %llu emitted %llu lost %llu/%llu; sleeps seen "
+	    "long %d\n",
+	    walk, pp_shim_switch_in_at(shim), c.records[0], (unsigned long long)(c.ns[0] / 1000000),
+	    c.states[0][PP_OFF_CPU_SLEEPING], c.with_kstack[0], c.with_ustack[0], c.records[1],
+	    (unsigned long long)(c.ns[1] / 1000000), c.records[2],
+	    (unsigned long long)(c.min_ns / 1000),
+	    (unsigned long long)counters[PP_CNT_OFF_CPU_NOTED],
+	    (unsigned long long)counters[PP_CNT_OFF_CPU_SHORT],
+	    (unsigned long long)counters[PP_CNT_OFF_CPU_EMITTED],
+	    (unsigned long long)counters[PP_CNT_OFF_CPU_RB_FULL],
+	    (unsigned long long)counters[PP_CNT_OFF_CPU_NOT_NOTED], th[0].long_waits);
+	CHECK(c.stats.bad_size + c.stats.bad_stack + c.stats.bad_type + c.stats.too_short == 0);
+	CHECK(c.on_cpu == 0); /* no perf event: off-CPU records only */
+	CHECK(c.not_multiple == 0);
+	/* every record is a wait of at least the threshold; the 50 us sleeps make none */
+	CHECK(c.min_ns >= (uint64_t)every * OFF_CPU_MIN_NS);
+	CHECK(counters[PP_CNT_OFF_CPU_SHORT] >= OFF_CPU_SHORT_SLEEPS / 4 / every);
+	CHECK(counters[PP_CNT_OFF_CPU_EMITTED] + counters[PP_CNT_OFF_CPU_RB_FULL] +
+		  counters[PP_CNT_OFF_CPU_EVICTED] + counters[PP_CNT_OFF_CPU_SHORT] <=
+	      counters[PP_CNT_OFF_CPU_NOTED]);
+	CHECK(counters[PP_CNT_OFF_CPU_RB_FULL] + counters[PP_CNT_OFF_CPU_EVICTED] +
+		  counters[PP_CNT_OFF_CPU_NOT_NOTED] ==
+	      0);
+	/* each of the sleeper's sleeps is one record, in the sleeping state, with both stacks */
+	CHECK(c.with_kstack[0] == c.records[0] && c.with_ustack[0] == c.records[0]);
+	CHECK(c.with_kstack[1] == c.records[1] && c.with_ustack[1] == c.records[1]);
+#if defined(__x86_64__)
+	/* the user stacks are the waiters': they start in off_cpu_waiter's system calls */
+	CHECK(c.in_waiter[0] == c.records[0] && c.in_waiter[1] == c.records[1]);
+#endif
+	/* a sleep's wait starts once its timer is armed: a little under 10 ms is a whole one */
+	CHECK(c.sleeper_min_sleep >= (uint64_t)every * OFF_CPU_SLEEP_MS * 900000u);
+	if (every == 1) {
+		CHECK(c.states[0][PP_OFF_CPU_SLEEPING] >= (unsigned long)th[0].long_waits);
+		CHECK(th[0].long_waits >= OFF_CPU_SLEEPS - 1);
+		/* the time it waited: at least its sleeps, at most its life */
+		CHECK(c.ns[0] >= (uint64_t)OFF_CPU_SLEEPS * OFF_CPU_SLEEP_MS * 900000u);
+		CHECK(c.ns[0] <= lifetime_ns);
+		CHECK(c.states[1][PP_OFF_CPU_SLEEPING] >= OFF_CPU_SLEEPS / 2);
+		CHECK(c.ns[1] >= (uint64_t)OFF_CPU_SLEEPS / 2 * OFF_CPU_SLEEP_MS * 900000u);
+		CHECK(c.ns[1] <= lifetime_ns);
+	} else {
+		CHECK(c.states[0][PP_OFF_CPU_SLEEPING] <= OFF_CPU_SLEEPS);
+		CHECK(counters[PP_CNT_OFF_CPU_NOTED] < OFF_CPU_SHORT_SLEEPS);
+	}
+	close(pfd[0]);
+	close(pfd[1]);
+	pp_shim_free(shim);
+}
+
+TEST(off_cpu_live)
+{
+	if (!can_run())
+		SKIP("needs root, BPF and BTF");
+	run_off_cpu(PP_USTACK_KERNEL, 1);
+	/* user stacks by the table walker (5.17+: bpf_loop; before, the kernel's walker) */
+	run_off_cpu(PP_USTACK_AUTO, 1);
+	run_off_cpu(PP_USTACK_KERNEL, 4);
+}
+
 TEST_LIST = {
     {"rings_per_cpu_and_fallback", rings_per_cpu_and_fallback},
     {"user_walkers_agree", user_walkers_agree},
@@ -1182,5 +1413,6 @@ TEST_LIST = {
     {"bounded_table_walker_variants", bounded_table_walker_variants},
     {"cgroup_filter_live", cgroup_filter_live},
     {"decoder_rejects_foreign_records", decoder_rejects_foreign_records},
+    {"off_cpu_live", off_cpu_live},
 };
 TEST_MAIN()

@@ -63,7 +63,11 @@ struct pp_shim {
 	size_t nr_rings;
 	struct bpf_link **links; /* perf events */
 	size_t nlinks, links_cap;
-	struct bpf_link *task_links[3]; /* fork, exec, exit trackers */
+	struct bpf_link *task_links[3];	   /* fork, exec, exit trackers */
+	struct bpf_link *off_cpu_links[2]; /* switch out, switch in */
+	struct bpf_map *off_cpu_waiting, *off_cpu_records;
+	bool off_cpu_at_switch; /* no kprobes: the switch tracepoint takes the stacks */
+	char switch_in_at[64];	/* the kernel function the switch-in probe is on */
 	int has_cookie;
 	enum pp_shim_cgroup_mode cg_mode;
 	struct user_cgroup_filter *ucg; /* PP_SHIM_CGROUP_USER only */
@@ -131,6 +135,12 @@ static const char *const counter_names[PP_CNT__MAX] = {
     [PP_CNT_UNWIND_STOP_UNSUPPORTED] = "unwind_stop_unsupported",
     [PP_CNT_UNWIND_STOP_IMPLAUSIBLE] = "unwind_stop_implausible",
     [PP_CNT_UNWIND_STOP_FP] = "unwind_stop_frame_pointer",
+    [PP_CNT_OFF_CPU_NOTED] = "off_cpu_noted",
+    [PP_CNT_OFF_CPU_SHORT] = "off_cpu_short",
+    [PP_CNT_OFF_CPU_EMITTED] = "off_cpu_emitted",
+    [PP_CNT_OFF_CPU_RB_FULL] = "off_cpu_ringbuf_full",
+    [PP_CNT_OFF_CPU_NOT_NOTED] = "off_cpu_not_noted",
+    [PP_CNT_OFF_CPU_EVICTED] = "off_cpu_evicted",
 };
 
 const char *pp_counter_name(enum pp_counter c)
@@ -319,6 +329,46 @@ static void set_config(struct pp_shim_config *cfg, const struct pp_shim_opts *op
 	cfg->filter_cgroups = cg_mode == PP_SHIM_CGROUP_KERNEL;
 	cfg->ip_filter = opts->ip_filter;
 	cfg->ustack_walk = opts->ustack_walk;
+	cfg->off_cpu_every = opts->off_cpu_every;
+	cfg->off_cpu_min_ns = opts->off_cpu_min_ns;
+}
+
+/*
+ * Attaches the switch-in program to the scheduler's finish_task_switch, which compilers often
+ * rename (finish_task_switch.isra.0): the usual names first, else the one /proc/kallsyms has.
+ */
+static struct bpf_link *attach_switch_in(struct bpf_program *prog, char *name, size_t len)
+{
+	static const char *const usual[] = {"finish_task_switch.isra.0", "finish_task_switch"};
+	struct bpf_link *link;
+	char line[512];
+	FILE *f;
+
+	for (size_t i = 0; i < sizeof(usual) / sizeof(usual[0]); i++) {
+		link = bpf_program__attach_kprobe(prog, false, usual[i]);
+		if (link) {
+			snprintf(name, len, "%s", usual[i]);
+			return link;
+		}
+	}
+	f = fopen("/proc/kallsyms", "re");
+	if (!f)
+		return NULL;
+	link = NULL;
+	while (!link && fgets(line, sizeof(line), f)) {
+		char sym[64], type;
+
+		if (sscanf(line, "%*x %c %63s", &type, sym) != 2 ||
+		    strncmp(sym, "finish_task_switch", 18) != 0 || (sym[18] && sym[18] != '.'))
+			continue;
+		link = bpf_program__attach_kprobe(prog, false, sym);
+		if (link)
+			snprintf(name, len, "%s", sym);
+	}
+	fclose(f);
+	if (!link)
+		errno = ENOENT;
+	return link;
 }
 
 static int ring_cb(void *ctx, void *data, size_t size)
@@ -465,13 +515,51 @@ static int install_rings(struct pp_shim *shim, const int *cpus, char *err, size_
 	return 0;
 }
 
+static const char *const switch_prog_names[] = {"on_switch", "on_switch_unwind", "on_switch_in",
+						"on_switch_in_unwind"};
+
+/* Kprobes (CONFIG_KPROBES): the perf kprobe PMU (4.17+) or tracefs's kprobe_events. */
+static bool kernel_has_kprobes(void)
+{
+	return access("/sys/bus/event_source/devices/kprobe/type", F_OK) == 0 ||
+	       access("/sys/kernel/tracing/kprobe_events", F_OK) == 0 ||
+	       access("/sys/kernel/debug/tracing/kprobe_events", F_OK) == 0;
+}
+
+/* The switch tracepoint last: a wait is noted only once its end can be seen. */
+static int attach_off_cpu(struct pp_shim *shim, struct bpf_program *out, struct bpf_program *in,
+			  char *err, size_t errlen)
+{
+	int ret;
+
+	if (!in) {
+		snprintf(shim->switch_in_at, sizeof(shim->switch_in_at), "sched_switch");
+	} else if (!(shim->off_cpu_links[1] =
+			 attach_switch_in(in, shim->switch_in_at, sizeof(shim->switch_in_at)))) {
+		ret = -errno;
+		snprintf(err, errlen,
+			 "cannot attach the off-CPU probe to the scheduler's finish_task_switch: "
+			 "%s",
+			 strerror(-ret));
+		return ret;
+	}
+	shim->off_cpu_links[0] = bpf_program__attach(out);
+	if (!shim->off_cpu_links[0]) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot attach the off-CPU tracepoint sched_switch: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
 struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t errlen)
 {
 	struct pp_shim *shim;
 	struct pp_shim_config *cfg;
 	static const char *const sample_progs[] = {"on_sample", "on_sample_unwind",
 						   "on_sample_unwind_loop"};
-	struct bpf_program *on_fork, *on_exec, *on_exit;
+	struct bpf_program *on_fork, *on_exec, *on_exit, *switch_progs[4], *switch_out, *switch_in;
 	int pick, all_progs;
 	bool tables;
 	uint64_t total_bytes, ring_bytes;
@@ -566,6 +654,12 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	on_fork = bpf_object__find_program_by_name(shim->obj, "on_fork");
 	on_exec = bpf_object__find_program_by_name(shim->obj, "on_exec");
 	on_exit = bpf_object__find_program_by_name(shim->obj, "on_exit");
+	for (int i = 0; i < 4; i++) {
+		switch_progs[i] = bpf_object__find_program_by_name(shim->obj, switch_prog_names[i]);
+		all_progs &= switch_progs[i] != NULL;
+	}
+	shim->off_cpu_waiting = bpf_object__find_map_by_name(shim->obj, "off_cpu_waiting");
+	shim->off_cpu_records = bpf_object__find_map_by_name(shim->obj, "off_cpu_records");
 	shim->rings = bpf_object__find_map_by_name(shim->obj, "rings");
 	shim->counters = bpf_object__find_map_by_name(shim->obj, "counters");
 	shim->target_tgids = bpf_object__find_map_by_name(shim->obj, "target_tgids");
@@ -574,7 +668,7 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	if (!shim->on_sample || !on_fork || !on_exec || !on_exit || !shim->rings ||
 	    !shim->counters || !shim->target_tgids || !shim->cgroup_filter ||
 	    !shim->cgroup_levels || !all_progs || !shim->unwind_rows || !shim->unwind_rules ||
-	    !shim->unwind_procs) {
+	    !shim->unwind_procs || !shim->off_cpu_waiting || !shim->off_cpu_records) {
 		snprintf(err, errlen, "BPF shim object is incomplete (build mismatch)");
 		ret = -ENOENT;
 		goto fail;
@@ -593,6 +687,23 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 		bpf_map__set_map_flags(shim->unwind_procs, 0);
 		bpf_map__set_max_entries(shim->unwind_procs, PP_UNWIND_MAX_PROCS_PREALLOC);
 	}
+	/*
+	 * off-CPU: the switch tracepoint, and the switch-in kprobe where the kernel has kprobes
+	 * (else the tracepoint takes the stacks); the table walker's where the sample program
+	 * is bpf_loop's
+	 */
+	shim->off_cpu_at_switch = opts->off_cpu_every && !kernel_has_kprobes();
+	switch_out = switch_progs[shim->off_cpu_at_switch && pick == 1];
+	switch_in = shim->off_cpu_at_switch ? NULL : switch_progs[2 + (pick == 1)];
+	for (int i = 0; i < 4; i++)
+		bpf_program__set_autoload(switch_progs[i],
+					  opts->off_cpu_every && (switch_progs[i] == switch_out ||
+								  switch_progs[i] == switch_in));
+	cfg->off_cpu_stacks_at_switch = (uint32_t)shim->off_cpu_at_switch;
+	if (!opts->off_cpu_every)
+		bpf_map__set_max_entries(shim->off_cpu_waiting, 1);
+	if (!shim->off_cpu_at_switch)
+		bpf_map__set_max_entries(shim->off_cpu_records, 1);
 	bpf_program__set_autoload(on_fork, opts->filter_tgids);
 	bpf_program__set_autoload(on_exec, opts->track_tasks);
 	bpf_program__set_autoload(on_exit, opts->track_tasks || opts->filter_tgids);
@@ -639,6 +750,11 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	ret = install_rings(shim, cpus, err, errlen);
 	if (ret)
 		goto fail;
+	if (opts->off_cpu_every) {
+		ret = attach_off_cpu(shim, switch_out, switch_in, err, errlen);
+		if (ret)
+			goto fail;
+	}
 	free(cpus);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	shim->load_ns =
@@ -660,6 +776,15 @@ void pp_shim_detach_all(struct pp_shim *shim)
 	for (size_t i = 0; i < shim->nlinks; i++)
 		bpf_link__destroy(shim->links[i]);
 	shim->nlinks = 0;
+	for (size_t i = 0; i < sizeof(shim->off_cpu_links) / sizeof(shim->off_cpu_links[0]); i++) {
+		bpf_link__destroy(shim->off_cpu_links[i]);
+		shim->off_cpu_links[i] = NULL;
+	}
+}
+
+const char *pp_shim_switch_in_at(const struct pp_shim *shim)
+{
+	return shim->switch_in_at[0] ? shim->switch_in_at : NULL;
 }
 
 void pp_shim_free(struct pp_shim *shim)

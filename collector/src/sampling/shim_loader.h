@@ -75,6 +75,14 @@ struct pp_shim_opts {
 	 * Set: the bounded loop whatever the kernel (tests).
 	 */
 	int unwind_bounded_loop;
+	/*
+	 * Off-CPU records (PP_SF_OFF_CPU in record.h): 0 none; N, of 1 in N switches away from a
+	 * CPU, waits of at least off_cpu_min_ns. They follow the filters and stack depths above;
+	 * user stacks are unwound with tables where ustack_walk asks for them and the kernel has
+	 * bpf_loop (5.17+), else by the kernel's frame-pointer walker.
+	 */
+	uint32_t off_cpu_every;
+	uint64_t off_cpu_min_ns;
 };
 
 #define PP_UNWIND_TABLE_BYTES_DEFAULT (64ull << 20) /* a Debian node's 50 largest take 43 MiB */
@@ -97,6 +105,12 @@ uint32_t pp_shim_verified_insns(const struct pp_shim *shim);
 /* How long pp_shim_load took (BPF object, verifier, maps), ns. */
 uint64_t pp_shim_load_ns(const struct pp_shim *shim);
 const char *pp_shim_variant_name(enum pp_shim_variant v);
+/*
+ * Where off-CPU stacks are taken: the kernel function the switch-in kprobe is on (as a task
+ * resumes), or "sched_switch" where the kernel has no kprobes (as it leaves the CPU). NULL
+ * without off-CPU records.
+ */
+const char *pp_shim_switch_in_at(const struct pp_shim *shim);
 /* Whether records carry the attach cookie (kernel supports bpf_get_attach_cookie here). */
 int pp_shim_has_cookie(const struct pp_shim *shim);
 
@@ -142,7 +156,10 @@ uint32_t pp_unwind_rows_for_bytes(uint64_t bytes);
 
 /* Attaches the sample program to an opened (disabled) perf event fd and enables it. */
 int pp_shim_attach(struct pp_shim *shim, int perf_fd, uint32_t cookie);
-/* Detaches every perf event (sampling stops); records already written can still be drained. */
+/*
+ * Detaches every perf event and the off-CPU programs (sampling stops); records already written
+ * can still be drained.
+ */
 void pp_shim_detach_all(struct pp_shim *shim);
 
 /*

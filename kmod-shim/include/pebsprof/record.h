@@ -40,6 +40,23 @@
 #define PP_SF_EXACT_IP (1u << 7)
 #define PP_SF_USTACK_TABLES (1u << 8)  /* the user stack was unwound with unwind tables */
 #define PP_SF_USTACK_STOPPED (1u << 9) /* that walk ended early (PP_CNT_UNWIND_STOP_*) */
+/*
+ * An off-CPU record (pp_shim_config.off_cpu_every set): written when a task comes back onto a
+ * CPU after at least off_cpu_min_ns off it, with the stacks it waited in (taken as it resumes:
+ * the kernel stack from the scheduler down, the user stack where it entered the kernel).
+ * period is the nanoseconds it was off the CPU times off_cpu_every (1 in N switches is kept,
+ * so sums stay unbiased); weight is the state it left the CPU in (PP_OFF_CPU_*); time_ns is
+ * when it came back. addr, data_src and phys_addr are 0. Added without a layout change:
+ * older collectors would count the record as a sample.
+ */
+#define PP_SF_OFF_CPU (1u << 10)
+
+/* pp_sample.weight of an off-CPU record: why the task was off the CPU */
+#define PP_OFF_CPU_RUNNABLE 0 /* preempted or still runnable: waited for a CPU (busy, quota) */
+#define PP_OFF_CPU_SLEEPING 1 /* TASK_INTERRUPTIBLE: I/O, locks, timers; signals end it */
+#define PP_OFF_CPU_DISK 2     /* TASK_UNINTERRUPTIBLE: the D state (disk, page faults) */
+#define PP_OFF_CPU_STOPPED 3  /* stopped or traced */
+#define PP_OFF_CPU_STATES 4
 
 struct pp_rec_hdr {
 	__u16 type;    /* PP_REC_* */
@@ -138,6 +155,14 @@ enum pp_counter {
 	PP_CNT_UNWIND_STOP_IMPLAUSIBLE,
 	/* a frame-pointer step (auto) that could not go on: the chain went down or unreadable */
 	PP_CNT_UNWIND_STOP_FP,
+	/* off-CPU (pp_shim_config.off_cpu_every): switches away from the CPU the shim noted */
+	PP_CNT_OFF_CPU_NOTED,
+	PP_CNT_OFF_CPU_SHORT,	  /* ... that ended within off_cpu_min_ns: no record */
+	PP_CNT_OFF_CPU_EMITTED,	  /* ... that became a record */
+	PP_CNT_OFF_CPU_RB_FULL,	  /* ... whose record did not fit in the ring */
+	PP_CNT_OFF_CPU_NOT_NOTED, /* switches not noted: off_cpu_waiting full */
+	/* waits whose stacks taken at the switch (no kprobes) were evicted: more threads waited */
+	PP_CNT_OFF_CPU_EVICTED,
 	PP_CNT__MAX,
 };
 
@@ -171,6 +196,14 @@ struct pp_shim_config {
 	__u32 ustack_walk;
 	/* Index of the ring a CPU without its own writes to (a CPU onlined after loading). */
 	__u32 fallback_ring;
+	/* Off-CPU records (PP_SF_OFF_CPU): 0 none; N, of 1 in N switches away from a CPU. */
+	__u32 off_cpu_every;
+	/*
+	 * Where the kernel has no kprobes (so no probe as a task resumes): the stacks are taken
+	 * as the task leaves the CPU and held in off_cpu_records until it comes back.
+	 */
+	__u32 off_cpu_stacks_at_switch;
+	__u64 off_cpu_min_ns; /* shorter waits make no record */
 };
 
 /*
@@ -260,7 +293,7 @@ _Static_assert(sizeof(struct pp_bpf_unwind_mapping) == 32, "pp_bpf_unwind_mappin
 #define PP_IP_FILTER_USER_ONLY 1   /* drop samples whose ip is a kernel address */
 #define PP_IP_FILTER_KERNEL_ONLY 2 /* drop samples whose ip is a user address */
 
-_Static_assert(sizeof(struct pp_shim_config) == 48, "pp_shim_config layout");
+_Static_assert(sizeof(struct pp_shim_config) == 64, "pp_shim_config layout");
 _Static_assert(__builtin_offsetof(struct pp_shim_config, filter_cgroups) == 32,
 	       "pp_shim_config.filter_cgroups offset");
 
@@ -272,5 +305,18 @@ _Static_assert(__builtin_offsetof(struct pp_shim_config, filter_cgroups) == 32,
  */
 #define PP_CGROUP_MAX_LEVEL 31	  /* deepest level a selected cgroup may sit at */
 #define PP_CGROUP_FILTER_MAX 1024 /* selected cgroups at most */
+
+/*
+ * Threads off a CPU at once whose switch the shim holds (off_cpu_waiting, 24 bytes each,
+ * preallocated: tracing programs before 5.13 may use no other hash map). A switch finding it
+ * full is counted (PP_CNT_OFF_CPU_NOT_NOTED), not recorded.
+ */
+#define PP_OFF_CPU_MAX_WAITING 32768
+/*
+ * Without kprobes: records held for this many waiting threads at most (off_cpu_records, LRU,
+ * PP_SAMPLE_MAX_SIZE each); the longest-waiting lose their stacks first
+ * (PP_CNT_OFF_CPU_EVICTED).
+ */
+#define PP_OFF_CPU_HELD_RECORDS 4096
 
 #endif /* PEBSPROF_RECORD_H */
