@@ -1233,7 +1233,7 @@ struct off_cpu_collected {
 	struct pp_decode_stats stats;
 	pid_t tids[3];
 	unsigned long records[3], with_kstack[3], with_ustack[3], states[3][PP_OFF_CPU_STATES];
-	unsigned long in_waiter[3]; /* records with a return address into off_cpu_waiter */
+	unsigned long in_waiter[3]; /* sleeping records with a frame in off_cpu_waiter */
 	uint64_t ns[3], min_ns;
 	uint64_t sleeper_min_sleep; /* the sleeper's shortest record in the sleeping state */
 	unsigned long not_multiple; /* records whose value is not a multiple of 1 in N */
@@ -1261,7 +1261,9 @@ static int on_off_cpu_record(void *ctx, const void *data, size_t len)
 		c->ns[i] += d.sample.period;
 		c->with_kstack[i] += d.sample.nr_kstack > 0;
 		c->with_ustack[i] += d.sample.nr_ustack > 0;
-		for (uint32_t f = 0; f < d.sample.nr_ustack; f++) {
+		/* a wait in the system calls (a preemption may come anywhere, in the vDSO too) */
+		for (uint32_t f = 0;
+		     d.sample.weight == PP_OFF_CPU_SLEEPING && f < d.sample.nr_ustack; f++) {
 			uintptr_t pc = (uintptr_t)pp_decoded_frame(&d, d.sample.nr_kstack + f);
 
 			if (pc > (uintptr_t)off_cpu_waiter &&
@@ -1369,7 +1371,8 @@ static void run_off_cpu(uint32_t walk, uint32_t every)
 	CHECK(c.with_kstack[1] == c.records[1] && c.with_ustack[1] == c.records[1]);
 #if defined(__x86_64__)
 	/* the user stacks are the waiters': they start in off_cpu_waiter's system calls */
-	CHECK(c.in_waiter[0] == c.records[0] && c.in_waiter[1] == c.records[1]);
+	CHECK(c.in_waiter[0] == c.states[0][PP_OFF_CPU_SLEEPING]);
+	CHECK(c.in_waiter[1] == c.states[1][PP_OFF_CPU_SLEEPING]);
 #endif
 	/* a sleep's wait starts once its timer is armed: a little under 10 ms is a whole one */
 	CHECK(c.sleeper_min_sleep >= (uint64_t)every * OFF_CPU_SLEEP_MS * 900000u);
