@@ -17,6 +17,10 @@
  *   (cpu, nanoseconds) for cpu-clock and (<event>, count) for hardware events, which
  *   Pyroscope names the profile after; period = desc.period; time_unix_nano and
  *   duration_nano from the profile's window;
+ * - off-CPU samples (pp_sample_info.wait) are not the event's: a process with them gets a
+ *   second Profile, sample_type (off_cpu, nanoseconds) with no period_type and period 0 (what
+ *   Pyroscope names off_cpu, as the OTel eBPF profiler sends it), values the nanoseconds
+ *   waited, each sample with the attribute off_cpu.state;
  * - each Sample has exactly one value (the aggregated sample count) and, when the sample's
  *   first time is known and inside the window, one timestamp (that first time);
  * - sample attributes thread.id, thread.name and the sample's labels (keys unique: a label

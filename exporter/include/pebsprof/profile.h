@@ -138,7 +138,34 @@ struct pp_sample_info {
 	 * attributes into sample labels.
 	 */
 	uint32_t resource_id;
+	/*
+	 * enum pp_wait_state: 0 for samples of the profile's event; else time the threads spent
+	 * off the CPU, waiting in that state (off-CPU profiling): count is the waits, value their
+	 * nanoseconds. Part of the aggregation key. The event's views (its totals, pprof, OTLP's
+	 * Profile of the event) leave these out; OTLP gives them a Profile of their own
+	 * (off_cpu, nanoseconds), and the wall-clock views (folded, flame graph) add both.
+	 */
+	uint32_t wait;
 };
+
+/* pp_sample_info.wait: the state a thread was off the CPU in. */
+enum pp_wait_state {
+	PP_WAIT_NONE = 0, /* on the CPU: a sample of the event */
+	PP_WAIT_RUNNABLE, /* preempted or runnable: waited for a CPU (contention, a quota) */
+	PP_WAIT_SLEEPING, /* an interruptible sleep: I/O, locks, timers, a peer */
+	PP_WAIT_DISK,	  /* uninterruptible (the D state): disk, page faults */
+	PP_WAIT_STOPPED,  /* stopped or traced */
+	PP_WAIT_STATES,
+};
+
+/* "runnable", "sleeping", "disk", "stopped"; "" for PP_WAIT_NONE and unknown states. */
+const char *pp_wait_state_name(uint32_t wait);
+
+/* Sample attribute (OTLP) of off-CPU samples: pp_wait_state_name(). */
+#define PP_LABEL_OFF_CPU_STATE "off_cpu.state"
+
+/* The leaf frame the wall-clock views give off-CPU samples: "[off-CPU: sleeping]". */
+const char *pp_wait_frame_name(uint32_t wait);
 
 /* Most attributes one resource may have. */
 #define PP_RESOURCE_MAX_ATTRS 16
@@ -221,6 +248,17 @@ size_t pp_profile_mapping_count(const struct pp_profile *p);
 const struct pp_mapping_info *pp_profile_get_mapping(const struct pp_profile *p, uint32_t id);
 uint64_t pp_profile_total_count(const struct pp_profile *p);
 uint64_t pp_profile_total_value(const struct pp_profile *p);
+/* Off-CPU samples (pp_sample_info.wait set): the waits, and their nanoseconds. */
+uint64_t pp_profile_off_cpu_waits(const struct pp_profile *p);
+uint64_t pp_profile_off_cpu_ns(const struct pp_profile *p);
+/*
+ * What sample s weighs in the views that draw stacks (folded, flame graph). Without off-CPU
+ * samples, its count. With them, a wall clock in nanoseconds: an off-CPU sample's time waited,
+ * a cpu-clock sample's time on the CPU, and 0 for other events' samples (not time).
+ */
+uint64_t pp_profile_view_weight(const struct pp_profile *p, const struct pp_sample_info *s);
+/* Whether the stack views weigh in nanoseconds of wall clock (pp_profile_view_weight). */
+int pp_profile_is_wall_clock(const struct pp_profile *p);
 uint64_t pp_profile_total_latency(const struct pp_profile *p);
 /* Strings interned that were not clean text (pebsprof/text.h) and went in cleaned. */
 uint64_t pp_profile_strings_cleaned(const struct pp_profile *p);

@@ -45,6 +45,9 @@ struct vec {
 };
 
 /* One request's state. */
+/* The Profiles an input profile gives each process: its event's, latency's, off-CPU time's. */
+enum view { VIEW_EVENT, VIEW_LATENCY, VIEW_OFF_CPU, VIEWS };
+
 struct enc {
 	struct pp_arena ar;
 	int err;		       /* first failure, sticky */
@@ -74,7 +77,7 @@ struct res_entry {
 	const char *ckey; /* containers: their attributes as one string; NULL for a process */
 	PROF(ResourceProfiles) * rp;
 	PROF(ScopeProfiles) * sp;
-	size_t cur_pi;	     /* output slot of the current Profile (2 * input + latency), + 1 */
+	size_t cur_pi;	     /* output slot of the current Profile (VIEWS * input + view), + 1 */
 	PROF(Profile) * cur; /* Profile of cur_pi being filled */
 	size_t cur_count;    /* its samples, counted in the first pass */
 };
@@ -672,8 +675,8 @@ static struct res_entry *res_new(struct enc *e, size_t n, COMMON(KeyValue) * **k
 	PROF_FN(scope_profiles__init)(r->sp);
 	r->rp->resource = alloc(e, sizeof(*r->rp->resource));
 	r->rp->scope_profiles = alloc(e, sizeof(*r->rp->scope_profiles));
-	/* Room for a count and a latency Profile per input profile. */
-	r->sp->profiles = alloc_n(e, 2 * e->nprofiles, sizeof(*r->sp->profiles));
+	/* Room for an event, a latency and an off-CPU Profile per input profile. */
+	r->sp->profiles = alloc_n(e, VIEWS * e->nprofiles, sizeof(*r->sp->profiles));
 	*kvs = alloc_n(e, n, sizeof(**kvs));
 	if (!r->rp->resource || !r->rp->scope_profiles || !r->sp->profiles || !*kvs)
 		return NULL;
@@ -812,7 +815,7 @@ enum sample_value { VALUE_COUNT, VALUE_SUM, VALUE_LATENCY };
 static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_desc *d,
 		       const struct pp_sample_info *s, enum sample_value what, PROF(Sample) * out)
 {
-	int32_t keys[6 + PP_SAMPLE_MAX_LABELS], attrs[6 + PP_SAMPLE_MAX_LABELS];
+	int32_t keys[7 + PP_SAMPLE_MAX_LABELS], attrs[7 + PP_SAMPLE_MAX_LABELS];
 	size_t na = 0;
 
 	if (s->nlocations > e->scratch_cap) {
@@ -859,6 +862,11 @@ static int fill_sample(struct enc *e, struct xlat *x, const struct pp_profile_de
 			attrs[na] = attr_str(e, keys[na], s->process_path);
 			na++;
 		}
+	}
+	if (s->wait) {
+		keys[na] = S(e, PP_LABEL_OFF_CPU_STATE);
+		attrs[na] = attr_str(e, keys[na], pp_wait_state_name(s->wait));
+		na++;
 	}
 	for (uint32_t i = 0; i < s->nlabels && i < PP_SAMPLE_MAX_LABELS; i++) {
 		int32_t k;
@@ -908,20 +916,28 @@ static PROF(ValueType) * value_type(struct enc *e, const char *type, const char 
 	return vt;
 }
 
+/* Whether a sample belongs to a view: off-CPU samples to theirs only. */
+static bool in_view(const struct pp_sample_info *s, enum view v)
+{
+	return v == VIEW_OFF_CPU ? s->wait != 0 : !s->wait && (v != VIEW_LATENCY || s->latency);
+}
+
 /*
  * Adds the samples of input profile number pi to the Profiles of their processes, named and
  * valued as profile.h says: for cpu-clock (samples, count) over (cpu, nanoseconds), values the
  * sample counts, which Pyroscope multiplies by the period; for other events (N, count) over
  * (N, count), values the event counts, and with latency (memory events) a second Profile,
  * (latency, cycles) over (N, count), values the latency sums; samples without a latency are
- * left out of that one.
+ * left out of that one. Off-CPU samples make a third, (off_cpu, nanoseconds) with no period
+ * (Pyroscope's off_cpu, as the OTel eBPF profiler sends it), values the nanoseconds waited.
  */
-static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, bool latency)
+static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, enum view view)
 {
 	const struct pp_profile_desc *d = pp_profile_get_desc(p);
 	size_t nsamples = pp_profile_sample_count(p);
 	size_t nmaps = pp_profile_mapping_count(p), nlocs = pp_profile_location_count(p);
-	size_t slot = 2 * pi + latency + 1; /* which output Profile of a process, + 1 */
+	size_t slot = VIEWS * pi + view + 1; /* which output Profile of a process, + 1 */
+	bool latency = view == VIEW_LATENCY;
 	struct xlat x = {.p = p};
 	struct res_entry **rof = NULL;
 	PROF(ValueType) * st, *pt;
@@ -929,9 +945,15 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, boo
 	char *name;
 	int err = 0;
 
-	if (!nsamples || (latency && !pp_profile_total_latency(p)))
+	if (!nsamples || (latency && !pp_profile_total_latency(p)) ||
+	    (view == VIEW_OFF_CPU && !pp_profile_off_cpu_waits(p)) ||
+	    (view == VIEW_EVENT && !pp_profile_total_count(p)))
 		return 0;
-	if (pp_profile_is_cpu(d)) {
+	if (view == VIEW_OFF_CPU) {
+		what = VALUE_SUM;
+		st = value_type(e, "off_cpu", "nanoseconds");
+		pt = NULL;
+	} else if (pp_profile_is_cpu(d)) {
 		what = VALUE_COUNT;
 		st = value_type(e, "samples", "count");
 		pt = value_type(e, d->value_type, d->value_unit);
@@ -947,7 +969,7 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, boo
 	x.map = malloc((nmaps + 1) * sizeof(*x.map));
 	x.loc = malloc((nlocs + 1) * sizeof(*x.loc));
 	rof = malloc(nsamples * sizeof(*rof));
-	if (!st || !pt || !x.map || !x.loc || !rof) {
+	if (!st || (!pt && view != VIEW_OFF_CPU) || !x.map || !x.loc || !rof) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -960,7 +982,7 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, boo
 		struct res_entry *r;
 
 		rof[i] = NULL;
-		if (latency && !s->latency)
+		if (!in_view(s, view))
 			continue;
 		r = s->resource_id ? res_get_container(e, p, s) : res_get(e, s);
 		if (!r) {
@@ -994,7 +1016,7 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, boo
 				break;
 			pr->sample_type = st;
 			pr->period_type = pt;
-			pr->period = (int64_t)pp_profile_period(p);
+			pr->period = pt ? (int64_t)pp_profile_period(p) : 0;
 			pr->time_unix_nano = d->start_unix_ns;
 			pr->duration_nano = d->duration_ns;
 			r->cur = pr;
@@ -1090,9 +1112,11 @@ int pp_otlp_encode(const struct pp_profile *const *profiles, size_t nprofiles,
 	e.a_kernel = -1;
 	for (size_t i = 0; !e.err && i < nprofiles; i++) {
 		if (profiles[i])
-			err = add_profile(&e, profiles[i], i, false);
+			err = add_profile(&e, profiles[i], i, VIEW_EVENT);
 		if (!err && profiles[i] && pp_profile_get_desc(profiles[i])->mem_latency)
-			err = add_profile(&e, profiles[i], i, true);
+			err = add_profile(&e, profiles[i], i, VIEW_LATENCY);
+		if (!err && profiles[i])
+			err = add_profile(&e, profiles[i], i, VIEW_OFF_CPU);
 		if (err)
 			break;
 	}

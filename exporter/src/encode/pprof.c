@@ -183,7 +183,7 @@ static const char *heaviest_executable(const struct pp_profile *p)
 	for (size_t i = 0; i < n; i++) {
 		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
 
-		if (s->process_path && s->process_path[0])
+		if (s->process_path && s->process_path[0] && !s->wait)
 			w[m++] = (struct exe_weight){s->process_path, s->count};
 	}
 	if (m > 1)
@@ -372,7 +372,7 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 {
 	const struct pp_profile *p = e->p;
 	size_t nsamples = pp_profile_sample_count(p), nlocids = 0, nlabels = 0;
-	size_t li = 0, lab = 0;
+	size_t li = 0, lab = 0, nout = 0;
 	int64_t k_pid, k_tid, k_thread, k_process;
 
 	for (size_t i = 0; i < nsamples; i++) {
@@ -399,20 +399,22 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 	k_process = S(e, "process_name");
 	for (size_t i = 0; i < nsamples; i++) {
 		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
-		Perftools__Profiles__Sample *ps = &e->samples[i];
+		Perftools__Profiles__Sample *ps = &e->samples[nout];
 		Perftools__Profiles__Label **sl = &e->labelp[lab];
 		uint32_t nres = 0;
 		/* The container and pod become labels: pprof has no resources. */
 		const struct pp_label *res = pp_profile_get_resource(p, s->resource_id, &nres);
 		uint32_t nl = 4 + s->nlabels + !!s->has_cpu;
 
+		if (s->wait)
+			continue; /* off-CPU time: not the event's (OTLP sends it) */
 		perftools__profiles__sample__init(ps);
 		ps->n_location_id = s->nlocations;
 		ps->location_id = s->nlocations ? &e->loc_ids[li] : NULL;
 		for (uint32_t j = 0; j < s->nlocations; j++)
 			e->loc_ids[li++] = s->locations[j];
 		ps->n_value = e->nvalues;
-		ps->value = &e->values[i * e->nvalues];
+		ps->value = &e->values[nout * e->nvalues];
 		for (uint32_t v = 0; v < e->nvalues; v++)
 			ps->value[v] = (int64_t)(e->value_of[v] == VALUE_COUNT ? s->count
 						 : e->value_of[v] == VALUE_SUM ? s->value
@@ -478,9 +480,9 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 		}
 		ps->n_label = (size_t)(&e->labelp[lab] - sl);
 		ps->label = sl;
-		e->samplep[i] = ps;
+		e->samplep[nout++] = ps;
 	}
-	msg->n_sample = nsamples;
+	msg->n_sample = nout;
 	msg->sample = e->samplep;
 	return e->failed ? -ENOMEM : 0;
 }

@@ -52,6 +52,7 @@ struct pp_profile {
 
 	uint64_t total_count;
 	uint64_t total_value;
+	uint64_t off_cpu_waits, off_cpu_ns; /* samples with a wait state */
 	uint64_t total_latency;
 	uint64_t strings_cleaned; /* interned strings that were not clean text */
 };
@@ -485,6 +486,7 @@ static uint64_t hash_sample(const struct pp_sample_info *s)
 	h = pp_hash_u64(h, s->has_cpu ? (uint64_t)s->cpu + 1 : 0);
 	h = pp_hash_u64(h, s->resource_id);
 	h = pp_hash_u64(h, s->process_kind | (uint64_t)s->hidden << 32);
+	h = pp_hash_u64(h, s->wait);
 	h = pp_hash_u64(h, (uintptr_t)s->thread_name);
 	h = pp_hash_u64(h, (uintptr_t)s->process_name);
 	h = pp_hash_u64(h, (uintptr_t)s->process_path);
@@ -505,7 +507,7 @@ static bool sample_eq(const void *ctx, uint32_t idx, const void *key)
 	    a->process_path != b->process_path || a->nlabels != b->nlabels ||
 	    !a->has_cpu != !b->has_cpu || (a->has_cpu && a->cpu != b->cpu) ||
 	    a->resource_id != b->resource_id || a->process_kind != b->process_kind ||
-	    a->hidden != b->hidden)
+	    a->hidden != b->hidden || a->wait != b->wait)
 		return false;
 	for (uint32_t i = 0; i < a->nlabels; i++) {
 		if (a->labels[i].key != b->labels[i].key ||
@@ -563,7 +565,8 @@ int pp_profile_add_sample(struct pp_profile *p, const struct pp_sample_info *s)
 	if (!p || !s || !s->thread_name || !s->process_name || s->nlabels > PP_SAMPLE_MAX_LABELS ||
 	    (s->nlocations && !s->locations) || (s->nlabels && !s->labels))
 		return -EINVAL;
-	if (s->nlocations > (1u << 24) || s->resource_id > p->nresources)
+	if (s->nlocations > (1u << 24) || s->resource_id > p->nresources ||
+	    s->wait >= PP_WAIT_STATES)
 		return -EINVAL;
 	for (uint32_t i = 0; i < s->nlocations; i++) {
 		if (s->locations[i] == 0 || s->locations[i] > p->nlocs)
@@ -616,6 +619,11 @@ int pp_profile_add_sample(struct pp_profile *p, const struct pp_sample_info *s)
 		}
 		p->samples[p->nsamples++] = n;
 	}
+	if (s->wait) {
+		p->off_cpu_waits += s->count;
+		p->off_cpu_ns += s->value;
+		return 0;
+	}
 	p->total_count += s->count;
 	p->total_value += s->value;
 	p->total_latency += s->latency;
@@ -666,6 +674,52 @@ uint64_t pp_profile_total_count(const struct pp_profile *p)
 uint64_t pp_profile_total_value(const struct pp_profile *p)
 {
 	return p ? p->total_value : 0;
+}
+
+uint64_t pp_profile_off_cpu_waits(const struct pp_profile *p)
+{
+	return p ? p->off_cpu_waits : 0;
+}
+
+uint64_t pp_profile_off_cpu_ns(const struct pp_profile *p)
+{
+	return p ? p->off_cpu_ns : 0;
+}
+
+int pp_profile_is_wall_clock(const struct pp_profile *p)
+{
+	return p && p->off_cpu_waits;
+}
+
+uint64_t pp_profile_view_weight(const struct pp_profile *p, const struct pp_sample_info *s)
+{
+	if (!pp_profile_is_wall_clock(p))
+		return s->count;
+	return s->wait || pp_profile_is_cpu(&p->desc) ? s->value : 0;
+}
+
+const char *pp_wait_frame_name(uint32_t wait)
+{
+	static const char *const names[PP_WAIT_STATES] = {
+	    [PP_WAIT_RUNNABLE] = "[off-CPU: runnable]",
+	    [PP_WAIT_SLEEPING] = "[off-CPU: sleeping]",
+	    [PP_WAIT_DISK] = "[off-CPU: disk]",
+	    [PP_WAIT_STOPPED] = "[off-CPU: stopped]",
+	};
+
+	return wait < PP_WAIT_STATES && names[wait] ? names[wait] : "[off-CPU]";
+}
+
+const char *pp_wait_state_name(uint32_t wait)
+{
+	static const char *const names[PP_WAIT_STATES] = {
+	    [PP_WAIT_RUNNABLE] = "runnable",
+	    [PP_WAIT_SLEEPING] = "sleeping",
+	    [PP_WAIT_DISK] = "disk",
+	    [PP_WAIT_STOPPED] = "stopped",
+	};
+
+	return wait < PP_WAIT_STATES && names[wait] ? names[wait] : "";
 }
 
 uint64_t pp_profile_total_latency(const struct pp_profile *p)

@@ -101,15 +101,16 @@ static int build_tree(const struct pp_profile *p, struct tree *t)
 	t->n = 1;
 	for (size_t i = 0; i < nsamples; i++) {
 		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
+		uint64_t weight = pp_profile_view_weight(p, s);
 		uint32_t cur;
 
-		if (!s->count)
+		if (!weight)
 			continue;
-		t->v[0].count += s->count;
+		t->v[0].count += weight;
 		cur = child(t, 0, pp_sample_comm(s), PP_FRAME_NATIVE);
 		if (cur == PP_HTAB_NONE)
 			return -ENOMEM;
-		t->v[cur].count += s->count;
+		t->v[cur].count += weight;
 		for (uint32_t j = s->nlocations; j-- > 0;) {
 			const struct pp_location_info *l =
 			    pp_profile_get_location(p, s->locations[j]);
@@ -117,7 +118,13 @@ static int build_tree(const struct pp_profile *p, struct tree *t)
 			cur = child(t, cur, l->function, l->kind);
 			if (cur == PP_HTAB_NONE)
 				return -ENOMEM;
-			t->v[cur].count += s->count;
+			t->v[cur].count += weight;
+		}
+		if (s->wait) {
+			cur = child(t, cur, pp_wait_frame_name(s->wait), PP_FRAME_NATIVE);
+			if (cur == PP_HTAB_NONE)
+				return -ENOMEM;
+			t->v[cur].count += weight;
 		}
 	}
 	return 0;
@@ -326,7 +333,7 @@ int pp_flamegraph_write_svg(const struct pp_profile *p, FILE *f, const char *tit
 	const double usable = FG_WIDTH - 2 * FG_XPAD;
 	struct tree t;
 	double scale;
-	int height, err;
+	int height, err, wall = pp_profile_is_wall_clock(p);
 
 	if (!p || !f)
 		return -EINVAL;
@@ -356,8 +363,13 @@ int pp_flamegraph_write_svg(const struct pp_profile *p, FILE *f, const char *tit
 		FG_WIDTH / 2);
 	put_xml(f, title, SIZE_MAX);
 	fputs("</text>\n", f);
-	fprintf(f, "<text x=\"%d\" y=\"%d\">Samples: %" PRIu64 "</text>\n", FG_XPAD,
-		height - FG_BOTTOM / 2 + 4, t.v[0].count);
+	if (wall)
+		fprintf(f,
+			"<text x=\"%d\" y=\"%d\">Wall clock (on and off the CPU): %.1f ms</text>\n",
+			FG_XPAD, height - FG_BOTTOM / 2 + 4, (double)t.v[0].count / 1e6);
+	else
+		fprintf(f, "<text x=\"%d\" y=\"%d\">Samples: %" PRIu64 "</text>\n", FG_XPAD,
+			height - FG_BOTTOM / 2 + 4, t.v[0].count);
 
 	for (uint32_t i = 0; t.v[0].count && i < t.n; i++) {
 		const struct node *n = &t.v[i];
@@ -378,8 +390,12 @@ int pp_flamegraph_write_svg(const struct pp_profile *p, FILE *f, const char *tit
 			fputs(" [kernel]", f);
 		else if (n->kind == PP_FRAME_DATA)
 			fputs(" [data]", f);
-		fprintf(f, " (%" PRIu64 " samples, %.2f%%)</title>", n->count,
-			100.0 * (double)n->count / (double)t.v[0].count);
+		if (wall)
+			fprintf(f, " (%.1f ms, %.2f%%)</title>", (double)n->count / 1e6,
+				100.0 * (double)n->count / (double)t.v[0].count);
+		else
+			fprintf(f, " (%" PRIu64 " samples, %.2f%%)</title>", n->count,
+				100.0 * (double)n->count / (double)t.v[0].count);
 		fprintf(f,
 			"<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" "
 			"fill=\"rgb(%d,%d,%d)\" rx=\"2\" ry=\"2\"/>",

@@ -87,9 +87,10 @@ int pp_folded_write(const struct pp_profile *p, FILE *f)
 		return -ENOMEM;
 	for (size_t i = 0; i < nsamples; i++) {
 		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
+		uint64_t weight = pp_profile_view_weight(p, s);
 		struct sbuf b = {0};
 
-		if (!s->count)
+		if (!weight)
 			continue;
 		put_frame(&b, pp_sample_comm(s), PP_FRAME_NATIVE);
 		for (uint32_t j = s->nlocations; j-- > 0;) {
@@ -99,13 +100,17 @@ int pp_folded_write(const struct pp_profile *p, FILE *f)
 			sbuf_putc(&b, ';');
 			put_frame(&b, l->function, l->kind);
 		}
+		if (s->wait) {
+			sbuf_putc(&b, ';');
+			put_frame(&b, pp_wait_frame_name(s->wait), PP_FRAME_NATIVE);
+		}
 		if (b.err) {
 			free(b.buf);
 			err = b.err;
 			goto out;
 		}
 		lines[n].text = b.buf;
-		lines[n].count = s->count;
+		lines[n].count = weight;
 		n++;
 	}
 	if (n > 1)

@@ -74,6 +74,8 @@ static int collect(const struct pp_profile *p, struct fstats *fs)
 		const struct pp_sample_info *s = pp_profile_get_sample(p, i);
 		bool leaf_done = false;
 
+		if (s->wait)
+			continue; /* time off the CPU: not the event's samples */
 		for (uint32_t j = 0; j < s->nlocations; j++) {
 			const struct pp_location_info *l =
 			    pp_profile_get_location(p, s->locations[j]);

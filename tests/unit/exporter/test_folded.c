@@ -192,11 +192,68 @@ TEST(root_is_perf_comm)
 	pp_profile_free(p);
 }
 
+/*
+ * With off-CPU samples the folded stacks are a wall clock in nanoseconds: a cpu-clock sample
+ * weighs its time on the CPU, a wait its time off it, under a leaf naming its state; samples
+ * of an event that is not time weigh nothing there.
+ */
+TEST(off_cpu_makes_a_wall_clock)
+{
+	struct pp_profile_desc dc = {.event = "cpu-clock", .value_type = "cpu", .period = 1000000};
+	struct pp_profile_desc dy = {.event = "cycles", .value_type = "cycles", .period = 1000};
+	struct pp_profile *cpu = pp_profile_new(&dc), *cyc = pp_profile_new(&dy);
+	struct pp_location_info lm = {.function = "main", .kind = PP_FRAME_NATIVE};
+	struct pp_location_info lw = {.function = "wait_here", .kind = PP_FRAME_NATIVE};
+	struct pp_sample_info on = {.nlocations = 1,
+				    .pid = 5,
+				    .tid = 5,
+				    .thread_name = "app",
+				    .process_name = "app",
+				    .count = 3,
+				    .value = 3000000};
+	struct pp_sample_info off = on;
+	uint32_t stack[2];
+	char *text;
+
+	REQUIRE(cpu && cyc);
+	for (int i = 0; i < 2; i++) {
+		struct pp_profile *p = i ? cyc : cpu;
+
+		stack[1] = pp_profile_intern_location(p, &lm);
+		stack[0] = pp_profile_intern_location(p, &lw);
+		on.locations = &stack[1];
+		off.locations = stack;
+		off.nlocations = 2;
+		off.count = 2;
+		off.value = 40000000;
+		off.wait = PP_WAIT_SLEEPING;
+		REQUIRE(pp_profile_add_sample(p, &on) == 0);
+		text = folded(p);
+		REQUIRE(text);
+		/* without waits: sample counts, as ever */
+		CHECK_STR(text, "app;main 3\n");
+		free(text);
+		REQUIRE(pp_profile_add_sample(p, &off) == 0);
+		CHECK(pp_profile_is_wall_clock(p));
+	}
+	text = folded(cpu);
+	REQUIRE(text);
+	CHECK_STR(text, "app;main 3000000\napp;main;wait_here;[off-CPU: sleeping] 40000000\n");
+	free(text);
+	text = folded(cyc);
+	REQUIRE(text);
+	CHECK_STR(text, "app;main;wait_here;[off-CPU: sleeping] 40000000\n");
+	free(text);
+	pp_profile_free(cpu);
+	pp_profile_free(cyc);
+}
+
 TEST_LIST = {
     {"root_is_perf_comm", root_is_perf_comm},
     {"known_text", known_text},
     {"empty_profile", empty_profile},
     {"sanitize_names", sanitize_names},
     {"write_file", write_file},
+    {"off_cpu_makes_a_wall_clock", off_cpu_makes_a_wall_clock},
 };
 TEST_MAIN()

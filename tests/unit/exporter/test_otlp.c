@@ -438,7 +438,12 @@ static int check_rules(const REQ *r)
 			for (size_t p = 0; p < sp->n_profiles; p++) {
 				const PROF(Profile) *pr = sp->profiles[p];
 
-				RULE(pr->sample_type && pr->period_type, "profile without types");
+				/* off-CPU time has no period: Pyroscope names it off_cpu */
+				RULE(pr->sample_type &&
+					 (pr->period_type ||
+					  strcmp(str(d, pr->sample_type->type_strindex),
+						 "off_cpu") == 0),
+				     "profile without types");
 				RULE(pr->n_samples > 0, "profile without samples");
 				for (size_t k = 0; k < pr->n_samples; k++) {
 					const PROF(Sample) *sm = pr->samples[k];
@@ -1343,10 +1348,107 @@ TEST(unnamed_frames_carry_address_mapping_and_build_id)
 	pp_profile_free(p);
 }
 
+/*
+ * Off-CPU samples (wait set) of a cpu-clock profile: each process gets the event's Profile
+ * without them and an (off_cpu, nanoseconds) Profile with no period of them alone, each of
+ * its samples naming its state; the event's samples carry no state.
+ */
+TEST(off_cpu_samples_get_their_own_profile)
+{
+	struct pp_profile_desc dc = {.event = "cpu-clock",
+				     .value_type = "cpu",
+				     .value_unit = "nanoseconds",
+				     .period = 10000000,
+				     .start_unix_ns = T0,
+				     .duration_ns = 1000000000};
+	struct pp_mapping_info app = {0x555555554000, 0x555555600000, 0x1000,
+				      "/usr/bin/app", BID_APP,	      0x555555553000};
+	const PROF(ProfilesDictionary) * d;
+	const PROF(ScopeProfiles) * sp;
+	const PROF(Profile) * ev, *off;
+	struct pp_profile *p = pp_profile_new(&dc);
+	const struct pp_profile *profs[1];
+	uint32_t fn;
+	REQ *r = NULL;
+
+	REQUIRE(p);
+	fn = loc(p, pp_profile_intern_mapping(p, &app), 0x1200, "wait_here", PP_FRAME_NATIVE);
+	{
+		uint32_t st[] = {fn};
+		struct pp_sample_info on = {.locations = st,
+					    .nlocations = 1,
+					    .pid = 100,
+					    .tid = 101,
+					    .thread_name = "worker",
+					    .process_name = "app",
+					    .count = 4,
+					    .value = 40000000};
+		struct pp_sample_info sleeping = on, disk = on;
+
+		sleeping.count = 2;
+		sleeping.value = 250000000;
+		sleeping.wait = PP_WAIT_SLEEPING;
+		disk.count = 1;
+		disk.value = 7000000;
+		disk.wait = PP_WAIT_DISK;
+		REQUIRE(pp_profile_add_sample(p, &on) == 0);
+		REQUIRE(pp_profile_add_sample(p, &sleeping) == 0);
+		REQUIRE(pp_profile_add_sample(p, &disk) == 0);
+		CHECK(pp_profile_add_sample(p, &(struct pp_sample_info){.locations = st,
+									.nlocations = 1,
+									.thread_name = "t",
+									.process_name = "app",
+									.count = 1,
+									.wait = PP_WAIT_STATES}) ==
+		      -EINVAL);
+	}
+	/* the same stack in three states: three samples; the event's totals are its own */
+	CHECK_EQ_U64(pp_profile_sample_count(p), 3);
+	CHECK_EQ_U64(pp_profile_total_count(p), 4);
+	CHECK_EQ_U64(pp_profile_total_value(p), 40000000);
+	CHECK_EQ_U64(pp_profile_off_cpu_waits(p), 3);
+	CHECK_EQ_U64(pp_profile_off_cpu_ns(p), 257000000);
+	profs[0] = p;
+	r = encode(profs, 1, NULL);
+	REQUIRE(r);
+	CHECK(check_rules(r) == 0);
+	d = r->dictionary;
+	REQUIRE(res_by_pid(r, 100));
+	sp = res_by_pid(r, 100)->scope_profiles[0];
+	REQUIRE(sp->n_profiles == 2);
+	ev = sp->profiles[0];
+	off = sp->profiles[1];
+	CHECK_STR(str(d, ev->sample_type->type_strindex), "samples");
+	CHECK_STR(str(d, ev->period_type->type_strindex), "cpu");
+	REQUIRE(ev->n_samples == 1);
+	CHECK_EQ_U64(ev->samples[0]->values[0], 4);
+	CHECK(!find_attr(d, ev->samples[0]->attribute_indices, ev->samples[0]->n_attribute_indices,
+			 PP_LABEL_OFF_CPU_STATE));
+	/* Pyroscope names a Profile of (off_cpu, nanoseconds) without a period off_cpu */
+	CHECK_STR(str(d, off->sample_type->type_strindex), "off_cpu");
+	CHECK_STR(str(d, off->sample_type->unit_strindex), "nanoseconds");
+	CHECK(off->period_type == NULL);
+	CHECK_EQ_U64(off->period, 0);
+	REQUIRE(off->n_samples == 2);
+	for (size_t i = 0; i < 2; i++) {
+		const PROF(Sample) *smp = off->samples[i];
+		const char *state = attr_sval(find_attr(
+		    d, smp->attribute_indices, smp->n_attribute_indices, PP_LABEL_OFF_CPU_STATE));
+
+		REQUIRE(state);
+		CHECK_EQ_U64(smp->values[0], strcmp(state, "sleeping") == 0 ? 250000000 : 7000000);
+		CHECK(strcmp(state, "sleeping") == 0 || strcmp(state, "disk") == 0);
+		CHECK(smp->stack_index == ev->samples[0]->stack_index);
+	}
+	req_free(r);
+	pp_profile_free(p);
+}
+
 TEST_LIST = {
     {"unnamed_frames_carry_address_mapping_and_build_id",
      unnamed_frames_carry_address_mapping_and_build_id},
     {"known_profiles_follow_rules", known_profiles_follow_rules},
+    {"off_cpu_samples_get_their_own_profile", off_cpu_samples_get_their_own_profile},
     {"profile_types_values_and_times", profile_types_values_and_times},
     {"sample_attributes", sample_attributes},
     {"resource_attribute_precedence", resource_attribute_precedence},

@@ -687,7 +687,37 @@ TEST(unnamed_frames_have_no_line)
 	pp_profile_free(p);
 }
 
+/* Off-CPU samples are not the event's: pprof leaves them out (OTLP sends them). */
+TEST(off_cpu_samples_left_out)
+{
+	struct pp_profile *p = known();
+	Profile *pr;
+	size_t before;
+
+	REQUIRE(p);
+	before = pp_profile_sample_count(p);
+	{
+		const struct pp_sample_info *s = pp_profile_get_sample(p, 0);
+		struct pp_sample_info w = *s;
+
+		w.wait = PP_WAIT_DISK;
+		w.value = 123456789;
+		REQUIRE(pp_profile_add_sample(p, &w) == 0);
+	}
+	REQUIRE(pp_profile_sample_count(p) == before + 1);
+	pr = encode_decode(p);
+	REQUIRE(pr);
+	CHECK_EQ_U64(check_structure(pr), 0);
+	CHECK_EQ_U64(pr->n_sample, before);
+	for (size_t i = 0; i < pr->n_sample; i++)
+		for (size_t v = 0; v < pr->sample[i]->n_value; v++)
+			CHECK(pr->sample[i]->value[v] != 123456789);
+	perftools__profiles__profile__free_unpacked(pr, NULL);
+	pp_profile_free(p);
+}
+
 TEST_LIST = {
+    {"off_cpu_samples_left_out", off_cpu_samples_left_out},
     {"encode_known", encode_known},
     {"encode_empty", encode_empty},
     {"kernel_mapping_given", kernel_mapping_given},
