@@ -73,6 +73,7 @@ struct raw_stack {
 	uint16_t flags, nframes; /* PP_SF_KERNEL_IP; raw frames below */
 	uint16_t nk, nlocs;
 	uint32_t process_kind; /* enum pp_process_kind */
+	uint32_t wait;	       /* enum pp_wait_state: off-CPU records, by state */
 	char comm[16];
 	char process_name[PP_PROC_COMM_LEN + 2];
 	const char *process_path; /* in the same allocation */
@@ -232,6 +233,21 @@ static uint64_t raw_cgroup(const struct pp_session *s, const struct pp_decoded *
 	return s->opts.containers ? d->sample.cgroup_id : 0;
 }
 
+/* An off-CPU record's state as the profile names it (pp_wait_state); 0 for a sample. */
+static uint32_t wait_of(const struct pp_sample *rec)
+{
+	static const uint32_t states[PP_OFF_CPU_STATES] = {
+	    [PP_OFF_CPU_RUNNABLE] = PP_WAIT_RUNNABLE,
+	    [PP_OFF_CPU_SLEEPING] = PP_WAIT_SLEEPING,
+	    [PP_OFF_CPU_DISK] = PP_WAIT_DISK,
+	    [PP_OFF_CPU_STOPPED] = PP_WAIT_STOPPED,
+	};
+
+	if (!(rec->flags & PP_SF_OFF_CPU))
+		return PP_WAIT_NONE;
+	return rec->weight < PP_OFF_CPU_STATES ? states[rec->weight] : PP_WAIT_SLEEPING;
+}
+
 static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation, uint32_t cpu,
 			 uint64_t cgroup_id, const struct mem_info *mi)
 {
@@ -246,7 +262,7 @@ static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation, uint32
 	h = (h ^ comm[1] ^ rec->flags) * k;
 	h = (h ^ rec->ip ^ ((uint64_t)rec->nr_kstack << 48)) * k;
 	h = (h ^ mi->label_key ^ ((uint64_t)mi->data_loc << 7)) * k;
-	h = (h ^ cgroup_id) * k;
+	h = (h ^ cgroup_id ^ ((uint64_t)wait_of(rec) << 40)) * k;
 	for (uint32_t i = 0; i < n; i++)
 		h = ((h ^ pp_decoded_frame(d, i)) * k) ^ (h >> 29);
 	h = mix64(h);
@@ -265,8 +281,8 @@ static int raw_matches(const struct raw_stack *e, const struct pp_decoded *d, ui
 
 	if (e->hash != hash || e->tgid != rec->tgid || e->tid != rec->tid ||
 	    e->generation != generation || e->ip != rec->ip ||
-	    e->flags != (rec->flags & PP_SF_KERNEL_IP) || e->nk != rec->nr_kstack ||
-	    e->nframes != rec->nr_kstack + rec->nr_ustack ||
+	    e->flags != (rec->flags & PP_SF_KERNEL_IP) || e->wait != wait_of(rec) ||
+	    e->nk != rec->nr_kstack || e->nframes != rec->nr_kstack + rec->nr_ustack ||
 	    memcmp(e->comm, rec->comm, sizeof(e->comm)))
 		return 0;
 	for (uint32_t i = 0; i < e->nframes; i++)
@@ -349,6 +365,7 @@ static int raw_add_to_profile(struct pp_session *s, const struct raw_stack *e)
 	    .has_cpu = (uint32_t) !!s->opts.per_cpu,
 	    .cpu = e->cpu,
 	    .latency = e->latency,
+	    .wait = e->wait,
 	};
 	int ret;
 
@@ -1254,6 +1271,7 @@ static int raw_store(struct pp_session *s, struct raw_stack **slot, const struct
 	e->nk = rec->nr_kstack;
 	e->nlocs = (uint16_t)si->nlocations;
 	e->process_kind = si->process_kind;
+	e->wait = si->wait;
 	e->ip = rec->ip;
 	memcpy(e->comm, rec->comm, sizeof(e->comm));
 	e->comm[sizeof(e->comm) - 1] = '\0';
@@ -1261,6 +1279,23 @@ static int raw_store(struct pp_session *s, struct raw_stack **slot, const struct
 	*slot = e;
 	s->raw_used++;
 	return 0;
+}
+
+/*
+ * Whether a kernel frame is the tracing machinery's: an off-CPU record taken in the switch
+ * tracepoint (kernels without kprobes) starts with the shim's program and its caller, which
+ * are not where the thread waits.
+ */
+static bool is_tracing_frame(struct pp_session *s, uint32_t loc)
+{
+	static const char *const prefixes[] = {"bpf_prog_", "bpf_trace_run", "__bpf_trace_",
+					       "__traceiter_"};
+	const struct pp_location_info *l = loc ? pp_profile_get_location(s->profile, loc) : NULL;
+
+	for (size_t i = 0; l && i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(l->function, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
 }
 
 static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
@@ -1308,6 +1343,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 			(*raw)->latency += mi.latency;
 			s->stats.raw_stack_hits++;
 			s->stats.samples++;
+			s->stats.off_cpu_samples += (*raw)->wait != PP_WAIT_NONE;
 			return 0;
 		}
 	}
@@ -1316,7 +1352,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	if (mi.data_loc)
 		locs[n++] = mi.data_loc;
 	/* Kernel frames, leaf first. The precise ip replaces the PMI ip at the leaf. */
-	for (uint32_t i = 0; i < nk; i++) {
+	for (uint32_t i = 0, first = n; i < nk; i++) {
 		uint64_t addr = pp_decoded_frame(d, i);
 
 		if (i == 0 && in_kernel && s->opts.precise_ip && rec->ip)
@@ -1325,9 +1361,11 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		if (i > 0 && addr)
 			addr -= 1;
 		locs[n] = kernel_location(s, addr);
+		s->stats.frames++;
+		if (n == first && (rec->flags & PP_SF_OFF_CPU) && is_tracing_frame(s, locs[n]))
+			continue;
 		if (locs[n])
 			n++;
-		s->stats.frames++;
 	}
 	if (in_kernel && nk == 0) {
 		locs[n] = kernel_location(s, rec->ip);
@@ -1388,6 +1426,9 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	si.has_cpu = (uint32_t) !!s->opts.per_cpu;
 	si.cpu = rec->cpu;
 	si.latency = mi.latency;
+	si.wait = wait_of(rec);
+	if (si.wait)
+		s->stats.off_cpu_samples++;
 	if (raw) {
 		/* Resolve the container now, while its cgroup exists; the flush finds it cached. */
 		if (s->opts.containers)

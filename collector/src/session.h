@@ -151,6 +151,7 @@ const char *pp_frame_source_name(enum pp_frame_source src);
 struct pp_session_stats {
 	struct pp_decode_stats decode;
 	uint64_t samples;	     /* samples added to the profile */
+	uint64_t off_cpu_samples;    /* ... of them off-CPU records (waits) */
 	uint64_t samples_late;	     /* ... taken before the window they went into started */
 	uint64_t samples_walk_ended; /* ... whose user stack ended at a frame outside code */
 	uint64_t samples_held;	     /* ... held during a grace for the window after it */

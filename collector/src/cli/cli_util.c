@@ -45,6 +45,37 @@ int pp_parse_seconds(const char *s, uint64_t *out_ns)
 	return *out_ns ? 0 : -ERANGE;
 }
 
+int pp_parse_duration(const char *s, uint64_t *out_ns)
+{
+	static const struct {
+		const char *name;
+		double ns;
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+	double v;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno)
+		return -EINVAL;
+	if (v == 0 && !*end) {
+		*out_ns = 0;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].name) != 0)
+			continue;
+		v *= units[i].ns;
+		if (!(v >= 0) || v > 3600e9)
+			return -ERANGE;
+		*out_ns = (uint64_t)(v + 0.5);
+		return 0;
+	}
+	return -EINVAL;
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
 	size_t ls = strlen(s), lx = strlen(suffix);

@@ -14,6 +14,12 @@
 int pp_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Parses seconds, fractions allowed ("2.5"), into nanoseconds; must be > 0. */
 int pp_parse_seconds(const char *s, uint64_t *out_ns);
+/*
+ * Parses a duration with its unit ("500us", "1ms", "2.5ms", "1s", "0"; ns, us, ms, s) into
+ * nanoseconds, at most an hour. Returns 0, -EINVAL (no number, no or an unknown unit) or
+ * -ERANGE.
+ */
+int pp_parse_duration(const char *s, uint64_t *out_ns);
 
 enum pp_output_format {
 	PP_OUT_UNKNOWN = 0,

@@ -67,6 +67,8 @@ struct record_args {
 	int no_kernel_stacks;
 	uint32_t ustack_walk; /* PP_USTACK_* */
 	uint64_t unwind_table_bytes;
+	uint32_t off_cpu_every; /* 0: no off-CPU profile */
+	uint64_t off_cpu_min_ns;
 	const char *outputs[MAX_OUTPUTS];
 	size_t noutputs;
 	size_t top;
@@ -127,6 +129,12 @@ static void usage(FILE *f)
 	    "                        them and frame pointers elsewhere; dwarf tables only; fp\n"
 	    "                        the shim follows frame pointers; kernel bpf_get_stack\n"
 	    "      --unwind-table-bytes SIZE  kernel memory for unwind tables (default 64MiB)\n"
+	    "      --off-cpu         also record where threads wait off the CPU, with their\n"
+	    "                        stacks and state: .svg and .folded show wall clock (on\n"
+	    "                        and off the CPU, in ns), .otlp.pb adds off_cpu profiles\n"
+	    "      --off-cpu-threshold DURATION  shortest wait recorded (default 1ms; 500us,\n"
+	    "                        2ms, 0 for all)\n"
+	    "      --off-cpu-every N record 1 in N switches, values scaled by N (default 1)\n"
 	    "      --ldlat CYCLES    load-latency threshold for mem-loads (default 30)\n"
 	    "      --top N           functions in the summary (default 15; 0 = none)\n"
 	    "      --proc-root DIR   where /proc is (default /proc)\n"
@@ -188,6 +196,9 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 		OPT_CGROUP_ROOT,
 		OPT_RUN_KEY_ARG,
 		OPT_RUN_KEY_BOOL,
+		OPT_OFF_CPU,
+		OPT_OFF_CPU_THRESHOLD,
+		OPT_OFF_CPU_EVERY,
 	};
 	static const struct option longopts[] = {
 	    {"event", required_argument, NULL, 'e'},
@@ -201,6 +212,9 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	    {"no-kernel-stacks", no_argument, NULL, OPT_NO_KSTACK},
 	    {"user-unwind", required_argument, NULL, OPT_USER_UNWIND},
 	    {"unwind-table-bytes", required_argument, NULL, OPT_UNWIND_TABLE_BYTES},
+	    {"off-cpu", no_argument, NULL, OPT_OFF_CPU},
+	    {"off-cpu-threshold", required_argument, NULL, OPT_OFF_CPU_THRESHOLD},
+	    {"off-cpu-every", required_argument, NULL, OPT_OFF_CPU_EVERY},
 	    {"ldlat", required_argument, NULL, OPT_LDLAT},
 	    {"top", required_argument, NULL, OPT_TOP},
 	    {"proc-root", required_argument, NULL, OPT_PROC_ROOT},
@@ -236,6 +250,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	a->stack_depth = PP_MAX_STACK_DEPTH;
 	a->ustack_walk = PP_USTACK_AUTO;
 	a->ldlat = 30;
+	a->off_cpu_min_ns = PP_OFF_CPU_THRESHOLD_DEFAULT_NS;
 	a->top = 15;
 	a->proc_root = "/proc";
 	optind = 1;
@@ -304,6 +319,23 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 				return usage_error("bad --unwind-table-bytes '%s': give 1MiB..4GiB",
 						   optarg);
 			a->unwind_table_bytes = v;
+			break;
+		case OPT_OFF_CPU:
+			if (!a->off_cpu_every)
+				a->off_cpu_every = 1;
+			break;
+		case OPT_OFF_CPU_THRESHOLD:
+			if (pp_parse_duration(optarg, &v))
+				return usage_error("bad --off-cpu-threshold '%s': give a duration "
+						   "with its unit, e.g. 1ms, 500us or 0",
+						   optarg);
+			a->off_cpu_min_ns = v;
+			break;
+		case OPT_OFF_CPU_EVERY:
+			if (pp_parse_u64(optarg, 1, 1000000, &v))
+				return usage_error("bad --off-cpu-every '%s': give 1..1000000",
+						   optarg);
+			a->off_cpu_every = (uint32_t)v;
 			break;
 		case OPT_LDLAT:
 			if (pp_parse_u64(optarg, 1, 65535, &v))
@@ -639,6 +671,35 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	       (unsigned long long)us.mappings_no_room, (unsigned long long)us.mappings_unplaced);
 }
 
+/* Time off the CPU: what was recorded, by state, and what was not (short, lost). */
+static void print_off_cpu(const struct record_args *a, const struct pp_profile *profile,
+			  const uint64_t counters[PP_CNT__MAX])
+{
+	uint64_t ns[PP_WAIT_STATES] = {0};
+
+	for (size_t i = 0; i < pp_profile_sample_count(profile); i++) {
+		const struct pp_sample_info *s = pp_profile_get_sample(profile, i);
+
+		if (s->wait)
+			ns[s->wait] += s->value;
+	}
+	printf("off-CPU: %llu waits of %.1f ms or more (1 in %u), %.1f ms: runnable %.1f, "
+	       "sleeping %.1f, disk %.1f, stopped %.1f; %llu shorter; lost %llu (ring buffer full "
+	       "%llu, not noted %llu, evicted %llu)\n",
+	       (unsigned long long)pp_profile_off_cpu_waits(profile),
+	       (double)a->off_cpu_min_ns / 1e6, a->off_cpu_every,
+	       (double)pp_profile_off_cpu_ns(profile) / 1e6, (double)ns[PP_WAIT_RUNNABLE] / 1e6,
+	       (double)ns[PP_WAIT_SLEEPING] / 1e6, (double)ns[PP_WAIT_DISK] / 1e6,
+	       (double)ns[PP_WAIT_STOPPED] / 1e6,
+	       (unsigned long long)counters[PP_CNT_OFF_CPU_SHORT],
+	       (unsigned long long)(counters[PP_CNT_OFF_CPU_RB_FULL] +
+				    counters[PP_CNT_OFF_CPU_NOT_NOTED] +
+				    counters[PP_CNT_OFF_CPU_EVICTED]),
+	       (unsigned long long)counters[PP_CNT_OFF_CPU_RB_FULL],
+	       (unsigned long long)counters[PP_CNT_OFF_CPU_NOT_NOTED],
+	       (unsigned long long)counters[PP_CNT_OFF_CPU_EVICTED]);
+}
+
 static void print_summary(const struct record_args *a, const struct pp_profile *profile,
 			  const uint64_t counters[PP_CNT__MAX], const struct pp_session_stats *st,
 			  double seconds)
@@ -657,14 +718,16 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 		pp_report_print_top(profile, stdout, a->top);
 	printf("\n%llu samples in %.1f s; lost %llu (ring buffer full %llu); stacks truncated: "
 	       "kernel %llu, user %llu; decode errors %llu; process gone %llu\n",
-	       (unsigned long long)st->samples, seconds, (unsigned long long)lost,
-	       (unsigned long long)counters[PP_CNT_RB_FULL],
+	       (unsigned long long)(st->samples - st->off_cpu_samples), seconds,
+	       (unsigned long long)lost, (unsigned long long)counters[PP_CNT_RB_FULL],
 	       (unsigned long long)counters[PP_CNT_KSTACK_TRUNC],
 	       (unsigned long long)counters[PP_CNT_USTACK_TRUNC],
 	       (unsigned long long)(st->decode.too_short + st->decode.bad_size +
 				    st->decode.bad_type + st->decode.bad_version +
 				    st->decode.bad_stack),
 	       (unsigned long long)st->samples_no_process);
+	if (a->off_cpu_every)
+		print_off_cpu(a, profile, counters);
 	{
 		uint64_t named = 0;
 
@@ -841,6 +904,8 @@ int pp_cmd_record(int argc, char **argv)
 		    .cgroup2_root = a.cgroup_root,
 		    .ustack_walk = a.ustack_walk,
 		    .unwind_table_bytes = a.unwind_table_bytes,
+		    .off_cpu_every = a.off_cpu_every,
+		    .off_cpu_min_ns = a.off_cpu_min_ns,
 		};
 		struct pp_containers_filter filter = {.cgroups = a.cgroups,
 						      .container_ids = a.container_ids};

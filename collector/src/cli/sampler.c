@@ -218,6 +218,8 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 	sopts.read_mem_fields = s->events->events[0].mem;
 	sopts.ustack_walk = opts->ustack_walk;
 	sopts.unwind_table_bytes = opts->unwind_table_bytes;
+	sopts.off_cpu_every = opts->off_cpu_every;
+	sopts.off_cpu_min_ns = opts->off_cpu_min_ns;
 	/* without bpf_loop (before 5.17) the loader takes the bounded-loop table walker */
 	s->ustack_walk = sopts.ustack_walk;
 	/* Events that cannot exclude a mode in the PMU (IBS) exclude it in the shim. */

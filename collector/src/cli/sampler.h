@@ -30,7 +30,17 @@ struct pp_sampler_opts {
 	const char *cgroup2_root;    /* for the cgroup filter; NULL: from mountinfo */
 	uint32_t ustack_walk;	     /* PP_USTACK_* (record.h) */
 	uint64_t unwind_table_bytes; /* the table budget (auto, dwarf); 0: the default */
+	/* off-CPU records (shim_loader.h): 0 none; N, of 1 in N switches; waits from min_ns */
+	uint32_t off_cpu_every;
+	uint64_t off_cpu_min_ns;
 };
+
+/*
+ * The off-CPU threshold by default: waits shorter than this make no record. A wait of 1 ms
+ * or more is what a latency investigation looks for (a lock, a disk read, a peer), and
+ * shorter ones are most of a busy node's switches.
+ */
+#define PP_OFF_CPU_THRESHOLD_DEFAULT_NS 1000000ull
 
 /* Everything owned here; pp_sampler_close releases it. */
 struct pp_sampler {

@@ -156,6 +156,38 @@ TEST(parse_seconds_rejects_bad_input)
 	CHECK(pp_parse_seconds(NULL, &ns) == -EINVAL);
 }
 
+TEST(parse_duration_takes_units)
+{
+	uint64_t ns = 7;
+
+	CHECK(pp_parse_duration("1ms", &ns) == 0);
+	CHECK_EQ_U64(ns, 1000000);
+	CHECK(pp_parse_duration("2.5ms", &ns) == 0);
+	CHECK_EQ_U64(ns, 2500000);
+	CHECK(pp_parse_duration("500us", &ns) == 0);
+	CHECK_EQ_U64(ns, 500000);
+	CHECK(pp_parse_duration("40ns", &ns) == 0);
+	CHECK_EQ_U64(ns, 40);
+	CHECK(pp_parse_duration("1s", &ns) == 0);
+	CHECK_EQ_U64(ns, 1000000000);
+	CHECK(pp_parse_duration("0", &ns) == 0);
+	CHECK_EQ_U64(ns, 0);
+	ns = 7;
+	/* a number without its unit is ambiguous; so is an unknown unit */
+	CHECK(pp_parse_duration("5", &ns) == -EINVAL);
+	CHECK(pp_parse_duration("5m", &ns) == -EINVAL);
+	CHECK(pp_parse_duration("ms", &ns) == -EINVAL);
+	CHECK(pp_parse_duration("-1ms", &ns) == -EINVAL);
+	CHECK(pp_parse_duration(" 1ms", &ns) == -EINVAL);
+	CHECK(pp_parse_duration("1ms ", &ns) == -EINVAL);
+	CHECK(pp_parse_duration("", &ns) == -EINVAL);
+	CHECK(pp_parse_duration(NULL, &ns) == -EINVAL);
+	CHECK(pp_parse_duration("2h", &ns) == -EINVAL);
+	CHECK(pp_parse_duration("3601s", &ns) == -ERANGE);
+	CHECK(pp_parse_duration("1e300s", &ns) == -ERANGE);
+	CHECK_EQ_U64(ns, 7);
+}
+
 TEST(output_format_by_extension)
 {
 	CHECK(pp_output_format_of("out.pb.gz") == PP_OUT_PPROF);
@@ -309,6 +341,7 @@ TEST_LIST = {
     {"parse_seconds_accepts_fractions", parse_seconds_accepts_fractions},
     {"parse_seconds_rounds_to_nearest_ns", parse_seconds_rounds_to_nearest_ns},
     {"parse_seconds_rejects_bad_input", parse_seconds_rejects_bad_input},
+    {"parse_duration_takes_units", parse_duration_takes_units},
     {"output_format_by_extension", output_format_by_extension},
     {"output_dir_writable_checks_the_directory", output_dir_writable_checks_the_directory},
     {"output_dir_writable_rejects_proc", output_dir_writable_rejects_proc},

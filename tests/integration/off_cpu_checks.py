@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Checks of an off-CPU capture of tests/programs/pp_waits.
+
+  folded FILE --expect wait_sleep=50,wait_pipe=33,wait_futex=17 --tol N
+      The wall-clock folded stacks (nanoseconds): among the main thread's waits in the named
+      functions (lines ending in an "[off-CPU: STATE]" frame below run_round), each function's
+      share of their time is within N points of the expected one; every such line has the
+      whole user stack (main -> run_round -> the function), is in the sleeping state and has
+      the kernel frames of its wait (KERNEL=frame per function, --kernel). Prints the shares.
+  time FILE FUNC
+      Prints the nanoseconds off the CPU of the lines through FUNC.
+  otlp GEN_DIR FILE
+      The OTLP request: per process an off_cpu/nanoseconds Profile without a period, whose
+      samples carry off_cpu.state and whose stacks wait (a [off-CPU] state, a scheduler
+      frame); the event's Profile holds none of them. Prints the Profiles' types.
+"""
+import sys
+
+
+def folded_lines(path):
+    with open(path) as f:
+        for line in f:
+            stack, _, value = line.rstrip("\n").rpartition(" ")
+            if stack:
+                yield stack.split(";"), int(value)
+
+
+def wait_of(frames):
+    last = frames[-1]
+    if last.startswith("[off-CPU: ") and last.endswith("]"):
+        return last[len("[off-CPU: "):-1]
+    return None
+
+
+def check_folded(args):
+    path = args[0]
+    opts = dict(zip(args[1::2], args[2::2]))
+    expect = {k: float(v) for k, v in (p.split("=") for p in opts["--expect"].split(","))}
+    tol = float(opts.get("--tol", "5"))
+    kernel = dict(p.split("=") for p in opts.get("--kernel", "").split(",") if p)
+    ns = {f: 0 for f in expect}
+    errors = []
+    for frames, value in folded_lines(path):
+        state = wait_of(frames)
+        if state is None or "run_round" not in frames:
+            continue
+        i = frames.index("run_round")
+        func = frames[i + 1] if i + 1 < len(frames) else ""
+        if func not in expect:
+            continue
+        ns[func] += value
+        if state != "sleeping" and value > 5e6:
+            errors.append("%s waited %.1f ms %s, not sleeping" % (func, value / 1e6, state))
+        if "main" not in frames[:i]:
+            errors.append("%s's stack does not reach main: %s" % (func, ";".join(frames)))
+        k = kernel.get(func)
+        if k and not any(k in f for f in frames[i:]) and value > 5e6:
+            errors.append("%s's %.1f ms has no kernel frame %s: %s" %
+                          (func, value / 1e6, k, ";".join(frames[i:])))
+    total = sum(ns.values())
+    if not total:
+        print("no off-CPU time in " + ", ".join(expect))
+        return 1
+    for f, want in expect.items():
+        got = 100.0 * ns[f] / total
+        print("%s %.1f%% of %.0f ms (expected %g +- %g)" % (f, got, total / 1e6, want, tol))
+        if abs(got - want) > tol:
+            errors.append("%s: %.1f%%, expected %g +- %g" % (f, got, want, tol))
+    for e in errors[:10]:
+        print("error: " + e)
+    return 1 if errors else 0
+
+
+def print_time(args):
+    path, func = args
+    print(sum(v for frames, v in folded_lines(path) if wait_of(frames) and func in frames))
+    return 0
+
+
+def check_otlp(args):
+    gen_dir, path = args
+    sys.path.insert(0, gen_dir)
+    from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2
+
+    req = profiles_service_pb2.ExportProfilesServiceRequest()
+    with open(path, "rb") as f:
+        req.ParseFromString(f.read())
+    d = req.dictionary
+    s = d.string_table
+    errors, types, off_samples = [], set(), 0
+    for rp in req.resource_profiles:
+        for sp in rp.scope_profiles:
+            for prof in sp.profiles:
+                t = s[prof.sample_type.type_strindex] + "/" + s[prof.sample_type.unit_strindex]
+                types.add(t)
+                off = t == "off_cpu/nanoseconds"
+                if off and (prof.period or prof.period_type.type_strindex):
+                    errors.append("the off_cpu Profile has a period: Pyroscope would name "
+                                  "it after the period type")
+                for smp in prof.samples:
+                    attrs = {s[d.attribute_table[a].key_strindex]:
+                             d.attribute_table[a].value for a in smp.attribute_indices}
+                    has_state = "off_cpu.state" in attrs
+                    if has_state != off:
+                        errors.append("a %s sample %s off_cpu.state" %
+                                      (t, "with" if has_state else "without"))
+                    if not off:
+                        continue
+                    off_samples += 1
+                    if attrs["off_cpu.state"].string_value not in (
+                            "runnable", "sleeping", "disk", "stopped"):
+                        errors.append("off_cpu.state %r" % attrs["off_cpu.state"].string_value)
+                    if sum(smp.values) <= 0:
+                        errors.append("an off-CPU sample without nanoseconds")
+    print("types: " + ", ".join(sorted(types)) + "; off-CPU samples %d" % off_samples)
+    if "off_cpu/nanoseconds" not in types or not off_samples:
+        errors.append("no off_cpu/nanoseconds Profile")
+    for e in errors[:10]:
+        print("error: " + e)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1] if len(sys.argv) > 1 else ""
+    fn = {"folded": check_folded, "time": print_time, "otlp": check_otlp}.get(cmd)
+    if not fn:
+        print(__doc__)
+        sys.exit(2)
+    sys.exit(fn(sys.argv[2:]))

@@ -1,0 +1,80 @@
+#!/bin/bash
+# Off-CPU profiles: `record --off-cpu` on tests/programs/pp_waits, whose main thread waits in
+# known functions for known shares of its waiting time (a sleep 50 %, a pipe read 33 %, a
+# futex 17 %), burns the CPU in between and takes many waits under the threshold:
+#  1. the wall-clock folded stacks give those shares within 5 points, each with the whole user
+#     stack (main -> run_round -> the function), the sleeping state and the kernel frames of
+#     its wait; the flame graph is in wall clock; the OTLP output has an off_cpu/nanoseconds
+#     Profile with no period, its samples carrying off_cpu.state, and the event's Profile has
+#     none of them; the summary counts the waits and the shorter ones;
+#  2. the threshold: with 5 ms the 50 us sleeps leave (nearly) nothing, with 0 they are all
+#     there (at least 50 us each).
+# Needs root, BPF and perf events; exits 77 otherwise.
+
+. "$(dirname "$0")/lib.sh"
+
+pp_require_root
+pp_require_bpf
+pp_require_perf_events
+pp_require_pebsprof
+
+T=$PP_TMP
+WAITS="$PP_TEST_BIN_DIR/pp_waits"
+CHECK="$PP_PYTHON $PP_SOURCE_DIR/tests/integration/off_cpu_checks.py"
+[ -x "$WAITS" ] || pp_skip "tests/programs/pp_waits is not built"
+
+# --- 1. shares, stacks, states, outputs ---------------------------------------------------
+pp_log "record --off-cpu -- pp_waits 3"
+pp_run "$T/main" "$PEBSPROF" record --off-cpu --top 0 -o "$T/w.folded" -o "$T/w.svg" \
+	-o "$T/w.otlp.pb" -- "$WAITS" 3
+if [ "$PP_RC" -eq 0 ]; then
+	pp_ok "record --off-cpu -- pp_waits exits 0"
+else
+	pp_fail "record --off-cpu exited $PP_RC"
+	pp_show "$T/main.err"
+fi
+pp_check "the waits' shares are 50/33/17 +- 5, whole stacks, sleeping, their kernel frames" \
+	$CHECK folded "$T/w.folded" --expect wait_sleep=50,wait_pipe=33,wait_futex=17 --tol 5 \
+	--kernel wait_sleep=nanosleep,wait_pipe=pipe_read,wait_futex=futex_wait
+if grep -q '^off-CPU: [1-9][0-9]* waits of 1.0 ms or more' "$T/main.out" &&
+	grep -Eq '; [1-9][0-9]* shorter;' "$T/main.out"; then
+	pp_ok "the summary counts the waits and the shorter ones"
+else
+	pp_fail "the summary has no off-CPU line with waits and shorter ones"
+	pp_show "$T/main.out" 20
+fi
+if [ -z "$(cut -d';' -f1 "$T/w.folded" | sort -u | grep -v '^pp_waits$')" ]; then
+	pp_ok "only the command's threads"
+else
+	pp_fail "stacks of other processes: $(cut -d';' -f1 "$T/w.folded" | sort -u | head -5)"
+fi
+grep -q 'Wall clock (on and off the CPU)' "$T/w.svg" && grep -q 'off-CPU: sleeping' "$T/w.svg" &&
+	pp_ok "the flame graph is wall clock, waits marked by state" ||
+	pp_fail "the flame graph is not in wall clock or has no [off-CPU: sleeping] frames"
+if pp_otlp_python "$PP_SOURCE_DIR/../shared/reference/opentelemetry-proto" "$T/gen" \
+	>"$T/gen.err" 2>&1; then
+	pp_check "OTLP: an off_cpu/nanoseconds Profile without a period, off_cpu.state on its samples" \
+		$CHECK otlp "$T/gen" "$T/w.otlp.pb"
+else
+	pp_skip_check "OTLP: protoc could not build the reference schema's classes"
+fi
+
+# --- 2. the threshold -------------------------------------------------------------------------
+pp_log "record --off-cpu --off-cpu-threshold 0 and 5ms -- pp_waits 2"
+pp_run "$T/t0" "$PEBSPROF" record -q --off-cpu --off-cpu-threshold 0 -o "$T/t0.folded" -- \
+	"$WAITS" 2
+pp_run "$T/t5" "$PEBSPROF" record -q --off-cpu --off-cpu-threshold 5ms -o "$T/t5.folded" -- \
+	"$WAITS" 2
+short0=$($CHECK time "$T/t0.folded" wait_short)
+short5=$($CHECK time "$T/t5.folded" wait_short)
+sleep5=$($CHECK time "$T/t5.folded" wait_sleep)
+# 400 sleeps of about 50 us (a little less off the CPU: the timer is armed first) with no
+# threshold; under 5 ms only one delayed 100 times over
+if [ "${short0:-0}" -ge 10000000 ] && [ "${short5:-0}" -lt $((short0 / 4)) ] &&
+	[ "${sleep5:-0}" -ge 500000000 ]; then
+	pp_ok "the threshold: 50 us sleeps $((short0 / 1000000)) ms with 0, $((short5 / 1000000)) ms with 5ms; the 20 ms sleeps stay ($((sleep5 / 1000000)) ms)"
+else
+	pp_fail "the threshold: 50 us sleeps ${short0:-?} ns with 0, ${short5:-?} ns with 5ms (want >= 10 ms, < a quarter); 20 ms sleeps ${sleep5:-?} ns (want >= 500 ms)"
+fi
+
+pp_finish
