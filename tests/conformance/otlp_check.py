@@ -166,8 +166,18 @@ for ri, rp in enumerate(req.resource_profiles):
                   d.string_table[pr.sample_type.unit_strindex])
             pt = (d.string_table[pr.period_type.type_strindex],
                   d.string_table[pr.period_type.unit_strindex])
-            rule(pt[0] != "" and pt[1] in ("nanoseconds", "count"), f"{pwhat}: period_type {pt}")
-            if pt[0] == "cpu":
+            if st == ("off_cpu", "nanoseconds"):
+                # off-CPU time: no period, which Pyroscope names off_cpu (notes §6)
+                rule(pt == ("", "") and pr.period == 0,
+                     f"{pwhat}: off_cpu with period_type {pt}, period {pr.period}")
+                rule(pr.time_unix_nano > 10**18, f"{pwhat}: time_unix_nano "
+                                                  f"{pr.time_unix_nano} is not a wall-clock time")
+            else:
+                rule(pt[0] != "" and pt[1] in ("nanoseconds", "count"),
+                     f"{pwhat}: period_type {pt}")
+            if st == ("off_cpu", "nanoseconds"):
+                pass
+            elif pt[0] == "cpu":
                 rule(pt == ("cpu", "nanoseconds"), f"{pwhat}: cpu period_type {pt}")
                 rule(st == ("samples", "count"), f"{pwhat}: sample_type {st}")
             else:
@@ -177,7 +187,7 @@ for ri, rp in enumerate(req.resource_profiles):
                      f"{pwhat}: sample_type {st} under period_type {pt}")
                 rule(re.fullmatch(r"[A-Za-z0-9_]+", pt[0]) is not None,
                      f"{pwhat}: period type {pt[0]!r} is not a Pyroscope name")
-            rule(pr.period > 0, f"{pwhat}: no period")
+            rule(pr.period > 0 or st == ("off_cpu", "nanoseconds"), f"{pwhat}: no period")
             rule(pr.time_unix_nano > 10**18, f"{pwhat}: time_unix_nano {pr.time_unix_nano} "
                                               "is not a wall-clock time")
             for ai in pr.attribute_indices:

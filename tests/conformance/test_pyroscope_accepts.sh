@@ -81,6 +81,21 @@ while read -r name ids; do
 		}
 done <"$tmp/c/cases.txt"
 
+# Off-CPU time (--off-cpu): over OTLP a Profile of its own, which Pyroscope names off_cpu; the
+# push sends it as a pprof of its own beside the event's, which /ingest files under
+# process_cpu (its name holds "cpu") as the sample type off_cpu.
+cpu_ids=process_cpu:cpu:nanoseconds:cpu:nanoseconds
+for v in v1.21 head; do
+	check "$cpu_ids,off_cpu:off_cpu:nanoseconds::" otlp "$tmp/c/off_cpu.otlp.pb" --version "$v"
+	check "$cpu_ids,process_cpu:samples:count:cpu:nanoseconds" ingest "$tmp/c/off_cpu.pb.gz" shop \
+		--version "$v"
+	check "process_cpu:off_cpu:nanoseconds::" ingest "$tmp/c/off_cpu.off.pb" shop --version "$v"
+done
+"$py" "$here/otlp_check.py" "$tmp/gen" "$tmp/c/off_cpu.otlp.pb" >"$tmp/oc.out" 2>&1 || {
+	fail "off_cpu: otlp_check.py rejects it"
+	sed 's/^/    /' "$tmp/oc.out"
+}
+
 # Every name a node gives is pushed under a name /ingest takes (exporter pyroscope.h): the
 # window cut by service as `run` cuts it, each part checked with its name= on both versions.
 cpu_ids=process_cpu:cpu:nanoseconds:cpu:nanoseconds,process_cpu:samples:count:cpu:nanoseconds

@@ -8,7 +8,9 @@
 #     Profile with no period, its samples carrying off_cpu.state, and the event's Profile has
 #     none of them; the summary counts the waits and the shorter ones;
 #  2. the threshold: with 5 ms the 50 us sleeps leave (nearly) nothing, with 0 they are all
-#     there (at least 50 us each).
+#     there (at least 50 us each);
+#  3. `run --off-cpu` sends off_cpu Profiles over OTLP, and in the Pyroscope push a pprof of
+#     off-CPU time beside the event's, each as Pyroscope's ingest rules accept it.
 # Needs root, BPF and perf events; exits 77 otherwise.
 
 . "$(dirname "$0")/lib.sh"
@@ -76,5 +78,52 @@ if [ "${short0:-0}" -ge 10000000 ] && [ "${short5:-0}" -lt $((short0 / 4)) ] &&
 else
 	pp_fail "the threshold: 50 us sleeps ${short0:-?} ns with 0, ${short5:-?} ns with 5ms (want >= 10 ms, < a quarter); 20 ms sleeps ${sleep5:-?} ns (want >= 500 ms)"
 fi
+
+# --- 3. run --off-cpu: the agent sends off_cpu profiles over OTLP and in the push -----------
+pp_log "run --off-cpu, OTLP and the Pyroscope push"
+"$WAITS" 30 >/dev/null 2>&1 &
+W=$!
+PP_BG_PIDS="${PP_BG_PIDS:-} $W"
+pp_start_sink otlp '[]'
+pp_run_for 3 "$T/ro" --off-cpu --endpoint "http://127.0.0.1:$SINK_PORT/v1development/profiles" \
+	--interval 1
+kill "$SINK" 2>/dev/null
+pp_check "run --off-cpu (OTLP): SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
+got=
+for body in "$T"/otlp/req-*.body; do
+	[ -s "$body" ] && [ -d "$T/gen" ] && $CHECK otlp "$T/gen" "$body" >"$T/ro.check" 2>&1 &&
+		got=$body && break
+done
+if [ -n "$got" ]; then
+	pp_ok "run --off-cpu (OTLP): a request with off_cpu Profiles ($(cat "$T/ro.check"))"
+elif [ ! -d "$T/gen" ]; then
+	pp_skip_check "run --off-cpu (OTLP): no reference schema classes"
+else
+	pp_fail "run --off-cpu (OTLP): no request with an off_cpu Profile"
+	pp_show "$T/ro.check"
+	pp_show "$T/ro.err"
+fi
+pp_start_sink pyro '[]'
+pp_run_for 3 "$T/rp" --off-cpu --exporter pyroscope --endpoint "http://127.0.0.1:$SINK_PORT" \
+	--interval 1 --service-name shop
+kill "$SINK" 2>/dev/null
+pp_check "run --off-cpu (push): SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
+# the checker takes the OTLP classes made above and the pprof ones beside them
+if [ -d "$T/gen" ] && (cd "$PP_SOURCE_DIR/../shared/reference/pprof" &&
+	protoc --python_out="$T/gen" proto/profile.proto) 2>/dev/null; then
+	kinds=$(for body in "$T"/pyro/req-*.body; do
+		"$PP_PYTHON" "$PP_SOURCE_DIR/tests/conformance/pyroscope_check.py" "$T/gen" ingest \
+			"$body" shop 2>&1
+	done | sort | uniq -c)
+	if grep -q 'ok: process_cpu:off_cpu:nanoseconds::' <<<"$kinds" &&
+		grep -q 'ok: process_cpu:cpu:nanoseconds' <<<"$kinds" && ! grep -q REJECTED <<<"$kinds"; then
+		pp_ok "run --off-cpu (push): the event's and off-CPU pprofs, each accepted by /ingest's rules"
+	else
+		pp_fail "run --off-cpu (push): wanted accepted cpu and off_cpu pushes, got: $kinds"
+	fi
+else
+	pp_skip_check "run --off-cpu (push): protoc cannot build the pprof classes"
+fi
+kill "$W" 2>/dev/null
 
 pp_finish

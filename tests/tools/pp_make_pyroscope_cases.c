@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -70,6 +71,57 @@ static uint32_t loc(struct pp_profile *p, uint32_t map, uint64_t addr, const cha
 	    .mapping_id = map, .address = addr, .function = fn, .kind = kind};
 
 	return pp_profile_intern_location(p, &l);
+}
+
+static int fill(struct pp_profile *p, const struct pcase *c, uint64_t t0);
+
+/*
+ * A cpu-clock window with off-CPU samples (record and run --off-cpu): DIR/off_cpu.otlp.pb,
+ * the event's push DIR/off_cpu.pb.gz and the off-CPU push DIR/off_cpu.off.pb.gz.
+ */
+static int write_off_cpu(const char *dir, uint64_t t0)
+{
+	static const struct pcase c = {"off_cpu", "cpu", 10101010, 0, 0};
+	struct pp_profile_desc d = {.event = "cpu-clock",
+				    .value_type = "cpu",
+				    .value_unit = "nanoseconds",
+				    .period = c.period,
+				    .start_unix_ns = t0,
+				    .duration_ns = 10000000000ULL};
+	struct pp_otlp_resource r = {
+	    .service_name = "shop", .host_name = "node-1", .node_name = "node-1"};
+	struct pp_profile *p = pp_profile_new(&d);
+	const struct pp_profile *ps[1] = {p};
+	uint8_t *body = NULL;
+	size_t len = 0;
+	char path[4096];
+	FILE *f;
+	int err = !p || fill(p, &c, t0);
+
+	/* each stack also waited, in two states */
+	for (size_t i = 0; !err && i < pp_profile_sample_count(p) && i < 3; i++) {
+		struct pp_sample_info w = *pp_profile_get_sample(p, i);
+
+		w.wait = i ? PP_WAIT_SLEEPING : PP_WAIT_DISK;
+		w.count = 2;
+		w.value = 30000000 * (i + 1);
+		err = pp_profile_add_sample(p, &w) != 0;
+	}
+	snprintf(path, sizeof(path), "%s/off_cpu.otlp.pb", dir);
+	err = err || pp_otlp_write_file(ps, 1, &r, path);
+	snprintf(path, sizeof(path), "%s/off_cpu.pb.gz", dir);
+	err = err || pp_pprof_write_file(p, path);
+	err = err || pp_pprof_encode_off_cpu(p, &body, &len);
+	snprintf(path, sizeof(path), "%s/off_cpu.off.pb", dir);
+	if (!err && (f = fopen(path, "wb"))) {
+		err = fwrite(body, 1, len, f) != len;
+		err |= fclose(f) != 0;
+	} else {
+		err = 1;
+	}
+	free(body);
+	pp_profile_free(p);
+	return err ? -1 : 0;
 }
 
 static int fill(struct pp_profile *p, const struct pcase *c, uint64_t t0)
@@ -291,6 +343,11 @@ int main(int argc, char **argv)
 		else
 			fprintf(list, "%s %s:%s:count:%s:count\n", c->name, name, name, name);
 		pp_profile_free(p);
+	}
+	if (write_off_cpu(argv[1], (uint64_t)now.tv_sec * 1000000000ULL - 10000000000ULL)) {
+		fprintf(stderr, "%s: cannot write the off-CPU case\n", argv[0]);
+		fclose(list);
+		return 1;
 	}
 	if (write_names(argv[1], (uint64_t)now.tv_sec * 1000000000ULL - 10000000000ULL)) {
 		fprintf(stderr, "%s: cannot write the names cases\n", argv[0]);

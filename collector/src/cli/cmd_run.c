@@ -492,9 +492,19 @@ static int send_window(struct agent *ag, const struct pp_profile *p,
 		if (push) {
 			snprintf(meta.app_name, sizeof(meta.app_name), "%s",
 				 split.parts[i].service);
-			ret = pp_pprof_encode(part, &body, &len);
-			if (!ret)
-				ret = queue_request(ag, body, len, &meta);
+			ret = 0;
+			/* the event's profile, and off-CPU time as its own (Pyroscope's off_cpu) */
+			if (pp_profile_total_count(part)) {
+				ret = pp_pprof_encode(part, &body, &len);
+				if (!ret)
+					ret = queue_request(ag, body, len, &meta);
+			}
+			if (!ret && pp_profile_off_cpu_waits(part)) {
+				body = NULL;
+				ret = pp_pprof_encode_off_cpu(part, &body, &len);
+				if (!ret)
+					ret = queue_request(ag, body, len, &meta);
+			}
 		} else {
 			ret = pp_otlp_encode(&part, 1, res, &body, &len);
 			if (!ret)
@@ -975,6 +985,8 @@ static int start_sampling(struct agent *ag)
 	    .cgroup2_root = ag->cfg.cgroup_root[0] ? ag->cfg.cgroup_root : NULL,
 	    .ustack_walk = (uint32_t)ag->cfg.user_unwind,
 	    .unwind_table_bytes = ag->cfg.unwind_table_bytes,
+	    .off_cpu_every = ag->cfg.off_cpu ? (uint32_t)ag->cfg.off_cpu_every : 0,
+	    .off_cpu_min_ns = ag->cfg.off_cpu_threshold_ns,
 	};
 	struct pp_session_opts sess = {.proc_root = ag->cfg.proc_root,
 				       .raw_stack_entries = 1 << 16,

@@ -168,6 +168,17 @@ static int store(struct pp_run_config *c, int k, const char *s, char *err, size_
 					      (unsigned long long)(o->max / NS_PER_S));
 		*(uint64_t *)pp_cfg_field(c, k) = v;
 		return 0;
+	case T_DURATION:
+		ret = pp_parse_duration(s, &v);
+		if (ret || v < o->min || v > o->max)
+			return pp_cfg_set_err(
+			    err, errlen,
+			    "'%.*s' is not a duration from %lluus to %llus with its "
+			    "unit (e.g. 1ms, 500us or 0)",
+			    ECHO_LEN, s, (unsigned long long)(o->min / 1000),
+			    (unsigned long long)(o->max / NS_PER_S));
+		*(uint64_t *)pp_cfg_field(c, k) = v;
+		return 0;
 	case T_SIZE:
 		ret = pp_size_parse(s, len, &v, why, sizeof(why));
 		if (ret)

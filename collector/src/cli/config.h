@@ -46,6 +46,9 @@ enum pp_config_key {
 	PP_CFG_STACK_DEPTH,
 	PP_CFG_USER_UNWIND,
 	PP_CFG_UNWIND_TABLE_BYTES,
+	PP_CFG_OFF_CPU,
+	PP_CFG_OFF_CPU_THRESHOLD,
+	PP_CFG_OFF_CPU_EVERY,
 	PP_CFG_SERVICE_NAME,
 	PP_CFG_RESOURCE_ATTRIBUTES,
 	PP_CFG_SAMPLE_LABELS,
@@ -150,7 +153,10 @@ struct pp_run_config {
 	uint64_t stack_depth;
 	int user_unwind; /* PP_USTACK_* (record.h), named by pp_ustack_walk_names */
 	uint64_t unwind_table_bytes;
-	char *service_name; /* "" = per process (container, pod or executable) */
+	int off_cpu;		       /* off-CPU profiles too */
+	uint64_t off_cpu_threshold_ns; /* shortest wait recorded */
+	uint64_t off_cpu_every;	       /* 1 in N switches */
+	char *service_name;	       /* "" = per process (container, pod or executable) */
 	struct pp_kv_list resource_attributes;
 	int sample_labels; /* PP_SAMPLE_LABEL_* bits */
 	char *node_name;   /* default: this host's name */

@@ -13,18 +13,19 @@
 #include "config.h"
 
 enum opt_type {
-	T_STR,	  /* any text */
-	T_PATH,	  /* non-empty text */
-	T_EVENT,  /* an event spec */
-	T_URL,	  /* "" or an http(s) URL */
-	T_KV,	  /* k=v,... with percent-encoded values */
-	T_U64,	  /* decimal in [min, max] */
-	T_SECS,	  /* seconds, fractions allowed, stored in ns, in [min, max] ns */
-	T_SIZE,	  /* bytes with suffixes, in [min, max] */
-	T_ENUM,	  /* one of names[], stored as int */
-	T_SET,	  /* names[] separated by ',', or "none": stored as an int of bits 1 << index */
-	T_BOOL,	  /* true/false..., stored as int; a flag without a value */
-	T_LISTEN, /* "" or ADDR:PORT */
+	T_STR,	    /* any text */
+	T_PATH,	    /* non-empty text */
+	T_EVENT,    /* an event spec */
+	T_URL,	    /* "" or an http(s) URL */
+	T_KV,	    /* k=v,... with percent-encoded values */
+	T_U64,	    /* decimal in [min, max] */
+	T_SECS,	    /* seconds, fractions allowed, stored in ns, in [min, max] ns */
+	T_DURATION, /* a number and its unit (ns, us, ms, s), or 0; stored in ns, in [min, max] */
+	T_SIZE,	    /* bytes with suffixes, in [min, max] */
+	T_ENUM,	    /* one of names[], stored as int */
+	T_SET,	    /* names[] separated by ',', or "none": stored as an int of bits 1 << index */
+	T_BOOL,	    /* true/false..., stored as int; a flag without a value */
+	T_LISTEN,   /* "" or ADDR:PORT */
 };
 
 #define F_SECRET 0x1  /* values never printed */

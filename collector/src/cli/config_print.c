@@ -67,6 +67,23 @@ static void print_kv(const struct pp_kv_list *l, bool header_names, bool secret,
 	}
 }
 
+/* In the largest unit that divides it: "1ms", "500us", "0". */
+static void print_duration(uint64_t ns, FILE *f)
+{
+	static const struct {
+		const char *name;
+		uint64_t ns;
+	} units[] = {{"s", NS_PER_S}, {"ms", 1000000}, {"us", 1000}, {"ns", 1}};
+
+	for (size_t i = 0; ns && i < sizeof(units) / sizeof(units[0]); i++) {
+		if (ns % units[i].ns == 0) {
+			fprintf(f, "%llu%s", (unsigned long long)(ns / units[i].ns), units[i].name);
+			return;
+		}
+	}
+	fputs("0", f);
+}
+
 static void print_secs(uint64_t ns, FILE *f)
 {
 	char frac[16];
@@ -143,6 +160,9 @@ void pp_run_config_print(const struct pp_run_config *c, FILE *f)
 			break;
 		case T_SECS:
 			print_secs(*(const uint64_t *)p, f);
+			break;
+		case T_DURATION:
+			print_duration(*(const uint64_t *)p, f);
 			break;
 		case T_SIZE:
 			print_size(*(const uint64_t *)p, f);

@@ -16,6 +16,13 @@
 
 /* Serialized, uncompressed perftools.profiles.Profile. *out is malloc'ed; caller frees. */
 int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len);
+/*
+ * The off-CPU samples of p (pp_sample_info.wait) as a pprof of their own: one sample type,
+ * (off_cpu, nanoseconds), no period (what Pyroscope's /ingest names off_cpu), values the
+ * nanoseconds waited, each sample labelled with off_cpu.state. pp_pprof_encode leaves them
+ * out.
+ */
+int pp_pprof_encode_off_cpu(const struct pp_profile *p, uint8_t **out, size_t *out_len);
 /* Gzipped pprof, as `go tool pprof` and Pyroscope read it. */
 int pp_pprof_write_file(const struct pp_profile *p, const char *path);
 /* The label budget pp_pprof_encode applies to p: which names it leaves out (profile.h). */

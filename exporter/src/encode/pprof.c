@@ -33,6 +33,7 @@ struct enc {
 	const struct pp_profile *p;
 	struct pp_strtab st;
 	bool failed;
+	bool off_cpu; /* the off-CPU samples only, as their own profile */
 
 	struct func_key *fkeys;
 	uint32_t nfuncs;
@@ -382,7 +383,7 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 
 		pp_profile_get_resource(p, s->resource_id, &nres);
 		nlocids += s->nlocations;
-		nlabels += 4 + s->nlabels + !!s->has_cpu + nres;
+		nlabels += 4 + s->nlabels + !!s->has_cpu + nres + 1; /* + 1: off_cpu.state */
 	}
 	e->samples = xcalloc(e, nsamples, sizeof(*e->samples));
 	e->samplep = xcalloc(e, nsamples, sizeof(*e->samplep));
@@ -406,8 +407,8 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 		const struct pp_label *res = pp_profile_get_resource(p, s->resource_id, &nres);
 		uint32_t nl = 4 + s->nlabels + !!s->has_cpu;
 
-		if (s->wait)
-			continue; /* off-CPU time: not the event's (OTLP sends it) */
+		if (!s->wait != !e->off_cpu)
+			continue; /* off-CPU time is not the event's, and the event's not it */
 		perftools__profiles__sample__init(ps);
 		ps->n_location_id = s->nlocations;
 		ps->location_id = s->nlocations ? &e->loc_ids[li] : NULL;
@@ -476,6 +477,14 @@ static int build_samples(struct enc *e, Perftools__Profiles__Profile *msg)
 				pl->str = S(e, s->labels[j - 4].value);
 				break;
 			}
+			e->labelp[lab++] = pl;
+		}
+		if (e->off_cpu) {
+			Perftools__Profiles__Label *pl = &e->labels[lab];
+
+			perftools__profiles__label__init(pl);
+			pl->key = label_name(e, PP_LABEL_OFF_CPU_STATE);
+			pl->str = S(e, pp_wait_state_name(s->wait));
 			e->labelp[lab++] = pl;
 		}
 		ps->n_label = (size_t)(&e->labelp[lab] - sl);
@@ -612,7 +621,7 @@ size_t pp_pprof_size_bound(const struct pp_profile *p, const size_t *idx, size_t
 	return b.bytes + num_labels * NUM_LABEL(v) + str_labels * STR_LABEL(v);
 }
 
-int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
+static int encode(const struct pp_profile *p, bool off_cpu, uint8_t **out, size_t *out_len)
 {
 	Perftools__Profiles__Profile msg;
 	const struct pp_profile_desc *d;
@@ -627,6 +636,7 @@ int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
 	d = pp_profile_get_desc(p);
 	memset(&e, 0, sizeof(e));
 	e.p = p;
+	e.off_cpu = off_cpu;
 	perftools__profiles__profile__init(&msg);
 
 	/* pprof requires string_table[0] == "", which the table starts with. */
@@ -635,7 +645,13 @@ int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
 	for (int i = 0; i < 4; i++)
 		perftools__profiles__value_type__init(&e.vt[i]);
 	/* The names and values of profile.h: the same as the OTLP encoder writes. */
-	if (pp_profile_is_cpu(d)) {
+	if (off_cpu) {
+		/* Pyroscope names a pprof of (off_cpu, nanoseconds) alone off_cpu */
+		e.vt[0].type = S(&e, "off_cpu");
+		e.vt[0].unit = S(&e, "nanoseconds");
+		e.value_of[0] = VALUE_SUM;
+		e.nvalues = 1;
+	} else if (pp_profile_is_cpu(d)) {
 		e.vt[0].type = S(&e, "samples");
 		e.vt[0].unit = S(&e, "count");
 		e.vt[1].type = S(&e, d->value_type);
@@ -664,8 +680,8 @@ int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
 		e.vtp[i] = &e.vt[i];
 	msg.n_sample_type = e.nvalues;
 	msg.sample_type = e.vtp;
-	msg.period_type = &e.vt[3];
-	msg.period = (int64_t)pp_profile_period(p);
+	msg.period_type = off_cpu ? NULL : &e.vt[3];
+	msg.period = off_cpu ? 0 : (int64_t)pp_profile_period(p);
 	msg.time_nanos = (int64_t)d->start_unix_ns;
 	msg.duration_nanos = (int64_t)d->duration_ns;
 
@@ -687,6 +703,16 @@ int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
 out:
 	enc_fini(&e);
 	return err;
+}
+
+int pp_pprof_encode(const struct pp_profile *p, uint8_t **out, size_t *out_len)
+{
+	return encode(p, false, out, out_len);
+}
+
+int pp_pprof_encode_off_cpu(const struct pp_profile *p, uint8_t **out, size_t *out_len)
+{
+	return encode(p, true, out, out_len);
 }
 
 /* Deflates with a gzip wrapper (windowBits 15 + 16). *gz is malloc'ed. */

@@ -687,7 +687,7 @@ TEST(unnamed_frames_have_no_line)
 	pp_profile_free(p);
 }
 
-/* Off-CPU samples are not the event's: pprof leaves them out (OTLP sends them). */
+/* Off-CPU samples are not the event's: pprof leaves them out, or writes them alone. */
 TEST(off_cpu_samples_left_out)
 {
 	struct pp_profile *p = known();
@@ -713,6 +713,32 @@ TEST(off_cpu_samples_left_out)
 		for (size_t v = 0; v < pr->sample[i]->n_value; v++)
 			CHECK(pr->sample[i]->value[v] != 123456789);
 	perftools__profiles__profile__free_unpacked(pr, NULL);
+
+	/* ... and pp_pprof_encode_off_cpu writes them alone, as Pyroscope's off_cpu type */
+	{
+		uint8_t *buf = NULL;
+		size_t len = 0;
+		const char *state = NULL;
+
+		REQUIRE(pp_pprof_encode_off_cpu(p, &buf, &len) == 0);
+		pr = perftools__profiles__profile__unpack(NULL, len, buf);
+		free(buf);
+		REQUIRE(pr);
+		CHECK_EQ_U64(check_structure(pr), 0);
+		REQUIRE(pr->n_sample_type == 1);
+		CHECK_STR(str(pr, pr->sample_type[0]->type), "off_cpu");
+		CHECK_STR(str(pr, pr->sample_type[0]->unit), "nanoseconds");
+		CHECK(pr->period_type == NULL);
+		CHECK_EQ_U64(pr->period, 0);
+		REQUIRE(pr->n_sample == 1);
+		REQUIRE(pr->sample[0]->n_value == 1);
+		CHECK_EQ_U64(pr->sample[0]->value[0], 123456789);
+		for (size_t i = 0; i < pr->sample[0]->n_label; i++)
+			if (strstr(str(pr, pr->sample[0]->label[i]->key), "off_cpu"))
+				state = str(pr, pr->sample[0]->label[i]->str);
+		CHECK_STR(state, "disk");
+		perftools__profiles__profile__free_unpacked(pr, NULL);
+	}
 	pp_profile_free(p);
 }
 
