@@ -1,8 +1,9 @@
 #!/bin/bash
 # What runs inside each kernel of the matrix (tests/vm/run-matrix.sh starts it with vmrun.sh):
 # probe, record on the test workload with its shares, the no-frame-pointer chain unwound with
-# tables, the shim live test, the cgroup filter, `run` for a few windows into a local sink, and
-# processes that exit before the collector reads them, known from the kernel's side-band. Writes OUT/result (key=value lines the
+# tables, the shim live test, the cgroup filter, `run` for a few windows into a local sink,
+# processes that exit before the collector reads them, known from the kernel's side-band, and
+# off-CPU time (record --off-cpu) with its shares. Writes OUT/result (key=value lines the
 # matrix compares with kernels.list) and each step's output under OUT; prints ok/FAIL lines.
 #
 # usage: guest-checks.sh BUILD_DIR OUT_DIR [CHAIN_DIR]
@@ -242,6 +243,24 @@ if [ $rc = 0 ] && [ "${images:-0}" -gt 0 ] && [ "${total:-0}" -gt 0 ] &&
 	ok "gone before read: $named of $total samples of exited processes in their functions, $orphans without their process (side-band: $images images)"
 else
 	fail "gone before read (exit $rc): $named of $total named, $orphans without their process, side-band images ${images:-none}"
+fi
+
+# --- off-CPU: where pp_waits waits (a sleep, a pipe, a futex: 50/33/17 %), and where the
+# stacks are taken (the kprobe as threads resume, or the switch tracepoint) ----------------------
+"$pebsprof" record --off-cpu --top 0 -o "$out/off.folded" -- "$build/tests/pp_waits" 2 \
+	>"$out/off.out" 2>"$out/off.err"
+rc=$?
+at=$(sed -n 's/^off-CPU: .*; stacks taken at \([^ ;]*\).*/\1/p' "$out/off.out")
+put off_cpu_at "${at:-none}"
+if [ $rc = 0 ] && "$py" "$src/tests/integration/off_cpu_checks.py" folded "$out/off.folded" \
+	--expect wait_sleep=50,wait_pipe=33,wait_futex=17 --tol 8 \
+	--kernel wait_sleep=nanosleep,wait_pipe=pipe_read,wait_futex=futex_wait \
+	>"$out/off.txt" 2>&1; then
+	put off_cpu ok
+	ok "record --off-cpu: waits 50/33/17 +- 8 with whole stacks ($(grep -v error "$out/off.txt" | tr '\n' ' ')), stacks at $at"
+else
+	put off_cpu FAIL
+	fail "record --off-cpu (exit $rc): $(tr '\n' ' ' <"$out/off.txt" 2>/dev/null) $(tail -n2 "$out/off.err")"
 fi
 
 put checks_failed "$fails"

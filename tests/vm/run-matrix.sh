@@ -96,7 +96,7 @@ while read -r name suites expect; do
 	if [ "$rc" = fetch ]; then
 		# Debian's archive out of reach: this kernel cannot be tried here, said so
 		echo "skipped: $name: cannot fetch its kernel: $(tail -n1 "$out/$name.fetch.err")"
-		rows+=("| $name | skipped: kernel not fetched | | | | | | | |")
+		rows+=("| $name | skipped: kernel not fetched | | | | | | | | |")
 		continue
 	fi
 	secs=$(cat "$out/$name.secs" 2>/dev/null)
@@ -122,11 +122,11 @@ while read -r name suites expect; do
 	[ "$update" = 1 ] && [ -s "$out/$name/probe.json" ] &&
 		cp "$out/$name/probe.json" "$src/tests/data/kernels/probe-$name.json"
 	insns=$(get "$name" verified_insns)
-	rows+=("| $name ($(get "$name" kernel)) | $([ "$(get "$name" record_exit)" = 0 ] && echo yes || echo no) | $(get "$name" variant) | $(get "$name" samples) (lost $(get "$name" lost)), shares $(get "$name" shares) | $(get "$name" cgroup_filter) | $(get "$name" user_unwind), chain $(get "$name" chain_whole) | ${insns:-not reported} | $(get "$name" load_ms) ms | $secs s |")
+	rows+=("| $name ($(get "$name" kernel)) | $([ "$(get "$name" record_exit)" = 0 ] && echo yes || echo no) | $(get "$name" variant) | $(get "$name" samples) (lost $(get "$name" lost)), shares $(get "$name" shares) | $(get "$name" cgroup_filter) | $(get "$name" user_unwind), chain $(get "$name" chain_whole) | $(get "$name" off_cpu_at), shares $(get "$name" off_cpu) | ${insns:-not reported} | $(get "$name" load_ms) ms | $secs s |")
 done <"$here/kernels.list"
 
 echo
-echo "| kernel | loads | variant | samples | cgroup filter | user unwinding | verified insns | load time | time |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| kernel | loads | variant | samples | cgroup filter | user unwinding | off-CPU | verified insns | load time | time |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 exit $((bad > 0))

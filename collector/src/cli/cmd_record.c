@@ -673,7 +673,7 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 
 /* Time off the CPU: what was recorded, by state, and what was not (short, lost). */
 static void print_off_cpu(const struct record_args *a, const struct pp_profile *profile,
-			  const uint64_t counters[PP_CNT__MAX])
+			  const uint64_t counters[PP_CNT__MAX], const char *taken_at)
 {
 	uint64_t ns[PP_WAIT_STATES] = {0};
 
@@ -685,7 +685,7 @@ static void print_off_cpu(const struct record_args *a, const struct pp_profile *
 	}
 	printf("off-CPU: %llu waits of %.1f ms or more (1 in %u), %.1f ms: runnable %.1f, "
 	       "sleeping %.1f, disk %.1f, stopped %.1f; %llu shorter; lost %llu (ring buffer full "
-	       "%llu, not noted %llu, evicted %llu)\n",
+	       "%llu, not noted %llu, evicted %llu); stacks taken at %s\n",
 	       (unsigned long long)pp_profile_off_cpu_waits(profile),
 	       (double)a->off_cpu_min_ns / 1e6, a->off_cpu_every,
 	       (double)pp_profile_off_cpu_ns(profile) / 1e6, (double)ns[PP_WAIT_RUNNABLE] / 1e6,
@@ -697,12 +697,12 @@ static void print_off_cpu(const struct record_args *a, const struct pp_profile *
 				    counters[PP_CNT_OFF_CPU_EVICTED]),
 	       (unsigned long long)counters[PP_CNT_OFF_CPU_RB_FULL],
 	       (unsigned long long)counters[PP_CNT_OFF_CPU_NOT_NOTED],
-	       (unsigned long long)counters[PP_CNT_OFF_CPU_EVICTED]);
+	       (unsigned long long)counters[PP_CNT_OFF_CPU_EVICTED], taken_at ? taken_at : "none");
 }
 
 static void print_summary(const struct record_args *a, const struct pp_profile *profile,
 			  const uint64_t counters[PP_CNT__MAX], const struct pp_session_stats *st,
-			  double seconds)
+			  double seconds, const char *off_cpu_at)
 {
 	uint64_t lost = counters[PP_CNT_RB_FULL] + counters[PP_CNT_SCRATCH_MISS];
 
@@ -727,7 +727,7 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 				    st->decode.bad_stack),
 	       (unsigned long long)st->samples_no_process);
 	if (a->off_cpu_every)
-		print_off_cpu(a, profile, counters);
+		print_off_cpu(a, profile, counters, off_cpu_at);
 	{
 		uint64_t named = 0;
 
@@ -1090,7 +1090,8 @@ int pp_cmd_record(int argc, char **argv)
 		print_unwinding(smp.unwinder, counters);
 	}
 	print_summary(&a, profile, counters, &st,
-		      (double)pp_profile_get_desc(profile)->duration_ns / 1e9);
+		      (double)pp_profile_get_desc(profile)->duration_ns / 1e9,
+		      pp_shim_switch_in_at(smp.shim));
 	if (ret)
 		status = PP_EXIT_RUNTIME;
 	else
