@@ -237,10 +237,9 @@ static uint64_t raw_cgroup(const struct pp_session *s, const struct pp_decoded *
 static uint32_t wait_of(const struct pp_sample *rec)
 {
 	static const uint32_t states[PP_OFF_CPU_STATES] = {
-	    [PP_OFF_CPU_RUNNABLE] = PP_WAIT_RUNNABLE,
-	    [PP_OFF_CPU_SLEEPING] = PP_WAIT_SLEEPING,
-	    [PP_OFF_CPU_DISK] = PP_WAIT_DISK,
-	    [PP_OFF_CPU_STOPPED] = PP_WAIT_STOPPED,
+	    [PP_OFF_CPU_RUNNABLE] = PP_WAIT_RUNNABLE,	[PP_OFF_CPU_SLEEPING] = PP_WAIT_SLEEPING,
+	    [PP_OFF_CPU_DISK] = PP_WAIT_DISK,		[PP_OFF_CPU_STOPPED] = PP_WAIT_STOPPED,
+	    [PP_OFF_CPU_THROTTLED] = PP_WAIT_THROTTLED,
 	};
 
 	if (!(rec->flags & PP_SF_OFF_CPU))

@@ -55,11 +55,21 @@ struct bpf_perf_event_data_kern {
 	struct perf_event *event;
 };
 
+/* CONFIG_CFS_BANDWIDTH: above 0 while this group or one above it is throttled */
+struct cfs_rq {
+	int throttle_count;
+};
+
+struct sched_entity {
+	struct cfs_rq *cfs_rq; /* CONFIG_FAIR_GROUP_SCHED: the queue the entity is on */
+};
+
 struct task_struct {
 	unsigned int __state; /* 5.14+ */
 	unsigned int flags;   /* PF_* */
 	int pid;
 	int tgid;
+	struct sched_entity se;
 };
 
 /* Before 5.14 the state was a long named state. */

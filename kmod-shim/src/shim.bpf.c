@@ -940,12 +940,25 @@ struct {
 	__type(value, struct off_cpu_since);
 } off_cpu_waiting SEC(".maps");
 
+/* Whether a runnable task waits because its group ran out of CPU quota (throttled). */
+static __always_inline __u32 runnable_state(struct task_struct *prev)
+{
+	struct cfs_rq *cfs_rq;
+
+	if (!bpf_core_field_exists(prev->se.cfs_rq) ||
+	    !bpf_core_field_exists(((struct cfs_rq *)0)->throttle_count))
+		return PP_OFF_CPU_RUNNABLE;
+	cfs_rq = BPF_CORE_READ(prev, se.cfs_rq);
+	return cfs_rq && BPF_CORE_READ(cfs_rq, throttle_count) > 0 ? PP_OFF_CPU_THROTTLED
+								   : PP_OFF_CPU_RUNNABLE;
+}
+
 static __always_inline __u32 off_cpu_state(struct task_struct *prev, int preempt)
 {
 	__u64 st;
 
 	if (preempt)
-		return PP_OFF_CPU_RUNNABLE;
+		return runnable_state(prev);
 	if (bpf_core_field_exists(prev->__state))
 		st = BPF_CORE_READ(prev, __state);
 	else
@@ -958,7 +971,7 @@ static __always_inline __u32 off_cpu_state(struct task_struct *prev, int preempt
 		return PP_OFF_CPU_SLEEPING;
 	if (st & PP_TASK_STOPPED_OR_TRACED)
 		return PP_OFF_CPU_STOPPED;
-	return PP_OFF_CPU_RUNNABLE;
+	return runnable_state(prev);
 }
 
 /* Without kprobes: the record of each waiting thread, stacks and all, taken as it left. */

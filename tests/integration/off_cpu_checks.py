@@ -143,7 +143,7 @@ def check_otlp(args):
                         continue
                     off_samples += 1
                     if attrs["off_cpu.state"].string_value not in (
-                            "runnable", "sleeping", "disk", "stopped"):
+                            "runnable", "sleeping", "disk", "stopped", "throttled"):
                         errors.append("off_cpu.state %r" % attrs["off_cpu.state"].string_value)
                     if sum(smp.values) <= 0:
                         errors.append("an off-CPU sample without nanoseconds")

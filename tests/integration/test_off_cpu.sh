@@ -10,7 +10,10 @@
 #  2. the threshold: with 5 ms the 50 us sleeps leave (nearly) nothing, with 0 they are all
 #     there (at least 50 us each);
 #  3. `run --off-cpu` sends off_cpu Profiles over OTLP, and in the Pyroscope push a pprof of
-#     off-CPU time beside the event's, each as Pyroscope's ingest rules accept it.
+#     off-CPU time beside the event's, each as Pyroscope's ingest rules accept it;
+#  4. a burner in a cgroup with a 20 % CPU quota: most of its time is waits in the throttled
+#     state, under its burn functions;
+#  5. dd with fsync: waits in the D state (disk) through fsync.
 # Needs root, BPF and perf events; exits 77 otherwise.
 
 . "$(dirname "$0")/lib.sh"
@@ -129,5 +132,60 @@ else
 	pp_skip_check "run --off-cpu (push): protoc cannot build the pprof classes"
 fi
 kill "$W" 2>/dev/null
+
+# --- 4. a CPU quota that throttles: waits of a runnable task, told apart --------------------
+# a cgroup of the cpu controller with 20 ms of CPU every 100 ms (cgroup v2's cpu.max where the
+# controller is on the unified hierarchy, else v1's cfs quota)
+pp_log "record --off-cpu -p: pp_workload in a cgroup with a 20 % CPU quota"
+cg=
+v2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+if [ -n "$v2" ] && grep -qw cpu "$v2/cgroup.controllers" 2>/dev/null; then
+	grep -qw cpu "$v2/cgroup.subtree_control" || echo +cpu >"$v2/cgroup.subtree_control"
+	cg=$v2/pp-offcpu-$$
+	mkdir "$cg" && echo "20000 100000" >"$cg/cpu.max" || cg=
+else
+	v1=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print $2; exit }' /proc/mounts)
+	[ -n "$v1" ] && cg=$v1/pp-offcpu-$$ && mkdir "$cg" && echo 100000 >"$cg/cpu.cfs_period_us" &&
+		echo 20000 >"$cg/cpu.cfs_quota_us" || cg=
+fi
+if [ -z "$cg" ]; then
+	pp_skip_check "throttling: no cgroup of the cpu controller could be made here"
+else
+	BURN=$(pp_start_in_cgroup "$cg" 60)
+	PP_BG_PIDS="${PP_BG_PIDS:-} $BURN"
+	pp_run "$T/thr" "$PEBSPROF" record --off-cpu --top 0 -p "$BURN" -d 3 -o "$T/thr.folded"
+	kill "$BURN" 2>/dev/null
+	wait "$BURN" 2>/dev/null
+	rmdir "$cg" 2>/dev/null
+	thr=$(sed -n 's/^off-CPU: .* ms: runnable [0-9.]*, throttled \([0-9]*\)\..*/\1/p' "$T/thr.out")
+	under=$(awk '/\[off-CPU: throttled\]/ && /burn_/ { n += $NF } END { print int(n / 1e6) }' \
+		"$T/thr.folded")
+	# 3 s at 20 % of a CPU: 2.4 s waiting for the quota, in its burn functions' stacks
+	if [ "${thr:-0}" -ge 1500 ] && [ "${under:-0}" -ge $((thr / 2)) ]; then
+		pp_ok "throttled: $thr ms of 3 s waiting for the quota, $under ms of it in burn_*"
+	else
+		pp_fail "throttled: ${thr:-?} ms waiting for the quota (want >= 1500 of 3 s), ${under:-?} ms in burn_*"
+		pp_show "$T/thr.out" 20
+	fi
+fi
+
+# --- 5. a disk wait: fsync on the file system of the test's directory -------------------------
+pp_log "record --off-cpu -- dd conv=fsync"
+if [ "$(stat -f -c %T "$T")" = tmpfs ]; then
+	pp_skip_check "disk waits: $T is on tmpfs, where fsync does not wait"
+else
+	# every wait (threshold 0): a fast disk may take less than 1 ms a flush
+	pp_run "$T/dd" "$PEBSPROF" record --off-cpu --off-cpu-threshold 0 --top 0 \
+		-o "$T/dd.folded" -- sh -c "for i in 1 2 3 4 5 6 7 8; do
+			dd if=/dev/urandom of='$T/dd.bin' bs=1M count=4 conv=fsync 2>/dev/null; done"
+	disk=$(awk '/^dd;/ && /\[off-CPU: disk\]/ && /fsync/ { n += $NF } END { print int(n / 1e6) }' \
+		"$T/dd.folded")
+	if [ "$PP_RC" -eq 0 ] && [ "${disk:-0}" -ge 1 ]; then # 32 MiB flushed in 8 fsyncs
+		pp_ok "disk waits: dd's fsync waited $disk ms in the D state, its stacks through fsync"
+	else
+		pp_fail "disk waits: no D-state wait of dd through fsync (exit $PP_RC)"
+		grep '^dd;' "$T/dd.folded" | cut -c1-300 | head -5 | sed 's/^/    | /'
+	fi
+fi
 
 pp_finish

@@ -684,13 +684,13 @@ static void print_off_cpu(const struct record_args *a, const struct pp_profile *
 			ns[s->wait] += s->value;
 	}
 	printf("off-CPU: %llu waits of %.1f ms or more (1 in %u), %.1f ms: runnable %.1f, "
-	       "sleeping %.1f, disk %.1f, stopped %.1f; %llu shorter; lost %llu (ring buffer full "
-	       "%llu, not noted %llu, evicted %llu); stacks taken at %s\n",
+	       "throttled %.1f, sleeping %.1f, disk %.1f, stopped %.1f; %llu shorter; lost %llu "
+	       "(ring buffer full %llu, not noted %llu, evicted %llu); stacks taken at %s\n",
 	       (unsigned long long)pp_profile_off_cpu_waits(profile),
 	       (double)a->off_cpu_min_ns / 1e6, a->off_cpu_every,
 	       (double)pp_profile_off_cpu_ns(profile) / 1e6, (double)ns[PP_WAIT_RUNNABLE] / 1e6,
-	       (double)ns[PP_WAIT_SLEEPING] / 1e6, (double)ns[PP_WAIT_DISK] / 1e6,
-	       (double)ns[PP_WAIT_STOPPED] / 1e6,
+	       (double)ns[PP_WAIT_THROTTLED] / 1e6, (double)ns[PP_WAIT_SLEEPING] / 1e6,
+	       (double)ns[PP_WAIT_DISK] / 1e6, (double)ns[PP_WAIT_STOPPED] / 1e6,
 	       (unsigned long long)counters[PP_CNT_OFF_CPU_SHORT],
 	       (unsigned long long)(counters[PP_CNT_OFF_CPU_RB_FULL] +
 				    counters[PP_CNT_OFF_CPU_NOT_NOTED] +

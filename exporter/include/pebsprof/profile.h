@@ -150,15 +150,16 @@ struct pp_sample_info {
 
 /* pp_sample_info.wait: the state a thread was off the CPU in. */
 enum pp_wait_state {
-	PP_WAIT_NONE = 0, /* on the CPU: a sample of the event */
-	PP_WAIT_RUNNABLE, /* preempted or runnable: waited for a CPU (contention, a quota) */
-	PP_WAIT_SLEEPING, /* an interruptible sleep: I/O, locks, timers, a peer */
-	PP_WAIT_DISK,	  /* uninterruptible (the D state): disk, page faults */
-	PP_WAIT_STOPPED,  /* stopped or traced */
+	PP_WAIT_NONE = 0,  /* on the CPU: a sample of the event */
+	PP_WAIT_RUNNABLE,  /* preempted or runnable: waited for a CPU (contention, a quota) */
+	PP_WAIT_SLEEPING,  /* an interruptible sleep: I/O, locks, timers, a peer */
+	PP_WAIT_DISK,	   /* uninterruptible (the D state): disk, page faults */
+	PP_WAIT_STOPPED,   /* stopped or traced */
+	PP_WAIT_THROTTLED, /* runnable, its cgroup out of CPU quota (CFS bandwidth) */
 	PP_WAIT_STATES,
 };
 
-/* "runnable", "sleeping", "disk", "stopped"; "" for PP_WAIT_NONE and unknown states. */
+/* "runnable", "sleeping", "disk", "stopped", "throttled"; "" for PP_WAIT_NONE and unknown. */
 const char *pp_wait_state_name(uint32_t wait);
 
 /* Sample attribute (OTLP) of off-CPU samples: pp_wait_state_name(). */

@@ -705,6 +705,7 @@ const char *pp_wait_frame_name(uint32_t wait)
 	    [PP_WAIT_SLEEPING] = "[off-CPU: sleeping]",
 	    [PP_WAIT_DISK] = "[off-CPU: disk]",
 	    [PP_WAIT_STOPPED] = "[off-CPU: stopped]",
+	    [PP_WAIT_THROTTLED] = "[off-CPU: throttled]",
 	};
 
 	return wait < PP_WAIT_STATES && names[wait] ? names[wait] : "[off-CPU]";
@@ -713,10 +714,9 @@ const char *pp_wait_frame_name(uint32_t wait)
 const char *pp_wait_state_name(uint32_t wait)
 {
 	static const char *const names[PP_WAIT_STATES] = {
-	    [PP_WAIT_RUNNABLE] = "runnable",
-	    [PP_WAIT_SLEEPING] = "sleeping",
-	    [PP_WAIT_DISK] = "disk",
-	    [PP_WAIT_STOPPED] = "stopped",
+	    [PP_WAIT_RUNNABLE] = "runnable",   [PP_WAIT_SLEEPING] = "sleeping",
+	    [PP_WAIT_DISK] = "disk",	       [PP_WAIT_STOPPED] = "stopped",
+	    [PP_WAIT_THROTTLED] = "throttled",
 	};
 
 	return wait < PP_WAIT_STATES && names[wait] ? names[wait] : "";

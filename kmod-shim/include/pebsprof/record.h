@@ -56,7 +56,9 @@
 #define PP_OFF_CPU_SLEEPING 1 /* TASK_INTERRUPTIBLE: I/O, locks, timers; signals end it */
 #define PP_OFF_CPU_DISK 2     /* TASK_UNINTERRUPTIBLE: the D state (disk, page faults) */
 #define PP_OFF_CPU_STOPPED 3  /* stopped or traced */
-#define PP_OFF_CPU_STATES 4
+/* runnable, but its cgroup (or one above) used up its CPU quota: CFS bandwidth throttling */
+#define PP_OFF_CPU_THROTTLED 4
+#define PP_OFF_CPU_STATES 5
 
 struct pp_rec_hdr {
 	__u16 type;    /* PP_REC_* */
