@@ -7,7 +7,7 @@
 # k8s.pod.name, k8s.namespace.name, k8s.container.name, the workload and service.name; the
 # server saw the token and the node's fieldSelector. --namespace shop profiles only shop's
 # pod. With the API server down, or answering 401 or malformed JSON, samples still go out
-# with the cgroup-derived attributes.
+# with the cgroup-derived attributes. `record --off-cpu` gives the pod its off-CPU time.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -149,21 +149,27 @@ EOF
 : >"$SRV/requests.log"
 pid_a=$(pp_start_in_cgroup "$cg_a" 60)
 pid_b=$(pp_start_in_cgroup "$cg_b" 60)
+# a program that waits, in pod A too: its off-CPU time is the pod's
+sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" 20' sh "$cg_a" "$PP_TEST_BIN_DIR/pp_waits" \
+	>/dev/null 2>&1 &
+pid_w=$!
 env KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$PORT" NODE_NAME="$NODE" \
-	PEBSPROF_CONFIG="$T/agent.conf" "$PEBSPROF" record -q -a -d 3 -F 199 \
+	PEBSPROF_CONFIG="$T/agent.conf" "$PEBSPROF" record -q -a -d 3 -F 199 --off-cpu \
 	-o "$T/rec.otlp.pb" >"$T/rec.out" 2>"$T/rec.err" &
 rec=$!
 sleep 1.5
 rm -f "$SRV/body.json"
 pp_wait_pid "$rec" 30
-kill "$pid_a" "$pid_b" 2>/dev/null
-wait "$pid_a" "$pid_b" 2>/dev/null
+kill "$pid_a" "$pid_b" "$pid_w" 2>/dev/null
+wait "$pid_a" "$pid_b" "$pid_w" 2>/dev/null
 pp_check "record in the pod: exits 0" [ "$PP_RC" -eq 0 ]
 J=$T/rec.jsonl
 "$PP_PYTHON" "$PP_SOURCE_DIR/tests/integration/otlp_resources.py" "$T/gen" "$T/rec.otlp.pb" >"$J"
 pp_check "record in the pod: k8s.pod.name from the API server" \
 	has_attr "$J" "$CID_A" k8s.pod.name checkout-6b7f9c8d5-q2w3e
 pp_check "record in the pod: k8s.deployment.name" has_attr "$J" "$CID_A" k8s.deployment.name checkout
+pp_check "record --off-cpu in the pod: the pod's off_cpu Profile (pp_waits' waits)" \
+	bash -c "grep '\"container.id\": \"$CID_A\"' '$J' | grep -q 'off_cpu/nanoseconds'"
 pp_check "record in the pod: k8s.node.name from NODE_NAME" grep -q "\"k8s.node.name\": \"$NODE\"" "$J"
 pp_check "record in the pod: a container missing from the first list is named (postgres-0)" \
 	has_attr "$J" "$CID_B" k8s.pod.name postgres-0
