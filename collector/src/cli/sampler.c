@@ -219,6 +219,7 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 	sopts.ustack_walk = opts->ustack_walk;
 	sopts.unwind_table_bytes = opts->unwind_table_bytes;
 	sopts.off_cpu_every = opts->off_cpu_every;
+	s->off_cpu_every = opts->off_cpu_every;
 	sopts.off_cpu_min_ns = opts->off_cpu_min_ns;
 	/* without bpf_loop (before 5.17) the loader takes the bounded-loop table walker */
 	s->ustack_walk = sopts.ustack_walk;
@@ -322,6 +323,7 @@ void pp_sampler_profile_desc(const struct pp_sampler *s, struct pp_profile_desc 
 	desc->value_unit = ev->value_unit;
 	desc->period = ev->period;
 	desc->mem_latency = (uint32_t)ev->mem;
+	desc->off_cpu_every = s->off_cpu_every;
 }
 
 static int is_target(void *ctx, uint32_t pid)

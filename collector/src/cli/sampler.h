@@ -53,7 +53,8 @@ struct pp_sampler {
 	struct pp_unwinder *unwinder;
 	struct pp_sideband *sideband;	   /* NULL where the kernel's process events are not read */
 	bool filter_tgids, filter_cgroups; /* what the shim samples: targets, cgroups, or all */
-	uint32_t ustack_walk; /* the walker loaded: the asked one, or fp where tables cannot */
+	uint32_t ustack_walk;	/* the walker loaded: the asked one, or fp where tables cannot */
+	uint32_t off_cpu_every; /* off-CPU records of 1 in N switches; 0: none */
 };
 
 /*
@@ -81,7 +82,8 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s);
 int pp_sampler_attach(struct pp_sampler *s);
 void pp_sampler_close(struct pp_sampler *s);
 
-/* The profile description of the first event (name, value type and unit, period). */
+/* The profile description of the first event (name, value type and unit, period) and of the
+ * off-CPU records' sampling. */
 void pp_sampler_profile_desc(const struct pp_sampler *s, struct pp_profile_desc *desc);
 /* Fills the session options the events decide: kallsyms, precise ip, clock offset. */
 void pp_sampler_session_opts(const struct pp_sampler *s, struct pp_session_opts *sess);

@@ -32,7 +32,16 @@ struct pp_profile_desc {
 	 * third sample type "<value_type>_latency"/"cycles", OTLP a second Profile per process.
 	 */
 	uint32_t mem_latency;
+	/*
+	 * Off-CPU samples (pp_sample_info.wait) are of 1 in off_cpu_every switches (0 or 1: all),
+	 * their values already scaled by it; the writers state it (OTLP: the off_cpu Profile's
+	 * attribute off_cpu.sampled_every; pprof: a comment).
+	 */
+	uint32_t off_cpu_every;
 };
+
+/* The attribute of an OTLP off_cpu Profile: 1 in how many switches were recorded. */
+#define PP_ATTR_OFF_CPU_EVERY "off_cpu.sampled_every"
 
 /* Sample label keys of memory samples (set only when the kernel gave the field). */
 #define PP_LABEL_MEM_LEVEL "memory.level"	     /* perf mem's level: "L1 hit", "RAM hit" */

@@ -1017,6 +1017,16 @@ static int add_profile(struct enc *e, const struct pp_profile *p, size_t pi, enu
 			pr->sample_type = st;
 			pr->period_type = pt;
 			pr->period = pt ? (int64_t)pp_profile_period(p) : 0;
+			if (view == VIEW_OFF_CPU) {
+				/* values are scaled: say by how much (Pyroscope names it by types)
+				 */
+				pr->attribute_indices = one_index(
+				    e, attr_int(e, S(e, PP_ATTR_OFF_CPU_EVERY),
+						d->off_cpu_every > 1 ? d->off_cpu_every : 1));
+				if (!pr->attribute_indices)
+					break;
+				pr->n_attribute_indices = 1;
+			}
 			pr->time_unix_nano = d->start_unix_ns;
 			pr->duration_nano = d->duration_ns;
 			r->cur = pr;

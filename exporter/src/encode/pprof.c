@@ -44,6 +44,8 @@ struct enc {
 	uint32_t nvalues; /* sample types: 2 for cpu-clock, 1 or 2 (with latency) for events */
 	enum { VALUE_COUNT, VALUE_SUM, VALUE_LATENCY } value_of[3]; /* what each value holds */
 	char type_name[PP_PROFILE_TYPE_NAME_MAX]; /* the string table borrows it */
+	char comment[96];			  /* ... and this */
+	int64_t comment_idx;
 	Perftools__Profiles__Mapping *maps;
 	Perftools__Profiles__Mapping **mapp;
 	Perftools__Profiles__Location *locs;
@@ -678,6 +680,16 @@ static int encode(const struct pp_profile *p, bool off_cpu, uint8_t **out, size_
 	}
 	for (uint32_t i = 0; i < e.nvalues; i++)
 		e.vtp[i] = &e.vt[i];
+	if (off_cpu) {
+		/* the values are scaled by the switches not recorded: say so */
+		snprintf(e.comment, sizeof(e.comment),
+			 "off-CPU: 1 in %u context switches recorded, values scaled by %u",
+			 d->off_cpu_every > 1 ? d->off_cpu_every : 1,
+			 d->off_cpu_every > 1 ? d->off_cpu_every : 1);
+		e.comment_idx = S(&e, e.comment);
+		msg.n_comment = 1;
+		msg.comment = &e.comment_idx;
+	}
 	msg.n_sample_type = e.nvalues;
 	msg.sample_type = e.vtp;
 	msg.period_type = off_cpu ? NULL : &e.vt[3];

@@ -1360,7 +1360,8 @@ TEST(off_cpu_samples_get_their_own_profile)
 				     .value_unit = "nanoseconds",
 				     .period = 10000000,
 				     .start_unix_ns = T0,
-				     .duration_ns = 1000000000};
+				     .duration_ns = 1000000000,
+				     .off_cpu_every = 4};
 	struct pp_mapping_info app = {0x555555554000, 0x555555600000, 0x1000,
 				      "/usr/bin/app", BID_APP,	      0x555555553000};
 	const PROF(ProfilesDictionary) * d;
@@ -1429,6 +1430,14 @@ TEST(off_cpu_samples_get_their_own_profile)
 	CHECK_STR(str(d, off->sample_type->unit_strindex), "nanoseconds");
 	CHECK(off->period_type == NULL);
 	CHECK_EQ_U64(off->period, 0);
+	/* the sampling of switches, stated (1 in 4: values already scaled) */
+	{
+		const PROF(KeyValueAndUnit) *every = find_attr(
+		    d, off->attribute_indices, off->n_attribute_indices, PP_ATTR_OFF_CPU_EVERY);
+
+		REQUIRE(every && every->value->value_case == VALUE_CASE(INT_VALUE));
+		CHECK_EQ_U64(every->value->int_value, 4);
+	}
 	REQUIRE(off->n_samples == 2);
 	for (size_t i = 0; i < 2; i++) {
 		const PROF(Sample) *smp = off->samples[i];

@@ -730,6 +730,9 @@ TEST(off_cpu_samples_left_out)
 		CHECK_STR(str(pr, pr->sample_type[0]->unit), "nanoseconds");
 		CHECK(pr->period_type == NULL);
 		CHECK_EQ_U64(pr->period, 0);
+		REQUIRE(pr->n_comment == 1);
+		CHECK_STR(str(pr, pr->comment[0]),
+			  "off-CPU: 1 in 1 context switches recorded, values scaled by 1");
 		REQUIRE(pr->n_sample == 1);
 		REQUIRE(pr->sample[0]->n_value == 1);
 		CHECK_EQ_U64(pr->sample[0]->value[0], 123456789);
