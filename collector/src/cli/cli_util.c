@@ -26,19 +26,28 @@ int pp_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* The number s starts with, unsigned and without leading space; *end after it. */
+static int leading_number(const char *s, double *v, char **end)
+{
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	*v = strtod(s, end);
+	if (*end == s)
+		return -EINVAL;
+	return errno ? -ERANGE : 0;
+}
+
 int pp_parse_seconds(const char *s, uint64_t *out_ns)
 {
 	double v;
 	char *end;
+	int err = leading_number(s, &v, &end);
 
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+	if (err != -EINVAL && *end)
 		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (*end)
-		return -EINVAL;
-	if (errno)
-		return -ERANGE;
+	if (err)
+		return err;
 	if (!(v > 0) || v > 365.0 * 24 * 3600)
 		return -ERANGE;
 	*out_ns = (uint64_t)(v * 1e9 + 0.5);
@@ -53,13 +62,10 @@ int pp_parse_duration(const char *s, uint64_t *out_ns)
 	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
 	double v;
 	char *end;
+	int err = leading_number(s, &v, &end);
 
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || errno)
-		return -EINVAL;
+	if (err)
+		return err;
 	if (v == 0 && !*end) {
 		*out_ns = 0;
 		return 0;
