@@ -298,6 +298,10 @@ static void report_text(const struct pp_sys *sys, const struct pp_event_set *set
 		    ? "auto (tables, frame pointers elsewhere), dwarf, fp, kernel"
 		    : "auto, dwarf (tables in a bounded loop: no bpf_loop before 5.17, 32 "
 		      "frames, user-mode samples), fp, kernel");
+	fprintf(out, "  %-28s %s\n", "kprobes (off-CPU stacks)",
+		sys->has_kprobes == PP_FEAT_YES
+		    ? "yes: taken as a thread resumes, for waits of the threshold"
+		    : "no: taken at every switch away from a CPU (sched_switch)");
 	fprintf(out, "sysctl\n");
 	sysctl_text(out, "perf_event_paranoid", sys->perf_event_paranoid);
 	sysctl_text(out, "perf_event_max_sample_rate", sys->max_sample_rate);
@@ -477,7 +481,8 @@ static void report_json(const struct pp_sys *sys, const struct pp_event_set *set
 	feat_json(out, "ringbuf", sys->has_ringbuf, 0);
 	feat_json(out, "perf_event_prog", sys->has_perf_event_prog, 0);
 	feat_json(out, "attach_cookie", sys->has_attach_cookie, 0);
-	feat_json(out, "unwind_tables", sys->has_unwind_tables, 1);
+	feat_json(out, "unwind_tables", sys->has_unwind_tables, 0);
+	feat_json(out, "kprobes", sys->has_kprobes, 1);
 	fputs("},\"sysctl\":{", out);
 	sysctl_json(out, "perf_event_paranoid", sys->perf_event_paranoid, 0);
 	sysctl_json(out, "perf_event_max_sample_rate", sys->max_sample_rate, 0);

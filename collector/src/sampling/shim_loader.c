@@ -19,6 +19,7 @@
 
 #include "metadata/cgroup_ids.h"
 #include "metadata/cgroup_level.h"
+#include "sysinfo.h"
 #include "shim_core.skel.h"
 #include "shim_kctx.skel.h"
 
@@ -518,14 +519,6 @@ static int install_rings(struct pp_shim *shim, const int *cpus, char *err, size_
 static const char *const switch_prog_names[] = {"on_switch", "on_switch_unwind", "on_switch_in",
 						"on_switch_in_unwind"};
 
-/* Kprobes (CONFIG_KPROBES): the perf kprobe PMU (4.17+) or tracefs's kprobe_events. */
-static bool kernel_has_kprobes(void)
-{
-	return access("/sys/bus/event_source/devices/kprobe/type", F_OK) == 0 ||
-	       access("/sys/kernel/tracing/kprobe_events", F_OK) == 0 ||
-	       access("/sys/kernel/debug/tracing/kprobe_events", F_OK) == 0;
-}
-
 /* The switch tracepoint last: a wait is noted only once its end can be seen. */
 static int attach_off_cpu(struct pp_shim *shim, struct bpf_program *out, struct bpf_program *in,
 			  char *err, size_t errlen)
@@ -692,7 +685,7 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	 * (else the tracepoint takes the stacks); the table walker's where the sample program
 	 * is bpf_loop's
 	 */
-	shim->off_cpu_at_switch = opts->off_cpu_every && !kernel_has_kprobes();
+	shim->off_cpu_at_switch = opts->off_cpu_every && pp_sys_kprobes_at("/sys") != PP_FEAT_YES;
 	switch_out = switch_progs[shim->off_cpu_at_switch && pick == 1];
 	switch_in = shim->off_cpu_at_switch ? NULL : switch_progs[2 + (pick == 1)];
 	for (int i = 0; i < 4; i++)

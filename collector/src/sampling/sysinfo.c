@@ -305,6 +305,21 @@ static void probe_btf(struct pp_sys *sys, int skip_kfunc_probe)
 	btf__free(btf);
 }
 
+int pp_sys_kprobes_at(const char *sysfs_root)
+{
+	static const char *const where[] = {"bus/event_source/devices/kprobe/type",
+					    "kernel/tracing/kprobe_events",
+					    "kernel/debug/tracing/kprobe_events"};
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		pp_pathf(path, sizeof(path), "%s/%s", sysfs_root, where[i]);
+		if (access(path, F_OK) == 0)
+			return PP_FEAT_YES;
+	}
+	return PP_FEAT_NO;
+}
+
 struct pp_sys *pp_sys_new(const struct pp_sys_opts *opts)
 {
 	struct pp_sys_opts none = {0};
@@ -336,6 +351,7 @@ struct pp_sys *pp_sys_new(const struct pp_sys_opts *opts)
 
 	sys->has_ringbuf = sys->has_perf_event_prog = sys->has_attach_cookie = PP_FEAT_UNKNOWN;
 	sys->has_unwind_tables = PP_FEAT_UNKNOWN;
+	sys->has_kprobes = pp_sys_kprobes_at(sys->sysfs_root);
 	probe_btf(sys, opts->skip_kfunc_probe);
 	if (opts->probe_bpf)
 		probe_bpf(sys);

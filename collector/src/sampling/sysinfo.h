@@ -54,6 +54,11 @@ struct pp_sys {
 	int has_attach_cookie;	  /* bpf_get_attach_cookie from perf_event programs */
 	int has_unwind_tables;	  /* bpf_loop and bpf_task_pt_regs there: --user-unwind auto */
 	/*
+	 * Kprobes (CONFIG_KPROBES): off-CPU stacks are taken as a thread resumes, and only for
+	 * waits of at least the threshold; without, as it leaves the CPU, for every switch.
+	 */
+	int has_kprobes;
+	/*
 	 * bpf() itself is refused with EPERM (no CAP_BPF, a seccomp profile or an LSM in the
 	 * way, kernel.unprivileged_bpf_disabled): the feature probes above then say "no" for
 	 * want of privilege, not of kernel support. 0 without probe_bpf.
@@ -86,6 +91,9 @@ struct pp_sys {
  * and sets errno only on allocation failure. Free with pp_sys_free().
  */
 struct pp_sys *pp_sys_new(const struct pp_sys_opts *opts);
+/* Whether the kernel under sysfs_root has kprobes: the perf kprobe PMU (4.17+) or tracefs's
+ * kprobe_events. PP_FEAT_YES or PP_FEAT_NO. */
+int pp_sys_kprobes_at(const char *sysfs_root);
 void pp_sys_free(struct pp_sys *sys);
 
 /* Parse the CapEff line out of a /proc/<pid>/status buffer. Returns 0 or -ENOENT/-EINVAL. */

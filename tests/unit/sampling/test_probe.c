@@ -222,8 +222,14 @@ TEST(sysinfo_from_recorded_trees)
 	CHECK(sys->btf_vmlinux == PP_FEAT_NO);	    /* fixtures carry no BTF */
 	CHECK(sys->has_ringbuf == PP_FEAT_UNKNOWN); /* BPF probes were not asked for */
 	CHECK(sys->pmus && sys->pmus->nr_pmus == 5);
+	/* this VM's kernel has no kprobes (no kprobe PMU in its tree); a Zen 5 host's has */
+	CHECK(sys->has_kprobes == PP_FEAT_NO);
 	pp_sys_free(sys);
 	pp_sys_free(NULL);
+	sys = load("zen5");
+	REQUIRE(sys);
+	CHECK(sys->has_kprobes == PP_FEAT_YES);
+	pp_sys_free(sys);
 }
 
 TEST(cpuinfo_parse)
