@@ -1288,7 +1288,7 @@ static int on_off_cpu_record(void *ctx, const void *data, size_t len)
  * 50 us (under the 1 ms threshold). Their records add up to the time they waited, in the
  * sleeping state, with kernel and user stacks; the short sleeper has none.
  */
-static void run_off_cpu(uint32_t walk, uint32_t every)
+static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 {
 	struct pp_shim_opts opts = {.kstack_depth = 32,
 				    .ustack_depth = 32,
@@ -1296,7 +1296,8 @@ static void run_off_cpu(uint32_t walk, uint32_t every)
 				    .ustack_walk = walk,
 				    .ringbuf_bytes = 1 << 20,
 				    .off_cpu_every = every,
-				    .off_cpu_min_ns = OFF_CPU_MIN_NS};
+				    .off_cpu_min_ns = OFF_CPU_MIN_NS,
+				    .off_cpu_no_kprobe = no_kprobe};
 	struct off_cpu_thread th[3] = {
 	    {.sleep_us = OFF_CPU_SLEEP_MS * 1000, .waits = OFF_CPU_SLEEPS},
 	    {.sleep_us = 0, .waits = OFF_CPU_SLEEPS},
@@ -1314,6 +1315,8 @@ static void run_off_cpu(uint32_t walk, uint32_t every)
 		fprintf(stderr, "  load failed: %s\n", err);
 	REQUIRE(shim != NULL);
 	REQUIRE(pp_shim_switch_in_at(shim) != NULL);
+	if (no_kprobe)
+		CHECK_STR(pp_shim_switch_in_at(shim), "sched_switch");
 	REQUIRE(pipe(pfd) == 0);
 	CHECK(pp_shim_add_target(shim, (uint32_t)getpid()) == 0);
 	th[1].fd = pfd[0];
@@ -1398,10 +1401,13 @@ TEST(off_cpu_live)
 {
 	if (!can_run())
 		SKIP("needs root, BPF and BTF");
-	run_off_cpu(PP_USTACK_KERNEL, 1);
+	run_off_cpu(PP_USTACK_KERNEL, 1, 0);
 	/* user stacks by the table walker (5.17+: bpf_loop; before, the kernel's walker) */
-	run_off_cpu(PP_USTACK_AUTO, 1);
-	run_off_cpu(PP_USTACK_KERNEL, 4);
+	run_off_cpu(PP_USTACK_AUTO, 1, 0);
+	run_off_cpu(PP_USTACK_KERNEL, 4, 0);
+	/* the stacks taken at the switch, as on a kernel without kprobes, on every kernel */
+	run_off_cpu(PP_USTACK_KERNEL, 1, 1);
+	run_off_cpu(PP_USTACK_AUTO, 1, 1);
 }
 
 TEST_LIST = {

@@ -69,6 +69,7 @@ struct record_args {
 	uint64_t unwind_table_bytes;
 	uint32_t off_cpu_every; /* 0: no off-CPU profile */
 	uint64_t off_cpu_min_ns;
+	int off_cpu_no_kprobe;
 	const char *outputs[MAX_OUTPUTS];
 	size_t noutputs;
 	size_t top;
@@ -135,6 +136,9 @@ static void usage(FILE *f)
 	    "      --off-cpu-threshold DURATION  shortest wait recorded (default 1ms; 500us,\n"
 	    "                        2ms, 0 for all)\n"
 	    "      --off-cpu-every N record 1 in N switches, values scaled by N (default 1)\n"
+	    "      --off-cpu-stacks auto|switch  where their stacks are taken: auto (a kprobe\n"
+	    "                        as threads resume, where the kernel has kprobes) or switch\n"
+	    "                        (as they leave the CPU, every switch: more CPU, no kprobe)\n"
 	    "      --ldlat CYCLES    load-latency threshold for mem-loads (default 30)\n"
 	    "      --top N           functions in the summary (default 15; 0 = none)\n"
 	    "      --proc-root DIR   where /proc is (default /proc)\n"
@@ -199,6 +203,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 		OPT_OFF_CPU,
 		OPT_OFF_CPU_THRESHOLD,
 		OPT_OFF_CPU_EVERY,
+		OPT_OFF_CPU_STACKS,
 	};
 	static const struct option longopts[] = {
 	    {"event", required_argument, NULL, 'e'},
@@ -215,6 +220,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	    {"off-cpu", no_argument, NULL, OPT_OFF_CPU},
 	    {"off-cpu-threshold", required_argument, NULL, OPT_OFF_CPU_THRESHOLD},
 	    {"off-cpu-every", required_argument, NULL, OPT_OFF_CPU_EVERY},
+	    {"off-cpu-stacks", required_argument, NULL, OPT_OFF_CPU_STACKS},
 	    {"ldlat", required_argument, NULL, OPT_LDLAT},
 	    {"top", required_argument, NULL, OPT_TOP},
 	    {"proc-root", required_argument, NULL, OPT_PROC_ROOT},
@@ -336,6 +342,12 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 				return usage_error("bad --off-cpu-every '%s': give 1..1000000",
 						   optarg);
 			a->off_cpu_every = (uint32_t)v;
+			break;
+		case OPT_OFF_CPU_STACKS:
+			if (strcmp(optarg, "auto") && strcmp(optarg, "switch"))
+				return usage_error("bad --off-cpu-stacks '%s': give auto or switch",
+						   optarg);
+			a->off_cpu_no_kprobe = strcmp(optarg, "switch") == 0;
 			break;
 		case OPT_LDLAT:
 			if (pp_parse_u64(optarg, 1, 65535, &v))
@@ -906,6 +918,7 @@ int pp_cmd_record(int argc, char **argv)
 		    .unwind_table_bytes = a.unwind_table_bytes,
 		    .off_cpu_every = a.off_cpu_every,
 		    .off_cpu_min_ns = a.off_cpu_min_ns,
+		    .off_cpu_no_kprobe = a.off_cpu_no_kprobe,
 		};
 		struct pp_containers_filter filter = {.cgroups = a.cgroups,
 						      .container_ids = a.container_ids};

@@ -49,6 +49,7 @@ enum pp_config_key {
 	PP_CFG_OFF_CPU,
 	PP_CFG_OFF_CPU_THRESHOLD,
 	PP_CFG_OFF_CPU_EVERY,
+	PP_CFG_OFF_CPU_STACKS,
 	PP_CFG_SERVICE_NAME,
 	PP_CFG_RESOURCE_ATTRIBUTES,
 	PP_CFG_SAMPLE_LABELS,
@@ -125,6 +126,11 @@ struct pp_kv_list {
 	size_t n;
 };
 
+/* off-cpu-stacks: where off-CPU stacks are taken (shim_loader.h) */
+#define PP_OFF_CPU_STACKS_AUTO 0   /* as a thread resumes where the kernel has kprobes */
+#define PP_OFF_CPU_STACKS_SWITCH 1 /* as it leaves the CPU, every switch, no kprobe */
+extern const char *const pp_off_cpu_stacks_names[];
+
 struct pp_run_config {
 	char *event;		   /* validated with pp_event_spec_parse */
 	uint64_t freq_hz;	   /* 0 when period is used */
@@ -156,6 +162,7 @@ struct pp_run_config {
 	int off_cpu;		       /* off-CPU profiles too */
 	uint64_t off_cpu_threshold_ns; /* shortest wait recorded */
 	uint64_t off_cpu_every;	       /* 1 in N switches */
+	int off_cpu_stacks;	       /* PP_OFF_CPU_STACKS_* */
 	char *service_name;	       /* "" = per process (container, pod or executable) */
 	struct pp_kv_list resource_attributes;
 	int sample_labels; /* PP_SAMPLE_LABEL_* bits */

@@ -30,6 +30,7 @@ const char *const pp_cfg_exporter_names[] = {"otlp", "pyroscope", "file", NULL};
 static const char *const symbolize_names[] = {"local", "none", NULL};
 const char *const pp_cfg_sample_label_names[] = {"thread", "pid", "cpu", "memory", NULL};
 static const char *const k8s_names[] = {"auto", "apiserver", "kubelet", "none", NULL};
+const char *const pp_off_cpu_stacks_names[] = {"auto", "switch", NULL};
 
 const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
     [PP_CFG_EVENT] = {.name = "event",
@@ -299,6 +300,18 @@ const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
 			      .max = 1000000,
 			      .metavar = "N",
 			      .help = "record 1 in N switches off the CPU, values scaled by N"},
+    [PP_CFG_OFF_CPU_STACKS] = {.name = "off-cpu-stacks",
+			       .env = "PEBSPROF_OFF_CPU_STACKS",
+			       .type = T_ENUM,
+			       .offset = OFF(off_cpu_stacks),
+			       .def = "auto",
+			       .names = pp_off_cpu_stacks_names,
+			       .metavar = "auto|switch",
+			       .help =
+				   "where off-CPU stacks are taken: auto (a kprobe on the\n"
+				   "scheduler as a thread resumes, for the waits recorded, where\n"
+				   "the kernel has kprobes) or switch (as it leaves the CPU, at\n"
+				   "every switch: more CPU, no kprobe)"},
     [PP_CFG_SERVICE_NAME] = {.name = "service-name",
 			     .env = "OTEL_SERVICE_NAME",
 			     .type = T_STR,

@@ -221,6 +221,7 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 	sopts.off_cpu_every = opts->off_cpu_every;
 	s->off_cpu_every = opts->off_cpu_every;
 	sopts.off_cpu_min_ns = opts->off_cpu_min_ns;
+	sopts.off_cpu_no_kprobe = opts->off_cpu_no_kprobe;
 	/* without bpf_loop (before 5.17) the loader takes the bounded-loop table walker */
 	s->ustack_walk = sopts.ustack_walk;
 	/* Events that cannot exclude a mode in the PMU (IBS) exclude it in the shim. */

@@ -685,7 +685,8 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	 * (else the tracepoint takes the stacks); the table walker's where the sample program
 	 * is bpf_loop's
 	 */
-	shim->off_cpu_at_switch = opts->off_cpu_every && pp_sys_kprobes_at("/sys") != PP_FEAT_YES;
+	shim->off_cpu_at_switch = opts->off_cpu_every && (opts->off_cpu_no_kprobe ||
+							  pp_sys_kprobes_at("/sys") != PP_FEAT_YES);
 	switch_out = switch_progs[shim->off_cpu_at_switch && pick == 1];
 	switch_in = shim->off_cpu_at_switch ? NULL : switch_progs[2 + (pick == 1)];
 	for (int i = 0; i < 4; i++)

@@ -83,6 +83,11 @@ struct pp_shim_opts {
 	 */
 	uint32_t off_cpu_every;
 	uint64_t off_cpu_min_ns;
+	/*
+	 * Take off-CPU stacks as threads leave the CPU (the switch tracepoint, every switch)
+	 * even where the kernel has kprobes, for a node that wants no kprobe on the scheduler.
+	 */
+	int off_cpu_no_kprobe;
 };
 
 #define PP_UNWIND_TABLE_BYTES_DEFAULT (64ull << 20) /* a Debian node's 50 largest take 43 MiB */

@@ -193,6 +193,7 @@ static const struct layers rows[] = {
     {"off-cpu", "yes", "on", NULL, "true", "true", "true", NULL},
     {"off-cpu-threshold", "2ms", "500us", "0", "2ms", "500us", "0", NULL},
     {"off-cpu-every", "1", "4", "100", "1", "4", "100", NULL},
+    {"off-cpu-stacks", "switch", "auto", "switch", "switch", "auto", "switch", NULL},
     {"service-name", "svc file", "svc-env", "svc#flag", "\"svc file\"", "svc-env", "\"svc#flag\"",
      NULL},
     {"resource-attributes", "a=1", "b=x%20y", "c=3,d=4", "a=1", "b=x%20y", "c=3,d=4", NULL},
