@@ -1040,19 +1040,30 @@ static __always_inline struct pp_sample *off_cpu_record(void *ctx, struct pp_cou
 	return rec;
 }
 
-/* Writes an off-CPU record of rec->hdr.size bytes (at most PP_SAMPLE_MAX_SIZE). */
+/*
+ * Writes an off-CPU record, its size from its frame counts, bounded after the last call
+ * before the write: 5.10's verifier forgets the bounds of a scalar spilled across a call
+ * (seen: the size of a record held in a map, checked, then spilled around the ring query).
+ */
 static __always_inline void off_cpu_emit(struct pp_sample *rec, struct pp_counters *cnt)
 {
-	__u64 size = rec->hdr.size;
 	void *ring = cpu_ring();
+	__u64 nk, nu, size, flags;
 
-	if (size > PP_SAMPLE_MAX_SIZE || size < sizeof(*rec))
+	if (!ring) {
+		count_in(cnt, PP_CNT_OFF_CPU_RB_FULL);
 		return;
-	if (!ring || bpf_ringbuf_output(ring, rec, size,
-					bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >=
-						shim_config.wakeup_bytes
-					    ? BPF_RB_FORCE_WAKEUP
-					    : BPF_RB_NO_WAKEUP)) {
+	}
+	flags = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= shim_config.wakeup_bytes
+		    ? BPF_RB_FORCE_WAKEUP
+		    : BPF_RB_NO_WAKEUP;
+	nk = rec->nr_kstack;
+	nu = rec->nr_ustack;
+	if (nk > PP_MAX_STACK_DEPTH || nu > PP_MAX_STACK_DEPTH)
+		return;
+	size = sizeof(*rec) + (nk + nu) * sizeof(__u64);
+	rec->hdr.size = size;
+	if (bpf_ringbuf_output(ring, rec, size, flags)) {
 		count_in(cnt, PP_CNT_OFF_CPU_RB_FULL);
 		return;
 	}
