@@ -531,7 +531,8 @@ static int add_all(const struct bench *b, struct pp_profile *p)
 
 static int build(struct bench *b, struct pp_profile **out, double *intern_ms, double *add_ms)
 {
-	struct pp_profile_desc d = {"cpu-clock", "cpu", "nanoseconds", PERIOD_NS, T0, WINDOW_NS, 0, 0};
+	struct pp_profile_desc d = {"cpu-clock", "cpu", "nanoseconds", PERIOD_NS, T0, WINDOW_NS,
+				    0,		 0};
 	struct pp_profile *p;
 	double t0 = now_ms(), t1;
 	int err;
