@@ -30,8 +30,9 @@ CHECK="$PP_PYTHON $PP_SOURCE_DIR/tests/integration/off_cpu_checks.py"
 
 # --- 1. shares, stacks, states, outputs ---------------------------------------------------
 pp_log "record --off-cpu -- pp_waits 3"
+# a second's warm-up first: the agent builds the new process's unwind tables meanwhile
 pp_run "$T/main" "$PEBSPROF" record --off-cpu --top 0 -o "$T/w.folded" -o "$T/w.svg" \
-	-o "$T/w.otlp.pb" -- "$WAITS" 3
+	-o "$T/w.otlp.pb" -- "$WAITS" --warmup 1 3
 if [ "$PP_RC" -eq 0 ]; then
 	pp_ok "record --off-cpu -- pp_waits exits 0"
 else

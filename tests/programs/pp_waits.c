@@ -6,7 +6,7 @@
  * threshold. Off the CPU above the threshold: wait_sleep 50 %, wait_pipe 33 %, wait_futex 17 %
  * of the main thread's time.
  *
- * usage: pp_waits [--pidfile FILE] ROUNDS
+ * usage: pp_waits [--pidfile FILE] [--warmup SECONDS] ROUNDS
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -33,6 +33,7 @@ NOINLINE void wait_pipe(void);
 NOINLINE void wait_futex(void);
 NOINLINE void wait_short(void);
 NOINLINE void burn(void);
+NOINLINE void warm_up(double secs);
 
 static int pipe_fds[2];
 static volatile int writer_stop;
@@ -88,6 +89,14 @@ void wait_short(void)
 		nanosleep(&ts, NULL);
 }
 
+static double now_mono(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
 static double thread_cpu_ms(void)
 {
 	struct timespec t;
@@ -105,6 +114,18 @@ void burn(void)
 	while (thread_cpu_ms() < until)
 		for (int i = 0; i < 10000; i++)
 			burnt += (unsigned long)i;
+}
+
+/*
+ * Waits SECS before the rounds, outside run_round: a profiler builds the unwind tables of a
+ * new process meanwhile, so the rounds' stacks are whole from their first wait.
+ */
+NOINLINE void warm_up(double secs)
+{
+	double until = now_mono() + secs;
+
+	while (now_mono() < until)
+		sleep_ms(50);
 }
 
 static void run_round(void)
@@ -127,16 +148,21 @@ static void run_round(void)
 int main(int argc, char **argv)
 {
 	const char *pidfile = NULL;
+	double warmup = 0;
 	pthread_t writer;
 	long rounds;
 	int a = 1;
 
-	if (argc > 2 && strcmp(argv[1], "--pidfile") == 0) {
-		pidfile = argv[2];
-		a = 3;
+	for (; a + 1 < argc && argv[a][0] == '-'; a += 2) {
+		if (strcmp(argv[a], "--pidfile") == 0)
+			pidfile = argv[a + 1];
+		else if (strcmp(argv[a], "--warmup") == 0)
+			warmup = atof(argv[a + 1]);
+		else
+			break;
 	}
-	if (a >= argc || (rounds = strtol(argv[a], NULL, 10)) <= 0) {
-		fprintf(stderr, "usage: pp_waits [--pidfile FILE] ROUNDS\n");
+	if (a >= argc || (rounds = strtol(argv[a], NULL, 10)) <= 0 || warmup < 0) {
+		fprintf(stderr, "usage: pp_waits [--pidfile FILE] [--warmup SECONDS] ROUNDS\n");
 		return 2;
 	}
 	if (pidfile) {
@@ -149,6 +175,7 @@ int main(int argc, char **argv)
 	}
 	if (pipe(pipe_fds))
 		return 1;
+	warm_up(warmup);
 	if (pthread_create(&writer, NULL, pipe_writer, NULL))
 		return 1;
 	for (long r = 0; r < rounds; r++)

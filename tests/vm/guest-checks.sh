@@ -247,8 +247,10 @@ fi
 
 # --- off-CPU: where pp_waits waits (a sleep, a pipe, a futex: 50/33/17 %), and where the
 # stacks are taken (the kprobe as threads resume, or the switch tracepoint) ----------------------
-"$pebsprof" record --off-cpu --top 0 -o "$out/off.folded" -- "$build/tests/pp_waits" 2 \
-	>"$out/off.out" 2>"$out/off.err"
+# the warm-up (outside the rounds checked) lets the agent build the process's unwind tables
+# first, which under TCG takes seconds, by this guest's slowness
+"$pebsprof" record --off-cpu --top 0 -o "$out/off.folded" -- "$build/tests/pp_waits" \
+	--warmup $((slow + 1)) 2 >"$out/off.out" 2>"$out/off.err"
 rc=$?
 at=$(sed -n 's/^off-CPU: .*; stacks taken at \([^ ;]*\).*/\1/p' "$out/off.out")
 put off_cpu_at "${at:-none}"
