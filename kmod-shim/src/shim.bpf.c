@@ -767,6 +767,39 @@ static __always_inline int task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
 #endif
 }
 
+/*
+ * Writes rec to this CPU's ring, its size from its frame counts (nr_kstack, nr_ustack),
+ * bounded after the last call before the write: 5.10's verifier forgets the bounds of a
+ * scalar spilled across a call (seen: the size of a record held in a map, checked, then
+ * spilled around the ring query). Counts full_counter or written_counter. Batched wake-ups:
+ * the consumer also polls on a timeout, so nothing waits forever.
+ */
+static __always_inline void write_record(struct pp_sample *rec, struct pp_counters *cnt,
+					 __u32 full_counter, __u32 written_counter)
+{
+	void *ring = cpu_ring();
+	__u64 nk, nu, size, flags;
+
+	if (!ring) {
+		count_in(cnt, full_counter);
+		return;
+	}
+	flags = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= shim_config.wakeup_bytes
+		    ? BPF_RB_FORCE_WAKEUP
+		    : BPF_RB_NO_WAKEUP;
+	nk = rec->nr_kstack;
+	nu = rec->nr_ustack;
+	if (nk > PP_MAX_STACK_DEPTH || nu > PP_MAX_STACK_DEPTH)
+		return;
+	size = sizeof(*rec) + (nk + nu) * sizeof(__u64);
+	rec->hdr.size = size;
+	if (bpf_ringbuf_output(ring, rec, size, flags)) {
+		count_in(cnt, full_counter);
+		return;
+	}
+	count_in(cnt, written_counter);
+}
+
 static __always_inline int handle_sample(struct bpf_perf_event_data *ctx, const int tables)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -775,9 +808,6 @@ static __always_inline int handle_sample(struct bpf_perf_event_data *ctx, const 
 	struct pp_counters *cnt = cpu_counters();
 	__u32 zero = 0;
 	__u64 nk, nu; /* 64-bit: a bound checked on a 32-bit copy would not hold for them */
-	__u64 size;
-	__u64 avail;
-	void *ring;
 
 	count_in(cnt, PP_CNT_SAMPLES);
 	if (shim_config.filter_tgids && !bpf_map_lookup_elem(&target_tgids, &tgid)) {
@@ -875,26 +905,7 @@ static __always_inline int handle_sample(struct bpf_perf_event_data *ctx, const 
 		nu = PP_MAX_STACK_DEPTH;
 	rec->nr_kstack = nk;
 	rec->nr_ustack = nu;
-
-	size = sizeof(*rec) + (nk + nu) * sizeof(__u64);
-	if (size > PP_SAMPLE_MAX_SIZE)
-		return 0;
-	rec->hdr.size = size;
-
-	/* Batched wake-ups: the consumer also polls on a timeout, so nothing waits forever. */
-	ring = cpu_ring();
-	if (!ring) {
-		count_in(cnt, PP_CNT_RB_FULL);
-		return 0;
-	}
-	avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
-	if (bpf_ringbuf_output(ring, rec, size,
-			       avail >= shim_config.wakeup_bytes ? BPF_RB_FORCE_WAKEUP
-								 : BPF_RB_NO_WAKEUP)) {
-		count_in(cnt, PP_CNT_RB_FULL);
-		return 0;
-	}
-	count_in(cnt, PP_CNT_EMITTED);
+	write_record(rec, cnt, PP_CNT_RB_FULL, PP_CNT_EMITTED);
 	return 0; /* 0: no perf output of its own, no perf mmap buffer needed */
 }
 
@@ -1036,38 +1047,7 @@ static __always_inline struct pp_sample *off_cpu_record(void *ctx, struct pp_cou
 		nu = PP_MAX_STACK_DEPTH;
 	rec->nr_kstack = nk;
 	rec->nr_ustack = nu;
-	rec->hdr.size = sizeof(*rec) + (nk + nu) * sizeof(__u64);
 	return rec;
-}
-
-/*
- * Writes an off-CPU record, its size from its frame counts, bounded after the last call
- * before the write: 5.10's verifier forgets the bounds of a scalar spilled across a call
- * (seen: the size of a record held in a map, checked, then spilled around the ring query).
- */
-static __always_inline void off_cpu_emit(struct pp_sample *rec, struct pp_counters *cnt)
-{
-	void *ring = cpu_ring();
-	__u64 nk, nu, size, flags;
-
-	if (!ring) {
-		count_in(cnt, PP_CNT_OFF_CPU_RB_FULL);
-		return;
-	}
-	flags = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= shim_config.wakeup_bytes
-		    ? BPF_RB_FORCE_WAKEUP
-		    : BPF_RB_NO_WAKEUP;
-	nk = rec->nr_kstack;
-	nu = rec->nr_ustack;
-	if (nk > PP_MAX_STACK_DEPTH || nu > PP_MAX_STACK_DEPTH)
-		return;
-	size = sizeof(*rec) + (nk + nu) * sizeof(__u64);
-	rec->hdr.size = size;
-	if (bpf_ringbuf_output(ring, rec, size, flags)) {
-		count_in(cnt, PP_CNT_OFF_CPU_RB_FULL);
-		return;
-	}
-	count_in(cnt, PP_CNT_OFF_CPU_EMITTED);
 }
 
 /*
@@ -1127,7 +1107,8 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 			rec = bpf_map_lookup_elem(&off_cpu_records, &next_tid);
 			if (rec) {
 				off_cpu_value(rec, now, off_ns, state);
-				off_cpu_emit(rec, cnt);
+				write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL,
+					     PP_CNT_OFF_CPU_EMITTED);
 				bpf_map_delete_elem(&off_cpu_records, &next_tid);
 			} else {
 				count_in(cnt, PP_CNT_OFF_CPU_EVICTED);
@@ -1192,7 +1173,7 @@ static __always_inline int handle_switch_in(struct pt_regs *ctx, const int table
 	if (!rec)
 		return 0;
 	off_cpu_value(rec, now, off_ns, state);
-	off_cpu_emit(rec, cnt);
+	write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED);
 	return 0;
 }
 
