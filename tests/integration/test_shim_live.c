@@ -1377,8 +1377,15 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 	CHECK(c.in_waiter[0] == c.states[0][PP_OFF_CPU_SLEEPING]);
 	CHECK(c.in_waiter[1] == c.states[1][PP_OFF_CPU_SLEEPING]);
 #endif
-	/* a sleep's wait starts once its timer is armed: a little under 10 ms is a whole one */
-	CHECK(c.sleeper_min_sleep >= (uint64_t)every * OFF_CPU_SLEEP_MS * 900000u);
+	/*
+	 * a sleep's wait starts once its timer is armed: a little under 10 ms is a whole one.
+	 * 1 in 4 keeps none of the sleeper's 20 sleeps 0.3 % of the time (seen in a 6.1 guest):
+	 * then there is no record to measure; of the 60 long waits of three threads, some are
+	 * kept (none: 1 in 10^7), and their values are multiples of 4 (not_multiple above).
+	 */
+	if (every == 1 || c.states[0][PP_OFF_CPU_SLEEPING])
+		CHECK(c.sleeper_min_sleep >= (uint64_t)every * OFF_CPU_SLEEP_MS * 900000u);
+	CHECK(counters[PP_CNT_OFF_CPU_EMITTED] >= 1);
 	if (every == 1) {
 		CHECK(c.states[0][PP_OFF_CPU_SLEEPING] >= (unsigned long)th[0].long_waits);
 		CHECK(th[0].long_waits >= OFF_CPU_SLEEPS - 1);
