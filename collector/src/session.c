@@ -1552,6 +1552,34 @@ void pp_session_read_sideband(struct pp_session *s)
 		sideband_catch_up(s, UINT64_MAX);
 }
 
+/*
+ * An off-CPU record whose thread, once woken, waited long for a CPU (record.h): two samples
+ * on its stacks, the wait in the state it slept in and the delay as runnable or throttled,
+ * where one sample in that state would blame the sleep for the machine's business. It
+ * counts as one record.
+ */
+static int handle_woken_wait(struct pp_session *s, const struct pp_decoded *d)
+{
+	struct pp_decoded delay = *d;
+	uint64_t before = s->stats.samples;
+	int ret = 0;
+
+	if (d->sample.period)
+		ret = handle_sample(s, d);
+	delay.sample.period = d->sample.addr;
+	delay.sample.weight =
+	    d->sample.data_src == PP_OFF_CPU_THROTTLED ? PP_OFF_CPU_THROTTLED : PP_OFF_CPU_RUNNABLE;
+	delay.sample.addr = 0;
+	delay.sample.data_src = 0;
+	if (!ret)
+		ret = handle_sample(s, &delay);
+	if (s->stats.samples > before + 1) {
+		s->stats.samples--;
+		s->stats.off_cpu_samples--;
+	}
+	return ret;
+}
+
 int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 {
 	if (d->kind == PP_DECODED_TASK) {
@@ -1576,6 +1604,8 @@ int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 		apply_symbol_results(s);
 	if (s->njit && d->sample.time_ns > s->jit_retry_ns + JIT_RETRY_NS)
 		retry_jit_names(s);
+	if ((d->sample.flags & PP_SF_OFF_CPU) && d->sample.addr)
+		return handle_woken_wait(s, d);
 	return handle_sample(s, d);
 }
 

@@ -937,11 +937,15 @@ int on_sample_unwind_loop(struct bpf_perf_event_data *ctx)
 #define PP_TASK_STOPPED_OR_TRACED 0xc /* __TASK_STOPPED | __TASK_TRACED */
 #define PP_TASK_DEAD 0x80
 
-/* A thread off its CPU: since when, and in which state it left (PP_OFF_CPU_*). */
+/*
+ * A thread off its CPU: since when, in which state it left (PP_OFF_CPU_*), and when it was
+ * woken: from then on it waited for a CPU, not for what it slept on.
+ */
 struct off_cpu_since {
 	__u64 time_ns;
+	__u64 wake_ns; /* 0: not woken (yet), or it never slept (preempted) */
 	__u32 state;
-	__u32 _pad;
+	__u32 wake_state; /* PP_OFF_CPU_RUNNABLE or _THROTTLED, as it was woken */
 };
 
 struct {
@@ -1050,20 +1054,33 @@ static __always_inline struct pp_sample *off_cpu_record(void *ctx, struct pp_cou
 	return rec;
 }
 
+/* How a wait ends: its state, and the part after the wakeup shown apart (sch delay). */
+struct off_cpu_end_info {
+	__u32 state;
+	__u32 delay_state;
+	__u64 delay_ns; /* 0: not woken, or woken less than off_cpu_min_ns ago */
+};
+
 /*
  * The wait of thread tid ends now: how long it was (0 when it was not noted, or too short to
- * record, both forgotten here) and the state it waited in.
+ * record, both forgotten here), the state it waited in, and how long of that it waited for a
+ * CPU after it was woken, where that is at least the threshold too.
  */
-static __always_inline __u64 off_cpu_end(__u32 tid, __u64 now, __u32 *state,
+static __always_inline __u64 off_cpu_end(__u32 tid, __u64 now, struct off_cpu_end_info *end,
 					 struct pp_counters *cnt)
 {
 	struct off_cpu_since *since = bpf_map_lookup_elem(&off_cpu_waiting, &tid);
-	__u64 off_ns;
+	__u64 off_ns, wake_ns;
 
 	if (!since)
 		return 0;
 	off_ns = now - since->time_ns;
-	*state = since->state;
+	wake_ns = since->wake_ns;
+	end->state = since->state;
+	end->delay_state = since->wake_state;
+	end->delay_ns = wake_ns > since->time_ns && wake_ns < now ? now - wake_ns : 0;
+	if (end->delay_ns < shim_config.off_cpu_min_ns)
+		end->delay_ns = 0;
 	bpf_map_delete_elem(&off_cpu_waiting, &tid);
 	if (off_ns < shim_config.off_cpu_min_ns || (__s64)off_ns <= 0) {
 		count_in(cnt, PP_CNT_OFF_CPU_SHORT);
@@ -1075,11 +1092,15 @@ static __always_inline __u64 off_cpu_end(__u32 tid, __u64 now, __u32 *state,
 }
 
 static __always_inline void off_cpu_value(struct pp_sample *rec, __u64 now, __u64 off_ns,
-					  __u32 state)
+					  const struct off_cpu_end_info *end)
 {
+	__u64 every = shim_config.off_cpu_every ? shim_config.off_cpu_every : 1;
+
 	rec->time_ns = now;
-	rec->period = off_ns * (shim_config.off_cpu_every ? shim_config.off_cpu_every : 1);
-	rec->weight = state;
+	rec->period = (off_ns - end->delay_ns) * every;
+	rec->weight = end->state;
+	rec->addr = end->delay_ns * every;
+	rec->data_src = end->delay_ns ? end->delay_state : 0;
 	rec->cpu = bpf_get_smp_processor_id();
 }
 
@@ -1100,13 +1121,14 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 	if (!shim_config.off_cpu_every)
 		return 0;
 	if (shim_config.off_cpu_stacks_at_switch) {
-		__u32 next_tid = next->pid, state = 0;
-		__u64 now = bpf_ktime_get_ns(), off_ns = off_cpu_end(next_tid, now, &state, cnt);
+		struct off_cpu_end_info end = {};
+		__u32 next_tid = next->pid;
+		__u64 now = bpf_ktime_get_ns(), off_ns = off_cpu_end(next_tid, now, &end, cnt);
 
 		if (off_ns) {
 			rec = bpf_map_lookup_elem(&off_cpu_records, &next_tid);
 			if (rec) {
-				off_cpu_value(rec, now, off_ns, state);
+				off_cpu_value(rec, now, off_ns, &end);
 				write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL,
 					     PP_CNT_OFF_CPU_EMITTED);
 				bpf_map_delete_elem(&off_cpu_records, &next_tid);
@@ -1134,7 +1156,8 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 		}
 	}
 	since.time_ns = bpf_ktime_get_ns();
-	since._pad = 0;
+	since.wake_ns = 0;
+	since.wake_state = 0;
 	if (bpf_map_update_elem(&off_cpu_waiting, &tid, &since, BPF_ANY))
 		count_in(cnt, PP_CNT_OFF_CPU_NOT_NOTED);
 	else
@@ -1163,8 +1186,9 @@ int BPF_PROG(on_switch_unwind, int preempt, struct task_struct *prev, struct tas
 static __always_inline int handle_switch_in(struct pt_regs *ctx, const int tables)
 {
 	struct pp_counters *cnt = cpu_counters();
-	__u32 tid = (__u32)bpf_get_current_pid_tgid(), state = 0;
-	__u64 now = bpf_ktime_get_ns(), off_ns = off_cpu_end(tid, now, &state, cnt);
+	struct off_cpu_end_info end = {};
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now = bpf_ktime_get_ns(), off_ns = off_cpu_end(tid, now, &end, cnt);
 	struct pp_sample *rec;
 
 	if (!off_ns)
@@ -1172,7 +1196,7 @@ static __always_inline int handle_switch_in(struct pt_regs *ctx, const int table
 	rec = off_cpu_record(ctx, cnt, tables);
 	if (!rec)
 		return 0;
-	off_cpu_value(rec, now, off_ns, state);
+	off_cpu_value(rec, now, off_ns, &end);
 	write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED);
 	return 0;
 }
@@ -1188,6 +1212,24 @@ SEC("kprobe")
 int on_switch_in_unwind(struct pt_regs *ctx)
 {
 	return handle_switch_in(ctx, 1);
+}
+
+/*
+ * A thread is woken: if its wait is noted, from now on it waits for a CPU (the scheduler's
+ * delay, which a busy machine or a CPU quota makes long), not for what it slept on. The first
+ * wakeup of a wait counts; a woken thread may be woken again before it runs.
+ */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+	__u32 tid = p->pid;
+	struct off_cpu_since *since = bpf_map_lookup_elem(&off_cpu_waiting, &tid);
+
+	if (since && !since->wake_ns) {
+		since->wake_state = runnable_state(p);
+		since->wake_ns = bpf_ktime_get_ns();
+	}
+	return 0;
 }
 
 /* Keeps the tgid filter following `record -- CMD` and `-p PID` into their child processes. */

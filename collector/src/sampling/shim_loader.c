@@ -65,7 +65,7 @@ struct pp_shim {
 	struct bpf_link **links; /* perf events */
 	size_t nlinks, links_cap;
 	struct bpf_link *task_links[3];	   /* fork, exec, exit trackers */
-	struct bpf_link *off_cpu_links[2]; /* switch out, switch in */
+	struct bpf_link *off_cpu_links[3]; /* switch out, switch in, wakeup */
 	struct bpf_map *off_cpu_waiting, *off_cpu_records;
 	bool off_cpu_at_switch; /* no kprobes: the switch tracepoint takes the stacks */
 	char switch_in_at[64];	/* the kernel function the switch-in probe is on */
@@ -519,12 +519,19 @@ static int install_rings(struct pp_shim *shim, const int *cpus, char *err, size_
 static const char *const switch_prog_names[] = {"on_switch", "on_switch_unwind", "on_switch_in",
 						"on_switch_in_unwind"};
 
-/* The switch tracepoint last: a wait is noted only once its end can be seen. */
+/* The switch tracepoint last: a wait is noted only once its wakeup and end can be seen. */
 static int attach_off_cpu(struct pp_shim *shim, struct bpf_program *out, struct bpf_program *in,
-			  char *err, size_t errlen)
+			  struct bpf_program *wakeup, char *err, size_t errlen)
 {
 	int ret;
 
+	shim->off_cpu_links[2] = bpf_program__attach(wakeup);
+	if (!shim->off_cpu_links[2]) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot attach the off-CPU tracepoint sched_wakeup: %s",
+			 strerror(-ret));
+		return ret;
+	}
 	if (!in) {
 		snprintf(shim->switch_in_at, sizeof(shim->switch_in_at), "sched_switch");
 	} else if (!(shim->off_cpu_links[1] =
@@ -552,7 +559,8 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	struct pp_shim_config *cfg;
 	static const char *const sample_progs[] = {"on_sample", "on_sample_unwind",
 						   "on_sample_unwind_loop"};
-	struct bpf_program *on_fork, *on_exec, *on_exit, *switch_progs[4], *switch_out, *switch_in;
+	struct bpf_program *on_fork, *on_exec, *on_exit, *switch_progs[4], *switch_out, *switch_in,
+	    *on_wakeup;
 	int pick, all_progs;
 	bool tables;
 	uint64_t total_bytes, ring_bytes;
@@ -647,6 +655,7 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	on_fork = bpf_object__find_program_by_name(shim->obj, "on_fork");
 	on_exec = bpf_object__find_program_by_name(shim->obj, "on_exec");
 	on_exit = bpf_object__find_program_by_name(shim->obj, "on_exit");
+	on_wakeup = bpf_object__find_program_by_name(shim->obj, "on_wakeup");
 	for (int i = 0; i < 4; i++) {
 		switch_progs[i] = bpf_object__find_program_by_name(shim->obj, switch_prog_names[i]);
 		all_progs &= switch_progs[i] != NULL;
@@ -658,7 +667,7 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	shim->target_tgids = bpf_object__find_map_by_name(shim->obj, "target_tgids");
 	shim->cgroup_filter = bpf_object__find_map_by_name(shim->obj, "cgroup_filter");
 	shim->cgroup_levels = bpf_object__find_map_by_name(shim->obj, "cgroup_levels");
-	if (!shim->on_sample || !on_fork || !on_exec || !on_exit || !shim->rings ||
+	if (!shim->on_sample || !on_fork || !on_exec || !on_exit || !on_wakeup || !shim->rings ||
 	    !shim->counters || !shim->target_tgids || !shim->cgroup_filter ||
 	    !shim->cgroup_levels || !all_progs || !shim->unwind_rows || !shim->unwind_rules ||
 	    !shim->unwind_procs || !shim->off_cpu_waiting || !shim->off_cpu_records) {
@@ -693,6 +702,7 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 		bpf_program__set_autoload(switch_progs[i],
 					  opts->off_cpu_every && (switch_progs[i] == switch_out ||
 								  switch_progs[i] == switch_in));
+	bpf_program__set_autoload(on_wakeup, opts->off_cpu_every != 0);
 	cfg->off_cpu_stacks_at_switch = (uint32_t)shim->off_cpu_at_switch;
 	if (!opts->off_cpu_every)
 		bpf_map__set_max_entries(shim->off_cpu_waiting, 1);
@@ -745,7 +755,7 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	if (ret)
 		goto fail;
 	if (opts->off_cpu_every) {
-		ret = attach_off_cpu(shim, switch_out, switch_in, err, errlen);
+		ret = attach_off_cpu(shim, switch_out, switch_in, on_wakeup, err, errlen);
 		if (ret)
 			goto fail;
 	}

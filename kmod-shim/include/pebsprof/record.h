@@ -46,8 +46,12 @@
  * the kernel stack from the scheduler down, the user stack where it entered the kernel).
  * period is the nanoseconds it was off the CPU times off_cpu_every (1 in N switches is kept,
  * so sums stay unbiased); weight is the state it left the CPU in (PP_OFF_CPU_*); time_ns is
- * when it came back. addr, data_src and phys_addr are 0. Added without a layout change:
- * older collectors would count the record as a sample.
+ * when it came back. A woken task may wait for a CPU before it runs (perf sched timehist's
+ * "sch delay": a busy CPU, a CPU quota): where that delay is at least off_cpu_min_ns, addr
+ * holds it (ns times off_cpu_every, not part of period) and data_src the state it waited in
+ * then (PP_OFF_CPU_RUNNABLE or PP_OFF_CPU_THROTTLED); else addr and data_src are 0 and the
+ * delay is in period. phys_addr is 0. Added without a layout change: older collectors would
+ * count the record as a sample.
  */
 #define PP_SF_OFF_CPU (1u << 10)
 

@@ -921,6 +921,87 @@ TEST(raw_stack_aggregation_matches_direct_mode)
 	fixture_fini(&raw);
 }
 
+/* The sample of a wait state, or NULL. */
+static const struct pp_sample_info *sample_of_wait(const struct pp_profile *p, uint32_t wait)
+{
+	for (size_t i = 0; i < pp_profile_sample_count(p); i++) {
+		const struct pp_sample_info *si = pp_profile_get_sample(p, i);
+
+		if (si->wait == wait)
+			return si;
+	}
+	return NULL;
+}
+
+/*
+ * An off-CPU record whose thread waited for a CPU once woken (addr: that delay, data_src: its
+ * state) is two samples on the same stack, the sleep and the delay; one record in the counts.
+ * Without a delay it is one sample; a state the shim never writes reads as runnable.
+ */
+static void woken_wait_split(size_t raw_entries)
+{
+	struct pp_session_opts opts = {.raw_stack_entries = raw_entries};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct rec r;
+	const struct pp_sample_info *sleep, *delay;
+	uint64_t uf[2] = {FN_ADDR(sess_leaf_beta) + 4, FN_ADDR(sess_root_delta) + 8};
+	static const struct {
+		uint64_t data_src;
+		uint32_t wait;
+	} delays[] = {{PP_OFF_CPU_RUNNABLE, PP_WAIT_RUNNABLE},
+		      {PP_OFF_CPU_THROTTLED, PP_WAIT_THROTTLED},
+		      {77, PP_WAIT_RUNNABLE}};
+
+	for (size_t i = 0; i < sizeof(delays) / sizeof(delays[0]); i++) {
+		REQUIRE(fixture_init(&f, &opts, 0) == 0);
+		make_sample(&r, own_pid(), 300, 5000000, NULL, 0, uf, 2);
+		r.d.sample.flags |= PP_SF_OFF_CPU;
+		r.d.sample.weight = PP_OFF_CPU_SLEEPING;
+		r.d.sample.addr = 20000000;
+		r.d.sample.data_src = delays[i].data_src;
+		CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+		CHECK(pp_session_flush(f.s) == 0);
+		REQUIRE(pp_profile_sample_count(f.prof) == 2);
+		sleep = sample_of_wait(f.prof, PP_WAIT_SLEEPING);
+		delay = sample_of_wait(f.prof, delays[i].wait);
+		REQUIRE(sleep && delay);
+		CHECK_EQ_U64(sleep->value, 5000000);
+		CHECK_EQ_U64(delay->value, 20000000);
+		CHECK_EQ_U64(sleep->count, 1);
+		CHECK_EQ_U64(delay->count, 1);
+		REQUIRE(sleep->nlocations == 2 && delay->nlocations == 2);
+		CHECK_EQ_U64(sleep->locations[0], delay->locations[0]);
+		CHECK_EQ_U64(sleep->locations[1], delay->locations[1]);
+		CHECK_STR(loc_name(f.prof, delay->locations[0]), "sess_leaf_beta");
+		pp_session_get_stats(f.s, &st);
+		CHECK_EQ_U64(st.samples, 1);
+		CHECK_EQ_U64(st.off_cpu_samples, 1);
+		fixture_fini(&f);
+	}
+
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	make_sample(&r, own_pid(), 300, 5000000, NULL, 0, uf, 2);
+	r.d.sample.flags |= PP_SF_OFF_CPU;
+	r.d.sample.weight = PP_OFF_CPU_SLEEPING;
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	CHECK(pp_session_flush(f.s) == 0);
+	REQUIRE(pp_profile_sample_count(f.prof) == 1);
+	CHECK_EQ_U64(pp_profile_get_sample(f.prof, 0)->wait, PP_WAIT_SLEEPING);
+	CHECK_EQ_U64(pp_profile_get_sample(f.prof, 0)->value, 5000000);
+	fixture_fini(&f);
+}
+
+TEST(woken_wait_is_the_sleep_and_the_delay)
+{
+	woken_wait_split(0);
+}
+
+TEST(woken_wait_is_the_sleep_and_the_delay_raw_table)
+{
+	woken_wait_split(16);
+}
+
 /* With per_cpu the CPU is part of the sample, in direct and raw-stack mode alike. */
 TEST(per_cpu_samples_keep_their_cpu)
 {
@@ -1375,6 +1456,9 @@ TEST_LIST = {
     {"unreadable_maps_are_counted", unreadable_maps_are_counted},
     {"grace_puts_samples_in_the_window_they_were_taken_in",
      grace_puts_samples_in_the_window_they_were_taken_in},
+    {"woken_wait_is_the_sleep_and_the_delay", woken_wait_is_the_sleep_and_the_delay},
+    {"woken_wait_is_the_sleep_and_the_delay_raw_table",
+     woken_wait_is_the_sleep_and_the_delay_raw_table},
 };
 
 TEST_MAIN()
