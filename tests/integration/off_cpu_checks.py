@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """Checks of an off-CPU capture of tests/programs/pp_waits.
 
-  folded FILE --expect wait_sleep=50,wait_pipe=33,wait_futex=17 --tol N
+  folded FILE --expect wait_sleep=50,wait_read=33,wait_futex=17 --tol N
          [--kernel FUNC=FRAME,...] [--whole-user]
       The wall-clock folded stacks (nanoseconds): among the main thread's sleeping waits in
       the named functions (lines ending in "[off-CPU: sleeping]" below run_round), each
-      function's share of their time is within N points of the expected one, and other states
-      (preempted, a page fault) are under a fifth of its sleep. Every such line reaches main
+      function's share of their time is within N points of the expected one, and other
+      states than waiting for a CPU (a page fault, stopped) are under a fifth of its sleep:
+      a busy machine may keep a woken thread from its CPU, which the profile shows apart as
+      runnable or throttled. Every such line reaches main
       and has its wait's kernel frame (--kernel). A wait is the function's by its own frame,
       or by that kernel frame where a frame-pointer walk lost the caller of a libc function;
       --whole-user wants the function's own frame in 80 % of each one's time (the first waits
       may come before the process's unwind tables). Prints the shares.
-  time FILE FUNC
-      Prints the nanoseconds off the CPU of the lines through FUNC.
+  time FILE FUNC [STATE]
+      Prints the nanoseconds off the CPU of the lines through FUNC (in STATE).
   otlp GEN_DIR FILE
       The OTLP request: per process an off_cpu/nanoseconds Profile without a period, whose
       samples carry off_cpu.state and whose stacks wait (a [off-CPU] state, a scheduler
@@ -70,6 +72,8 @@ def check_folded(args):
                 func = f
         if func is None:
             continue
+        if state in ("runnable", "throttled"):
+            continue  # preempted, or woken and waiting for a CPU: how busy the machine was
         if state != "sleeping":
             other[func] += value
             continue
@@ -107,8 +111,10 @@ def check_folded(args):
 
 
 def print_time(args):
-    path, func = args
-    print(sum(v for frames, v in folded_lines(path) if wait_of(frames) and func in frames))
+    path, func = args[:2]
+    state = args[2] if len(args) > 2 else None
+    print(sum(v for frames, v in folded_lines(path)
+              if wait_of(frames) and func in frames and state in (None, wait_of(frames))))
     return 0
 
 

@@ -1,21 +1,22 @@
 /*
  * A workload with known off-CPU shares, for the off-CPU tests: each round it sleeps in
- * wait_sleep (15 x 20 ms), reads a pipe a writer thread fills every 20 ms in wait_pipe
+ * wait_sleep (15 x 20 ms), reads a timerfd that fires 20 ms after it is armed in wait_read
  * (10 x 20 ms), waits on a futex that nobody wakes in wait_futex (5 x 20 ms), burns the CPU in
  * burn (200 ms of its CPU time) and takes 200 sleeps of 50 us in wait_short, each under a 1 ms
- * threshold. Off the CPU above the threshold: wait_sleep 50 %, wait_pipe 33 %, wait_futex 17 %
- * of the main thread's time.
+ * threshold. Off the CPU above the threshold, sleeping: wait_sleep 50 %, wait_read 33 %,
+ * wait_futex 17 % of the main thread's time. Each wait ends by a kernel timer, not by another
+ * thread, so a busy machine changes no share: it only delays the thread once woken, which
+ * an off-CPU profile shows apart.
  *
  * usage: pp_waits [--pidfile FILE] [--warmup SECONDS] ROUNDS
  */
 #include <errno.h>
 #include <linux/futex.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,14 +30,13 @@
 #endif
 
 NOINLINE void wait_sleep(void);
-NOINLINE void wait_pipe(void);
+NOINLINE void wait_read(void);
 NOINLINE void wait_futex(void);
 NOINLINE void wait_short(void);
 NOINLINE void burn(void);
 NOINLINE void warm_up(double secs);
 
-static int pipe_fds[2];
-static volatile int writer_stop;
+static int timer_fd;
 
 static void sleep_ms(long ms)
 {
@@ -46,29 +46,20 @@ static void sleep_ms(long ms)
 		;
 }
 
-static void *pipe_writer(void *arg)
-{
-	(void)arg;
-	while (!writer_stop) {
-		sleep_ms(WAIT_MS);
-		if (write(pipe_fds[1], "x", 1) != 1)
-			break;
-	}
-	return NULL;
-}
-
 void wait_sleep(void)
 {
 	for (int i = 0; i < 15; i++)
 		sleep_ms(WAIT_MS);
 }
 
-void wait_pipe(void)
+void wait_read(void)
 {
-	char c;
+	struct itimerspec in = {.it_value = {.tv_nsec = WAIT_MS * 1000000L}};
+	unsigned long long fired;
 
 	for (int i = 0; i < 10; i++)
-		if (read(pipe_fds[0], &c, 1) != 1)
+		if (timerfd_settime(timer_fd, 0, &in, NULL) ||
+		    read(timer_fd, &fired, sizeof(fired)) != sizeof(fired))
 			exit(3);
 }
 
@@ -130,16 +121,8 @@ NOINLINE void warm_up(double secs)
 
 static void run_round(void)
 {
-	char buf[256];
-	int pending = 0;
-
 	wait_sleep();
-	/* what the writer wrote meanwhile is not a wait: start from an empty pipe */
-	if (ioctl(pipe_fds[0], FIONREAD, &pending) == 0 && pending > 0)
-		if (read(pipe_fds[0], buf,
-			 pending < (int)sizeof(buf) ? (size_t)pending : sizeof(buf)) < 0)
-			exit(3);
-	wait_pipe();
+	wait_read();
 	wait_futex();
 	burn();
 	wait_short();
@@ -149,7 +132,6 @@ int main(int argc, char **argv)
 {
 	const char *pidfile = NULL;
 	double warmup = 0;
-	pthread_t writer;
 	long rounds;
 	int a = 1;
 
@@ -173,14 +155,11 @@ int main(int argc, char **argv)
 		fprintf(f, "%d\n", (int)getpid());
 		fclose(f);
 	}
-	if (pipe(pipe_fds))
+	timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	if (timer_fd < 0)
 		return 1;
 	warm_up(warmup);
-	if (pthread_create(&writer, NULL, pipe_writer, NULL))
-		return 1;
 	for (long r = 0; r < rounds; r++)
 		run_round();
-	writer_stop = 1;
-	pthread_join(writer, NULL);
 	return 0;
 }
