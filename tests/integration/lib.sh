@@ -31,6 +31,9 @@ pp_cleanup() {
 		sleep 0.2
 		find "$PP_CGROUP_BASE" -depth -type d -exec rmdir {} + 2>/dev/null
 	fi
+	for procs in ${PP_CGROUP_EXTRA:-}; do
+		pp_rmdir_cgroup "$procs" 5
+	done
 	if [ "${PP_KEEP_TMP:-0}" = 1 ]; then
 		echo "kept temporary files in $PP_TMP"
 	else
@@ -38,6 +41,22 @@ pp_cleanup() {
 	fi
 }
 trap pp_cleanup EXIT
+
+# pp_rmdir_cgroup DIR SECONDS: kill what is in a cgroup the test made outside PP_CGROUP_BASE
+# (those in PP_CGROUP_EXTRA are removed at exit too), wait until it is empty, at most SECONDS
+# (a killed process leaves its cgroup only once reaped, and a test's `$(...)` child is not its
+# own to wait for), and remove it.
+pp_rmdir_cgroup() {
+	local pid i procs
+	[ -d "$1" ] || return 0
+	for ((i = 0; i < $2 * 10; i++)); do
+		procs=$(cat "$1/cgroup.procs" 2>/dev/null) # its size reads 0 whatever it holds
+		[ -n "$procs" ] || break
+		for pid in $procs; do kill -KILL "$pid" 2>/dev/null; done
+		sleep 0.1
+	done
+	rmdir "$1" 2>/dev/null
+}
 
 pp_log() { echo "== $*"; }
 pp_ok() {

@@ -195,8 +195,14 @@ record_in_b() { # NAME ARGS...: a 2 s system-wide record while pod B's workload 
 record_in_b rec-flags --k8s-source apiserver --k8s-api-url "https://127.0.0.1:$PORT" \
 	--k8s-token-file "$T/token" --k8s-ca-file "$T/cert.pem" --node-name "$NODE"
 pp_check "record with --k8s-* flags: exits 0" [ "$PP_RC" -eq 0 ]
-pp_check "record with --k8s-* flags: k8s.statefulset.name" \
-	has_attr "$T/rec-flags.jsonl" "$CID_B" k8s.statefulset.name postgres
+if has_attr "$T/rec-flags.jsonl" "$CID_B" k8s.statefulset.name postgres; then
+	pp_ok "record with --k8s-* flags: k8s.statefulset.name"
+else
+	pp_fail "record with --k8s-* flags: no k8s.statefulset.name on pod B's container"
+	pp_show "$T/rec-flags.out" 20
+	grep "$CID_B" "$T/rec-flags.jsonl" | cut -c1-600 | sed 's/^/    | resource: /'
+	tail -n 3 "$SRV/requests.log" | sed 's/^/    | request: /'
+fi
 : >"$SRV/requests.log"
 KUBERNETES_SERVICE_HOST='' record_in_b rec-none
 pp_check "record outside a cluster: the container's runtime still arrives" \
