@@ -1449,9 +1449,8 @@ TEST(off_cpu_live)
 #define HOG_MS 30 /* how long the real-time hog holds the reader's CPU once it is woken */
 
 struct delay_run {
-	int fd;
+	int fd, wfd;
 	volatile pid_t reader_tid;
-	volatile int hogging;
 };
 
 static int pin_to(int cpu)
@@ -1477,14 +1476,15 @@ static void *delay_reader(void *arg)
 	return NULL;
 }
 
-/* SCHED_FIFO on CPU 0: the reader, woken meanwhile, cannot run there until it is done. */
+/* SCHED_FIFO on CPU 0: wakes the reader, which cannot run there until the hog is done. */
 static void *delay_hog(void *arg)
 {
 	struct delay_run *r = arg;
 	struct timespec t0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	r->hogging = 1;
+	if (write(r->wfd, "x", 1) != 1)
+		return NULL;
 	while (ms_since(&t0) < HOG_MS)
 		;
 	return NULL;
@@ -1518,11 +1518,11 @@ static int on_delay_record(void *ctx, const void *data, size_t len)
 }
 
 /*
- * A reader pinned to CPU 0 blocks on a pipe; each round a SCHED_FIFO thread takes CPU 0 for
- * 30 ms and the main thread (on CPU 1) writes the byte meanwhile: the reader, woken, waits
- * for its CPU. Each such wait is one record: its sleeping part (from blocking to the write,
- * at least the 5 ms the main thread lets pass) in period, and the delay once woken (most of
- * the 30 ms) apart, in addr, as runnable.
+ * A reader pinned to CPU 0 blocks on a pipe; each round a SCHED_FIFO thread on CPU 0 writes
+ * the byte and holds the CPU for 30 ms: the reader, woken, waits for its CPU. Each such wait
+ * is one record: its sleeping part (from blocking to the write, at least the 5 ms the main
+ * thread lets pass) in period, and the delay once woken (most of the 30 ms) apart, in addr,
+ * as runnable. One CPU is enough.
  */
 TEST(off_cpu_delay_live)
 {
@@ -1544,9 +1544,6 @@ TEST(off_cpu_delay_live)
 
 	if (!can_run())
 		SKIP("needs root, BPF and BTF");
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		SKIP("needs two online CPUs: one for the hog and the reader, one to write");
-	REQUIRE(pin_to(1) == 0);
 	shim = pp_shim_load(&opts, err, sizeof(err));
 	if (!shim)
 		fprintf(stderr, "  load failed: %s\n", err);
@@ -1554,6 +1551,7 @@ TEST(off_cpu_delay_live)
 	REQUIRE(pipe(pfd) == 0);
 	CHECK(pp_shim_add_target(shim, (uint32_t)getpid()) == 0);
 	r.fd = pfd[0];
+	r.wfd = pfd[1];
 	REQUIRE(pthread_create(&reader, NULL, delay_reader, &r) == 0);
 	while (!r.reader_tid)
 		sched_yield();
@@ -1571,7 +1569,6 @@ TEST(off_cpu_delay_live)
 		CPU_ZERO(&cpu0);
 		CPU_SET(0, &cpu0);
 		REQUIRE(pthread_attr_setaffinity_np(&hog_attr, sizeof(cpu0), &cpu0) == 0);
-		r.hogging = 0;
 		ret = pthread_create(&hog, &hog_attr, delay_hog, &r);
 		if (ret == EPERM) {
 			close(pfd[1]); /* the reader's read ends */
@@ -1583,9 +1580,6 @@ TEST(off_cpu_delay_live)
 			     "(cpu.rt_runtime_us)");
 		}
 		REQUIRE(ret == 0);
-		while (!r.hogging)
-			sched_yield();
-		CHECK(write(pfd[1], "x", 1) == 1);
 		pthread_join(hog, NULL);
 		pp_shim_poll(shim, 0, on_delay_record, &c);
 	}
