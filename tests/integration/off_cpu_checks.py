@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks of an off-CPU capture of tests/programs/pp_waits.
 
-  folded FILE --expect wait_sleep=50,wait_read=33,wait_futex=17 --tol N
+  folded FILE --expect wait_sleep=50,wait_pipe=33,wait_futex=17 --tol N
          [--kernel FUNC=FRAME,...] [--whole-user]
       The wall-clock folded stacks (nanoseconds): among the main thread's sleeping waits in
       the named functions (lines ending in "[off-CPU: sleeping]" below run_round), each

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Off-CPU profiles: `record --off-cpu` on tests/programs/pp_waits, whose main thread waits in
-# known functions for known shares of its waiting time (a sleep 50 %, a timerfd read 33 %, a
+# known functions for known shares of its waiting time (a sleep 50 %, a pipe read 33 %, a
 # futex 17 %), burns the CPU in between and takes many waits under the threshold:
 #  1. the wall-clock folded stacks give those shares within 5 points, in the sleeping state
 #     (a busy machine's delays of the woken thread are apart, as runnable or throttled),
@@ -45,8 +45,8 @@ fi
 whole=
 [ "$(uname -r | awk -F. '{ print $1 * 1000 + $2 }')" -ge 5017 ] && whole=--whole-user
 pp_check "the waits' shares are 50/33/17 +- 5, sleeping, their kernel frames${whole:+, whole stacks}" \
-	$CHECK folded "$T/w.folded" --expect wait_sleep=50,wait_read=33,wait_futex=17 --tol 5 \
-	--kernel wait_sleep=nanosleep,wait_read=timerfd_read,wait_futex=futex_wait $whole
+	$CHECK folded "$T/w.folded" --expect wait_sleep=50,wait_pipe=33,wait_futex=17 --tol 5 \
+	--kernel wait_sleep=nanosleep,wait_pipe=pipe_read,wait_futex=futex_wait $whole
 if grep -q '^off-CPU: [1-9][0-9]* waits of 1.0 ms or more' "$T/main.out" &&
 	grep -Eq '; [1-9][0-9]* shorter;' "$T/main.out"; then
 	pp_ok "the summary counts the waits and the shorter ones"

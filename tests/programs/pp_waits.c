@@ -1,12 +1,12 @@
 /*
  * A workload with known off-CPU shares, for the off-CPU tests: each round it sleeps in
- * wait_sleep (15 x 20 ms), reads a timerfd that fires 20 ms after it is armed in wait_read
- * (10 x 20 ms), waits on a futex that nobody wakes in wait_futex (5 x 20 ms), burns the CPU in
- * burn (200 ms of its CPU time) and takes 200 sleeps of 50 us in wait_short, each under a 1 ms
- * threshold. Off the CPU above the threshold, sleeping: wait_sleep 50 %, wait_read 33 %,
- * wait_futex 17 % of the main thread's time. Each wait ends by a kernel timer, not by another
- * thread, so a busy machine changes no share: it only delays the thread once woken, which
- * an off-CPU profile shows apart.
+ * wait_sleep (15 x 20 ms), reads a pipe in wait_pipe (10 x 20 ms: an interval timer's
+ * SIGALRM, 20 ms after it is armed, writes the byte from its handler), waits on a futex that
+ * nobody wakes in wait_futex (5 x 20 ms), burns the CPU in burn (200 ms of its CPU time) and
+ * takes 200 sleeps of 50 us in wait_short, each under a 1 ms threshold. Off the CPU above the
+ * threshold, sleeping: wait_sleep 50 %, wait_pipe 33 %, wait_futex 17 % of the main thread's
+ * time. Each wait is ended by a kernel timer, not by another thread, so a busy machine changes
+ * no share: it only delays the thread once woken, which an off-CPU profile shows apart.
  *
  * usage: pp_waits [--pidfile FILE] [--warmup SECONDS] ROUNDS
  */
@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/timerfd.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,13 +31,21 @@
 #endif
 
 NOINLINE void wait_sleep(void);
-NOINLINE void wait_read(void);
+NOINLINE void wait_pipe(void);
 NOINLINE void wait_futex(void);
 NOINLINE void wait_short(void);
 NOINLINE void burn(void);
 NOINLINE void warm_up(double secs);
 
-static int timer_fd;
+static int pipe_fds[2];
+
+/* SIGALRM: the byte the pipe read waits for (write is async-signal-safe) */
+static void on_alarm(int sig)
+{
+	(void)sig;
+	if (write(pipe_fds[1], "x", 1) != 1)
+		_exit(3);
+}
 
 static void sleep_ms(long ms)
 {
@@ -52,14 +61,14 @@ void wait_sleep(void)
 		sleep_ms(WAIT_MS);
 }
 
-void wait_read(void)
+void wait_pipe(void)
 {
-	struct itimerspec in = {.it_value = {.tv_nsec = WAIT_MS * 1000000L}};
-	unsigned long long fired;
+	struct itimerval in = {.it_value = {.tv_usec = WAIT_MS * 1000}};
+	char c;
 
+	/* the handler interrupts the read, writes, and the read (SA_RESTART) gets the byte */
 	for (int i = 0; i < 10; i++)
-		if (timerfd_settime(timer_fd, 0, &in, NULL) ||
-		    read(timer_fd, &fired, sizeof(fired)) != sizeof(fired))
+		if (setitimer(ITIMER_REAL, &in, NULL) || read(pipe_fds[0], &c, 1) != 1)
 			exit(3);
 }
 
@@ -122,7 +131,7 @@ NOINLINE void warm_up(double secs)
 static void run_round(void)
 {
 	wait_sleep();
-	wait_read();
+	wait_pipe();
 	wait_futex();
 	burn();
 	wait_short();
@@ -155,8 +164,9 @@ int main(int argc, char **argv)
 		fprintf(f, "%d\n", (int)getpid());
 		fclose(f);
 	}
-	timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-	if (timer_fd < 0)
+	struct sigaction alarm_action = {.sa_handler = on_alarm, .sa_flags = SA_RESTART};
+
+	if (pipe(pipe_fds) || sigaction(SIGALRM, &alarm_action, NULL))
 		return 1;
 	warm_up(warmup);
 	for (long r = 0; r < rounds; r++)

@@ -260,8 +260,8 @@ whole=
 kv=$(uname -r | awk -F. '{ print $1 * 1000 + $2 }')
 [ "$kv" -ge 5017 ] && whole=--whole-user
 if [ $rc = 0 ] && "$py" "$src/tests/integration/off_cpu_checks.py" folded "$out/off.folded" \
-	--expect wait_sleep=50,wait_read=33,wait_futex=17 --tol 8 \
-	--kernel wait_sleep=nanosleep,wait_read=timerfd_read,wait_futex=futex_wait $whole \
+	--expect wait_sleep=50,wait_pipe=33,wait_futex=17 --tol 8 \
+	--kernel wait_sleep=nanosleep,wait_pipe=pipe_read,wait_futex=futex_wait $whole \
 	>"$out/off.txt" 2>&1; then
 	put off_cpu ok
 	ok "record --off-cpu: waits 50/33/17 +- 8 ($(grep -v error "$out/off.txt" | tr '\n' ' ')), stacks at $at${whole:+, whole user stacks}"
