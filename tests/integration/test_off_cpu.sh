@@ -12,7 +12,7 @@
 #     there (at least 50 us each);
 #  3. `run --off-cpu` sends off_cpu Profiles over OTLP, and in the Pyroscope push a pprof of
 #     off-CPU time beside the event's, each as Pyroscope's ingest rules accept it;
-#  4. a burner in a cgroup with a 20 % CPU quota: most of its time is waits in the throttled
+#  4. a burner in a cgroup with a 10 % CPU quota: most of its time is waits in the throttled
 #     state, under its burn functions;
 #  5. dd with fsync: waits in the D state (disk) through fsync.
 # Needs root, BPF and perf events; exits 77 otherwise.
@@ -138,21 +138,21 @@ fi
 kill "$W" 2>/dev/null
 
 # --- 4. a CPU quota that throttles: waits of a runnable task, told apart --------------------
-# a cgroup of the cpu controller with 20 ms of CPU every 100 ms (cgroup v2's cpu.max where the
+# a cgroup of the cpu controller with 10 ms of CPU every 100 ms (cgroup v2's cpu.max where the
 # controller is on the unified hierarchy, else v1's cfs quota)
-pp_log "record --off-cpu -p: pp_workload in a cgroup with a 20 % CPU quota"
+pp_log "record --off-cpu -p: pp_workload in a cgroup with a 10 % CPU quota"
 cg=
 v2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 if [ -n "$v2" ] && grep -qw cpu "$v2/cgroup.controllers" 2>/dev/null; then
 	grep -qw cpu "$v2/cgroup.subtree_control" || echo +cpu >"$v2/cgroup.subtree_control"
 	cg=$v2/pp-offcpu-$$
 	mkdir "$cg" && PP_CGROUP_EXTRA="${PP_CGROUP_EXTRA:-} $cg" &&
-		echo "20000 100000" >"$cg/cpu.max" || cg=
+		echo "10000 100000" >"$cg/cpu.max" || cg=
 else
 	v1=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print $2; exit }' /proc/mounts)
 	[ -n "$v1" ] && cg=$v1/pp-offcpu-$$ && mkdir "$cg" &&
 		PP_CGROUP_EXTRA="${PP_CGROUP_EXTRA:-} $cg" && echo 100000 >"$cg/cpu.cfs_period_us" &&
-		echo 20000 >"$cg/cpu.cfs_quota_us" || cg=
+		echo 10000 >"$cg/cpu.cfs_quota_us" || cg=
 fi
 if [ -z "$cg" ]; then
 	pp_skip_check "throttling: no cgroup of the cpu controller could be made here"
@@ -164,11 +164,13 @@ else
 	thr=$(sed -n 's/^off-CPU: .* ms: runnable [0-9.]*, throttled \([0-9]*\)\..*/\1/p' "$T/thr.out")
 	under=$(awk '/\[off-CPU: throttled\]/ && /burn_/ { n += $NF } END { print int(n / 1e6) }' \
 		"$T/thr.folded")
-	# 3 s at 20 % of a CPU: 2.4 s waiting for the quota, in its burn functions' stacks
-	if [ "${thr:-0}" -ge 1500 ] && [ "${under:-0}" -ge $((thr / 2)) ]; then
+	# 3 s at 10 % of a CPU: 2.7 s waiting for the quota, in its burn functions' stacks. On a
+	# busy machine it takes longer to use its 10 ms of a period, and waits less for the quota
+	# (at a quarter of a CPU: 60 ms of 100): 1.2 s holds beside the test suite and two loops.
+	if [ "${thr:-0}" -ge 1200 ] && [ "${under:-0}" -ge $((thr / 2)) ]; then
 		pp_ok "throttled: $thr ms of 3 s waiting for the quota, $under ms of it in burn_*"
 	else
-		pp_fail "throttled: ${thr:-?} ms waiting for the quota (want >= 1500 of 3 s), ${under:-?} ms in burn_*"
+		pp_fail "throttled: ${thr:-?} ms waiting for the quota (want >= 1200 of 3 s), ${under:-?} ms in burn_*"
 		pp_show "$T/thr.out" 20
 	fi
 fi
