@@ -5,7 +5,7 @@
 #   - nothing: the load alone (the machine's busy CPU time, /proc/stat);
 #   - pebsprof record -a --off-cpu (default threshold, -F 1 so the CPU samples cost nothing):
 #     its process's CPU time (/usr/bin/time), its BPF programs' run time (bpf_stats_enabled,
-#     on_switch and the switch-in probe, bpftool) and what it lost (its summary);
+#     on_switch, the switch-in probe and on_wakeup, bpftool) and what it lost (its summary);
 #   - perf record -e sched:sched_switch -a -g, the way perf records where threads switch
 #     (Debian's perf has no --off-cpu: it is built without BPF skeletons): its CPU time;
 # and for each the machine's busy CPU time beyond the load alone, which holds the in-kernel
@@ -72,11 +72,11 @@ busy_ms() {
 switches() { awk '/^ctxt/ { print $2 }' /proc/stat; }
 # cpu_ms FILE: user + system CPU of a command /usr/bin/time -f '%U %S' wrote to FILE
 cpu_ms() { awk 'END { printf "%d", ($1 + $2) * 1000 }' "$1"; }
-# bpf_ns: run time and runs of the shim's switch programs now loaded ("ns runs"); plain
+# bpf_ns: run time and runs of the shim's switch and wakeup programs now loaded ("ns runs"); plain
 # bpftool and awk, as cheap as it gets: the busy CPU measured includes it
 bpf_ns() {
 	bpftool prog show 2>/dev/null | awk '
-		/ name on_switch/ { on = 1 } / name / && !/ name on_switch/ { on = 0 }
+		/ name on_(switch|wakeup)/ { on = 1 } / name / && !/ name on_(switch|wakeup)/ { on = 0 }
 		on { for (i = 1; i < NF; i++) {
 			if ($i == "run_time_ns") ns += $(i + 1)
 			if ($i == "run_cnt") runs += $(i + 1) } }

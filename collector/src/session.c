@@ -1577,6 +1577,7 @@ static int handle_woken_wait(struct pp_session *s, const struct pp_decoded *d)
 		s->stats.samples--;
 		s->stats.off_cpu_samples--;
 	}
+	s->stats.off_cpu_woken_late += !ret;
 	return ret;
 }
 

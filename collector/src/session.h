@@ -152,6 +152,7 @@ struct pp_session_stats {
 	struct pp_decode_stats decode;
 	uint64_t samples;	     /* samples added to the profile */
 	uint64_t off_cpu_samples;    /* ... of them off-CPU records (waits) */
+	uint64_t off_cpu_woken_late; /* ... of those, with their wait for a CPU once woken apart */
 	uint64_t samples_late;	     /* ... taken before the window they went into started */
 	uint64_t samples_walk_ended; /* ... whose user stack ended at a frame outside code */
 	uint64_t samples_held;	     /* ... held during a grace for the window after it */

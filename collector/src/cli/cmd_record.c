@@ -685,7 +685,8 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 
 /* Time off the CPU: what was recorded, by state, and what was not (short, lost). */
 static void print_off_cpu(const struct record_args *a, const struct pp_profile *profile,
-			  const uint64_t counters[PP_CNT__MAX], const char *taken_at)
+			  const struct pp_session_stats *st, const uint64_t counters[PP_CNT__MAX],
+			  const char *taken_at)
 {
 	uint64_t ns[PP_WAIT_STATES] = {0};
 
@@ -695,14 +696,16 @@ static void print_off_cpu(const struct record_args *a, const struct pp_profile *
 		if (s->wait)
 			ns[s->wait] += s->value;
 	}
+	/* a wait whose thread was woken late is two samples (record.h), one wait here */
 	printf("off-CPU: %llu waits of %.1f ms or more (1 in %u), %.1f ms: runnable %.1f, "
-	       "throttled %.1f, sleeping %.1f, disk %.1f, stopped %.1f; %llu shorter; lost %llu "
-	       "(ring buffer full %llu, not noted %llu, evicted %llu); stacks taken at %s\n",
-	       (unsigned long long)pp_profile_off_cpu_waits(profile),
-	       (double)a->off_cpu_min_ns / 1e6, a->off_cpu_every,
-	       (double)pp_profile_off_cpu_ns(profile) / 1e6, (double)ns[PP_WAIT_RUNNABLE] / 1e6,
-	       (double)ns[PP_WAIT_THROTTLED] / 1e6, (double)ns[PP_WAIT_SLEEPING] / 1e6,
-	       (double)ns[PP_WAIT_DISK] / 1e6, (double)ns[PP_WAIT_STOPPED] / 1e6,
+	       "throttled %.1f, sleeping %.1f, disk %.1f, stopped %.1f; %llu woken and kept from "
+	       "a CPU (in runnable, throttled); %llu shorter; lost %llu (ring buffer full %llu, "
+	       "not noted %llu, evicted %llu); stacks taken at %s\n",
+	       (unsigned long long)st->off_cpu_samples, (double)a->off_cpu_min_ns / 1e6,
+	       a->off_cpu_every, (double)pp_profile_off_cpu_ns(profile) / 1e6,
+	       (double)ns[PP_WAIT_RUNNABLE] / 1e6, (double)ns[PP_WAIT_THROTTLED] / 1e6,
+	       (double)ns[PP_WAIT_SLEEPING] / 1e6, (double)ns[PP_WAIT_DISK] / 1e6,
+	       (double)ns[PP_WAIT_STOPPED] / 1e6, (unsigned long long)st->off_cpu_woken_late,
 	       (unsigned long long)counters[PP_CNT_OFF_CPU_SHORT],
 	       (unsigned long long)(counters[PP_CNT_OFF_CPU_RB_FULL] +
 				    counters[PP_CNT_OFF_CPU_NOT_NOTED] +
@@ -739,7 +742,7 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 				    st->decode.bad_stack),
 	       (unsigned long long)st->samples_no_process);
 	if (a->off_cpu_every)
-		print_off_cpu(a, profile, counters, off_cpu_at);
+		print_off_cpu(a, profile, st, counters, off_cpu_at);
 	{
 		uint64_t named = 0;
 

@@ -977,6 +977,7 @@ static void woken_wait_split(size_t raw_entries)
 		pp_session_get_stats(f.s, &st);
 		CHECK_EQ_U64(st.samples, 1);
 		CHECK_EQ_U64(st.off_cpu_samples, 1);
+		CHECK_EQ_U64(st.off_cpu_woken_late, 1);
 		fixture_fini(&f);
 	}
 
@@ -989,6 +990,8 @@ static void woken_wait_split(size_t raw_entries)
 	REQUIRE(pp_profile_sample_count(f.prof) == 1);
 	CHECK_EQ_U64(pp_profile_get_sample(f.prof, 0)->wait, PP_WAIT_SLEEPING);
 	CHECK_EQ_U64(pp_profile_get_sample(f.prof, 0)->value, 5000000);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.off_cpu_woken_late, 0);
 	fixture_fini(&f);
 }
 
