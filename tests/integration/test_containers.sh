@@ -67,8 +67,10 @@ check_container() {
 	pp_check "$runtime container: k8s.pod.uid=$pod" grep -q "\"k8s.pod.uid\": \"$pod\"" <<<"$line"
 	pp_check "$runtime container: its samples are its workload's (pid $pid)" \
 		grep -q "\"pids\": \[$pid\]" <<<"$line"
+	# a spinner for 3 s at 199 Hz: hundreds on a quiet machine, 40 seen beside the test suite
+	# and two busy loops; some is what the check is about
 	pp_check "$runtime container: it has samples" \
-		"$PP_PYTHON" -c 'import json,sys; sys.exit(json.loads(sys.argv[1])["samples"] < 50)' \
+		"$PP_PYTHON" -c 'import json,sys; sys.exit(json.loads(sys.argv[1])["samples"] < 10)' \
 		"$line"
 }
 

@@ -183,7 +183,7 @@ pp_check "Pyroscope: the body is a pprof profile" \
 	bash -c "(cd '$PP_SOURCE_DIR/../shared/reference/pprof/proto' && protoc --decode=perftools.profiles.Profile profile.proto) <'$T/pyro/req-0000.body' | grep -q sample_type"
 
 # --- backend unreachable: sampling goes on, exit 0 within the flush deadline ---------------------
-pp_run_for 3.5 "$T/u" --endpoint "http://127.0.0.1:9/v1development/profiles" --interval 1 \
+pp_run_for 4.5 "$T/u" --endpoint "http://127.0.0.1:9/v1development/profiles" --interval 1 \
 	--flush-timeout 2
 pp_check "unreachable backend: SIGTERM still exits 0" [ "$PP_RC" -eq 0 ]
 pp_check "unreachable backend: the failure is logged once, not per window" \

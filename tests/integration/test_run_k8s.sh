@@ -74,9 +74,10 @@ done
 PORT=$(sed -n 's/^PORT //p' "$T/server.out")
 [ -n "$PORT" ] || pp_skip "the test API server did not start"
 
-# agent NAME ARGS...: the workloads and a 5 s agent run writing 2 s windows; NAME.jsonl holds
-# the resources of its last complete window. --sample-labels pid: samples name their process,
-# so the checks can see whose samples a pod's resource holds.
+# agent NAME ARGS...: the workloads and an agent run writing 2 s windows, stopped once two are
+# written (at most 60 s: a busy machine starts it late); NAME.jsonl holds the resources of its
+# last complete window. --sample-labels pid: samples name their process, so the checks can see
+# whose samples a pod's resource holds.
 agent() {
 	local name=$1 pid
 	shift
@@ -87,7 +88,11 @@ agent() {
 		--k8s-ca-file "$T/cert.pem" --sample-labels pid "$@" >"$T/$name.out" \
 		2>"$T/$name.err" &
 	pid=$!
-	sleep 5.2
+	for _ in $(seq 600); do
+		[ "$(ls "$T/$name"/pebsprof-*.otlp.pb 2>/dev/null | wc -l)" -ge 2 ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
 	kill -TERM "$pid"
 	pp_wait_pid "$pid" 30
 	kill "$pid_a" "$pid_b" 2>/dev/null
@@ -157,7 +162,12 @@ env KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$PORT" NODE_NAME=
 	PEBSPROF_CONFIG="$T/agent.conf" "$PEBSPROF" record -q -a -d 3 -F 199 --off-cpu \
 	-o "$T/rec.otlp.pb" >"$T/rec.out" 2>"$T/rec.err" &
 rec=$!
-sleep 1.5
+# the first list (pod A alone) answers the fetch before sampling; then the whole list
+for _ in $(seq 300); do
+	[ -s "$SRV/requests.log" ] && break
+	kill -0 "$rec" 2>/dev/null || break
+	sleep 0.1
+done
 rm -f "$SRV/body.json"
 pp_wait_pid "$rec" 30
 kill "$pid_a" "$pid_b" "$pid_w" 2>/dev/null

@@ -1476,6 +1476,31 @@ static void *delay_reader(void *arg)
 	return NULL;
 }
 
+/* Waits until thread tid of this process sleeps (state S in its stat), at most ms. */
+static int wait_until_sleeping(pid_t tid, long ms)
+{
+	struct timespec t0;
+	char path[64], stat[512];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		FILE *f = fopen(path, "r");
+		const char *state;
+		size_t n = f ? fread(stat, 1, sizeof(stat) - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		stat[n] = '\0';
+		/* "tid (comm) S ...": the state follows the last ')' */
+		state = strrchr(stat, ')');
+		if (state && state[1] == ' ' && state[2] == 'S')
+			return 0;
+		usleep(1000);
+	} while (ms_since(&t0) < ms);
+	return -ETIMEDOUT;
+}
+
 /* SCHED_FIFO on CPU 0: wakes the reader, which cannot run there until the hog is done. */
 static void *delay_hog(void *arg)
 {
@@ -1565,7 +1590,9 @@ TEST(off_cpu_delay_live)
 		cpu_set_t cpu0;
 		pthread_t hog;
 
-		nanosleep(&blocked, NULL); /* the reader sleeps in read meanwhile */
+		/* the reader sleeps in read by now, and a while: a busy machine runs it late */
+		CHECK(wait_until_sleeping(c.reader, 10000) == 0);
+		nanosleep(&blocked, NULL);
 		CPU_ZERO(&cpu0);
 		CPU_SET(0, &cpu0);
 		REQUIRE(pthread_attr_setaffinity_np(&hog_attr, sizeof(cpu0), &cpu0) == 0);
