@@ -43,9 +43,9 @@
 /* The unwinder's queued work at the end, for the summary's counts (a table may be compiling). */
 #define RECORD_UNWINDER_WAIT_MS 2000u
 
-/* The keys record shares with run: where pod metadata comes from and how frames are named,
- * read from the same config file (PEBSPROF_CONFIG) and environment as the agent's, so
- * `kubectl exec` into its pod names pods and frames as the agent does. */
+/* The keys record shares with run: where pod metadata comes from, how frames are named and
+ * where off-CPU stacks are taken, read from the same config file (PEBSPROF_CONFIG) and
+ * environment as the agent's, so `kubectl exec` into its pod does as the agent does. */
 static const uint64_t run_keys =
     PP_CONFIG_KEY_BIT(PP_CFG_K8S_SOURCE) | PP_CONFIG_KEY_BIT(PP_CFG_K8S_API_URL) |
     PP_CONFIG_KEY_BIT(PP_CFG_K8S_KUBELET_URL) | PP_CONFIG_KEY_BIT(PP_CFG_K8S_TOKEN_FILE) |
@@ -53,7 +53,8 @@ static const uint64_t run_keys =
     PP_CONFIG_KEY_BIT(PP_CFG_NODE_NAME) | PP_CONFIG_KEY_BIT(PP_CFG_CONFIG) |
     PP_CONFIG_KEY_BIT(PP_CFG_SYMBOLIZE) | PP_CONFIG_KEY_BIT(PP_CFG_DEBUG_DIRS) |
     PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD) | PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD_CACHE) |
-    PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD_CACHE_BYTES) | PP_CONFIG_KEY_BIT(PP_CFG_NO_PERF_MAPS);
+    PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD_CACHE_BYTES) | PP_CONFIG_KEY_BIT(PP_CFG_NO_PERF_MAPS) |
+    PP_CONFIG_KEY_BIT(PP_CFG_OFF_CPU_STACKS);
 
 struct record_args {
 	const char *event;
@@ -69,7 +70,6 @@ struct record_args {
 	uint64_t unwind_table_bytes;
 	uint32_t off_cpu_every; /* 0: no off-CPU profile */
 	uint64_t off_cpu_min_ns;
-	int off_cpu_no_kprobe;
 	const char *outputs[MAX_OUTPUTS];
 	size_t noutputs;
 	size_t top;
@@ -203,7 +203,6 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 		OPT_OFF_CPU,
 		OPT_OFF_CPU_THRESHOLD,
 		OPT_OFF_CPU_EVERY,
-		OPT_OFF_CPU_STACKS,
 	};
 	static const struct option longopts[] = {
 	    {"event", required_argument, NULL, 'e'},
@@ -220,7 +219,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	    {"off-cpu", no_argument, NULL, OPT_OFF_CPU},
 	    {"off-cpu-threshold", required_argument, NULL, OPT_OFF_CPU_THRESHOLD},
 	    {"off-cpu-every", required_argument, NULL, OPT_OFF_CPU_EVERY},
-	    {"off-cpu-stacks", required_argument, NULL, OPT_OFF_CPU_STACKS},
+	    {"off-cpu-stacks", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"ldlat", required_argument, NULL, OPT_LDLAT},
 	    {"top", required_argument, NULL, OPT_TOP},
 	    {"proc-root", required_argument, NULL, OPT_PROC_ROOT},
@@ -342,12 +341,6 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 				return usage_error("bad --off-cpu-every '%s': give 1..1000000",
 						   optarg);
 			a->off_cpu_every = (uint32_t)v;
-			break;
-		case OPT_OFF_CPU_STACKS:
-			if (strcmp(optarg, "auto") && strcmp(optarg, "switch"))
-				return usage_error("bad --off-cpu-stacks '%s': give auto or switch",
-						   optarg);
-			a->off_cpu_no_kprobe = strcmp(optarg, "switch") == 0;
 			break;
 		case OPT_LDLAT:
 			if (pp_parse_u64(optarg, 1, 65535, &v))
@@ -921,7 +914,7 @@ int pp_cmd_record(int argc, char **argv)
 		    .unwind_table_bytes = a.unwind_table_bytes,
 		    .off_cpu_every = a.off_cpu_every,
 		    .off_cpu_min_ns = a.off_cpu_min_ns,
-		    .off_cpu_no_kprobe = a.off_cpu_no_kprobe,
+		    .off_cpu_no_kprobe = rc.off_cpu_stacks == PP_OFF_CPU_STACKS_SWITCH,
 		};
 		struct pp_containers_filter filter = {.cgroups = a.cgroups,
 						      .container_ids = a.container_ids};
