@@ -189,15 +189,12 @@ pp_require_cgroup2() {
 # pp_start_in_cgroup DIR SECONDS: the workload for SECONDS, in cgroup DIR from its first
 # instruction; prints its pid once it is there.
 pp_start_in_cgroup() {
-	local pid i
+	local pid
 	sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" "$3"' sh "$1" "$PP_WORKLOAD" "$2" \
 		>/dev/null 2>&1 &
 	pid=$!
 	# back once it is in the cgroup (at most 10 s): a busy machine is slow to start it
-	for ((i = 0; i < 100; i++)); do
-		grep -qx "$pid" "$1/cgroup.procs" 2>/dev/null && break
-		sleep 0.1
-	done
+	pp_wait_line "$pid" "$1/cgroup.procs" "^$pid\$" 10 || :
 	echo "$pid"
 }
 

@@ -163,11 +163,7 @@ env KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$PORT" NODE_NAME=
 	-o "$T/rec.otlp.pb" >"$T/rec.out" 2>"$T/rec.err" &
 rec=$!
 # the first list (pod A alone) answers the fetch before sampling; then the whole list
-for _ in $(seq 300); do
-	[ -s "$SRV/requests.log" ] && break
-	kill -0 "$rec" 2>/dev/null || break
-	sleep 0.1
-done
+pp_wait_line "$rec" "$SRV/requests.log" . 30 || :
 rm -f "$SRV/body.json"
 pp_wait_pid "$rec" 30
 kill "$pid_a" "$pid_b" "$pid_w" 2>/dev/null
