@@ -15,6 +15,7 @@
  */
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
+#include <linux/errno.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
@@ -1117,6 +1118,7 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 	__u32 tid = prev->pid, tgid = prev->tgid;
 	struct pp_counters *cnt = cpu_counters();
 	struct pp_sample *rec;
+	long err;
 
 	if (!shim_config.off_cpu_every)
 		return 0;
@@ -1158,10 +1160,13 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 	since.time_ns = bpf_ktime_get_ns();
 	since.wake_ns = 0;
 	since.wake_state = 0;
-	if (bpf_map_update_elem(&off_cpu_waiting, &tid, &since, BPF_ANY))
-		count_in(cnt, PP_CNT_OFF_CPU_NOT_NOTED);
-	else
-		count_in(cnt, PP_CNT_OFF_CPU_NOTED);
+	/* a note still there: the thread came back to a CPU through a switch no one saw */
+	err = bpf_map_update_elem(&off_cpu_waiting, &tid, &since, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		count_in(cnt, PP_CNT_OFF_CPU_UNSEEN_END);
+		err = bpf_map_update_elem(&off_cpu_waiting, &tid, &since, BPF_ANY);
+	}
+	count_in(cnt, err ? PP_CNT_OFF_CPU_NOT_NOTED : PP_CNT_OFF_CPU_NOTED);
 	return 0;
 }
 
@@ -1279,9 +1284,15 @@ int BPF_PROG(on_exec, struct task_struct *task)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
-	__u32 tgid = task->tgid;
+	__u32 tid = task->pid, tgid = task->tgid;
 
-	if (task->pid != task->tgid)
+	/* an exiting thread is running: a wait still noted ended where no switch was seen */
+	if (shim_config.off_cpu_every && !bpf_map_delete_elem(&off_cpu_waiting, &tid)) {
+		count(PP_CNT_OFF_CPU_UNSEEN_END);
+		if (shim_config.off_cpu_stacks_at_switch)
+			bpf_map_delete_elem(&off_cpu_records, &tid);
+	}
+	if (tid != tgid)
 		return 0;
 	emit_task_event(tgid, PP_TASK_EXIT);
 	/* The pid may be reused by an unrelated process. */

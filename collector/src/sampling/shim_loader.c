@@ -142,6 +142,7 @@ static const char *const counter_names[PP_CNT__MAX] = {
     [PP_CNT_OFF_CPU_RB_FULL] = "off_cpu_ringbuf_full",
     [PP_CNT_OFF_CPU_NOT_NOTED] = "off_cpu_not_noted",
     [PP_CNT_OFF_CPU_EVICTED] = "off_cpu_evicted",
+    [PP_CNT_OFF_CPU_UNSEEN_END] = "off_cpu_unseen_end",
 };
 
 const char *pp_counter_name(enum pp_counter c)

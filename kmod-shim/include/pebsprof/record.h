@@ -169,6 +169,12 @@ enum pp_counter {
 	PP_CNT_OFF_CPU_NOT_NOTED, /* switches not noted: off_cpu_waiting full */
 	/* waits whose stacks taken at the switch (no kprobes) were evicted: more threads waited */
 	PP_CNT_OFF_CPU_EVICTED,
+	/*
+	 * noted waits whose end the shim never saw: the thread ran again without a traced switch
+	 * back to it (a kernel that leaves some switches untraced), found when it left the CPU
+	 * again or exited. Not recorded: when it ended is not known.
+	 */
+	PP_CNT_OFF_CPU_UNSEEN_END,
 	PP_CNT__MAX,
 };
 
