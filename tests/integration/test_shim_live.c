@@ -1187,7 +1187,17 @@ struct off_cpu_thread {
 	long sleep_us; /* nanosleep per wait; 0: read the pipe instead */
 	int waits;
 	int long_waits; /* waits the thread itself saw last at least the threshold */
+	/* CLOCK_MONOTONIC (the shim's clock) before and after each of the first waits */
+	uint64_t began_ns[OFF_CPU_SLEEPS], ended_ns[OFF_CPU_SLEEPS];
 };
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /*
  * The system call made here, not in libc: the waits' user stacks start in off_cpu_waiter
@@ -1215,9 +1225,8 @@ static void *off_cpu_waiter(void *arg)
 
 	t->tid = (pid_t)syscall(SYS_gettid);
 	for (int i = 0; i < t->waits; i++) {
-		struct timespec t0;
+		uint64_t began = monotonic_ns(), ended;
 
-		clock_gettime(CLOCK_MONOTONIC, &t0);
 		if (t->sleep_us) {
 			struct timespec ts = {.tv_nsec = t->sleep_us * 1000};
 
@@ -1225,7 +1234,12 @@ static void *off_cpu_waiter(void *arg)
 		} else if (syscall_here(SYS_read, t->fd, (long)&c, 1) != 1) {
 			break;
 		}
-		t->long_waits += ms_since(&t0) >= OFF_CPU_MIN_NS / 1000000;
+		ended = monotonic_ns();
+		t->long_waits += ended - began >= OFF_CPU_MIN_NS;
+		if (i < OFF_CPU_SLEEPS) {
+			t->began_ns[i] = began;
+			t->ended_ns[i] = ended;
+		}
 	}
 	return NULL;
 }
@@ -1239,9 +1253,13 @@ struct off_cpu_collected {
 	uint64_t delay_ns[3];	 /* of that, waiting for a CPU once woken (addr) */
 	unsigned long delays;	 /* records with such a delay */
 	unsigned long bad_delay; /* delays under the threshold, or in another state */
-	uint64_t sleep_ns;	 /* a whole sleep's least value: N x 90 % of 10 ms */
-	unsigned long sleeper_whole, sleeper_cut; /* sleeping records of the sleeper, by that */
-	unsigned long not_multiple; /* records whose value is not a multiple of 1 in N */
+	/* the sleeper's waits as the records tell them: [start, end] in CLOCK_MONOTONIC ns */
+	struct off_cpu_wait {
+		uint64_t start_ns, end_ns;
+		uint32_t state;
+	} sleeper[256];
+	unsigned long sleeper_waits; /* of them in sleeper[] (more are counted, not kept) */
+	unsigned long not_multiple;  /* records whose value is not a multiple of 1 in N */
 	uint32_t every;
 	unsigned long on_cpu; /* records without PP_SF_OFF_CPU: none are asked for */
 };
@@ -1290,14 +1308,76 @@ static int on_off_cpu_record(void *ctx, const void *data, size_t len)
 		}
 		if (d.sample.weight < PP_OFF_CPU_STATES)
 			c->states[i][d.sample.weight]++;
-		/* the whole wait: a slow guest takes over 1 ms from arming the timer to sleeping */
-		if (i == 0 && d.sample.weight == PP_OFF_CPU_SLEEPING) {
-			c->sleeper_whole += d.sample.period + d.sample.addr >= c->sleep_ns;
-			c->sleeper_cut += d.sample.period + d.sample.addr < c->sleep_ns;
+		if (i == 0 && c->sleeper_waits < sizeof(c->sleeper) / sizeof(c->sleeper[0])) {
+			struct off_cpu_wait *w = &c->sleeper[c->sleeper_waits];
+
+			w->end_ns = d.sample.time_ns;
+			w->start_ns =
+			    d.sample.time_ns - (d.sample.period + d.sample.addr) / c->every;
+			w->state = d.sample.weight;
 		}
+		c->sleeper_waits += i == 0;
 	}
 	c->not_multiple += d.sample.period % c->every != 0;
 	return 0;
+}
+
+/* what the sleeper's records say of its sleeps, matched by time */
+struct sleeper_match {
+	unsigned long outside;	/* sleeping records in none of its sleeps */
+	unsigned long early;	/* sleeping records that end before the sleep could */
+	unsigned long recorded; /* sleeps with a record in them */
+	unsigned long sleeping; /* sleeps with a sleeping record in them */
+	uint64_t most_late_ns;	/* the longest from a sleep's start to its record's */
+};
+
+/*
+ * A sleeping record must lie within one of the sleeper's sleeps, as the thread timed them
+ * around the system call (the shim's clock is CLOCK_MONOTONIC too), and end no earlier than
+ * the sleep's timer could fire. How late in the sleep it starts is not checked: a machine may
+ * hold a thread (or a guest's vCPU) between arming the timer and sleeping, and no record
+ * holds that time.
+ */
+static struct sleeper_match match_sleeper(const struct off_cpu_collected *c,
+					  const struct off_cpu_thread *t)
+{
+	const uint64_t tolerance_ns = 200000; /* the clock read in user space and in BPF */
+	const uint64_t sleep_ns = (uint64_t)t->sleep_us * 1000u;
+	unsigned long kept = c->sleeper_waits;
+	int sleeps = t->waits < OFF_CPU_SLEEPS ? t->waits : OFF_CPU_SLEEPS;
+	uint8_t recorded[OFF_CPU_SLEEPS] = {0}, sleeping[OFF_CPU_SLEEPS] = {0};
+	struct sleeper_match m = {0};
+
+	if (kept > sizeof(c->sleeper) / sizeof(c->sleeper[0]))
+		kept = sizeof(c->sleeper) / sizeof(c->sleeper[0]);
+	for (unsigned long r = 0; r < kept; r++) {
+		const struct off_cpu_wait *w = &c->sleeper[r];
+		int in = -1;
+
+		for (int i = 0; i < sleeps && in < 0; i++)
+			if (w->start_ns + tolerance_ns >= t->began_ns[i] &&
+			    w->end_ns <= t->ended_ns[i] + tolerance_ns)
+				in = i;
+		if (w->state != PP_OFF_CPU_SLEEPING) {
+			/* preempted: in a sleep before it slept, or anywhere between them */
+			if (in >= 0)
+				recorded[in] = 1;
+			continue;
+		}
+		if (in < 0) {
+			m.outside++;
+			continue;
+		}
+		recorded[in] = sleeping[in] = 1;
+		m.early += w->end_ns + tolerance_ns < t->began_ns[in] + sleep_ns;
+		if (w->start_ns > t->began_ns[in] && w->start_ns - t->began_ns[in] > m.most_late_ns)
+			m.most_late_ns = w->start_ns - t->began_ns[in];
+	}
+	for (int i = 0; i < sleeps; i++) {
+		m.recorded += recorded[i];
+		m.sleeping += sleeping[i];
+	}
+	return m;
 }
 
 /*
@@ -1321,9 +1401,8 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 	    {.sleep_us = 0, .waits = OFF_CPU_SLEEPS},
 	    {.sleep_us = 50, .waits = OFF_CPU_SHORT_SLEEPS},
 	};
-	struct off_cpu_collected c = {.every = every,
-				      .sleep_ns = (uint64_t)every * OFF_CPU_SLEEP_MS * 900000u};
-	unsigned long preempted;
+	struct off_cpu_collected c = {.every = every};
+	struct sleeper_match m;
 	uint64_t unended;
 	uint64_t counters[PP_CNT__MAX];
 	char err[512] = "";
@@ -1359,6 +1438,11 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i].thread, NULL);
 	lifetime_ns = (uint64_t)ms_since(&wall) * 1000000u + 1000000u;
+	/*
+	 * Noted no more before the programs go: this thread may wait while they are detached,
+	 * and a wait noted then would never end.
+	 */
+	CHECK(pp_shim_remove_target(shim, (uint32_t)getpid()) == 0);
 	pp_shim_detach_all(shim);
 	while (pp_shim_poll(shim, 0, on_off_cpu_record, &c) > 0)
 		;
@@ -1367,8 +1451,9 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 	    stderr,
 	    "  off-cpu walk=%u at %s: sleeper %lu records %llu ms (%lu sleeping, %lu with "
 	    "kernel, %lu with user stacks); pipe reader %lu records %llu ms; short sleeper %lu; "
-	    "shortest %llu us; noted %llu short %llu emitted %llu lost %llu/%llu/%llu; sleeps "
-	    "seen long %d; %lu delayed once woken (sleeper %llu ms, pipe reader %llu ms)\n",
+	    "shortest %llu us; noted %llu short %llu emitted %llu lost %llu/%llu/%llu, end unseen "
+	    "%llu; sleeps seen long %d; %lu delayed once woken (sleeper %llu ms, pipe reader %llu "
+	    "ms)\n",
 	    walk, pp_shim_switch_in_at(shim), c.records[0], (unsigned long long)(c.ns[0] / 1000000),
 	    c.states[0][PP_OFF_CPU_SLEEPING], c.with_kstack[0], c.with_ustack[0], c.records[1],
 	    (unsigned long long)(c.ns[1] / 1000000), c.records[2],
@@ -1378,7 +1463,8 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 	    (unsigned long long)counters[PP_CNT_OFF_CPU_EMITTED],
 	    (unsigned long long)counters[PP_CNT_OFF_CPU_RB_FULL],
 	    (unsigned long long)counters[PP_CNT_OFF_CPU_NOT_NOTED],
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_EVICTED], th[0].long_waits, c.delays,
+	    (unsigned long long)counters[PP_CNT_OFF_CPU_EVICTED],
+	    (unsigned long long)counters[PP_CNT_OFF_CPU_UNSEEN_END], th[0].long_waits, c.delays,
 	    (unsigned long long)(c.delay_ns[0] / 1000000),
 	    (unsigned long long)(c.delay_ns[1] / 1000000));
 	CHECK(c.stats.bad_size + c.stats.bad_stack + c.stats.bad_type + c.stats.too_short == 0);
@@ -1388,9 +1474,6 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 	/* every record is a wait of at least the threshold; the 50 us sleeps make none */
 	CHECK(c.min_ns >= (uint64_t)every * OFF_CPU_MIN_NS);
 	CHECK(counters[PP_CNT_OFF_CPU_SHORT] >= OFF_CPU_SHORT_SLEEPS / 4 / every);
-	CHECK(counters[PP_CNT_OFF_CPU_EMITTED] + counters[PP_CNT_OFF_CPU_RB_FULL] +
-		  counters[PP_CNT_OFF_CPU_EVICTED] + counters[PP_CNT_OFF_CPU_SHORT] <=
-	      counters[PP_CNT_OFF_CPU_NOTED]);
 	CHECK(counters[PP_CNT_OFF_CPU_RB_FULL] + counters[PP_CNT_OFF_CPU_EVICTED] +
 		  counters[PP_CNT_OFF_CPU_NOT_NOTED] ==
 	      0);
@@ -1403,34 +1486,47 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 	CHECK(c.in_waiter[1] == c.states[1][PP_OFF_CPU_SLEEPING]);
 #endif
 	/*
-	 * A sleep's wait starts once its timer is armed: a little under 10 ms is a whole one,
-	 * its delay once woken apart. A busy machine may preempt the sleeper between arming
-	 * the timer and sleeping: then a runnable record holds the first part, or all of it
-	 * (the timer fired meanwhile). 1 in 4 keeps none of the sleeper's 20 sleeps 0.3 % of
-	 * the time (seen in a 6.1 guest); of the 60 long waits of three threads, some are kept
-	 * (none: 1 in 10^7), and their values are multiples of 4 (not_multiple above).
+	 * A busy machine may preempt the sleeper between arming the timer and sleeping: then a
+	 * runnable record holds the first part of the sleep, or all of it (the timer fired
+	 * meanwhile). 1 in 4 keeps none of the sleeper's 20 sleeps 0.3 % of the time (seen in a
+	 * 6.1 guest); of the 60 long waits of three threads, some are kept (none: 1 in 10^7),
+	 * and their values are multiples of 4 (not_multiple above).
 	 */
-	preempted = c.states[0][PP_OFF_CPU_RUNNABLE] + c.states[0][PP_OFF_CPU_THROTTLED];
-	CHECK(c.sleeper_cut <= preempted);
+	m = match_sleeper(&c, &th[0]);
+	fprintf(stderr,
+		"  sleeper: %lu records, %lu of %d sleeps recorded, %lu sleeping; %lu sleeping "
+		"records outside its sleeps, %lu ending early; latest start %llu us into a sleep\n",
+		c.sleeper_waits, m.recorded, th[0].waits, m.sleeping, m.outside, m.early,
+		(unsigned long long)(m.most_late_ns / 1000));
+	CHECK(c.sleeper_waits <= sizeof(c.sleeper) / sizeof(c.sleeper[0]));
+	CHECK(m.outside == 0);
+	CHECK(m.early == 0);
 	CHECK(counters[PP_CNT_OFF_CPU_EMITTED] >= 1);
 	/*
-	 * Waits noted whose end the shim never took (neither short, recorded nor lost). Open
-	 * defect: about 1 run in 20 on the host's no-kprobe path, one of the sleeper's sleeps has
-	 * no record and one noted wait has no end (noted 489, short 408, emitted 80); cause not
-	 * found. At most that one, and the sleeper's count may miss only what it accounts for.
+	 * Every wait noted is accounted for: short, recorded, lost, or ended unseen (a kernel
+	 * may leave switches untraced: one seen here traced none away from its init's threads,
+	 * so a thread they handed the CPU to came back unseen).
 	 */
 	unended = counters[PP_CNT_OFF_CPU_NOTED] - counters[PP_CNT_OFF_CPU_SHORT] -
 		  counters[PP_CNT_OFF_CPU_EMITTED] - counters[PP_CNT_OFF_CPU_RB_FULL] -
-		  counters[PP_CNT_OFF_CPU_EVICTED];
-	if (unended)
-		fprintf(stderr, "  %llu noted wait(s) never ended\n", (unsigned long long)unended);
-	CHECK(unended <= 1);
+		  counters[PP_CNT_OFF_CPU_EVICTED] - counters[PP_CNT_OFF_CPU_UNSEEN_END];
+	CHECK(unended == 0);
 	if (every == 1) {
-		CHECK(c.sleeper_whole + preempted + unended >= (unsigned long)th[0].long_waits);
-		CHECK(c.sleeper_whole >= (unsigned long)th[0].long_waits / 2);
+		/*
+		 * Each sleep a record, but for at most 2: a sleeper held from arming its timer
+		 * until it fired (a busy host stops a guest's vCPU for milliseconds) never leaves
+		 * the CPU, and its sleep is no wait to the kernel (the counters above show that
+		 * the shim ended every wait it noted), and one that came back unseen has none.
+		 */
+		CHECK(m.recorded + 2 + counters[PP_CNT_OFF_CPU_UNSEEN_END] >=
+		      (unsigned long)th[0].long_waits);
+		CHECK(m.sleeping >= (unsigned long)th[0].long_waits / 2);
 		CHECK(th[0].long_waits >= OFF_CPU_SLEEPS - 1);
-		/* the time it waited: at least its sleeps, at most its life */
-		CHECK(c.ns[0] >= (uint64_t)OFF_CPU_SLEEPS * OFF_CPU_SLEEP_MS * 900000u);
+		/*
+		 * The time it waited: at most its life, and most of its sleeps (a machine that
+		 * holds it before it sleeps takes time no record holds, above).
+		 */
+		CHECK(c.ns[0] >= (uint64_t)OFF_CPU_SLEEPS * OFF_CPU_SLEEP_MS * 500000u);
 		CHECK(c.ns[0] <= lifetime_ns);
 		CHECK(c.states[1][PP_OFF_CPU_SLEEPING] >= OFF_CPU_SLEEPS / 2);
 		CHECK(c.ns[1] >= (uint64_t)OFF_CPU_SLEEPS / 2 * OFF_CPU_SLEEP_MS * 900000u);

@@ -871,6 +871,11 @@ int pp_shim_add_target(struct pp_shim *shim, uint32_t tgid)
 				    BPF_ANY);
 }
 
+int pp_shim_remove_target(struct pp_shim *shim, uint32_t tgid)
+{
+	return bpf_map__delete_elem(shim->target_tgids, &tgid, sizeof(tgid), 0);
+}
+
 bool pp_shim_is_target(struct pp_shim *shim, uint32_t tgid)
 {
 	uint8_t one;

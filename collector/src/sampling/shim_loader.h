@@ -121,6 +121,8 @@ int pp_shim_has_cookie(const struct pp_shim *shim);
 
 /* Adds a process to the tgid filter. Returns 0 or -errno. */
 int pp_shim_add_target(struct pp_shim *shim, uint32_t tgid);
+/* Takes a process out of the tgid filter (its children stay). Returns 0 or -errno. */
+int pp_shim_remove_target(struct pp_shim *shim, uint32_t tgid);
 /* Whether tgid is in the target set (the shim's filter follows forks into it). */
 bool pp_shim_is_target(struct pp_shim *shim, uint32_t tgid);
 
