@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
 	# build
-	build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev
+	build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev libdw-dev libcapstone-dev zlib1g-dev
 	protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev
 	# symbol names (libiberty's demangler: C++, Rust legacy and v0), zstd-compressed sections
 	libiberty-dev libzstd-dev

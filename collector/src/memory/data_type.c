@@ -1,0 +1,581 @@
+/*
+ * Data-type resolution (see data_type.h): capstone decodes the instruction at the PC, libdw
+ * finds the variable whose location at that PC is the operand's base register, and the type's
+ * members say which field the displacement falls in. Globals are found by address in a table of
+ * the binary's DWARF variables, built on first use.
+ */
+#include "data_type.h"
+
+#include <capstone/capstone.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_INSN_BYTES 15
+#define MAX_TYPE_DEPTH 8       /* typedefs, qualifiers and nested members followed at most */
+#define MAX_GLOBALS (1u << 20) /* DWARF variables kept for address lookups at most */
+
+struct global_var {
+	uint64_t addr, size;
+	Dwarf_Off die; /* the variable's DIE */
+};
+
+struct pp_data_type_resolver {
+	Elf *code_elf;
+	Dwarf *dwarf; /* NULL: no DWARF */
+	csh cs;
+	struct global_var *globals; /* sorted by addr; built on first use */
+	size_t nglobals;
+	int globals_built;
+};
+
+static const char *const miss_names[PP_DT_MISS__COUNT] = {
+    [PP_DT_RESOLVED] = "resolved",	 [PP_DT_NO_CODE] = "no_code",
+    [PP_DT_UNDECODABLE] = "undecodable", [PP_DT_NO_MEM_OPERAND] = "no_mem_operand",
+    [PP_DT_NO_DWARF] = "no_dwarf",	 [PP_DT_NO_VARIABLE] = "no_variable",
+    [PP_DT_STACK_SLOT] = "stack_slot",	 [PP_DT_NOT_POINTER] = "not_pointer",
+};
+
+const char *pp_data_type_miss_name(enum pp_data_type_miss miss)
+{
+	return (unsigned)miss < PP_DT_MISS__COUNT ? miss_names[miss] : "unknown";
+}
+
+struct pp_data_type_resolver *pp_data_type_resolver_new(int code_fd, int dwarf_fd)
+{
+	struct pp_data_type_resolver *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	elf_version(EV_CURRENT);
+	r->code_elf = elf_begin(code_fd, ELF_C_READ_MMAP, NULL);
+	if (!r->code_elf || elf_kind(r->code_elf) != ELF_K_ELF) {
+		pp_data_type_resolver_free(r);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &r->cs) != CS_ERR_OK) {
+		r->cs = 0;
+		pp_data_type_resolver_free(r);
+		errno = ENOMEM;
+		return NULL;
+	}
+	cs_option(r->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	r->dwarf = dwarf_begin(dwarf_fd, DWARF_C_READ); /* NULL where the file has no DWARF */
+	return r;
+}
+
+void pp_data_type_resolver_free(struct pp_data_type_resolver *r)
+{
+	if (!r)
+		return;
+	if (r->cs)
+		cs_close(&r->cs);
+	if (r->dwarf)
+		dwarf_end(r->dwarf);
+	if (r->code_elf)
+		elf_end(r->code_elf);
+	free(r->globals);
+	free(r);
+}
+
+/* Copies up to MAX_INSN_BYTES of code at pc; returns how many, 0 when no code section has it. */
+static size_t read_code(Elf *elf, uint64_t pc, uint8_t *buf)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		uint64_t off, n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_EXECINSTR) || pc < sh.sh_addr ||
+		    pc - sh.sh_addr >= sh.sh_size)
+			continue;
+		data = elf_getdata(scn, NULL);
+		off = pc - sh.sh_addr;
+		if (!data || !data->d_buf || off >= data->d_size)
+			return 0;
+		n = data->d_size - off < MAX_INSN_BYTES ? data->d_size - off : MAX_INSN_BYTES;
+		memcpy(buf, (const uint8_t *)data->d_buf + off, n);
+		return n;
+	}
+	return 0;
+}
+
+/* The DWARF register number (x86-64 psABI) of a capstone register, -1 if none. */
+static int dwarf_regno(x86_reg reg)
+{
+	switch (reg) {
+	case X86_REG_RAX:
+	case X86_REG_EAX:
+		return 0;
+	case X86_REG_RDX:
+	case X86_REG_EDX:
+		return 1;
+	case X86_REG_RCX:
+	case X86_REG_ECX:
+		return 2;
+	case X86_REG_RBX:
+	case X86_REG_EBX:
+		return 3;
+	case X86_REG_RSI:
+	case X86_REG_ESI:
+		return 4;
+	case X86_REG_RDI:
+	case X86_REG_EDI:
+		return 5;
+	case X86_REG_RBP:
+	case X86_REG_EBP:
+		return 6;
+	case X86_REG_RSP:
+	case X86_REG_ESP:
+		return 7;
+	case X86_REG_R8:
+	case X86_REG_R8D:
+		return 8;
+	case X86_REG_R9:
+	case X86_REG_R9D:
+		return 9;
+	case X86_REG_R10:
+	case X86_REG_R10D:
+		return 10;
+	case X86_REG_R11:
+	case X86_REG_R11D:
+		return 11;
+	case X86_REG_R12:
+	case X86_REG_R12D:
+		return 12;
+	case X86_REG_R13:
+	case X86_REG_R13D:
+		return 13;
+	case X86_REG_R14:
+	case X86_REG_R14D:
+		return 14;
+	case X86_REG_R15:
+	case X86_REG_R15D:
+		return 15;
+	default:
+		return -1;
+	}
+}
+
+/* The operand the instruction accesses memory through; 0 when there is none. */
+struct mem_operand {
+	x86_reg base, index;
+	int scale;
+	int64_t disp;
+	uint64_t next_pc; /* for RIP-relative operands */
+	uint8_t size, is_store;
+};
+
+static enum pp_data_type_miss decode(struct pp_data_type_resolver *r, uint64_t pc,
+				     struct mem_operand *m)
+{
+	uint8_t code[MAX_INSN_BYTES];
+	size_t n = read_code(r->code_elf, pc, code);
+	enum pp_data_type_miss miss = PP_DT_NO_MEM_OPERAND;
+	cs_insn *insn;
+
+	if (!n)
+		return PP_DT_NO_CODE;
+	if (cs_disasm(r->cs, code, n, pc, 1, &insn) != 1)
+		return PP_DT_UNDECODABLE;
+	/* lea and nop compute or ignore an address: they access no memory */
+	if (insn->id != X86_INS_LEA && insn->id != X86_INS_NOP) {
+		const cs_x86 *x = &insn->detail->x86;
+
+		for (uint8_t i = 0; i < x->op_count; i++) {
+			const cs_x86_op *op = &x->operands[i];
+
+			if (op->type != X86_OP_MEM)
+				continue;
+			m->base = op->mem.base;
+			m->index = op->mem.index;
+			m->scale = op->mem.scale;
+			m->disp = op->mem.disp;
+			m->next_pc = insn->address + insn->size;
+			m->size = op->size;
+			m->is_store = (op->access & CS_AC_WRITE) != 0;
+			miss = PP_DT_RESOLVED;
+			break;
+		}
+	}
+	cs_free(insn, 1);
+	return miss;
+}
+
+static int die_type(Dwarf_Die *die, Dwarf_Die *type)
+{
+	Dwarf_Attribute attr;
+
+	return dwarf_attr_integrate(die, DW_AT_type, &attr) && dwarf_formref_die(&attr, type) ? 0
+											      : -1;
+}
+
+/*
+ * Peels typedefs and qualifiers off *t. Returns the name of the outermost typedef peeled (the
+ * name to show for an anonymous struct), or NULL.
+ */
+static const char *peel(Dwarf_Die *t)
+{
+	const char *typedef_name = NULL;
+
+	for (int depth = 0; depth < MAX_TYPE_DEPTH; depth++) {
+		int tag = dwarf_tag(t);
+
+		if (tag == DW_TAG_typedef && !typedef_name)
+			typedef_name = dwarf_diename(t);
+		if (tag != DW_TAG_typedef && tag != DW_TAG_const_type &&
+		    tag != DW_TAG_volatile_type && tag != DW_TAG_restrict_type &&
+		    tag != DW_TAG_atomic_type)
+			break;
+		if (die_type(t, t))
+			break;
+	}
+	return typedef_name;
+}
+
+static void type_name(Dwarf_Die *t, const char *typedef_name, char *buf, size_t len)
+{
+	const char *name = dwarf_diename(t);
+	const char *kind = "";
+
+	switch (dwarf_tag(t)) {
+	case DW_TAG_structure_type:
+		kind = "struct ";
+		break;
+	case DW_TAG_union_type:
+		kind = "union ";
+		break;
+	case DW_TAG_class_type:
+		kind = "class ";
+		break;
+	case DW_TAG_enumeration_type:
+		kind = "enum ";
+		break;
+	default:
+		break;
+	}
+	if (name)
+		snprintf(buf, len, "%s%s", kind, name);
+	else if (typedef_name)
+		snprintf(buf, len, "%s", typedef_name);
+	else
+		snprintf(buf, len, "%s(anonymous)", kind[0] ? kind : "");
+}
+
+static void append(char *buf, size_t len, const char *s)
+{
+	size_t used = strnlen(buf, len);
+
+	if (used + 1 < len)
+		snprintf(buf + used, len - used, "%s", s);
+}
+
+/* Appends to field the path of the member of t at offset off, member within member. */
+static void describe_field(Dwarf_Die *t, uint64_t off, char *field, size_t len, int depth)
+{
+	Dwarf_Die child, mtype;
+	int tag;
+
+	if (depth >= MAX_TYPE_DEPTH)
+		return;
+	peel(t);
+	tag = dwarf_tag(t);
+	if (tag == DW_TAG_array_type) {
+		Dwarf_Word esize;
+
+		if (die_type(t, &mtype) || dwarf_aggregate_size(&mtype, &esize) || !esize)
+			return;
+		append(field, len, "[]");
+		describe_field(&mtype, off % esize, field, len, depth + 1);
+		return;
+	}
+	if (tag != DW_TAG_structure_type && tag != DW_TAG_union_type && tag != DW_TAG_class_type)
+		return;
+	if (dwarf_child(t, &child) != 0)
+		return;
+	do {
+		Dwarf_Attribute attr;
+		Dwarf_Word loc = 0, msize;
+		const char *name;
+
+		if (dwarf_tag(&child) != DW_TAG_member)
+			continue;
+		if (dwarf_attr_integrate(&child, DW_AT_data_member_location, &attr) &&
+		    dwarf_formudata(&attr, &loc))
+			continue; /* a location expression: not a plain offset */
+		if (die_type(&child, &mtype) || dwarf_aggregate_size(&mtype, &msize))
+			continue;
+		if (off < loc || off - loc >= msize)
+			continue;
+		name = dwarf_diename(&child);
+		if (name) {
+			if (field[0])
+				append(field, len, ".");
+			append(field, len, name);
+		}
+		describe_field(&mtype, off - loc, field, len, depth + 1);
+		return;
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+/*
+ * Fills out from the object type t accessed at offset off. An array of objects is named by
+ * its element: g_table[3].tx_bytes is "struct conn.tx_bytes".
+ */
+static void describe(Dwarf_Die *t, int64_t off, const struct mem_operand *m,
+		     struct pp_data_type *out)
+{
+	const char *typedef_name = peel(t);
+
+	for (int depth = 0; depth < MAX_TYPE_DEPTH && off >= 0 && dwarf_tag(t) == DW_TAG_array_type;
+	     depth++) {
+		Dwarf_Die elem;
+		Dwarf_Word esize;
+
+		if (die_type(t, &elem) || dwarf_aggregate_size(&elem, &esize) || !esize)
+			break;
+		off %= (int64_t)esize;
+		*t = elem;
+		typedef_name = peel(t);
+	}
+
+	type_name(t, typedef_name, out->type, sizeof(out->type));
+	out->field[0] = '\0';
+	out->offset = off;
+	out->size = m->size;
+	out->is_store = m->is_store;
+	if (off >= 0)
+		describe_field(t, (uint64_t)off, out->field, sizeof(out->field), 0);
+}
+
+/* Whether the location expression is "the value is in register regno". */
+static int in_register(const Dwarf_Op *expr, size_t n, int regno)
+{
+	if (n != 1)
+		return 0;
+	if (expr[0].atom >= DW_OP_reg0 && expr[0].atom <= DW_OP_reg31)
+		return expr[0].atom - DW_OP_reg0 == regno;
+	return expr[0].atom == DW_OP_regx && expr[0].number == (Dwarf_Word)regno;
+}
+
+/*
+ * The compile unit covering pc. Without .debug_aranges (clang writes none by default) libdw
+ * 0.188 finds none, so the units' own ranges are asked then.
+ */
+static int cu_at(Dwarf *dw, uint64_t pc, Dwarf_Die *cu)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+
+	if (dwarf_addrdie(dw, pc, cu))
+		return 0;
+	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		if (dwarf_offdie(dw, off + hsize, cu) && dwarf_haspc(cu, pc) == 1)
+			return 0;
+		off = next;
+	}
+	return -1;
+}
+
+/* Finds in the scopes at pc the variable or parameter held in register regno there. */
+static int find_register_variable(Dwarf *dw, uint64_t pc, int regno, Dwarf_Die *var)
+{
+	Dwarf_Die cu, *scopes = NULL;
+	int nscopes, found = -1;
+
+	if (cu_at(dw, pc, &cu))
+		return -1;
+	nscopes = dwarf_getscopes(&cu, pc, &scopes);
+	for (int s = 0; s < nscopes && found; s++) {
+		Dwarf_Die child;
+
+		if (dwarf_child(&scopes[s], &child) != 0)
+			continue;
+		do {
+			int tag = dwarf_tag(&child);
+			Dwarf_Attribute attr;
+			Dwarf_Op *expr;
+			size_t n;
+
+			if (tag != DW_TAG_variable && tag != DW_TAG_formal_parameter)
+				continue;
+			if (!dwarf_attr_integrate(&child, DW_AT_location, &attr))
+				continue;
+			if (dwarf_getlocation_addr(&attr, pc, &expr, &n, 1) == 1 &&
+			    in_register(expr, n, regno)) {
+				*var = child;
+				found = 0;
+				break;
+			}
+		} while (dwarf_siblingof(&child, &child) == 0);
+	}
+	free(scopes);
+	return found;
+}
+
+static int register_variable(Dwarf *dw, uint64_t pc, x86_reg reg, Dwarf_Die *var)
+{
+	int regno = dwarf_regno(reg);
+
+	return regno >= 0 ? find_register_variable(dw, pc, regno, var) : -1;
+}
+
+static int cmp_global(const void *a, const void *b)
+{
+	const struct global_var *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/*
+ * The address a one-operation location names: DW_OP_addr, or DW_OP_addrx (DWARF 5, clang's
+ * default) and its GNU form, an index into .debug_addr.
+ */
+static int op_address(Dwarf_Attribute *loc, Dwarf_Op *op, Dwarf_Addr *addr)
+{
+	Dwarf_Attribute indexed;
+
+	if (op->atom == DW_OP_addr) {
+		*addr = op->number;
+		return 0;
+	}
+	if (op->atom != DW_OP_addrx && op->atom != DW_OP_GNU_addr_index)
+		return -1;
+	return dwarf_getlocation_attr(loc, op, &indexed) == 0 && dwarf_formaddr(&indexed, addr) == 0
+		   ? 0
+		   : -1;
+}
+
+/* The table of the binary's variables with a fixed address (globals and statics). */
+static void build_globals(struct pp_data_type_resolver *r)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize, cap = 0;
+
+	r->globals_built = 1;
+	while (dwarf_nextcu(r->dwarf, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu, child;
+
+		if (dwarf_offdie(r->dwarf, off + hsize, &cu) && dwarf_child(&cu, &child) == 0) {
+			do {
+				Dwarf_Attribute attr;
+				Dwarf_Op *expr;
+				Dwarf_Die type;
+				Dwarf_Word size;
+				size_t n;
+
+				Dwarf_Addr addr;
+
+				if (dwarf_tag(&child) != DW_TAG_variable ||
+				    !dwarf_attr_integrate(&child, DW_AT_location, &attr) ||
+				    dwarf_getlocation(&attr, &expr, &n) != 0 || n != 1 ||
+				    op_address(&attr, &expr[0], &addr) || die_type(&child, &type) ||
+				    dwarf_aggregate_size(&type, &size) || !size)
+					continue;
+				if (r->nglobals == cap) {
+					size_t ncap = cap ? cap * 2 : 256;
+					struct global_var *g;
+
+					if (ncap > MAX_GLOBALS)
+						goto done;
+					g = realloc(r->globals, ncap * sizeof(*g));
+					if (!g)
+						goto done;
+					r->globals = g;
+					cap = ncap;
+				}
+				r->globals[r->nglobals++] = (struct global_var){
+				    .addr = addr, .size = size, .die = dwarf_dieoffset(&child)};
+			} while (dwarf_siblingof(&child, &child) == 0);
+		}
+		off = next;
+	}
+done:
+	if (r->nglobals)
+		qsort(r->globals, r->nglobals, sizeof(*r->globals), cmp_global);
+}
+
+static const struct global_var *find_global(struct pp_data_type_resolver *r, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!r->globals_built)
+		build_globals(r);
+	hi = r->nglobals;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->globals[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr - r->globals[lo - 1].addr >= r->globals[lo - 1].size)
+		return NULL;
+	return &r->globals[lo - 1];
+}
+
+static int resolve_global(struct pp_data_type_resolver *r, uint64_t addr,
+			  const struct mem_operand *m, struct pp_data_type *out)
+{
+	const struct global_var *g = addr ? find_global(r, addr) : NULL;
+	Dwarf_Die var, type;
+
+	if (!g || !dwarf_offdie(r->dwarf, g->die, &var) || die_type(&var, &type))
+		return -1;
+	describe(&type, (int64_t)(addr - g->addr), m, out);
+	return 0;
+}
+
+enum pp_data_type_miss pp_data_type_resolve(struct pp_data_type_resolver *r, uint64_t pc,
+					    uint64_t data_addr, struct pp_data_type *out)
+{
+	struct mem_operand m = {0};
+	enum pp_data_type_miss miss = decode(r, pc, &m);
+	Dwarf_Die var, type;
+
+	if (miss)
+		return miss;
+	if (!r->dwarf)
+		return PP_DT_NO_DWARF;
+	if (m.base == X86_REG_RIP) /* a global or static: its address is in the instruction */
+		return resolve_global(r, m.next_pc + (uint64_t)m.disp, &m, out) == 0
+			   ? PP_DT_RESOLVED
+			   : PP_DT_NO_VARIABLE;
+	if (register_variable(r->dwarf, pc, m.base, &var) == 0 ||
+	    /* [a + b]: the compiler may put the object's pointer in either */
+	    (m.scale == 1 && register_variable(r->dwarf, pc, m.index, &var) == 0)) {
+		if (die_type(&var, &type))
+			return PP_DT_NOT_POINTER;
+		peel(&type);
+		if ((dwarf_tag(&type) != DW_TAG_pointer_type &&
+		     dwarf_tag(&type) != DW_TAG_reference_type &&
+		     dwarf_tag(&type) != DW_TAG_rvalue_reference_type) ||
+		    die_type(&type, &type))
+			return PP_DT_NOT_POINTER;
+		describe(&type, m.disp, &m, out);
+		return PP_DT_RESOLVED;
+	}
+	/* no variable holds the base: a global by the sample's data address, if it has one */
+	if (data_addr && resolve_global(r, data_addr, &m, out) == 0)
+		return PP_DT_RESOLVED;
+	if (m.base == X86_REG_RSP || m.base == X86_REG_RBP)
+		return PP_DT_STACK_SLOT;
+	return cu_at(r->dwarf, pc, &var) == 0 ? PP_DT_NO_VARIABLE : PP_DT_NO_DWARF;
+}
+
+int pp_data_type_format(const struct pp_data_type *t, char *buf, size_t len)
+{
+	if (t->field[0])
+		return snprintf(buf, len, "%s.%s", t->type, t->field);
+	return snprintf(buf, len, "%s %+lld", t->type, (long long)t->offset);
+}

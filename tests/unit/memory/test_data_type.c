@@ -1,0 +1,252 @@
+/*
+ * Tests of data_type.c on a real binary: tests/programs/data_access, built -O2 -g. Each of its
+ * accessor functions makes one field access, named here from its source; the resolver must
+ * name the same type and field at the instruction's real address. The member offsets are
+ * checked against what readelf (binutils, an independent DWARF reader) dumps.
+ */
+#include <capstone/capstone.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "memory/data_type.h"
+
+#define FIXTURE PP_TEST_BUILD_DIR "/pp_data_access"
+
+/* The link-time address and size of a function or object symbol of the fixture; 0 if none. */
+static uint64_t symbol(int fd, const char *name, uint64_t *size)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf_Scn *scn = NULL;
+	uint64_t addr = 0;
+
+	while (elf && !addr && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *n;
+
+			if (!gelf_getsym(data, (int)i, &sym) ||
+			    !(n = elf_strptr(elf, sh.sh_link, sym.st_name)) || strcmp(n, name))
+				continue;
+			addr = sym.st_value;
+			*size = sym.st_size;
+			break;
+		}
+	}
+	elf_end(elf);
+	return addr;
+}
+
+/* The function's instruction addresses, decoded from the file's bytes; returns how many. */
+static size_t instructions(int fd, uint64_t addr, uint64_t size, uint64_t *out, size_t max)
+{
+	uint8_t *code = malloc(size);
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf_Scn *scn = NULL;
+	size_t n = 0;
+	cs_insn *insn;
+	csh cs;
+
+	while (code && elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS && addr >= sh.sh_addr &&
+		    addr + size <= sh.sh_addr + sh.sh_size && (data = elf_getdata(scn, NULL))) {
+			memcpy(code, (uint8_t *)data->d_buf + (addr - sh.sh_addr), size);
+			break;
+		}
+	}
+	if (scn && cs_open(CS_ARCH_X86, CS_MODE_64, &cs) == CS_ERR_OK) {
+		size_t count = cs_disasm(cs, code, size, addr, 0, &insn);
+
+		for (size_t i = 0; i < count && n < max; i++)
+			out[n++] = insn[i].address;
+		if (count)
+			cs_free(insn, count);
+		cs_close(&cs);
+	}
+	elf_end(elf);
+	free(code);
+	return n;
+}
+
+/* The first access in the function that resolves, or the last reason none did. */
+static enum pp_data_type_miss resolve_in(struct pp_data_type_resolver *r, int fd, const char *func,
+					 uint64_t data_addr, struct pp_data_type *out)
+{
+	uint64_t size = 0, addr = symbol(fd, func, &size), pcs[64];
+	size_t n = addr ? instructions(fd, addr, size, pcs, 64) : 0;
+	enum pp_data_type_miss last = PP_DT_NO_CODE;
+
+	for (size_t i = 0; i < n; i++) {
+		last = pp_data_type_resolve(r, pcs[i], data_addr, out);
+		if (last == PP_DT_RESOLVED)
+			return last;
+		if (last != PP_DT_NO_MEM_OPERAND)
+			break;
+	}
+	if (last != PP_DT_RESOLVED)
+		fprintf(stderr, "  %s: %s\n", func, pp_data_type_miss_name(last));
+	return last;
+}
+
+/* The member's offset as readelf dumps it (the first member of that name), -1 if not found. */
+static long readelf_member_offset(const char *member)
+{
+	char line[512], want[128];
+	FILE *p = popen("readelf --debug-dump=info " FIXTURE " 2>/dev/null", "r");
+	int in_member = 0;
+	long off = -1;
+
+	if (!p)
+		return -1;
+	snprintf(want, sizeof(want), ": %s\n", member);
+	while (off < 0 && fgets(line, sizeof(line), p)) {
+		if (strstr(line, "Abbrev Number"))
+			in_member = strstr(line, "(DW_TAG_member)") ? 1 : 0;
+		else if (in_member == 1 && strstr(line, "DW_AT_name") && strstr(line, want))
+			in_member = 2;
+		else if (in_member == 2 && strstr(line, "DW_AT_data_member_location"))
+			off = strtol(strrchr(line, ':') + 1, NULL, 0);
+	}
+	pclose(p);
+	return off;
+}
+
+static struct pp_data_type_resolver *open_fixture(int *fd)
+{
+	*fd = open(FIXTURE, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	elf_version(EV_CURRENT);
+	return pp_data_type_resolver_new(*fd, *fd);
+}
+
+TEST(pointer_in_a_register_names_type_and_field)
+{
+	struct pp_data_type t;
+	int fd;
+	struct pp_data_type_resolver *r = open_fixture(&fd);
+	char leaf[256];
+
+	REQUIRE(r != NULL);
+	CHECK(readelf_member_offset("rx_bytes") == 16);
+	REQUIRE(resolve_in(r, fd, "read_rx", 0, &t) == PP_DT_RESOLVED);
+	CHECK_STR(t.type, "struct conn");
+	CHECK_STR(t.field, "rx_bytes");
+	CHECK(t.offset == 16 && t.size == 8 && !t.is_store);
+	pp_data_type_format(&t, leaf, sizeof(leaf));
+	CHECK_STR(leaf, "struct conn.rx_bytes");
+
+	CHECK(readelf_member_offset("tx_bytes") == 24);
+	REQUIRE(resolve_in(r, fd, "write_tx", 0, &t) == PP_DT_RESOLVED);
+	CHECK_STR(t.type, "struct conn");
+	CHECK_STR(t.field, "tx_bytes");
+	CHECK(t.offset == 24 && t.is_store);
+	pp_data_type_resolver_free(r);
+	close(fd);
+}
+
+TEST(nested_structs_and_arrays_of_structs)
+{
+	struct pp_data_type t;
+	int fd;
+	struct pp_data_type_resolver *r = open_fixture(&fd);
+
+	REQUIRE(r != NULL);
+	/* conn.hdr at 4, header.len at 2 */
+	CHECK(readelf_member_offset("hdr") == 4 && readelf_member_offset("len") == 2);
+	REQUIRE(resolve_in(r, fd, "read_hdr_len", 0, &t) == PP_DT_RESOLVED);
+	CHECK_STR(t.type, "struct conn");
+	CHECK_STR(t.field, "hdr.len");
+	CHECK(t.offset == 6 && t.size == 2);
+	/* conn.slots at 48, slot.value at 8: any slot's value is displacement 56 */
+	CHECK(readelf_member_offset("slots") == 48 && readelf_member_offset("value") == 8);
+	REQUIRE(resolve_in(r, fd, "read_slot_value", 0, &t) == PP_DT_RESOLVED);
+	CHECK_STR(t.type, "struct conn");
+	CHECK_STR(t.field, "slots[].value");
+	pp_data_type_resolver_free(r);
+	close(fd);
+}
+
+TEST(globals_by_rip_relative_operand_and_by_data_address)
+{
+	struct pp_data_type t;
+	uint64_t size = 0, table;
+	int fd;
+	struct pp_data_type_resolver *r = open_fixture(&fd);
+
+	REQUIRE(r != NULL);
+	/* g_stats.misses++: the address is in the instruction */
+	CHECK(readelf_member_offset("misses") == 8);
+	REQUIRE(resolve_in(r, fd, "count_miss", 0, &t) == PP_DT_RESOLVED);
+	CHECK_STR(t.type, "struct stats");
+	CHECK_STR(t.field, "misses");
+	/* g_table[i].tx_bytes through a computed base: only the data address names it */
+	table = symbol(fd, "g_table", &size);
+	REQUIRE(table != 0 && size == 8 * 112);
+	CHECK(resolve_in(r, fd, "read_table_tx", 0, &t) == PP_DT_NO_VARIABLE);
+	REQUIRE(resolve_in(r, fd, "read_table_tx", table + 3 * 112 + 24, &t) == PP_DT_RESOLVED);
+	CHECK_STR(t.type, "struct conn");
+	CHECK_STR(t.field, "tx_bytes");
+	CHECK(t.offset == 24);
+	/* an address past every global names nothing */
+	CHECK(resolve_in(r, fd, "read_table_tx", table + size + (1 << 20), &t) ==
+	      PP_DT_NO_VARIABLE);
+	pp_data_type_resolver_free(r);
+	close(fd);
+}
+
+TEST(what_cannot_be_resolved_says_why)
+{
+	struct pp_data_type t;
+	uint64_t size = 0, ret_func;
+	uint64_t pcs[8];
+	size_t n;
+	int fd;
+	struct pp_data_type_resolver *r = open_fixture(&fd);
+	char leaf[256];
+
+	REQUIRE(r != NULL);
+	CHECK(pp_data_type_resolve(r, 0x10, 0, &t) == PP_DT_NO_CODE);
+	/* read_rx ends with its ret: no memory operand */
+	ret_func = symbol(fd, "read_rx", &size);
+	n = instructions(fd, ret_func, size, pcs, 8);
+	REQUIRE(n >= 2);
+	CHECK(pp_data_type_resolve(r, pcs[n - 1], 0, &t) == PP_DT_NO_MEM_OPERAND);
+	CHECK_STR(pp_data_type_miss_name(PP_DT_STACK_SLOT), "stack_slot");
+	CHECK_STR(pp_data_type_miss_name((enum pp_data_type_miss)99), "unknown");
+	/* an offset in no field is shown as the type and the offset */
+	memset(&t, 0, sizeof(t));
+	snprintf(t.type, sizeof(t.type), "struct conn");
+	t.offset = 13;
+	pp_data_type_format(&t, leaf, sizeof(leaf));
+	CHECK_STR(leaf, "struct conn +13");
+	pp_data_type_resolver_free(r);
+	close(fd);
+	/* a file that is no ELF */
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	CHECK(pp_data_type_resolver_new(fd, fd) == NULL);
+	close(fd);
+}
+
+TEST_LIST = {
+    {"pointer_in_a_register_names_type_and_field", pointer_in_a_register_names_type_and_field},
+    {"nested_structs_and_arrays_of_structs", nested_structs_and_arrays_of_structs},
+    {"globals_by_rip_relative_operand_and_by_data_address",
+     globals_by_rip_relative_operand_and_by_data_address},
+    {"what_cannot_be_resolved_says_why", what_cannot_be_resolved_says_why},
+};
+TEST_MAIN()
