@@ -38,7 +38,7 @@ echo "== fuzzing (bounded)"
 # input files may grow to 8 GiB of holes (size claims), and -malloc_limit_mb fails any single
 # allocation a claim could force. Findings fail the run and are left in build-asan/findings.
 if [ "$fuzz" = ON ]; then
-	fuzzers=(elf unwind unwind_walk perf_map mount_fs procmaps gopclntab sideband)
+	fuzzers=(elf unwind unwind_walk perf_map mount_fs procmaps gopclntab sideband data_type)
 	mkdir -p build-asan/findings
 	fuzz_one() {
 		local scratch rc

@@ -6,10 +6,13 @@
  */
 #include "data_type.h"
 
+#include "base/elf_read.h"
+
 #include <capstone/capstone.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
@@ -17,6 +20,8 @@
 #include <string.h>
 
 #define MAX_INSN_BYTES 15
+/* What libdw may read of one file's sections at most, decompressed (see check_sections) */
+#define MAX_DWARF_BYTES (256ull << 20)
 #define MAX_TYPE_DEPTH 8       /* typedefs, qualifiers and nested members followed at most */
 #define MAX_GLOBALS (1u << 20) /* DWARF variables kept for address lookups at most */
 
@@ -26,8 +31,9 @@ struct global_var {
 };
 
 struct pp_data_type_resolver {
-	Elf *code_elf;
-	Dwarf *dwarf; /* NULL: no DWARF */
+	struct pp_elf_src code;
+	Elf *code_elf, *dwarf_elf; /* dwarf_elf: NULL when it is code_elf */
+	Dwarf *dwarf;		   /* NULL: no DWARF */
 	csh cs;
 	struct global_var *globals; /* sorted by addr; built on first use */
 	size_t nglobals;
@@ -46,28 +52,161 @@ const char *pp_data_type_miss_name(enum pp_data_type_miss miss)
 	return (unsigned)miss < PP_DT_MISS__COUNT ? miss_names[miss] : "unknown";
 }
 
+/*
+ * What libdw will read of the file, checked before it is given it: each debug section inside
+ * the file and backed by data, a compressed one's stated size too, all of them within
+ * MAX_DWARF_BYTES. libdw reads them whole (and inflates compressed ones to the size their
+ * header states), so an ELF another user wrote could otherwise make the agent allocate what
+ * it claims. Returns 0 or a negative errno (pp_elf_refusal_name).
+ */
+static int check_sections(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_shape *shape)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t total = 0;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return -ENOEXEC;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		uint8_t hdr[24];
+		uint64_t bytes;
+		GElf_Shdr sh;
+		int err;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+		    (strncmp(name, ".debug_", 7) != 0 && strncmp(name, ".zdebug_", 8) != 0))
+			continue;
+		err = pp_elf_range_check(src, sh.sh_offset, sh.sh_size, MAX_DWARF_BYTES);
+		if (err)
+			return err;
+		bytes = sh.sh_size;
+		if (name[1] == 'z') { /* GNU's .zdebug: "ZLIB", the size big-endian, zlib */
+			if (sh.sh_size < 12 || pp_elf_read_at(src, sh.sh_offset, hdr, 12) ||
+			    memcmp(hdr, "ZLIB", 4) != 0)
+				return -EBADMSG;
+			bytes = 0;
+			for (int b = 4; b < 12; b++)
+				bytes = bytes << 8 | hdr[b];
+		} else if (sh.sh_flags & SHF_COMPRESSED) {
+			size_t chdr = shape->elf_class == ELFCLASS64 ? sizeof(Elf64_Chdr)
+								     : sizeof(Elf32_Chdr);
+
+			if (shape->big_endian)
+				return -EOPNOTSUPP; /* x86-64 code only */
+			if (sh.sh_size < chdr || pp_elf_read_at(src, sh.sh_offset, hdr, chdr))
+				return -EBADMSG;
+			if (shape->elf_class == ELFCLASS64) {
+				Elf64_Chdr c;
+
+				memcpy(&c, hdr, sizeof(c));
+				bytes = c.ch_size;
+			} else {
+				Elf32_Chdr c;
+
+				memcpy(&c, hdr, sizeof(c));
+				bytes = c.ch_size;
+			}
+		}
+		if (bytes > MAX_DWARF_BYTES || total + bytes > MAX_DWARF_BYTES)
+			return -EFBIG;
+		total += bytes;
+	}
+	return 0;
+}
+
+/*
+ * Whether the string sections end in a NUL. libdw hands out names as pointers into them
+ * (dwarf_formstring) and checks only that each starts inside, so a last string without its
+ * NUL would be read past the section. Asked after dwarf_begin_elf, which has inflated the
+ * compressed ones.
+ */
+static bool strings_terminated(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		Elf_Data *data;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+		    (strcmp(name, ".debug_str") != 0 && strcmp(name, ".debug_line_str") != 0))
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data ||
+		    (data->d_size && ((const char *)data->d_buf)[data->d_size - 1] != '\0'))
+			return false;
+	}
+	return true;
+}
+
+/* An ELF of fd for libelf, its headers checked first; read with pread, never mapped. */
+static Elf *open_checked(int fd, struct pp_elf_src *src, struct pp_elf_shape *shape, int *err)
+{
+	Elf *elf;
+
+	*err = pp_elf_src_fd(src, fd);
+	if (!*err)
+		*err = pp_elf_preflight(src, shape);
+	if (*err)
+		return NULL;
+	/* ELF_C_READ, not _MMAP: a file its owner truncates must not turn into SIGBUS */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		*err = -ENOEXEC;
+		return NULL;
+	}
+	return elf;
+}
+
 struct pp_data_type_resolver *pp_data_type_resolver_new(int code_fd, int dwarf_fd)
 {
 	struct pp_data_type_resolver *r = calloc(1, sizeof(*r));
+	struct pp_elf_shape shape;
+	struct pp_elf_src dsrc;
+	Elf *delf;
+	int err = -ENOMEM;
 
 	if (!r)
-		return NULL;
+		goto fail;
 	elf_version(EV_CURRENT);
-	r->code_elf = elf_begin(code_fd, ELF_C_READ_MMAP, NULL);
-	if (!r->code_elf || elf_kind(r->code_elf) != ELF_K_ELF) {
-		pp_data_type_resolver_free(r);
-		errno = EINVAL;
-		return NULL;
-	}
+	r->code_elf = open_checked(code_fd, &r->code, &shape, &err);
+	if (!r->code_elf)
+		goto fail;
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &r->cs) != CS_ERR_OK) {
 		r->cs = 0;
-		pp_data_type_resolver_free(r);
-		errno = ENOMEM;
-		return NULL;
+		err = -ENOMEM;
+		goto fail;
 	}
 	cs_option(r->cs, CS_OPT_DETAIL, CS_OPT_ON);
-	r->dwarf = dwarf_begin(dwarf_fd, DWARF_C_READ); /* NULL where the file has no DWARF */
+	if (dwarf_fd == code_fd) {
+		delf = r->code_elf;
+		dsrc = r->code;
+	} else {
+		delf = r->dwarf_elf = open_checked(dwarf_fd, &dsrc, &shape, &err);
+		if (!delf)
+			goto fail;
+	}
+	err = check_sections(delf, &dsrc, &shape);
+	if (err)
+		goto fail;
+	r->dwarf = dwarf_begin_elf(delf, DWARF_C_READ, NULL); /* NULL: the file has no DWARF */
+	if (r->dwarf && !strings_terminated(delf)) {
+		dwarf_end(r->dwarf); /* the names would run past their section: no DWARF */
+		r->dwarf = NULL;
+	}
 	return r;
+fail:
+	pp_data_type_resolver_free(r);
+	errno = -err;
+	return NULL;
 }
 
 void pp_data_type_resolver_free(struct pp_data_type_resolver *r)
@@ -78,32 +217,35 @@ void pp_data_type_resolver_free(struct pp_data_type_resolver *r)
 		cs_close(&r->cs);
 	if (r->dwarf)
 		dwarf_end(r->dwarf);
+	if (r->dwarf_elf)
+		elf_end(r->dwarf_elf);
 	if (r->code_elf)
 		elf_end(r->code_elf);
 	free(r->globals);
 	free(r);
 }
 
-/* Copies up to MAX_INSN_BYTES of code at pc; returns how many, 0 when no code section has it. */
-static size_t read_code(Elf *elf, uint64_t pc, uint8_t *buf)
+/*
+ * Copies up to MAX_INSN_BYTES of code at pc, read from the file (only those bytes, not the
+ * section); returns how many, 0 when no code section has it.
+ */
+static size_t read_code(const struct pp_data_type_resolver *r, uint64_t pc, uint8_t *buf)
 {
 	Elf_Scn *scn = NULL;
 
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
+	while ((scn = elf_nextscn(r->code_elf, scn))) {
 		uint64_t off, n;
+		GElf_Shdr sh;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
 		    !(sh.sh_flags & SHF_EXECINSTR) || pc < sh.sh_addr ||
 		    pc - sh.sh_addr >= sh.sh_size)
 			continue;
-		data = elf_getdata(scn, NULL);
 		off = pc - sh.sh_addr;
-		if (!data || !data->d_buf || off >= data->d_size)
+		n = sh.sh_size - off < MAX_INSN_BYTES ? sh.sh_size - off : MAX_INSN_BYTES;
+		if (sh.sh_offset > UINT64_MAX - off ||
+		    pp_elf_read_at(&r->code, sh.sh_offset + off, buf, n))
 			return 0;
-		n = data->d_size - off < MAX_INSN_BYTES ? data->d_size - off : MAX_INSN_BYTES;
-		memcpy(buf, (const uint8_t *)data->d_buf + off, n);
 		return n;
 	}
 	return 0;
@@ -179,7 +321,7 @@ static enum pp_data_type_miss decode(struct pp_data_type_resolver *r, uint64_t p
 				     struct mem_operand *m)
 {
 	uint8_t code[MAX_INSN_BYTES];
-	size_t n = read_code(r->code_elf, pc, code);
+	size_t n = read_code(r, pc, code);
 	enum pp_data_type_miss miss = PP_DT_NO_MEM_OPERAND;
 	cs_insn *insn;
 

@@ -4,13 +4,16 @@
  * name the same type and field at the instruction's real address. The member offsets are
  * checked against what readelf (binutils, an independent DWARF reader) dumps.
  */
+#define _GNU_SOURCE /* memfd_create */
 #include <capstone/capstone.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -242,7 +245,76 @@ TEST(what_cannot_be_resolved_says_why)
 	close(fd);
 }
 
+/* The fixture's bytes with its .debug_info section header changed by patch; a memfd. */
+static int patched_fixture(void (*patch)(uint8_t *image, size_t len, Elf64_Shdr *sh))
+{
+	int fd = open(FIXTURE, O_RDONLY | O_CLOEXEC), out = -1;
+	off_t len = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+	uint8_t *image = len > 0 ? malloc((size_t)len) : NULL;
+	Elf64_Ehdr eh;
+
+	if (!image || pread(fd, image, (size_t)len, 0) != len)
+		goto done;
+	memcpy(&eh, image, sizeof(eh));
+	for (unsigned i = 0; i < eh.e_shnum; i++) {
+		Elf64_Shdr sh, strtab;
+		uint8_t *at = image + eh.e_shoff + (size_t)i * sizeof(sh);
+
+		memcpy(&sh, at, sizeof(sh));
+		memcpy(&strtab, image + eh.e_shoff + (size_t)eh.e_shstrndx * sizeof(sh),
+		       sizeof(strtab));
+		if (strcmp((const char *)image + strtab.sh_offset + sh.sh_name, ".debug_info"))
+			continue;
+		patch(image, (size_t)len, &sh);
+		memcpy(at, &sh, sizeof(sh));
+		out = memfd_create("patched", MFD_CLOEXEC);
+		if (out >= 0 && write(out, image, (size_t)len) != len) {
+			close(out);
+			out = -1;
+		}
+		break;
+	}
+done:
+	free(image);
+	if (fd >= 0)
+		close(fd);
+	return out;
+}
+
+static void claim_past_the_end(uint8_t *image, size_t len, Elf64_Shdr *sh)
+{
+	(void)image;
+	sh->sh_size = len + (1ull << 30);
+}
+
+static void claim_a_compression_bomb(uint8_t *image, size_t len, Elf64_Shdr *sh)
+{
+	Elf64_Chdr c = {.ch_type = ELFCOMPRESS_ZLIB, .ch_size = 4ull << 30, .ch_addralign = 1};
+
+	(void)len;
+	sh->sh_flags |= SHF_COMPRESSED;
+	memcpy(image + sh->sh_offset, &c, sizeof(c));
+}
+
+/* A debug section another user's file claims is refused before libdw reads or inflates it. */
+TEST(hostile_claims_are_refused_before_libdw_reads_them)
+{
+	int fd = patched_fixture(claim_past_the_end);
+
+	REQUIRE(fd >= 0);
+	errno = 0;
+	CHECK(pp_data_type_resolver_new(fd, fd) == NULL && errno == EINVAL);
+	close(fd);
+	fd = patched_fixture(claim_a_compression_bomb);
+	REQUIRE(fd >= 0);
+	errno = 0;
+	CHECK(pp_data_type_resolver_new(fd, fd) == NULL && errno == EFBIG);
+	close(fd);
+}
+
 TEST_LIST = {
+    {"hostile_claims_are_refused_before_libdw_reads_them",
+     hostile_claims_are_refused_before_libdw_reads_them},
     {"pointer_in_a_register_names_type_and_field", pointer_in_a_register_names_type_and_field},
     {"nested_structs_and_arrays_of_structs", nested_structs_and_arrays_of_structs},
     {"globals_by_rip_relative_operand_and_by_data_address",
