@@ -1322,6 +1322,27 @@ static int on_off_cpu_record(void *ctx, const void *data, size_t len)
 	return 0;
 }
 
+/* Waits until each thread's task is gone from /proc/self/task: 0, or -1 after ms. */
+static int wait_threads_gone(const pid_t *tids, int n, long ms)
+{
+	struct timespec start;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (int i = 0; i < n; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tids[i]);
+		while (access(path, F_OK) == 0) {
+			struct timespec nap = {.tv_nsec = 1000000};
+
+			if (ms_since(&start) > ms)
+				return -1;
+			nanosleep(&nap, NULL);
+		}
+	}
+	return 0;
+}
+
 /* what the sleeper's records say of its sleeps, matched by time */
 struct sleeper_match {
 	unsigned long outside;	/* sleeping records in none of its sleeps */
@@ -1404,6 +1425,8 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 	struct off_cpu_collected c = {.every = every};
 	struct sleeper_match m;
 	uint64_t unended;
+	uint32_t pending_tids[4];
+	int pending;
 	uint64_t counters[PP_CNT__MAX];
 	char err[512] = "";
 	struct pp_shim *shim = pp_shim_load(&opts, err, sizeof(err));
@@ -1444,6 +1467,12 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 	 */
 	CHECK(pp_shim_remove_target(shim, (uint32_t)getpid()) == 0);
 	pp_shim_detach_all(shim);
+	/*
+	 * pthread_join returns when a thread's tid is cleared, before its exit is done: a thread
+	 * preempted after that (one CPU) has a wait noted that its exit (the shim's on_exit,
+	 * still attached) ends unseen. Its task gone from /proc, that has happened.
+	 */
+	CHECK(wait_threads_gone(c.tids, 3, 5000) == 0);
 	while (pp_shim_poll(shim, 0, on_off_cpu_record, &c) > 0)
 		;
 	CHECK(pp_shim_read_counters(shim, counters) == 0);
@@ -1503,13 +1532,29 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 	CHECK(m.early == 0);
 	CHECK(counters[PP_CNT_OFF_CPU_EMITTED] >= 1);
 	/*
-	 * Every wait noted is accounted for: short, recorded, lost, or ended unseen (a kernel
-	 * may leave switches untraced: one seen here traced none away from its init's threads,
-	 * so a thread they handed the CPU to came back unseen).
+	 * Every wait noted is accounted for: short, recorded, lost, ended unseen (a kernel may
+	 * leave switches untraced: one seen here traced none away from its init's threads, so a
+	 * thread they handed the CPU to came back unseen; and an exit ends a wait unseen), or
+	 * still noted (a thread off the CPU when the programs went).
 	 */
+	pending = pp_shim_off_cpu_waiting(shim, pending_tids, 4);
+	CHECK(pending >= 0);
 	unended = counters[PP_CNT_OFF_CPU_NOTED] - counters[PP_CNT_OFF_CPU_SHORT] -
 		  counters[PP_CNT_OFF_CPU_EMITTED] - counters[PP_CNT_OFF_CPU_RB_FULL] -
-		  counters[PP_CNT_OFF_CPU_EVICTED] - counters[PP_CNT_OFF_CPU_UNSEEN_END];
+		  counters[PP_CNT_OFF_CPU_EVICTED] - counters[PP_CNT_OFF_CPU_UNSEEN_END] -
+		  (uint64_t)(pending > 0 ? pending : 0);
+	if (unended || pending) {
+		fprintf(stderr, "  %llu noted wait(s) unaccounted, %d still noted:",
+			(unsigned long long)unended, pending);
+		for (int i = 0; i < pending && i < 4; i++)
+			fprintf(stderr, " %u (%s)", pending_tids[i],
+				pending_tids[i] == (uint32_t)getpid()	 ? "main"
+				: pending_tids[i] == (uint32_t)c.tids[0] ? "sleeper"
+				: pending_tids[i] == (uint32_t)c.tids[1] ? "pipe reader"
+				: pending_tids[i] == (uint32_t)c.tids[2] ? "short sleeper"
+									 : "other");
+		fprintf(stderr, "\n");
+	}
 	CHECK(unended == 0);
 	if (every == 1) {
 		/*

@@ -80,8 +80,11 @@ extern int pp_test_skipped;
 	{                                                                                          \
 		size_t n = sizeof(pp_test_cases) / sizeof(pp_test_cases[0]);                       \
 		int passed = 0, failed = 0, skipped = 0;                                           \
+		const char *only = getenv("PP_TEST_ONLY"); /* one test by name */                  \
 		for (size_t i = 0; i < n; i++) {                                                   \
 			int before = pp_test_failed_checks;                                        \
+			if (only && strcmp(only, pp_test_cases[i].name) != 0)                      \
+				continue;                                                          \
 			pp_test_skipped = 0;                                                       \
 			pp_test_cases[i].fn();                                                     \
 			if (pp_test_failed_checks != before) {                                     \

@@ -871,6 +871,21 @@ int pp_shim_add_target(struct pp_shim *shim, uint32_t tgid)
 				    BPF_ANY);
 }
 
+int pp_shim_off_cpu_waiting(const struct pp_shim *shim, uint32_t *tids, size_t max)
+{
+	uint32_t key, next;
+	int n = 0, err;
+
+	for (err = bpf_map__get_next_key(shim->off_cpu_waiting, NULL, &next, sizeof(next)); !err;
+	     err = bpf_map__get_next_key(shim->off_cpu_waiting, &key, &next, sizeof(next))) {
+		if ((size_t)n < max)
+			tids[n] = next;
+		n++;
+		key = next;
+	}
+	return err == -ENOENT ? n : err;
+}
+
 int pp_shim_remove_target(struct pp_shim *shim, uint32_t tgid)
 {
 	return bpf_map__delete_elem(shim->target_tgids, &tgid, sizeof(tgid), 0);

@@ -121,6 +121,11 @@ int pp_shim_has_cookie(const struct pp_shim *shim);
 
 /* Adds a process to the tgid filter. Returns 0 or -errno. */
 int pp_shim_add_target(struct pp_shim *shim, uint32_t tgid);
+/*
+ * The threads whose off-CPU wait is noted and not ended now (up to max of their ids in tids);
+ * returns how many there are, or -errno. For checks and diagnostics: each one is a map read.
+ */
+int pp_shim_off_cpu_waiting(const struct pp_shim *shim, uint32_t *tids, size_t max);
 /* Takes a process out of the tgid filter (its children stay). Returns 0 or -errno. */
 int pp_shim_remove_target(struct pp_shim *shim, uint32_t tgid);
 /* Whether tgid is in the target set (the shim's filter follows forks into it). */
