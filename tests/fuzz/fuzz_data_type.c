@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "memory/data_type.h"
+#include "symbolize/data_type.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * What naming the data type of an access costs per new PC (memory/data_type.h), against naming
+ * What naming the data type of an access costs per new PC (symbolize/data_type.h), against naming
  * the function of the same PC from the binary's .symtab (the peer, in the same run): every
  * instruction of the binary's code that accesses memory through an operand is resolved once.
  * Prints the resolver's open, a first pass (which builds its table of globals) and a second,
@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "memory/data_type.h"
+#include "symbolize/data_type.h"
 #include "symbolize/elf_symbols.h"
 
 static double now_s(void)

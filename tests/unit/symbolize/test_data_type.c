@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "memory/data_type.h"
+#include "symbolize/data_type.h"
 
 #define FIXTURE PP_TEST_BUILD_DIR "/pp_data_access"
 
