@@ -52,7 +52,25 @@ struct frame_slot {
 struct mem_info {
 	uint64_t label_key; /* pp_mem_label_key */
 	uint32_t data_loc;  /* location of the data-object frame, 0 for none */
+	uint32_t type_loc;  /* the data type's frame above it (data_loc is its field), 0: none */
 	uint32_t latency;   /* load latency, cycles */
+};
+
+/*
+ * The data types of exact-IP memory samples, by instruction of a file (its device, inode and
+ * the instruction's file offset, so every process mapping the file shares the answer), asked
+ * of the loader once. Bounded: a colliding instruction takes the slot over.
+ */
+#define DTYPE_SLOT_BITS 10
+#define DTYPE_SLOTS (1u << DTYPE_SLOT_BITS)
+enum { DTYPE_EMPTY, DTYPE_PENDING, DTYPE_DONE };
+struct dtype_slot {
+	uint64_t inode, file_offset, tag;
+	uint32_t dev;
+	uint8_t state, miss;	      /* miss: enum pp_data_type_miss, once DONE */
+	uint32_t type_loc, field_loc; /* this window's locations; 0: intern again */
+	char type[PP_DATA_TYPE_NAME_MAX];
+	char leaf[PP_DATA_TYPE_NAME_MAX + PP_DATA_FIELD_MAX + 24];
 };
 
 /*
@@ -152,6 +170,7 @@ struct pp_session {
 	size_t frames_cap, frames_used;
 	uint32_t kernel_mapping;
 	struct pp_mem_objcache *objs; /* memory events only */
+	struct dtype_slot *dtypes;    /* memory events only: DTYPE_SLOTS */
 	uint32_t data_kernel_loc, data_unknown_loc;
 	uint32_t not_code_loc; /* the window's PP_FRAME_NOT_CODE location; 0: none yet */
 	uint64_t sb_read_ns;   /* CLOCK_MONOTONIC when the side-band was last read */
@@ -456,10 +475,12 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 			return NULL;
 		}
 	}
-	if (opts->mem_event)
+	if (opts->mem_event) {
 		s->objs = pp_mem_objcache_new(opts->max_mem_objects);
+		s->dtypes = calloc(DTYPE_SLOTS, sizeof(*s->dtypes));
+	}
 	if (!s->proc_root || !s->procs || !s->loader || !s->frames ||
-	    (opts->mem_event && !s->objs)) {
+	    (opts->mem_event && (!s->objs || !s->dtypes))) {
 		pp_session_free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -496,6 +517,7 @@ void pp_session_free(struct pp_session *s)
 	free(s->jit);
 	pp_perf_maps_free(s->perf_maps);
 	pp_mem_objcache_free(s->objs);
+	free(s->dtypes);
 	free(s->frames);
 	free(s->proc_root);
 	free(s->held);
@@ -516,6 +538,8 @@ void pp_session_set_profile(struct pp_session *s, struct pp_profile *profile)
 	s->not_code_loc = 0;
 	if (s->objs)
 		pp_mem_objcache_reset(s->objs);
+	for (size_t i = 0; s->dtypes && i < DTYPE_SLOTS; i++)
+		s->dtypes[i].type_loc = s->dtypes[i].field_loc = 0; /* the new window's, later */
 }
 
 void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *out)
@@ -1025,6 +1049,23 @@ static void retry_jit_names(struct pp_session *s)
 }
 
 /* The loader's results so far: placeholders finished, slots filled, debug files applied. */
+static void apply_data_type(struct pp_session *s, const struct pp_symload_result *r)
+{
+	struct dtype_slot *slot;
+
+	if (!s->dtypes)
+		return;
+	slot = &s->dtypes[r->tag & (DTYPE_SLOTS - 1)];
+	if (slot->state != DTYPE_PENDING || slot->tag != r->tag)
+		return; /* the slot went to another instruction */
+	slot->state = DTYPE_DONE;
+	slot->miss = (uint8_t)r->type_miss;
+	if (r->type_miss == PP_DT_RESOLVED) {
+		snprintf(slot->type, sizeof(slot->type), "%s", r->type.type);
+		pp_data_type_format(&r->type, slot->leaf, sizeof(slot->leaf));
+	}
+}
+
 static void apply_symbol_results(struct pp_session *s)
 {
 	struct pp_symload_result r[64];
@@ -1049,7 +1090,9 @@ static void apply_symbol_results(struct pp_session *s)
 		for (size_t k = 0; k < n; k++) {
 			struct mapsym_slot *slot = &s->mapsyms[r[k].tag & (MAPSYM_SLOTS - 1)];
 
-			if (r[k].kind == PP_SYMLOAD_DEBUG) {
+			if (r[k].kind == PP_SYMLOAD_DATA_TYPE) {
+				apply_data_type(s, &r[k]);
+			} else if (r[k].kind == PP_SYMLOAD_DEBUG) {
 				if (r[k].syms && s->profile)
 					name_from_debug_table(s, r[k].syms, r[k].build_id);
 				pp_elf_symbols_free(r[k].syms);
@@ -1200,6 +1243,58 @@ static uint32_t data_location(struct pp_session *s, const struct pp_proc *p, uin
 	return obj->class_loc;
 }
 
+/*
+ * The data type and field of the access at the exact IP ip (a user address of process p): from
+ * the loader's answer for that instruction of its file, asked for at its first sample. Until
+ * then, and where there is none, the sample keeps its data object's frame.
+ */
+static void data_type_frames(struct pp_session *s, const struct pp_proc *p, uint64_t ip,
+			     struct mem_info *mi)
+{
+	const struct pp_map_entry *m = pp_proc_cache_find_map(s->procs, p, ip);
+	uint64_t off, tag;
+	struct dtype_slot *slot;
+	uint32_t dev;
+	size_t i;
+
+	if (!m || m->kind != PP_MAP_KIND_FILE || !m->path) {
+		s->stats.data_untyped[PP_DT_NO_CODE]++;
+		return;
+	}
+	off = ip - m->start + m->offset;
+	dev = (uint32_t)m->dev_major << 20 | m->dev_minor;
+	i = mix64(m->inode ^ (off * 0x9e3779b97f4a7c15ull) ^ dev) & (DTYPE_SLOTS - 1);
+	slot = &s->dtypes[i];
+	if (slot->state == DTYPE_EMPTY || slot->inode != m->inode || slot->dev != dev ||
+	    slot->file_offset != off) {
+		tag = ++s->next_tag << DTYPE_SLOT_BITS | i;
+		if (pp_symloader_submit_data_type(s->loader, tag, p->pid, p->relatives, m, off))
+			return; /* the queue is full: asked again at the next sample */
+		*slot = (struct dtype_slot){.inode = m->inode,
+					    .file_offset = off,
+					    .tag = tag,
+					    .dev = dev,
+					    .state = DTYPE_PENDING};
+	}
+	if (slot->state == DTYPE_PENDING) {
+		s->stats.data_type_pending++;
+		return;
+	}
+	if (slot->miss != PP_DT_RESOLVED) {
+		s->stats.data_untyped[slot->miss < PP_DT_MISS__COUNT ? slot->miss : 0]++;
+		return;
+	}
+	if (!slot->field_loc) {
+		slot->type_loc = data_loc_named(s, slot->type, 0);
+		slot->field_loc = data_loc_named(s, slot->leaf, 0);
+	}
+	if (!slot->field_loc || !slot->type_loc)
+		return;
+	mi->data_loc = slot->field_loc;
+	mi->type_loc = slot->type_loc;
+	s->stats.data_typed++;
+}
+
 /* Memory fields of a sample -> its data-object frame, label key and latency. */
 static void mem_prepare(struct pp_session *s, const struct pp_proc *p, const struct pp_sample *rec,
 			struct mem_info *mi)
@@ -1215,6 +1310,8 @@ static void mem_prepare(struct pp_session *s, const struct pp_proc *p, const str
 		mi->data_loc = data_location(s, p, ms.addr);
 	else
 		s->stats.mem_no_addr++;
+	if (p && rec->ip && (rec->flags & PP_SF_EXACT_IP) && !(rec->flags & PP_SF_KERNEL_IP))
+		data_type_frames(s, p, rec->ip, mi);
 	mi->label_key = pp_mem_label_key(&ms);
 	if (ms.has_latency) {
 		mi->latency = ms.latency;
@@ -1347,9 +1444,15 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		}
 	}
 
-	/* The data object a memory sample touched is the leaf-most frame. */
+	/*
+	 * The data object a memory sample touched is the leaf-most frame; where its type is
+	 * known, the leaf is the field and the type is the frame above it, so flame graphs group
+	 * the fields of a type.
+	 */
 	if (mi.data_loc)
 		locs[n++] = mi.data_loc;
+	if (mi.type_loc)
+		locs[n++] = mi.type_loc;
 	/* Kernel frames, leaf first. The precise ip replaces the PMI ip at the leaf. */
 	for (uint32_t i = 0, first = n; i < nk; i++) {
 		uint64_t addr = pp_decoded_frame(d, i);

@@ -15,6 +15,7 @@
 #include "metadata/container_meta.h"
 #include "sampling/record_decode.h"
 #include "sampling/sideband.h"
+#include "symbolize/data_type.h"
 #include "symbolize/debug_file.h"
 #include "symbolize/debuginfod_fetch.h"
 
@@ -206,6 +207,14 @@ struct pp_session_stats {
 	uint64_t data_classes;	      /* ... by their mapping's class ([heap], [anon], ...) */
 	uint64_t data_unmapped;	      /* ... in no mapping ([unknown]) */
 	uint64_t data_kernel;	      /* ... in the kernel ([kernel]) */
+	/*
+	 * The data type and field of samples with an exact IP in a file's code
+	 * (symbolize/data_type.h): named, waiting for the loader (their data object's class
+	 * for now), and not named by reason (PP_DT_*; index 0 unused).
+	 */
+	uint64_t data_typed;
+	uint64_t data_type_pending;
+	uint64_t data_untyped[PP_DT_MISS__COUNT];
 	/*
 	 * Locations made (each distinct frame once per window), by where their name came from,
 	 * and those no source named: a file's frames sent as file+0xaddr, anonymous code with no

@@ -45,6 +45,7 @@ static const char *const miss_names[PP_DT_MISS__COUNT] = {
     [PP_DT_UNDECODABLE] = "undecodable", [PP_DT_NO_MEM_OPERAND] = "no_mem_operand",
     [PP_DT_NO_DWARF] = "no_dwarf",	 [PP_DT_NO_VARIABLE] = "no_variable",
     [PP_DT_STACK_SLOT] = "stack_slot",	 [PP_DT_NOT_POINTER] = "not_pointer",
+    [PP_DT_NO_FILE] = "no_file",
 };
 
 const char *pp_data_type_miss_name(enum pp_data_type_miss miss)
@@ -713,6 +714,30 @@ enum pp_data_type_miss pp_data_type_resolve(struct pp_data_type_resolver *r, uin
 	if (m.base == X86_REG_RSP || m.base == X86_REG_RBP)
 		return PP_DT_STACK_SLOT;
 	return cu_at(r->dwarf, pc, &var) == 0 ? PP_DT_NO_VARIABLE : PP_DT_NO_DWARF;
+}
+
+int pp_data_type_has_dwarf(const struct pp_data_type_resolver *r)
+{
+	return r->dwarf != NULL;
+}
+
+int pp_data_type_file_vaddr(const struct pp_data_type_resolver *r, uint64_t file_offset,
+			    uint64_t *vaddr)
+{
+	size_t phnum;
+
+	if (elf_getphdrnum(r->code_elf, &phnum))
+		return -ENOENT;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(r->code_elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    file_offset < ph.p_offset || file_offset - ph.p_offset >= ph.p_filesz)
+			continue;
+		*vaddr = ph.p_vaddr + (file_offset - ph.p_offset);
+		return 0;
+	}
+	return -ENOENT;
 }
 
 int pp_data_type_format(const struct pp_data_type *t, char *buf, size_t len)

@@ -26,6 +26,7 @@ enum pp_data_type_miss {
 	PP_DT_NO_VARIABLE,    /* no variable lives in the base register there (a temporary) */
 	PP_DT_STACK_SLOT,     /* an access relative to the stack or frame pointer: not followed */
 	PP_DT_NOT_POINTER,    /* the base register's variable is no pointer to an object */
+	PP_DT_NO_FILE, /* the binary could not be opened, or was refused (hostile, too big) */
 	PP_DT_MISS__COUNT,
 };
 
@@ -65,6 +66,16 @@ void pp_data_type_resolver_free(struct pp_data_type_resolver *r);
  */
 enum pp_data_type_miss pp_data_type_resolve(struct pp_data_type_resolver *r, uint64_t pc,
 					    uint64_t data_addr, struct pp_data_type *out);
+
+/* Whether the resolver's DWARF file has any (else look for a debug file). */
+int pp_data_type_has_dwarf(const struct pp_data_type_resolver *r);
+
+/*
+ * The link-time address of a byte of the binary's file (an instruction's file offset, as a
+ * mapping shows it): 0 and *vaddr, or -ENOENT when no loadable segment holds it.
+ */
+int pp_data_type_file_vaddr(const struct pp_data_type_resolver *r, uint64_t file_offset,
+			    uint64_t *vaddr);
 
 /* "struct conn.rx_bytes", or "struct conn +24" without a field: the data leaf frame. */
 int pp_data_type_format(const struct pp_data_type *t, char *buf, size_t len);

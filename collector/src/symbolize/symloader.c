@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,7 +22,7 @@
 #include "base/vec.h"
 #include "process/mapped_file.h"
 
-enum req_kind { REQ_MAPPING, REQ_DEBUG, REQ_FORGET };
+enum req_kind { REQ_MAPPING, REQ_DEBUG, REQ_FORGET, REQ_DATA_TYPE };
 
 struct request {
 	enum req_kind kind;
@@ -31,6 +32,16 @@ struct request {
 	struct pp_map_entry map;	       /* path points at path below */
 	char *path;
 	char build_id[PP_BUILD_ID_HEX_SIZE];
+	uint64_t file_offset; /* REQ_DATA_TYPE: the instruction's */
+};
+
+/* A data-type resolver of a file, kept by the file's identity; the worker's. */
+struct type_file {
+	dev_t dev;
+	ino_t ino;
+	int fd, dwarf_fd; /* dwarf_fd: the debug file's, or fd */
+	struct pp_data_type_resolver *r;
+	uint64_t used; /* for least-recently-used replacement */
 };
 
 struct pp_symloader {
@@ -47,7 +58,9 @@ struct pp_symloader {
 	size_t q_head, q_len;
 	struct pp_symload_result *res;
 	size_t res_n, res_cap;
-	atomic_size_t ready;	      /* res_n, for pp_symloader_ready without the lock */
+	atomic_size_t ready; /* res_n, for pp_symloader_ready without the lock */
+	struct type_file types[PP_SYMLOADER_DATA_TYPE_FILES]; /* the worker's */
+	uint64_t types_clock;
 	struct pp_symloader_stats st; /* under lock */
 };
 
@@ -133,6 +146,114 @@ static void load_debug(struct pp_symloader *l, const struct request *rq,
 	close(fd);
 }
 
+static void type_file_clear(struct type_file *t)
+{
+	pp_data_type_resolver_free(t->r);
+	if (t->dwarf_fd >= 0 && t->dwarf_fd != t->fd)
+		close(t->dwarf_fd);
+	if (t->fd >= 0)
+		close(t->fd);
+	*t = (struct type_file){.fd = -1, .dwarf_fd = -1};
+}
+
+/*
+ * The separate debug file of the binary open at fd (a stripped one's), found as symbolization
+ * finds it: by build id or debuglink under the debug directories, else through the fetcher
+ * (debuginfod). An fd, or -errno.
+ */
+static int type_debug_file(struct pp_symloader *l, int fd, const char *root, const char *path)
+{
+	const struct pp_elf_symbols *syms = pp_symcache_get_fd(l->cache, fd, root, path, NULL);
+	struct pp_debug_target t = {.root = root, .path = path};
+	int dfd;
+
+	if (!syms)
+		return -ENOENT;
+	t.build_id = pp_elf_symbols_build_id(syms);
+	t.debuglink = pp_elf_symbols_debuglink(syms);
+	t.has_crc = pp_elf_symbols_debuglink_crc(syms, &t.crc) == 0;
+	dfd = l->opts.debug_dirs ? pp_debug_file_open(l->opts.debug_dirs, &t, NULL, 0) : -ENOENT;
+	if (dfd < 0 && l->opts.debug_fetch && t.build_id && t.build_id[0])
+		dfd = l->opts.debug_fetch(l->opts.debug_fetch_ctx, t.build_id);
+	return dfd;
+}
+
+/* The resolver of the file open at fd (taken over), from the kept ones or made now. */
+static struct pp_data_type_resolver *type_resolver(struct pp_symloader *l, int fd, const char *root,
+						   const char *path)
+{
+	struct type_file *slot = &l->types[0];
+	struct stat st;
+
+	if (fstat(fd, &st)) {
+		close(fd);
+		return NULL;
+	}
+	for (size_t i = 0; i < PP_SYMLOADER_DATA_TYPE_FILES; i++) {
+		struct type_file *t = &l->types[i];
+
+		if (t->r && t->dev == st.st_dev && t->ino == st.st_ino) {
+			close(fd);
+			t->used = ++l->types_clock;
+			return t->r;
+		}
+		if (!t->r || t->used < slot->used)
+			slot = t;
+	}
+	type_file_clear(slot);
+	slot->fd = slot->dwarf_fd = fd;
+	slot->r = pp_data_type_resolver_new(fd, fd);
+	if (slot->r && !pp_data_type_has_dwarf(slot->r)) {
+		int dfd = type_debug_file(l, fd, root, path);
+		struct pp_data_type_resolver *with_debug =
+		    dfd >= 0 ? pp_data_type_resolver_new(fd, dfd) : NULL;
+
+		if (with_debug) {
+			pp_data_type_resolver_free(slot->r);
+			slot->r = with_debug;
+			slot->dwarf_fd = dfd;
+		} else if (dfd >= 0) {
+			close(dfd);
+		}
+	}
+	if (!slot->r) {
+		type_file_clear(slot);
+		return NULL;
+	}
+	slot->dev = st.st_dev;
+	slot->ino = st.st_ino;
+	slot->used = ++l->types_clock;
+	return slot->r;
+}
+
+/* The data type an instruction of a mapping's file accesses. */
+static void load_data_type(struct pp_symloader *l, const struct request *rq,
+			   struct pp_symload_result *out)
+{
+	enum pp_mapped_via via;
+	struct pp_data_type_resolver *r;
+	uint32_t root_pid;
+	uint64_t vaddr;
+	char root[300];
+	int fd = pp_mapped_file_open_gone(l->proc_root, rq->pid, rq->relatives, PP_PROC_RELATIVES,
+					  &rq->map, &via, &root_pid);
+
+	out->type_miss = PP_DT_NO_FILE;
+	if (fd < 0) {
+		out->err = -fd;
+		return;
+	}
+	snprintf(root, sizeof(root), "%s/%u/root", l->proc_root, root_pid);
+	r = type_resolver(l, fd, root, rq->map.path);
+	if (!r) {
+		out->err = errno ? errno : EINVAL;
+		return;
+	}
+	out->type_miss = pp_data_type_file_vaddr(r, rq->file_offset, &vaddr) == 0
+			     ? pp_data_type_resolve(r, vaddr, 0, &out->type)
+			     : PP_DT_NO_CODE;
+}
+
 static void *worker_main(void *arg)
 {
 	struct pp_symloader *l = arg;
@@ -177,6 +298,9 @@ static void *worker_main(void *arg)
 		} else if (rq.kind == REQ_DEBUG) {
 			out.kind = PP_SYMLOAD_DEBUG;
 			load_debug(l, &rq, &out);
+		} else if (rq.kind == REQ_DATA_TYPE) {
+			out.kind = PP_SYMLOAD_DATA_TYPE;
+			load_data_type(l, &rq, &out);
 		} else {
 			pp_symcache_forget_build_id(l->cache, rq.build_id);
 		}
@@ -194,6 +318,7 @@ static void *worker_main(void *arg)
 			l->st.open_failed += via == PP_MAPPED_VIA_NONE && out.err != ESTALE;
 		}
 		l->st.debug_loads += rq.kind == REQ_DEBUG && out.syms;
+		l->st.data_types += rq.kind == REQ_DATA_TYPE;
 		pp_symcache_get_stats(l->cache, &l->st.cache);
 		l->st.cache_files = pp_symcache_size(l->cache);
 		l->st.cache_bytes = pp_symcache_bytes(l->cache);
@@ -211,6 +336,8 @@ struct pp_symloader *pp_symloader_new(const struct pp_symloader_opts *opts)
 	if (!l)
 		goto fail;
 	l->opts = *opts;
+	for (size_t i = 0; i < PP_SYMLOADER_DATA_TYPE_FILES; i++)
+		l->types[i] = (struct type_file){.fd = -1, .dwarf_fd = -1};
 	if (!l->opts.max_queued)
 		l->opts.max_queued = PP_SYMLOADER_QUEUE_DEFAULT;
 	snprintf(l->proc_root, sizeof(l->proc_root), "%s",
@@ -277,6 +404,8 @@ void pp_symloader_free(struct pp_symloader *l)
 		pp_elf_symbols_free(l->res[i].syms);
 	free(l->res);
 	free(l->q);
+	for (size_t i = 0; i < PP_SYMLOADER_DATA_TYPE_FILES; i++)
+		type_file_clear(&l->types[i]);
 	pp_symcache_free(l->cache);
 	free(l);
 }
@@ -311,6 +440,25 @@ int pp_symloader_submit(struct pp_symloader *l, uint64_t tag, uint32_t pid,
 	if (!r.path)
 		return -ENOMEM;
 	r.map.path = r.path;
+	return submit(l, &r);
+}
+
+int pp_symloader_submit_data_type(struct pp_symloader *l, uint64_t tag, uint32_t pid,
+				  const uint32_t *relatives, const struct pp_map_entry *m,
+				  uint64_t file_offset)
+{
+	struct request r = {.kind = REQ_DATA_TYPE, .tag = tag, .pid = pid};
+
+	if (!l || !m || m->kind != PP_MAP_KIND_FILE || !m->path)
+		return -EINVAL;
+	if (relatives)
+		memcpy(r.relatives, relatives, sizeof(r.relatives));
+	r.map = *m;
+	r.path = strdup(m->path);
+	if (!r.path)
+		return -ENOMEM;
+	r.map.path = r.path;
+	r.file_offset = file_offset;
 	return submit(l, &r);
 }
 

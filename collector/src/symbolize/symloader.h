@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data_type.h"
 #include "debug_file.h"
 #include "elf_symbols.h"
 #include "symcache.h"
@@ -50,12 +51,14 @@ struct pp_symloader_stats {
 	uint64_t not_the_mapped_file; /* the path led to another file: refused (ESTALE) */
 	uint64_t open_failed;	      /* gone, unreachable, not a regular file */
 	uint64_t debug_loads;	      /* debug files (debuginfod) read for late naming */
+	uint64_t data_types;	      /* data-type requests answered (a type or a reason) */
 	uint64_t pending;	      /* gauge: requests queued or being loaded */
 };
 
 enum pp_symload_kind {
-	PP_SYMLOAD_MAPPING, /* a mapping's table */
-	PP_SYMLOAD_DEBUG,   /* a debug file's table, fetched by build id (late naming) */
+	PP_SYMLOAD_MAPPING,   /* a mapping's table */
+	PP_SYMLOAD_DEBUG,     /* a debug file's table, fetched by build id (late naming) */
+	PP_SYMLOAD_DATA_TYPE, /* the data type an instruction of a mapping accesses */
 };
 
 struct pp_symload_result {
@@ -64,6 +67,9 @@ struct pp_symload_result {
 	struct pp_elf_symbols *syms; /* a reference the taker frees; NULL: none (err says why) */
 	int err;		     /* 0, or the errno of the open or the read */
 	char build_id[PP_BUILD_ID_HEX_SIZE]; /* PP_SYMLOAD_DEBUG: whose */
+	/* PP_SYMLOAD_DATA_TYPE: the type (type_miss PP_DT_RESOLVED), or why there is none */
+	enum pp_data_type_miss type_miss;
+	struct pp_data_type type;
 };
 
 struct pp_symloader;
@@ -81,6 +87,15 @@ void pp_symloader_free(struct pp_symloader *l);
  */
 int pp_symloader_submit(struct pp_symloader *l, uint64_t tag, uint32_t pid,
 			const uint32_t *relatives, const struct pp_map_entry *m);
+/*
+ * Queue the data type and field that the instruction at file_offset of mapping m's file (of
+ * process pid) accesses: read from the file's DWARF or its debug file's. Resolvers are kept
+ * for the last PP_SYMLOADER_DATA_TYPE_FILES files. Returns as pp_symloader_submit.
+ */
+#define PP_SYMLOADER_DATA_TYPE_FILES 8
+int pp_symloader_submit_data_type(struct pp_symloader *l, uint64_t tag, uint32_t pid,
+				  const uint32_t *relatives, const struct pp_map_entry *m,
+				  uint64_t file_offset);
 /* Queue the debug file of build_id, through opts.debug_fetch, for naming frames late. */
 int pp_symloader_submit_debug(struct pp_symloader *l, uint64_t tag, const char *build_id);
 /* Drop the cached tables with this build id (in queue order): their debug file arrived. */

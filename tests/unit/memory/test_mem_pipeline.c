@@ -9,6 +9,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "pprof/profile.pb-c.h"
 #include "session.h"
+#include "symbolize/data_type.h"
 
 #define PROF(x) Opentelemetry__Proto__Profiles__V1development__##x
 #define REQ Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
@@ -635,7 +638,131 @@ TEST(otlp_has_a_count_and_a_latency_profile)
 	objs_close(&o);
 }
 
+/* The fixture's read_rx load: its link-time address, as the resolver names it. */
+static int fixture_load(int fd, uint64_t *pc)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	struct pp_data_type_resolver *r = pp_data_type_resolver_new(fd, fd);
+	Elf_Scn *scn = NULL;
+	uint64_t start = 0;
+
+	while (elf && !start && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *n;
+
+			if (gelf_getsym(data, (int)i, &sym) &&
+			    (n = elf_strptr(elf, sh.sh_link, sym.st_name)) && !strcmp(n, "read_rx"))
+				start = sym.st_value;
+		}
+	}
+	elf_end(elf);
+	*pc = 0;
+	for (uint64_t at = start; r && start && at < start + 16 && !*pc; at++) {
+		struct pp_data_type t;
+
+		if (pp_data_type_resolve(r, at, 0, &t) == PP_DT_RESOLVED)
+			*pc = at;
+	}
+	pp_data_type_resolver_free(r);
+	return *pc ? 0 : -1;
+}
+
+/* The file offset of link-time address pc (its PT_LOAD segment's). */
+static int64_t file_offset_of(int fd, uint64_t pc)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	size_t phnum = 0;
+	int64_t off = -1;
+
+	if (elf && elf_getphdrnum(elf, &phnum) == 0)
+		for (size_t i = 0; i < phnum && off < 0; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    pc >= ph.p_vaddr && pc - ph.p_vaddr < ph.p_filesz)
+				off = (int64_t)(pc - ph.p_vaddr + ph.p_offset);
+		}
+	elf_end(elf);
+	return off;
+}
+
+/*
+ * A sample with an exact IP at a field access of a real binary (the fixture, mapped here):
+ * the first waits for the loader and keeps its data object's class; once the loader has
+ * answered, the sample's leaf is the field, the type the frame above it, then the function.
+ */
+TEST(exact_ip_samples_name_the_data_type_and_field)
+{
+	struct pp_session_stats st;
+	unsigned char buf[256];
+	struct pp_sample rec;
+	uint64_t pc, frame;
+	int64_t off;
+	size_t len;
+	struct fx f;
+	void *map;
+	int fd = open(PP_TEST_BUILD_DIR "/pp_data_access", O_RDONLY | O_CLOEXEC);
+	uint64_t *heap = malloc(64);
+	int typed = 0;
+
+	REQUIRE(fd >= 0 && heap);
+	elf_version(EV_CURRENT);
+	REQUIRE(fixture_load(fd, &pc) == 0);
+	off = file_offset_of(fd, pc);
+	REQUIRE(off >= 0);
+	map = mmap(NULL, (size_t)off + 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	REQUIRE(map != MAP_FAILED);
+	REQUIRE(fx_init(&f, 0, 1) == 0);
+	frame = ADDR(map) + (uint64_t)off;
+	for (int i = 0; i < 2; i++) {
+		len = encode_mem(buf, (uint32_t)getpid(), ADDR(heap), DSRC_L1_HIT, 40,
+				 PP_SF_MEM_FIELDS | PP_SF_HAS_SAMPLE_FLAGS | PP_SF_EXACT_IP);
+		memcpy(&rec, buf, sizeof(rec));
+		rec.ip = frame;
+		memcpy(buf, &rec, sizeof(rec));
+		memcpy(buf + sizeof(rec), &frame, sizeof(frame));
+		CHECK(pp_session_handle_record(f.s, buf, len) == 0);
+		CHECK(pp_session_wait_symbols(f.s, 10000) == 0);
+	}
+	pp_session_flush(f.s);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.data_type_pending, 1);
+	CHECK_EQ_U64(st.data_typed, 1);
+	for (size_t i = 0; i < pp_profile_sample_count(f.prof); i++) {
+		const struct pp_sample_info *si = pp_profile_get_sample(f.prof, i);
+		const struct pp_location_info *l[3];
+
+		if (si->nlocations < 3)
+			continue;
+		for (int k = 0; k < 3; k++)
+			l[k] = pp_profile_get_location(f.prof, si->locations[k]);
+		if (l[0]->kind != PP_FRAME_DATA || strcmp(l[0]->function, "struct conn.rx_bytes"))
+			continue;
+		typed++;
+		CHECK(l[1]->kind == PP_FRAME_DATA && !strcmp(l[1]->function, "struct conn"));
+		CHECK(l[2]->kind == PP_FRAME_NATIVE && l[2]->function &&
+		      !strcmp(l[2]->function, "read_rx"));
+		CHECK_EQ_U64(si->latency, 40);
+	}
+	CHECK(typed == 1);
+	/* the sample before the answer: its data object's class, then the function */
+	CHECK(by_object(f.prof, "[heap]").nsamples + by_object(f.prof, "[anon]").nsamples == 1);
+	fx_fini(&f);
+	munmap(map, (size_t)off + 4096);
+	close(fd);
+	free(heap);
+}
+
 TEST_LIST = {
+    {"exact_ip_samples_name_the_data_type_and_field",
+     exact_ip_samples_name_the_data_type_and_field},
     {"objects_labels_and_latency_direct", objects_labels_and_latency_direct},
     {"raw_stack_table_keys_on_objects_not_addresses",
      raw_stack_table_keys_on_objects_not_addresses},
