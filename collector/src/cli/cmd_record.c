@@ -711,6 +711,19 @@ static void print_off_cpu(const struct record_args *a, const struct pp_profile *
 	       taken_at ? taken_at : "none");
 }
 
+/* What the data-type resolution did, and the table of the accessed types and fields. */
+static void print_data_types(const struct pp_profile *profile, const struct pp_session_stats *st)
+{
+	printf("data types: %llu samples named a type and field, %llu waited for the answer",
+	       (unsigned long long)st->data_typed, (unsigned long long)st->data_type_pending);
+	for (int m = 1; m < PP_DT_MISS__COUNT; m++)
+		if (st->data_untyped[m])
+			printf(", %s %llu", pp_data_type_miss_name((enum pp_data_type_miss)m),
+			       (unsigned long long)st->data_untyped[m]);
+	printf("\n");
+	pp_report_print_data_types(profile, stdout, 15);
+}
+
 static void print_summary(const struct record_args *a, const struct pp_profile *profile,
 			  const uint64_t counters[PP_CNT__MAX], const struct pp_session_stats *st,
 			  double seconds, const char *off_cpu_at)
@@ -739,6 +752,8 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 	       (unsigned long long)st->samples_no_process);
 	if (a->off_cpu_every)
 		print_off_cpu(a, profile, st, counters, off_cpu_at);
+	if (st->mem_samples)
+		print_data_types(profile, st);
 	{
 		uint64_t named = 0;
 

@@ -66,4 +66,13 @@ int pp_profile_top_functions(const struct pp_profile *p, struct pp_top_entry *ou
 /* Prints a table "self% total% function" of the top max functions. */
 void pp_report_print_top(const struct pp_profile *p, FILE *f, size_t max);
 
+/*
+ * Prints the accessed data by type and field, like perf report -s type,typeoff: the samples
+ * whose leaf is a field and whose next frame is its type (two data frames), the max most
+ * sampled fields with their share of all samples, their count, average load latency
+ * (cycles) and memory levels by the "memory.level" label (L1 with LFB, L2, L3, and the rest:
+ * DRAM, remote, unknown). Prints nothing when no sample has a type.
+ */
+void pp_report_print_data_types(const struct pp_profile *p, FILE *f, size_t max);
+
 #endif /* PEBSPROF_WRITERS_H */

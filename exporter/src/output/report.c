@@ -172,3 +172,94 @@ void pp_report_print_top(const struct pp_profile *p, FILE *f, size_t max)
 			pct(top[i].total, total), width, top[i].self, top[i].function);
 	free(top);
 }
+
+/* The rows kept at most; samples of further fields are counted apart. */
+#define DATA_TYPE_ROWS 1024
+
+struct data_type_row {
+	uint32_t field_loc;
+	uint64_t count, latency;
+	uint64_t levels[4]; /* L1 or LFB, L2, L3, the rest */
+};
+
+static int level_index(const char *level)
+{
+	if (!level)
+		return 3;
+	if (strstr(level, "L1") || strstr(level, "LFB"))
+		return 0;
+	if (strstr(level, "L2"))
+		return 1;
+	if (strstr(level, "L3"))
+		return 2;
+	return 3;
+}
+
+static int row_by_count(const void *a, const void *b)
+{
+	const struct data_type_row *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return x->field_loc < y->field_loc ? -1 : x->field_loc > y->field_loc;
+}
+
+void pp_report_print_data_types(const struct pp_profile *p, FILE *f, size_t max)
+{
+	struct data_type_row *rows = calloc(DATA_TYPE_ROWS, sizeof(*rows));
+	size_t nrows = 0, shown;
+	uint64_t total = 0, uncounted = 0;
+
+	if (!rows)
+		return;
+	for (size_t i = 0; i < pp_profile_sample_count(p); i++) {
+		const struct pp_sample_info *si = pp_profile_get_sample(p, i);
+		const struct pp_location_info *l0, *l1;
+		const char *level = NULL;
+		size_t r;
+
+		total += si->count;
+		if (si->nlocations < 2)
+			continue;
+		l0 = pp_profile_get_location(p, si->locations[0]);
+		l1 = pp_profile_get_location(p, si->locations[1]);
+		if (l0->kind != PP_FRAME_DATA || l1->kind != PP_FRAME_DATA)
+			continue;
+		for (r = 0; r < nrows && rows[r].field_loc != si->locations[0]; r++)
+			;
+		if (r == nrows) {
+			if (nrows == DATA_TYPE_ROWS) {
+				uncounted += si->count;
+				continue;
+			}
+			rows[nrows++].field_loc = si->locations[0];
+		}
+		for (uint32_t k = 0; k < si->nlabels; k++)
+			if (!strcmp(si->labels[k].key, "memory.level"))
+				level = si->labels[k].value;
+		rows[r].count += si->count;
+		rows[r].latency += si->latency;
+		rows[r].levels[level_index(level)] += si->count;
+	}
+	if (nrows) {
+		qsort(rows, nrows, sizeof(*rows), row_by_count);
+		shown = nrows < max ? nrows : max;
+		fprintf(f, "  share  samples  latency    L1    L2    L3  RAM+  type.field\n");
+		for (size_t r = 0; r < shown; r++) {
+			const struct data_type_row *w = &rows[r];
+			double c = (double)w->count;
+
+			fprintf(f,
+				"%6.2f%% %8" PRIu64 " %8.1f %4.0f%% %4.0f%% %4.0f%% %4.0f%%  %s\n",
+				total ? 100.0 * c / (double)total : 0.0, w->count,
+				(double)w->latency / c, 100.0 * (double)w->levels[0] / c,
+				100.0 * (double)w->levels[1] / c, 100.0 * (double)w->levels[2] / c,
+				100.0 * (double)w->levels[3] / c,
+				pp_profile_get_location(p, w->field_loc)->function);
+		}
+		if (nrows > shown || uncounted)
+			fprintf(f, "  (%zu more fields%s)\n", nrows - shown,
+				uncounted ? "; more not counted" : "");
+	}
+	free(rows);
+}

@@ -184,10 +184,84 @@ TEST(rounding_and_width)
 	pp_profile_free(p);
 }
 
+static int add_mem(struct pp_profile *p, const uint32_t *locs, uint32_t n, uint64_t count,
+		   uint64_t latency, const char *level)
+{
+	struct pp_label label = {.key = "memory.level", .value = level};
+	struct pp_sample_info s = {.locations = locs,
+				   .nlocations = n,
+				   .pid = 1,
+				   .tid = 1,
+				   .thread_name = "t",
+				   .process_name = "app",
+				   .count = count,
+				   .value = count,
+				   .latency = latency,
+				   .labels = &label,
+				   .nlabels = 1};
+
+	return pp_profile_add_sample(p, &s);
+}
+
+/* Fields of types: share of all samples, average latency, levels; untyped samples only count. */
+TEST(data_types_table)
+{
+	struct pp_profile_desc d = {.event = "mem-loads", .mem_latency = 1};
+	struct pp_profile *p = pp_profile_new(&d);
+	uint32_t rx[3], len[3], heap[2];
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f;
+
+	REQUIRE(p);
+	rx[0] = loc(p, 0, "struct conn.rx_bytes", PP_FRAME_DATA);
+	rx[1] = loc(p, 0, "struct conn", PP_FRAME_DATA);
+	rx[2] = loc(p, 0x1000, "read_rx", PP_FRAME_NATIVE);
+	len[0] = loc(p, 0, "struct conn.hdr.len", PP_FRAME_DATA);
+	len[1] = rx[1];
+	len[2] = loc(p, 0x2000, "read_hdr_len", PP_FRAME_NATIVE);
+	heap[0] = loc(p, 0, "[heap]", PP_FRAME_DATA);
+	heap[1] = rx[2];
+	CHECK(add_mem(p, rx, 3, 2, 20, "L1 hit") == 0);
+	CHECK(add_mem(p, rx, 3, 1, 300, "Local RAM hit") == 0);
+	CHECK(add_mem(p, len, 3, 1, 40, "L3 hit") == 0);
+	CHECK(add_mem(p, heap, 2, 4, 400, "L2 hit") == 0);
+	f = open_memstream(&buf, &n);
+	REQUIRE(f);
+	pp_report_print_data_types(p, f, 10);
+	fclose(f);
+	CHECK_STR(buf, "  share  samples  latency    L1    L2    L3  RAM+  type.field\n"
+		       " 37.50%        3    106.7   67%    0%    0%   33%  struct conn.rx_bytes\n"
+		       " 12.50%        1     40.0    0%    0%  100%    0%  struct conn.hdr.len\n");
+	free(buf);
+	/* one row shown of two */
+	buf = NULL;
+	f = open_memstream(&buf, &n);
+	REQUIRE(f);
+	pp_report_print_data_types(p, f, 1);
+	fclose(f);
+	CHECK(strstr(buf, "struct conn.rx_bytes\n  (1 more fields)\n") != NULL);
+	free(buf);
+	pp_profile_free(p);
+	/* no typed sample: nothing */
+	p = pp_profile_new(&d);
+	REQUIRE(p);
+	heap[0] = loc(p, 0, "[heap]", PP_FRAME_DATA);
+	heap[1] = loc(p, 0x1000, "read_rx", PP_FRAME_NATIVE);
+	CHECK(add_mem(p, heap, 2, 4, 400, "L2 hit") == 0);
+	buf = NULL;
+	f = open_memstream(&buf, &n);
+	REQUIRE(f);
+	pp_report_print_data_types(p, f, 10);
+	fclose(f);
+	CHECK_STR(buf, "");
+	free(buf);
+	pp_profile_free(p);
+}
+
 TEST_LIST = {
-    {"top_functions", top_functions},
-    {"recursion_and_data", recursion_and_data},
-    {"printed_table", printed_table},
+    {"data_types_table", data_types_table},	{"top_functions", top_functions},
+    {"recursion_and_data", recursion_and_data}, {"printed_table", printed_table},
     {"rounding_and_width", rounding_and_width},
 };
 TEST_MAIN()
