@@ -426,10 +426,11 @@ static int submit(struct pp_symloader *l, struct request *r)
 	return err;
 }
 
-int pp_symloader_submit(struct pp_symloader *l, uint64_t tag, uint32_t pid,
-			const uint32_t *relatives, const struct pp_map_entry *m)
+static int submit_mapping(struct pp_symloader *l, enum req_kind kind, uint64_t tag, uint32_t pid,
+			  const uint32_t *relatives, const struct pp_map_entry *m,
+			  uint64_t file_offset)
 {
-	struct request r = {.kind = REQ_MAPPING, .tag = tag, .pid = pid};
+	struct request r = {.kind = kind, .tag = tag, .pid = pid, .file_offset = file_offset};
 
 	if (!l || !m || m->kind != PP_MAP_KIND_FILE || !m->path)
 		return -EINVAL;
@@ -443,23 +444,17 @@ int pp_symloader_submit(struct pp_symloader *l, uint64_t tag, uint32_t pid,
 	return submit(l, &r);
 }
 
+int pp_symloader_submit(struct pp_symloader *l, uint64_t tag, uint32_t pid,
+			const uint32_t *relatives, const struct pp_map_entry *m)
+{
+	return submit_mapping(l, REQ_MAPPING, tag, pid, relatives, m, 0);
+}
+
 int pp_symloader_submit_data_type(struct pp_symloader *l, uint64_t tag, uint32_t pid,
 				  const uint32_t *relatives, const struct pp_map_entry *m,
 				  uint64_t file_offset)
 {
-	struct request r = {.kind = REQ_DATA_TYPE, .tag = tag, .pid = pid};
-
-	if (!l || !m || m->kind != PP_MAP_KIND_FILE || !m->path)
-		return -EINVAL;
-	if (relatives)
-		memcpy(r.relatives, relatives, sizeof(r.relatives));
-	r.map = *m;
-	r.path = strdup(m->path);
-	if (!r.path)
-		return -ENOMEM;
-	r.map.path = r.path;
-	r.file_offset = file_offset;
-	return submit(l, &r);
+	return submit_mapping(l, REQ_DATA_TYPE, tag, pid, relatives, m, file_offset);
 }
 
 static int submit_id(struct pp_symloader *l, enum req_kind kind, uint64_t tag, const char *id)

@@ -24,6 +24,7 @@
 #include <pebsprof/writers.h>
 
 #include "check.h"
+#include "elf_symbol.h"
 #include "memory/mem_attr.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "pprof/profile.pb-c.h"
@@ -641,28 +642,9 @@ TEST(otlp_has_a_count_and_a_latency_profile)
 /* The fixture's read_rx load: its link-time address, as the resolver names it. */
 static int fixture_load(int fd, uint64_t *pc)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
 	struct pp_data_type_resolver *r = pp_data_type_resolver_new(fd, fd);
-	Elf_Scn *scn = NULL;
-	uint64_t start = 0;
+	uint64_t start = pp_test_elf_symbol(fd, "read_rx", NULL);
 
-	while (elf && !start && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
-		    !(data = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym sym;
-			const char *n;
-
-			if (gelf_getsym(data, (int)i, &sym) &&
-			    (n = elf_strptr(elf, sh.sh_link, sym.st_name)) && !strcmp(n, "read_rx"))
-				start = sym.st_value;
-		}
-	}
-	elf_end(elf);
 	*pc = 0;
 	for (uint64_t at = start; r && start && at < start + 16 && !*pc; at++) {
 		struct pp_data_type t;

@@ -17,39 +17,10 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "elf_symbol.h"
 #include "symbolize/data_type.h"
 
 #define FIXTURE PP_TEST_BUILD_DIR "/pp_data_access"
-
-/* The link-time address and size of a function or object symbol of the fixture; 0 if none. */
-static uint64_t symbol(int fd, const char *name, uint64_t *size)
-{
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	Elf_Scn *scn = NULL;
-	uint64_t addr = 0;
-
-	while (elf && !addr && (scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
-		    !(data = elf_getdata(scn, NULL)))
-			continue;
-		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym sym;
-			const char *n;
-
-			if (!gelf_getsym(data, (int)i, &sym) ||
-			    !(n = elf_strptr(elf, sh.sh_link, sym.st_name)) || strcmp(n, name))
-				continue;
-			addr = sym.st_value;
-			*size = sym.st_size;
-			break;
-		}
-	}
-	elf_end(elf);
-	return addr;
-}
 
 /* The function's instruction addresses, decoded from the file's bytes; returns how many. */
 static size_t instructions(int fd, uint64_t addr, uint64_t size, uint64_t *out, size_t max)
@@ -89,7 +60,7 @@ static size_t instructions(int fd, uint64_t addr, uint64_t size, uint64_t *out, 
 static enum pp_data_type_miss resolve_in(struct pp_data_type_resolver *r, int fd, const char *func,
 					 uint64_t data_addr, struct pp_data_type *out)
 {
-	uint64_t size = 0, addr = symbol(fd, func, &size), pcs[64];
+	uint64_t size = 0, addr = pp_test_elf_symbol(fd, func, &size), pcs[64];
 	size_t n = addr ? instructions(fd, addr, size, pcs, 64) : 0;
 	enum pp_data_type_miss last = PP_DT_NO_CODE;
 
@@ -198,7 +169,7 @@ TEST(globals_by_rip_relative_operand_and_by_data_address)
 	CHECK_STR(t.type, "struct stats");
 	CHECK_STR(t.field, "misses");
 	/* g_table[i].tx_bytes through a computed base: only the data address names it */
-	table = symbol(fd, "g_table", &size);
+	table = pp_test_elf_symbol(fd, "g_table", &size);
 	REQUIRE(table != 0 && size == 8 * 112);
 	CHECK(resolve_in(r, fd, "read_table_tx", 0, &t) == PP_DT_NO_VARIABLE);
 	REQUIRE(resolve_in(r, fd, "read_table_tx", table + 3 * 112 + 24, &t) == PP_DT_RESOLVED);
@@ -225,7 +196,7 @@ TEST(what_cannot_be_resolved_says_why)
 	REQUIRE(r != NULL);
 	CHECK(pp_data_type_resolve(r, 0x10, 0, &t) == PP_DT_NO_CODE);
 	/* read_rx ends with its ret: no memory operand */
-	ret_func = symbol(fd, "read_rx", &size);
+	ret_func = pp_test_elf_symbol(fd, "read_rx", &size);
 	n = instructions(fd, ret_func, size, pcs, 8);
 	REQUIRE(n >= 2);
 	CHECK(pp_data_type_resolve(r, pcs[n - 1], 0, &t) == PP_DT_NO_MEM_OPERAND);
