@@ -34,6 +34,13 @@ struct pp_data_type_resolver {
 	struct pp_elf_src code;
 	Elf *code_elf, *dwarf_elf; /* dwarf_elf: NULL when it is code_elf */
 	Dwarf *dwarf;		   /* NULL: no DWARF */
+	/*
+	 * The DWARF's .debug_frame, on first use (NULL: none). Not .eh_frame: libdw finds that
+	 * through .eh_frame_hdr and reads what it claims unchecked, so a hostile file could make
+	 * it allocate at will (and libdw 0.188 then leaks); .debug_frame is a checked section.
+	 */
+	Dwarf_CFI *cfi;
+	int cfi_tried;
 	csh cs;
 	struct global_var *globals; /* sorted by addr; built on first use */
 	size_t nglobals;
@@ -572,6 +579,128 @@ static int register_variable(Dwarf *dw, uint64_t pc, x86_reg reg, Dwarf_Die *var
 	return regno >= 0 ? find_register_variable(dw, pc, regno, var) : -1;
 }
 
+/*
+ * The offset from the canonical frame address (CFA) of [reg + disp] at pc, where the CFI says
+ * the CFA is reg plus a constant there: 0 and *rel, else -1.
+ */
+static int cfa_relative(struct pp_data_type_resolver *r, uint64_t pc, int regno, int64_t disp,
+			int64_t *rel)
+{
+	Dwarf_Frame *frame = NULL;
+	Dwarf_Op *ops;
+	size_t nops;
+	int ret = -1;
+
+	if (!r->cfi_tried) {
+		r->cfi_tried = 1;
+		r->cfi = dwarf_getcfi(r->dwarf); /* owned by the Dwarf */
+	}
+	if (!r->cfi || dwarf_cfi_addrframe(r->cfi, pc, &frame) != 0)
+		return -1;
+	/* libdw gives a register-plus-offset CFA as DW_OP_bregx (a compiler may say bregN) */
+	if (dwarf_frame_cfa(frame, &ops, &nops) == 0 && nops == 1) {
+		if (ops[0].atom == DW_OP_bregx && ops[0].number == (Dwarf_Word)regno) {
+			*rel = disp - (int64_t)ops[0].number2;
+			ret = 0;
+		} else if (ops[0].atom == DW_OP_breg0 + regno) {
+			*rel = disp - (int64_t)ops[0].number;
+			ret = 0;
+		}
+	}
+	free(frame);
+	return ret;
+}
+
+/*
+ * Where [reg + disp] is relative to the frame base of the subprogram: the base is a register
+ * (clang with a frame pointer: DW_OP_reg6, rbp), or the CFA (gcc: DW_OP_call_frame_cfa) where
+ * .debug_frame gives its rule at pc. gcc's binaries carry only .eh_frame, which is not read
+ * (see cfi above): their stack slots stay unresolved. 0 and *rel, else -1.
+ */
+static int frame_base_relative(struct pp_data_type_resolver *r, Dwarf_Die *subprogram, uint64_t pc,
+			       int regno, int64_t disp, int64_t *rel)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Op *expr;
+	size_t n;
+
+	if (!dwarf_attr_integrate(subprogram, DW_AT_frame_base, &attr) ||
+	    dwarf_getlocation(&attr, &expr, &n) != 0 || n != 1)
+		return -1;
+	if (expr[0].atom == DW_OP_call_frame_cfa)
+		return cfa_relative(r, pc, regno, disp, rel);
+	if (in_register(expr, n, regno)) {
+		*rel = disp;
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * A local variable in the frame at pc holding the byte at [reg + disp]: its type in *type and
+ * the offset into it. Locations are DW_OP_fbreg offsets from the subprogram's frame base.
+ */
+static int find_frame_variable(struct pp_data_type_resolver *r, uint64_t pc, int regno,
+			       int64_t disp, Dwarf_Die *type, int64_t *into)
+{
+	Dwarf_Die cu, *scopes = NULL;
+	int nscopes, found = -1, based = 0;
+	int64_t rel = 0;
+
+	if (cu_at(r->dwarf, pc, &cu))
+		return -1;
+	nscopes = dwarf_getscopes(&cu, pc, &scopes);
+	for (int s = 0; s < nscopes; s++)
+		if (dwarf_tag(&scopes[s]) == DW_TAG_subprogram) {
+			based = frame_base_relative(r, &scopes[s], pc, regno, disp, &rel) == 0;
+			break;
+		}
+	for (int s = 0; s < nscopes && based && found; s++) {
+		Dwarf_Die child;
+
+		if (dwarf_child(&scopes[s], &child) != 0)
+			continue;
+		do {
+			int tag = dwarf_tag(&child);
+			Dwarf_Attribute attr;
+			Dwarf_Word size;
+			Dwarf_Op *expr;
+			Dwarf_Die t;
+			size_t n;
+			int64_t at;
+
+			if ((tag != DW_TAG_variable && tag != DW_TAG_formal_parameter) ||
+			    !dwarf_attr_integrate(&child, DW_AT_location, &attr) ||
+			    dwarf_getlocation_addr(&attr, pc, &expr, &n, 1) != 1 || n != 1 ||
+			    expr[0].atom != DW_OP_fbreg || die_type(&child, &t) ||
+			    dwarf_aggregate_size(&t, &size))
+				continue;
+			at = (int64_t)expr[0].number;
+			if (rel >= at && (uint64_t)(rel - at) < size) {
+				*type = t;
+				*into = rel - at;
+				found = 0;
+				break;
+			}
+		} while (dwarf_siblingof(&child, &child) == 0);
+	}
+	free(scopes);
+	return found;
+}
+
+static int resolve_stack_slot(struct pp_data_type_resolver *r, uint64_t pc,
+			      const struct mem_operand *m, struct pp_data_type *out)
+{
+	Dwarf_Die type;
+	int64_t into;
+
+	if (m->index != X86_REG_INVALID ||
+	    find_frame_variable(r, pc, dwarf_regno(m->base), m->disp, &type, &into))
+		return -1;
+	describe(&type, into, m, out);
+	return 0;
+}
+
 static int cmp_global(const void *a, const void *b)
 {
 	const struct global_var *x = a, *y = b;
@@ -712,7 +841,7 @@ enum pp_data_type_miss pp_data_type_resolve(struct pp_data_type_resolver *r, uin
 	if (data_addr && resolve_global(r, data_addr, &m, out) == 0)
 		return PP_DT_RESOLVED;
 	if (m.base == X86_REG_RSP || m.base == X86_REG_RBP)
-		return PP_DT_STACK_SLOT;
+		return resolve_stack_slot(r, pc, &m, out) == 0 ? PP_DT_RESOLVED : PP_DT_STACK_SLOT;
 	return cu_at(r->dwarf, pc, &var) == 0 ? PP_DT_NO_VARIABLE : PP_DT_NO_DWARF;
 }
 

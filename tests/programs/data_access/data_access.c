@@ -1,12 +1,13 @@
 /*
  * Field accesses of known structs, for the data-type resolver's tests: each function below
  * makes one access the test names from this source (the type and field), on the heap through
- * a pointer held only in a register, in a nested struct, in an array of structs, and in
- * globals. Run, it walks a table of connections (a struct-walking workload).
+ * a pointer held only in a register, in a nested struct, in an array of structs, in globals,
+ * and in a struct on the stack. Run, it walks a table of connections (a struct-walking workload).
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct header {
 	uint16_t kind;
@@ -45,6 +46,8 @@ unsigned read_hdr_len(const struct conn *c);
 long read_slot_value(const struct conn *c, long i);
 void count_miss(void);
 long read_table_tx(long i);
+void consume(struct conn *c);
+long stack_conn(long v);
 
 __attribute__((noinline)) long read_rx(const struct conn *c)
 {
@@ -74,6 +77,23 @@ __attribute__((noinline)) void count_miss(void)
 __attribute__((noinline)) long read_table_tx(long i)
 {
 	return g_table[i].tx_bytes;
+}
+
+__attribute__((noinline)) void consume(struct conn *c)
+{
+	__asm__ volatile("" : : "r"(c) : "memory");
+}
+
+/* A struct on the stack (its address escapes, so it lives in the frame, not in registers) */
+__attribute__((noinline)) long stack_conn(long v)
+{
+	struct conn c;
+
+	memset(&c, 0, sizeof(c));
+	consume(&c);
+	c.tx_bytes = v;
+	consume(&c);
+	return c.rx_bytes;
 }
 
 int main(int argc, char **argv)
