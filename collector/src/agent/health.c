@@ -339,6 +339,15 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 	family(f, "pebsprof_frames_unnamed_total", "counter",
 	       "Distinct frames no source named: sent as file+0xaddr for a backend to name.");
 	value(f, "pebsprof_frames_unnamed_total", s->frames_unnamed);
+	if (s->data_types_result[0]) {
+		family(f, "pebsprof_data_types_total", "counter",
+		       "Memory samples with an exact IP, by what naming the data type and field "
+		       "they access gave: typed, waiting for the loader, or why not.");
+		for (int i = 0; i < PP_HEALTH_DATA_TYPE_RESULTS; i++)
+			if (s->data_types_result[i])
+				labelled(f, "pebsprof_data_types_total", "result",
+					 s->data_types_result[i], s->data_types[i]);
+	}
 	family(f, "pebsprof_perf_map_refused_total", "counter",
 	       "JIT perf map files refused: a link, not a regular file, another user's.");
 	value(f, "pebsprof_perf_map_refused_total", s->perf_map_refused);

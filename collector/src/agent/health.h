@@ -118,6 +118,8 @@ struct pp_health_http_stats {
  */
 /* Room for the sources of frame names (the session has fewer). */
 #define PP_HEALTH_NAME_SOURCES 8
+/* Room for the results of data-type resolution (typed, waiting, and the reasons). */
+#define PP_HEALTH_DATA_TYPE_RESULTS 12
 
 struct pp_health_snapshot {
 	uint64_t updated_ns;  /* the tick that took this copy; 0 = none yet (starting) */
@@ -140,6 +142,12 @@ struct pp_health_snapshot {
 	uint64_t frames_named[PP_HEALTH_NAME_SOURCES];
 	const char *frames_named_source[PP_HEALTH_NAME_SOURCES]; /* NULL: unused slot */
 	uint64_t frames_unnamed;
+	/*
+	 * Memory samples with an exact IP by what naming their data type gave ("typed",
+	 * "waiting", or why not: data_types_result[i] says); none set: not a memory event.
+	 */
+	uint64_t data_types[PP_HEALTH_DATA_TYPE_RESULTS];
+	const char *data_types_result[PP_HEALTH_DATA_TYPE_RESULTS]; /* NULL: unused slot */
 	uint64_t perf_map_refused, perf_map_bad_lines; /* hostile or broken JIT perf maps */
 	/* unwind tables (--user-unwind auto, dwarf); unwind_rows_total 0: not in use */
 	uint64_t unwind_tables_built, unwind_tables_shared, unwind_tables_none;

@@ -841,6 +841,19 @@ static void health_tick(struct agent *ag, int stopping)
 		snap.frames_named_source[i] = pp_frame_source_name((enum pp_frame_source)i);
 	}
 	snap.frames_unnamed = ss.unnamed;
+	if (ss.mem_samples) {
+		int n = 0;
+
+		snap.data_types_result[n] = "typed";
+		snap.data_types[n++] = ss.data_typed;
+		snap.data_types_result[n] = "waiting";
+		snap.data_types[n++] = ss.data_type_pending;
+		for (int m = 1; m < PP_DT_MISS__COUNT && n < PP_HEALTH_DATA_TYPE_RESULTS; m++) {
+			snap.data_types_result[n] =
+			    pp_data_type_miss_name((enum pp_data_type_miss)m);
+			snap.data_types[n++] = ss.data_untyped[m];
+		}
+	}
 	snap.perf_map_refused = ss.perf_map_refused;
 	snap.perf_map_bad_lines = ss.perf_map_bad_lines;
 	snap.frames_not_code = ss.samples_walk_ended;

@@ -280,6 +280,10 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.frames_named[1] = 13;
 	s.frames_named_source[1] = "perf_map";
 	s.frames_unnamed = 14;
+	s.data_types_result[0] = "typed";
+	s.data_types[0] = 21;
+	s.data_types_result[1] = "stack_slot";
+	s.data_types[1] = 22;
 	s.perf_map_refused = 15;
 	s.perf_map_bad_lines = 16;
 	s.process_cache_bytes = 101;
@@ -403,6 +407,11 @@ static const char metrics_tail[] =
     "a backend to name.\n"
     "# TYPE pebsprof_frames_unnamed_total counter\n"
     "pebsprof_frames_unnamed_total 14\n"
+    "# HELP pebsprof_data_types_total Memory samples with an exact IP, by what naming the data "
+    "type and field they access gave: typed, waiting for the loader, or why not.\n"
+    "# TYPE pebsprof_data_types_total counter\n"
+    "pebsprof_data_types_total{result=\"typed\"} 21\n"
+    "pebsprof_data_types_total{result=\"stack_slot\"} 22\n"
     "# HELP pebsprof_perf_map_refused_total JIT perf map files refused: a link, not a regular "
     "file, another user's.\n"
     "# TYPE pebsprof_perf_map_refused_total counter\n"
