@@ -536,19 +536,39 @@ static int cu_at(Dwarf *dw, uint64_t pc, Dwarf_Die *cu)
 	return -1;
 }
 
-/* Finds in the scopes at pc the variable or parameter held in register regno there. */
-static int find_register_variable(Dwarf *dw, uint64_t pc, int regno, Dwarf_Die *var)
-{
-	Dwarf_Die cu, *scopes = NULL;
-	int nscopes, found = -1;
+/* The scopes at pc, innermost first (dwarf_getscopes); n < 0: no compile unit covers pc. */
+struct pc_scopes {
+	Dwarf_Die *dies;
+	int n;
+};
 
-	if (cu_at(dw, pc, &cu))
-		return -1;
-	nscopes = dwarf_getscopes(&cu, pc, &scopes);
-	for (int s = 0; s < nscopes && found; s++) {
+static struct pc_scopes scopes_at(Dwarf *dw, uint64_t pc)
+{
+	struct pc_scopes sc = {NULL, -1};
+	Dwarf_Die cu;
+
+	if (cu_at(dw, pc, &cu) == 0) {
+		sc.n = dwarf_getscopes(&cu, pc, &sc.dies);
+		if (sc.n < 0)
+			sc.n = 0;
+	}
+	return sc;
+}
+
+/* Whether a variable whose location at the PC is expr[0..n) is the one looked for. */
+typedef bool (*var_match_fn)(Dwarf_Die *var, const Dwarf_Op *expr, size_t n, void *ctx);
+
+/*
+ * The first variable or parameter in the scopes (innermost first) whose location at pc match
+ * accepts: 0 and *var, else -1.
+ */
+static int variable_at(const struct pc_scopes *sc, uint64_t pc, var_match_fn match, void *ctx,
+		       Dwarf_Die *var)
+{
+	for (int s = 0; s < sc->n; s++) {
 		Dwarf_Die child;
 
-		if (dwarf_child(&scopes[s], &child) != 0)
+		if (dwarf_child(&sc->dies[s], &child) != 0)
 			continue;
 		do {
 			int tag = dwarf_tag(&child);
@@ -556,27 +576,31 @@ static int find_register_variable(Dwarf *dw, uint64_t pc, int regno, Dwarf_Die *
 			Dwarf_Op *expr;
 			size_t n;
 
-			if (tag != DW_TAG_variable && tag != DW_TAG_formal_parameter)
+			if ((tag != DW_TAG_variable && tag != DW_TAG_formal_parameter) ||
+			    !dwarf_attr_integrate(&child, DW_AT_location, &attr) ||
+			    dwarf_getlocation_addr(&attr, pc, &expr, &n, 1) != 1)
 				continue;
-			if (!dwarf_attr_integrate(&child, DW_AT_location, &attr))
-				continue;
-			if (dwarf_getlocation_addr(&attr, pc, &expr, &n, 1) == 1 &&
-			    in_register(expr, n, regno)) {
+			if (match(&child, expr, n, ctx)) {
 				*var = child;
-				found = 0;
-				break;
+				return 0;
 			}
 		} while (dwarf_siblingof(&child, &child) == 0);
 	}
-	free(scopes);
-	return found;
+	return -1;
 }
 
-static int register_variable(Dwarf *dw, uint64_t pc, x86_reg reg, Dwarf_Die *var)
+static bool held_in(Dwarf_Die *var, const Dwarf_Op *expr, size_t n, void *regno)
+{
+	(void)var;
+	return in_register(expr, n, *(const int *)regno);
+}
+
+/* The variable or parameter held in register reg at pc. */
+static int register_variable(const struct pc_scopes *sc, uint64_t pc, x86_reg reg, Dwarf_Die *var)
 {
 	int regno = dwarf_regno(reg);
 
-	return regno >= 0 ? find_register_variable(dw, pc, regno, var) : -1;
+	return regno >= 0 ? variable_at(sc, pc, held_in, &regno, var) : -1;
 }
 
 /*
@@ -636,68 +660,49 @@ static int frame_base_relative(struct pp_data_type_resolver *r, Dwarf_Die *subpr
 	return -1;
 }
 
-/*
- * A local variable in the frame at pc holding the byte at [reg + disp]: its type in *type and
- * the offset into it. Locations are DW_OP_fbreg offsets from the subprogram's frame base.
- */
-static int find_frame_variable(struct pp_data_type_resolver *r, uint64_t pc, int regno,
-			       int64_t disp, Dwarf_Die *type, int64_t *into)
+/* A local at a DW_OP_fbreg offset holding the byte rel from the frame base. */
+struct frame_slot {
+	int64_t rel;  /* the byte, from the frame base */
+	int64_t into; /* found: the offset into the variable */
+	Dwarf_Die type;
+};
+
+static bool holds_slot(Dwarf_Die *var, const Dwarf_Op *expr, size_t n, void *ctx)
 {
-	Dwarf_Die cu, *scopes = NULL;
-	int nscopes, found = -1, based = 0;
-	int64_t rel = 0;
+	struct frame_slot *slot = ctx;
+	Dwarf_Word size;
+	int64_t at;
 
-	if (cu_at(r->dwarf, pc, &cu))
-		return -1;
-	nscopes = dwarf_getscopes(&cu, pc, &scopes);
-	for (int s = 0; s < nscopes; s++)
-		if (dwarf_tag(&scopes[s]) == DW_TAG_subprogram) {
-			based = frame_base_relative(r, &scopes[s], pc, regno, disp, &rel) == 0;
-			break;
-		}
-	for (int s = 0; s < nscopes && based && found; s++) {
-		Dwarf_Die child;
-
-		if (dwarf_child(&scopes[s], &child) != 0)
-			continue;
-		do {
-			int tag = dwarf_tag(&child);
-			Dwarf_Attribute attr;
-			Dwarf_Word size;
-			Dwarf_Op *expr;
-			Dwarf_Die t;
-			size_t n;
-			int64_t at;
-
-			if ((tag != DW_TAG_variable && tag != DW_TAG_formal_parameter) ||
-			    !dwarf_attr_integrate(&child, DW_AT_location, &attr) ||
-			    dwarf_getlocation_addr(&attr, pc, &expr, &n, 1) != 1 || n != 1 ||
-			    expr[0].atom != DW_OP_fbreg || die_type(&child, &t) ||
-			    dwarf_aggregate_size(&t, &size))
-				continue;
-			at = (int64_t)expr[0].number;
-			if (rel >= at && (uint64_t)(rel - at) < size) {
-				*type = t;
-				*into = rel - at;
-				found = 0;
-				break;
-			}
-		} while (dwarf_siblingof(&child, &child) == 0);
-	}
-	free(scopes);
-	return found;
+	if (n != 1 || expr[0].atom != DW_OP_fbreg || die_type(var, &slot->type) ||
+	    dwarf_aggregate_size(&slot->type, &size))
+		return false;
+	at = (int64_t)expr[0].number;
+	if (slot->rel < at || (uint64_t)(slot->rel - at) >= size)
+		return false;
+	slot->into = slot->rel - at;
+	return true;
 }
 
-static int resolve_stack_slot(struct pp_data_type_resolver *r, uint64_t pc,
-			      const struct mem_operand *m, struct pp_data_type *out)
+/*
+ * A local variable in the frame at pc holding the byte at [base + disp] of the access:
+ * located by DW_OP_fbreg from its subprogram's frame base.
+ */
+static int resolve_stack_slot(struct pp_data_type_resolver *r, const struct pc_scopes *sc,
+			      uint64_t pc, const struct mem_operand *m, struct pp_data_type *out)
 {
-	Dwarf_Die type;
-	int64_t into;
+	struct frame_slot slot;
+	Dwarf_Die var;
+	int s = 0;
 
-	if (m->index != X86_REG_INVALID ||
-	    find_frame_variable(r, pc, dwarf_regno(m->base), m->disp, &type, &into))
+	if (m->index != X86_REG_INVALID)
 		return -1;
-	describe(&type, into, m, out);
+	while (s < sc->n && dwarf_tag(&sc->dies[s]) != DW_TAG_subprogram)
+		s++;
+	if (s >= sc->n || /* no subprogram, or no DWARF at pc (n < 0) */
+	    frame_base_relative(r, &sc->dies[s], pc, dwarf_regno(m->base), m->disp, &slot.rel) ||
+	    variable_at(sc, pc, holds_slot, &slot, &var))
+		return -1;
+	describe(&slot.type, slot.into, m, out);
 	return 0;
 }
 
@@ -808,12 +813,43 @@ static int resolve_global(struct pp_data_type_resolver *r, uint64_t addr,
 	return 0;
 }
 
+/* The access through a register, with the scopes at the PC (sc->n < 0: no DWARF covers it). */
+static enum pp_data_type_miss resolve_in_scopes(struct pp_data_type_resolver *r,
+						const struct pc_scopes *sc, uint64_t pc,
+						uint64_t data_addr, const struct mem_operand *m,
+						struct pp_data_type *out)
+{
+	Dwarf_Die var, type;
+
+	if (register_variable(sc, pc, m->base, &var) == 0 ||
+	    /* [a + b]: the compiler may put the object's pointer in either */
+	    (m->scale == 1 && register_variable(sc, pc, m->index, &var) == 0)) {
+		if (die_type(&var, &type))
+			return PP_DT_NOT_POINTER;
+		peel(&type);
+		if ((dwarf_tag(&type) != DW_TAG_pointer_type &&
+		     dwarf_tag(&type) != DW_TAG_reference_type &&
+		     dwarf_tag(&type) != DW_TAG_rvalue_reference_type) ||
+		    die_type(&type, &type))
+			return PP_DT_NOT_POINTER;
+		describe(&type, m->disp, m, out);
+		return PP_DT_RESOLVED;
+	}
+	/* no variable holds the base: a global by the sample's data address, if it has one */
+	if (data_addr && resolve_global(r, data_addr, m, out) == 0)
+		return PP_DT_RESOLVED;
+	if (m->base == X86_REG_RSP || m->base == X86_REG_RBP)
+		return resolve_stack_slot(r, sc, pc, m, out) == 0 ? PP_DT_RESOLVED
+								  : PP_DT_STACK_SLOT;
+	return sc->n >= 0 ? PP_DT_NO_VARIABLE : PP_DT_NO_DWARF;
+}
+
 enum pp_data_type_miss pp_data_type_resolve(struct pp_data_type_resolver *r, uint64_t pc,
 					    uint64_t data_addr, struct pp_data_type *out)
 {
 	struct mem_operand m = {0};
 	enum pp_data_type_miss miss = decode(r, pc, &m);
-	Dwarf_Die var, type;
+	struct pc_scopes sc;
 
 	if (miss)
 		return miss;
@@ -823,26 +859,11 @@ enum pp_data_type_miss pp_data_type_resolve(struct pp_data_type_resolver *r, uin
 		return resolve_global(r, m.next_pc + (uint64_t)m.disp, &m, out) == 0
 			   ? PP_DT_RESOLVED
 			   : PP_DT_NO_VARIABLE;
-	if (register_variable(r->dwarf, pc, m.base, &var) == 0 ||
-	    /* [a + b]: the compiler may put the object's pointer in either */
-	    (m.scale == 1 && register_variable(r->dwarf, pc, m.index, &var) == 0)) {
-		if (die_type(&var, &type))
-			return PP_DT_NOT_POINTER;
-		peel(&type);
-		if ((dwarf_tag(&type) != DW_TAG_pointer_type &&
-		     dwarf_tag(&type) != DW_TAG_reference_type &&
-		     dwarf_tag(&type) != DW_TAG_rvalue_reference_type) ||
-		    die_type(&type, &type))
-			return PP_DT_NOT_POINTER;
-		describe(&type, m.disp, &m, out);
-		return PP_DT_RESOLVED;
-	}
-	/* no variable holds the base: a global by the sample's data address, if it has one */
-	if (data_addr && resolve_global(r, data_addr, &m, out) == 0)
-		return PP_DT_RESOLVED;
-	if (m.base == X86_REG_RSP || m.base == X86_REG_RBP)
-		return resolve_stack_slot(r, pc, &m, out) == 0 ? PP_DT_RESOLVED : PP_DT_STACK_SLOT;
-	return cu_at(r->dwarf, pc, &var) == 0 ? PP_DT_NO_VARIABLE : PP_DT_NO_DWARF;
+	/* the scopes once: the register's variable, the frame's, and whether DWARF covers pc */
+	sc = scopes_at(r->dwarf, pc);
+	miss = resolve_in_scopes(r, &sc, pc, data_addr, &m, out);
+	free(sc.dies);
+	return miss;
 }
 
 int pp_data_type_has_dwarf(const struct pp_data_type_resolver *r)
