@@ -310,12 +310,8 @@ static struct entry *live(struct pp_symcache *c, struct entry *e, uint64_t now)
 	return e;
 }
 
-/*
- * A stripped file's symbols from its separate debug file: on disk first, then from the
- * fetcher. Failures only leave the file's own (.dynsym) names.
- */
-static void add_debug_symbols(struct pp_symcache *c, struct pp_elf_symbols *syms, const char *root,
-			      const char *name)
+int pp_symcache_open_debug_file(struct pp_symcache *c, const struct pp_elf_symbols *syms,
+				const char *root, const char *name, enum pp_symbol_source *src)
 {
 	struct pp_debug_target t = {
 	    .root = root,
@@ -323,21 +319,37 @@ static void add_debug_symbols(struct pp_symcache *c, struct pp_elf_symbols *syms
 	    .build_id = pp_elf_symbols_build_id(syms),
 	    .debuglink = pp_elf_symbols_debuglink(syms),
 	};
-	enum pp_symbol_source src = PP_SYMBOLS_DEBUG_FILE;
-	struct pp_elf_symbols *debug;
 	int fd = -ENOENT;
 
-	if (pp_elf_symbols_has_symtab(syms) || (c->open_flags & PP_ELF_OPEN_NO_SYMBOLS))
-		return;
 	if (!t.build_id[0] && !t.debuglink[0])
-		return;
+		return -ENOENT;
 	t.has_crc = pp_elf_symbols_debuglink_crc(syms, &t.crc) == 0;
+	*src = PP_SYMBOLS_DEBUG_FILE;
 	if (c->debug_dirs && name && name[0] == '/')
 		fd = pp_debug_file_open(c->debug_dirs, &t, NULL, 0);
 	if (fd < 0 && c->debug_fetch && t.build_id[0]) {
 		fd = c->debug_fetch(c->debug_fetch_ctx, t.build_id);
-		src = PP_SYMBOLS_DEBUGINFOD;
+		*src = PP_SYMBOLS_DEBUGINFOD;
 	}
+	return fd < 0 ? -ENOENT : fd;
+}
+
+/*
+ * A stripped file's symbols from its separate debug file: on disk first, then from the
+ * fetcher. Failures only leave the file's own (.dynsym) names.
+ */
+static void add_debug_symbols(struct pp_symcache *c, struct pp_elf_symbols *syms, const char *root,
+			      const char *name)
+{
+	enum pp_symbol_source src;
+	struct pp_elf_symbols *debug;
+	int fd;
+
+	if (pp_elf_symbols_has_symtab(syms) || (c->open_flags & PP_ELF_OPEN_NO_SYMBOLS))
+		return;
+	if (!pp_elf_symbols_build_id(syms)[0] && !pp_elf_symbols_debuglink(syms)[0])
+		return;
+	fd = pp_symcache_open_debug_file(c, syms, root, name, &src);
 	if (fd < 0) {
 		c->stats.debug_missing++;
 		return;

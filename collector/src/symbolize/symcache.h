@@ -119,6 +119,14 @@ const struct pp_elf_symbols *pp_symcache_get_identity(struct pp_symcache *c,
 /* Remember that the file open as fd is the one the side-band names id. */
 void pp_symcache_add_identity(struct pp_symcache *c, const struct pp_file_identity *id, int fd);
 
+/*
+ * The separate debug file of the binary whose table is syms (its build id and debuglink), named
+ * name in the process's root: under the debug directories first, then from the fetcher. An fd
+ * the caller closes, with *src saying which (PP_SYMBOLS_DEBUG_FILE or _DEBUGINFOD), or -ENOENT.
+ */
+int pp_symcache_open_debug_file(struct pp_symcache *c, const struct pp_elf_symbols *syms,
+				const char *root, const char *name, enum pp_symbol_source *src);
+
 /* Entries and bytes held now, and the counters so far. */
 size_t pp_symcache_size(const struct pp_symcache *c);
 size_t pp_symcache_bytes(const struct pp_symcache *c);

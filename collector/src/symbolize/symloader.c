@@ -156,26 +156,13 @@ static void type_file_clear(struct type_file *t)
 	*t = (struct type_file){.fd = -1, .dwarf_fd = -1};
 }
 
-/*
- * The separate debug file of the binary open at fd (a stripped one's), found as symbolization
- * finds it: by build id or debuglink under the debug directories, else through the fetcher
- * (debuginfod). An fd, or -errno.
- */
+/* The separate debug file of the binary open at fd, found as symbolization finds it. */
 static int type_debug_file(struct pp_symloader *l, int fd, const char *root, const char *path)
 {
 	const struct pp_elf_symbols *syms = pp_symcache_get_fd(l->cache, fd, root, path, NULL);
-	struct pp_debug_target t = {.root = root, .path = path};
-	int dfd;
+	enum pp_symbol_source src;
 
-	if (!syms)
-		return -ENOENT;
-	t.build_id = pp_elf_symbols_build_id(syms);
-	t.debuglink = pp_elf_symbols_debuglink(syms);
-	t.has_crc = pp_elf_symbols_debuglink_crc(syms, &t.crc) == 0;
-	dfd = l->opts.debug_dirs ? pp_debug_file_open(l->opts.debug_dirs, &t, NULL, 0) : -ENOENT;
-	if (dfd < 0 && l->opts.debug_fetch && t.build_id && t.build_id[0])
-		dfd = l->opts.debug_fetch(l->opts.debug_fetch_ctx, t.build_id);
-	return dfd;
+	return syms ? pp_symcache_open_debug_file(l->cache, syms, root, path, &src) : -ENOENT;
 }
 
 /* The resolver of the file open at fd (taken over), from the kept ones or made now. */
