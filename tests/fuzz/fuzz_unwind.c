@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "unwind/unwind_table.h"
+#include "cfi/unwind_table.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

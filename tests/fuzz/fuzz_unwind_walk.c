@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "unwind/unwind_pack.h"
-#include "unwind/unwind_table.h"
+#include "cfi/unwind_table.h"
 #include "unwind/unwind_walk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -23,7 +23,7 @@
 
 #include "symbolize/elf_symbols.h"
 #include "unwind/unwind_pack.h"
-#include "unwind/unwind_table.h"
+#include "cfi/unwind_table.h"
 
 #define MAX_IDS 100000
 

@@ -14,7 +14,7 @@
 
 #include <pebsprof/record.h>
 
-#include "unwind_table.h"
+#include "cfi/unwind_table.h"
 
 /* The rule dictionary: rule 0 is "no CFI here", the others counted by the tables using them. */
 struct pp_unwind_rules;

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "unwind_table.h"
+#include "cfi/unwind_table.h"
 
 /* Why a walk ended. */
 enum pp_unwind_stop {

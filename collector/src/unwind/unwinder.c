@@ -30,7 +30,7 @@
 #include "process/procmaps.h"
 #include "symbolize/elf_symbols.h"
 #include "unwind_pack.h"
-#include "unwind_table.h"
+#include "cfi/unwind_table.h"
 
 /* The compiler's rules are the ABI's, value for value. */
 _Static_assert(PP_CFA_NONE == PP_UW_CFA_NONE && PP_CFA_RSP == PP_UW_CFA_RSP &&

@@ -19,7 +19,7 @@
 #include "symbolize/elf_symbols.h"
 #include "testsh.h"
 #include "unwind/unwind_pack.h"
-#include "unwind/unwind_table.h"
+#include "cfi/unwind_table.h"
 #include "unwind_rows.h"
 
 #define BASE 0x401000ull

@@ -22,7 +22,7 @@
 #include "../../data/unwind/chain.h"
 #include "check.h"
 #include "testsh.h"
-#include "unwind/unwind_table.h"
+#include "cfi/unwind_table.h"
 #include "unwind/unwind_walk.h"
 
 static char g_dir[512];

@@ -20,7 +20,7 @@
 #include "check.h"
 #include "testsh.h"
 #include "unwind/unwind_pack.h"
-#include "unwind/unwind_table.h"
+#include "cfi/unwind_table.h"
 #include "unwind/unwinder.h"
 #include "unwind_rows.h"
 

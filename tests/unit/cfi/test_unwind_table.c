@@ -16,7 +16,7 @@
 
 #include "check.h"
 #include "testsh.h"
-#include "unwind/unwind_table.h"
+#include "cfi/unwind_table.h"
 #include "unwind_rows.h"
 
 static const char c_src[] =

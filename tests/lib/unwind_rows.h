@@ -1,6 +1,6 @@
 /*
- * Rows of an unwind table by value, for the unwind unit tests: the table holds them compact
- * and hands out copies.
+ * Rows of an unwind table by value, for the unit tests of cfi/ and unwind/: the table holds them
+ * compact and hands out copies.
  */
 #ifndef PP_TEST_UNWIND_ROWS_H
 #define PP_TEST_UNWIND_ROWS_H
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "unwind/unwind_table.h"
+#include "cfi/unwind_table.h"
 
 /* Row i by value (zeros past the last). */
 static inline struct pp_unwind_row row_of(const struct pp_unwind_table *t, size_t i)
