@@ -2,11 +2,13 @@
  * Data-type resolution (see data_type.h): capstone decodes the instruction at the PC, libdw
  * finds the variable whose location at that PC is the operand's base register, and the type's
  * members say which field the displacement falls in. Globals are found by address in a table of
- * the binary's DWARF variables, built on first use.
+ * the binary's DWARF variables, built on first use; stack slots from their subprogram's frame
+ * base, which for gcc is the CFA that the binary's CFI (cfi/) gives at the PC.
  */
 #include "data_type.h"
 
 #include "base/elf_read.h"
+#include "cfi/unwind_table.h"
 
 #include <capstone/capstone.h>
 #include <dwarf.h>
@@ -24,6 +26,12 @@
 #define MAX_DWARF_BYTES (256ull << 20)
 #define MAX_TYPE_DEPTH 8       /* typedefs, qualifiers and nested members followed at most */
 #define MAX_GLOBALS (1u << 20) /* DWARF variables kept for address lookups at most */
+/*
+ * CFI rows of a binary compiled for its stack slots at most (6 bytes each: 1.5 MiB). A larger
+ * binary's gcc stack slots stay unresolved (stack_slot), so that the loader's few resolvers
+ * stay small beside the unwinder's own tables.
+ */
+#define MAX_FRAME_ROWS (1u << 18)
 
 struct global_var {
 	uint64_t addr, size;
@@ -35,9 +43,16 @@ struct pp_data_type_resolver {
 	Elf *code_elf, *dwarf_elf; /* dwarf_elf: NULL when it is code_elf */
 	Dwarf *dwarf;		   /* NULL: no DWARF */
 	/*
-	 * The DWARF's .debug_frame, on first use (NULL: none). Not .eh_frame: libdw finds that
-	 * through .eh_frame_hdr and reads what it claims unchecked, so a hostile file could make
-	 * it allocate at will (and libdw 0.188 then leaks); .debug_frame is a checked section.
+	 * The binary's CFI compiled by cfi/ (.eh_frame, and its .debug_frame), on first use (NULL:
+	 * none or refused): each entry checked before it runs.
+	 */
+	struct pp_unwind_table *frames;
+	int frames_tried;
+	/*
+	 * A separate debug file's .debug_frame through libdw, on first use (NULL: none). Not
+	 * libdw's .eh_frame: libdw finds that through .eh_frame_hdr and reads what it claims
+	 * unchecked, so a hostile file could make it allocate at will (and libdw 0.188 then
+	 * leaks); .debug_frame is a section check_sections has checked.
 	 */
 	Dwarf_CFI *cfi;
 	int cfi_tried;
@@ -225,6 +240,7 @@ void pp_data_type_resolver_free(struct pp_data_type_resolver *r)
 		cs_close(&r->cs);
 	if (r->dwarf)
 		dwarf_end(r->dwarf);
+	pp_unwind_table_free(r->frames);
 	if (r->dwarf_elf)
 		elf_end(r->dwarf_elf);
 	if (r->code_elf)
@@ -603,18 +619,43 @@ static int register_variable(const struct pc_scopes *sc, uint64_t pc, x86_reg re
 	return regno >= 0 ? variable_at(sc, pc, held_in, &regno, var) : -1;
 }
 
+/* DWARF's numbers (x86-64 psABI) of the registers the CFA rules name */
+#define DWARF_RBP 6
+#define DWARF_RSP 7
+
 /*
- * The offset from the canonical frame address (CFA) of [reg + disp] at pc, where the CFI says
- * the CFA is reg plus a constant there: 0 and *rel, else -1.
+ * The offset from the canonical frame address (CFA) of [reg + disp] at pc, where the binary's
+ * CFI says the CFA is reg plus a constant there (gcc's frames: rsp, or rbp once it is set up):
+ * 0 and *rel, else -1.
  */
-static int cfa_relative(struct pp_data_type_resolver *r, uint64_t pc, int regno, int64_t disp,
-			int64_t *rel)
+static int cfa_relative_by_table(struct pp_data_type_resolver *r, uint64_t pc, int regno,
+				 int64_t disp, int64_t *rel)
+{
+	struct pp_unwind_row row;
+
+	if (!r->frames_tried) {
+		r->frames_tried = 1;
+		r->frames = pp_unwind_table_open_fd(r->code.fd, MAX_FRAME_ROWS);
+	}
+	if (!r->frames || !pp_unwind_table_lookup(r->frames, pc, &row) ||
+	    !((row.cfa_rule == PP_CFA_RSP && regno == DWARF_RSP) ||
+	      (row.cfa_rule == PP_CFA_RBP && regno == DWARF_RBP)))
+		return -1;
+	*rel = disp - row.cfa_off;
+	return 0;
+}
+
+/* The same from a separate debug file's .debug_frame, read by libdw. */
+static int cfa_relative_by_debug_frame(struct pp_data_type_resolver *r, uint64_t pc, int regno,
+				       int64_t disp, int64_t *rel)
 {
 	Dwarf_Frame *frame = NULL;
 	Dwarf_Op *ops;
 	size_t nops;
 	int ret = -1;
 
+	if (!r->dwarf_elf) /* the binary's own .debug_frame is in the table */
+		return -1;
 	if (!r->cfi_tried) {
 		r->cfi_tried = 1;
 		r->cfi = dwarf_getcfi(r->dwarf); /* owned by the Dwarf */
@@ -638,8 +679,7 @@ static int cfa_relative(struct pp_data_type_resolver *r, uint64_t pc, int regno,
 /*
  * Where [reg + disp] is relative to the frame base of the subprogram: the base is a register
  * (clang with a frame pointer: DW_OP_reg6, rbp), or the CFA (gcc: DW_OP_call_frame_cfa) where
- * .debug_frame gives its rule at pc. gcc's binaries carry only .eh_frame, which is not read
- * (see cfi above): their stack slots stay unresolved. 0 and *rel, else -1.
+ * the CFI gives its rule at pc. 0 and *rel, else -1.
  */
 static int frame_base_relative(struct pp_data_type_resolver *r, Dwarf_Die *subprogram, uint64_t pc,
 			       int regno, int64_t disp, int64_t *rel)
@@ -652,7 +692,9 @@ static int frame_base_relative(struct pp_data_type_resolver *r, Dwarf_Die *subpr
 	    dwarf_getlocation(&attr, &expr, &n) != 0 || n != 1)
 		return -1;
 	if (expr[0].atom == DW_OP_call_frame_cfa)
-		return cfa_relative(r, pc, regno, disp, rel);
+		return cfa_relative_by_table(r, pc, regno, disp, rel) == 0
+			   ? 0
+			   : cfa_relative_by_debug_frame(r, pc, regno, disp, rel);
 	if (in_register(expr, n, regno)) {
 		*rel = disp;
 		return 0;

@@ -24,7 +24,8 @@ enum pp_data_type_miss {
 	PP_DT_NO_MEM_OPERAND, /* the instruction accesses no memory through an operand */
 	PP_DT_NO_DWARF,	      /* no DWARF covers the PC */
 	PP_DT_NO_VARIABLE,    /* no variable lives in the base register there (a temporary) */
-	PP_DT_STACK_SLOT,     /* an access relative to the stack or frame pointer: not followed */
+	PP_DT_STACK_SLOT,     /* relative to the stack or frame pointer, and no local there: the
+			       * CFA is unknown at the PC, or the slot a spill or a temporary */
 	PP_DT_NOT_POINTER,    /* the base register's variable is no pointer to an object */
 	PP_DT_NO_FILE, /* the binary could not be opened, or was refused (hostile, too big) */
 	PP_DT_MISS__COUNT,

@@ -22,27 +22,37 @@
 
 #define FIXTURE PP_TEST_BUILD_DIR "/pp_data_access"
 
-/* The function's instruction addresses, decoded from the file's bytes; returns how many. */
-static size_t instructions(int fd, uint64_t addr, uint64_t size, uint64_t *out, size_t max)
+/* Copies len bytes of the code section at addr; 0, or -1 when no section holds them all. */
+static int code_at(int fd, uint64_t addr, uint8_t *buf, size_t len)
 {
-	uint8_t *code = malloc(size);
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	Elf_Scn *scn = NULL;
-	size_t n = 0;
-	cs_insn *insn;
-	csh cs;
+	int ret = -1;
 
-	while (code && elf && (scn = elf_nextscn(elf, scn))) {
+	while (elf && ret && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *data;
 
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS && addr >= sh.sh_addr &&
-		    addr + size <= sh.sh_addr + sh.sh_size && (data = elf_getdata(scn, NULL))) {
-			memcpy(code, (uint8_t *)data->d_buf + (addr - sh.sh_addr), size);
-			break;
+		    addr + len <= sh.sh_addr + sh.sh_size && (data = elf_getdata(scn, NULL))) {
+			memcpy(buf, (uint8_t *)data->d_buf + (addr - sh.sh_addr), len);
+			ret = 0;
 		}
 	}
-	if (scn && cs_open(CS_ARCH_X86, CS_MODE_64, &cs) == CS_ERR_OK) {
+	elf_end(elf);
+	return ret;
+}
+
+/* The function's instruction addresses, decoded from the file's bytes; returns how many. */
+static size_t instructions(int fd, uint64_t addr, uint64_t size, uint64_t *out, size_t max)
+{
+	uint8_t *code = malloc(size);
+	size_t n = 0;
+	cs_insn *insn;
+	csh cs;
+
+	if (code && code_at(fd, addr, code, size) == 0 &&
+	    cs_open(CS_ARCH_X86, CS_MODE_64, &cs) == CS_ERR_OK) {
 		size_t count = cs_disasm(cs, code, size, addr, 0, &insn);
 
 		for (size_t i = 0; i < count && n < max; i++)
@@ -51,7 +61,6 @@ static size_t instructions(int fd, uint64_t addr, uint64_t size, uint64_t *out, 
 			cs_free(insn, count);
 		cs_close(&cs);
 	}
-	elf_end(elf);
 	free(code);
 	return n;
 }
@@ -301,32 +310,156 @@ static int accesses(struct pp_data_type_resolver *r, int fd, const char *func, c
 }
 
 /*
- * A struct in the frame, located by DW_OP_fbreg from the subprogram's frame base. clang's frame
- * base is rbp, which the access uses: resolved. gcc's is the CFA, whose rule is only in
- * .eh_frame, which the resolver does not read (hostile files): said, as a stack slot. The
- * fixture is built by the compiler that builds this test.
+ * Readelf's view of a frame, to check stack slots independently of libdw and of cfi/: the
+ * frame base of the subprogram holding a variable and the variable's DW_OP_fbreg offset
+ * (--debug-dump=info), and the CFA rule at a pc (--debug-dump=frames-interp).
+ */
+struct readelf_frame {
+	int base_is_cfa; /* DW_OP_call_frame_cfa (gcc); else DW_OP_reg6, rbp (clang) */
+	long fbreg;	 /* the variable's offset from the frame base */
+};
+
+/* One DIE of readelf's dump, as its attribute lines go by (gcc and clang order them apart). */
+struct readelf_die {
+	int tag;	/* 1: DW_TAG_subprogram, 2: DW_TAG_variable, 0: another */
+	int named;	/* DW_AT_name is the one looked for */
+	int frame_base; /* -1: none, 1: DW_OP_call_frame_cfa, 0: another */
+	int has_fbreg;
+	long fbreg;
+};
+
+static int readelf_local(const char *func, const char *var, struct readelf_frame *out)
+{
+	char line[512], want_func[128], want_var[128];
+	FILE *p = popen("readelf --debug-dump=info " FIXTURE " 2>/dev/null", "r");
+	struct readelf_die die = {0};
+	int in_func = 0, found = 0, base = -1, more = 1;
+
+	if (!p)
+		return -1;
+	snprintf(want_func, sizeof(want_func), ": %s\n", func);
+	snprintf(want_var, sizeof(want_var), ": %s\n", var);
+	while (!found && more) {
+		const char *op;
+
+		more = fgets(line, sizeof(line), p) != NULL;
+		if (!more || strstr(line, "Abbrev Number")) { /* the previous DIE is complete */
+			if (die.tag == 1 && in_func)
+				break; /* the next function: var is not in func */
+			if (die.tag == 1 && die.named) {
+				in_func = 1;
+				base = die.frame_base;
+			}
+			if (die.tag == 2 && in_func && die.named && die.has_fbreg) {
+				out->fbreg = die.fbreg;
+				found = 1;
+			}
+			memset(&die, 0, sizeof(die));
+			die.frame_base = -1;
+			die.tag = strstr(line, "(DW_TAG_subprogram)") ? 1
+				  : strstr(line, "(DW_TAG_variable)") ? 2
+								      : 0;
+		} else if (strstr(line, "DW_AT_name")) {
+			die.named = strstr(line, die.tag == 1 ? want_func : want_var) != NULL;
+		} else if (strstr(line, "DW_AT_frame_base")) {
+			die.frame_base = strstr(line, "DW_OP_call_frame_cfa") ? 1 : 0;
+		} else if (strstr(line, "DW_AT_location") && (op = strstr(line, "DW_OP_fbreg: "))) {
+			die.fbreg = strtol(op + strlen("DW_OP_fbreg: "), NULL, 10);
+			die.has_fbreg = 1;
+		}
+	}
+	pclose(p);
+	out->base_is_cfa = base == 1;
+	return found && base >= 0 ? 0 : -1;
+}
+
+/* The CFA at pc as readelf interprets the FDE covering it: "rsp" or "rbp", and the offset. */
+static int readelf_cfa_at(uint64_t pc, char reg[8], long *off)
+{
+	char line[512];
+	FILE *p = popen("readelf --debug-dump=frames-interp " FIXTURE " 2>/dev/null", "r");
+	unsigned long lo, hi, loc;
+	int in_fde = 0, found = 0;
+
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p)) {
+		const char *range = strstr(line, "FDE ");
+		char cfa[32];
+
+		if (range && (range = strstr(range, "pc=")) &&
+		    sscanf(range, "pc=%lx..%lx", &lo, &hi) == 2) {
+			in_fde = pc >= lo && pc < hi;
+			continue;
+		}
+		if (in_fde && sscanf(line, "%lx %31s", &loc, cfa) == 2 && loc <= pc &&
+		    sscanf(cfa, "%3[a-z]%ld", reg, off) == 2)
+			found = 1; /* the last row at or below pc wins */
+	}
+	pclose(p);
+	return found ? 0 : -1;
+}
+
+/*
+ * A struct in the frame (its address escapes), located by DW_OP_fbreg from the subprogram's
+ * frame base: clang's is rbp, which the accesses use; gcc's is the CFA, which the binary's
+ * .eh_frame gives at each pc (rsp + 128 in the function's body) while the accesses use rsp.
+ * Every access the resolver names must land where readelf's frame says: the operand's
+ * displacement, less the CFA's offset from its register (for gcc), less the variable's
+ * DW_OP_fbreg offset, is the offset into the struct. The fixture is built by the compiler
+ * that builds this test: CI covers gcc (the main build) and clang (the sanitizer build).
  */
 TEST(stack_slots_by_the_frame)
 {
+	uint64_t size = 0, addr, pcs[64];
+	struct readelf_frame frame = {0};
+	size_t n, resolved = 0;
+	csh cs;
 	int fd;
 	struct pp_data_type_resolver *r = open_fixture(&fd);
 
 	REQUIRE(r != NULL);
-#if defined(__clang__)
+	REQUIRE(readelf_local("stack_conn", "c", &frame) == 0);
+	addr = pp_test_elf_symbol(fd, "stack_conn", &size);
+	n = addr ? instructions(fd, addr, size, pcs, 64) : 0;
+	REQUIRE(n > 0 && cs_open(CS_ARCH_X86, CS_MODE_64, &cs) == CS_ERR_OK);
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t code[15]; /* the longest x86 instruction */
+		struct pp_data_type t;
+		size_t len =
+		    addr + size - pcs[i] < sizeof(code) ? addr + size - pcs[i] : sizeof(code);
+		cs_insn *insn;
+		long expect;
+
+		if (pp_data_type_resolve(r, pcs[i], 0, &t) != PP_DT_RESOLVED)
+			continue;
+		REQUIRE(code_at(fd, pcs[i], code, len) == 0);
+		REQUIRE(cs_disasm(cs, code, len, pcs[i], 1, &insn) == 1);
+		for (uint8_t k = 0; k < insn->detail->x86.op_count; k++) {
+			const cs_x86_op *op = &insn->detail->x86.operands[k];
+			char reg[8] = "";
+			long cfa_off = 0;
+
+			if (op->type != X86_OP_MEM)
+				continue;
+			if (frame.base_is_cfa) {
+				REQUIRE(readelf_cfa_at(pcs[i], reg, &cfa_off) == 0);
+				CHECK(strcmp(reg, cs_reg_name(cs, op->mem.base)) == 0);
+			}
+			expect = (long)op->mem.disp - cfa_off - frame.fbreg;
+			CHECK(strcmp(t.type, "struct conn") == 0);
+			CHECK(t.offset == expect);
+			if (t.field[0] && !strchr(t.field, '.') && !strchr(t.field, '['))
+				CHECK(readelf_member_offset(t.field) == expect);
+			resolved++;
+		}
+		cs_free(insn, 1);
+	}
+	cs_close(&cs);
+	CHECK(resolved >= 2);
 	CHECK(accesses(r, fd, "stack_conn", "struct conn", "tx_bytes", 1));
 	CHECK(accesses(r, fd, "stack_conn", "struct conn", "rx_bytes", 0));
-#else
-	{
-		uint64_t size = 0, addr = pp_test_elf_symbol(fd, "stack_conn", &size), pcs[64];
-		size_t n = addr ? instructions(fd, addr, size, pcs, 64) : 0, slots = 0;
-		struct pp_data_type t;
-
-		for (size_t i = 0; i < n; i++)
-			slots += pp_data_type_resolve(r, pcs[i], 0, &t) == PP_DT_STACK_SLOT;
-		CHECK(slots >= 2); /* the store to tx_bytes and the load of rx_bytes */
-		CHECK(!accesses(r, fd, "stack_conn", "struct conn", "tx_bytes", 1));
-	}
-#endif
 	pp_data_type_resolver_free(r);
 	close(fd);
 }
