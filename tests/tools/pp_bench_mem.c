@@ -7,8 +7,11 @@
  * labels. The records are this process's own: user stacks through its functions, data
  * addresses in its .data table, its 8 MiB .bss array (named through the anonymous .bss
  * mapping), its brk heap, an anonymous mapping and its stack, so /proc and the ELF tables
- * are real. Prints ns/sample for both (median of R repetitions, each with a fresh session and
- * profile, so first-sight costs are inside) and their ratio.
+ * are real. A third pass sends the memory samples again with exact IPs at the loads of four
+ * accessors of a struct, so that each also gets its data type and field (the collector's
+ * cache per instruction; the loader's DWARF work on first sight, off the sampling thread).
+ * Prints ns/sample for each (median of R repetitions, each with a fresh session and profile,
+ * so first-sight costs are inside) and the ratios.
  *
  * Usage: pp_bench_mem [-n RECORDS] [-d DISTINCT] [-r REPS] [-D] [-t]
  *   -d  distinct records cycled through (default 65536); -D direct mode (no raw-stack table);
@@ -78,6 +81,39 @@ BENCH_FN static void bench_f7(void)
 static void (*const funcs[NFUNCS])(void) = {bench_f0, bench_f1, bench_f2, bench_f3,
 					    bench_f4, bench_f5, bench_f6, bench_f7};
 
+/* Loads of a struct's fields through a pointer: the typed pass's exact IPs. */
+struct bench_conn {
+	long id, state, rx_bytes, tx_bytes;
+};
+BENCH_FN static long bench_id(const struct bench_conn *c)
+{
+	return c->id;
+}
+BENCH_FN static long bench_state(const struct bench_conn *c)
+{
+	return c->state;
+}
+BENCH_FN static long bench_rx(const struct bench_conn *c)
+{
+	return c->rx_bytes;
+}
+BENCH_FN static long bench_tx(const struct bench_conn *c)
+{
+	return c->tx_bytes;
+}
+
+static long (*const accessors[4])(const struct bench_conn *) = {bench_id, bench_state, bench_rx,
+								bench_tx};
+
+/* The accessor's load: its first instruction, after an endbr64 where the compiler put one. */
+static uint64_t load_ip(long (*f)(const struct bench_conn *))
+{
+	static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+	const uint8_t *code = (const uint8_t *)(uintptr_t)f;
+
+	return (uint64_t)(uintptr_t)code + (memcmp(code, endbr64, 4) ? 0 : 4);
+}
+
 /* Data sources as Intel SKL+ reports them: L1, LFB, L3, local DRAM. */
 static const uint64_t dsrcs[4] = {
     PP_MEM_S(OP, LOAD) | PP_MEM_S(LVL, L1) | PP_MEM_S(LVL, HIT) | PP_MEM_S(SNOOP, NONE) |
@@ -136,7 +172,9 @@ static uint64_t data_addr(uint64_t r, uint64_t heap, uint64_t anon, uint64_t sta
 	return stack - off % 256;
 }
 
-static int make_recs(struct recs *rs, size_t n, int mem, uint64_t heap, uint64_t anon)
+enum rec_kind { RECS_PLAIN, RECS_MEM, RECS_TYPED };
+
+static int make_recs(struct recs *rs, size_t n, enum rec_kind kind, uint64_t heap, uint64_t anon)
 {
 	uint64_t stack_marker = (uint64_t)(uintptr_t)&rs;
 
@@ -145,7 +183,7 @@ static int make_recs(struct recs *rs, size_t n, int mem, uint64_t heap, uint64_t
 	rs->buf = calloc(n, rs->rec_size);
 	if (!rs->buf)
 		return -ENOMEM;
-	rng_state = 0x9e3779b97f4a7c15ull; /* both sets: the same stacks in the same order */
+	rng_state = 0x9e3779b97f4a7c15ull; /* every set: the same stacks in the same order */
 	for (size_t i = 0; i < n; i++) {
 		unsigned char *p = rs->buf + i * rs->rec_size;
 		struct pp_sample s;
@@ -171,8 +209,13 @@ static int make_recs(struct recs *rs, size_t n, int mem, uint64_t heap, uint64_t
 		s.period = PERIOD;
 		s.nr_ustack = DEPTH;
 		memcpy(s.comm, "bench", 6);
-		if (mem) {
-			s.flags = PP_SF_MEM_FIELDS | PP_SF_HAS_SAMPLE_FLAGS;
+		if (kind == RECS_TYPED) {
+			frames[0] = load_ip(accessors[shape % 4]);
+			s.ip = frames[0];
+			s.flags |= PP_SF_EXACT_IP;
+		}
+		if (kind != RECS_PLAIN) {
+			s.flags |= PP_SF_MEM_FIELDS | PP_SF_HAS_SAMPLE_FLAGS;
 			s.sample_flags = PP_PERF_SAMPLE_ADDR | PP_PERF_SAMPLE_DATA_SRC |
 					 PP_PERF_SAMPLE_WEIGHT_STRUCT;
 			s.addr = data_addr(r, heap, anon, stack_marker);
@@ -247,9 +290,9 @@ int main(int argc, char **argv)
 	size_t total = 1000000, distinct = 65536, raw_entries = 1 << 16;
 	unsigned reps = 5;
 	int kv = 0, opt;
-	struct recs plain = {0}, mem = {0};
-	double tp[MAX_REPS], tm[MAX_REPS], mp, mm;
-	struct run_result rp, rm;
+	struct recs plain = {0}, mem = {0}, typed = {0};
+	double tp[MAX_REPS], tm[MAX_REPS], tt[MAX_REPS], mp, mm, mt;
+	struct run_result rp, rm, rt;
 	void *heap, *anon;
 
 	while ((opt = getopt(argc, argv, "n:d:r:Dth")) != -1) {
@@ -285,25 +328,33 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	memset(anon, 1, ANON_SIZE); /* make it a real mapping, not a lazily split one */
-	if (make_recs(&plain, distinct, 0, (uint64_t)(uintptr_t)heap, (uint64_t)(uintptr_t)anon) ||
-	    make_recs(&mem, distinct, 1, (uint64_t)(uintptr_t)heap, (uint64_t)(uintptr_t)anon)) {
+	if (make_recs(&plain, distinct, RECS_PLAIN, (uint64_t)(uintptr_t)heap,
+		      (uint64_t)(uintptr_t)anon) ||
+	    make_recs(&mem, distinct, RECS_MEM, (uint64_t)(uintptr_t)heap,
+		      (uint64_t)(uintptr_t)anon) ||
+	    make_recs(&typed, distinct, RECS_TYPED, (uint64_t)(uintptr_t)heap,
+		      (uint64_t)(uintptr_t)anon)) {
 		fprintf(stderr, "pp_bench_mem: out of memory\n");
 		return 1;
 	}
 	/* Interleaved, so drift (frequency, other load) hits both alike. */
 	for (unsigned r = 0; r < reps; r++) {
 		if (run_once(&plain, total, 0, raw_entries, &rp) ||
-		    run_once(&mem, total, 1, raw_entries, &rm)) {
+		    run_once(&mem, total, 1, raw_entries, &rm) ||
+		    run_once(&typed, total, 1, raw_entries, &rt)) {
 			fprintf(stderr, "pp_bench_mem: a record was refused\n");
 			return 1;
 		}
 		tp[r] = rp.ns_per_sample;
 		tm[r] = rm.ns_per_sample;
+		tt[r] = rt.ns_per_sample;
 	}
 	qsort(tp, reps, sizeof(double), dbl_cmp);
 	qsort(tm, reps, sizeof(double), dbl_cmp);
+	qsort(tt, reps, sizeof(double), dbl_cmp);
 	mp = tp[reps / 2];
 	mm = tm[reps / 2];
+	mt = tt[reps / 2];
 	if (kv) {
 		printf("records=%zu\ndistinct=%zu\nreps=%u\nraw_stack_entries=%zu\n", total,
 		       distinct, reps, raw_entries);
@@ -315,6 +366,10 @@ int main(int argc, char **argv)
 		       (unsigned long long)rm.st.data_symbols,
 		       (unsigned long long)rm.st.data_classes,
 		       (unsigned long long)rm.st.mem_obj_hits);
+		printf("typed_ns_per_sample=%.1f\ntyped_ratio=%.2f\ntyped_profile_samples=%zu\n"
+		       "data_typed=%llu\ndata_type_pending=%llu\n",
+		       mt, mt / mm, rt.profile_samples, (unsigned long long)rt.st.data_typed,
+		       (unsigned long long)rt.st.data_type_pending);
 	} else {
 		printf("%zu records (%zu distinct), median of %u, raw-stack table %s\n", total,
 		       distinct, reps, raw_entries ? "on" : "off");
@@ -324,14 +379,26 @@ int main(int argc, char **argv)
 		       "%llu classes)\n",
 		       mm, rm.profile_samples, (unsigned long long)rm.st.data_symbols,
 		       (unsigned long long)rm.st.data_classes);
-		printf("  ratio memory/plain %.2f\n", mm / mp);
+		printf("  typed samples   %8.1f ns/sample  (%zu aggregates; %llu typed, %llu "
+		       "waiting for the loader)\n",
+		       mt, rt.profile_samples, (unsigned long long)rt.st.data_typed,
+		       (unsigned long long)rt.st.data_type_pending);
+		printf("  ratio memory/plain %.2f, typed/memory %.2f\n", mm / mp, mt / mm);
 	}
 	/* The memory run must have resolved symbols, or it measured the wrong thing. */
 	if (!rm.st.data_symbols || !rm.st.data_classes) {
 		fprintf(stderr, "pp_bench_mem: no data symbols resolved\n");
 		return 1;
 	}
+	/* And the typed run must have named the accessors' struct (a -g build, not -O0). */
+	if (rt.st.data_typed * 2 < total) {
+		fprintf(stderr,
+			"pp_bench_mem: %llu of %zu samples typed; is the tool built -O2 -g?\n",
+			(unsigned long long)rt.st.data_typed, total);
+		return 1;
+	}
 	free(plain.buf);
 	free(mem.buf);
+	free(typed.buf);
 	return 0;
 }
