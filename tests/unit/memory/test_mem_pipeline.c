@@ -30,6 +30,8 @@
 #include "pprof/profile.pb-c.h"
 #include "session.h"
 #include "symbolize/data_type.h"
+#include "symbolize/debug_file.h"
+#include "testsh.h"
 
 #define PROF(x) Opentelemetry__Proto__Profiles__V1development__##x
 #define REQ Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
@@ -639,10 +641,13 @@ TEST(otlp_has_a_count_and_a_latency_profile)
 	objs_close(&o);
 }
 
-/* The fixture's read_rx load: its link-time address, as the resolver names it. */
-static int fixture_load(int fd, uint64_t *pc)
+/*
+ * The fixture's read_rx load: its link-time address, as the resolver names it from the code in
+ * fd and the DWARF in dwarf_fd.
+ */
+static int fixture_load(int fd, int dwarf_fd, uint64_t *pc)
 {
-	struct pp_data_type_resolver *r = pp_data_type_resolver_new(fd, fd);
+	struct pp_data_type_resolver *r = pp_data_type_resolver_new(fd, dwarf_fd);
 	uint64_t start = pp_test_elf_symbol(fd, "read_rx", NULL);
 
 	*pc = 0;
@@ -675,6 +680,97 @@ static int64_t file_offset_of(int fd, uint64_t pc)
 	return off;
 }
 
+/* What two samples with an exact IP at the fixture's read_rx load came out as. */
+struct typed_run {
+	struct pp_session_stats st;
+	int typed; /* samples whose leaf is "struct conn.rx_bytes", type and function above */
+	int well_stacked; /* of those, with the type and then read_rx above the leaf */
+	int classed; /* samples that kept their data object's class (counted, not aggregated) */
+};
+
+/*
+ * Two samples at the load of the binary at path (mapped here), found with the DWARF in dwarf_fd
+ * (-1: the binary's own), through a session searching dirs for debug files. The first waits
+ * for the loader and keeps its data object's class.
+ */
+static int run_typed(const char *path, int dwarf_fd, const struct pp_debug_dirs *dirs,
+		     struct typed_run *out)
+{
+	struct pp_profile_desc desc = {
+	    .event = "mem-loads",
+	    .value_type = "mem-loads",
+	    .value_unit = "count",
+	    .period = PERIOD,
+	    .mem_latency = 1,
+	};
+	struct pp_session_opts opts = {
+	    .mem_event = 1,
+	    .precise_ip = 1,
+	    .symbol_wait_ms = 10000,
+	    .debug_dirs = dirs,
+	};
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t *heap = malloc(64), pc = 0, frame;
+	struct pp_profile *prof = NULL;
+	struct pp_session *s = NULL;
+	void *map = MAP_FAILED;
+	int64_t off = -1;
+	int err = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (fd >= 0 && heap && fixture_load(fd, dwarf_fd >= 0 ? dwarf_fd : fd, &pc) == 0)
+		off = file_offset_of(fd, pc);
+	if (off >= 0)
+		map = mmap(NULL, (size_t)off + 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	if (map != MAP_FAILED && (prof = pp_profile_new(&desc)))
+		s = pp_session_new(&opts, prof);
+	if (!s)
+		goto out;
+	frame = ADDR(map) + (uint64_t)off;
+	for (int i = 0; i < 2; i++) {
+		unsigned char buf[256];
+		struct pp_sample rec;
+		size_t len = encode_mem(buf, (uint32_t)getpid(), ADDR(heap), DSRC_L1_HIT, 40,
+					PP_SF_MEM_FIELDS | PP_SF_HAS_SAMPLE_FLAGS | PP_SF_EXACT_IP);
+
+		memcpy(&rec, buf, sizeof(rec));
+		rec.ip = frame;
+		memcpy(buf, &rec, sizeof(rec));
+		memcpy(buf + sizeof(rec), &frame, sizeof(frame));
+		if (pp_session_handle_record(s, buf, len) || pp_session_wait_symbols(s, 10000))
+			goto out;
+	}
+	pp_session_flush(s);
+	pp_session_get_stats(s, &out->st);
+	for (size_t i = 0; i < pp_profile_sample_count(prof); i++) {
+		const struct pp_sample_info *si = pp_profile_get_sample(prof, i);
+		const struct pp_location_info *l[3];
+
+		if (si->nlocations < 3)
+			continue;
+		for (int k = 0; k < 3; k++)
+			l[k] = pp_profile_get_location(prof, si->locations[k]);
+		if (l[0]->kind != PP_FRAME_DATA || strcmp(l[0]->function, "struct conn.rx_bytes"))
+			continue;
+		out->typed++;
+		out->well_stacked += l[1]->kind == PP_FRAME_DATA &&
+				     !strcmp(l[1]->function, "struct conn") &&
+				     l[2]->kind == PP_FRAME_NATIVE && l[2]->function &&
+				     !strcmp(l[2]->function, "read_rx") && si->latency == 40;
+	}
+	out->classed = (int)(by_object(prof, "[heap]").count + by_object(prof, "[anon]").count);
+	err = 0;
+out:
+	pp_session_free(s);
+	pp_profile_free(prof);
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)off + 4096);
+	if (fd >= 0)
+		close(fd);
+	free(heap);
+	return err;
+}
+
 /*
  * A sample with an exact IP at a field access of a real binary (the fixture, mapped here):
  * the first waits for the loader and keeps its data object's class; once the loader has
@@ -682,69 +778,67 @@ static int64_t file_offset_of(int fd, uint64_t pc)
  */
 TEST(exact_ip_samples_name_the_data_type_and_field)
 {
-	struct pp_session_stats st;
-	unsigned char buf[256];
-	struct pp_sample rec;
-	uint64_t pc, frame;
-	int64_t off;
-	size_t len;
-	struct fx f;
-	void *map;
-	int fd = open(PP_TEST_BUILD_DIR "/pp_data_access", O_RDONLY | O_CLOEXEC);
-	uint64_t *heap = malloc(64);
-	int typed = 0;
+	struct typed_run run;
 
-	REQUIRE(fd >= 0 && heap);
 	elf_version(EV_CURRENT);
-	REQUIRE(fixture_load(fd, &pc) == 0);
-	off = file_offset_of(fd, pc);
-	REQUIRE(off >= 0);
-	map = mmap(NULL, (size_t)off + 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
-	REQUIRE(map != MAP_FAILED);
-	REQUIRE(fx_init(&f, 0, 1) == 0);
-	frame = ADDR(map) + (uint64_t)off;
-	for (int i = 0; i < 2; i++) {
-		len = encode_mem(buf, (uint32_t)getpid(), ADDR(heap), DSRC_L1_HIT, 40,
-				 PP_SF_MEM_FIELDS | PP_SF_HAS_SAMPLE_FLAGS | PP_SF_EXACT_IP);
-		memcpy(&rec, buf, sizeof(rec));
-		rec.ip = frame;
-		memcpy(buf, &rec, sizeof(rec));
-		memcpy(buf + sizeof(rec), &frame, sizeof(frame));
-		CHECK(pp_session_handle_record(f.s, buf, len) == 0);
-		CHECK(pp_session_wait_symbols(f.s, 10000) == 0);
-	}
-	pp_session_flush(f.s);
-	pp_session_get_stats(f.s, &st);
-	CHECK_EQ_U64(st.data_type_pending, 1);
-	CHECK_EQ_U64(st.data_typed, 1);
-	for (size_t i = 0; i < pp_profile_sample_count(f.prof); i++) {
-		const struct pp_sample_info *si = pp_profile_get_sample(f.prof, i);
-		const struct pp_location_info *l[3];
+	REQUIRE(run_typed(PP_TEST_BUILD_DIR "/pp_data_access", -1, NULL, &run) == 0);
+	CHECK_EQ_U64(run.st.data_type_pending, 1);
+	CHECK_EQ_U64(run.st.data_typed, 1);
+	CHECK(run.typed == 1 && run.well_stacked == 1);
+	CHECK(run.classed == 1); /* the sample before the answer */
+}
 
-		if (si->nlocations < 3)
-			continue;
-		for (int k = 0; k < 3; k++)
-			l[k] = pp_profile_get_location(f.prof, si->locations[k]);
-		if (l[0]->kind != PP_FRAME_DATA || strcmp(l[0]->function, "struct conn.rx_bytes"))
-			continue;
-		typed++;
-		CHECK(l[1]->kind == PP_FRAME_DATA && !strcmp(l[1]->function, "struct conn"));
-		CHECK(l[2]->kind == PP_FRAME_NATIVE && l[2]->function &&
-		      !strcmp(l[2]->function, "read_rx"));
-		CHECK_EQ_U64(si->latency, 40);
-	}
-	CHECK(typed == 1);
-	/* the sample before the answer: its data object's class, then the function */
-	CHECK(by_object(f.prof, "[heap]").nsamples + by_object(f.prof, "[anon]").nsamples == 1);
-	fx_fini(&f);
-	munmap(map, (size_t)off + 4096);
-	close(fd);
-	free(heap);
+/*
+ * The binary stripped of its DWARF, which is in a debug file under a debug directory by its
+ * build id (as Debian's -dbgsym packages install them): the loader finds the debug file as
+ * symbolization does, reads the instruction from the binary and the types from the debug file.
+ * Without the directory the same binary says no_dwarf.
+ */
+TEST(a_stripped_binary_is_typed_from_its_debug_file)
+{
+	char dir[PATH_MAX], bin[PATH_MAX + 16], dbg[PATH_MAX + 192], id[128] = "";
+	struct pp_debug_dirs *dirs = NULL;
+	struct typed_run run;
+	FILE *p;
+	int dfd;
+
+	REQUIRE(pp_test_scratch_dir(dir, sizeof(dir), "pp-dtype-dbg") == 0);
+	snprintf(bin, sizeof(bin), "%s/pp_data_access", dir);
+	p = popen("readelf -n " PP_TEST_BUILD_DIR "/pp_data_access", "r");
+	REQUIRE(p != NULL);
+	for (char line[256]; fgets(line, sizeof(line), p);)
+		if (sscanf(line, " Build ID: %127[0-9a-f]", id) == 1)
+			break;
+	pclose(p);
+	REQUIRE(strlen(id) > 2);
+	snprintf(dbg, sizeof(dbg), "%s/debug/.build-id/%.2s/%s.debug", dir, id, id + 2);
+	REQUIRE(pp_test_sh("mkdir -p '%s/debug/.build-id/%.2s' && cp '%s' '%s' && "
+			   "objcopy --only-keep-debug '%s' '%s' && strip --strip-debug '%s'",
+			   dir, id, PP_TEST_BUILD_DIR "/pp_data_access", bin, bin, dbg, bin) == 0);
+	REQUIRE(pp_test_sh("readelf -S '%s' | grep -q debug_info", bin) != 0); /* no DWARF left */
+	dfd = open(dbg, O_RDONLY | O_CLOEXEC);
+	REQUIRE(dfd >= 0);
+	elf_version(EV_CURRENT);
+
+	REQUIRE(run_typed(bin, dfd, NULL, &run) == 0);
+	CHECK(run.typed == 0 && run.classed == 2);
+	CHECK_EQ_U64(run.st.data_untyped[PP_DT_NO_DWARF], 1);
+
+	snprintf(dbg, sizeof(dbg), "%s/debug", dir);
+	dirs = pp_debug_dirs_new(dbg);
+	REQUIRE(dirs != NULL);
+	REQUIRE(run_typed(bin, dfd, dirs, &run) == 0);
+	CHECK_EQ_U64(run.st.data_typed, 1);
+	CHECK(run.typed == 1 && run.well_stacked == 1);
+	pp_debug_dirs_free(dirs);
+	close(dfd);
 }
 
 TEST_LIST = {
     {"exact_ip_samples_name_the_data_type_and_field",
      exact_ip_samples_name_the_data_type_and_field},
+    {"a_stripped_binary_is_typed_from_its_debug_file",
+     a_stripped_binary_is_typed_from_its_debug_file},
     {"objects_labels_and_latency_direct", objects_labels_and_latency_direct},
     {"raw_stack_table_keys_on_objects_not_addresses",
      raw_stack_table_keys_on_objects_not_addresses},
