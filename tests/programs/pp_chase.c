@@ -58,7 +58,8 @@ int main(int argc, char **argv)
 	struct node *p;
 
 	if (n < 2 || bytes > MAX_BYTES || seconds <= 0) {
-		fprintf(stderr, "usage: pp_chase BYTES SECONDS (BYTES from 128 to %lu)\n", MAX_BYTES);
+		fprintf(stderr, "usage: pp_chase BYTES SECONDS (BYTES from 128 to %lu)\n",
+			MAX_BYTES);
 		return 2;
 	}
 	order = malloc(n * sizeof(*order));
