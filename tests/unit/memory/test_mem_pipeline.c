@@ -106,7 +106,9 @@ struct fx {
 	struct pp_session *s;
 };
 
-static int fx_init(struct fx *f, size_t raw_entries, int mem_event)
+/* A session writing into a fresh memory profile; dirs: where it looks for debug files. */
+static int fx_init_dirs(struct fx *f, size_t raw_entries, int mem_event,
+			const struct pp_debug_dirs *dirs)
 {
 	struct pp_profile_desc desc = {
 	    .event = "mem-loads",
@@ -120,12 +122,18 @@ static int fx_init(struct fx *f, size_t raw_entries, int mem_event)
 	    .mem_event = mem_event,
 	    .precise_ip = 1,
 	    .symbol_wait_ms = 10000, /* every frame named as its sample arrives */
+	    .debug_dirs = dirs,
 	};
 
 	memset(f, 0, sizeof(*f));
 	f->prof = pp_profile_new(&desc);
 	f->s = f->prof ? pp_session_new(&opts, f->prof) : NULL;
 	return f->s ? 0 : -1;
+}
+
+static int fx_init(struct fx *f, size_t raw_entries, int mem_event)
+{
+	return fx_init_dirs(f, raw_entries, mem_event, NULL);
 }
 
 static void fx_fini(struct fx *f)
@@ -696,23 +704,9 @@ struct typed_run {
 static int run_typed(const char *path, int dwarf_fd, const struct pp_debug_dirs *dirs,
 		     struct typed_run *out)
 {
-	struct pp_profile_desc desc = {
-	    .event = "mem-loads",
-	    .value_type = "mem-loads",
-	    .value_unit = "count",
-	    .period = PERIOD,
-	    .mem_latency = 1,
-	};
-	struct pp_session_opts opts = {
-	    .mem_event = 1,
-	    .precise_ip = 1,
-	    .symbol_wait_ms = 10000,
-	    .debug_dirs = dirs,
-	};
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	uint64_t *heap = malloc(64), pc = 0, frame;
-	struct pp_profile *prof = NULL;
-	struct pp_session *s = NULL;
+	struct fx f = {0};
 	void *map = MAP_FAILED;
 	int64_t off = -1;
 	int err = -1;
@@ -722,9 +716,7 @@ static int run_typed(const char *path, int dwarf_fd, const struct pp_debug_dirs 
 		off = file_offset_of(fd, pc);
 	if (off >= 0)
 		map = mmap(NULL, (size_t)off + 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
-	if (map != MAP_FAILED && (prof = pp_profile_new(&desc)))
-		s = pp_session_new(&opts, prof);
-	if (!s)
+	if (map == MAP_FAILED || fx_init_dirs(&f, 0, 1, dirs))
 		goto out;
 	frame = ADDR(map) + (uint64_t)off;
 	for (int i = 0; i < 2; i++) {
@@ -737,19 +729,19 @@ static int run_typed(const char *path, int dwarf_fd, const struct pp_debug_dirs 
 		rec.ip = frame;
 		memcpy(buf, &rec, sizeof(rec));
 		memcpy(buf + sizeof(rec), &frame, sizeof(frame));
-		if (pp_session_handle_record(s, buf, len) || pp_session_wait_symbols(s, 10000))
+		if (pp_session_handle_record(f.s, buf, len) || pp_session_wait_symbols(f.s, 10000))
 			goto out;
 	}
-	pp_session_flush(s);
-	pp_session_get_stats(s, &out->st);
-	for (size_t i = 0; i < pp_profile_sample_count(prof); i++) {
-		const struct pp_sample_info *si = pp_profile_get_sample(prof, i);
+	pp_session_flush(f.s);
+	pp_session_get_stats(f.s, &out->st);
+	for (size_t i = 0; i < pp_profile_sample_count(f.prof); i++) {
+		const struct pp_sample_info *si = pp_profile_get_sample(f.prof, i);
 		const struct pp_location_info *l[3];
 
 		if (si->nlocations < 3)
 			continue;
 		for (int k = 0; k < 3; k++)
-			l[k] = pp_profile_get_location(prof, si->locations[k]);
+			l[k] = pp_profile_get_location(f.prof, si->locations[k]);
 		if (l[0]->kind != PP_FRAME_DATA || strcmp(l[0]->function, "struct conn.rx_bytes"))
 			continue;
 		out->typed++;
@@ -758,11 +750,10 @@ static int run_typed(const char *path, int dwarf_fd, const struct pp_debug_dirs 
 				     l[2]->kind == PP_FRAME_NATIVE && l[2]->function &&
 				     !strcmp(l[2]->function, "read_rx") && si->latency == 40;
 	}
-	out->classed = (int)(by_object(prof, "[heap]").count + by_object(prof, "[anon]").count);
+	out->classed = (int)(by_object(f.prof, "[heap]").count + by_object(f.prof, "[anon]").count);
 	err = 0;
 out:
-	pp_session_free(s);
-	pp_profile_free(prof);
+	fx_fini(&f);
 	if (map != MAP_FAILED)
 		munmap(map, (size_t)off + 4096);
 	if (fd >= 0)
