@@ -9,8 +9,10 @@
 #   - perf record -e sched:sched_switch -a -g, the way perf records where threads switch
 #     (Debian's perf has no --off-cpu: it is built without BPF skeletons): its CPU time;
 # and for each the machine's busy CPU time beyond the load alone, which holds the in-kernel
-# cost of both (perf's tracepoint handler included). See bench/README.md. Needs root, perf
-# and bpftool.
+# cost of both (perf's tracepoint handler included). Each is measured over the whole run and
+# in the steady state, a window from a third of the run to its last second (what a
+# long-running agent pays, without its start-up and perf's end-of-run pass). See
+# bench/README.md. Needs root, perf and bpftool.
 #
 # usage: bench/bench_offcpu.sh [-b BUILD_DIR] [-d SECONDS] [-m RATES] [-p PAIRS] [-t THRESHOLD]
 #   -b  build directory with collector/pebsprof and tests/pp_switcher (default: build)
@@ -72,6 +74,22 @@ busy_ms() {
 switches() { awk '/^ctxt/ { print $2 }' /proc/stat; }
 # cpu_ms FILE: user + system CPU of a command /usr/bin/time -f '%U %S' wrote to FILE
 cpu_ms() { awk 'END { printf "%d", ($1 + $2) * 1000 }' "$1"; }
+# proc_ms PID: the user + system CPU of a running process, its threads included, in ms
+proc_ms() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' \
+		"/proc/$1/stat" 2>/dev/null || echo 0
+}
+# steady PID FILE: after a third of the run, the CPU of PID (the command /usr/bin/time runs as
+# PID's child) and the machine's busy time until the run's last second: "cpu_ms busy_ms ms"
+steady() {
+	local child c0 b0 t0 c1 b1 t1 warm=$((SECS / 3 > 1 ? SECS / 3 : 1))
+	sleep "$warm"
+	child=$(pgrep -P "$1" | head -n1)
+	c0=$(proc_ms "$child") b0=$(busy_ms) t0=$(date +%s%N)
+	sleep $((SECS - warm - 1))
+	c1=$(proc_ms "$child") b1=$(busy_ms) t1=$(date +%s%N)
+	echo "$((c1 - c0)) $((b1 - b0)) $(((t1 - t0) / 1000000))" >"$2"
+}
 # bpf_ns: run time and runs of the shim's switch and wakeup programs now loaded ("ns runs"); plain
 # bpftool and awk, as cheap as it gets: the busy CPU measured includes it
 bpf_ns() {
@@ -115,9 +133,9 @@ pebsprof_run() {
 	/usr/bin/time -f '%U %S' -o "$TMP/pp.time" "$PEBSPROF" "${args[@]}" >"$TMP/pp.out" \
 		2>"$TMP/pp.err" &
 	local pid=$! last="0 0" cur
+	steady "$pid" "$TMP/pp.steady"
 	# the counters vanish with the programs: read them in the run's last second or so only,
 	# so that reading them adds little to what is measured
-	sleep $((SECS - 1))
 	while kill -0 "$pid" 2>/dev/null; do
 		cur=$(bpf_ns)
 		[ "${cur% *}" != 0 ] && last=$cur
@@ -129,7 +147,10 @@ pebsprof_run() {
 
 perf_run() {
 	/usr/bin/time -f '%U %S' -o "$TMP/perf.time" perf record -q -e sched:sched_switch -a -g \
-		-o "$TMP/perf.data" -- sleep "$SECS" >"$TMP/perf.out" 2>&1
+		-o "$TMP/perf.data" -- sleep "$SECS" >"$TMP/perf.out" 2>&1 &
+	local pid=$!
+	steady "$pid" "$TMP/perf.steady"
+	wait "$pid"
 }
 
 echo "off-CPU cost: $SECS s per run, $PAIRS pairs, threshold ${THRESHOLD:-default (1ms)}; $(uname -r); $(nproc) CPUs"
@@ -138,6 +159,7 @@ printf '%-9s | %-24s | %-31s | %-22s | %s\n' "messages" "load alone" "pebsprof r
 for RATE in ${RATES//,/ }; do
 	measure base sleep "$SECS"
 	base_busy=$B_MS base_sw=$SW base_wall=$WALL_MS
+	# the load's own busy time over a steady window of W ms: base_busy * W / base_wall
 	measure pebsprof pebsprof_run
 	pp_busy=$((B_MS - base_busy * WALL_MS / base_wall)) pp_sw=$SW
 	pp_cpu=$(cpu_ms "$TMP/pp.time")
@@ -151,9 +173,18 @@ for RATE in ${RATES//,/ }; do
 	printf '%-9s | %6d sw/s, busy %5d ms | %6d sw/s, cpu %5d ms, +%5d ms | %6d sw/s, cpu %5d ms | cpu %s, +busy %s\n' \
 		"$RATE/s" "$base_sw" "$base_busy" "$pp_sw" "$pp_cpu" "$pp_busy" "$perf_sw" "$perf_cpu" \
 		"$(ratio "$pp_cpu" "$perf_cpu")" "$(ratio "$pp_busy" "$perf_busy")"
+	read -r pp_sc pp_sb pp_sw_ms <"$TMP/pp.steady"
+	read -r perf_sc perf_sb perf_sw_ms <"$TMP/perf.steady"
+	pp_sb=$((pp_sb - base_busy * pp_sw_ms / base_wall))
+	perf_sb=$((perf_sb - base_busy * perf_sw_ms / base_wall))
+	printf '          steady state: pebsprof cpu %s ms/s, +busy %s ms/s; perf cpu %s ms/s, +busy %s ms/s; cpu %s, +busy %s\n' \
+		"$(ratio "$pp_sc" "$((pp_sw_ms / 1000))" %.1f)" "$(ratio "$pp_sb" "$((pp_sw_ms / 1000))" %.1f)" \
+		"$(ratio "$perf_sc" "$((perf_sw_ms / 1000))" %.1f)" "$(ratio "$perf_sb" "$((perf_sw_ms / 1000))" %.1f)" \
+		"$(ratio "$pp_sc" "$perf_sc")" "$(ratio "$pp_sb" "$perf_sb")"
 	echo "          pebsprof: BPF $(ratio "$bpf_ns" "$bpf_runs" %.0f) ns a run over $bpf_runs runs (stacks at ${at:-?}), ${waits:-?} waits recorded, lost ${lost:-?}; perf: +busy $perf_busy ms, $(du -k "$TMP/perf.data" 2>/dev/null | cut -f1) KiB of perf.data"
 	rm -f "$TMP/perf.data" "$TMP/pp.folded"
 done
 echo
 echo "cpu: the process's user + system CPU; +busy: the machine's busy CPU beyond the load alone"
-echo "(in-kernel work included), both over the $SECS s run."
+echo "(in-kernel work included), both over the $SECS s run; steady state: the same from a third"
+echo "of the run to its last second, per second."
