@@ -1074,7 +1074,7 @@ int pp_cmd_run(int argc, char **argv)
 	struct agent ag = {0};
 	struct pp_config_errors errs = {0};
 	char err[1024] = "";
-	uint64_t interval, window_end, grace_until = 0;
+	uint64_t interval, window_end, grace_until = 0, stop_ns;
 	int status, ret;
 
 	ret = pp_run_config_load(argc, argv, environ, &ag.cfg, &errs);
@@ -1198,14 +1198,21 @@ int pp_cmd_run(int argc, char **argv)
 	pp_shim_detach_all(ag.smp.shim);
 	while (pp_shim_poll(ag.smp.shim, 0, pp_session_record_cb, ag.session) > 0)
 		;
-	/* Stopped in a window's grace: that window ends where it ends, the held samples start
-	 * the partial one. Before its end: the partial window ends now, and holds them. */
-	if (grace_until && close_window(&ag, window_end, pp_clock_ns(CLOCK_REALTIME))) {
-		status = PP_EXIT_RUNTIME;
-		goto out;
-	}
-	if (!grace_until)
+	/*
+	 * Stopped in a window's grace, or past its end by now (the last records read and the
+	 * programs detached on a busy machine can take a boundary's worth of time): that window
+	 * ends where it ends, the held samples start the partial one. Before its end: the partial
+	 * window ends now, and holds them.
+	 */
+	stop_ns = pp_clock_ns(CLOCK_REALTIME);
+	if (grace_until || stop_ns >= window_end) {
+		if (close_window(&ag, window_end, stop_ns)) {
+			status = PP_EXIT_RUNTIME;
+			goto out;
+		}
+	} else {
 		pp_session_release_held(ag.session);
+	}
 	pp_session_flush(ag.session);
 	export_pending(&ag);
 	{
