@@ -1143,7 +1143,12 @@ int pp_cmd_run(int argc, char **argv)
 	 * poll drains what arrives while it runs, so a poll begun before the end reads records
 	 * taken after it.
 	 */
-	window_end = (pp_clock_ns(CLOCK_REALTIME) / interval + 1) * interval;
+	/*
+	 * The first window ends at the boundary after it began, before the events were attached:
+	 * where attaching took past that boundary (a busy machine), it is closed at once rather
+	 * than stretched to the next one.
+	 */
+	window_end = (pp_profile_get_desc(ag.profile)->start_unix_ns / interval + 1) * interval;
 	pp_session_hold_from(ag.session, window_end - (uint64_t)ag.mono_to_wall_ns);
 	while (!stop_requested) {
 		uint64_t now = pp_clock_ns(CLOCK_REALTIME);
