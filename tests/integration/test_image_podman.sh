@@ -34,11 +34,14 @@ trap 'cleanup_podman' EXIT
 
 # --- the image, from the staged tree ------------------------------------------------------------
 mkdir -p "$T/ctx"
+SECONDS=0
 bash "$PP_SOURCE_DIR/deploy/build-rootfs.sh" --src "$PP_SOURCE_DIR" --build "$T/build" \
 	--stage "$T/ctx/rootfs" >"$T/rootfs.log" 2>&1 || { pp_show "$T/rootfs.log" 30; pp_fail "build-rootfs.sh failed"; pp_finish; }
+staged=$SECONDS
 podman_ build -q -f "$PP_SOURCE_DIR/deploy/Containerfile" -t localhost/pebsprof:ci "$T/ctx" \
 	>"$T/build.out" 2>&1
 pp_check "podman builds deploy/Containerfile from the staged tree" [ $? -eq 0 ]
+echo "    the tree built and staged in $staged s, the image built by $SECONDS s"
 [ "$(podman_ image inspect localhost/pebsprof:ci --format '{{.Config.Entrypoint}}' 2>/dev/null)" = "[/usr/bin/pebsprof]" ]
 pp_check "the image's entry point is /usr/bin/pebsprof" [ $? -eq 0 ]
 # At most what the runtime itself holds (podman's conmon keeps 32768 processes).
@@ -71,6 +74,7 @@ podman_ run -d --name pp-agent "${limits[@]}" \
 	-e PEBSPROF_INTERVAL=2 \
 	localhost/pebsprof:ci run >"$T/run.out" 2>&1
 pp_check "the container starts with the DaemonSet's settings" [ $? -eq 0 ]
+echo "    the container started at $SECONDS s"
 "$PP_WORKLOAD" 5 >/dev/null 2>&1 &
 WL=$!
 health=""
