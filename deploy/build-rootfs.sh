@@ -4,10 +4,13 @@
 # libraries the dynamic loader resolves for it (nothing more), and the CA bundle libcurl needs
 # for HTTPS export. The image's runtime stage copies the staged tree and nothing else.
 #
-#   deploy/build-rootfs.sh --stage DIR [--src DIR] [--build DIR] [--install-deps] [-j N]
+#   deploy/build-rootfs.sh --stage DIR [--src DIR] [--build DIR | --prebuilt BIN] [--install-deps] [-j N]
 #
 # --install-deps installs the Debian build packages (only those missing, so it needs no
 # network where they are all present); the Dockerfile passes it, CI does not need to.
+# --prebuilt stages BIN, a pebsprof built as below (scripts/setup.sh's build/ is), instead of
+# building one: the image test stages the binary the other tests ran, and
+# tests/conformance/test_deploy_image.sh runs the build itself, as the Dockerfile does.
 set -euo pipefail
 
 usage() {
@@ -17,6 +20,7 @@ usage() {
 
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=
+prebuilt=
 stage=
 install_deps=0
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -24,6 +28,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--src) src=$2; shift 2 ;;
 	--build) build=$2; shift 2 ;;
+	--prebuilt) prebuilt=$2; shift 2 ;;
 	--stage) stage=$2; shift 2 ;;
 	--install-deps) install_deps=1; shift ;;
 	-j) jobs=$2; shift 2 ;;
@@ -52,14 +57,20 @@ if [ "$install_deps" = 1 ]; then
 	fi
 fi
 
-echo "build-rootfs: building $src into $build"
-# Tests off: the image needs the agent only. RelWithDebInfo (-O2) as scripts/setup.sh: the
-# configuration the tests cover (strip drops the debug info below).
-cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPP_WERROR=ON -DPP_BUILD_TESTS=OFF \
-	>/dev/null
-cmake --build "$build" --target pebsprof -j"$jobs"
-bin="$build/collector/pebsprof"
-[ -x "$bin" ] || { echo "build-rootfs: $bin was not built" >&2; exit 1; }
+if [ -n "$prebuilt" ]; then
+	bin=$prebuilt
+	[ -x "$bin" ] || { echo "build-rootfs: --prebuilt $bin is not an executable" >&2; exit 1; }
+	echo "build-rootfs: staging the prebuilt $bin"
+else
+	echo "build-rootfs: building $src into $build"
+	# Tests off: the image needs the agent only. RelWithDebInfo (-O2) as scripts/setup.sh:
+	# the configuration the tests cover (strip drops the debug info below).
+	cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPP_WERROR=ON \
+		-DPP_BUILD_TESTS=OFF >/dev/null
+	cmake --build "$build" --target pebsprof -j"$jobs"
+	bin="$build/collector/pebsprof"
+	[ -x "$bin" ] || { echo "build-rootfs: $bin was not built" >&2; exit 1; }
+fi
 
 if [ -e "$stage" ] && [ -n "$(ls -A "$stage")" ]; then
 	echo "build-rootfs: $stage is not empty; the staged tree must hold only what the agent needs" >&2
