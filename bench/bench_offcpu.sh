@@ -10,7 +10,7 @@
 #     (Debian's perf has no --off-cpu: it is built without BPF skeletons): its CPU time;
 # and for each the machine's busy CPU time beyond the load alone, which holds the in-kernel
 # cost of both (perf's tracepoint handler included). Each is measured over the whole run and
-# in the steady state, a window from a third of the run to its last second (what a
+# in the steady state, a window from a third of the run to a sixth before its end (what a
 # long-running agent pays, without its start-up and perf's end-of-run pass). See
 # bench/README.md. Needs root, perf and bpftool.
 #
@@ -79,16 +79,22 @@ proc_ms() {
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' \
 		"/proc/$1/stat" 2>/dev/null || echo 0
 }
-# steady PID FILE: after a third of the run, the CPU of PID (the command /usr/bin/time runs as
-# PID's child) and the machine's busy time until the run's last second: "cpu_ms busy_ms ms"
+# steady PID FILE: from a third of the run to a sixth before its end (room for a slow
+# machine's commands; under TCG a shell command takes a tenth of a second), the CPU of the
+# command /usr/bin/time runs as PID's child and the machine's busy time: "cpu_ms busy_ms ms",
+# or "- - -" where the command was gone before the window ended
 steady() {
-	local child c0 b0 t0 c1 b1 t1 warm=$((SECS / 3 > 1 ? SECS / 3 : 1))
+	local child c0 b0 t0 c1 b1 t1 warm=$((SECS / 3 > 1 ? SECS / 3 : 1)) tail=$((SECS / 6 + 1))
 	sleep "$warm"
 	child=$(pgrep -P "$1" | head -n1)
 	c0=$(proc_ms "$child") b0=$(busy_ms) t0=$(date +%s%N)
-	sleep $((SECS - warm - 1))
+	sleep $((SECS - warm - tail > 1 ? SECS - warm - tail : 1))
 	c1=$(proc_ms "$child") b1=$(busy_ms) t1=$(date +%s%N)
-	echo "$((c1 - c0)) $((b1 - b0)) $(((t1 - t0) / 1000000))" >"$2"
+	if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
+		echo "$((c1 - c0)) $((b1 - b0)) $(((t1 - t0) / 1000000))" >"$2"
+	else
+		echo "- - -" >"$2"
+	fi
 }
 # bpf_ns: run time and runs of the shim's switch and wakeup programs now loaded ("ns runs"); plain
 # bpftool and awk, as cheap as it gets: the busy CPU measured includes it
@@ -175,6 +181,8 @@ for RATE in ${RATES//,/ }; do
 		"$(ratio "$pp_cpu" "$perf_cpu")" "$(ratio "$pp_busy" "$perf_busy")"
 	read -r pp_sc pp_sb pp_sw_ms <"$TMP/pp.steady"
 	read -r perf_sc perf_sb perf_sw_ms <"$TMP/perf.steady"
+	[ "$pp_sw_ms" = - ] && pp_sc=0 pp_sb=0 pp_sw_ms=0
+	[ "$perf_sw_ms" = - ] && perf_sc=0 perf_sb=0 perf_sw_ms=0
 	pp_sb=$((pp_sb - base_busy * pp_sw_ms / base_wall))
 	perf_sb=$((perf_sb - base_busy * perf_sw_ms / base_wall))
 	printf '          steady state: pebsprof cpu %s ms/s, +busy %s ms/s; perf cpu %s ms/s, +busy %s ms/s; cpu %s, +busy %s\n' \
@@ -187,4 +195,4 @@ done
 echo
 echo "cpu: the process's user + system CPU; +busy: the machine's busy CPU beyond the load alone"
 echo "(in-kernel work included), both over the $SECS s run; steady state: the same from a third"
-echo "of the run to its last second, per second."
+echo "of the run to a sixth before its end, per second (- where the window could not be read)."
