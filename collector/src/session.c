@@ -146,6 +146,8 @@ struct jit_unnamed {
 
 struct pp_session {
 	struct pp_session_opts opts;
+	uint32_t launcher_tgid; /* pp_session_skip_waits_before: 0 when none */
+	uint64_t launcher_until_ns;
 	struct mapsym_slot mapsyms[MAPSYM_SLOTS];
 	struct raw_stack **raw; /* open addressing, raw_cap slots (power of two) */
 	size_t raw_cap, raw_used;
@@ -1708,9 +1710,20 @@ int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 		apply_symbol_results(s);
 	if (s->njit && d->sample.time_ns > s->jit_retry_ns + JIT_RETRY_NS)
 		retry_jit_names(s);
+	if ((d->sample.flags & PP_SF_OFF_CPU) && d->sample.tgid == s->launcher_tgid &&
+	    d->sample.time_ns - d->sample.period - d->sample.addr < s->launcher_until_ns) {
+		s->stats.off_cpu_launcher++;
+		return 0; /* the launcher's wait for its command's start, not the command's */
+	}
 	if ((d->sample.flags & PP_SF_OFF_CPU) && d->sample.addr)
 		return handle_woken_wait(s, d);
 	return handle_sample(s, d);
+}
+
+void pp_session_skip_waits_before(struct pp_session *s, uint32_t tgid, uint64_t mono_ns)
+{
+	s->launcher_tgid = tgid;
+	s->launcher_until_ns = mono_ns;
 }
 
 /* Keeps a copy of a record taken after the hold boundary, for the next window. */

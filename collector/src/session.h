@@ -154,6 +154,7 @@ struct pp_session_stats {
 	uint64_t samples;	     /* samples added to the profile */
 	uint64_t off_cpu_samples;    /* ... of them off-CPU records (waits) */
 	uint64_t off_cpu_woken_late; /* ... of those, with their wait for a CPU once woken apart */
+	uint64_t off_cpu_launcher;   /* waits left out: record's command before its exec */
 	uint64_t samples_late;	     /* ... taken before the window they went into started */
 	uint64_t samples_walk_ended; /* ... whose user stack ended at a frame outside code */
 	uint64_t samples_held;	     /* ... held during a grace for the window after it */
@@ -267,6 +268,14 @@ int pp_session_handle_record(struct pp_session *s, const void *data, size_t len)
  * held; past it records go to the closing window.
  */
 void pp_session_hold_from(struct pp_session *s, uint64_t boundary_mono_ns);
+
+/*
+ * Off-CPU waits of process tgid that began before mono_ns (the records' clock) are left out
+ * and counted (off_cpu_launcher): `record -- CMD` holds its command's process on a pipe until
+ * the events are attached, and that wait, before the exec, is the launcher's, not the
+ * command's.
+ */
+void pp_session_skip_waits_before(struct pp_session *s, uint32_t tgid, uint64_t mono_ns);
 int pp_session_release_held(struct pp_session *s);
 /* The same as a pp_shim_record_fn: ctx is the session; never stops the poll. */
 int pp_session_record_cb(void *ctx, const void *data, size_t len);
