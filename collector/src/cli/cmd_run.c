@@ -1223,7 +1223,8 @@ int pp_cmd_run(int argc, char **argv)
 	{
 		uint64_t start = pp_profile_get_desc(ag.profile)->start_unix_ns;
 
-		pp_profile_set_window(ag.profile, start, pp_clock_ns(CLOCK_REALTIME) - start);
+		/* it ended at the stop, not after the pending window's upload (seconds at worst) */
+		pp_profile_set_window(ag.profile, start, stop_ns > start ? stop_ns - start : 0);
 		export_window(&ag, ag.profile);
 	}
 	drain_export(&ag);
