@@ -1322,6 +1322,21 @@ static int on_off_cpu_record(void *ctx, const void *data, size_t len)
 	return 0;
 }
 
+/* The shim's off-CPU counters as the tests say them. */
+static const char *off_cpu_counters(const uint64_t *counters, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "noted %llu short %llu emitted %llu lost %llu/%llu/%llu, end unseen %llu",
+		 (unsigned long long)counters[PP_CNT_OFF_CPU_NOTED],
+		 (unsigned long long)counters[PP_CNT_OFF_CPU_SHORT],
+		 (unsigned long long)counters[PP_CNT_OFF_CPU_EMITTED],
+		 (unsigned long long)counters[PP_CNT_OFF_CPU_RB_FULL],
+		 (unsigned long long)counters[PP_CNT_OFF_CPU_NOT_NOTED],
+		 (unsigned long long)counters[PP_CNT_OFF_CPU_EVICTED],
+		 (unsigned long long)counters[PP_CNT_OFF_CPU_UNSEEN_END]);
+	return buf;
+}
+
 /* Waits until each thread's task is gone from /proc/self/task: 0, or -1 after ms. */
 static int wait_threads_gone(const pid_t *tids, int n, long ms)
 {
@@ -1476,26 +1491,26 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 	while (pp_shim_poll(shim, 0, on_off_cpu_record, &c) > 0)
 		;
 	CHECK(pp_shim_read_counters(shim, counters) == 0);
-	fprintf(
-	    stderr,
-	    "  off-cpu walk=%u at %s: sleeper %lu records %llu ms (%lu sleeping, %lu with "
-	    "kernel, %lu with user stacks); pipe reader %lu records %llu ms; short sleeper %lu; "
-	    "shortest %llu us; noted %llu short %llu emitted %llu lost %llu/%llu/%llu, end unseen "
-	    "%llu; sleeps seen long %d; %lu delayed once woken (sleeper %llu ms, pipe reader %llu "
-	    "ms)\n",
-	    walk, pp_shim_switch_in_at(shim), c.records[0], (unsigned long long)(c.ns[0] / 1000000),
-	    c.states[0][PP_OFF_CPU_SLEEPING], c.with_kstack[0], c.with_ustack[0], c.records[1],
-	    (unsigned long long)(c.ns[1] / 1000000), c.records[2],
-	    (unsigned long long)(c.min_ns / 1000),
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_NOTED],
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_SHORT],
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_EMITTED],
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_RB_FULL],
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_NOT_NOTED],
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_EVICTED],
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_UNSEEN_END], th[0].long_waits, c.delays,
-	    (unsigned long long)(c.delay_ns[0] / 1000000),
-	    (unsigned long long)(c.delay_ns[1] / 1000000));
+	{
+		char said[160];
+
+		fprintf(
+		    stderr,
+		    "  off-cpu walk=%u at %s: sleeper %lu records %llu ms (%lu sleeping, %lu with "
+		    "kernel, %lu with user stacks); pipe reader %lu records %llu ms; short sleeper "
+		    "%lu; "
+		    "shortest %llu us; %s; sleeps seen long %d; %lu delayed once woken (sleeper "
+		    "%llu ms, pipe reader %llu "
+		    "ms)\n",
+		    walk, pp_shim_switch_in_at(shim), c.records[0],
+		    (unsigned long long)(c.ns[0] / 1000000), c.states[0][PP_OFF_CPU_SLEEPING],
+		    c.with_kstack[0], c.with_ustack[0], c.records[1],
+		    (unsigned long long)(c.ns[1] / 1000000), c.records[2],
+		    (unsigned long long)(c.min_ns / 1000),
+		    off_cpu_counters(counters, said, sizeof(said)), th[0].long_waits, c.delays,
+		    (unsigned long long)(c.delay_ns[0] / 1000000),
+		    (unsigned long long)(c.delay_ns[1] / 1000000));
+	}
 	CHECK(c.stats.bad_size + c.stats.bad_stack + c.stats.bad_type + c.stats.too_short == 0);
 	CHECK(c.on_cpu == 0); /* no perf event: off-CPU records only */
 	CHECK(c.not_multiple == 0);
@@ -1778,20 +1793,17 @@ TEST(off_cpu_delay_live)
 	while (pp_shim_poll(shim, 0, on_delay_record, &c) > 0)
 		;
 	CHECK(pp_shim_read_counters(shim, counters) == 0);
-	fprintf(
-	    stderr,
-	    "  delays: reader %lu sleeping records, %lu with a delay once woken (%lu runnable), "
-	    "shortest delay %llu us, shortest sleep before it %llu us; shim: noted %llu short %llu "
-	    "emitted %llu lost %llu/%llu/%llu, end unseen %llu\n",
-	    c.records, c.delayed, c.runnable, (unsigned long long)(c.min_delay / 1000),
-	    (unsigned long long)(c.min_sleep / 1000),
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_NOTED],
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_SHORT],
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_EMITTED],
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_RB_FULL],
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_NOT_NOTED],
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_EVICTED],
-	    (unsigned long long)counters[PP_CNT_OFF_CPU_UNSEEN_END]);
+	{
+		char said[160];
+
+		fprintf(stderr,
+			"  delays: reader %lu sleeping records, %lu with a delay once woken (%lu "
+			"runnable), "
+			"shortest delay %llu us, shortest sleep before it %llu us; shim: %s\n",
+			c.records, c.delayed, c.runnable, (unsigned long long)(c.min_delay / 1000),
+			(unsigned long long)(c.min_sleep / 1000),
+			off_cpu_counters(counters, said, sizeof(said)));
+	}
 	for (unsigned long i = 0; i < c.records && i < 2 * DELAY_ROUNDS; i++)
 		fprintf(stderr, "    record %lu: slept %llu us, then runnable %llu us\n", i,
 			(unsigned long long)c.sleep_us[i], (unsigned long long)c.delay_us[i]);
