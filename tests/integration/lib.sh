@@ -22,6 +22,9 @@ pp_cleanup() {
 	local pid procs
 	for pid in ${PP_BG_PIDS:-}; do
 		kill -KILL "$pid" 2>/dev/null
+		# a JIT runtime's perf map (Java, Node.js) is the one file a test's program writes
+		# outside the test's directory
+		rm -f "/tmp/perf-$pid.map"
 	done
 	# Cgroups made by the test (pp_require_cgroup2): empty them, then remove them.
 	if [ -n "${PP_CGROUP_BASE:-}" ] && [ -d "$PP_CGROUP_BASE" ]; then
@@ -208,6 +211,26 @@ pp_wait_line() {
 		sleep 0.1
 	done
 	grep -q "$3" "$2" 2>/dev/null
+}
+
+# pp_start_java_hot DIR: tests/programs/PPHot.java, compiled into DIR and started (for at most
+# 120 s; killed at exit), back once the JIT has compiled its hot method (C2, level 4) or after
+# 90 s. Sets JPID; 0 when the method is compiled. On a busy machine the JVM's start and its
+# compiler threads take seconds, so the tests wait for the method rather than sleep.
+pp_start_java_hot() {
+	local i
+	mkdir -p "$1"
+	javac -d "$1" "$PP_SOURCE_DIR/tests/programs/PPHot.java" || return 1
+	java -XX:+PreserveFramePointer -cp "$1" PPHot 120 >/dev/null &
+	JPID=$!
+	PP_BG_PIDS="${PP_BG_PIDS:-} $JPID"
+	for ((i = 0; i < 900; i++)); do
+		kill -0 "$JPID" 2>/dev/null || return 1
+		jcmd "$JPID" Compiler.codelist 2>/dev/null | awk '$2 == 4 && /PPHot.ppHotSpin/ { f = 1 } END { exit !f }' &&
+			return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 # pp_start_sink NAME SCRIPT: tests/tools/pp_http_sink.py on a kernel-chosen port of 127.0.0.1,

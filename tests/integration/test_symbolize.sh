@@ -194,25 +194,16 @@ pp_check "hostile: the latest entry for the address names it (after 5 MB of NULs
 rm -f "/tmp/perf-$JG.map"
 
 if command -v java >/dev/null && command -v javac >/dev/null && command -v jcmd >/dev/null; then
-	mkdir -p "$T/java"
-	cat >"$T/java/PPHot.java" <<'SRC'
-public class PPHot {
-    static long ppHotSpin(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * 31) ^ (s >>> 3); return s; }
-    public static void main(String[] a) {
-        long end = System.currentTimeMillis() + Long.parseLong(a[0]) * 1000; long t = 0;
-        while (System.currentTimeMillis() < end) t += ppHotSpin(1_000_000);
-        System.out.println(t);
-    }
-}
-SRC
-	javac -d "$T/java" "$T/java/PPHot.java"
-	java -XX:+PreserveFramePointer -cp "$T/java" PPHot 8 >/dev/null &
-	JPID=$!
-	sleep 3
-	jcmd "$JPID" Compiler.perfmap >"$T/jcmd.out" 2>&1
-	pp_run "$T/java" "$PEBSPROF" record -F 499 -d 2 -p "$JPID" -o "$T/java.folded"
+	if pp_start_java_hot "$T/java"; then
+		jcmd "$JPID" Compiler.perfmap >"$T/jcmd.out" 2>&1
+		pp_run "$T/java" "$PEBSPROF" record -F 499 -d 2 -p "$JPID" -o "$T/java.folded"
+		[ "$PP_RC" = 0 ] || { echo "    record: exit $PP_RC"; sed 's/^/    /' "$T/java.err"; }
+	else
+		echo "    the JVM did not compile PPHot.ppHotSpin within 90 s (or exited)"
+	fi
 	kill "$JPID" 2>/dev/null
 	wait "$JPID" 2>/dev/null
+	rm -f "/tmp/perf-$JPID.map"
 	pp_check "Java (jcmd Compiler.perfmap): the JIT-compiled method is named" \
 		grep -q 'PPHot.ppHotSpin' "$T/java.folded"
 else
@@ -222,12 +213,16 @@ fi
 if command -v node >/dev/null; then
 	# V8 writes its log where it runs: in the test's directory, never the tree's
 	(cd "$T" && exec node --perf-basic-prof --logfile="$T/node-v8.log" -e 'function ppHotLoop(n) { let s = 0; for (let i = 0; i < n; i++) s += i % 7; return s }
-const end = Date.now() + 5000; let t = 0; while (Date.now() < end) t += ppHotLoop(1e6)') &
+const end = Date.now() + 120000; let t = 0; while (Date.now() < end) t += ppHotLoop(1e6)') &
 	NPID=$!
-	sleep 1.5
+	PP_BG_PIDS="${PP_BG_PIDS:-} $NPID"
+	# V8 writes a function's line when it compiles it: on a busy machine that takes a while
+	pp_wait_line "$NPID" "/tmp/perf-$NPID.map" ppHotLoop 60 ||
+		echo "    no ppHotLoop in node's perf map within 60 s"
 	pp_run "$T/node" "$PEBSPROF" record -F 499 -d 2 -p "$NPID" -o "$T/node.folded"
 	kill "$NPID" 2>/dev/null
 	wait "$NPID" 2>/dev/null
+	rm -f "/tmp/perf-$NPID.map"
 	pp_check "Node.js (--perf-basic-prof): the JIT-compiled function is named" \
 		grep -q 'ppHotLoop' "$T/node.folded"
 else

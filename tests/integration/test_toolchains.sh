@@ -185,18 +185,22 @@ if command -v node >/dev/null; then
 function hot(n) { const a = []; for (let i = 0; i < n; i++) a.push(i * 7 % 13); return a.sort((x, y) => x - y).length; }
 function mid(n) { return hot(n) + 1; }
 function top(n) { return mid(n) + 2; }
-const end = Date.now() + 6000; let t = 0; while (Date.now() < end) t += top(20000);
+const end = Date.now() + 120000; let t = 0; while (Date.now() < end) t += top(20000);
 console.log(t);
 SRC
 	(cd "$T" && exec node --perf-basic-prof --logfile="$T/node-v8.log" "$T/hot.js") >/dev/null 2>&1 &
 	NPID=$!
-	sleep 1.5
+	PP_BG_PIDS="${PP_BG_PIDS:-} $NPID"
+	# both captures see the hot functions compiled: on a busy machine V8 takes a while
+	pp_wait_line "$NPID" "/tmp/perf-$NPID.map" 'JS:[*+]hot ' 60 ||
+		echo "    no hot() in node's perf map within 60 s"
 	for mode in auto fp; do
 		pp_run "$T/node_$mode" "$PEBSPROF" record -F 499 -d 2 -p "$NPID" --user-unwind $mode \
 			-o "$T/node_$mode.folded"
 	done
 	kill "$NPID" 2>/dev/null
 	wait "$NPID" 2>/dev/null
+	rm -f "/tmp/perf-$NPID.map"
 	read -r w tot med <<<"$(stacks "$T/node_auto.folded" _start __libc_start_main)"
 	read -r _ _ fmed <<<"$(stacks "$T/node_fp.folded" _start)"
 	w=${w#whole=} tot=${tot#total=} med=${med#median=} fmed=${fmed#median=}
@@ -210,21 +214,8 @@ fi
 
 # --- a JVM whose perf map comes in the middle of the capture ---------------------------------
 if command -v java >/dev/null && command -v javac >/dev/null && command -v jcmd >/dev/null; then
-	mkdir -p "$T/java"
-	cat >"$T/java/PPHot.java" <<'SRC'
-public class PPHot {
-    static long ppHotSpin(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * 31) ^ (s >>> 3); return s; }
-    public static void main(String[] a) {
-        long end = System.currentTimeMillis() + Long.parseLong(a[0]) * 1000; long t = 0;
-        while (System.currentTimeMillis() < end) t += ppHotSpin(1_000_000);
-        System.out.println(t);
-    }
-}
-SRC
-	javac -d "$T/java" "$T/java/PPHot.java"
-	java -XX:+PreserveFramePointer -cp "$T/java" PPHot 12 >/dev/null &
-	JPID=$!
-	sleep 2.5
+	pp_start_java_hot "$T/java" ||
+		echo "    the JVM did not compile PPHot.ppHotSpin within 90 s (or exited)"
 	rm -f "/tmp/perf-$JPID.map"
 	"$PEBSPROF" record -F 499 -d 4 -p "$JPID" -o "$T/java.folded" -o "$T/java.pb.gz" \
 		>"$T/java.out" 2>"$T/java.err" &
@@ -234,6 +225,7 @@ SRC
 	pp_wait_pid "$REC" 60
 	kill "$JPID" 2>/dev/null
 	wait "$JPID" 2>/dev/null
+	rm -f "/tmp/perf-$JPID.map"
 	# JIT leaf samples: the leaf is anonymous code, named by the map or not
 	read -r named jit <<<"$(awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); leaf = f[k]
 		if (leaf ~ /^\[anonymous code\]/) un += n; else if (leaf ~ /PPHot|::|Interpreter|StubRoutines|Stub/) nm += n }
