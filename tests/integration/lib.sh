@@ -233,6 +233,28 @@ pp_start_java_hot() {
 	return 1
 }
 
+# pp_cpu_ms PID: the CPU time (user and system) PID has had, in ms; empty once it is gone.
+pp_cpu_ms() {
+	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' \
+		"/proc/$1/stat" 2>/dev/null
+}
+
+# pp_wait_cpu PID MS SECONDS: wait until PID has had MS more ms of CPU than now, at most
+# SECONDS; 0 when it has. What a check needs is samples, that is CPU time: on a busy machine
+# a fixed wall time gives a starved workload a fraction of it.
+pp_wait_cpu() {
+	local start now i
+	start=$(pp_cpu_ms "$1")
+	[ -n "$start" ] || return 1
+	for ((i = 0; i < $3 * 10; i++)); do
+		now=$(pp_cpu_ms "$1")
+		[ -n "$now" ] || return 1
+		[ $((now - start)) -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # pp_start_sink NAME SCRIPT: tests/tools/pp_http_sink.py on a kernel-chosen port of 127.0.0.1,
 # recording into $PP_TMP/NAME and answering by SCRIPT (its JSON list); sets SINK (its pid,
 # killed at exit) and SINK_PORT.

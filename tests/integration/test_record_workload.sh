@@ -36,9 +36,11 @@ check_profile() {
 }
 
 # --- 1. a command: all three outputs, exit status, labels ----------------------------------
-pp_log "record -- pp_workload 6"
+# The workloads run for CPU time, not wall time (--cpu-ms): the checks need samples, and on a
+# busy machine 6 s of wall time gave the workload 0.6 s of CPU.
+pp_log "record -- pp_workload --cpu-ms 1500"
 pp_run "$T/main" "$PEBSPROF" record -e cpu-clock -F 999 -o "$T/w.pb.gz" -o "$T/w.folded" \
-	-o "$T/w.svg" -- "$PP_WORKLOAD" --pidfile "$T/w.pid" --rusage "$T/w.rusage" 6
+	-o "$T/w.svg" -- "$PP_WORKLOAD" --pidfile "$T/w.pid" --rusage "$T/w.rusage" --cpu-ms 1500 120
 if [ "$PP_RC" -eq 0 ]; then
 	pp_ok "record -- workload exits 0"
 else
@@ -120,9 +122,9 @@ pp_check "SVG parses as XML and names burn_alpha" pp_py svg-names "$T/w.svg" bur
 # The shim's default walk (--user-unwind auto) goes on with libc's unwind table below main,
 # to _start, where frame pointers end at main or one frame below (libc keeps none): compared
 # from main down.
-pp_log "record --user-unwind kernel -- pp_workload 4"
+pp_log "record --user-unwind kernel -- pp_workload --cpu-ms 1000"
 pp_run "$T/kwalk" "$PEBSPROF" record -e cpu-clock -F 999 --user-unwind kernel -o "$T/k.pb.gz" \
-	-o "$T/k.folded" -- "$PP_WORKLOAD" --pidfile "$T/k.pid" 4
+	-o "$T/k.folded" -- "$PP_WORKLOAD" --pidfile "$T/k.pid" --cpu-ms 1000 120
 [ "$PP_RC" -eq 0 ] && pp_ok "record --user-unwind kernel exits 0" ||
 	{ pp_fail "record --user-unwind kernel exited $PP_RC"; pp_show "$T/kwalk.err"; }
 KPID=$(head -n1 "$T/k.pid" 2>/dev/null)
@@ -155,9 +157,9 @@ pp_run "$T/exit3" "$PEBSPROF" record -e cpu-clock -o "$T/exit3.folded" -- "$PP_W
 
 # --- 3. perf on the same workload agrees -----------------------------------------------------
 if command -v perf >/dev/null; then
-	pp_log "perf record -- pp_workload 6"
-	if perf record -q -e cpu-clock -F 999 -g -o "$T/perf.data" -- "$PP_WORKLOAD" --rusage "$T/perf.rusage" 6 \
-		>"$T/perf.out" 2>&1 &&
+	pp_log "perf record -- pp_workload --cpu-ms 1500"
+	if perf record -q -e cpu-clock -F 999 -g -o "$T/perf.data" -- "$PP_WORKLOAD" \
+		--rusage "$T/perf.rusage" --cpu-ms 1500 120 >"$T/perf.out" 2>&1 &&
 		perf script -i "$T/perf.data" -F comm,pid,tid,ip,sym >"$T/perf.txt" 2>"$T/perf.err"; then
 		pp_check "perf: burn shares 50/30/20 +- $TOL (the workload itself is right)" \
 			pp_py check-shares perf "$T/perf.txt" --expect $EXPECT --tol $TOL
@@ -177,9 +179,9 @@ else
 fi
 
 # --- 4. children of the command are profiled ------------------------------------------------
-pp_log "record -- pp_workload --fork 5"
+pp_log "record -- pp_workload --fork --cpu-ms 1000"
 pp_run "$T/fork" "$PEBSPROF" record -e cpu-clock -F 999 -o "$T/f.pb.gz" -- "$PP_WORKLOAD" --fork \
-	--pidfile "$T/f.pid" 5
+	--pidfile "$T/f.pid" --cpu-ms 1000 120
 [ "$PP_RC" -eq 0 ] && pp_ok "record -- workload --fork exits 0" ||
 	{ pp_fail "record -- workload --fork exited $PP_RC"; pp_show "$T/fork.err"; }
 PARENT=$(sed -n 1p "$T/f.pid" 2>/dev/null)
@@ -195,15 +197,28 @@ else
 	pp_fail "fork: no profile or no child pid"
 fi
 
+# record_cpu_of OUT PID ARGS...: `record ARGS` until the workload PID has had 1 s of CPU from
+# when the event is open (at most 120 s), then Ctrl-C: what the checks need is samples, and a
+# fixed duration on a busy machine gave the workload a fraction of them. Sets PP_RC.
+record_cpu_of() {
+	local out=$1 pid=$2 rec
+	shift 2
+	"$PEBSPROF" record "$@" >"$out.out" 2>"$out.err" &
+	rec=$!
+	pp_wait_line "$rec" "$out.err" 'opened ' 120 || :
+	pp_wait_cpu "$pid" 1000 120 || echo "    the workload did not get 1 s of CPU within 120 s"
+	kill -INT "$rec" 2>/dev/null
+	pp_wait_pid "$rec" 60
+}
+
 # --- 5. -p PID: attach to a running process -------------------------------------------------
-pp_log "record -p PID -d 3"
-"$PP_WORKLOAD" 10 &
+pp_log "record -p PID, stopped by Ctrl-C"
+"$PP_WORKLOAD" 0 &
 PID=$!
 PP_BG_PIDS="$PID"
-sleep 0.5
-pp_run "$T/pid" "$PEBSPROF" record -e cpu-clock -F 999 -p "$PID" -d 3 -o "$T/p.pb.gz"
-[ "$PP_RC" -eq 0 ] && pp_ok "record -p $PID -d 3 exits 0" ||
-	{ pp_fail "record -p $PID -d 3 exited $PP_RC"; pp_show "$T/pid.err"; }
+record_cpu_of "$T/pid" "$PID" -e cpu-clock -F 999 -p "$PID" -o "$T/p.pb.gz"
+[ "$PP_RC" -eq 0 ] && pp_ok "record -p $PID exits 0 on Ctrl-C" ||
+	{ pp_fail "record -p $PID exited $PP_RC"; pp_show "$T/pid.err"; }
 if pp_pprof_raw "$T/p.pb.gz" "$T/p.raw"; then
 	pids=$(pp_py label-values "$T/p.raw" pid | tr -d ' ' | tr '\n' ' ')
 	[ "$pids" = "$PID " ] && pp_ok "-p: only pid $PID sampled" ||
@@ -215,11 +230,11 @@ else
 fi
 
 # --- 6. -a: system-wide, while the same workload still runs -------------------------------
-pp_log "record -a -d 3"
+pp_log "record -a, stopped by Ctrl-C"
 kill -0 "$PID" 2>/dev/null || pp_fail "the workload ended before the -a run"
-pp_run "$T/all" "$PEBSPROF" record -e cpu-clock -F 999 -a -d 3 -o "$T/a.pb.gz"
-[ "$PP_RC" -eq 0 ] && pp_ok "record -a -d 3 exits 0" ||
-	{ pp_fail "record -a -d 3 exited $PP_RC"; pp_show "$T/all.err"; }
+record_cpu_of "$T/all" "$PID" -e cpu-clock -F 999 -a -o "$T/a.pb.gz"
+[ "$PP_RC" -eq 0 ] && pp_ok "record -a exits 0 on Ctrl-C" ||
+	{ pp_fail "record -a exited $PP_RC"; pp_show "$T/all.err"; }
 if pp_pprof_raw "$T/a.pb.gz" "$T/a.raw"; then
 	pp_py label-values "$T/a.raw" pid | grep -qx " *$PID" &&
 		pp_ok "-a: the workload's pid $PID is in the profile" ||

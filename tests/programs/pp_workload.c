@@ -10,8 +10,12 @@
  * they hold whatever the CPU speed or the load on the machine. The mix is interleaved in
  * 20 ms rounds over the whole run so that any sub-interval of the run shows the same shares.
  *
- * Usage: pp_workload [--threads N] [--fork] [--exit N] [--pidfile F] [--rusage F] [SECONDS]
+ * Usage: pp_workload [--threads N] [--fork] [--exit N] [--cpu-ms N] [--pidfile F] [--rusage F]
+ *                    [SECONDS]
  *   SECONDS   wall-clock run time (default 5; 0 = until killed)
+ *   --cpu-ms N   also stop once the process has had N ms of CPU (whole rounds): a test that
+ *                needs a number of samples gets them on a busy machine too, where a fixed
+ *                wall time gives a starved workload a fraction of them
  *   --threads N  N threads in this process run the mix (default 1: main thread only)
  *   --fork       a child process runs the same mix; the parent waits for it, and it dies
  *                with the parent
@@ -57,7 +61,8 @@
 
 /* Per thread, so threads do not bounce one cache line between CPUs. */
 static _Thread_local volatile uint64_t sink;
-static uint64_t deadline_ns; /* CLOCK_MONOTONIC; 0 = run forever */
+static uint64_t deadline_ns;   /* CLOCK_MONOTONIC; 0 = run forever */
+static uint64_t cpu_budget_ns; /* CLOCK_PROCESS_CPUTIME_ID; 0 = no budget */
 
 static uint64_t clock_ns(clockid_t id)
 {
@@ -117,7 +122,8 @@ NOINLINE void run_phase(void)
 		burn_alpha();
 		burn_beta();
 		via_gamma();
-	} while (!deadline_ns || clock_ns(CLOCK_MONOTONIC) < deadline_ns);
+	} while ((!deadline_ns || clock_ns(CLOCK_MONOTONIC) < deadline_ns) &&
+		 (!cpu_budget_ns || clock_ns(CLOCK_PROCESS_CPUTIME_ID) < cpu_budget_ns));
 }
 
 static void *worker_main(void *arg)
@@ -164,22 +170,19 @@ static int write_rusage(const char *path)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: pp_workload [--threads N] [--fork] [--exit N] [--pidfile FILE] "
-		   "[--rusage FILE] [SECONDS]\n");
+	fprintf(f, "usage: pp_workload [--threads N] [--fork] [--exit N] [--cpu-ms N] "
+		   "[--pidfile FILE] [--rusage FILE] [SECONDS]\n");
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"threads", required_argument, NULL, 't'},
-	    {"fork", no_argument, NULL, 'f'},
-	    {"exit", required_argument, NULL, 'x'},
-	    {"pidfile", required_argument, NULL, 'p'},
-	    {"rusage", required_argument, NULL, 'r'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"threads", required_argument, NULL, 't'}, {"fork", no_argument, NULL, 'f'},
+	    {"exit", required_argument, NULL, 'x'},    {"cpu-ms", required_argument, NULL, 'c'},
+	    {"pidfile", required_argument, NULL, 'p'}, {"rusage", required_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'h'},	       {NULL, 0, NULL, 0},
 	};
-	unsigned long seconds = 5, threads = 1, exit_code = 0;
+	unsigned long seconds = 5, threads = 1, exit_code = 0, cpu_ms = 0;
 	const char *pidfile = NULL, *rusage_file = NULL;
 	pthread_t tids[64];
 	pid_t child = -1;
@@ -203,6 +206,15 @@ int main(int argc, char **argv)
 					optarg);
 				return 2;
 			}
+			break;
+		case 'c':
+			if (parse_uint(optarg, 86400000, &cpu_ms)) {
+				fprintf(stderr,
+					"pp_workload: --cpu-ms wants 0..86400000, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			cpu_budget_ns = (uint64_t)cpu_ms * 1000000ULL;
 			break;
 		case 'p':
 			pidfile = optarg;
