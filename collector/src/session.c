@@ -1771,26 +1771,27 @@ void pp_session_hold_from(struct pp_session *s, uint64_t boundary_mono_ns)
 	s->hold_boundary_ns = boundary_mono_ns;
 }
 
-int pp_session_release_held(struct pp_session *s)
+int pp_session_release_held(struct pp_session *s, uint64_t next_boundary_mono_ns)
 {
-	size_t off = 0;
+	uint8_t *held = s->held;
+	size_t held_len = s->held_len, off = 0;
+	uint64_t holds = s->stats.samples_held;
 
-	s->holding = 0;
-	while (off + sizeof(uint32_t) <= s->held_len) {
+	/* fed from a buffer of its own: the records of a later window are held again */
+	s->held = NULL;
+	s->held_len = s->held_cap = 0;
+	s->holding = next_boundary_mono_ns != 0;
+	s->hold_boundary_ns = next_boundary_mono_ns;
+	while (off + sizeof(uint32_t) <= held_len) {
 		uint32_t len;
 
-		memcpy(&len, s->held + off, sizeof(len));
+		memcpy(&len, held + off, sizeof(len));
 		off += sizeof(len);
-		pp_session_handle_record(s, s->held + off, len);
+		pp_session_handle_record(s, held + off, len);
 		off += len;
 	}
-	s->held_len = 0;
-	/* a burst must not keep its buffer */
-	if (s->held_cap > 256 * 1024) {
-		free(s->held);
-		s->held = NULL;
-		s->held_cap = 0;
-	}
+	s->stats.samples_held = holds; /* one held again was counted as it was first held */
+	free(held);
 	return 0;
 }
 

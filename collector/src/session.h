@@ -276,7 +276,12 @@ void pp_session_hold_from(struct pp_session *s, uint64_t boundary_mono_ns);
  * command's.
  */
 void pp_session_skip_waits_before(struct pp_session *s, uint32_t tgid, uint64_t mono_ns);
-int pp_session_release_held(struct pp_session *s);
+/*
+ * ... and from here records taken at or after next_boundary_mono_ns (the next window's end)
+ * are held, those already held among them too: a window closed late (a stalled loop) keeps
+ * only its own. 0: nothing is held any more.
+ */
+int pp_session_release_held(struct pp_session *s, uint64_t next_boundary_mono_ns);
 /* The same as a pp_shim_record_fn: ctx is the session; never stops the poll. */
 int pp_session_record_cb(void *ctx, const void *data, size_t len);
 /* Handles one decoded record (tests feed synthetic records here). */

@@ -598,6 +598,9 @@ static void window_maps_share(struct agent *ag)
 }
 
 /* How long a window stays open after its end: two poll ticks, at most a fifth of it. */
+/* Windows a stalled loop closes one by one; further behind, the wall clock jumped. */
+#define MAX_WINDOWS_BEHIND 16
+
 static uint64_t grace_ns(uint64_t interval)
 {
 	uint64_t g = 2 * POLL_INTERVAL_MS * 1000000ull + 50 * 1000000ull;
@@ -635,11 +638,11 @@ static void export_pending(struct agent *ag)
 
 /*
  * Closes the window that ended at window_end: its samples (the session's, flushed by
- * new_window), its length, and the next window from window_end with the samples held for it.
- * The closed one is written now (file exporter) or waits its upload jitter. 0 or -ENOMEM,
- * logged.
+ * new_window), its length, and the next window from window_end, to next_end (0: the stop),
+ * with the samples held for it. The closed one is written now (file exporter) or waits its
+ * upload jitter. 0 or -ENOMEM, logged.
  */
-static int close_window(struct agent *ag, uint64_t window_end, uint64_t now)
+static int close_window(struct agent *ag, uint64_t window_end, uint64_t next_end, uint64_t now)
 {
 	struct pp_profile *closing = ag->profile;
 	uint64_t start = pp_profile_get_desc(closing)->start_unix_ns;
@@ -655,7 +658,8 @@ static int close_window(struct agent *ag, uint64_t window_end, uint64_t now)
 		return -ENOMEM;
 	}
 	ag->strings_cleaned += pp_profile_strings_cleaned(closing);
-	pp_session_release_held(ag->session);
+	pp_session_release_held(ag->session,
+				next_end ? next_end - (uint64_t)ag->mono_to_wall_ns : 0);
 	export_pending(ag); /* the previous one, if still waiting */
 	if (ag->cfg.exporter == PP_EXPORTER_FILE) {
 		export_window(ag, closing);
@@ -1074,7 +1078,7 @@ int pp_cmd_run(int argc, char **argv)
 	struct agent ag = {0};
 	struct pp_config_errors errs = {0};
 	char err[1024] = "";
-	uint64_t interval, window_end, grace_until = 0, stop_ns;
+	uint64_t interval, window_end, next_end, grace_until = 0, stop_ns;
 	int status, ret;
 
 	ret = pp_run_config_load(argc, argv, environ, &ag.cfg, &errs);
@@ -1178,24 +1182,29 @@ int pp_cmd_run(int argc, char **argv)
 		/*
 		 * The window's grace: records are read up to POLL_INTERVAL_MS late, so for a
 		 * short while after its end the window stays open for the samples taken in it.
+		 * A loop that wakes past the grace (a busy machine stalled it) closes it at once.
 		 */
-		if (!grace_until) {
-			grace_until = now + grace_ns(interval);
-			continue;
-		}
+		if (!grace_until)
+			grace_until = window_end + grace_ns(interval);
 		if (now < grace_until)
 			continue;
 		grace_until = 0;
 		while (pp_shim_poll(ag.smp.shim, 0, pp_session_record_cb, ag.session) > 0)
 			;
-		if (close_window(&ag, window_end, now)) {
+		/*
+		 * A loop that stalled past the next window's end too closes that one on its next
+		 * turn: every window is one interval. Only a jump of the wall clock (set forward)
+		 * skips to the current boundary, rather than ship hundreds of empty windows; the
+		 * window then open is the long one.
+		 */
+		next_end = window_end + interval;
+		if (next_end + MAX_WINDOWS_BEHIND * interval <= now)
+			next_end = (now / interval + 1) * interval;
+		if (close_window(&ag, window_end, next_end, now)) {
 			status = PP_EXIT_RUNTIME;
 			goto out;
 		}
-		window_end += interval;
-		if (window_end <= now) /* the loop stalled: skip to the current window */
-			window_end = (now / interval + 1) * interval;
-		pp_session_hold_from(ag.session, window_end - (uint64_t)ag.mono_to_wall_ns);
+		window_end = next_end;
 	}
 
 	/* SIGTERM/SIGINT: close the partial window, ship it and the queue, exit 0. */
@@ -1211,12 +1220,23 @@ int pp_cmd_run(int argc, char **argv)
 	 */
 	stop_ns = pp_clock_ns(CLOCK_REALTIME);
 	if (grace_until || stop_ns >= window_end) {
-		if (close_window(&ag, window_end, stop_ns)) {
-			status = PP_EXIT_RUNTIME;
-			goto out;
+		int behind = 0;
+
+		/* each window the stop came after, then the partial one */
+		for (;;) {
+			next_end = window_end + interval;
+			if (stop_ns < next_end || ++behind >= MAX_WINDOWS_BEHIND)
+				next_end = 0;
+			if (close_window(&ag, window_end, next_end, stop_ns)) {
+				status = PP_EXIT_RUNTIME;
+				goto out;
+			}
+			if (!next_end)
+				break;
+			window_end = next_end;
 		}
 	} else {
-		pp_session_release_held(ag.session);
+		pp_session_release_held(ag.session, 0);
 	}
 	pp_session_flush(ag.session);
 	export_pending(&ag);

@@ -1263,9 +1263,9 @@ static uint64_t tids_of(const struct pp_profile *p)
 }
 
 /*
- * A window's grace: records read after the window's end but taken before it still go into
- * it; those taken after its end wait for the next window; and a record taken before the
- * window it lands in is counted late. With and without the raw-stack table.
+ * Windows of 1 s: records read in a window's grace go into the window they were taken in, a
+ * record of the window after next (the loop stalled a whole window) is held again for it,
+ * and one read after its window closed is counted late in the next.
  */
 TEST(grace_puts_samples_in_the_window_they_were_taken_in)
 {
@@ -1273,7 +1273,7 @@ TEST(grace_puts_samples_in_the_window_they_were_taken_in)
 		struct pp_session_opts opts = {.proc_root = "/nonexistent",
 					       .raw_stack_entries = raw ? 1024 : 0};
 		struct sess_fixture f;
-		struct pp_profile *next;
+		struct pp_profile *next, *after;
 		struct pp_session_stats st;
 		unsigned char buf[sizeof(struct pp_sample) + 16];
 		const uint64_t uf[1] = {0x401000};
@@ -1281,7 +1281,8 @@ TEST(grace_puts_samples_in_the_window_they_were_taken_in)
 		struct {
 			uint32_t tid;
 			uint64_t t;
-		} in_grace[] = {{2, 10 * s + 900000000}, {3, 11 * s + 50000000}, {4, 11 * s}};
+		} in_grace[] = {
+		    {2, 10 * s + 900000000}, {3, 11 * s + 50000000}, {4, 11 * s}, {6, 12 * s + 1}};
 
 		REQUIRE(fixture_init(&f, &opts, 0) == 0);
 		pp_profile_set_window(f.prof, (uint64_t)MONO_TO_WALL + 10 * s, 0);
@@ -1290,31 +1291,42 @@ TEST(grace_puts_samples_in_the_window_they_were_taken_in)
 		CHECK(pp_session_handle_record(f.s, buf, sizeof(struct pp_sample) + 8) == 0);
 		/* the window ends at 11 s; its grace begins */
 		pp_session_hold_from(f.s, 11 * s);
-		for (size_t i = 0; i < 3; i++) {
+		for (size_t i = 0; i < sizeof(in_grace) / sizeof(in_grace[0]); i++) {
 			encode_sample(buf, NO_SUCH_PID, in_grace[i].tid, uf, 1);
 			((struct pp_sample *)buf)->time_ns = in_grace[i].t;
 			CHECK(pp_session_handle_record(f.s, buf, sizeof(struct pp_sample) + 8) ==
 			      0);
 		}
-		/* close: the next window takes over, the held records go into it */
+		/* close: the next window (to 12 s) takes over, the held records go into it */
 		next = new_profile();
 		REQUIRE(next);
 		pp_profile_set_window(next, (uint64_t)MONO_TO_WALL + 11 * s, 0);
 		pp_session_set_profile(f.s, next);
-		CHECK(pp_session_release_held(f.s) == 0);
+		CHECK(pp_session_release_held(f.s, 12 * s) == 0);
 		/* read after the close although taken before it: late */
 		encode_sample(buf, NO_SUCH_PID, 5, uf, 1);
 		((struct pp_sample *)buf)->time_ns = 10 * s + 990000000;
 		CHECK(pp_session_handle_record(f.s, buf, sizeof(struct pp_sample) + 8) == 0);
+		/* the window after: the record of 12 s held for it, nothing held any more */
+		after = new_profile();
+		REQUIRE(after);
+		pp_profile_set_window(after, (uint64_t)MONO_TO_WALL + 12 * s, 0);
+		pp_session_set_profile(f.s, after);
+		CHECK(pp_session_release_held(f.s, 0) == 0);
+		encode_sample(buf, NO_SUCH_PID, 7, uf, 1);
+		((struct pp_sample *)buf)->time_ns = 14 * s;
+		CHECK(pp_session_handle_record(f.s, buf, sizeof(struct pp_sample) + 8) == 0);
 		pp_session_flush(f.s);
 		CHECK_EQ_U64(tids_of(f.prof), (1u << 1) | (1u << 2));
 		CHECK_EQ_U64(tids_of(next), (1u << 3) | (1u << 4) | (1u << 5));
+		CHECK_EQ_U64(tids_of(after), (1u << 6) | (1u << 7));
 		pp_session_get_stats(f.s, &st);
-		CHECK_EQ_U64(st.samples_held, 2);
+		CHECK_EQ_U64(st.samples_held, 3);
 		CHECK_EQ_U64(st.samples_late, 1);
-		CHECK_EQ_U64(st.samples, 5);
+		CHECK_EQ_U64(st.samples, 7);
 		fixture_fini(&f);
 		pp_profile_free(next);
+		pp_profile_free(after);
 	}
 }
 
