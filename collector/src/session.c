@@ -1382,12 +1382,12 @@ static int raw_store(struct pp_session *s, struct raw_stack **slot, const struct
 /*
  * Whether a kernel frame is the tracing machinery's: an off-CPU record taken in the switch
  * tracepoint (kernels without kprobes) starts with the shim's program and its caller, which
- * are not where the thread waits.
+ * are not where the thread waits; one taken at schedule's return, with its trampoline.
  */
 static bool is_tracing_frame(struct pp_session *s, uint32_t loc)
 {
 	static const char *const prefixes[] = {"bpf_prog_", "bpf_trace_run", "__bpf_trace_",
-					       "__traceiter_"};
+					       "__traceiter_", "bpf_trampoline_"};
 	const struct pp_location_info *l = loc ? pp_profile_get_location(s->profile, loc) : NULL;
 
 	for (size_t i = 0; l && i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
@@ -1396,10 +1396,34 @@ static bool is_tracing_frame(struct pp_session *s, uint32_t loc)
 	return false;
 }
 
+/*
+ * An off-CPU record's kernel stack (locs[first..n)) less the tracing machinery at its leaf:
+ * the frames up to the last tracing frame there, with the unnamed ones among them (a BPF
+ * program or trampoline the kernel names not, before 5.12). The new n.
+ */
+static uint32_t drop_tracing_frames(struct pp_session *s, uint32_t *locs, uint32_t first,
+				    uint32_t n)
+{
+	uint32_t drop = 0;
+
+	for (uint32_t i = first; i < n; i++) {
+		const struct pp_location_info *l = pp_profile_get_location(s->profile, locs[i]);
+
+		if (is_tracing_frame(s, locs[i]))
+			drop = i - first + 1;
+		else if (!l || strcmp(l->function, "[kernel]") != 0)
+			break;
+	}
+	if (!drop)
+		return n;
+	memmove(locs + first, locs + first + drop, (n - first - drop) * sizeof(*locs));
+	return n - drop;
+}
+
 static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 {
 	const struct pp_sample *rec = &d->sample;
-	uint32_t locs[MAX_FRAMES], n = 0;
+	uint32_t locs[MAX_FRAMES], n = 0, first_kernel;
 	uint32_t nk = rec->nr_kstack, nu = rec->nr_ustack;
 	int in_kernel = !!(rec->flags & PP_SF_KERNEL_IP);
 	const struct pp_proc *proc = NULL;
@@ -1456,7 +1480,8 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	if (mi.type_loc)
 		locs[n++] = mi.type_loc;
 	/* Kernel frames, leaf first. The precise ip replaces the PMI ip at the leaf. */
-	for (uint32_t i = 0, first = n; i < nk; i++) {
+	first_kernel = n;
+	for (uint32_t i = 0; i < nk; i++) {
 		uint64_t addr = pp_decoded_frame(d, i);
 
 		if (i == 0 && in_kernel && s->opts.precise_ip && rec->ip)
@@ -1466,11 +1491,11 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 			addr -= 1;
 		locs[n] = kernel_location(s, addr);
 		s->stats.frames++;
-		if (n == first && (rec->flags & PP_SF_OFF_CPU) && is_tracing_frame(s, locs[n]))
-			continue;
 		if (locs[n])
 			n++;
 	}
+	if (rec->flags & PP_SF_OFF_CPU)
+		n = drop_tracing_frames(s, locs, first_kernel, n);
 	if (in_kernel && nk == 0) {
 		locs[n] = kernel_location(s, rec->ip);
 		if (locs[n])

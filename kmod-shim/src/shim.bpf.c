@@ -946,7 +946,8 @@ struct off_cpu_since {
 	__u64 time_ns;
 	__u64 wake_ns; /* 0: not woken (yet), or it never slept (preempted) */
 	__u32 state;
-	__u32 wake_state; /* PP_OFF_CPU_RUNNABLE or _THROTTLED, as it was woken */
+	__u16 wake_state; /* PP_OFF_CPU_RUNNABLE or _THROTTLED, as it was woken */
+	__u16 held;	  /* its record, stacks and all, is held in off_cpu_records */
 };
 
 struct {
@@ -990,21 +991,22 @@ static __always_inline __u32 off_cpu_state(struct task_struct *prev, int preempt
 	return runnable_state(prev);
 }
 
-/* Without kprobes: the record of each waiting thread, stacks and all, taken as it left. */
+/* Stacks taken at the switch: the record of each waiting thread, taken as it left. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, PP_OFF_CPU_HELD_RECORDS); /* 1 where the kprobe takes them */
+	__uint(max_entries, PP_OFF_CPU_HELD_RECORDS); /* 1 where the kprobe takes them all */
 	__type(key, __u32);			      /* thread id */
 	__type(value, __u8[PP_SAMPLE_MAX_SIZE]);
 } off_cpu_records SEC(".maps");
 
 /*
  * A pp_sample of the current task in scratch, its stacks taken from ctx (a kprobe's registers
- * or a tracepoint's): the kernel stack, and the user stack where it entered the kernel, with
- * tables where `tables` says (bpf_loop, bpf_task_pt_regs) or by the kernel's walker.
+ * or a tracepoint's): the kernel stack less its first kskip frames, and the user stack where
+ * it entered the kernel, with tables where `tables` says (bpf_loop, bpf_task_pt_regs) or by
+ * the kernel's walker.
  */
 static __always_inline struct pp_sample *off_cpu_record(void *ctx, struct pp_counters *cnt,
-							const int tables)
+							const int tables, const __u64 kskip)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 zero = 0;
@@ -1029,8 +1031,9 @@ static __always_inline struct pp_sample *off_cpu_record(void *ctx, struct pp_cou
 	rec->_pad0 = 0;
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 
-	nk = take_stack(ctx, rec->stack, shim_config.kstack_depth, 0, rec, PP_SF_KSTACK_TRUNC,
-			PP_SF_KSTACK_ERR, cnt, PP_CNT_KSTACK_TRUNC, PP_CNT_KSTACK_ERR);
+	nk = take_stack(ctx, rec->stack, shim_config.kstack_depth, kskip & BPF_F_SKIP_FIELD_MASK,
+			rec, PP_SF_KSTACK_TRUNC, PP_SF_KSTACK_ERR, cnt, PP_CNT_KSTACK_TRUNC,
+			PP_CNT_KSTACK_ERR);
 	if (nk > PP_MAX_STACK_DEPTH)
 		nk = PP_MAX_STACK_DEPTH;
 	rec->ip = nk ? rec->stack[0] : 0;
@@ -1060,32 +1063,35 @@ struct off_cpu_end_info {
 	__u32 state;
 	__u32 delay_state;
 	__u64 delay_ns; /* 0: not woken, or woken less than off_cpu_min_ns ago */
+	__u32 held;	/* its record is in off_cpu_records */
 };
 
 /*
  * The wait of thread tid ends now: how long it was (0 when it was not noted, or too short to
  * record, both forgotten here), the state it waited in, and how long of that it waited for a
- * CPU after it was woken, where that is at least the threshold too.
+ * CPU after it was woken, where that is at least the threshold too. held_only: only a wait
+ * whose record is held ends here (the switch tracepoint, where a probe ends the others).
  */
 static __always_inline __u64 off_cpu_end(__u32 tid, __u64 now, struct off_cpu_end_info *end,
-					 struct pp_counters *cnt)
+					 struct pp_counters *cnt, int held_only)
 {
 	struct off_cpu_since *since = bpf_map_lookup_elem(&off_cpu_waiting, &tid);
 	__u64 off_ns, wake_ns;
 
-	if (!since)
+	if (!since || (held_only && !since->held))
 		return 0;
 	off_ns = now - since->time_ns;
 	wake_ns = since->wake_ns;
 	end->state = since->state;
 	end->delay_state = since->wake_state;
 	end->delay_ns = wake_ns > since->time_ns && wake_ns < now ? now - wake_ns : 0;
+	end->held = since->held;
 	if (end->delay_ns < shim_config.off_cpu_min_ns)
 		end->delay_ns = 0;
 	bpf_map_delete_elem(&off_cpu_waiting, &tid);
 	if (off_ns < shim_config.off_cpu_min_ns || (__s64)off_ns <= 0) {
 		count_in(cnt, PP_CNT_OFF_CPU_SHORT);
-		if (shim_config.off_cpu_stacks_at_switch)
+		if (end->held)
 			bpf_map_delete_elem(&off_cpu_records, &tid);
 		return 0;
 	}
@@ -1107,25 +1113,26 @@ static __always_inline void off_cpu_value(struct pp_sample *rec, __u64 now, __u6
 
 /*
  * Runs as prev leaves the CPU, in its context (current is still prev): notes when and how it
- * left, for 1 in off_cpu_every user threads that pass the filters. Where a kprobe takes the
+ * left, for 1 in off_cpu_every user threads that pass the filters. Where a probe takes the
  * stacks as the task resumes, nothing more: only waits long enough to record cost a walk.
- * Without kprobes the record is taken here and held, and next's wait ends here too.
+ * Where none will run for this switch (PP_OFF_CPU_AT_*), the record is taken here and held,
+ * and such a held wait of next's ends here too.
  */
 static __always_inline int handle_switch(void *ctx, int preempt, struct task_struct *prev,
 					 struct task_struct *next, const int tables)
 {
 	struct off_cpu_since since;
-	__u32 tid = prev->pid, tgid = prev->tgid;
+	__u32 tid = prev->pid, tgid = prev->tgid, at = shim_config.off_cpu_stacks_at;
 	struct pp_counters *cnt = cpu_counters();
 	struct pp_sample *rec;
 	long err;
 
 	if (!shim_config.off_cpu_every)
 		return 0;
-	if (shim_config.off_cpu_stacks_at_switch) {
+	if (at != PP_OFF_CPU_AT_RESUME) {
 		struct off_cpu_end_info end = {};
 		__u32 next_tid = next->pid;
-		__u64 now = bpf_ktime_get_ns(), off_ns = off_cpu_end(next_tid, now, &end, cnt);
+		__u64 now = bpf_ktime_get_ns(), off_ns = off_cpu_end(next_tid, now, &end, cnt, 1);
 
 		if (off_ns) {
 			rec = bpf_map_lookup_elem(&off_cpu_records, &next_tid);
@@ -1150,8 +1157,10 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 	since.state = off_cpu_state(prev, preempt);
 	if (since.state >= PP_OFF_CPU_STATES)
 		return 0;
-	if (shim_config.off_cpu_stacks_at_switch) {
-		rec = off_cpu_record(ctx, cnt, tables);
+	/* schedule() calls the scheduler without preempt; preemption does not return there */
+	since.held = at == PP_OFF_CPU_AT_SWITCH || (at == PP_OFF_CPU_AT_SCHEDULE_RETURN && preempt);
+	if (since.held) {
+		rec = off_cpu_record(ctx, cnt, tables, 0);
 		if (!rec || bpf_map_update_elem(&off_cpu_records, &tid, rec, BPF_ANY)) {
 			count_in(cnt, PP_CNT_OFF_CPU_NOT_NOTED);
 			return 0;
@@ -1176,7 +1185,7 @@ int BPF_PROG(on_switch, int preempt, struct task_struct *prev, struct task_struc
 	return handle_switch(ctx, preempt, prev, next, 0);
 }
 
-/* Without kprobes, user stacks with unwind tables (5.17+: bpf_loop; bpf_task_pt_regs). */
+/* Stacks at the switch, user stacks with unwind tables (5.17+: bpf_loop; bpf_task_pt_regs). */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch_unwind, int preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -1185,20 +1194,24 @@ int BPF_PROG(on_switch_unwind, int preempt, struct task_struct *prev, struct tas
 
 /*
  * Runs as a task resumes (a kprobe on the scheduler's finish_task_switch, which the loader
- * finds by name: compilers rename it finish_task_switch.isra.0), in its context: a noted wait
- * of at least off_cpu_min_ns becomes a record whose stacks are the ones it waited in.
+ * finds by name: compilers rename it finish_task_switch.isra.0; or fexit on schedule()), in
+ * its context: a noted wait of at least off_cpu_min_ns becomes a record whose stacks are the
+ * ones it waited in.
  */
-static __always_inline int handle_switch_in(struct pt_regs *ctx, const int tables)
+static __always_inline int handle_switch_in(void *ctx, const int tables, const __u64 kskip)
 {
 	struct pp_counters *cnt = cpu_counters();
 	struct off_cpu_end_info end = {};
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__u64 now = bpf_ktime_get_ns(), off_ns = off_cpu_end(tid, now, &end, cnt);
+	__u64 now = bpf_ktime_get_ns(), off_ns = off_cpu_end(tid, now, &end, cnt, 0);
 	struct pp_sample *rec;
 
 	if (!off_ns)
 		return 0;
-	rec = off_cpu_record(ctx, cnt, tables);
+	/* a held wait ends at the switch that brings its task back, before it runs this */
+	if (end.held)
+		bpf_map_delete_elem(&off_cpu_records, &tid);
+	rec = off_cpu_record(ctx, cnt, tables, kskip);
 	if (!rec)
 		return 0;
 	off_cpu_value(rec, now, off_ns, &end);
@@ -1209,14 +1222,34 @@ static __always_inline int handle_switch_in(struct pt_regs *ctx, const int table
 SEC("kprobe")
 int on_switch_in(struct pt_regs *ctx)
 {
-	return handle_switch_in(ctx, 0);
+	return handle_switch_in(ctx, 0, 0);
 }
 
 /* User stacks with unwind tables (5.17+: bpf_loop; bpf_task_pt_regs). */
 SEC("kprobe")
 int on_switch_in_unwind(struct pt_regs *ctx)
 {
-	return handle_switch_in(ctx, 1);
+	return handle_switch_in(ctx, 1, 0);
+}
+
+/*
+ * Where the kernel has no kprobes but BPF trampolines: as schedule() returns to the task that
+ * called it (PP_OFF_CPU_AT_SCHEDULE_RETURN). The kernel stack's first frames, this program and
+ * the trampoline (bpf_trampoline_<id>, unnamed before 5.12), are left out: it starts at
+ * schedule, called by what waited.
+ */
+#define PP_FEXIT_FRAMES 2
+
+SEC("fexit/schedule")
+int BPF_PROG(on_schedule_return)
+{
+	return handle_switch_in(ctx, 0, PP_FEXIT_FRAMES);
+}
+
+SEC("fexit/schedule")
+int BPF_PROG(on_schedule_return_unwind)
+{
+	return handle_switch_in(ctx, 1, PP_FEXIT_FRAMES);
 }
 
 /*
@@ -1289,7 +1322,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	/* an exiting thread is running: a wait still noted ended where no switch was seen */
 	if (shim_config.off_cpu_every && !bpf_map_delete_elem(&off_cpu_waiting, &tid)) {
 		count(PP_CNT_OFF_CPU_UNSEEN_END);
-		if (shim_config.off_cpu_stacks_at_switch)
+		if (shim_config.off_cpu_stacks_at != PP_OFF_CPU_AT_RESUME)
 			bpf_map_delete_elem(&off_cpu_records, &tid);
 	}
 	if (tid != tgid)

@@ -1422,7 +1422,7 @@ static struct sleeper_match match_sleeper(const struct off_cpu_collected *c,
  * 50 us (under the 1 ms threshold). Their records add up to the time they waited, in the
  * sleeping state, with kernel and user stacks; the short sleeper has none.
  */
-static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
+static void run_off_cpu(uint32_t walk, uint32_t every, enum pp_shim_off_cpu_stacks stacks)
 {
 	struct pp_shim_opts opts = {.kstack_depth = 32,
 				    .ustack_depth = 32,
@@ -1431,7 +1431,7 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 				    .ringbuf_bytes = 1 << 20,
 				    .off_cpu_every = every,
 				    .off_cpu_min_ns = OFF_CPU_MIN_NS,
-				    .off_cpu_no_kprobe = no_kprobe};
+				    .off_cpu_stacks = stacks};
 	struct off_cpu_thread th[3] = {
 	    {.sleep_us = OFF_CPU_SLEEP_MS * 1000, .waits = OFF_CPU_SLEEPS},
 	    {.sleep_us = 0, .waits = OFF_CPU_SLEEPS},
@@ -1453,8 +1453,10 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 		fprintf(stderr, "  load failed: %s\n", err);
 	REQUIRE(shim != NULL);
 	REQUIRE(pp_shim_switch_in_at(shim) != NULL);
-	if (no_kprobe)
+	if (stacks == PP_SHIM_OFF_CPU_SWITCH)
 		CHECK_STR(pp_shim_switch_in_at(shim), "sched_switch");
+	else if (stacks == PP_SHIM_OFF_CPU_FEXIT)
+		CHECK_STR(pp_shim_switch_in_at(shim), "fexit:schedule");
 	REQUIRE(pipe(pfd) == 0);
 	CHECK(pp_shim_add_target(shim, (uint32_t)getpid()) == 0);
 	th[1].fd = pfd[0];
@@ -1602,15 +1604,28 @@ static void run_off_cpu(uint32_t walk, uint32_t every, int no_kprobe)
 
 TEST(off_cpu_live)
 {
+	int fexit;
+
 	if (!can_run())
 		SKIP("needs root, BPF and BTF");
-	run_off_cpu(PP_USTACK_KERNEL, 1, 0);
+	run_off_cpu(PP_USTACK_KERNEL, 1, PP_SHIM_OFF_CPU_AUTO);
 	/* user stacks by the table walker (5.17+: bpf_loop; before, the kernel's walker) */
-	run_off_cpu(PP_USTACK_AUTO, 1, 0);
-	run_off_cpu(PP_USTACK_KERNEL, 4, 0);
-	/* the stacks taken at the switch, as on a kernel without kprobes, on every kernel */
-	run_off_cpu(PP_USTACK_KERNEL, 1, 1);
-	run_off_cpu(PP_USTACK_AUTO, 1, 1);
+	run_off_cpu(PP_USTACK_AUTO, 1, PP_SHIM_OFF_CPU_AUTO);
+	run_off_cpu(PP_USTACK_KERNEL, 4, PP_SHIM_OFF_CPU_AUTO);
+	/* each way of taking the stacks, on every kernel: as threads return from schedule() */
+	fexit = pp_kernel_can_fexit("schedule");
+	if (fexit == 0) {
+		run_off_cpu(PP_USTACK_KERNEL, 1, PP_SHIM_OFF_CPU_FEXIT);
+		run_off_cpu(PP_USTACK_AUTO, 1, PP_SHIM_OFF_CPU_FEXIT);
+	} else {
+		fprintf(stderr,
+			"  skipped: the stacks at schedule's return: no fexit on schedule on this "
+			"kernel (%s)\n",
+			strerror(-fexit));
+	}
+	/* ... and at the switch, as on a kernel without either */
+	run_off_cpu(PP_USTACK_KERNEL, 1, PP_SHIM_OFF_CPU_SWITCH);
+	run_off_cpu(PP_USTACK_AUTO, 1, PP_SHIM_OFF_CPU_SWITCH);
 }
 
 /* ---- off-CPU: a woken thread that waits for its CPU ---- */

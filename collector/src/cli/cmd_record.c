@@ -136,9 +136,10 @@ static void usage(FILE *f)
 	    "      --off-cpu-threshold DURATION  shortest wait recorded (default 1ms; 500us,\n"
 	    "                        2ms, 0 for all)\n"
 	    "      --off-cpu-every N record 1 in N switches, values scaled by N (default 1)\n"
-	    "      --off-cpu-stacks auto|switch  where their stacks are taken: auto (a kprobe\n"
-	    "                        as threads resume, where the kernel has kprobes) or switch\n"
-	    "                        (as they leave the CPU, every switch: more CPU, no kprobe)\n"
+	    "      --off-cpu-stacks auto|kprobe|fexit|switch  where their stacks are taken:\n"
+	    "                        kprobe (as threads resume), fexit (as they return from\n"
+	    "                        schedule()), switch (as they leave the CPU, every switch:\n"
+	    "                        more CPU, no probe); auto: the first the kernel has\n"
 	    "      --ldlat CYCLES    load-latency threshold for mem-loads (default 30)\n"
 	    "      --top N           functions in the summary (default 15; 0 = none)\n"
 	    "      --proc-root DIR   where /proc is (default /proc)\n"
@@ -932,7 +933,7 @@ int pp_cmd_record(int argc, char **argv)
 		    .unwind_table_bytes = a.unwind_table_bytes,
 		    .off_cpu_every = a.off_cpu_every,
 		    .off_cpu_min_ns = a.off_cpu_min_ns,
-		    .off_cpu_no_kprobe = rc.off_cpu_stacks == PP_OFF_CPU_STACKS_SWITCH,
+		    .off_cpu_stacks = rc.off_cpu_stacks,
 		};
 		struct pp_containers_filter filter = {.cgroups = a.cgroups,
 						      .container_ids = a.container_ids};

@@ -127,8 +127,12 @@ struct pp_kv_list {
 };
 
 /* off-cpu-stacks: where off-CPU stacks are taken (shim_loader.h) */
-#define PP_OFF_CPU_STACKS_AUTO 0   /* as a thread resumes where the kernel has kprobes */
-#define PP_OFF_CPU_STACKS_SWITCH 1 /* as it leaves the CPU, every switch, no kprobe */
+#define PP_OFF_CPU_STACKS_AUTO                                                                     \
+	0			   /* kprobe where the kernel has kprobes, else fexit, else switch \
+				    */
+#define PP_OFF_CPU_STACKS_KPROBE 1 /* as a thread resumes: finish_task_switch */
+#define PP_OFF_CPU_STACKS_FEXIT 2  /* as it returns from schedule(); preempted: at the switch */
+#define PP_OFF_CPU_STACKS_SWITCH 3 /* as it leaves the CPU, every switch, no probe */
 extern const char *const pp_off_cpu_stacks_names[];
 
 struct pp_run_config {

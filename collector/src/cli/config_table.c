@@ -30,7 +30,7 @@ const char *const pp_cfg_exporter_names[] = {"otlp", "pyroscope", "file", NULL};
 static const char *const symbolize_names[] = {"local", "none", NULL};
 const char *const pp_cfg_sample_label_names[] = {"thread", "pid", "cpu", "memory", NULL};
 static const char *const k8s_names[] = {"auto", "apiserver", "kubelet", "none", NULL};
-const char *const pp_off_cpu_stacks_names[] = {"auto", "switch", NULL};
+const char *const pp_off_cpu_stacks_names[] = {"auto", "kprobe", "fexit", "switch", NULL};
 
 const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
     [PP_CFG_EVENT] = {.name = "event",
@@ -306,12 +306,13 @@ const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
 			       .offset = OFF(off_cpu_stacks),
 			       .def = "auto",
 			       .names = pp_off_cpu_stacks_names,
-			       .metavar = "auto|switch",
+			       .metavar = "auto|kprobe|fexit|switch",
 			       .help =
-				   "where off-CPU stacks are taken: auto (a kprobe on the\n"
-				   "scheduler as a thread resumes, for the waits recorded, where\n"
-				   "the kernel has kprobes) or switch (as it leaves the CPU, at\n"
-				   "every switch: more CPU, no kprobe)"},
+				   "where off-CPU stacks are taken: kprobe (on the scheduler\n"
+				   "as a thread resumes, for the waits recorded), fexit (as it\n"
+				   "returns from schedule(); preempted threads at the switch),\n"
+				   "switch (as it leaves the CPU, every switch: more CPU, no\n"
+				   "probe) or auto (the first the kernel has)"},
     [PP_CFG_SERVICE_NAME] = {.name = "service-name",
 			     .env = "OTEL_SERVICE_NAME",
 			     .type = T_STR,

@@ -67,8 +67,8 @@ struct pp_shim {
 	struct bpf_link *task_links[3];	   /* fork, exec, exit trackers */
 	struct bpf_link *off_cpu_links[3]; /* switch out, switch in, wakeup */
 	struct bpf_map *off_cpu_waiting, *off_cpu_records;
-	bool off_cpu_at_switch; /* no kprobes: the switch tracepoint takes the stacks */
-	char switch_in_at[64];	/* the kernel function the switch-in probe is on */
+	uint32_t off_cpu_at;   /* PP_OFF_CPU_AT_*: where the stacks of waits are taken */
+	char switch_in_at[64]; /* the kernel function the switch-in probe is on */
 	int has_cookie;
 	enum pp_shim_cgroup_mode cg_mode;
 	struct user_cgroup_filter *ucg; /* PP_SHIM_CGROUP_USER only */
@@ -172,6 +172,53 @@ int pp_kernel_has_cast_to_kern_ctx(void)
 	found = btf__find_by_name_kind(btf, "bpf_cast_to_kern_ctx", BTF_KIND_FUNC) > 0;
 	btf__free(btf);
 	return found;
+}
+
+int pp_kernel_can_fexit(const char *func)
+{
+	const struct bpf_insn ret0[] = {
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+	    {.code = BPF_JMP | BPF_EXIT},
+	};
+	struct btf *btf = btf__load_vmlinux_btf();
+	int id, prog_fd, link_fd, ret;
+
+	if (!btf)
+		return -ENOENT;
+	id = btf__find_by_name_kind(btf, func, BTF_KIND_FUNC);
+	btf__free(btf);
+	if (id <= 0)
+		return -ENOENT;
+	LIBBPF_OPTS(bpf_prog_load_opts, lopts, .expected_attach_type = BPF_TRACE_FEXIT,
+		    .attach_btf_id = (uint32_t)id);
+	prog_fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "pp_fexit_probe", "GPL", ret0, 2, &lopts);
+	if (prog_fd < 0)
+		return -errno;
+	link_fd = bpf_raw_tracepoint_open(NULL, prog_fd);
+	ret = link_fd < 0 ? -errno : 0;
+	close(prog_fd);
+	if (link_fd >= 0)
+		close(link_fd);
+	return ret;
+}
+
+/* PP_OFF_CPU_AT_* for what was asked and what this kernel has. */
+static uint32_t off_cpu_stacks_at(enum pp_shim_off_cpu_stacks asked)
+{
+	switch (asked) {
+	case PP_SHIM_OFF_CPU_KPROBE:
+		return PP_OFF_CPU_AT_RESUME;
+	case PP_SHIM_OFF_CPU_FEXIT:
+		return PP_OFF_CPU_AT_SCHEDULE_RETURN;
+	case PP_SHIM_OFF_CPU_SWITCH:
+		return PP_OFF_CPU_AT_SWITCH;
+	case PP_SHIM_OFF_CPU_AUTO:
+	default:
+		if (pp_sys_kprobes_at("/sys") == PP_FEAT_YES)
+			return PP_OFF_CPU_AT_RESUME;
+		return pp_kernel_can_fexit("schedule") == 0 ? PP_OFF_CPU_AT_SCHEDULE_RETURN
+							    : PP_OFF_CPU_AT_SWITCH;
+	}
 }
 
 static int kernel_has_attach_cookie(void)
@@ -517,8 +564,11 @@ static int install_rings(struct pp_shim *shim, const int *cpus, char *err, size_
 	return 0;
 }
 
-static const char *const switch_prog_names[] = {"on_switch", "on_switch_unwind", "on_switch_in",
-						"on_switch_in_unwind"};
+/* Switch out, and switch in by kprobe or fexit; each plain, then with the table walker. */
+static const char *const switch_prog_names[] = {"on_switch",	      "on_switch_unwind",
+						"on_switch_in",	      "on_switch_in_unwind",
+						"on_schedule_return", "on_schedule_return_unwind"};
+#define NR_SWITCH_PROGS (sizeof(switch_prog_names) / sizeof(switch_prog_names[0]))
 
 /* The switch tracepoint last: a wait is noted only once its wakeup and end can be seen. */
 static int attach_off_cpu(struct pp_shim *shim, struct bpf_program *out, struct bpf_program *in,
@@ -535,6 +585,17 @@ static int attach_off_cpu(struct pp_shim *shim, struct bpf_program *out, struct 
 	}
 	if (!in) {
 		snprintf(shim->switch_in_at, sizeof(shim->switch_in_at), "sched_switch");
+	} else if (shim->off_cpu_at == PP_OFF_CPU_AT_SCHEDULE_RETURN) {
+		shim->off_cpu_links[1] = bpf_program__attach_trace(in);
+		if (!shim->off_cpu_links[1]) {
+			ret = -errno;
+			snprintf(err, errlen,
+				 "cannot attach the off-CPU program to the return of schedule(): "
+				 "%s",
+				 strerror(-ret));
+			return ret;
+		}
+		snprintf(shim->switch_in_at, sizeof(shim->switch_in_at), "fexit:schedule");
 	} else if (!(shim->off_cpu_links[1] =
 			 attach_switch_in(in, shim->switch_in_at, sizeof(shim->switch_in_at)))) {
 		ret = -errno;
@@ -560,8 +621,8 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	struct pp_shim_config *cfg;
 	static const char *const sample_progs[] = {"on_sample", "on_sample_unwind",
 						   "on_sample_unwind_loop"};
-	struct bpf_program *on_fork, *on_exec, *on_exit, *switch_progs[4], *switch_out, *switch_in,
-	    *on_wakeup;
+	struct bpf_program *on_fork, *on_exec, *on_exit, *switch_progs[NR_SWITCH_PROGS],
+	    *switch_out, *switch_in, *on_wakeup;
 	int pick, all_progs;
 	bool tables;
 	uint64_t total_bytes, ring_bytes;
@@ -657,7 +718,7 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	on_exec = bpf_object__find_program_by_name(shim->obj, "on_exec");
 	on_exit = bpf_object__find_program_by_name(shim->obj, "on_exit");
 	on_wakeup = bpf_object__find_program_by_name(shim->obj, "on_wakeup");
-	for (int i = 0; i < 4; i++) {
+	for (size_t i = 0; i < NR_SWITCH_PROGS; i++) {
 		switch_progs[i] = bpf_object__find_program_by_name(shim->obj, switch_prog_names[i]);
 		all_progs &= switch_progs[i] != NULL;
 	}
@@ -691,23 +752,35 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 		bpf_map__set_max_entries(shim->unwind_procs, PP_UNWIND_MAX_PROCS_PREALLOC);
 	}
 	/*
-	 * off-CPU: the switch tracepoint, and the switch-in kprobe where the kernel has kprobes
-	 * (else the tracepoint takes the stacks); the table walker's where the sample program
-	 * is bpf_loop's
+	 * off-CPU: the switch tracepoint, and the program that runs as a task resumes (where
+	 * there is none, the tracepoint takes the stacks); the table walker's where the sample
+	 * program is bpf_loop's
 	 */
-	shim->off_cpu_at_switch = opts->off_cpu_every && (opts->off_cpu_no_kprobe ||
-							  pp_sys_kprobes_at("/sys") != PP_FEAT_YES);
-	switch_out = switch_progs[shim->off_cpu_at_switch && pick == 1];
-	switch_in = shim->off_cpu_at_switch ? NULL : switch_progs[2 + (pick == 1)];
-	for (int i = 0; i < 4; i++)
+	shim->off_cpu_at =
+	    opts->off_cpu_every ? off_cpu_stacks_at(opts->off_cpu_stacks) : PP_OFF_CPU_AT_RESUME;
+	if (shim->off_cpu_at == PP_OFF_CPU_AT_SCHEDULE_RETURN &&
+	    opts->off_cpu_stacks == PP_SHIM_OFF_CPU_FEXIT &&
+	    (ret = pp_kernel_can_fexit("schedule")) != 0) {
+		snprintf(err, errlen,
+			 "off-CPU stacks at schedule's return: this kernel lets no BPF trampoline "
+			 "(fexit) attach to schedule(): %s",
+			 strerror(-ret));
+		goto fail;
+	}
+	switch_out = switch_progs[shim->off_cpu_at != PP_OFF_CPU_AT_RESUME && pick == 1];
+	switch_in = shim->off_cpu_at == PP_OFF_CPU_AT_RESUME ? switch_progs[2 + (pick == 1)]
+		    : shim->off_cpu_at == PP_OFF_CPU_AT_SCHEDULE_RETURN
+			? switch_progs[4 + (pick == 1)]
+			: NULL;
+	for (size_t i = 0; i < NR_SWITCH_PROGS; i++)
 		bpf_program__set_autoload(switch_progs[i],
 					  opts->off_cpu_every && (switch_progs[i] == switch_out ||
 								  switch_progs[i] == switch_in));
 	bpf_program__set_autoload(on_wakeup, opts->off_cpu_every != 0);
-	cfg->off_cpu_stacks_at_switch = (uint32_t)shim->off_cpu_at_switch;
+	cfg->off_cpu_stacks_at = shim->off_cpu_at;
 	if (!opts->off_cpu_every)
 		bpf_map__set_max_entries(shim->off_cpu_waiting, 1);
-	if (!shim->off_cpu_at_switch)
+	if (shim->off_cpu_at == PP_OFF_CPU_AT_RESUME)
 		bpf_map__set_max_entries(shim->off_cpu_records, 1);
 	bpf_program__set_autoload(on_fork, opts->filter_tgids);
 	bpf_program__set_autoload(on_exec, opts->track_tasks);

@@ -35,6 +35,23 @@ extern const char *const pp_ustack_walk_names[];
 /* The PP_USTACK_* value a name gives, or -1. */
 int pp_ustack_walk_parse(const char *name);
 
+/*
+ * Where the stacks of off-CPU waits are taken. A task's stacks are the same as it leaves the
+ * CPU and as it resumes: a probe that runs as it resumes walks them only for the waits long
+ * enough to record; the switch tracepoint alone walks them at every switch.
+ */
+enum pp_shim_off_cpu_stacks {
+	/* the kprobe where the kernel has kprobes, else fexit where it can, else the switch */
+	PP_SHIM_OFF_CPU_AUTO,
+	PP_SHIM_OFF_CPU_KPROBE, /* a kprobe on finish_task_switch, as every task resumes */
+	/*
+	 * fexit on schedule(), as a task that slept returns from it; a preempted task, which
+	 * never called it, has its stacks taken at the switch
+	 */
+	PP_SHIM_OFF_CPU_FEXIT,
+	PP_SHIM_OFF_CPU_SWITCH, /* at every switch, no probe on the scheduler */
+};
+
 struct pp_shim_opts {
 	enum pp_shim_variant variant;
 	uint32_t kstack_depth; /* 0 disables kernel stacks */
@@ -83,11 +100,8 @@ struct pp_shim_opts {
 	 */
 	uint32_t off_cpu_every;
 	uint64_t off_cpu_min_ns;
-	/*
-	 * Take off-CPU stacks as threads leave the CPU (the switch tracepoint, every switch)
-	 * even where the kernel has kprobes, for a node that wants no kprobe on the scheduler.
-	 */
-	int off_cpu_no_kprobe;
+	/* Where off-CPU stacks are taken (PP_SHIM_OFF_CPU_*). */
+	enum pp_shim_off_cpu_stacks off_cpu_stacks;
 };
 
 #define PP_UNWIND_TABLE_BYTES_DEFAULT (64ull << 20) /* a Debian node's 50 largest take 43 MiB */
@@ -194,5 +208,14 @@ const char *pp_counter_name(enum pp_counter c);
 
 /* Whether the running kernel's BTF has the bpf_cast_to_kern_ctx kfunc (6.2+). */
 int pp_kernel_has_cast_to_kern_ctx(void);
+
+/*
+ * Whether a BPF trampoline attaches to the kernel function `func` (fexit): the kernel has
+ * them for this architecture (x86-64 5.5+, arm64 6.0+), the function is in its BTF, and
+ * ftrace and the security policy let it be patched (a kernel locked down against tracing
+ * refuses the load: -EPERM). Tried with an empty program, attached and detached at once.
+ * 0 when it does, else -errno.
+ */
+int pp_kernel_can_fexit(const char *func);
 
 #endif /* PP_SHIM_LOADER_H */

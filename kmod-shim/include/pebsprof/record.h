@@ -55,6 +55,21 @@
  */
 #define PP_SF_OFF_CPU (1u << 10)
 
+/*
+ * pp_shim_config.off_cpu_stacks_at: where the stacks of a wait are taken. A task's stacks are
+ * the same as it leaves the CPU and as it resumes, so a probe that runs as it resumes, in its
+ * context, walks them only for waits long enough to record; without one every switch walks
+ * them as it leaves, and the record is held (off_cpu_records) until the task comes back.
+ */
+#define PP_OFF_CPU_AT_RESUME 0 /* a kprobe on the scheduler's finish_task_switch */
+#define PP_OFF_CPU_AT_SWITCH 1 /* the switch tracepoint, every switch */
+/*
+ * fexit on schedule(), where the kernel has BPF trampolines and no kprobes: a task that
+ * went to sleep through schedule() returns from it; a preempted one never called it, so its
+ * stacks are taken at the switch (preempt set) and held.
+ */
+#define PP_OFF_CPU_AT_SCHEDULE_RETURN 2
+
 /* pp_sample.weight of an off-CPU record: why the task was off the CPU */
 #define PP_OFF_CPU_RUNNABLE 0 /* preempted or still runnable: waited for a CPU (busy, quota) */
 #define PP_OFF_CPU_SLEEPING 1 /* TASK_INTERRUPTIBLE: I/O, locks, timers; signals end it */
@@ -210,11 +225,8 @@ struct pp_shim_config {
 	__u32 fallback_ring;
 	/* Off-CPU records (PP_SF_OFF_CPU): 0 none; N, of 1 in N switches away from a CPU. */
 	__u32 off_cpu_every;
-	/*
-	 * Where the kernel has no kprobes (so no probe as a task resumes): the stacks are taken
-	 * as the task leaves the CPU and held in off_cpu_records until it comes back.
-	 */
-	__u32 off_cpu_stacks_at_switch;
+	/* PP_OFF_CPU_AT_*: where the stacks of a wait are taken */
+	__u32 off_cpu_stacks_at;
 	__u64 off_cpu_min_ns; /* shorter waits make no record */
 };
 
@@ -325,7 +337,8 @@ _Static_assert(__builtin_offsetof(struct pp_shim_config, filter_cgroups) == 32,
  */
 #define PP_OFF_CPU_MAX_WAITING 32768
 /*
- * Without kprobes: records held for this many waiting threads at most (off_cpu_records, LRU,
+ * Stacks taken at the switch (PP_OFF_CPU_AT_SWITCH, and preemptions at _SCHEDULE_RETURN):
+ * records held for this many waiting threads at most (off_cpu_records, LRU,
  * PP_SAMPLE_MAX_SIZE each); the longest-waiting lose their stacks first
  * (PP_CNT_OFF_CPU_EVICTED).
  */

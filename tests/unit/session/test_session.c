@@ -97,10 +97,15 @@ SESS_FN uint64_t sess_mangled(uint64_t x)
 #define K_ALPHA 0xffffffff81001000ull
 #define K_BETA 0xffffffff81002000ull
 #define K_GAMMA 0xffffffff81003000ull
+#define K_TRACE_RUN 0xffffffff81004000ull
+#define K_TRAMPOLINE 0xffffffff81005000ull
 static const char fixture_kallsyms[] = "ffffffff81000000 T _stext\n"
 				       "ffffffff81001000 T sess_kfunc_alpha\n"
 				       "ffffffff81002000 t sess_kfunc_beta\n"
-				       "ffffffff81003000 T sess_kfunc_gamma\n";
+				       "ffffffff81003000 T sess_kfunc_gamma\n"
+				       "ffffffff81004000 T bpf_trace_run3\n"
+				       "ffffffff81005000 t bpf_trampoline_6442545134\t[bpf]\n"
+				       "ffffffff81006000 T sess_kfunc_delta\n";
 
 #define NO_SUCH_PID 0x3ffffff0u
 #define TIME_NS 5000000000ull
@@ -509,6 +514,60 @@ TEST(kernel_frames_resolve_through_kallsyms)
 	CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_kfunc_gamma");
 	CHECK_STR(si->process_name, "[idle]");
 	fixture_fini(&f);
+}
+
+/*
+ * An off-CPU record's kernel stack starts where the thread waited: the shim's program, the
+ * tracepoint's caller or a trampoline at its leaf are left out, and unnamed frames among them
+ * (5.10 names no BPF program), but not an unnamed frame with no tracing frame behind it, nor
+ * any frame of an on-CPU sample.
+ */
+TEST(off_cpu_stacks_leave_the_tracing_frames_out)
+{
+	static const struct {
+		uint64_t kf[4];
+		uint32_t nk, off_cpu;
+		const char *want[4];
+	} cases[] = {
+	    {{K_STEXT - 0x100000, K_TRACE_RUN + 0x10, K_ALPHA + 0x10, K_BETA + 0x10},
+	     4,
+	     1,
+	     {"sess_kfunc_alpha", "sess_kfunc_beta"}},
+	    {{K_TRAMPOLINE + 0x10, K_ALPHA + 0x10, K_BETA + 0x10},
+	     3,
+	     1,
+	     {"sess_kfunc_alpha", "sess_kfunc_beta"}},
+	    {{K_STEXT - 0x100000, K_ALPHA + 0x10, K_BETA + 0x10},
+	     3,
+	     1,
+	     {"[kernel]", "sess_kfunc_alpha", "sess_kfunc_beta"}},
+	    {{K_TRACE_RUN + 0x10, K_ALPHA + 0x10}, 2, 0, {"bpf_trace_run3", "sess_kfunc_alpha"}},
+	};
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct pp_session_opts opts = {0};
+		struct sess_fixture f;
+		struct rec r;
+		const struct pp_sample_info *si;
+		uint32_t want = 0;
+
+		REQUIRE(fixture_init(&f, &opts, 1) == 0);
+		make_sample(&r, 0, 20, 2000000, cases[c].kf, cases[c].nk, NULL, 0);
+		if (cases[c].off_cpu) {
+			r.d.sample.flags |= PP_SF_OFF_CPU;
+			r.d.sample.weight = PP_OFF_CPU_SLEEPING;
+		}
+		CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+		CHECK(pp_session_flush(f.s) == 0);
+		si = sample_of_tid(f.prof, 20);
+		REQUIRE(si);
+		while (want < 4 && cases[c].want[want])
+			want++;
+		CHECK_EQ_U64(si->nlocations, want);
+		for (uint32_t i = 0; i < want && i < si->nlocations; i++)
+			CHECK_STR(loc_name(f.prof, si->locations[i]), cases[c].want[i]);
+		fixture_fini(&f);
+	}
 }
 
 TEST(kernel_frames_without_kallsyms_are_placeholders)
@@ -1457,6 +1516,7 @@ TEST_LIST = {
     {"kernel_frames_resolve_through_kallsyms", kernel_frames_resolve_through_kallsyms},
     {"kernel_frames_without_kallsyms_are_placeholders",
      kernel_frames_without_kallsyms_are_placeholders},
+    {"off_cpu_stacks_leave_the_tracing_frames_out", off_cpu_stacks_leave_the_tracing_frames_out},
     {"sample_of_vanished_process_is_kept", sample_of_vanished_process_is_kept},
     {"unmapped_address_is_unknown", unmapped_address_is_unknown},
     {"precise_ip_replaces_the_leaf", precise_ip_replaces_the_leaf},
