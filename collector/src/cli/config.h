@@ -126,10 +126,11 @@ struct pp_kv_list {
 	size_t n;
 };
 
-/* off-cpu-stacks: where off-CPU stacks are taken (shim_loader.h) */
-#define PP_OFF_CPU_STACKS_AUTO                                                                     \
-	0			   /* kprobe where the kernel has kprobes, else fexit, else switch \
-				    */
+/*
+ * off-cpu-stacks: where off-CPU stacks are taken (shim_loader.h); auto: kprobe where the
+ * kernel has kprobes, else fexit, else switch
+ */
+#define PP_OFF_CPU_STACKS_AUTO 0
 #define PP_OFF_CPU_STACKS_KPROBE 1 /* as a thread resumes: finish_task_switch */
 #define PP_OFF_CPU_STACKS_FEXIT 2  /* as it returns from schedule(); preempted: at the switch */
 #define PP_OFF_CPU_STACKS_SWITCH 3 /* as it leaves the CPU, every switch, no probe */
