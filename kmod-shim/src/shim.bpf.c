@@ -1171,7 +1171,11 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 	since.wake_state = 0;
 	/* a note still there: the thread came back to a CPU through a switch no one saw */
 	err = bpf_map_update_elem(&off_cpu_waiting, &tid, &since, BPF_NOEXIST);
-	if (err == -EEXIST) {
+	/*
+	 * Compared in 32 bits: before 6.4 the JIT calls the map's update directly, and its int
+	 * comes back with the upper half of the register zero (-EEXIST reads 0xffffffef).
+	 */
+	if ((int)err == -EEXIST) {
 		count_in(cnt, PP_CNT_OFF_CPU_UNSEEN_END);
 		err = bpf_map_update_elem(&off_cpu_waiting, &tid, &since, BPF_ANY);
 	}
