@@ -5,7 +5,7 @@
 #   - nothing: the load alone (the machine's busy CPU time, /proc/stat);
 #   - pebsprof record -a --off-cpu (default threshold, -F 1 so the CPU samples cost nothing):
 #     its process's CPU time (/usr/bin/time), its BPF programs' run time (bpf_stats_enabled,
-#     on_switch, the switch-in probe and on_wakeup, bpftool) and what it lost (its summary);
+#     on_switch, the switch-in probe or fexit and on_wakeup, bpftool) and what it lost (its summary);
 #   - perf record -e sched:sched_switch -a -g, the way perf records where threads switch
 #     (Debian's perf has no --off-cpu: it is built without BPF skeletons): its CPU time;
 # and for each the machine's busy CPU time beyond the load alone, which holds the in-kernel
@@ -15,12 +15,14 @@
 # bench/README.md. Needs root, perf and bpftool.
 #
 # usage: bench/bench_offcpu.sh [-b BUILD_DIR] [-d SECONDS] [-m RATES] [-p PAIRS] [-t THRESHOLD]
+#                              [-s STACKS]
 #   -b  build directory with collector/pebsprof and tests/pp_switcher (default: build)
 #   -d  seconds per run (default 10)
 #   -m  messages per second of the switcher, comma-separated (default 250,2500,50000: about
 #       1k, 10k and 100k switches per second beside a quiet machine's own)
 #   -p  thread pairs of the switcher (default 4)
 #   -t  pebsprof's --off-cpu-threshold (default: its default, 1ms)
+#   -s  pebsprof's --off-cpu-stacks: auto (default), kprobe, fexit or switch
 
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,15 +31,17 @@ SECS=10
 RATES=250,2500,50000
 PAIRS=4
 THRESHOLD=
-while getopts "b:d:m:p:t:h" opt; do
+STACKS=auto
+while getopts "b:d:m:p:t:s:h" opt; do
 	case $opt in
 	b) BUILD=$(cd "$OPTARG" && pwd) ;;
 	d) SECS=$OPTARG ;;
 	m) RATES=$OPTARG ;;
 	p) PAIRS=$OPTARG ;;
 	t) THRESHOLD=$OPTARG ;;
+	s) STACKS=$OPTARG ;;
 	*)
-		sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
 		exit 2
 		;;
 	esac
@@ -100,7 +104,7 @@ steady() {
 # bpftool and awk, as cheap as it gets: the busy CPU measured includes it
 bpf_ns() {
 	bpftool prog show 2>/dev/null | awk '
-		/ name on_(switch|wakeup)/ { on = 1 } / name / && !/ name on_(switch|wakeup)/ { on = 0 }
+		/ name on_(switch|wakeup|schedule)/ { on = 1 } / name / && !/ name on_(switch|wakeup|schedule)/ { on = 0 }
 		on { for (i = 1; i < NF; i++) {
 			if ($i == "run_time_ns") ns += $(i + 1)
 			if ($i == "run_cnt") runs += $(i + 1) } }
@@ -134,7 +138,7 @@ measure() {
 }
 
 pebsprof_run() {
-	local args=(record -a -F 1 --off-cpu --top 0 -d "$SECS" -o "$TMP/pp.folded")
+	local args=(record -a -F 1 --off-cpu --off-cpu-stacks "$STACKS" --top 0 -d "$SECS" -o "$TMP/pp.folded")
 	[ -n "$THRESHOLD" ] && args+=(--off-cpu-threshold "$THRESHOLD")
 	/usr/bin/time -f '%U %S' -o "$TMP/pp.time" "$PEBSPROF" "${args[@]}" >"$TMP/pp.out" \
 		2>"$TMP/pp.err" &

@@ -1477,7 +1477,6 @@ static void run_off_cpu(uint32_t walk, uint32_t every, enum pp_shim_off_cpu_stac
 	}
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i].thread, NULL);
-	lifetime_ns = (uint64_t)ms_since(&wall) * 1000000u + 1000000u;
 	/*
 	 * Noted no more before the programs go: this thread may wait while they are detached,
 	 * and a wait noted then would never end.
@@ -1490,6 +1489,8 @@ static void run_off_cpu(uint32_t walk, uint32_t every, enum pp_shim_off_cpu_stac
 	 * still attached) ends unseen. Its task gone from /proc, that has happened.
 	 */
 	CHECK(wait_threads_gone(c.tids, 3, 5000) == 0);
+	/* their life: a wait in a thread's exit, after pthread_join returned, is part of it */
+	lifetime_ns = (uint64_t)ms_since(&wall) * 1000000u + 1000000u;
 	while (pp_shim_poll(shim, 0, on_off_cpu_record, &c) > 0)
 		;
 	CHECK(pp_shim_read_counters(shim, counters) == 0);
