@@ -178,12 +178,14 @@ fi
 
 # --- the DaemonSet's capabilities, and nothing else, suffice (no SYS_RESOURCE, no SYSLOG) --------
 if command -v setpriv >/dev/null; then
-	"$PP_WORKLOAD" 3 >/dev/null 2>&1 &
+	# the workloads run until killed: a busy machine may take seconds to load the shim
+	"$PP_WORKLOAD" 0 >/dev/null 2>&1 &
 	WLP=$!
 	pp_run "$T/mincap" timeout -s KILL 60 setpriv \
 		--bounding-set=-all,+bpf,+perfmon,+sys_ptrace,+dac_read_search,+checkpoint_restore \
 		--inh-caps=-all -- \
 		"$PEBSPROF" record -a -d 2 -o "$T/mincap.folded"
+	kill "$WLP" 2>/dev/null
 	wait "$WLP" 2>/dev/null
 	pp_check "BPF, PERFMON, SYS_PTRACE, DAC_READ_SEARCH, CHECKPOINT_RESTORE alone: samples, user and kernel frames named" \
 		bash -c "[ $PP_RC -eq 0 ] && grep -q 'pp_workload;.*burn_alpha' '$T/mincap.folded' &&
@@ -192,11 +194,12 @@ fi
 
 # --- without CAP_SYS_PTRACE another user's process is unreadable: said at start, counted ---------
 if command -v setpriv >/dev/null; then
-	setpriv --reuid=65534 --regid=65534 --clear-groups "$PP_WORKLOAD" 3 >/dev/null 2>&1 &
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$PP_WORKLOAD" 0 >/dev/null 2>&1 &
 	WLP=$!
 	sleep 0.3
 	pp_run "$T/noptrace" timeout -s KILL 60 setpriv --bounding-set=-sys_ptrace,-sys_admin \
 		--inh-caps=-sys_ptrace,-sys_admin -- "$PEBSPROF" record -a -d 2 -o "$T/noptrace.folded"
+	kill "$WLP" 2>/dev/null
 	wait "$WLP" 2>/dev/null
 	pp_check "no CAP_SYS_PTRACE: said once at start-up" \
 		bash -c "[ \$(grep -c 'without CAP_SYS_PTRACE' '$T/noptrace.err') -eq 1 ]"

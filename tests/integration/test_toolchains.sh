@@ -55,7 +55,8 @@ for line in open(path):
 print("%d/%d" % (bad, total))
 PY
 }
-# capture NAME PROG ARGS...: PROG running, recorded with -p for 2 s into NAME.folded
+# capture NAME PROG ARGS...: PROG running, recorded with -p for 2 s into NAME.folded, then
+# killed (the programs run far longer than that: a busy machine is slow to load the shim)
 capture() {
 	local name=$1 pid
 	shift
@@ -101,7 +102,7 @@ SRC
 		"$RUSTC" -C opt-level=2 -C force-frame-pointers=no -C link-arg=-fuse-ld=lld $mflag \
 			-o "$T/rust_$mangling" "$T/main.rs" \
 			2>"$T/rustc.err" || { pp_fail "rustc ($mangling) failed: $(tail -n1 "$T/rustc.err")"; continue; }
-		capture "rust_$mangling" "$T/rust_$mangling" 6
+		capture "rust_$mangling" "$T/rust_$mangling" 60
 		read -r w tot med <<<"$(stacks "$T/rust_$mangling.folded" _start)"
 		w=${w#whole=} tot=${tot#total=}
 		pp_check "Rust ($mangling, lld, no frame pointers): whole stacks in $w of $tot samples" \
@@ -160,7 +161,7 @@ SRC
 	export GOCACHE=$T/gocache GOPATH=$T/gopath HOME=${HOME:-$T}
 	if (cd "$T/go" && go mod init pptest >/dev/null 2>&1 && go build -o "$T/gprog" . &&
 		go build -ldflags="-s -w" -o "$T/gprog_stripped" .) >"$T/go.err" 2>&1; then
-		capture go "$T/gprog" 6s
+		capture go "$T/gprog" 60s
 		read -r w tot med <<<"$(stacks "$T/go.folded" runtime.goexit runtime.goexit.abi0)"
 		w=${w#whole=} tot=${tot#total=}
 		pp_check "Go (compressed .debug_frame): whole stacks to runtime.goexit in $w of $tot" \
@@ -168,7 +169,7 @@ SRC
 		pp_check "Go: its frames walked by table" grep -Eq 'unwinding: [1-9][0-9]* frames by table' "$T/go.out"
 		pp_check "Go: main.top;main.mid;main.leaf;main.spin in order" \
 			grep -q 'main.top;main.mid;main.leaf;main.spin' "$T/go.folded"
-		capture go_stripped "$T/gprog_stripped" 6s
+		capture go_stripped "$T/gprog_stripped" 60s
 		pp_check "Go, stripped (-s -w): named from .gopclntab" \
 			bash -c "grep -Eq 'frames named [0-9]+ \\(.*gopclntab [1-9]' '$T/go_stripped.out' &&
 				grep -q 'main.mid' '$T/go_stripped.folded'"

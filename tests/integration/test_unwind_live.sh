@@ -40,11 +40,14 @@ perf_share() { # PROG: perf --call-graph dwarf's share on the same program, or "
 record_chain() {
 	local name=$1 prog=$2 libdir=$3 secs=$4 pid
 	shift 4
-	(cd "${CHAIN_DIR:-$T/chain}" && LD_LIBRARY_PATH=$libdir PP_CHAIN_SPIN=$((secs * 2 + 2)) exec "./$prog") &
+	# it spins until killed: beside the matrix, loading the shim took longer than a spin of
+	# twice the capture, and the program was gone before it was sampled
+	(cd "${CHAIN_DIR:-$T/chain}" && LD_LIBRARY_PATH=$libdir PP_CHAIN_SPIN=600 exec "./$prog") &
 	pid=$!
-	sleep 0.5
-	[ -z "$libdir" ] || grep -q "$libdir/" "/proc/$pid/maps" ||
-		pp_fail "$name: $prog did not load its libraries from $libdir"
+	PP_BG_PIDS="${PP_BG_PIDS:-} $pid"
+	# running once its chain library is mapped (a busy machine is slow to start it)
+	pp_wait_line "$pid" "/proc/$pid/maps" "${libdir:-libpp_chain}" 30 ||
+		pp_fail "$name: $prog did not load its libraries${libdir:+ from $libdir}"
 	pp_run "$T/$name" "$PEBSPROF" record -e cpu-clock -F 999 -d "$secs" -p "$pid" "$@" \
 		-o "$T/$name.folded"
 	kill "$pid" 2>/dev/null
