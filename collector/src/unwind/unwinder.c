@@ -46,6 +46,12 @@ _Static_assert(PP_REG_SAME == PP_UW_REG_SAME && PP_REG_UNDEFINED == PP_UW_REG_UN
 
 #define MAX_MAPS_BYTES (8u << 20) /* a /proc/PID/maps larger than this is cut */
 #define QUEUE_SIZE 8192
+/*
+ * Releases wake the worker only this many at a time: a node that starts hundreds of programs a
+ * second would wake it for every exit, two context switches each, where nothing waits on a
+ * release (an install, the sweep and a drain take the ones queued).
+ */
+#define RELEASE_BATCH 32
 
 enum op { OP_INSTALL, OP_RELEASE };
 
@@ -111,6 +117,7 @@ struct pp_unwinder {
 		uint32_t relatives[PP_PROC_RELATIVES];
 	} queue[QUEUE_SIZE];
 	uint32_t qhead, qlen;
+	uint32_t releases_queued; /* since the worker was last woken (RELEASE_BATCH) */
 	bool busy, stop, sweep_wanted;
 	uint64_t swept; /* processes released because /proc no longer had them */
 	pthread_t thread;
@@ -247,7 +254,10 @@ static bool enqueue_maps(struct pp_unwinder *u, uint32_t tgid, enum op op, struc
 	if (relatives)
 		memcpy(q->relatives, relatives, sizeof(q->relatives));
 	u->qlen++;
-	pthread_cond_signal(&u->cond);
+	if (op == OP_INSTALL || ++u->releases_queued >= RELEASE_BATCH) {
+		u->releases_queued = 0;
+		pthread_cond_signal(&u->cond);
+	}
 	return true;
 }
 
@@ -1217,6 +1227,8 @@ int pp_unwinder_drain_for(struct pp_unwinder *u, uint64_t timeout_ms)
 		return 0;
 	pthread_mutex_lock(&u->lock);
 	if (u->has_thread) {
+		if (u->qlen) /* releases may wait for a batch */
+			pthread_cond_signal(&u->cond);
 		while ((u->qlen || u->busy) && !ret)
 			if (pthread_cond_timedwait(&u->idle, &u->lock, &until) == ETIMEDOUT)
 				ret = u->qlen || u->busy ? -ETIMEDOUT : 0;
