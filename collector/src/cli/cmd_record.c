@@ -933,7 +933,7 @@ int pp_cmd_record(int argc, char **argv)
 		    .unwind_table_bytes = a.unwind_table_bytes,
 		    .off_cpu_every = a.off_cpu_every,
 		    .off_cpu_min_ns = a.off_cpu_min_ns,
-		    .off_cpu_stacks = rc.off_cpu_stacks,
+		    .off_cpu_stacks = (enum pp_shim_off_cpu_stacks)rc.off_cpu_stacks,
 		};
 		struct pp_containers_filter filter = {.cgroups = a.cgroups,
 						      .container_ids = a.container_ids};

@@ -1004,7 +1004,7 @@ static int start_sampling(struct agent *ag)
 	    .unwind_table_bytes = ag->cfg.unwind_table_bytes,
 	    .off_cpu_every = ag->cfg.off_cpu ? (uint32_t)ag->cfg.off_cpu_every : 0,
 	    .off_cpu_min_ns = ag->cfg.off_cpu_threshold_ns,
-	    .off_cpu_stacks = ag->cfg.off_cpu_stacks,
+	    .off_cpu_stacks = (enum pp_shim_off_cpu_stacks)ag->cfg.off_cpu_stacks,
 	};
 	struct pp_session_opts sess = {.proc_root = ag->cfg.proc_root,
 				       .raw_stack_entries = 1 << 16,

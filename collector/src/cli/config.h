@@ -126,16 +126,6 @@ struct pp_kv_list {
 	size_t n;
 };
 
-/*
- * off-cpu-stacks: where off-CPU stacks are taken (shim_loader.h); auto: kprobe where the
- * kernel has kprobes, else fexit, else switch
- */
-#define PP_OFF_CPU_STACKS_AUTO 0
-#define PP_OFF_CPU_STACKS_KPROBE 1 /* as a thread resumes: finish_task_switch */
-#define PP_OFF_CPU_STACKS_FEXIT 2  /* as it returns from schedule(); preempted: at the switch */
-#define PP_OFF_CPU_STACKS_SWITCH 3 /* as it leaves the CPU, every switch, no probe */
-extern const char *const pp_off_cpu_stacks_names[];
-
 struct pp_run_config {
 	char *event;		   /* validated with pp_event_spec_parse */
 	uint64_t freq_hz;	   /* 0 when period is used */
@@ -167,7 +157,7 @@ struct pp_run_config {
 	int off_cpu;		       /* off-CPU profiles too */
 	uint64_t off_cpu_threshold_ns; /* shortest wait recorded */
 	uint64_t off_cpu_every;	       /* 1 in N switches */
-	int off_cpu_stacks;	       /* PP_OFF_CPU_STACKS_* */
+	int off_cpu_stacks;	       /* PP_SHIM_OFF_CPU_* (shim_loader.h) */
 	char *service_name;	       /* "" = per process (container, pod or executable) */
 	struct pp_kv_list resource_attributes;
 	int sample_labels; /* PP_SAMPLE_LABEL_* bits */

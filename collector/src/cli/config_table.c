@@ -30,7 +30,6 @@ const char *const pp_cfg_exporter_names[] = {"otlp", "pyroscope", "file", NULL};
 static const char *const symbolize_names[] = {"local", "none", NULL};
 const char *const pp_cfg_sample_label_names[] = {"thread", "pid", "cpu", "memory", NULL};
 static const char *const k8s_names[] = {"auto", "apiserver", "kubelet", "none", NULL};
-const char *const pp_off_cpu_stacks_names[] = {"auto", "kprobe", "fexit", "switch", NULL};
 
 const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
     [PP_CFG_EVENT] = {.name = "event",

@@ -10,7 +10,6 @@
 #include <sys/statfs.h>
 
 #include "cli_util.h"
-#include "config.h"
 #include "base/log.h"
 
 uint64_t pp_clock_ns(clockid_t id)
@@ -222,11 +221,7 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 	sopts.off_cpu_every = opts->off_cpu_every;
 	s->off_cpu_every = opts->off_cpu_every;
 	sopts.off_cpu_min_ns = opts->off_cpu_min_ns;
-	sopts.off_cpu_stacks =
-	    opts->off_cpu_stacks == PP_OFF_CPU_STACKS_KPROBE   ? PP_SHIM_OFF_CPU_KPROBE
-	    : opts->off_cpu_stacks == PP_OFF_CPU_STACKS_FEXIT  ? PP_SHIM_OFF_CPU_FEXIT
-	    : opts->off_cpu_stacks == PP_OFF_CPU_STACKS_SWITCH ? PP_SHIM_OFF_CPU_SWITCH
-							       : PP_SHIM_OFF_CPU_AUTO;
+	sopts.off_cpu_stacks = opts->off_cpu_stacks;
 	/* without bpf_loop (before 5.17) the loader takes the bounded-loop table walker */
 	s->ustack_walk = sopts.ustack_walk;
 	/* Events that cannot exclude a mode in the PMU (IBS) exclude it in the shim. */

@@ -33,7 +33,7 @@ struct pp_sampler_opts {
 	/* off-CPU records (shim_loader.h): 0 none; N, of 1 in N switches; waits from min_ns */
 	uint32_t off_cpu_every;
 	uint64_t off_cpu_min_ns;
-	int off_cpu_stacks; /* PP_OFF_CPU_STACKS_* (config.h): where their stacks are taken */
+	enum pp_shim_off_cpu_stacks off_cpu_stacks; /* where their stacks are taken */
 };
 
 /*

@@ -86,6 +86,14 @@ const char *const pp_ustack_walk_names[] = {
     NULL,
 };
 
+const char *const pp_off_cpu_stacks_names[] = {
+    [PP_SHIM_OFF_CPU_AUTO] = "auto",
+    [PP_SHIM_OFF_CPU_KPROBE] = "kprobe",
+    [PP_SHIM_OFF_CPU_FEXIT] = "fexit",
+    [PP_SHIM_OFF_CPU_SWITCH] = "switch",
+    NULL,
+};
+
 int pp_ustack_walk_parse(const char *name)
 {
 	if (!strcmp(name, "shim")) /* its name before there were tables */

@@ -51,6 +51,8 @@ enum pp_shim_off_cpu_stacks {
 	PP_SHIM_OFF_CPU_FEXIT,
 	PP_SHIM_OFF_CPU_SWITCH, /* at every switch, no probe on the scheduler */
 };
+/* Their names, by value, NULL-terminated (--off-cpu-stacks). */
+extern const char *const pp_off_cpu_stacks_names[];
 
 struct pp_shim_opts {
 	enum pp_shim_variant variant;
