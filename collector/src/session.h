@@ -270,18 +270,19 @@ int pp_session_handle_record(struct pp_session *s, const void *data, size_t len)
 void pp_session_hold_from(struct pp_session *s, uint64_t boundary_mono_ns);
 
 /*
+ * ... and from here records taken at or after next_boundary_mono_ns (the next window's end)
+ * are held, those already held among them too: a window closed late (a stalled loop) keeps
+ * only its own. 0: nothing is held any more.
+ */
+int pp_session_release_held(struct pp_session *s, uint64_t next_boundary_mono_ns);
+
+/*
  * Off-CPU waits of process tgid that began before mono_ns (the records' clock) are left out
  * and counted (off_cpu_launcher): `record -- CMD` holds its command's process on a pipe until
  * the events are attached, and that wait, before the exec, is the launcher's, not the
  * command's.
  */
 void pp_session_skip_waits_before(struct pp_session *s, uint32_t tgid, uint64_t mono_ns);
-/*
- * ... and from here records taken at or after next_boundary_mono_ns (the next window's end)
- * are held, those already held among them too: a window closed late (a stalled loop) keeps
- * only its own. 0: nothing is held any more.
- */
-int pp_session_release_held(struct pp_session *s, uint64_t next_boundary_mono_ns);
 /* The same as a pp_shim_record_fn: ctx is the session; never stops the poll. */
 int pp_session_record_cb(void *ctx, const void *data, size_t len);
 /* Handles one decoded record (tests feed synthetic records here). */

@@ -597,10 +597,10 @@ static void window_maps_share(struct agent *ag)
 			pct);
 }
 
-/* How long a window stays open after its end: two poll ticks, at most a fifth of it. */
 /* Windows a stalled loop closes one by one; further behind, the wall clock jumped. */
 #define MAX_WINDOWS_BEHIND 16
 
+/* How long a window stays open after its end: two poll ticks, at most a fifth of it. */
 static uint64_t grace_ns(uint64_t interval)
 {
 	uint64_t g = 2 * POLL_INTERVAL_MS * 1000000ull + 50 * 1000000ull;
