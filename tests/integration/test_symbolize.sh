@@ -203,7 +203,6 @@ if command -v java >/dev/null && command -v javac >/dev/null && command -v jcmd 
 	fi
 	kill "$JPID" 2>/dev/null
 	wait "$JPID" 2>/dev/null
-	rm -f "/tmp/perf-$JPID.map"
 	pp_check "Java (jcmd Compiler.perfmap): the JIT-compiled method is named" \
 		grep -q 'PPHot.ppHotSpin' "$T/java.folded"
 else
@@ -222,7 +221,6 @@ const end = Date.now() + 120000; let t = 0; while (Date.now() < end) t += ppHotL
 	pp_run "$T/node" "$PEBSPROF" record -F 499 -d 2 -p "$NPID" -o "$T/node.folded"
 	kill "$NPID" 2>/dev/null
 	wait "$NPID" 2>/dev/null
-	rm -f "/tmp/perf-$NPID.map"
 	pp_check "Node.js (--perf-basic-prof): the JIT-compiled function is named" \
 		grep -q 'ppHotLoop' "$T/node.folded"
 else

@@ -201,7 +201,6 @@ SRC
 	done
 	kill "$NPID" 2>/dev/null
 	wait "$NPID" 2>/dev/null
-	rm -f "/tmp/perf-$NPID.map"
 	read -r w tot med <<<"$(stacks "$T/node_auto.folded" _start __libc_start_main)"
 	read -r _ _ fmed <<<"$(stacks "$T/node_fp.folded" _start)"
 	w=${w#whole=} tot=${tot#total=} med=${med#median=} fmed=${fmed#median=}
@@ -226,7 +225,6 @@ if command -v java >/dev/null && command -v javac >/dev/null && command -v jcmd 
 	pp_wait_pid "$REC" 60
 	kill "$JPID" 2>/dev/null
 	wait "$JPID" 2>/dev/null
-	rm -f "/tmp/perf-$JPID.map"
 	# JIT leaf samples: the leaf is anonymous code, named by the map or not
 	read -r named jit <<<"$(awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); leaf = f[k]
 		if (leaf ~ /^\[anonymous code\]/) un += n; else if (leaf ~ /PPHot|::|Interpreter|StubRoutines|Stub/) nm += n }
