@@ -1501,10 +1501,8 @@ static void run_off_cpu(uint32_t walk, uint32_t every, enum pp_shim_off_cpu_stac
 		    stderr,
 		    "  off-cpu walk=%u at %s: sleeper %lu records %llu ms (%lu sleeping, %lu with "
 		    "kernel, %lu with user stacks); pipe reader %lu records %llu ms; short sleeper "
-		    "%lu; "
-		    "shortest %llu us; %s; sleeps seen long %d; %lu delayed once woken (sleeper "
-		    "%llu ms, pipe reader %llu "
-		    "ms)\n",
+		    "%lu; shortest %llu us; %s; sleeps seen long %d; %lu delayed once woken "
+		    "(sleeper %llu ms, pipe reader %llu ms)\n",
 		    walk, pp_shim_switch_in_at(shim), c.records[0],
 		    (unsigned long long)(c.ns[0] / 1000000), c.states[0][PP_OFF_CPU_SLEEPING],
 		    c.with_kstack[0], c.with_ustack[0], c.records[1],
@@ -1814,8 +1812,8 @@ TEST(off_cpu_delay_live)
 
 		fprintf(stderr,
 			"  delays: reader %lu sleeping records, %lu with a delay once woken (%lu "
-			"runnable), "
-			"shortest delay %llu us, shortest sleep before it %llu us; shim: %s\n",
+			"runnable), shortest delay %llu us, shortest sleep before it %llu us; "
+			"shim: %s\n",
 			c.records, c.delayed, c.runnable, (unsigned long long)(c.min_delay / 1000),
 			(unsigned long long)(c.min_sleep / 1000),
 			off_cpu_counters(counters, said, sizeof(said)));
