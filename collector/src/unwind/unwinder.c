@@ -1227,8 +1227,14 @@ int pp_unwinder_drain_for(struct pp_unwinder *u, uint64_t timeout_ms)
 		return 0;
 	pthread_mutex_lock(&u->lock);
 	if (u->has_thread) {
-		if (u->qlen) /* releases may wait for a batch */
-			pthread_cond_signal(&u->cond);
+		/*
+		 * The releases waiting for a batch, and, as the drain without a thread does, the
+		 * processes gone since: one whose samples were read after its exit was installed
+		 * again, and only a sweep releases it.
+		 */
+		u->sweep_wanted = true;
+		u->busy = true; /* until the worker has swept and gone idle */
+		pthread_cond_signal(&u->cond);
 		while ((u->qlen || u->busy) && !ret)
 			if (pthread_cond_timedwait(&u->idle, &u->lock, &until) == ETIMEDOUT)
 				ret = u->qlen || u->busy ? -ETIMEDOUT : 0;
