@@ -217,12 +217,20 @@ if command -v java >/dev/null && command -v javac >/dev/null && command -v jcmd 
 	pp_start_java_hot "$T/java" ||
 		echo "    the JVM did not compile PPHot.ppHotSpin within 90 s (or exited)"
 	rm -f "/tmp/perf-$JPID.map"
-	"$PEBSPROF" record -F 499 -d 4 -p "$JPID" -o "$T/java.folded" -o "$T/java.pb.gz" \
+	# The map is written once the capture has samples of the method unnamed, and the capture
+	# goes on until the JVM has had 1 s of CPU after it: on a busy machine jcmd's attach
+	# alone can outlast a fixed duration, and the map came after the capture's end.
+	"$PEBSPROF" record -F 499 -p "$JPID" -o "$T/java.folded" -o "$T/java.pb.gz" \
 		>"$T/java.out" 2>"$T/java.err" &
 	REC=$!
-	sleep 1.5
-	jcmd "$JPID" Compiler.perfmap >"$T/jcmd.out" 2>&1
+	pp_wait_line "$REC" "$T/java.err" 'opened ' 120 || :
+	pp_wait_cpu "$JPID" 500 120 || echo "    the JVM did not get 0.5 s of CPU within 120 s"
+	jcmd "$JPID" Compiler.perfmap >"$T/jcmd.out" 2>&1 ||
+		{ echo "    jcmd Compiler.perfmap failed:"; sed 's/^/    /' "$T/jcmd.out"; }
+	pp_wait_cpu "$JPID" 1000 120 || echo "    the JVM did not get 1 s of CPU within 120 s"
+	kill -INT "$REC" 2>/dev/null
 	pp_wait_pid "$REC" 60
+	[ "$PP_RC" = 0 ] || { echo "    record: exit $PP_RC"; sed 's/^/    /' "$T/java.err"; }
 	kill "$JPID" 2>/dev/null
 	wait "$JPID" 2>/dev/null
 	# JIT leaf samples: the leaf is anonymous code, named by the map or not
