@@ -255,6 +255,21 @@ pp_wait_cpu() {
 	return 1
 }
 
+# pp_record_cpu OUT PID MS ARGS...: `pebsprof record ARGS` (stdout and stderr in OUT.out and
+# OUT.err) until the workload PID has had MS ms of CPU from when the event is open (at most
+# 120 s), then Ctrl-C. What a check needs is samples: a fixed duration on a busy machine gives
+# the workload a fraction of them. Sets PP_RC.
+pp_record_cpu() {
+	local out=$1 pid=$2 ms=$3 rec
+	shift 3
+	"$PEBSPROF" record "$@" >"$out.out" 2>"$out.err" &
+	rec=$!
+	pp_wait_line "$rec" "$out.err" 'opened ' 120 || :
+	pp_wait_cpu "$pid" "$ms" 120 || echo "    pid $pid did not get $ms ms of CPU within 120 s"
+	kill -INT "$rec" 2>/dev/null
+	pp_wait_pid "$rec" 60
+}
+
 # pp_start_sink NAME SCRIPT: tests/tools/pp_http_sink.py on a kernel-chosen port of 127.0.0.1,
 # recording into $PP_TMP/NAME and answering by SCRIPT (its JSON list); sets SINK (its pid,
 # killed at exit) and SINK_PORT.

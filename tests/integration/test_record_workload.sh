@@ -197,26 +197,12 @@ else
 	pp_fail "fork: no profile or no child pid"
 fi
 
-# record_cpu_of OUT PID ARGS...: `record ARGS` until the workload PID has had 1 s of CPU from
-# when the event is open (at most 120 s), then Ctrl-C: what the checks need is samples, and a
-# fixed duration on a busy machine gave the workload a fraction of them. Sets PP_RC.
-record_cpu_of() {
-	local out=$1 pid=$2 rec
-	shift 2
-	"$PEBSPROF" record "$@" >"$out.out" 2>"$out.err" &
-	rec=$!
-	pp_wait_line "$rec" "$out.err" 'opened ' 120 || :
-	pp_wait_cpu "$pid" 1000 120 || echo "    the workload did not get 1 s of CPU within 120 s"
-	kill -INT "$rec" 2>/dev/null
-	pp_wait_pid "$rec" 60
-}
-
 # --- 5. -p PID: attach to a running process -------------------------------------------------
 pp_log "record -p PID, stopped by Ctrl-C"
 "$PP_WORKLOAD" 0 &
 PID=$!
 PP_BG_PIDS="$PID"
-record_cpu_of "$T/pid" "$PID" -e cpu-clock -F 999 -p "$PID" -o "$T/p.pb.gz"
+pp_record_cpu "$T/pid" "$PID" 1000 -e cpu-clock -F 999 -p "$PID" -o "$T/p.pb.gz"
 [ "$PP_RC" -eq 0 ] && pp_ok "record -p $PID exits 0 on Ctrl-C" ||
 	{ pp_fail "record -p $PID exited $PP_RC"; pp_show "$T/pid.err"; }
 if pp_pprof_raw "$T/p.pb.gz" "$T/p.raw"; then
@@ -232,7 +218,7 @@ fi
 # --- 6. -a: system-wide, while the same workload still runs -------------------------------
 pp_log "record -a, stopped by Ctrl-C"
 kill -0 "$PID" 2>/dev/null || pp_fail "the workload ended before the -a run"
-record_cpu_of "$T/all" "$PID" -e cpu-clock -F 999 -a -o "$T/a.pb.gz"
+pp_record_cpu "$T/all" "$PID" 1000 -e cpu-clock -F 999 -a -o "$T/a.pb.gz"
 [ "$PP_RC" -eq 0 ] && pp_ok "record -a exits 0 on Ctrl-C" ||
 	{ pp_fail "record -a exited $PP_RC"; pp_show "$T/all.err"; }
 if pp_pprof_raw "$T/a.pb.gz" "$T/a.raw"; then

@@ -55,15 +55,14 @@ for line in open(path):
 print("%d/%d" % (bad, total))
 PY
 }
-# capture NAME PROG ARGS...: PROG running, recorded with -p for 2 s into NAME.folded, then
-# killed (the programs run far longer than that: a busy machine is slow to load the shim)
+# capture NAME PROG ARGS...: PROG running, recorded with -p into NAME.folded until it has had
+# 1 s of CPU, then killed (the programs run far longer than that)
 capture() {
 	local name=$1 pid
 	shift
 	"$@" >/dev/null 2>&1 &
 	pid=$!
-	sleep 0.5
-	pp_run "$T/$name" "$PEBSPROF" record -F 499 -d 2 -p "$pid" -o "$T/$name.folded"
+	pp_record_cpu "$T/$name" "$pid" 1000 -F 499 -p "$pid" -o "$T/$name.folded"
 	kill "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 	[ "$PP_RC" -eq 0 ] || { pp_fail "$name: record exited $PP_RC"; pp_show "$T/$name.err"; }
@@ -196,7 +195,7 @@ SRC
 	pp_wait_line "$NPID" "/tmp/perf-$NPID.map" 'JS:[*+]hot ' 60 ||
 		echo "    no hot() in node's perf map within 60 s"
 	for mode in auto fp; do
-		pp_run "$T/node_$mode" "$PEBSPROF" record -F 499 -d 2 -p "$NPID" --user-unwind $mode \
+		pp_record_cpu "$T/node_$mode" "$NPID" 1000 -F 499 -p "$NPID" --user-unwind $mode \
 			-o "$T/node_$mode.folded"
 	done
 	kill "$NPID" 2>/dev/null
