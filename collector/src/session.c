@@ -173,6 +173,8 @@ struct pp_session {
 	uint32_t kernel_mapping;
 	struct pp_mem_objcache *objs; /* memory events only */
 	struct dtype_slot *dtypes;    /* memory events only: DTYPE_SLOTS */
+	uint64_t ktext;		      /* kallsyms' _stext, once looked for (0: none) */
+	int ktext_looked;
 	uint32_t data_kernel_loc, data_unknown_loc;
 	uint32_t not_code_loc; /* the window's PP_FRAME_NOT_CODE location; 0: none yet */
 	uint64_t sb_read_ns;   /* CLOCK_MONOTONIC when the side-band was last read */
@@ -455,6 +457,7 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 		    .debug_dirs = opts->debug_dirs,
 		    .debug_fetch = opts->debuginfod ? pp_debuginfod_fetch : NULL,
 		    .debug_fetch_ctx = opts->debuginfod,
+		    .kernel_image = opts->kallsyms ? opts->kernel_image : NULL,
 		};
 
 		s->loader = s->proc_root ? pp_symloader_new(&lo) : NULL;
@@ -1143,6 +1146,13 @@ size_t pp_session_wait_debug(struct pp_session *s, uint64_t timeout_ms)
 	return (size_t)(s->stats.named_late - before);
 }
 
+int pp_session_kernel_image(struct pp_session *s, char *why, size_t why_size)
+{
+	if (why && why_size)
+		why[0] = '\0';
+	return s ? pp_symloader_kernel_image(s->loader, why, why_size) : 0;
+}
+
 int pp_session_wait_symbols(struct pp_session *s, uint64_t timeout_ms)
 {
 	int ret;
@@ -1245,34 +1255,66 @@ static uint32_t data_location(struct pp_session *s, const struct pp_proc *p, uin
 	return obj->class_loc;
 }
 
+/* The slot of the kernel's own instructions: a device no file has. */
+#define DTYPE_KERNEL_DEV UINT32_MAX
+
 /*
- * The data type and field of the access at the exact IP ip (a user address of process p): from
- * the loader's answer for that instruction of its file, asked for at its first sample. Until
- * then, and where there is none, the sample keeps its data object's frame.
+ * The data type and field of the access at the exact IP ip: from the loader's answer for that
+ * instruction, asked for at its first sample: of its file (device, inode, file offset) for a
+ * user address of process p, of the kernel's image (DTYPE_KERNEL_DEV, offset from _stext)
+ * for a kernel one. Until then, and where there is none, the sample keeps its data object's
+ * frame.
  */
-static void data_type_frames(struct pp_session *s, const struct pp_proc *p, uint64_t ip,
+static void data_type_frames(struct pp_session *s, const struct pp_proc *p, uint64_t ip, int kernel,
 			     struct mem_info *mi)
 {
-	const struct pp_map_entry *m = pp_proc_cache_find_map(s->procs, p, ip);
-	uint64_t off, tag;
+	const struct pp_map_entry *m = NULL;
+	const char *module = NULL;
+	uint64_t off, tag, inode = 0;
 	struct dtype_slot *slot;
-	uint32_t dev;
+	uint32_t dev = DTYPE_KERNEL_DEV;
 	size_t i;
 
-	if (!m || m->kind != PP_MAP_KIND_FILE || !m->path) {
-		s->stats.data_untyped[PP_DT_NO_CODE]++;
-		return;
+	if (kernel) {
+		/* once: where kallsyms says _stext is, KASLR's slide included */
+		if (!s->ktext_looked) {
+			s->ktext_looked = 1;
+			if (pp_kallsyms_find(s->opts.kallsyms, "_stext", &s->ktext) &&
+			    pp_kallsyms_find(s->opts.kallsyms, "_text", &s->ktext))
+				s->ktext = 0;
+		}
+		if (!s->ktext || ip < s->ktext) {
+			s->stats.data_untyped[PP_DT_NO_CODE]++;
+			return;
+		}
+		if (pp_kallsyms_lookup(s->opts.kallsyms, ip, NULL, &module) && module) {
+			s->stats.data_untyped[PP_DT_KERNEL_MODULE]++;
+			return;
+		}
+		off = ip - s->ktext;
+	} else {
+		m = pp_proc_cache_find_map(s->procs, p, ip);
+		if (!m || m->kind != PP_MAP_KIND_FILE || !m->path) {
+			s->stats.data_untyped[PP_DT_NO_CODE]++;
+			return;
+		}
+		off = ip - m->start + m->offset;
+		dev = (uint32_t)m->dev_major << 20 | m->dev_minor;
+		inode = m->inode;
 	}
-	off = ip - m->start + m->offset;
-	dev = (uint32_t)m->dev_major << 20 | m->dev_minor;
-	i = mix64(m->inode ^ (off * 0x9e3779b97f4a7c15ull) ^ dev) & (DTYPE_SLOTS - 1);
+	i = mix64(inode ^ (off * 0x9e3779b97f4a7c15ull) ^ dev) & (DTYPE_SLOTS - 1);
 	slot = &s->dtypes[i];
-	if (slot->state == DTYPE_EMPTY || slot->inode != m->inode || slot->dev != dev ||
+	if (slot->state == DTYPE_EMPTY || slot->inode != inode || slot->dev != dev ||
 	    slot->file_offset != off) {
+		int err;
+
 		tag = ++s->next_tag << DTYPE_SLOT_BITS | i;
-		if (pp_symloader_submit_data_type(s->loader, tag, p->pid, p->relatives, m, off))
+		err = kernel ? pp_symloader_submit_kernel_data_type(s->loader, tag, off)
+			     : pp_symloader_submit_data_type(s->loader, tag, p->pid, p->relatives,
+							     m, off);
+		if (err)
 			return; /* the queue is full: asked again at the next sample */
-		*slot = (struct dtype_slot){.inode = m->inode,
+		*slot = (struct dtype_slot){.inode = inode,
 					    .file_offset = off,
 					    .tag = tag,
 					    .dev = dev,
@@ -1312,8 +1354,16 @@ static void mem_prepare(struct pp_session *s, const struct pp_proc *p, const str
 		mi->data_loc = data_location(s, p, ms.addr);
 	else
 		s->stats.mem_no_addr++;
-	if (p && rec->ip && (rec->flags & PP_SF_EXACT_IP) && !(rec->flags & PP_SF_KERNEL_IP))
-		data_type_frames(s, p, rec->ip, mi);
+	if (rec->ip && (rec->flags & PP_SF_EXACT_IP)) {
+		if (!(rec->flags & PP_SF_KERNEL_IP)) {
+			if (p)
+				data_type_frames(s, p, rec->ip, 0, mi);
+		} else if (s->opts.kernel_image && s->opts.kallsyms && s->loader) {
+			data_type_frames(s, p, rec->ip, 1, mi);
+		} else {
+			s->stats.data_untyped[PP_DT_NO_FILE]++;
+		}
+	}
 	mi->label_key = pp_mem_label_key(&ms);
 	if (ms.has_latency) {
 		mi->latency = ms.latency;

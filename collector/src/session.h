@@ -18,6 +18,7 @@
 #include "symbolize/data_type.h"
 #include "symbolize/debug_file.h"
 #include "symbolize/debuginfod_fetch.h"
+#include "symbolize/kernel_image.h"
 
 /* The symbol cache's default bound: with the process cache's 16 MiB and the fixed tables,
  * the agent's caches stay within 64 MiB. */
@@ -59,6 +60,12 @@ struct pp_session_opts {
 	const struct pp_kallsyms *kallsyms;
 	/* Kernel build id (hex) for the kernel mapping, or NULL. */
 	const char *kernel_build_id;
+	/*
+	 * Memory events: where the running kernel's image with DWARF is looked for, to type the
+	 * accesses of kernel code (at the first such sample; NULL: they keep their data object).
+	 * Needs kallsyms (its _stext undoes KASLR). Borrowed.
+	 */
+	const struct pp_kernel_image_opts *kernel_image;
 	/*
 	 * 0: every sample is symbolized and added to the profile at once. N > 0: samples are
 	 * first aggregated by their raw stack (addresses, pid, tid, comm) in a table of at most
@@ -289,6 +296,11 @@ int pp_session_record_cb(void *ctx, const void *data, size_t len);
 int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d);
 
 void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *out);
+/*
+ * The kernel image's search for kernel data types (pp_symloader_kernel_image): 1 found, 0 not
+ * looked for (no kernel memory sample with an exact IP yet), or its -errno, with why.
+ */
+int pp_session_kernel_image(struct pp_session *s, char *why, size_t why_size);
 
 /*
  * Debug files that debuginfod delivered since the last call: the symbol cache rereads their

@@ -54,7 +54,7 @@ static const uint64_t run_keys =
     PP_CONFIG_KEY_BIT(PP_CFG_SYMBOLIZE) | PP_CONFIG_KEY_BIT(PP_CFG_DEBUG_DIRS) |
     PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD) | PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD_CACHE) |
     PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD_CACHE_BYTES) | PP_CONFIG_KEY_BIT(PP_CFG_NO_PERF_MAPS) |
-    PP_CONFIG_KEY_BIT(PP_CFG_OFF_CPU_STACKS);
+    PP_CONFIG_KEY_BIT(PP_CFG_KERNEL_IMAGE) | PP_CONFIG_KEY_BIT(PP_CFG_OFF_CPU_STACKS);
 
 struct record_args {
 	const char *event;
@@ -164,6 +164,9 @@ static void usage(FILE *f)
 	    "                        stripped files' debug files; --debuginfod-cache DIR and\n"
 	    "                        --debuginfod-cache-bytes SIZE bound what is kept\n"
 	    "      --no-perf-maps    do not read JIT runtimes' /tmp/perf-PID.map files\n"
+	    "      --kernel-image auto|none|PATH  the running kernel's vmlinux with DWARF,\n"
+	    "                        for the data types of kernel memory accesses (auto: where\n"
+	    "                        perf looks; Debian: linux-image-$(uname -r)-dbg)\n"
 	    "  -q, --quiet           no progress line and no summary\n"
 	    "  -v, --verbose         debug logging (libbpf and verifier messages)\n"
 	    "  -h, --help            this text\n"
@@ -238,6 +241,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	    {"config", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"symbolize", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"debug-dirs", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"kernel-image", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"debuginfod", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"debuginfod-cache", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"debuginfod-cache-bytes", required_argument, NULL, OPT_RUN_KEY_ARG},
@@ -713,7 +717,8 @@ static void print_off_cpu(const struct record_args *a, const struct pp_profile *
 }
 
 /* What the data-type resolution did, and the table of the accessed types and fields. */
-static void print_data_types(const struct pp_profile *profile, const struct pp_session_stats *st)
+static void print_data_types(const struct pp_profile *profile, const struct pp_session_stats *st,
+			     int kernel_image, const char *kernel_why)
 {
 	printf("data types: %llu samples named a type and field, %llu waited for the answer",
 	       (unsigned long long)st->data_typed, (unsigned long long)st->data_type_pending);
@@ -722,12 +727,14 @@ static void print_data_types(const struct pp_profile *profile, const struct pp_s
 			printf(", %s %llu", pp_data_type_miss_name((enum pp_data_type_miss)m),
 			       (unsigned long long)st->data_untyped[m]);
 	printf("\n");
+	if (kernel_image)
+		printf("kernel data types: %s%s\n", kernel_image > 0 ? "" : "none: ", kernel_why);
 	pp_report_print_data_types(profile, stdout, 15);
 }
 
 static void print_summary(const struct record_args *a, const struct pp_profile *profile,
 			  const uint64_t counters[PP_CNT__MAX], const struct pp_session_stats *st,
-			  double seconds, const char *off_cpu_at)
+			  double seconds, const char *off_cpu_at, struct pp_session *session)
 {
 	uint64_t lost = counters[PP_CNT_RB_FULL] + counters[PP_CNT_SCRATCH_MISS];
 
@@ -753,8 +760,12 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 	       (unsigned long long)st->samples_no_process);
 	if (a->off_cpu_every)
 		print_off_cpu(a, profile, st, counters, off_cpu_at);
-	if (st->mem_samples)
-		print_data_types(profile, st);
+	if (st->mem_samples) {
+		char why[768];
+		int kernel_image = pp_session_kernel_image(session, why, sizeof(why));
+
+		print_data_types(profile, st, kernel_image, why);
+	}
 	{
 		uint64_t named = 0;
 
@@ -975,6 +986,14 @@ int pp_cmd_record(int argc, char **argv)
 		sess.debuginfod = sym.debuginfod;
 		sess.addresses_only = sym.addresses_only;
 		sess.no_perf_maps = sym.no_perf_maps;
+		if (sym.kernel_image_on) {
+			/* the host's files as the process of pid 1 sees them: so in a pod too */
+			snprintf(sym.kernel_image_root, sizeof(sym.kernel_image_root), "%s/1/root",
+				 a.proc_root);
+			sym.kernel_image.root = sym.kernel_image_root;
+			sym.kernel_image.sys_root = a.sysfs_root;
+			sess.kernel_image = &sym.kernel_image;
+		}
 		profile = pp_profile_new(&desc);
 		session = profile ? pp_session_new(&sess, profile) : NULL;
 		if (!session) {
@@ -1122,7 +1141,7 @@ int pp_cmd_record(int argc, char **argv)
 	}
 	print_summary(&a, profile, counters, &st,
 		      (double)pp_profile_get_desc(profile)->duration_ns / 1e9,
-		      pp_shim_switch_in_at(smp.shim));
+		      pp_shim_switch_in_at(smp.shim), session);
 	if (ret)
 		status = PP_EXIT_RUNTIME;
 	else

@@ -59,6 +59,7 @@ struct agent {
 	struct pp_symbolizer sym; /* debug directories, debuginfod; the session borrows them */
 	struct pp_sampler smp;	  /* system, events, kernel symbols, shim */
 	struct pp_session *session;
+	int kernel_image_said;		 /* the kernel image's search was logged */
 	struct pp_containers containers; /* cgroup -> container and pod; the session borrows it */
 	struct pp_profile *profile;	 /* the open window */
 	struct pp_profile_desc desc;
@@ -845,6 +846,17 @@ static void health_tick(struct agent *ag, int stopping)
 		snap.frames_named_source[i] = pp_frame_source_name((enum pp_frame_source)i);
 	}
 	snap.frames_unnamed = ss.unnamed;
+	if (ss.mem_samples && !ag->kernel_image_said) {
+		char why[768];
+		int state = pp_session_kernel_image(ag->session, why, sizeof(why));
+
+		/* once: the search runs at the first kernel access sampled with an exact IP */
+		if (state > 0)
+			pp_info("kernel data types from %s", why);
+		else if (state < 0)
+			pp_warn("kernel data types: none: %s", why);
+		ag->kernel_image_said = state != 0;
+	}
 	if (ss.mem_samples) {
 		int n = 0;
 
@@ -1043,6 +1055,14 @@ static int start_sampling(struct agent *ag)
 	sess.debuginfod = ag->sym.debuginfod;
 	sess.addresses_only = ag->sym.addresses_only;
 	sess.no_perf_maps = ag->sym.no_perf_maps;
+	if (ag->sym.kernel_image_on) {
+		/* the host's files as the process of pid 1 sees them: the DaemonSet has hostPID */
+		snprintf(ag->sym.kernel_image_root, sizeof(ag->sym.kernel_image_root), "%s/1/root",
+			 ag->cfg.proc_root);
+		ag->sym.kernel_image.root = ag->sym.kernel_image_root;
+		ag->sym.kernel_image.sys_root = ag->cfg.sysfs_root[0] ? ag->cfg.sysfs_root : NULL;
+		sess.kernel_image = &ag->sym.kernel_image;
+	}
 	ag->mono_to_wall_ns =
 	    sess.mono_to_wall_ns; /* the records' clock, as the session reads it */
 	pp_info("shim: %s variant, loaded in %.0f ms, %u instructions verified (0: kernel before "

@@ -532,6 +532,13 @@ int pp_symbolizer_init(struct pp_symbolizer *out, const struct pp_run_config *c)
 			 c->debug_dirs, strerror(-err), PP_DEBUG_DIRS_MAX);
 		return err;
 	}
+	if (strcmp(c->kernel_image, "none")) {
+		out->kernel_image = (struct pp_kernel_image_opts){
+		    .path = strcmp(c->kernel_image, "auto") ? c->kernel_image : NULL,
+		    .debug_dirs = out->debug_dirs,
+		};
+		out->kernel_image_on = 1;
+	}
 	if (c->debuginfod[0]) {
 		struct pp_debuginfod_opts o = {
 		    .urls = c->debuginfod,

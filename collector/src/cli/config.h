@@ -13,7 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "metadata/k8s_meta.h" /* enum pp_k8s_source */
+#include "metadata/k8s_meta.h"	    /* enum pp_k8s_source */
+#include "symbolize/kernel_image.h" /* struct pp_kernel_image_opts */
 
 /* The path the base OTEL_EXPORTER_OTLP_ENDPOINT gets; the signal-specific one is used as is. */
 #define PP_OTLP_PROFILES_PATH "/v1development/profiles"
@@ -42,6 +43,7 @@ enum pp_config_key {
 	PP_CFG_DEBUGINFOD_CACHE,
 	PP_CFG_DEBUGINFOD_CACHE_BYTES,
 	PP_CFG_NO_PERF_MAPS,
+	PP_CFG_KERNEL_IMAGE,
 	PP_CFG_FLUSH_TIMEOUT,
 	PP_CFG_STACK_DEPTH,
 	PP_CFG_USER_UNWIND,
@@ -150,6 +152,7 @@ struct pp_run_config {
 	char *debuginfod_cache;
 	uint64_t debuginfod_cache_bytes;
 	int no_perf_maps;
+	char *kernel_image;	   /* "auto", "none" or a vmlinux's path */
 	uint64_t flush_timeout_ns; /* how long exit waits for the queue to drain */
 	uint64_t stack_depth;
 	int user_unwind; /* PP_USTACK_* (record.h), named by pp_ustack_walk_names */
@@ -295,6 +298,13 @@ struct pp_symbolizer {
 	struct pp_debuginfod *debuginfod; /* NULL: off */
 	int addresses_only;
 	int no_perf_maps;
+	/*
+	 * Where the kernel's image is looked for (kernel-image), when kernel_image_on. The
+	 * command sets .root and .sys_root: the host's root and sysfs as it sees them.
+	 */
+	int kernel_image_on;
+	struct pp_kernel_image_opts kernel_image;
+	char kernel_image_root[300]; /* for .root */
 };
 
 /*

@@ -480,6 +480,13 @@ int pp_run_config_finish(struct pp_run_config *c, struct pp_config_errors *errs)
 		free(c->endpoint);
 		c->endpoint = full;
 	}
+	if (strcmp(c->kernel_image, "auto") && strcmp(c->kernel_image, "none") &&
+	    c->kernel_image[0] != '/') {
+		pp_cfg_err_add(errs, "kernel-image '%s' (%s): auto, none or an absolute path",
+			       c->kernel_image,
+			       pp_cfg_origin_text(c, PP_CFG_KERNEL_IMAGE, a, sizeof(a)));
+		ret = -EINVAL;
+	}
 	if (c->origin[PP_CFG_EXPORTER].src != PP_SRC_DEFAULT && c->exporter != PP_EXPORTER_FILE &&
 	    !c->endpoint[0]) {
 		pp_cfg_err_add(

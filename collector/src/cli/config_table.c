@@ -233,6 +233,16 @@ const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
 			     .offset = OFF(no_perf_maps),
 			     .def = "false",
 			     .help = "do not read JIT runtimes' /tmp/perf-PID.map files"},
+    [PP_CFG_KERNEL_IMAGE] = {.name = "kernel-image",
+			     .env = "PEBSPROF_KERNEL_IMAGE",
+			     .type = T_STR,
+			     .offset = OFF(kernel_image),
+			     .def = "auto",
+			     .metavar = "auto|none|PATH",
+			     .help =
+				 "the running kernel's vmlinux with DWARF, for the data types of\n"
+				 "kernel memory accesses: auto looks where perf does (Debian:\n"
+				 "linux-image-$(uname -r)-dbg), taking only the running build's"},
     [PP_CFG_FLUSH_TIMEOUT] = {.name = "flush-timeout",
 			      .env = "PEBSPROF_FLUSH_TIMEOUT",
 			      .type = T_SECS,

@@ -67,7 +67,7 @@ static const char *const miss_names[PP_DT_MISS__COUNT] = {
     [PP_DT_UNDECODABLE] = "undecodable", [PP_DT_NO_MEM_OPERAND] = "no_mem_operand",
     [PP_DT_NO_DWARF] = "no_dwarf",	 [PP_DT_NO_VARIABLE] = "no_variable",
     [PP_DT_STACK_SLOT] = "stack_slot",	 [PP_DT_NOT_POINTER] = "not_pointer",
-    [PP_DT_NO_FILE] = "no_file",
+    [PP_DT_NO_FILE] = "no_file",	 [PP_DT_KERNEL_MODULE] = "kernel_module",
 };
 
 const char *pp_data_type_miss_name(enum pp_data_type_miss miss)

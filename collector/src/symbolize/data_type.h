@@ -27,7 +27,9 @@ enum pp_data_type_miss {
 	PP_DT_STACK_SLOT,     /* relative to the stack or frame pointer, and no local there: the
 			       * CFA is unknown at the PC, or the slot a spill or a temporary */
 	PP_DT_NOT_POINTER,    /* the base register's variable is no pointer to an object */
-	PP_DT_NO_FILE, /* the binary could not be opened, or was refused (hostile, too big) */
+	PP_DT_NO_FILE,	      /* the binary could not be opened, or was refused (hostile, too big);
+			       * for kernel code: no image of the running kernel with DWARF */
+	PP_DT_KERNEL_MODULE,  /* kernel code of a module (its .ko's DWARF is not read) */
 	PP_DT_MISS__COUNT,
 };
 

@@ -22,7 +22,7 @@
 #include "base/vec.h"
 #include "process/mapped_file.h"
 
-enum req_kind { REQ_MAPPING, REQ_DEBUG, REQ_FORGET, REQ_DATA_TYPE };
+enum req_kind { REQ_MAPPING, REQ_DEBUG, REQ_FORGET, REQ_DATA_TYPE, REQ_KERNEL_DATA_TYPE };
 
 struct request {
 	enum req_kind kind;
@@ -32,7 +32,8 @@ struct request {
 	struct pp_map_entry map;	       /* path points at path below */
 	char *path;
 	char build_id[PP_BUILD_ID_HEX_SIZE];
-	uint64_t file_offset; /* REQ_DATA_TYPE: the instruction's */
+	/* REQ_DATA_TYPE: the instruction's; REQ_KERNEL_DATA_TYPE: its offset from _stext */
+	uint64_t file_offset;
 };
 
 /* A data-type resolver of a file, kept by the file's identity; the worker's. */
@@ -61,6 +62,10 @@ struct pp_symloader {
 	atomic_size_t ready; /* res_n, for pp_symloader_ready without the lock */
 	struct type_file types[PP_SYMLOADER_DATA_TYPE_FILES]; /* the worker's */
 	uint64_t types_clock;
+	/* the kernel's image and its resolver, the worker's; why under lock */
+	struct pp_kernel_image kimage;
+	struct pp_data_type_resolver *kernel_r;
+	char kernel_why[768];	      /* the image's path, its build id and words */
 	struct pp_symloader_stats st; /* under lock */
 };
 
@@ -241,6 +246,46 @@ static void load_data_type(struct pp_symloader *l, const struct request *rq,
 			     : PP_DT_NO_CODE;
 }
 
+/*
+ * The data type a kernel instruction accesses, from the running kernel's image: looked for
+ * once, at the first such request, since a vmlinux is hundreds of MiB a node rarely has.
+ */
+static void load_kernel_data_type(struct pp_symloader *l, const struct request *rq,
+				  struct pp_symload_result *out)
+{
+	out->type_miss = PP_DT_NO_FILE;
+	if (!l->opts.kernel_image) {
+		out->err = EOPNOTSUPP;
+		return;
+	}
+	if (!l->st.kernel_image) {
+		char why[sizeof(l->kernel_why)];
+		int err = pp_kernel_image_open(l->opts.kernel_image, &l->kimage, why, sizeof(why));
+
+		if (!err) {
+			l->kernel_r = pp_data_type_resolver_new(l->kimage.fd, l->kimage.fd);
+			if (!l->kernel_r) {
+				err = errno ? -errno : -EINVAL;
+				snprintf(why, sizeof(why), "%s: its ELF or DWARF cannot be read",
+					 l->kimage.path);
+			} else {
+				snprintf(why, sizeof(why), "%s (build id %s)", l->kimage.path,
+					 l->kimage.build_id);
+			}
+		}
+		pthread_mutex_lock(&l->lock);
+		l->st.kernel_image = err ? err : 1;
+		memcpy(l->kernel_why, why, sizeof(why));
+		pthread_mutex_unlock(&l->lock);
+	}
+	if (!l->kernel_r) {
+		out->err = ENOENT;
+		return;
+	}
+	out->type_miss =
+	    pp_data_type_resolve(l->kernel_r, l->kimage.stext + rq->file_offset, 0, &out->type);
+}
+
 static void *worker_main(void *arg)
 {
 	struct pp_symloader *l = arg;
@@ -288,6 +333,9 @@ static void *worker_main(void *arg)
 		} else if (rq.kind == REQ_DATA_TYPE) {
 			out.kind = PP_SYMLOAD_DATA_TYPE;
 			load_data_type(l, &rq, &out);
+		} else if (rq.kind == REQ_KERNEL_DATA_TYPE) {
+			out.kind = PP_SYMLOAD_DATA_TYPE;
+			load_kernel_data_type(l, &rq, &out);
 		} else {
 			pp_symcache_forget_build_id(l->cache, rq.build_id);
 		}
@@ -305,7 +353,7 @@ static void *worker_main(void *arg)
 			l->st.open_failed += via == PP_MAPPED_VIA_NONE && out.err != ESTALE;
 		}
 		l->st.debug_loads += rq.kind == REQ_DEBUG && out.syms;
-		l->st.data_types += rq.kind == REQ_DATA_TYPE;
+		l->st.data_types += rq.kind == REQ_DATA_TYPE || rq.kind == REQ_KERNEL_DATA_TYPE;
 		pp_symcache_get_stats(l->cache, &l->st.cache);
 		l->st.cache_files = pp_symcache_size(l->cache);
 		l->st.cache_bytes = pp_symcache_bytes(l->cache);
@@ -325,6 +373,7 @@ struct pp_symloader *pp_symloader_new(const struct pp_symloader_opts *opts)
 	l->opts = *opts;
 	for (size_t i = 0; i < PP_SYMLOADER_DATA_TYPE_FILES; i++)
 		l->types[i] = (struct type_file){.fd = -1, .dwarf_fd = -1};
+	l->kimage.fd = -1;
 	if (!l->opts.max_queued)
 		l->opts.max_queued = PP_SYMLOADER_QUEUE_DEFAULT;
 	snprintf(l->proc_root, sizeof(l->proc_root), "%s",
@@ -393,6 +442,9 @@ void pp_symloader_free(struct pp_symloader *l)
 	free(l->q);
 	for (size_t i = 0; i < PP_SYMLOADER_DATA_TYPE_FILES; i++)
 		type_file_clear(&l->types[i]);
+	pp_data_type_resolver_free(l->kernel_r);
+	if (l->kimage.fd >= 0)
+		close(l->kimage.fd);
 	pp_symcache_free(l->cache);
 	free(l);
 }
@@ -442,6 +494,29 @@ int pp_symloader_submit_data_type(struct pp_symloader *l, uint64_t tag, uint32_t
 				  uint64_t file_offset)
 {
 	return submit_mapping(l, REQ_DATA_TYPE, tag, pid, relatives, m, file_offset);
+}
+
+int pp_symloader_submit_kernel_data_type(struct pp_symloader *l, uint64_t tag, uint64_t text_offset)
+{
+	struct request r = {.kind = REQ_KERNEL_DATA_TYPE, .tag = tag, .file_offset = text_offset};
+
+	if (!l)
+		return -EINVAL;
+	return submit(l, &r);
+}
+
+int pp_symloader_kernel_image(struct pp_symloader *l, char *why, size_t why_size)
+{
+	int state;
+
+	if (!l)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	state = l->st.kernel_image;
+	if (why && why_size)
+		snprintf(why, why_size, "%s", state ? l->kernel_why : "");
+	pthread_mutex_unlock(&l->lock);
+	return state;
 }
 
 static int submit_id(struct pp_symloader *l, enum req_kind kind, uint64_t tag, const char *id)

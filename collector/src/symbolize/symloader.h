@@ -19,6 +19,7 @@
 #include "data_type.h"
 #include "debug_file.h"
 #include "elf_symbols.h"
+#include "kernel_image.h"
 #include "symcache.h"
 #include "process/proc_cache.h"
 #include "process/procmaps.h"
@@ -37,6 +38,11 @@ struct pp_symloader_opts {
 	pp_debug_fetch_fn debug_fetch;
 	void *debug_fetch_ctx;
 	size_t max_queued; /* 0: PP_SYMLOADER_QUEUE_DEFAULT */
+	/*
+	 * Where the running kernel's image with DWARF is looked for, at the first kernel data
+	 * type asked (NULL: kernel accesses get no type). Borrowed; its strings too.
+	 */
+	const struct pp_kernel_image_opts *kernel_image;
 };
 
 struct pp_symloader_stats {
@@ -53,6 +59,8 @@ struct pp_symloader_stats {
 	uint64_t debug_loads;	      /* debug files (debuginfod) read for late naming */
 	uint64_t data_types;	      /* data-type requests answered (a type or a reason) */
 	uint64_t pending;	      /* gauge: requests queued or being loaded */
+	/* the kernel's image: 0 not looked for yet, 1 open, or the -errno of the search */
+	int kernel_image;
 };
 
 enum pp_symload_kind {
@@ -96,6 +104,19 @@ int pp_symloader_submit(struct pp_symloader *l, uint64_t tag, uint32_t pid,
 int pp_symloader_submit_data_type(struct pp_symloader *l, uint64_t tag, uint32_t pid,
 				  const uint32_t *relatives, const struct pp_map_entry *m,
 				  uint64_t file_offset);
+/*
+ * Queue the data type and field that the kernel instruction at text_offset bytes past _stext
+ * accesses (the address kallsyms shows less its _stext: KASLR's slide is out of it), read from
+ * the kernel image opts.kernel_image finds. Returns as pp_symloader_submit; the result's
+ * type_miss is PP_DT_NO_FILE while there is no image (pp_symloader_kernel_image says why).
+ */
+int pp_symloader_submit_kernel_data_type(struct pp_symloader *l, uint64_t tag,
+					 uint64_t text_offset);
+/*
+ * The kernel image's search: 1 with where it was found, 0 before it was looked for, or the
+ * -errno of the search with why it failed, in why. Any thread.
+ */
+int pp_symloader_kernel_image(struct pp_symloader *l, char *why, size_t why_size);
 /* Queue the debug file of build_id, through opts.debug_fetch, for naming frames late. */
 int pp_symloader_submit_debug(struct pp_symloader *l, uint64_t tag, const char *build_id);
 /* Drop the cached tables with this build id (in queue order): their debug file arrived. */

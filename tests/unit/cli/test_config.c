@@ -186,6 +186,8 @@ static const struct layers rows[] = {
     {"debuginfod-cache", "/c1", "/c2", "/c3", "/c1", "/c2", "/c3", NULL},
     {"debuginfod-cache-bytes", "2MiB", "8MiB", "1GiB", "2MiB", "8MiB", "1GiB", NULL},
     {"no-perf-maps", "yes", "on", NULL, "true", "true", "true", NULL},
+    {"kernel-image", "none", "/usr/lib/debug/boot/vmlinux-6.1.0", "auto", "none",
+     "/usr/lib/debug/boot/vmlinux-6.1.0", "auto", NULL},
     {"flush-timeout", "1", "0.25", "30", "1", "0.25", "30", NULL},
     {"stack-depth", "1", "16", "127", "1", "16", "127", NULL},
     {"user-unwind", "kernel", "shim", "dwarf", "kernel", "fp", "dwarf", NULL},
@@ -842,6 +844,26 @@ TEST(flag_errors)
 	pp_run_config_fini(&c);
 }
 
+TEST(kernel_image_is_auto_none_or_a_path)
+{
+	struct pp_run_config c;
+	struct pp_config_errors e;
+	const char *rel[] = {"--kernel-image", "vmlinux", NULL};
+	char *env[] = {"PEBSPROF_KERNEL_IMAGE=/boot/vmlinux-6.1.0-99-amd64", NULL};
+
+	CHECK(load(NULL, NULL, rel, &c, &e) == -EINVAL);
+	CHECK(has_error(&e,
+			"kernel-image 'vmlinux' (flag --kernel-image): auto, none or an absolute "
+			"path"));
+	pp_run_config_fini(&c);
+	REQUIRE(load(NULL, env, NULL, &c, &e) == 0);
+	CHECK_STR(c.kernel_image, "/boot/vmlinux-6.1.0-99-amd64");
+	pp_run_config_fini(&c);
+	REQUIRE(load(NULL, NULL, NULL, &c, &e) == 0);
+	CHECK_STR(c.kernel_image, "auto");
+	pp_run_config_fini(&c);
+}
+
 TEST(short_flags_and_repeats)
 {
 	struct pp_run_config c;
@@ -1317,6 +1339,7 @@ TEST_LIST = {
     {"errors_are_bounded_and_counted", errors_are_bounded_and_counted},
     {"all_layers_report_errors_together", all_layers_report_errors_together},
     {"flag_errors", flag_errors},
+    {"kernel_image_is_auto_none_or_a_path", kernel_image_is_auto_none_or_a_path},
     {"short_flags_and_repeats", short_flags_and_repeats},
     {"freq_and_period", freq_and_period},
     {"exporter_needs_an_endpoint", exporter_needs_an_endpoint},

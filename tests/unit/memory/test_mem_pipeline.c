@@ -25,12 +25,14 @@
 
 #include "check.h"
 #include "elf_symbol.h"
+#include "kernel_notes.h"
 #include "memory/mem_attr.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "pprof/profile.pb-c.h"
 #include "session.h"
 #include "symbolize/data_type.h"
 #include "symbolize/debug_file.h"
+#include "symbolize/kallsyms.h"
 #include "testsh.h"
 
 #define PROF(x) Opentelemetry__Proto__Profiles__V1development__##x
@@ -825,7 +827,200 @@ TEST(a_stripped_binary_is_typed_from_its_debug_file)
 	close(dfd);
 }
 
+#define KIMAGE PP_TEST_BUILD_DIR "/pp_kernel_image"
+/* KASLR's slide of the kernel-like image: its kallsyms are the link addresses plus this. */
+#define KSLIDE 0x1a200000ull
+#define KMODULE_FN 0xffffffffc0a01000ull
+
+/*
+ * kallsyms as the running kernel-like image would show it: each function of the image slid by
+ * KSLIDE (nm, binutils, lists them), and a module's function.
+ */
+static struct pp_kallsyms *kimage_kallsyms(void)
+{
+	char text[8192], line[256];
+	size_t n = 0;
+	FILE *p = popen("nm " KIMAGE, "r");
+
+	if (!p)
+		return NULL;
+	while (fgets(line, sizeof(line), p) && n + 128 < sizeof(text)) {
+		unsigned long long addr;
+		char type, name[128];
+
+		if (sscanf(line, "%llx %c %127s", &addr, &type, name) == 3 && (type | 0x20) == 't')
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "%llx T %s\n",
+					      addr + KSLIDE, name);
+	}
+	pclose(p);
+	n +=
+	    (size_t)snprintf(text + n, sizeof(text) - n, "%llx t mod_poll\t[pp_mod]\n", KMODULE_FN);
+	return pp_kallsyms_parse(text, n);
+}
+
+/* The link-time address of the first instruction of function fn of the image that loads. */
+static uint64_t kimage_fn(const char *fn)
+{
+	int fd = open(KIMAGE, O_RDONLY | O_CLOEXEC);
+	uint64_t addr = fd >= 0 ? pp_test_elf_symbol(fd, fn, NULL) : 0;
+
+	if (fd >= 0)
+		close(fd);
+	return addr;
+}
+
+/* What kernel samples at the image's instructions came out as. */
+struct kernel_run {
+	struct pp_session_stats st;
+	int image;	   /* pp_session_kernel_image */
+	char why[768];	   /* ... and why */
+	char leaf[4][192]; /* each sample's leaf, type above it, kernel function, user function */
+	int nleaves;
+};
+
+/*
+ * Two samples at each kernel address of ips (runtime addresses, of the image or a module),
+ * from a process whose user stack is mem_touch_fn, with the image's notes in a sysfs where
+ * its build id is hex_id; the second of each pair is read once the loader has answered.
+ */
+static int run_kernel(const uint64_t *ips, int n, const char *hex_id, struct kernel_run *out)
+{
+	char dir[PATH_MAX], sys[PATH_MAX + 8];
+	struct pp_kallsyms *ks = kimage_kallsyms();
+	struct pp_kernel_image_opts ko = {.path = KIMAGE};
+	struct pp_profile_desc desc = {
+	    .event = "mem-loads",
+	    .value_type = "mem-loads",
+	    .value_unit = "count",
+	    .period = PERIOD,
+	    .mem_latency = 1,
+	};
+	struct pp_session_opts opts = {
+	    .mem_event = 1,
+	    .precise_ip = 1,
+	    .symbol_wait_ms = 10000,
+	    .kallsyms = ks,
+	    .kernel_image = &ko,
+	};
+	struct fx f = {0};
+	int err = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (!ks || pp_test_scratch_dir(dir, sizeof(dir), "pp-mem-kernel"))
+		goto out;
+	snprintf(sys, sizeof(sys), "%s/sys", dir);
+	if (pp_test_write_kernel_notes(sys, hex_id))
+		goto out;
+	ko.sys_root = sys;
+	f.prof = pp_profile_new(&desc);
+	f.s = f.prof ? pp_session_new(&opts, f.prof) : NULL;
+	if (!f.s)
+		goto out;
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < 2; k++) {
+			unsigned char buf[256];
+			struct pp_sample rec;
+			uint64_t frames[2] = {ips[i], FN_ADDR(mem_touch_fn) + 4};
+			size_t len = encode_mem(buf, (uint32_t)getpid(), 0xffff888812345678ull,
+						DSRC_L1_HIT, 40,
+						PP_SF_MEM_FIELDS | PP_SF_HAS_SAMPLE_FLAGS |
+						    PP_SF_EXACT_IP | PP_SF_KERNEL_IP);
+
+			memcpy(&rec, buf, sizeof(rec));
+			rec.ip = ips[i];
+			rec.nr_kstack = 1;
+			rec.nr_ustack = 1;
+			rec.hdr.size = (uint32_t)(sizeof(rec) + sizeof(frames));
+			len = rec.hdr.size;
+			memcpy(buf, &rec, sizeof(rec));
+			memcpy(buf + sizeof(rec), frames, sizeof(frames));
+			if (pp_session_handle_record(f.s, buf, len) ||
+			    pp_session_wait_symbols(f.s, 10000))
+				goto out;
+		}
+	}
+	pp_session_flush(f.s);
+	pp_session_get_stats(f.s, &out->st);
+	out->image = pp_session_kernel_image(f.s, out->why, sizeof(out->why));
+	for (size_t i = 0; i < pp_profile_sample_count(f.prof) && out->nleaves < 4; i++) {
+		const struct pp_sample_info *si = pp_profile_get_sample(f.prof, i);
+		const struct pp_location_info *l[4];
+
+		if (si->nlocations < 4)
+			continue;
+		for (int k = 0; k < 4; k++)
+			l[k] = pp_profile_get_location(f.prof, si->locations[k]);
+		if (l[0]->kind != PP_FRAME_DATA || l[1]->kind != PP_FRAME_DATA || !l[2]->function ||
+		    !l[3]->function)
+			continue;
+		snprintf(out->leaf[out->nleaves++], sizeof(out->leaf[0]), "%s;%s;%s;%s",
+			 l[3]->function, l[2]->function, l[1]->function, l[0]->function);
+	}
+	err = 0;
+out:
+	fx_fini(&f);
+	pp_kallsyms_free(ks);
+	return err;
+}
+
+static int has_leaf(const struct kernel_run *r, const char *stack)
+{
+	for (int i = 0; i < r->nleaves; i++)
+		if (!strcmp(r->leaf[i], stack))
+			return 1;
+	return 0;
+}
+
+/*
+ * Kernel memory samples with an exact IP at field accesses of the kernel-like image (its
+ * build id the running kernel's, its kallsyms slid by KASLR): named from the image's DWARF as
+ * user code is, a pointer parameter's field, a nested struct's, and a global's (RIP-relative,
+ * from the image's link address); a module's instruction is counted as such and keeps its
+ * object.
+ */
+TEST(kernel_accesses_are_typed_from_the_kernel_image)
+{
+	char id[128];
+	uint64_t ips[4] = {kimage_fn("task_prio") + KSLIDE, kimage_fn("task_wakeups") + KSLIDE,
+			   kimage_fn("count_switch") + KSLIDE, KMODULE_FN + 0x10};
+	struct kernel_run run;
+
+	elf_version(EV_CURRENT);
+	pp_test_sh_line("readelf -n " KIMAGE " | sed -n 's/.*Build ID: *//p'", id, sizeof(id));
+	REQUIRE(strlen(id) == 40 && ips[0] > KSLIDE && ips[1] > KSLIDE && ips[2] > KSLIDE);
+	REQUIRE(run_kernel(ips, 4, id, &run) == 0);
+	CHECK(run.image == 1);
+	CHECK(strstr(run.why, KIMAGE) != NULL);
+	CHECK_EQ_U64(run.st.data_typed, 3);
+	CHECK_EQ_U64(run.st.data_untyped[PP_DT_KERNEL_MODULE], 2);
+	CHECK(has_leaf(&run, "mem_touch_fn;task_prio;struct task;struct task.prio"));
+	CHECK(has_leaf(&run, "mem_touch_fn;task_wakeups;struct task;struct task.rq.nr_wakeups"));
+	CHECK(has_leaf(&run,
+		       "mem_touch_fn;count_switch;struct rq_stats;struct rq_stats.nr_switches"));
+	for (int i = 0; i < run.nleaves; i++)
+		printf("  %s\n", run.leaf[i]);
+}
+
+/* The image of another build of the kernel names nothing: its instructions are not these. */
+TEST(another_kernel_build_types_nothing)
+{
+	uint64_t ips[1] = {kimage_fn("task_prio") + KSLIDE};
+	struct kernel_run run;
+
+	elf_version(EV_CURRENT);
+	REQUIRE(ips[0] > KSLIDE);
+	REQUIRE(run_kernel(ips, 1, "00112233445566778899aabbccddeeff00112233", &run) == 0);
+	CHECK(run.image == -ESTALE);
+	CHECK(strstr(run.why, "not the running kernel's build") != NULL);
+	CHECK_EQ_U64(run.st.data_typed, 0);
+	CHECK_EQ_U64(run.st.data_untyped[PP_DT_NO_FILE], 1);
+	CHECK(run.nleaves == 0);
+}
+
 TEST_LIST = {
+    {"kernel_accesses_are_typed_from_the_kernel_image",
+     kernel_accesses_are_typed_from_the_kernel_image},
+    {"another_kernel_build_types_nothing", another_kernel_build_types_nothing},
     {"exact_ip_samples_name_the_data_type_and_field",
      exact_ip_samples_name_the_data_type_and_field},
     {"a_stripped_binary_is_typed_from_its_debug_file",
