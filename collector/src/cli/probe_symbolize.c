@@ -15,6 +15,7 @@
 
 #include "symbolize/debug_file.h"
 #include "symbolize/demangle.h"
+#include "symbolize/kernel_image.h"
 
 struct facts {
 	int debug_dir;	  /* /usr/lib/debug exists */
@@ -23,6 +24,9 @@ struct facts {
 	const char *urls; /* DEBUGINFOD_URLS, or NULL */
 	int openat2;	  /* RESOLVE_IN_ROOT opens work (5.6+) */
 	int demangler;
+	int kernel_image; /* 0: the running kernel's vmlinux with DWARF found, else -errno */
+	char kernel_why[1024];
+	struct pp_kernel_image kimage;
 };
 
 static void gather(struct facts *f)
@@ -57,6 +61,17 @@ static void gather(struct facts *f)
 	if (fd >= 0)
 		close((int)fd);
 	f->demangler = pp_demangle_available();
+	{
+		/* as `record` looks for it by default: the host's debug directory, perf's places */
+		struct pp_debug_dirs *dirs = pp_debug_dirs_new(NULL);
+		struct pp_kernel_image_opts ko = {.debug_dirs = dirs};
+
+		f->kernel_image =
+		    pp_kernel_image_open(&ko, &f->kimage, f->kernel_why, sizeof(f->kernel_why));
+		if (f->kimage.fd >= 0)
+			close(f->kimage.fd);
+		pp_debug_dirs_free(dirs);
+	}
 }
 
 static void text(FILE *out)
@@ -81,6 +96,11 @@ static void text(FILE *out)
 	fprintf(out, "  C++ names:     %s\n",
 		f.demangler ? "demangled (libstdc++)"
 			    : "mangled: libstdc++.so.6 is missing (Debian libstdc++6)");
+	if (!f.kernel_image)
+		fprintf(out, "  kernel types:  %s (build id %s, the running kernel's)\n",
+			f.kimage.path, f.kimage.build_id);
+	else
+		fprintf(out, "  kernel types:  none: %s\n", f.kernel_why);
 }
 
 static void json(FILE *out)
@@ -97,8 +117,16 @@ static void json(FILE *out)
 		pp_probe_json_string(out, f.urls);
 	else
 		fputs("null", out);
-	fprintf(out, ",\"openat2\":%s,\"demangler\":%s}", f.openat2 ? "true" : "false",
+	fprintf(out,
+		",\"openat2\":%s,\"demangler\":%s,\"kernel_image\":", f.openat2 ? "true" : "false",
 		f.demangler ? "true" : "false");
+	if (!f.kernel_image)
+		pp_probe_json_string(out, f.kimage.path);
+	else
+		fputs("null", out);
+	fprintf(out, ",\"kernel_image_why\":");
+	pp_probe_json_string(out, f.kernel_image ? f.kernel_why : "");
+	fputs("}", out);
 }
 
 const struct pp_probe_extra pp_probe_symbolize = {.text = text, .json = json};

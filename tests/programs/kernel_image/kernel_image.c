@@ -2,7 +2,7 @@
  * A kernel-like image for the tests of kernel data types: freestanding code linked at the
  * kernel's link address (-mcmodel=kernel, text at 0xffffffff81000000) with DWARF and a build
  * id, as a distribution's vmlinux debug file is. Each function makes one field access that the
- * tests name from this source.
+ * tests name from this source, at its first instruction (no frame pointer: as an ORC kernel).
  */
 #include <stdint.h>
 
