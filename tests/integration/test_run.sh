@@ -125,10 +125,23 @@ pp_check "SIGTERM in a grace: the last window is the short one after the boundar
 pp_start_sink sink '[{"status": 503}]'
 PORT=$SINK_PORT
 pp_check "test server listens" [ -n "$PORT" ]
+# SIGTERM in the middle of a window, with a workload running: the partial window holds samples
+# (an empty one is not sent), whatever the phase the agent started at. A stop just after a
+# boundary left an empty partial window at 20 Hz, and the last window sent was a whole one.
+"$PP_WORKLOAD" 0 >/dev/null 2>&1 &
+wl=$!
 OTEL_EXPORTER_OTLP_HEADERS="X-Scope-OrgID=tenant-a,Authorization=Basic%20dXNlcjpw%2Cw%3D%3D" \
 	OTEL_SERVICE_NAME=agent-test \
-	pp_run_for 9 "$T/o" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 \
-	--flush-timeout 10
+	"$PEBSPROF" run --endpoint "http://127.0.0.1:$PORT/v1development/profiles" --interval 2 \
+	--flush-timeout 10 >"$T/o.out" 2>"$T/o.err" &
+opid=$!
+pp_wait_line "$opid" "$T/o.err" 'info: sampling;' 120 || :
+sleep 8
+"$PP_PYTHON" -c 'import time; t = time.time(); time.sleep((int(t / 2) + 1) * 2 - t + 1.0)'
+kill -TERM "$opid"
+pp_wait_pid "$opid" 30
+kill "$wl" 2>/dev/null
+wait "$wl" 2>/dev/null
 pp_check "OTLP exporter: SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
 kill "$SINK" 2>/dev/null
 wait "$SINK" 2>/dev/null

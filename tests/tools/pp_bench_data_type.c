@@ -7,6 +7,7 @@
  * the reason the others did not. Used by bench/bench_data_type.sh.
  *
  * usage: pp_bench_data_type BINARY [DEBUG_FILE]
+ * PP_BENCH_MAX_PCS=N: at most N of them, evenly spread (a vmlinux has millions).
  */
 #include <capstone/capstone.h>
 #include <fcntl.h>
@@ -111,6 +112,17 @@ int main(int argc, char **argv)
 	if (!n) {
 		fprintf(stderr, "no memory-accessing instructions in %s\n", argv[1]);
 		return 1;
+	}
+	if (getenv("PP_BENCH_MAX_PCS")) {
+		size_t max = strtoull(getenv("PP_BENCH_MAX_PCS"), NULL, 10), all = n;
+
+		if (max && n > max) {
+			for (size_t i = 0; i < max; i++)
+				pcs[i] = pcs[i * all / max];
+			n = max;
+			printf("%zu memory-accessing instructions, %zu of them evenly spread:\n", all,
+			       n);
+		}
 	}
 	t0 = now_s();
 	r = pp_data_type_resolver_new(fd, dfd);
