@@ -120,8 +120,8 @@ int main(int argc, char **argv)
 			for (size_t i = 0; i < max; i++)
 				pcs[i] = pcs[i * all / max];
 			n = max;
-			printf("%zu memory-accessing instructions, %zu of them evenly spread:\n", all,
-			       n);
+			printf("%zu memory-accessing instructions, %zu of them evenly spread:\n",
+			       all, n);
 		}
 	}
 	t0 = now_s();
