@@ -24,8 +24,11 @@
 #define MAX_INSN_BYTES 15
 /* What libdw may read of one file's sections at most, decompressed (see check_sections) */
 #define MAX_DWARF_BYTES (256ull << 20)
-#define MAX_TYPE_DEPTH 8       /* typedefs, qualifiers and nested members followed at most */
-#define MAX_GLOBALS (1u << 20) /* DWARF variables kept for address lookups at most */
+#define MAX_TYPE_DEPTH 8	   /* typedefs, qualifiers and nested members followed at most */
+#define MAX_GLOBALS (1u << 20)	   /* DWARF variables kept for address lookups at most */
+#define MAX_FUNC_RANGES (1u << 21) /* functions' address ranges kept for scope lookups */
+/* Lexical blocks and inlined calls nested in a function, followed down to the PC at most. */
+#define MAX_SCOPE_DEPTH 64
 /*
  * CFI rows of a binary compiled for its stack slots at most (6 bytes each: 1.5 MiB). A larger
  * binary's gcc stack slots stay unresolved (stack_slot), so that the loader's few resolvers
@@ -36,6 +39,12 @@
 struct global_var {
 	uint64_t addr, size;
 	Dwarf_Off die; /* the variable's DIE */
+};
+
+/* One address range of a function's code, for finding the function at a PC. */
+struct func_range {
+	uint64_t lo, hi;
+	Dwarf_Off die; /* its DW_TAG_subprogram */
 };
 
 struct pp_data_type_resolver {
@@ -60,6 +69,14 @@ struct pp_data_type_resolver {
 	struct global_var *globals; /* sorted by addr; built on first use */
 	size_t nglobals;
 	int globals_built;
+	/*
+	 * The functions' code ranges, sorted, on first use: the scopes at a PC are then found
+	 * from its function down, not by walking its unit from the top (a kernel's units have
+	 * thousands of entries, and dwarf_getscopes visits them all for each PC).
+	 */
+	struct func_range *funcs;
+	size_t nfuncs;
+	int funcs_built;
 };
 
 static const char *const miss_names[PP_DT_MISS__COUNT] = {
@@ -246,6 +263,7 @@ void pp_data_type_resolver_free(struct pp_data_type_resolver *r)
 	if (r->code_elf)
 		elf_end(r->code_elf);
 	free(r->globals);
+	free(r->funcs);
 	free(r);
 }
 
@@ -558,12 +576,134 @@ struct pc_scopes {
 	int n;
 };
 
-static struct pc_scopes scopes_at(Dwarf *dw, uint64_t pc)
+static int cmp_func(const void *a, const void *b)
+{
+	const struct func_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Add the code ranges of the functions among die's children (and in namespaces, below). */
+static int add_funcs(struct pp_data_type_resolver *r, Dwarf_Die *parent, size_t *cap, int depth)
+{
+	Dwarf_Die child;
+
+	if (depth > 8 || dwarf_child(parent, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t it = 0;
+
+		if (tag == DW_TAG_namespace) {
+			if (add_funcs(r, &child, cap, depth + 1))
+				return -1;
+			continue;
+		}
+		if (tag != DW_TAG_subprogram)
+			continue;
+		while ((it = dwarf_ranges(&child, it, &base, &lo, &hi)) > 0) {
+			if (hi <= lo)
+				continue;
+			if (r->nfuncs == *cap) {
+				size_t ncap = *cap ? *cap * 2 : 1024;
+				struct func_range *f;
+
+				if (ncap > MAX_FUNC_RANGES ||
+				    !(f = realloc(r->funcs, ncap * sizeof(*f))))
+					return -1;
+				r->funcs = f;
+				*cap = ncap;
+			}
+			r->funcs[r->nfuncs++] =
+			    (struct func_range){.lo = lo, .hi = hi, .die = dwarf_dieoffset(&child)};
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+static void build_funcs(struct pp_data_type_resolver *r)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize, cap = 0;
+
+	r->funcs_built = 1;
+	while (dwarf_nextcu(r->dwarf, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu;
+
+		if (dwarf_offdie(r->dwarf, off + hsize, &cu) && add_funcs(r, &cu, &cap, 0))
+			break; /* over the bound: the PCs of the others take the slow way */
+		off = next;
+	}
+	if (r->nfuncs)
+		qsort(r->funcs, r->nfuncs, sizeof(*r->funcs), cmp_func);
+}
+
+/* The function whose code holds pc: 0 and *fn, or -1. */
+static int func_at(struct pp_data_type_resolver *r, uint64_t pc, Dwarf_Die *fn)
+{
+	size_t lo = 0, hi;
+
+	if (!r->funcs_built)
+		build_funcs(r);
+	hi = r->nfuncs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->funcs[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || pc >= r->funcs[lo - 1].hi)
+		return -1;
+	return dwarf_offdie(r->dwarf, r->funcs[lo - 1].die, fn) ? 0 : -1;
+}
+
+/*
+ * The scopes at pc inside function fn, innermost first: the lexical blocks and inlined calls
+ * holding pc, then fn. Returns how many (at least 1), or -1 without memory.
+ */
+static int scopes_in(Dwarf_Die *fn, uint64_t pc, Dwarf_Die **out)
+{
+	Dwarf_Die path[MAX_SCOPE_DEPTH], child;
+	int n = 0;
+
+	path[n++] = *fn;
+	while (n < MAX_SCOPE_DEPTH && dwarf_child(&path[n - 1], &child) == 0) {
+		int found = 0;
+
+		do {
+			int tag = dwarf_tag(&child);
+
+			if ((tag == DW_TAG_lexical_block || tag == DW_TAG_inlined_subroutine) &&
+			    dwarf_haspc(&child, pc) == 1) {
+				path[n++] = child;
+				found = 1;
+				break;
+			}
+		} while (dwarf_siblingof(&child, &child) == 0);
+		if (!found)
+			break;
+	}
+	*out = malloc((size_t)n * sizeof(**out));
+	if (!*out)
+		return -1;
+	for (int i = 0; i < n; i++)
+		(*out)[i] = path[n - 1 - i];
+	return n;
+}
+
+static struct pc_scopes scopes_at(struct pp_data_type_resolver *r, uint64_t pc)
 {
 	struct pc_scopes sc = {NULL, -1};
-	Dwarf_Die cu;
+	Dwarf_Die cu, fn;
 
-	if (cu_at(dw, pc, &cu) == 0) {
+	if (func_at(r, pc, &fn) == 0 && (sc.n = scopes_in(&fn, pc, &sc.dies)) > 0)
+		return sc;
+	/* no function of the index holds it (one nested in a type, or past the bound) */
+	sc.n = -1;
+	if (cu_at(r->dwarf, pc, &cu) == 0) {
 		sc.n = dwarf_getscopes(&cu, pc, &sc.dies);
 		if (sc.n < 0)
 			sc.n = 0;
@@ -582,9 +722,15 @@ static int variable_at(const struct pc_scopes *sc, uint64_t pc, var_match_fn mat
 		       Dwarf_Die *var)
 {
 	for (int s = 0; s < sc->n; s++) {
+		int scope = dwarf_tag(&sc->dies[s]);
 		Dwarf_Die child;
 
-		if (dwarf_child(&sc->dies[s], &child) != 0)
+		/*
+		 * A unit's own variables are globals (a DW_OP_addr location, never a register or a
+		 * frame slot), and a unit of a kernel holds thousands of entries to walk past.
+		 */
+		if (scope == DW_TAG_compile_unit || scope == DW_TAG_partial_unit ||
+		    scope == DW_TAG_type_unit || dwarf_child(&sc->dies[s], &child) != 0)
 			continue;
 		do {
 			int tag = dwarf_tag(&child);
@@ -902,7 +1048,7 @@ enum pp_data_type_miss pp_data_type_resolve(struct pp_data_type_resolver *r, uin
 			   ? PP_DT_RESOLVED
 			   : PP_DT_NO_VARIABLE;
 	/* the scopes once: the register's variable, the frame's, and whether DWARF covers pc */
-	sc = scopes_at(r->dwarf, pc);
+	sc = scopes_at(r, pc);
 	miss = resolve_in_scopes(r, &sc, pc, data_addr, &m, out);
 	free(sc.dies);
 	return miss;
