@@ -8,6 +8,8 @@
  *
  * usage: pp_bench_data_type BINARY [DEBUG_FILE]
  * PP_BENCH_MAX_PCS=N: at most N of them, evenly spread (a vmlinux has millions).
+ * PP_BENCH_MAPPED=1: the files mapped, as the agent reads the kernel's image.
+ * Ends with the peak memory the resolver held: heap (RssAnon) and mapped file (RssFile).
  */
 #include <capstone/capstone.h>
 #include <fcntl.h>
@@ -86,8 +88,23 @@ done:
 	return n;
 }
 
+/* A line of /proc/self/status, in kB. */
+static void rss_kb(const char *key, unsigned long *kb)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+
+	*kb = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			*kb = strtoul(line + strlen(key), NULL, 10);
+	if (f)
+		fclose(f);
+}
+
 int main(int argc, char **argv)
 {
+	unsigned long anon_kb, file_kb;
 	unsigned long by_reason[PP_DT_MISS__COUNT] = {0};
 	uint64_t *pcs = NULL, sym_start;
 	double t0, t_open, t_first, t_types, t_syms;
@@ -125,7 +142,8 @@ int main(int argc, char **argv)
 		}
 	}
 	t0 = now_s();
-	r = pp_data_type_resolver_new(fd, dfd);
+	r = pp_data_type_resolver_new_flags(fd, dfd,
+					    getenv("PP_BENCH_MAPPED") ? PP_DATA_TYPE_MAPPED : 0);
 	t_open = now_s() - t0;
 	if (!r) {
 		perror("pp_data_type_resolver_new");
@@ -140,6 +158,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < n; i++)
 		by_reason[pp_data_type_resolve(r, pcs[i], 0, &t)]++;
 	t_types = now_s() - t0;
+	rss_kb("RssAnon:", &anon_kb);
+	rss_kb("RssFile:", &file_kb);
 	pp_data_type_resolver_free(r);
 
 	syms = pp_elf_symbols_open_fd(fd);
@@ -164,6 +184,9 @@ int main(int argc, char **argv)
 			printf(" %s %lu", pp_data_type_miss_name((enum pp_data_type_miss)m),
 			       by_reason[m]);
 	printf("\n");
+	printf("memory with the resolver after both passes: heap (RssAnon) %lu MiB, mapped "
+	       "(RssFile) %lu MiB\n",
+	       anon_kb >> 10, file_kb >> 10);
 	free(pcs);
 	close(fd);
 	if (dfd != fd)

@@ -186,8 +186,12 @@ static bool strings_terminated(Elf *elf)
 	return true;
 }
 
-/* An ELF of fd for libelf, its headers checked first; read with pread, never mapped. */
-static Elf *open_checked(int fd, struct pp_elf_src *src, struct pp_elf_shape *shape, int *err)
+/*
+ * An ELF of fd for libelf, its headers checked first; read with pread, never mapped, unless
+ * mapped (PP_DATA_TYPE_MAPPED: a file only root can change).
+ */
+static Elf *open_checked(int fd, struct pp_elf_src *src, struct pp_elf_shape *shape, int mapped,
+			 int *err)
 {
 	Elf *elf;
 
@@ -197,7 +201,7 @@ static Elf *open_checked(int fd, struct pp_elf_src *src, struct pp_elf_shape *sh
 	if (*err)
 		return NULL;
 	/* ELF_C_READ, not _MMAP: a file its owner truncates must not turn into SIGBUS */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
+	elf = elf_begin(fd, mapped ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		elf_end(elf);
 		*err = -ENOEXEC;
@@ -208,6 +212,13 @@ static Elf *open_checked(int fd, struct pp_elf_src *src, struct pp_elf_shape *sh
 
 struct pp_data_type_resolver *pp_data_type_resolver_new(int code_fd, int dwarf_fd)
 {
+	return pp_data_type_resolver_new_flags(code_fd, dwarf_fd, 0);
+}
+
+struct pp_data_type_resolver *pp_data_type_resolver_new_flags(int code_fd, int dwarf_fd,
+							      unsigned int flags)
+{
+	int mapped = !!(flags & PP_DATA_TYPE_MAPPED);
 	struct pp_data_type_resolver *r = calloc(1, sizeof(*r));
 	struct pp_elf_shape shape;
 	struct pp_elf_src dsrc;
@@ -217,7 +228,7 @@ struct pp_data_type_resolver *pp_data_type_resolver_new(int code_fd, int dwarf_f
 	if (!r)
 		goto fail;
 	elf_version(EV_CURRENT);
-	r->code_elf = open_checked(code_fd, &r->code, &shape, &err);
+	r->code_elf = open_checked(code_fd, &r->code, &shape, mapped, &err);
 	if (!r->code_elf)
 		goto fail;
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &r->cs) != CS_ERR_OK) {
@@ -230,7 +241,7 @@ struct pp_data_type_resolver *pp_data_type_resolver_new(int code_fd, int dwarf_f
 		delf = r->code_elf;
 		dsrc = r->code;
 	} else {
-		delf = r->dwarf_elf = open_checked(dwarf_fd, &dsrc, &shape, &err);
+		delf = r->dwarf_elf = open_checked(dwarf_fd, &dsrc, &shape, mapped, &err);
 		if (!delf)
 			goto fail;
 	}

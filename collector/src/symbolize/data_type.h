@@ -59,6 +59,15 @@ struct pp_data_type_resolver;
  * Returns NULL with errno set when the ELF cannot be read.
  */
 struct pp_data_type_resolver *pp_data_type_resolver_new(int code_fd, int dwarf_fd);
+/*
+ * PP_DATA_TYPE_MAPPED: the files are mapped, not read into memory: their DWARF then costs page
+ * cache the kernel can reclaim rather than the agent's heap (a vmlinux's is 200 MiB). Only for
+ * files no one but root can change (the host's kernel image): one truncated under the mapping
+ * would turn the next read into SIGBUS.
+ */
+#define PP_DATA_TYPE_MAPPED 0x1u
+struct pp_data_type_resolver *pp_data_type_resolver_new_flags(int code_fd, int dwarf_fd,
+							      unsigned int flags);
 void pp_data_type_resolver_free(struct pp_data_type_resolver *r);
 
 /*

@@ -263,7 +263,9 @@ static void load_kernel_data_type(struct pp_symloader *l, const struct request *
 		int err = pp_kernel_image_open(l->opts.kernel_image, &l->kimage, why, sizeof(why));
 
 		if (!err) {
-			l->kernel_r = pp_data_type_resolver_new(l->kimage.fd, l->kimage.fd);
+			/* the host's, root's: mapped, its 200 MiB of DWARF page cache, not heap */
+			l->kernel_r = pp_data_type_resolver_new_flags(l->kimage.fd, l->kimage.fd,
+								      PP_DATA_TYPE_MAPPED);
 			if (!l->kernel_r) {
 				err = errno ? -errno : -EINVAL;
 				snprintf(why, sizeof(why), "%s: its ELF or DWARF cannot be read",
