@@ -142,8 +142,10 @@ int main(int argc, char **argv)
 		}
 	}
 	t0 = now_s();
-	r = pp_data_type_resolver_new_flags(fd, dfd,
-					    getenv("PP_BENCH_MAPPED") ? PP_DATA_TYPE_MAPPED : 0);
+	r = pp_data_type_resolver_open(
+	    fd, dfd,
+	    &(struct pp_data_type_opts){.flags =
+					    getenv("PP_BENCH_MAPPED") ? PP_DATA_TYPE_MAPPED : 0});
 	t_open = now_s() - t0;
 	if (!r) {
 		perror("pp_data_type_resolver_new");

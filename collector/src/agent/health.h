@@ -119,7 +119,7 @@ struct pp_health_http_stats {
 /* Room for the sources of frame names (the session has fewer). */
 #define PP_HEALTH_NAME_SOURCES 8
 /* Room for the results of data-type resolution (typed, waiting, and the reasons). */
-#define PP_HEALTH_DATA_TYPE_RESULTS 12
+#define PP_HEALTH_DATA_TYPE_RESULTS 16
 
 struct pp_health_snapshot {
 	uint64_t updated_ns;  /* the tick that took this copy; 0 = none yet (starting) */

@@ -77,6 +77,7 @@ struct pp_data_type_resolver {
 	struct func_range *funcs;
 	size_t nfuncs;
 	int funcs_built;
+	uint64_t dwarf_bytes; /* what libdw read of the debug sections */
 };
 
 static const char *const miss_names[PP_DT_MISS__COUNT] = {
@@ -85,6 +86,7 @@ static const char *const miss_names[PP_DT_MISS__COUNT] = {
     [PP_DT_NO_DWARF] = "no_dwarf",	 [PP_DT_NO_VARIABLE] = "no_variable",
     [PP_DT_STACK_SLOT] = "stack_slot",	 [PP_DT_NOT_POINTER] = "not_pointer",
     [PP_DT_NO_FILE] = "no_file",	 [PP_DT_KERNEL_MODULE] = "kernel_module",
+    [PP_DT_TOO_BIG] = "too_big",
 };
 
 const char *pp_data_type_miss_name(enum pp_data_type_miss miss)
@@ -99,7 +101,8 @@ const char *pp_data_type_miss_name(enum pp_data_type_miss miss)
  * header states), so an ELF another user wrote could otherwise make the agent allocate what
  * it claims. Returns 0 or a negative errno (pp_elf_refusal_name).
  */
-static int check_sections(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_shape *shape)
+static int check_sections(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_shape *shape,
+			  uint64_t max, uint64_t *total_out)
 {
 	Elf_Scn *scn = NULL;
 	uint64_t total = 0;
@@ -149,10 +152,11 @@ static int check_sections(Elf *elf, const struct pp_elf_src *src, const struct p
 				bytes = c.ch_size;
 			}
 		}
-		if (bytes > MAX_DWARF_BYTES || total + bytes > MAX_DWARF_BYTES)
+		if (bytes > max || total + bytes > max)
 			return -EFBIG;
 		total += bytes;
 	}
+	*total_out = total;
 	return 0;
 }
 
@@ -212,13 +216,16 @@ static Elf *open_checked(int fd, struct pp_elf_src *src, struct pp_elf_shape *sh
 
 struct pp_data_type_resolver *pp_data_type_resolver_new(int code_fd, int dwarf_fd)
 {
-	return pp_data_type_resolver_new_flags(code_fd, dwarf_fd, 0);
+	return pp_data_type_resolver_open(code_fd, dwarf_fd, NULL);
 }
 
-struct pp_data_type_resolver *pp_data_type_resolver_new_flags(int code_fd, int dwarf_fd,
-							      unsigned int flags)
+struct pp_data_type_resolver *pp_data_type_resolver_open(int code_fd, int dwarf_fd,
+							 const struct pp_data_type_opts *o)
 {
-	int mapped = !!(flags & PP_DATA_TYPE_MAPPED);
+	int mapped = o && (o->flags & PP_DATA_TYPE_MAPPED);
+	uint64_t max = o && o->max_dwarf_bytes && o->max_dwarf_bytes < MAX_DWARF_BYTES
+			   ? o->max_dwarf_bytes
+			   : MAX_DWARF_BYTES;
 	struct pp_data_type_resolver *r = calloc(1, sizeof(*r));
 	struct pp_elf_shape shape;
 	struct pp_elf_src dsrc;
@@ -245,7 +252,7 @@ struct pp_data_type_resolver *pp_data_type_resolver_new_flags(int code_fd, int d
 		if (!delf)
 			goto fail;
 	}
-	err = check_sections(delf, &dsrc, &shape);
+	err = check_sections(delf, &dsrc, &shape, max, &r->dwarf_bytes);
 	if (err)
 		goto fail;
 	r->dwarf = dwarf_begin_elf(delf, DWARF_C_READ, NULL); /* NULL: the file has no DWARF */
@@ -1063,6 +1070,11 @@ enum pp_data_type_miss pp_data_type_resolve(struct pp_data_type_resolver *r, uin
 	miss = resolve_in_scopes(r, &sc, pc, data_addr, &m, out);
 	free(sc.dies);
 	return miss;
+}
+
+uint64_t pp_data_type_dwarf_bytes(const struct pp_data_type_resolver *r)
+{
+	return r->dwarf_bytes;
 }
 
 int pp_data_type_has_dwarf(const struct pp_data_type_resolver *r)

@@ -30,6 +30,7 @@ enum pp_data_type_miss {
 	PP_DT_NO_FILE,	      /* the binary could not be opened, or was refused (hostile, too big);
 			       * for kernel code: no image of the running kernel with DWARF */
 	PP_DT_KERNEL_MODULE,  /* kernel code of a module (its .ko's DWARF is not read) */
+	PP_DT_TOO_BIG,	      /* the file's DWARF is over what the types may hold in memory */
 	PP_DT_MISS__COUNT,
 };
 
@@ -66,8 +67,22 @@ struct pp_data_type_resolver *pp_data_type_resolver_new(int code_fd, int dwarf_f
  * would turn the next read into SIGBUS.
  */
 #define PP_DATA_TYPE_MAPPED 0x1u
-struct pp_data_type_resolver *pp_data_type_resolver_new_flags(int code_fd, int dwarf_fd,
-							      unsigned int flags);
+
+struct pp_data_type_opts {
+	unsigned int flags; /* PP_DATA_TYPE_* */
+	/*
+	 * Refuse (EFBIG) a file whose debug sections, as read (inflated), pass this many bytes;
+	 * 0 or over: the fixed cap, 256 MiB. Read, they are the resolver's heap.
+	 */
+	uint64_t max_dwarf_bytes;
+};
+
+/* pp_data_type_resolver_new with options (o NULL: none). */
+struct pp_data_type_resolver *pp_data_type_resolver_open(int code_fd, int dwarf_fd,
+							 const struct pp_data_type_opts *o);
+
+/* The bytes of debug sections the resolver read (its heap, when not mapped). */
+uint64_t pp_data_type_dwarf_bytes(const struct pp_data_type_resolver *r);
 void pp_data_type_resolver_free(struct pp_data_type_resolver *r);
 
 /*

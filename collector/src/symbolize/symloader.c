@@ -43,6 +43,7 @@ struct type_file {
 	int fd, dwarf_fd; /* dwarf_fd: the debug file's, or fd */
 	struct pp_data_type_resolver *r;
 	uint64_t used; /* for least-recently-used replacement */
+	int too_big;   /* its debug file's DWARF is over the budget: r has none */
 };
 
 struct pp_symloader {
@@ -62,6 +63,7 @@ struct pp_symloader {
 	atomic_size_t ready; /* res_n, for pp_symloader_ready without the lock */
 	struct type_file types[PP_SYMLOADER_DATA_TYPE_FILES]; /* the worker's */
 	uint64_t types_clock;
+	uint64_t type_bytes; /* opts.max_type_bytes, or the default */
 	/* the kernel's image and its resolver, the worker's; why under lock */
 	struct pp_kernel_image kimage;
 	struct pp_data_type_resolver *kernel_r;
@@ -170,9 +172,53 @@ static int type_debug_file(struct pp_symloader *l, int fd, const char *root, con
 	return syms ? pp_symcache_open_debug_file(l->cache, syms, root, path, &src) : -ENOENT;
 }
 
-/* The resolver of the file open at fd (taken over), from the kept ones or made now. */
-static struct pp_data_type_resolver *type_resolver(struct pp_symloader *l, int fd, const char *root,
-						   const char *path)
+static uint64_t types_bytes(const struct pp_symloader *l)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < PP_SYMLOADER_DATA_TYPE_FILES; i++)
+		if (l->types[i].r)
+			sum += pp_data_type_dwarf_bytes(l->types[i].r);
+	return sum;
+}
+
+/*
+ * A resolver of code_fd with the DWARF in dwarf_fd, within the bytes the kept ones leave of
+ * PP_SYMLOADER_DATA_TYPE_BYTES: the least recently used others are let go to make room (keep:
+ * the slot being filled, spared). NULL with errno; EFBIG when the file's DWARF alone is over.
+ */
+static struct pp_data_type_resolver *budgeted(struct pp_symloader *l, int code_fd, int dwarf_fd,
+					      const struct type_file *keep)
+{
+	for (;;) {
+		uint64_t used = types_bytes(l);
+		struct pp_data_type_opts o = {.max_dwarf_bytes =
+						  l->type_bytes > used ? l->type_bytes - used : 1};
+		struct pp_data_type_resolver *r = pp_data_type_resolver_open(code_fd, dwarf_fd, &o);
+		struct type_file *lru = NULL;
+
+		if (r || errno != EFBIG)
+			return r;
+		for (size_t i = 0; i < PP_SYMLOADER_DATA_TYPE_FILES; i++) {
+			struct type_file *t = &l->types[i];
+
+			if (t->r && t != keep && (!lru || t->used < lru->used))
+				lru = t;
+		}
+		if (!lru) {
+			errno = EFBIG;
+			return NULL;
+		}
+		type_file_clear(lru);
+	}
+}
+
+/*
+ * The kept resolver of the file open at fd (taken over), or one made now: NULL with errno
+ * (EFBIG: its DWARF is over the budget).
+ */
+static struct type_file *type_resolver(struct pp_symloader *l, int fd, const char *root,
+				       const char *path)
 {
 	struct type_file *slot = &l->types[0];
 	struct stat st;
@@ -187,35 +233,39 @@ static struct pp_data_type_resolver *type_resolver(struct pp_symloader *l, int f
 		if (t->r && t->dev == st.st_dev && t->ino == st.st_ino) {
 			close(fd);
 			t->used = ++l->types_clock;
-			return t->r;
+			return t;
 		}
 		if (!t->r || t->used < slot->used)
 			slot = t;
 	}
 	type_file_clear(slot);
 	slot->fd = slot->dwarf_fd = fd;
-	slot->r = pp_data_type_resolver_new(fd, fd);
+	slot->r = budgeted(l, fd, fd, slot);
 	if (slot->r && !pp_data_type_has_dwarf(slot->r)) {
 		int dfd = type_debug_file(l, fd, root, path);
 		struct pp_data_type_resolver *with_debug =
-		    dfd >= 0 ? pp_data_type_resolver_new(fd, dfd) : NULL;
+		    dfd >= 0 ? budgeted(l, fd, dfd, slot) : NULL;
 
 		if (with_debug) {
 			pp_data_type_resolver_free(slot->r);
 			slot->r = with_debug;
 			slot->dwarf_fd = dfd;
 		} else if (dfd >= 0) {
+			slot->too_big = errno == EFBIG;
 			close(dfd);
 		}
 	}
 	if (!slot->r) {
+		int err = errno ? errno : EINVAL;
+
 		type_file_clear(slot);
+		errno = err;
 		return NULL;
 	}
 	slot->dev = st.st_dev;
 	slot->ino = st.st_ino;
 	slot->used = ++l->types_clock;
-	return slot->r;
+	return slot;
 }
 
 /* The data type an instruction of a mapping's file accesses. */
@@ -223,7 +273,7 @@ static void load_data_type(struct pp_symloader *l, const struct request *rq,
 			   struct pp_symload_result *out)
 {
 	enum pp_mapped_via via;
-	struct pp_data_type_resolver *r;
+	struct type_file *t;
 	uint32_t root_pid;
 	uint64_t vaddr;
 	char root[300];
@@ -236,14 +286,19 @@ static void load_data_type(struct pp_symloader *l, const struct request *rq,
 		return;
 	}
 	snprintf(root, sizeof(root), "%s/%u/root", l->proc_root, root_pid);
-	r = type_resolver(l, fd, root, rq->map.path);
-	if (!r) {
+	t = type_resolver(l, fd, root, rq->map.path);
+	if (!t) {
 		out->err = errno ? errno : EINVAL;
+		if (out->err == EFBIG)
+			out->type_miss = PP_DT_TOO_BIG;
 		return;
 	}
-	out->type_miss = pp_data_type_file_vaddr(r, rq->file_offset, &vaddr) == 0
-			     ? pp_data_type_resolve(r, vaddr, 0, &out->type)
-			     : PP_DT_NO_CODE;
+	if (pp_data_type_file_vaddr(t->r, rq->file_offset, &vaddr))
+		out->type_miss = PP_DT_NO_CODE;
+	else if (t->too_big)
+		out->type_miss = PP_DT_TOO_BIG;
+	else
+		out->type_miss = pp_data_type_resolve(t->r, vaddr, 0, &out->type);
 }
 
 /*
@@ -264,8 +319,9 @@ static void load_kernel_data_type(struct pp_symloader *l, const struct request *
 
 		if (!err) {
 			/* the host's, root's: mapped, its 200 MiB of DWARF page cache, not heap */
-			l->kernel_r = pp_data_type_resolver_new_flags(l->kimage.fd, l->kimage.fd,
-								      PP_DATA_TYPE_MAPPED);
+			struct pp_data_type_opts o = {.flags = PP_DATA_TYPE_MAPPED};
+
+			l->kernel_r = pp_data_type_resolver_open(l->kimage.fd, l->kimage.fd, &o);
 			if (!l->kernel_r) {
 				err = errno ? -errno : -EINVAL;
 				snprintf(why, sizeof(why), "%s: its ELF or DWARF cannot be read",
@@ -376,6 +432,7 @@ struct pp_symloader *pp_symloader_new(const struct pp_symloader_opts *opts)
 	for (size_t i = 0; i < PP_SYMLOADER_DATA_TYPE_FILES; i++)
 		l->types[i] = (struct type_file){.fd = -1, .dwarf_fd = -1};
 	l->kimage.fd = -1;
+	l->type_bytes = opts->max_type_bytes ? opts->max_type_bytes : PP_SYMLOADER_DATA_TYPE_BYTES;
 	if (!l->opts.max_queued)
 		l->opts.max_queued = PP_SYMLOADER_QUEUE_DEFAULT;
 	snprintf(l->proc_root, sizeof(l->proc_root), "%s",

@@ -43,6 +43,8 @@ struct pp_symloader_opts {
 	 * type asked (NULL: kernel accesses get no type). Borrowed; its strings too.
 	 */
 	const struct pp_kernel_image_opts *kernel_image;
+	/* The data types' debug sections in memory together; 0: PP_SYMLOADER_DATA_TYPE_BYTES. */
+	uint64_t max_type_bytes;
 };
 
 struct pp_symloader_stats {
@@ -101,6 +103,12 @@ int pp_symloader_submit(struct pp_symloader *l, uint64_t tag, uint32_t pid,
  * for the last PP_SYMLOADER_DATA_TYPE_FILES files. Returns as pp_symloader_submit.
  */
 #define PP_SYMLOADER_DATA_TYPE_FILES 8
+/*
+ * ... and their debug sections, read into the heap, at most this many bytes together (unless
+ * opts.max_type_bytes says): a file whose DWARF alone is more gets no types (PP_DT_TOO_BIG),
+ * whoever made it that big.
+ */
+#define PP_SYMLOADER_DATA_TYPE_BYTES (64ull << 20)
 int pp_symloader_submit_data_type(struct pp_symloader *l, uint64_t tag, uint32_t pid,
 				  const uint32_t *relatives, const struct pp_map_entry *m,
 				  uint64_t file_offset);

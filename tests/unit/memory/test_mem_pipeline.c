@@ -108,6 +108,9 @@ struct fx {
 	struct pp_session *s;
 };
 
+/* The loader's budget for the data types' DWARF in fx_init_dirs' sessions (0: its default). */
+static uint64_t g_type_bytes;
+
 /* A session writing into a fresh memory profile; dirs: where it looks for debug files. */
 static int fx_init_dirs(struct fx *f, size_t raw_entries, int mem_event,
 			const struct pp_debug_dirs *dirs)
@@ -125,6 +128,7 @@ static int fx_init_dirs(struct fx *f, size_t raw_entries, int mem_event,
 	    .precise_ip = 1,
 	    .symbol_wait_ms = 10000, /* every frame named as its sample arrives */
 	    .debug_dirs = dirs,
+	    .max_type_bytes = g_type_bytes,
 	};
 
 	memset(f, 0, sizeof(*f));
@@ -1017,7 +1021,42 @@ TEST(another_kernel_build_types_nothing)
 	CHECK(run.nleaves == 0);
 }
 
+/*
+ * The DWARF the loader reads into memory for data types is bounded, all files together: a
+ * binary whose debug sections alone are over the bound gets no type (too_big), and keeps its
+ * data object's class; one within it is typed. The bound is set below and above the fixture's
+ * own debug sections, as readelf sizes them.
+ */
+TEST(a_binary_with_more_dwarf_than_the_budget_gets_no_type)
+{
+	struct typed_run run;
+	char line[64];
+	uint64_t dwarf;
+
+	elf_version(EV_CURRENT);
+	/* the section sizes (hex) summed by the shell: awk may be mawk, without strtonum */
+	pp_test_sh_line("s=0; for h in $(readelf -SW " PP_TEST_BUILD_DIR
+			"/pp_data_access | sed 's/^ *\\[ *[0-9]*\\]//' | awk '$1 ~ "
+			"/^\\.debug_/ { print $5 }'); do s=$((s + 0x$h)); done; echo $s",
+			line, sizeof(line));
+	dwarf = strtoull(line, NULL, 10);
+	REQUIRE(dwarf > 1024);
+
+	g_type_bytes = dwarf - 1;
+	REQUIRE(run_typed(PP_TEST_BUILD_DIR "/pp_data_access", -1, NULL, &run) == 0);
+	CHECK(run.typed == 0 && run.classed == 2);
+	CHECK_EQ_U64(run.st.data_untyped[PP_DT_TOO_BIG], 1);
+
+	g_type_bytes = dwarf;
+	REQUIRE(run_typed(PP_TEST_BUILD_DIR "/pp_data_access", -1, NULL, &run) == 0);
+	CHECK(run.typed == 1 && run.well_stacked == 1);
+	CHECK_EQ_U64(run.st.data_untyped[PP_DT_TOO_BIG], 0);
+	g_type_bytes = 0;
+}
+
 TEST_LIST = {
+    {"a_binary_with_more_dwarf_than_the_budget_gets_no_type",
+     a_binary_with_more_dwarf_than_the_budget_gets_no_type},
     {"kernel_accesses_are_typed_from_the_kernel_image",
      kernel_accesses_are_typed_from_the_kernel_image},
     {"another_kernel_build_types_nothing", another_kernel_build_types_nothing},
