@@ -459,6 +459,7 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 		    .debug_fetch_ctx = opts->debuginfod,
 		    .kernel_image = opts->kallsyms ? opts->kernel_image : NULL,
 		    .max_type_bytes = opts->max_type_bytes,
+		    .type_answers = opts->type_answers,
 		};
 
 		s->loader = s->proc_root ? pp_symloader_new(&lo) : NULL;

@@ -68,6 +68,8 @@ struct pp_session_opts {
 	const struct pp_kernel_image_opts *kernel_image;
 	/* The data types' DWARF in memory, all files together; 0: the loader's default. */
 	uint64_t max_type_bytes;
+	/* Answers of a data-type resolver before it is made again; 0: the loader's default. */
+	uint32_t type_answers;
 	/*
 	 * 0: every sample is symbolized and added to the profile at once. N > 0: samples are
 	 * first aggregated by their raw stack (addresses, pid, tid, comm) in a table of at most

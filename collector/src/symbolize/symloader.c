@@ -42,8 +42,9 @@ struct type_file {
 	ino_t ino;
 	int fd, dwarf_fd; /* dwarf_fd: the debug file's, or fd */
 	struct pp_data_type_resolver *r;
-	uint64_t used; /* for least-recently-used replacement */
-	int too_big;   /* its debug file's DWARF is over the budget: r has none */
+	uint64_t used;	  /* for least-recently-used replacement */
+	int too_big;	  /* its debug file's DWARF is over the budget: r has none */
+	uint32_t answers; /* made again after PP_SYMLOADER_DATA_TYPE_ANSWERS */
 };
 
 struct pp_symloader {
@@ -63,10 +64,12 @@ struct pp_symloader {
 	atomic_size_t ready; /* res_n, for pp_symloader_ready without the lock */
 	struct type_file types[PP_SYMLOADER_DATA_TYPE_FILES]; /* the worker's */
 	uint64_t types_clock;
-	uint64_t type_bytes; /* opts.max_type_bytes, or the default */
+	uint64_t type_bytes;   /* opts.max_type_bytes, or the default */
+	uint32_t type_answers; /* opts.type_answers, or the default */
 	/* the kernel's image and its resolver, the worker's; why under lock */
 	struct pp_kernel_image kimage;
 	struct pp_data_type_resolver *kernel_r;
+	uint32_t kernel_answers;
 	char kernel_why[768];	      /* the image's path, its build id and words */
 	struct pp_symloader_stats st; /* under lock */
 };
@@ -299,6 +302,8 @@ static void load_data_type(struct pp_symloader *l, const struct request *rq,
 		out->type_miss = PP_DT_TOO_BIG;
 	else
 		out->type_miss = pp_data_type_resolve(t->r, vaddr, 0, &out->type);
+	if (++t->answers >= l->type_answers)
+		type_file_clear(t); /* what libdw holds for it starts over at its next request */
 }
 
 /*
@@ -336,12 +341,23 @@ static void load_kernel_data_type(struct pp_symloader *l, const struct request *
 		memcpy(l->kernel_why, why, sizeof(why));
 		pthread_mutex_unlock(&l->lock);
 	}
+	if (!l->kernel_r && l->st.kernel_image > 0) {
+		/* made again after its answers (PP_SYMLOADER_DATA_TYPE_ANSWERS) */
+		struct pp_data_type_opts o = {.flags = PP_DATA_TYPE_MAPPED};
+
+		l->kernel_r = pp_data_type_resolver_open(l->kimage.fd, l->kimage.fd, &o);
+	}
 	if (!l->kernel_r) {
 		out->err = ENOENT;
 		return;
 	}
 	out->type_miss =
 	    pp_data_type_resolve(l->kernel_r, l->kimage.stext + rq->file_offset, 0, &out->type);
+	if (++l->kernel_answers >= l->type_answers) {
+		pp_data_type_resolver_free(l->kernel_r);
+		l->kernel_r = NULL;
+		l->kernel_answers = 0;
+	}
 }
 
 static void *worker_main(void *arg)
@@ -433,6 +449,7 @@ struct pp_symloader *pp_symloader_new(const struct pp_symloader_opts *opts)
 		l->types[i] = (struct type_file){.fd = -1, .dwarf_fd = -1};
 	l->kimage.fd = -1;
 	l->type_bytes = opts->max_type_bytes ? opts->max_type_bytes : PP_SYMLOADER_DATA_TYPE_BYTES;
+	l->type_answers = opts->type_answers ? opts->type_answers : PP_SYMLOADER_DATA_TYPE_ANSWERS;
 	if (!l->opts.max_queued)
 		l->opts.max_queued = PP_SYMLOADER_QUEUE_DEFAULT;
 	snprintf(l->proc_root, sizeof(l->proc_root), "%s",

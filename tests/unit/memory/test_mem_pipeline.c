@@ -905,6 +905,7 @@ static int run_kernel(const uint64_t *ips, int n, const char *hex_id, struct ker
 	    .symbol_wait_ms = 10000,
 	    .kallsyms = ks,
 	    .kernel_image = &ko,
+	    .type_answers = 2, /* the image's resolver made again after every second answer */
 	};
 	struct fx f = {0};
 	int err = -1;
