@@ -34,24 +34,8 @@ for f in "$TOOL" "$PP"; do
 done
 CACHE=${PP_VM_CACHE:-/var/cache/pebsprof-vm}
 kdir=$("$SRC/tests/vm/fetch-kernel.sh" "$KERNEL" "$CACHE") || exit 1
-release=$(basename "$(ls "$kdir"/boot/vmlinuz-* | head -n1)")
-release=${release#vmlinuz-}
-dbg=$CACHE/dbg-$release
-vmlinux=$dbg/usr/lib/debug/boot/vmlinux-$release
-if [ ! -s "$vmlinux" ]; then
-	apt_dir=$CACHE/apt-$KERNEL
-	opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-		-o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir"
-		-o Dir::State::status=/dev/null -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
-	(cd "$apt_dir/archives" && apt-get "${opts[@]}" -qq download "linux-image-$release-dbg") ||
-		exit 1
-	mkdir -p "$dbg"
-	deb=$(ls -t "$apt_dir"/archives/linux-image-"$release"-dbg_*.deb | head -n1)
-	# the vmlinux alone (the modules' debug files are a GiB more); the package is not kept
-	dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dbg" "./usr/lib/debug/boot/vmlinux-$release" ||
-		exit 1
-	rm -f "$deb"
-fi
+vmlinux=$("$SRC/tests/vm/fetch-kernel.sh" -d "$KERNEL" "$CACHE") || exit 1
+release=${vmlinux##*/vmlinux-}
 echo "kernel $release: $vmlinux ($(($(stat -c %s "$vmlinux") >> 20)) MiB), build id" \
 	"$(readelf -n "$vmlinux" | sed -n 's/.*Build ID: *//p')"
 

@@ -111,17 +111,19 @@ struct fx {
 /* The loader's budget for the data types' DWARF in fx_init_dirs' sessions (0: its default). */
 static uint64_t g_type_bytes;
 
+/* What the tests' memory profiles are: mem-loads events and their latency. */
+static const struct pp_profile_desc mem_desc = {
+    .event = "mem-loads",
+    .value_type = "mem-loads",
+    .value_unit = "count",
+    .period = PERIOD,
+    .mem_latency = 1,
+};
+
 /* A session writing into a fresh memory profile; dirs: where it looks for debug files. */
 static int fx_init_dirs(struct fx *f, size_t raw_entries, int mem_event,
 			const struct pp_debug_dirs *dirs)
 {
-	struct pp_profile_desc desc = {
-	    .event = "mem-loads",
-	    .value_type = "mem-loads",
-	    .value_unit = "count",
-	    .period = PERIOD,
-	    .mem_latency = 1,
-	};
 	struct pp_session_opts opts = {
 	    .raw_stack_entries = raw_entries,
 	    .mem_event = mem_event,
@@ -132,7 +134,7 @@ static int fx_init_dirs(struct fx *f, size_t raw_entries, int mem_event,
 	};
 
 	memset(f, 0, sizeof(*f));
-	f->prof = pp_profile_new(&desc);
+	f->prof = pp_profile_new(&mem_desc);
 	f->s = f->prof ? pp_session_new(&opts, f->prof) : NULL;
 	return f->s ? 0 : -1;
 }
@@ -892,13 +894,6 @@ static int run_kernel(const uint64_t *ips, int n, const char *hex_id, struct ker
 	char dir[PATH_MAX], sys[PATH_MAX + 8];
 	struct pp_kallsyms *ks = kimage_kallsyms();
 	struct pp_kernel_image_opts ko = {.path = KIMAGE};
-	struct pp_profile_desc desc = {
-	    .event = "mem-loads",
-	    .value_type = "mem-loads",
-	    .value_unit = "count",
-	    .period = PERIOD,
-	    .mem_latency = 1,
-	};
 	struct pp_session_opts opts = {
 	    .mem_event = 1,
 	    .precise_ip = 1,
@@ -917,7 +912,7 @@ static int run_kernel(const uint64_t *ips, int n, const char *hex_id, struct ker
 	if (pp_test_write_kernel_notes(sys, hex_id))
 		goto out;
 	ko.sys_root = sys;
-	f.prof = pp_profile_new(&desc);
+	f.prof = pp_profile_new(&mem_desc);
 	f.s = f.prof ? pp_session_new(&opts, f.prof) : NULL;
 	if (!f.s)
 		goto out;
