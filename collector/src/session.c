@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -146,8 +147,10 @@ struct jit_unnamed {
 
 struct pp_session {
 	struct pp_session_opts opts;
-	uint32_t launcher_tgid; /* pp_session_skip_waits_before: 0 when none */
+	uint32_t launcher_tgid; /* pp_session_skip_launcher: 0 when none */
 	uint64_t launcher_until_ns;
+	uint64_t launcher_exec_ns; /* its exec's record's time; 0: not seen yet */
+	char launcher_comm[16];	   /* its name until the exec: ours */
 	struct mapsym_slot mapsyms[MAPSYM_SLOTS];
 	struct raw_stack **raw; /* open addressing, raw_cap slots (power of two) */
 	size_t raw_cap, raw_used;
@@ -1676,9 +1679,11 @@ static void on_sideband(void *ctx, const struct pp_sb_event *ev)
 			s->sb_dirty[s->nsb_dirty++] = ev->pid;
 		break;
 	case PP_SB_COMM:
-		if (ev->exec)
+		if (ev->exec) {
 			pp_proc_cache_on_sb_exec(s->procs, ev->pid, ev->comm, ev->time_ns);
-		else if (ev->pid == ev->tid)
+			if (ev->pid == s->launcher_tgid && !s->launcher_exec_ns)
+				s->launcher_exec_ns = ev->time_ns ? ev->time_ns : 1;
+		} else if (ev->pid == ev->tid)
 			pp_proc_cache_on_sb_comm(s->procs, ev->pid, ev->comm);
 		break;
 	case PP_SB_FORK:
@@ -1763,10 +1768,26 @@ static int handle_woken_wait(struct pp_session *s, const struct pp_decoded *d)
 	return ret;
 }
 
+/* Whether a sample of the launcher's process is the launcher's (pp_session_skip_launcher). */
+static bool from_launcher(const struct pp_session *s, const struct pp_sample *rec)
+{
+	if (rec->tgid != s->launcher_tgid)
+		return false;
+	if ((rec->flags & PP_SF_OFF_CPU) &&
+	    rec->time_ns - rec->period - rec->addr < s->launcher_until_ns)
+		return true; /* held on the pipe */
+	/* before the exec it has our name; a command of the same name is told by the time */
+	return s->launcher_comm[0] && !strncmp(rec->comm, s->launcher_comm, sizeof(rec->comm)) &&
+	       (!s->launcher_exec_ns || rec->time_ns < s->launcher_exec_ns);
+}
+
 int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 {
 	if (d->kind == PP_DECODED_TASK) {
 		s->stats.task_events++;
+		if (d->task.kind == PP_TASK_EXEC && d->task.tgid == s->launcher_tgid &&
+		    !s->launcher_exec_ns)
+			s->launcher_exec_ns = d->task.time_ns ? d->task.time_ns : 1;
 		if (d->task.kind == PP_TASK_EXEC) {
 			/*
 			 * With the side-band, its exec record makes the new image, whose list
@@ -1787,20 +1808,23 @@ int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 		apply_symbol_results(s);
 	if (s->njit && d->sample.time_ns > s->jit_retry_ns + JIT_RETRY_NS)
 		retry_jit_names(s);
-	if ((d->sample.flags & PP_SF_OFF_CPU) && d->sample.tgid == s->launcher_tgid &&
-	    d->sample.time_ns - d->sample.period - d->sample.addr < s->launcher_until_ns) {
-		s->stats.off_cpu_launcher++;
-		return 0; /* the launcher's wait for its command's start, not the command's */
+	if (s->launcher_tgid && from_launcher(s, &d->sample)) {
+		s->stats.launcher_records++;
+		return 0; /* the launcher's, before its command's start */
 	}
 	if ((d->sample.flags & PP_SF_OFF_CPU) && d->sample.addr)
 		return handle_woken_wait(s, d);
 	return handle_sample(s, d);
 }
 
-void pp_session_skip_waits_before(struct pp_session *s, uint32_t tgid, uint64_t mono_ns)
+void pp_session_skip_launcher(struct pp_session *s, uint32_t tgid, uint64_t mono_ns)
 {
 	s->launcher_tgid = tgid;
 	s->launcher_until_ns = mono_ns;
+	s->launcher_exec_ns = 0;
+	memset(s->launcher_comm, 0, sizeof(s->launcher_comm));
+	if (prctl(PR_GET_NAME, s->launcher_comm) != 0)
+		s->launcher_comm[0] = '\0';
 }
 
 /* Keeps a copy of a record taken after the hold boundary, for the next window. */

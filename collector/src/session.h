@@ -165,7 +165,7 @@ struct pp_session_stats {
 	uint64_t samples;	     /* samples added to the profile */
 	uint64_t off_cpu_samples;    /* ... of them off-CPU records (waits) */
 	uint64_t off_cpu_woken_late; /* ... of those, with their wait for a CPU once woken apart */
-	uint64_t off_cpu_launcher;   /* waits left out: record's command before its exec */
+	uint64_t launcher_records;   /* left out: record's command before its exec (the launcher) */
 	uint64_t samples_late;	     /* ... taken before the window they went into started */
 	uint64_t samples_walk_ended; /* ... whose user stack ended at a frame outside code */
 	uint64_t samples_held;	     /* ... held during a grace for the window after it */
@@ -288,12 +288,15 @@ void pp_session_hold_from(struct pp_session *s, uint64_t boundary_mono_ns);
 int pp_session_release_held(struct pp_session *s, uint64_t next_boundary_mono_ns);
 
 /*
- * Off-CPU waits of process tgid that began before mono_ns (the records' clock) are left out
- * and counted (off_cpu_launcher): `record -- CMD` holds its command's process on a pipe until
- * the events are attached, and that wait, before the exec, is the launcher's, not the
- * command's.
+ * Process tgid is record's command, forked from this process and not yet exec'ed: its records
+ * from before the exec are the launcher's, not the command's, and are left out and counted
+ * (launcher_records). `record -- CMD` holds the command on a pipe until the events are
+ * attached: off-CPU waits that began before mono_ns (the records' clock, when it was let go)
+ * are that. Then it execs, and a busy machine may preempt it on the way: a record still
+ * carrying this process's own name (prctl PR_GET_NAME) is the launcher's, unless it is newer
+ * than the exec (a command of the same name).
  */
-void pp_session_skip_waits_before(struct pp_session *s, uint32_t tgid, uint64_t mono_ns);
+void pp_session_skip_launcher(struct pp_session *s, uint32_t tgid, uint64_t mono_ns);
 /* The same as a pp_shim_record_fn: ctx is the session; never stops the poll. */
 int pp_session_record_cb(void *ctx, const void *data, size_t len);
 /* Handles one decoded record (tests feed synthetic records here). */

@@ -1031,9 +1031,8 @@ int pp_cmd_record(int argc, char **argv)
 	if (a.duration_ns)
 		deadline = start_mono + a.duration_ns;
 	if (a.command) {
-		/* its wait on the pipe until now is ours, not the command's */
-		pp_session_skip_waits_before(session, (uint32_t)ch.pid,
-					     pp_clock_ns(CLOCK_MONOTONIC));
+		/* its wait on the pipe until now, and its way to the exec, are ours */
+		pp_session_skip_launcher(session, (uint32_t)ch.pid, pp_clock_ns(CLOCK_MONOTONIC));
 		ret = release_child(&ch);
 		if (ret) {
 			fprintf(stderr,

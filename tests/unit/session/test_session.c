@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -1054,6 +1055,85 @@ static void woken_wait_split(size_t raw_entries)
 	fixture_fini(&f);
 }
 
+/*
+ * record's command before its exec is the launcher, this process's fork: its wait on the pipe
+ * (begun before it was let go), and its records on the way to the exec, which still carry
+ * this process's name, are left out and counted; after the exec's record, a record of that
+ * name newer than the exec is the command's (one of the same name), and other processes of
+ * that name are never left out.
+ */
+TEST(the_launchers_records_before_the_exec_are_left_out)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct pp_decoded task;
+	struct rec r;
+	char ours[16] = "";
+	uint64_t uf[1] = {FN_ADDR(sess_leaf_beta) + 4};
+	const uint64_t ms = 1000000;
+	static const struct {
+		int off_cpu, our_name, other_pid;
+		uint64_t time, period; /* an off-CPU record's period is the wait: it began before */
+		int kept;
+	} recs[] = {
+	    {1, 0, 0, TIME_NS + 2 * ms, 5 * ms, 0}, /* held on the pipe: began before go */
+	    {1, 1, 0, TIME_NS + 5 * ms, 1 * ms, 0}, /* preempted on the way to the exec */
+	    {0, 1, 0, TIME_NS + 6 * ms, 1, 0},	    /* sampled on the way */
+	    {0, 1, 1, TIME_NS + 6 * ms, 1, 1},	    /* another process of our name */
+	};
+	static const struct {
+		int our_name;
+		uint64_t time;
+		int kept;
+	} after[] = {
+	    {1, TIME_NS + 8 * ms, 0},  /* read after the exec's record, but older than the exec */
+	    {1, TIME_NS + 20 * ms, 1}, /* a command of our name */
+	    {0, TIME_NS + 20 * ms, 1},
+	};
+	uint64_t kept = 0, left = 0;
+
+	REQUIRE(prctl(PR_GET_NAME, ours) == 0 && ours[0]);
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	pp_session_skip_launcher(f.s, own_pid(), TIME_NS);
+	for (size_t i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
+		make_sample(&r, recs[i].other_pid ? NO_SUCH_PID : own_pid(), 40, recs[i].period,
+			    NULL, 0, uf, 1);
+		r.d.sample.time_ns = recs[i].time;
+		if (recs[i].off_cpu) {
+			r.d.sample.flags |= PP_SF_OFF_CPU;
+			r.d.sample.weight = PP_OFF_CPU_SLEEPING;
+		}
+		if (recs[i].our_name)
+			memcpy(r.d.sample.comm, ours, sizeof(ours));
+		CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+		kept += recs[i].kept;
+		left += !recs[i].kept;
+	}
+	memset(&task, 0, sizeof(task));
+	task.kind = PP_DECODED_TASK;
+	task.task.hdr.type = PP_REC_TASK;
+	task.task.hdr.version = PP_RECORD_ABI_VERSION;
+	task.task.hdr.size = sizeof(task.task);
+	task.task.tgid = own_pid();
+	task.task.kind = PP_TASK_EXEC;
+	task.task.time_ns = TIME_NS + 10 * ms;
+	CHECK(pp_session_handle_decoded(f.s, &task) == 0);
+	for (size_t i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
+		make_sample(&r, own_pid(), 41, 1, NULL, 0, uf, 1);
+		r.d.sample.time_ns = after[i].time;
+		if (after[i].our_name)
+			memcpy(r.d.sample.comm, ours, sizeof(ours));
+		CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+		kept += after[i].kept;
+		left += !after[i].kept;
+	}
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.launcher_records, left);
+	CHECK_EQ_U64(st.samples, kept);
+	fixture_fini(&f);
+}
+
 TEST(woken_wait_is_the_sleep_and_the_delay)
 {
 	woken_wait_split(0);
@@ -1503,6 +1583,8 @@ TEST(jit_frames_are_named_when_the_perf_map_comes)
 }
 
 TEST_LIST = {
+    {"the_launchers_records_before_the_exec_are_left_out",
+     the_launchers_records_before_the_exec_are_left_out},
     {"jit_frames_are_named_when_the_perf_map_comes", jit_frames_are_named_when_the_perf_map_comes},
     {"frames_made_while_the_file_is_read_are_finished_in_place",
      frames_made_while_the_file_is_read_are_finished_in_place},
