@@ -2,9 +2,9 @@
  * What naming the data type of an access costs per new PC (symbolize/data_type.h), against naming
  * the function of the same PC from the binary's .symtab (the peer, in the same run): every
  * instruction of the binary's code that accesses memory through an operand is resolved once.
- * Prints the resolver's open, a first pass (which builds its table of globals) and a second,
- * the time per PC of the second and of the peer, their ratio, and how many PCs got a type, by
- * the reason the others did not. Used by bench/bench_data_type.sh.
+ * Prints the resolver's open, a first pass (which builds its index of globals and functions) and
+ * a second, the time per PC of the second and of the peer, their ratio, and how many PCs got a
+ * type, by the reason the others did not. Used by bench/bench_data_type.sh.
  *
  * usage: pp_bench_data_type BINARY [DEBUG_FILE]
  * PP_BENCH_MAX_PCS=N: at most N of them, evenly spread (a vmlinux has millions).
@@ -151,7 +151,7 @@ int main(int argc, char **argv)
 		perror("pp_data_type_resolver_new");
 		return 1;
 	}
-	/* the first pass builds the table of globals on the way; the second finds it built */
+	/* the first pass builds the index of globals and functions; the second finds it built */
 	t0 = now_s();
 	for (size_t i = 0; i < n; i++)
 		pp_data_type_resolve(r, pcs[i], 0, &t);
@@ -172,9 +172,11 @@ int main(int argc, char **argv)
 	pp_elf_symbols_free(syms);
 
 	printf("binary %s: %zu memory-accessing instructions\n", argv[1], n);
-	printf("resolver open %.3f ms; first pass %.3f s (builds the globals table), second "
-	       "%.3f s\n",
-	       t_open * 1e3, t_first, t_types);
+	printf(
+	    "resolver open %.3f ms; first pass %.3f s (builds the index of globals and functions), "
+	    "second "
+	    "%.3f s\n",
+	    t_open * 1e3, t_first, t_types);
 	printf("data type per new PC: %.2f us; function name per PC (.symtab, peer): %.3f us "
 	       "(%zu named); ratio %.0fx\n",
 	       t_types / (double)n * 1e6, t_syms / (double)n * 1e6, named,

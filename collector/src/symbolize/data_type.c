@@ -36,6 +36,7 @@
  */
 #define MAX_FRAME_ROWS (1u << 18)
 
+/* Both tables' entries start with their address (cmp_addr, at_or_below). */
 struct global_var {
 	uint64_t addr, size;
 	Dwarf_Off die; /* the variable's DIE */
@@ -66,9 +67,8 @@ struct pp_data_type_resolver {
 	Dwarf_CFI *cfi;
 	int cfi_tried;
 	csh cs;
-	struct global_var *globals; /* sorted by addr; built on first use */
+	struct global_var *globals; /* sorted by addr; built on first use, with funcs */
 	size_t nglobals;
-	int globals_built;
 	/*
 	 * The functions' code ranges, sorted, on first use: the scopes at a PC are then found
 	 * from its function down, not by walking its unit from the top (a kernel's units have
@@ -76,7 +76,7 @@ struct pp_data_type_resolver {
 	 */
 	struct func_range *funcs;
 	size_t nfuncs;
-	int funcs_built;
+	int index_built;      /* globals and funcs (build_index) */
 	uint64_t dwarf_bytes; /* what libdw read of the debug sections */
 };
 
@@ -594,90 +594,192 @@ struct pc_scopes {
 	int n;
 };
 
-static int cmp_func(const void *a, const void *b)
+static int cmp_addr(const void *a, const void *b)
 {
-	const struct func_range *x = a, *y = b;
+	uint64_t x, y;
 
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
+	memcpy(&x, a, sizeof(x)); /* both tables' entries start with their address */
+	memcpy(&y, b, sizeof(y));
+	return x < y ? -1 : x > y;
 }
 
-/* Add the code ranges of the functions among die's children (and in namespaces, below). */
-static int add_funcs(struct pp_data_type_resolver *r, Dwarf_Die *parent, size_t *cap, int depth)
+/*
+ * How many of the n entries (size bytes each, sorted by the address they start with) start at
+ * or below addr: the one before that index is the last that may hold addr.
+ */
+static size_t at_or_below(const void *base, size_t n, size_t size, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t at;
+
+		memcpy(&at, (const char *)base + mid * size, sizeof(at));
+		if (at <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The address a one-operation location names: DW_OP_addr, or DW_OP_addrx (DWARF 5, clang's
+ * default) and its GNU form, an index into .debug_addr.
+ */
+static int op_address(Dwarf_Attribute *loc, Dwarf_Op *op, Dwarf_Addr *addr)
+{
+	Dwarf_Attribute indexed;
+
+	if (op->atom == DW_OP_addr) {
+		*addr = op->number;
+		return 0;
+	}
+	if (op->atom != DW_OP_addrx && op->atom != DW_OP_GNU_addr_index)
+		return -1;
+	return dwarf_getlocation_attr(loc, op, &indexed) == 0 && dwarf_formaddr(&indexed, addr) == 0
+		   ? 0
+		   : -1;
+}
+
+/* Room for one more entry in a table of cap (grown by doubling up to max): 0, or -1. */
+static int table_room(void **table, size_t n, size_t *cap, size_t size, size_t first, size_t max)
+{
+	size_t ncap;
+	void *grown;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : first;
+	if (ncap > max || !(grown = realloc(*table, ncap * size)))
+		return -1;
+	*table = grown;
+	*cap = ncap;
+	return 0;
+}
+
+struct index_build {
+	size_t globals_cap, funcs_cap;
+	int globals_full, funcs_full; /* over the bound: what is left takes the slow way */
+};
+
+/* A unit's variable with a fixed address (a global or a static), into the globals' table. */
+static void index_global(struct pp_data_type_resolver *r, struct index_build *b, Dwarf_Die *var)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Op *expr;
+	Dwarf_Die type;
+	Dwarf_Word size;
+	Dwarf_Addr addr;
+	size_t n;
+
+	if (b->globals_full || !dwarf_attr_integrate(var, DW_AT_location, &attr) ||
+	    dwarf_getlocation(&attr, &expr, &n) != 0 || n != 1 ||
+	    op_address(&attr, &expr[0], &addr) || die_type(var, &type) ||
+	    dwarf_aggregate_size(&type, &size) || !size)
+		return;
+	if (table_room((void **)&r->globals, r->nglobals, &b->globals_cap, sizeof(*r->globals), 256,
+		       MAX_GLOBALS)) {
+		b->globals_full = 1;
+		return;
+	}
+	r->globals[r->nglobals++] =
+	    (struct global_var){.addr = addr, .size = size, .die = dwarf_dieoffset(var)};
+}
+
+/* A function's code ranges, into the functions' table. */
+static void index_function(struct pp_data_type_resolver *r, struct index_build *b, Dwarf_Die *fn)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t it = 0;
+
+	while (!b->funcs_full && (it = dwarf_ranges(fn, it, &base, &lo, &hi)) > 0) {
+		if (hi <= lo)
+			continue;
+		if (table_room((void **)&r->funcs, r->nfuncs, &b->funcs_cap, sizeof(*r->funcs),
+			       1024, MAX_FUNC_RANGES)) {
+			b->funcs_full = 1;
+			return;
+		}
+		r->funcs[r->nfuncs++] =
+		    (struct func_range){.lo = lo, .hi = hi, .die = dwarf_dieoffset(fn)};
+	}
+}
+
+/*
+ * The entries among parent's children: a unit's variables (depth 0), its functions and those in
+ * its namespaces.
+ */
+static void index_children(struct pp_data_type_resolver *r, struct index_build *b,
+			   Dwarf_Die *parent, int depth)
 {
 	Dwarf_Die child;
 
 	if (depth > 8 || dwarf_child(parent, &child) != 0)
-		return 0;
+		return;
 	do {
 		int tag = dwarf_tag(&child);
-		Dwarf_Addr base, lo, hi;
-		ptrdiff_t it = 0;
 
-		if (tag == DW_TAG_namespace) {
-			if (add_funcs(r, &child, cap, depth + 1))
-				return -1;
-			continue;
-		}
-		if (tag != DW_TAG_subprogram)
-			continue;
-		while ((it = dwarf_ranges(&child, it, &base, &lo, &hi)) > 0) {
-			if (hi <= lo)
-				continue;
-			if (r->nfuncs == *cap) {
-				size_t ncap = *cap ? *cap * 2 : 1024;
-				struct func_range *f;
-
-				if (ncap > MAX_FUNC_RANGES ||
-				    !(f = realloc(r->funcs, ncap * sizeof(*f))))
-					return -1;
-				r->funcs = f;
-				*cap = ncap;
-			}
-			r->funcs[r->nfuncs++] =
-			    (struct func_range){.lo = lo, .hi = hi, .die = dwarf_dieoffset(&child)};
-		}
-	} while (dwarf_siblingof(&child, &child) == 0);
-	return 0;
+		if (tag == DW_TAG_namespace)
+			index_children(r, b, &child, depth + 1);
+		else if (tag == DW_TAG_subprogram)
+			index_function(r, b, &child);
+		else if (tag == DW_TAG_variable && depth == 0)
+			index_global(r, b, &child);
+	} while (!(b->globals_full && b->funcs_full) && dwarf_siblingof(&child, &child) == 0);
 }
 
-static void build_funcs(struct pp_data_type_resolver *r)
+/*
+ * The binary's variables with a fixed address and its functions' code ranges, each sorted by
+ * address: one walk of every unit, at the first lookup of either.
+ */
+static void build_index(struct pp_data_type_resolver *r)
 {
+	struct index_build b = {0};
 	Dwarf_Off off = 0, next;
-	size_t hsize, cap = 0;
+	size_t hsize;
 
-	r->funcs_built = 1;
-	while (dwarf_nextcu(r->dwarf, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+	r->index_built = 1;
+	while (!(b.globals_full && b.funcs_full) &&
+	       dwarf_nextcu(r->dwarf, off, &next, &hsize, NULL, NULL, NULL) == 0) {
 		Dwarf_Die cu;
 
-		if (dwarf_offdie(r->dwarf, off + hsize, &cu) && add_funcs(r, &cu, &cap, 0))
-			break; /* over the bound: the PCs of the others take the slow way */
+		if (dwarf_offdie(r->dwarf, off + hsize, &cu))
+			index_children(r, &b, &cu, 0);
 		off = next;
 	}
+	if (r->nglobals)
+		qsort(r->globals, r->nglobals, sizeof(*r->globals), cmp_addr);
 	if (r->nfuncs)
-		qsort(r->funcs, r->nfuncs, sizeof(*r->funcs), cmp_func);
+		qsort(r->funcs, r->nfuncs, sizeof(*r->funcs), cmp_addr);
 }
 
 /* The function whose code holds pc: 0 and *fn, or -1. */
 static int func_at(struct pp_data_type_resolver *r, uint64_t pc, Dwarf_Die *fn)
 {
-	size_t lo = 0, hi;
+	size_t i;
 
-	if (!r->funcs_built)
-		build_funcs(r);
-	hi = r->nfuncs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (r->funcs[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || pc >= r->funcs[lo - 1].hi)
+	if (!r->index_built)
+		build_index(r);
+	i = at_or_below(r->funcs, r->nfuncs, sizeof(*r->funcs), pc);
+	if (i == 0 || pc >= r->funcs[i - 1].hi)
 		return -1;
-	return dwarf_offdie(r->dwarf, r->funcs[lo - 1].die, fn) ? 0 : -1;
+	return dwarf_offdie(r->dwarf, r->funcs[i - 1].die, fn) ? 0 : -1;
 }
 
+/* The global or static variable holding addr, or NULL. */
+static const struct global_var *find_global(struct pp_data_type_resolver *r, uint64_t addr)
+{
+	size_t i;
+
+	if (!r->index_built)
+		build_index(r);
+	i = at_or_below(r->globals, r->nglobals, sizeof(*r->globals), addr);
+	if (i == 0 || addr - r->globals[i - 1].addr >= r->globals[i - 1].size)
+		return NULL;
+	return &r->globals[i - 1];
+}
 /*
  * The scopes at pc inside function fn, innermost first: the lexical blocks and inlined calls
  * holding pc, then fn. Returns how many (at least 1), or -1 without memory.
@@ -910,101 +1012,6 @@ static int resolve_stack_slot(struct pp_data_type_resolver *r, const struct pc_s
 		return -1;
 	describe(&slot.type, slot.into, m, out);
 	return 0;
-}
-
-static int cmp_global(const void *a, const void *b)
-{
-	const struct global_var *x = a, *y = b;
-
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-/*
- * The address a one-operation location names: DW_OP_addr, or DW_OP_addrx (DWARF 5, clang's
- * default) and its GNU form, an index into .debug_addr.
- */
-static int op_address(Dwarf_Attribute *loc, Dwarf_Op *op, Dwarf_Addr *addr)
-{
-	Dwarf_Attribute indexed;
-
-	if (op->atom == DW_OP_addr) {
-		*addr = op->number;
-		return 0;
-	}
-	if (op->atom != DW_OP_addrx && op->atom != DW_OP_GNU_addr_index)
-		return -1;
-	return dwarf_getlocation_attr(loc, op, &indexed) == 0 && dwarf_formaddr(&indexed, addr) == 0
-		   ? 0
-		   : -1;
-}
-
-/* The table of the binary's variables with a fixed address (globals and statics). */
-static void build_globals(struct pp_data_type_resolver *r)
-{
-	Dwarf_Off off = 0, next;
-	size_t hsize, cap = 0;
-
-	r->globals_built = 1;
-	while (dwarf_nextcu(r->dwarf, off, &next, &hsize, NULL, NULL, NULL) == 0) {
-		Dwarf_Die cu, child;
-
-		if (dwarf_offdie(r->dwarf, off + hsize, &cu) && dwarf_child(&cu, &child) == 0) {
-			do {
-				Dwarf_Attribute attr;
-				Dwarf_Op *expr;
-				Dwarf_Die type;
-				Dwarf_Word size;
-				size_t n;
-
-				Dwarf_Addr addr;
-
-				if (dwarf_tag(&child) != DW_TAG_variable ||
-				    !dwarf_attr_integrate(&child, DW_AT_location, &attr) ||
-				    dwarf_getlocation(&attr, &expr, &n) != 0 || n != 1 ||
-				    op_address(&attr, &expr[0], &addr) || die_type(&child, &type) ||
-				    dwarf_aggregate_size(&type, &size) || !size)
-					continue;
-				if (r->nglobals == cap) {
-					size_t ncap = cap ? cap * 2 : 256;
-					struct global_var *g;
-
-					if (ncap > MAX_GLOBALS)
-						goto done;
-					g = realloc(r->globals, ncap * sizeof(*g));
-					if (!g)
-						goto done;
-					r->globals = g;
-					cap = ncap;
-				}
-				r->globals[r->nglobals++] = (struct global_var){
-				    .addr = addr, .size = size, .die = dwarf_dieoffset(&child)};
-			} while (dwarf_siblingof(&child, &child) == 0);
-		}
-		off = next;
-	}
-done:
-	if (r->nglobals)
-		qsort(r->globals, r->nglobals, sizeof(*r->globals), cmp_global);
-}
-
-static const struct global_var *find_global(struct pp_data_type_resolver *r, uint64_t addr)
-{
-	size_t lo = 0, hi;
-
-	if (!r->globals_built)
-		build_globals(r);
-	hi = r->nglobals;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (r->globals[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || addr - r->globals[lo - 1].addr >= r->globals[lo - 1].size)
-		return NULL;
-	return &r->globals[lo - 1];
 }
 
 static int resolve_global(struct pp_data_type_resolver *r, uint64_t addr,
