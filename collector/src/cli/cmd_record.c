@@ -982,18 +982,7 @@ int pp_cmd_record(int argc, char **argv)
 		pp_sampler_profile_desc(&smp, &desc);
 		pp_sampler_session_opts(&smp, &sess);
 		sess.containers = containers.meta;
-		sess.debug_dirs = sym.debug_dirs;
-		sess.debuginfod = sym.debuginfod;
-		sess.addresses_only = sym.addresses_only;
-		sess.no_perf_maps = sym.no_perf_maps;
-		if (sym.kernel_image_on) {
-			/* the host's files as the process of pid 1 sees them: so in a pod too */
-			snprintf(sym.kernel_image_root, sizeof(sym.kernel_image_root), "%s/1/root",
-				 a.proc_root);
-			sym.kernel_image.root = sym.kernel_image_root;
-			sym.kernel_image.sys_root = a.sysfs_root;
-			sess.kernel_image = &sym.kernel_image;
-		}
+		pp_symbolizer_session_opts(&sym, a.proc_root, a.sysfs_root, &sess);
 		profile = pp_profile_new(&desc);
 		session = profile ? pp_session_new(&sess, profile) : NULL;
 		if (!session) {

@@ -1051,18 +1051,7 @@ static int start_sampling(struct agent *ag)
 		pp_info("%s", ag->smp.events->events[i].why);
 	pp_sampler_profile_desc(&ag->smp, &ag->desc);
 	pp_sampler_session_opts(&ag->smp, &sess);
-	sess.debug_dirs = ag->sym.debug_dirs;
-	sess.debuginfod = ag->sym.debuginfod;
-	sess.addresses_only = ag->sym.addresses_only;
-	sess.no_perf_maps = ag->sym.no_perf_maps;
-	if (ag->sym.kernel_image_on) {
-		/* the host's files as the process of pid 1 sees them: the DaemonSet has hostPID */
-		snprintf(ag->sym.kernel_image_root, sizeof(ag->sym.kernel_image_root), "%s/1/root",
-			 ag->cfg.proc_root);
-		ag->sym.kernel_image.root = ag->sym.kernel_image_root;
-		ag->sym.kernel_image.sys_root = ag->cfg.sysfs_root[0] ? ag->cfg.sysfs_root : NULL;
-		sess.kernel_image = &ag->sym.kernel_image;
-	}
+	pp_symbolizer_session_opts(&ag->sym, ag->cfg.proc_root, ag->cfg.sysfs_root, &sess);
 	ag->mono_to_wall_ns =
 	    sess.mono_to_wall_ns; /* the records' clock, as the session reads it */
 	pp_info("shim: %s variant, loaded in %.0f ms, %u instructions verified (0: kernel before "

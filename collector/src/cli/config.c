@@ -27,6 +27,7 @@
 #include "base/log.h"
 #include "sampling/events.h"
 #include "sampling/shim_loader.h"
+#include "session.h"
 #include "symbolize/debug_file.h"
 #include "symbolize/debuginfod_fetch.h"
 
@@ -560,6 +561,22 @@ int pp_symbolizer_init(struct pp_symbolizer *out, const struct pp_run_config *c)
 		}
 	}
 	return 0;
+}
+
+void pp_symbolizer_session_opts(struct pp_symbolizer *s, const char *proc_root,
+				const char *sysfs_root, struct pp_session_opts *sess)
+{
+	sess->debug_dirs = s->debug_dirs;
+	sess->debuginfod = s->debuginfod;
+	sess->addresses_only = s->addresses_only;
+	sess->no_perf_maps = s->no_perf_maps;
+	if (!s->kernel_image_on)
+		return;
+	snprintf(s->kernel_image_root, sizeof(s->kernel_image_root), "%s/1/root",
+		 proc_root ? proc_root : "/proc");
+	s->kernel_image.root = s->kernel_image_root;
+	s->kernel_image.sys_root = sysfs_root && sysfs_root[0] ? sysfs_root : NULL;
+	sess->kernel_image = &s->kernel_image;
 }
 
 void pp_symbolizer_fini(struct pp_symbolizer *s)

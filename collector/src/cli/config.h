@@ -298,14 +298,13 @@ struct pp_symbolizer {
 	struct pp_debuginfod *debuginfod; /* NULL: off */
 	int addresses_only;
 	int no_perf_maps;
-	/*
-	 * Where the kernel's image is looked for (kernel-image), when kernel_image_on. The
-	 * command sets .root and .sys_root: the host's root and sysfs as it sees them.
-	 */
+	/* Where the kernel's image is looked for (kernel-image), when kernel_image_on. */
 	int kernel_image_on;
 	struct pp_kernel_image_opts kernel_image;
 	char kernel_image_root[300]; /* for .root */
 };
+
+struct pp_session_opts;
 
 /*
  * Set up what c's symbolizing keys ask for: the debug directories (/usr/lib/debug, then
@@ -315,5 +314,14 @@ struct pp_symbolizer {
  */
 int pp_symbolizer_init(struct pp_symbolizer *out, const struct pp_run_config *c);
 void pp_symbolizer_fini(struct pp_symbolizer *s);
+
+/*
+ * What s sets up, into a session's options (which borrow s: it must outlive the session). The
+ * kernel's image is looked for in the host's files as the process of pid 1 sees them
+ * (<proc_root>/1/root: so in a pod with the host's PIDs too), and in sysfs_root (NULL or "":
+ * /sys).
+ */
+void pp_symbolizer_session_opts(struct pp_symbolizer *s, const char *proc_root,
+				const char *sysfs_root, struct pp_session_opts *sess);
 
 #endif /* PP_COLLECTOR_CONFIG_H */
