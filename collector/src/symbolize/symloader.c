@@ -313,6 +313,9 @@ static void load_data_type(struct pp_symloader *l, const struct request *rq,
 static void load_kernel_data_type(struct pp_symloader *l, const struct request *rq,
 				  struct pp_symload_result *out)
 {
+	/* the host's, root's: mapped, its 200 MiB of DWARF page cache, not heap */
+	const struct pp_data_type_opts mapped = {.flags = PP_DATA_TYPE_MAPPED};
+
 	out->type_miss = PP_DT_NO_FILE;
 	if (!l->opts.kernel_image) {
 		out->err = EOPNOTSUPP;
@@ -323,10 +326,8 @@ static void load_kernel_data_type(struct pp_symloader *l, const struct request *
 		int err = pp_kernel_image_open(l->opts.kernel_image, &l->kimage, why, sizeof(why));
 
 		if (!err) {
-			/* the host's, root's: mapped, its 200 MiB of DWARF page cache, not heap */
-			struct pp_data_type_opts o = {.flags = PP_DATA_TYPE_MAPPED};
-
-			l->kernel_r = pp_data_type_resolver_open(l->kimage.fd, l->kimage.fd, &o);
+			l->kernel_r =
+			    pp_data_type_resolver_open(l->kimage.fd, l->kimage.fd, &mapped);
 			if (!l->kernel_r) {
 				err = errno ? -errno : -EINVAL;
 				snprintf(why, sizeof(why), "%s: its ELF or DWARF cannot be read",
@@ -340,12 +341,9 @@ static void load_kernel_data_type(struct pp_symloader *l, const struct request *
 		l->st.kernel_image = err ? err : 1;
 		memcpy(l->kernel_why, why, sizeof(why));
 		pthread_mutex_unlock(&l->lock);
-	}
-	if (!l->kernel_r && l->st.kernel_image > 0) {
+	} else if (!l->kernel_r && l->st.kernel_image > 0) {
 		/* made again after its answers (PP_SYMLOADER_DATA_TYPE_ANSWERS) */
-		struct pp_data_type_opts o = {.flags = PP_DATA_TYPE_MAPPED};
-
-		l->kernel_r = pp_data_type_resolver_open(l->kimage.fd, l->kimage.fd, &o);
+		l->kernel_r = pp_data_type_resolver_open(l->kimage.fd, l->kimage.fd, &mapped);
 	}
 	if (!l->kernel_r) {
 		out->err = ENOENT;
