@@ -687,6 +687,19 @@ TEST(precise_ip_replaces_the_leaf)
 	CHECK_STR(name, "sess_kfunc_gamma");
 }
 
+/* A decoded task record: tgid exec'ed (PP_TASK_EXEC) or exited at time_ns. */
+static void make_task(struct pp_decoded *d, uint32_t tgid, uint32_t kind, uint64_t time_ns)
+{
+	memset(d, 0, sizeof(*d));
+	d->kind = PP_DECODED_TASK;
+	d->task.hdr.type = PP_REC_TASK;
+	d->task.hdr.version = PP_RECORD_ABI_VERSION;
+	d->task.hdr.size = sizeof(d->task);
+	d->task.tgid = tgid;
+	d->task.kind = kind;
+	d->task.time_ns = time_ns;
+}
+
 static void encode_task(unsigned char *buf, uint32_t tgid, uint32_t kind)
 {
 	struct pp_task_event t;
@@ -716,16 +729,9 @@ TEST(task_records_are_counted)
 	make_sample(&r, own_pid(), 20, 1, NULL, 0, uf, 1);
 	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
 
-	memset(&d, 0, sizeof(d));
-	d.kind = PP_DECODED_TASK;
-	d.task.hdr.type = PP_REC_TASK;
-	d.task.hdr.version = PP_RECORD_ABI_VERSION;
-	d.task.hdr.size = sizeof(d.task);
-	d.task.tgid = own_pid();
-	d.task.kind = PP_TASK_EXEC;
+	make_task(&d, own_pid(), PP_TASK_EXEC, 0);
 	CHECK(pp_session_handle_decoded(f.s, &d) == 0);
-	d.task.tgid = NO_SUCH_PID;
-	d.task.kind = PP_TASK_EXIT;
+	make_task(&d, NO_SUCH_PID, PP_TASK_EXIT, 0);
 	CHECK(pp_session_handle_decoded(f.s, &d) == 0);
 	pp_session_get_stats(f.s, &st);
 	CHECK_EQ_U64(st.task_events, 2);
@@ -1110,14 +1116,7 @@ TEST(the_launchers_records_before_the_exec_are_left_out)
 		kept += recs[i].kept;
 		left += !recs[i].kept;
 	}
-	memset(&task, 0, sizeof(task));
-	task.kind = PP_DECODED_TASK;
-	task.task.hdr.type = PP_REC_TASK;
-	task.task.hdr.version = PP_RECORD_ABI_VERSION;
-	task.task.hdr.size = sizeof(task.task);
-	task.task.tgid = own_pid();
-	task.task.kind = PP_TASK_EXEC;
-	task.task.time_ns = TIME_NS + 10 * ms;
+	make_task(&task, own_pid(), PP_TASK_EXEC, TIME_NS + 10 * ms);
 	CHECK(pp_session_handle_decoded(f.s, &task) == 0);
 	for (size_t i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
 		make_sample(&r, own_pid(), 41, 1, NULL, 0, uf, 1);
