@@ -239,35 +239,60 @@ pp_cpu_ms() {
 		"/proc/$1/stat" 2>/dev/null
 }
 
-# pp_wait_cpu PID MS SECONDS: wait until PID has had MS more ms of CPU than now, at most
-# SECONDS; 0 when it has. What a check needs is samples, that is CPU time: on a busy machine
-# a fixed wall time gives a starved workload a fraction of it.
-pp_wait_cpu() {
-	local start now i
-	start=$(pp_cpu_ms "$1")
+# pp_wait_grows MS SECONDS MEASURE ARGS...: wait until `MEASURE ARGS` (a number of ms) has
+# grown by MS from now, at most SECONDS; 0 when it has, 1 on the limit or when it prints nothing
+# (its subject is gone). PP_GREW is how much it had grown when the wait ended.
+pp_wait_grows() {
+	local ms=$1 secs=$2 start now i
+	shift 2
+	PP_GREW=0
+	start=$("$@")
 	[ -n "$start" ] || return 1
-	for ((i = 0; i < $3 * 10; i++)); do
-		now=$(pp_cpu_ms "$1")
+	for ((i = 0; i < secs * 10; i++)); do
+		now=$("$@")
 		[ -n "$now" ] || return 1
-		[ $((now - start)) -ge "$2" ] && return 0
+		PP_GREW=$((now - start))
+		[ "$PP_GREW" -ge "$ms" ] && return 0
 		sleep 0.1
 	done
 	return 1
 }
 
-# pp_record_cpu OUT PID MS ARGS...: `pebsprof record ARGS` (stdout and stderr in OUT.out and
-# OUT.err) until the workload PID has had MS ms of CPU from when the event is open (at most
-# 120 s), then Ctrl-C. What a check needs is samples: a fixed duration on a busy machine gives
-# the workload a fraction of them. Sets PP_RC.
-pp_record_cpu() {
-	local out=$1 pid=$2 ms=$3 rec
-	shift 3
+# pp_wait_cpu PID MS SECONDS: wait until PID has had MS more ms of CPU than now, at most
+# SECONDS; 0 when it has. What a check needs is samples, that is CPU time: on a busy machine
+# a fixed wall time gives a starved workload a fraction of it.
+pp_wait_cpu() {
+	pp_wait_grows "$2" "$3" pp_cpu_ms "$1"
+}
+
+# pp_record_until OUT MS MEASURE... -- ARGS...: `pebsprof record ARGS` (stdout and stderr in
+# OUT.out and OUT.err) until `MEASURE...` (ms, as pp_wait_grows takes it) has grown by MS from
+# when the event is open (at most 120 s), then Ctrl-C. Sets PP_RC, and PP_GREW as
+# pp_wait_grows does.
+pp_record_until() {
+	local out=$1 ms=$2 rec measure=()
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		measure+=("$1")
+		shift
+	done
+	shift
 	"$PEBSPROF" record "$@" >"$out.out" 2>"$out.err" &
 	rec=$!
 	pp_wait_line "$rec" "$out.err" 'opened ' 120 || :
-	pp_wait_cpu "$pid" "$ms" 120 || echo "    pid $pid did not get $ms ms of CPU within 120 s"
+	pp_wait_grows "$ms" 120 "${measure[@]}" ||
+		echo "    ${measure[*]} did not grow by $ms ms within 120 s"
 	kill -INT "$rec" 2>/dev/null
 	pp_wait_pid "$rec" 60
+}
+
+# pp_record_cpu OUT PID MS ARGS...: `pebsprof record ARGS` until the workload PID has had MS ms
+# of CPU from when the event is open. What a check needs is samples: a fixed duration on a busy
+# machine gives the workload a fraction of them. Sets PP_RC.
+pp_record_cpu() {
+	local out=$1 pid=$2 ms=$3
+	shift 3
+	pp_record_until "$out" "$ms" pp_cpu_ms "$pid" -- "$@"
 }
 
 # pp_start_sink NAME SCRIPT: tests/tools/pp_http_sink.py on a kernel-chosen port of 127.0.0.1,
