@@ -329,15 +329,25 @@ static const struct cfi_cie *cie_find(const struct cfi_index *ix, uint64_t off)
 	return NULL;
 }
 
-static const struct cfi_fde *fde_find(const struct cfi_index *ix, uint64_t off)
+/*
+ * The FDE at section offset off. *next is where the last one found ended: linkers lay out
+ * .eh_frame in the order of the code, so the search table's next entry is nearly always there,
+ * and a binary search per entry (its steps cache misses in a 100,000-FDE index) is the rare
+ * case.
+ */
+static const struct cfi_fde *fde_find(const struct cfi_index *ix, uint64_t off, size_t *next)
 {
 	size_t lo = 0, hi = ix->nfde;
 
+	if (*next < ix->nfde && ix->fdes[*next].off == off)
+		return &ix->fdes[(*next)++];
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (ix->fdes[mid].off == off)
+		if (ix->fdes[mid].off == off) {
+			*next = mid + 1;
 			return &ix->fdes[mid];
+		}
 		if (ix->fdes[mid].off < off)
 			lo = mid + 1;
 		else
@@ -560,29 +570,30 @@ static int push(struct pp_unwind_table *t, const struct pp_unwind_row *r)
 	return append(t, r->pc, rule);
 }
 
-static void count(struct pp_unwind_table *t, const struct pp_unwind_row *r)
+/* Counts n rows of rule r in the table's stats. */
+static void count(struct pp_unwind_table *t, const struct row_rule *r, uint64_t n)
 {
 	switch (r->cfa_rule) {
 	case PP_CFA_RSP:
-		t->stats.cfa_rsp++;
+		t->stats.cfa_rsp += n;
 		break;
 	case PP_CFA_RBP:
-		t->stats.cfa_rbp++;
+		t->stats.cfa_rbp += n;
 		break;
 	case PP_CFA_PLT:
-		t->stats.cfa_plt++;
+		t->stats.cfa_plt += n;
 		break;
 	case PP_CFA_DEREF_RSP:
-		t->stats.cfa_signal++;
+		t->stats.cfa_signal += n;
 		break;
 	case PP_CFA_UNSUPPORTED:
-		t->stats.cfa_unsupported++;
+		t->stats.cfa_unsupported += n;
 		break;
 	default:
 		break;
 	}
 	if (r->rbp_rule == PP_REG_UNSUPPORTED || r->ra_rule == PP_REG_UNSUPPORTED)
-		t->stats.reg_unsupported++;
+		t->stats.reg_unsupported += n;
 }
 
 /*
@@ -602,6 +613,7 @@ struct cfi_state {
 	struct rule rbp, ra;
 };
 
+/* One per table: its FDEs are compiled one after another in it. */
 struct cfi_run {
 	struct pp_unwind_table *t;
 	const struct cfi_cie *cie;
@@ -610,6 +622,12 @@ struct cfi_run {
 	unsigned nsaved;
 	uint64_t loc, end; /* the current row's start; the FDE's end */
 	int rows;
+	/* the CIE `initial` was run for and how that ended: a file's FDEs share a few CIEs */
+	const struct cfi_cie *initial_of;
+	int initial_err;
+	/* the state this FDE's last row was made from: a row of the same state is merged */
+	struct cfi_state last;
+	bool have_last;
 };
 
 static bool sleb(const uint8_t **p, const uint8_t *end, int64_t *out)
@@ -688,6 +706,17 @@ static void to_row(const struct rule *src, uint8_t *kind, int16_t *off)
 	}
 }
 
+static bool same_reg_rule(const struct rule *a, const struct rule *b)
+{
+	return a->kind == b->kind && a->off == b->off;
+}
+
+static bool same_state(const struct cfi_state *a, const struct cfi_state *b)
+{
+	return a->cfa_kind == b->cfa_kind && a->cfa_reg == b->cfa_reg && a->cfa_off == b->cfa_off &&
+	       same_reg_rule(&a->rbp, &b->rbp) && same_reg_rule(&a->ra, &b->ra);
+}
+
 /* Emit the row for [r->loc, to) and move on to `to`. */
 static int advance(struct cfi_run *r, uint64_t to)
 {
@@ -697,11 +726,18 @@ static int advance(struct cfi_run *r, uint64_t to)
 
 	if (to <= r->loc)
 		return 0;
+	if (++r->rows > MAX_ROWS_PER_FDE)
+		return -E2BIG;
+	/* the rules of the row before, which push would merge this row into */
+	if (r->have_last && same_state(&r->last, st)) {
+		r->loc = to;
+		return 0;
+	}
+	r->last = *st;
+	r->have_last = true;
 	/* Whole-struct zeroing: the tail padding is compared and hashed as bytes. */
 	memset(&row, 0, sizeof(row));
 	row.pc = r->loc;
-	if (++r->rows > MAX_ROWS_PER_FDE)
-		return -E2BIG;
 	row.cfa_rule = st->cfa_kind;
 	if (st->cfa_kind == PP_CFA_RSP)
 		row.cfa_rule = st->cfa_reg == REG_RSP	? PP_CFA_RSP
@@ -889,27 +925,32 @@ static int execute(struct cfi_run *r, const uint8_t *p, const uint8_t *end, bool
 	return 0;
 }
 
-/* The rows of one FDE, from start up to limit (the next FDE's start). */
-static int compile_fde(struct pp_unwind_table *t, const struct cfi_index *ix,
-		       const struct cfi_fde *f, uint64_t start, uint64_t limit)
+/* The rows of one FDE, from start up to limit (the next FDE's start), in r. */
+static int compile_fde(struct cfi_run *r, const struct cfi_index *ix, const struct cfi_fde *f,
+		       uint64_t start, uint64_t limit)
 {
-	struct cfi_run *r = calloc(1, sizeof(*r));
+	struct pp_unwind_table *t = r->t;
 	int err;
 
-	if (!r)
-		return -ENOMEM;
-	r->t = t;
 	r->cie = &ix->cies[f->cie];
-	/* the x86-64 ABI's rules before any instruction (libdw's abi_cfi): CFA rsp + 8, the
-	 * return address at CFA - 8, rbp callee-saved */
-	r->st = (struct cfi_state){.cfa_kind = PP_CFA_RSP,
-				   .cfa_reg = REG_RSP,
-				   .cfa_off = 8,
-				   .rbp = {PP_REG_SAME, 0},
-				   .ra = {PP_REG_AT_CFA, -8}};
-	err = execute(r, r->cie->insns, r->cie->insns_end, false);
-	r->initial = r->st;
+	if (r->initial_of != r->cie) {
+		/* the x86-64 ABI's rules before any instruction (libdw's abi_cfi): CFA rsp + 8,
+		 * the return address at CFA - 8, rbp callee-saved */
+		r->st = (struct cfi_state){.cfa_kind = PP_CFA_RSP,
+					   .cfa_reg = REG_RSP,
+					   .cfa_off = 8,
+					   .rbp = {PP_REG_SAME, 0},
+					   .ra = {PP_REG_AT_CFA, -8}};
+		r->nsaved = 0;
+		r->initial_err = execute(r, r->cie->insns, r->cie->insns_end, false);
+		r->initial = r->st;
+		r->initial_of = r->cie;
+	}
+	err = r->initial_err;
+	r->st = r->initial;
 	r->nsaved = 0;
+	r->rows = 0;
+	r->have_last = false;
 	r->loc = start;
 	r->end = f->range && start + f->range > start ? start + f->range : start;
 	if (r->end > limit)
@@ -924,7 +965,6 @@ static int compile_fde(struct pp_unwind_table *t, const struct cfi_index *ix,
 	/* a gap up to the next FDE: no CFI there */
 	if (!err && r->end < limit)
 		err = push(t, &(struct pp_unwind_row){.pc = r->end, .cfa_rule = PP_CFA_NONE});
-	free(r);
 	return err < 0 ? err : 0;
 }
 
@@ -1052,6 +1092,7 @@ static int eh_frame_refs(const GElf_Ehdr *ehdr, const struct section *hdr, const
 {
 	const uint8_t *h = hdr->data->d_buf;
 	bool big = ehdr->e_ident[EI_DATA] == ELFDATA2MSB;
+	size_t next = 0;
 	uint32_t nfde;
 	int err;
 
@@ -1074,7 +1115,7 @@ static int eh_frame_refs(const GElf_Ehdr *ehdr, const struct section *hdr, const
 		hdr_entry(hdr, eh, i, big, &start, &off);
 		if (out->n && start <= out->v[out->n - 1].pc) /* linkers sort it strictly */
 			return -EINVAL;
-		err = ref_push(out, start, ix, fde_find(ix, off));
+		err = ref_push(out, start, ix, fde_find(ix, off, &next));
 	}
 	return err;
 }
@@ -1107,9 +1148,13 @@ static int debug_frame_refs(const GElf_Ehdr *ehdr, const struct section *df, str
 static int compile_all(struct pp_unwind_table *t, const struct fde_refs *eh,
 		       const struct fde_refs *dbg)
 {
+	struct cfi_run *run = calloc(1, sizeof(*run));
 	size_t i = 0, j = 0;
 	int err = 0;
 
+	if (!run)
+		return -ENOMEM;
+	run->t = t;
 	t->stats.fdes = eh->n + dbg->n;
 	while (!err && (i < eh->n || j < dbg->n)) {
 		const struct fde_ref *r;
@@ -1137,14 +1182,17 @@ static int compile_all(struct pp_unwind_table *t, const struct fde_refs *eh,
 			    push(t, &(struct pp_unwind_row){.pc = r->pc, .cfa_rule = PP_CFA_NONE});
 			continue;
 		}
-		err = compile_fde(t, r->ix, r->fde, r->pc, limit);
+		err = compile_fde(run, r->ix, r->fde, r->pc, limit);
 	}
+	free(run);
 	return err;
 }
 
 /* Tables live long: the doubling's slack and the rule slots go, the rows are counted. */
 static void finish(struct pp_unwind_table *t)
 {
+	uint32_t *rows_of;
+
 	if (t->n && t->n < t->cap) {
 		uint32_t *offs = realloc(t->pc_offs, t->n * sizeof(*offs));
 		uint16_t *ix;
@@ -1169,12 +1217,18 @@ static void finish(struct pp_unwind_table *t)
 	t->rule_slots = NULL;
 	t->nslots = 0;
 	t->stats.rows = t->n;
-	for (size_t i = 0; i < t->n; i++) {
-		struct pp_unwind_row row;
-
-		row_at(t, i, &row);
-		count(t, &row);
+	/* rows by rule, then each rule's kind counted once (a file has a few hundred rules) */
+	rows_of = calloc(t->nrules ? t->nrules : 1, sizeof(*rows_of));
+	if (rows_of) {
+		for (size_t i = 0; i < t->n; i++)
+			rows_of[t->rule_ix[i]]++;
+		for (size_t k = 0; k < t->nrules; k++)
+			count(t, &t->rules[k], rows_of[k]);
+	} else {
+		for (size_t i = 0; i < t->n; i++)
+			count(t, &t->rules[t->rule_ix[i]], 1);
 	}
+	free(rows_of);
 }
 
 static int build(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_shape *shape,
