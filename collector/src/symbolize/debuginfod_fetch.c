@@ -54,7 +54,8 @@ struct pp_debuginfod {
 	struct lib lib;
 	char *cache_dir;
 	uint64_t cache_max_bytes;
-	unsigned int timeout_s;
+	unsigned int timeout_s, max_time_s;
+	char pinned[PP_BUILD_ID_HEX_SIZE]; /* this build id's file is outside the bound */
 	pthread_t thread;
 	bool thread_started;
 	pthread_mutex_t lock;
@@ -123,6 +124,7 @@ struct walk {
 	size_t n, cap;
 	uint64_t total;
 	bool failed;
+	char pinned_dir[PP_BUILD_ID_HEX_SIZE + 2]; /* "/ID/": libdebuginfod's CACHE/ID/debuginfo */
 };
 
 /* nftw has no context argument; only the worker thread walks, one walk at a time. */
@@ -133,6 +135,8 @@ static int walk_one(const char *path, const struct stat *st, int type, struct FT
 	(void)ftw;
 	if (type != FTW_F || !S_ISREG(st->st_mode))
 		return 0;
+	if (g_walk->pinned_dir[0] && strstr(path, g_walk->pinned_dir))
+		return 0; /* neither counted nor a candidate */
 	if (g_walk->n == g_walk->cap) {
 		size_t cap = g_walk->cap ? g_walk->cap * 2 : 64;
 		struct cached_file *v = realloc(g_walk->v, cap * sizeof(*v));
@@ -169,6 +173,10 @@ static void trim_cache(struct pp_debuginfod *d, const char *keep)
 	struct walk w = {0};
 	uint64_t removed = 0;
 
+	pthread_mutex_lock(&d->lock);
+	if (d->pinned[0])
+		snprintf(w.pinned_dir, sizeof(w.pinned_dir), "/%s/", d->pinned);
+	pthread_mutex_unlock(&d->lock);
 	g_walk = &w;
 	(void)nftw(d->cache_dir, walk_one, 16, FTW_PHYS | FTW_MOUNT);
 	g_walk = NULL;
@@ -296,7 +304,7 @@ static void *worker(void *arg)
 struct pp_debuginfod *pp_debuginfod_new(const struct pp_debuginfod_opts *o)
 {
 	struct pp_debuginfod *d;
-	char num[32];
+	char num[32], max_num[32];
 	int err;
 
 	if (!o || !o->urls || !o->urls[0]) {
@@ -314,6 +322,7 @@ struct pp_debuginfod *pp_debuginfod_new(const struct pp_debuginfod_opts *o)
 	d->cache_max_bytes =
 	    o->cache_max_bytes ? o->cache_max_bytes : PP_DEBUGINFOD_CACHE_BYTES_DEFAULT;
 	d->timeout_s = o->timeout_s ? o->timeout_s : PP_DEBUGINFOD_TIMEOUT_S_DEFAULT;
+	d->max_time_s = o->max_time_s > d->timeout_s ? o->max_time_s : d->timeout_s;
 	d->max_known = o->max_known ? o->max_known : 4096;
 	d->max_pending = o->max_pending ? o->max_pending : 256;
 	d->cache_dir = strdup(o->cache_dir ? o->cache_dir : PP_DEBUGINFOD_CACHE_DIR_DEFAULT);
@@ -331,9 +340,10 @@ struct pp_debuginfod *pp_debuginfod_new(const struct pp_debuginfod_opts *o)
 	if (err)
 		goto fail;
 	snprintf(num, sizeof(num), "%u", d->timeout_s);
+	snprintf(max_num, sizeof(max_num), "%u", d->max_time_s);
 	if (setenv("DEBUGINFOD_URLS", o->urls, 1) ||
 	    setenv("DEBUGINFOD_CACHE_PATH", d->cache_dir, 1) ||
-	    setenv("DEBUGINFOD_TIMEOUT", num, 1) || setenv("DEBUGINFOD_MAXTIME", num, 1)) {
+	    setenv("DEBUGINFOD_TIMEOUT", num, 1) || setenv("DEBUGINFOD_MAXTIME", max_num, 1)) {
 		err = -errno;
 		goto fail;
 	}
@@ -472,6 +482,16 @@ size_t pp_debuginfod_take_ready(struct pp_debuginfod *d, char (*ids)[PP_BUILD_ID
 	}
 	pthread_mutex_unlock(&d->lock);
 	return n;
+}
+
+int pp_debuginfod_pin(struct pp_debuginfod *d, const char *build_id)
+{
+	if (!d || !valid_id(build_id))
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	snprintf(d->pinned, sizeof(d->pinned), "%s", build_id);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
 }
 
 int pp_debuginfod_wait_idle(struct pp_debuginfod *d, uint64_t timeout_ms)

@@ -22,9 +22,14 @@ struct pp_debuginfod_opts {
 	const char *urls;	  /* space-separated server URLs, as DEBUGINFOD_URLS; required */
 	const char *cache_dir;	  /* NULL: PP_DEBUGINFOD_CACHE_DIR_DEFAULT (created) */
 	uint64_t cache_max_bytes; /* 0: PP_DEBUGINFOD_CACHE_BYTES_DEFAULT */
-	unsigned int timeout_s;	  /* one request's limit; 0: PP_DEBUGINFOD_TIMEOUT_S_DEFAULT */
-	size_t max_pending;	  /* build ids waiting for the worker; 0: 256 */
-	size_t max_known;	  /* answers remembered; 0: 4096 */
+	/* a request is given up when it receives under 100 KiB in this many seconds; 0:
+	 * PP_DEBUGINFOD_TIMEOUT_S_DEFAULT */
+	unsigned int timeout_s;
+	/* one request's limit in all; 0: timeout_s. A kernel image (hundreds of MiB) needs
+	 * minutes on a slow link. */
+	unsigned int max_time_s;
+	size_t max_pending; /* build ids waiting for the worker; 0: 256 */
+	size_t max_known;   /* answers remembered; 0: 4096 */
 	/* The library to load; NULL: "libdebuginfod.so.1". Tests name a missing one. */
 	const char *library;
 };
@@ -66,6 +71,14 @@ int pp_debuginfod_fetch(void *ctx, const char *build_id);
  */
 size_t pp_debuginfod_take_ready(struct pp_debuginfod *d, char (*ids)[PP_BUILD_ID_HEX_SIZE],
 				size_t max);
+
+/*
+ * Keep the debug file of this build id out of the cache's bound: never removed by the trim, and
+ * not counted against it. For the running kernel's image, hundreds of MiB, which a bound sized
+ * for programs' debug files would otherwise remove at the next download and the agent fetch
+ * again at its next start. One build id; a later call replaces it. -EINVAL for a bad id.
+ */
+int pp_debuginfod_pin(struct pp_debuginfod *d, const char *build_id);
 
 /* Wait until nothing is pending, at most timeout_ms: 0, or -ETIMEDOUT. */
 int pp_debuginfod_wait_idle(struct pp_debuginfod *d, uint64_t timeout_ms);

@@ -2,8 +2,9 @@
  * Tests of the debuginfod fetcher against a real server: Debian's debuginfod, started on
  * 127.0.0.1 over a directory holding two test programs' debug files. A debug file arrives in
  * the background (the first ask answers -EAGAIN) and names the stripped program's static
- * function; a miss is asked for once; the on-disk cache stays within its bound; a server that
- * is down and a missing library fail cleanly. Skipped, with the reason, without the server.
+ * function; a miss is asked for once; the on-disk cache stays within its bound, a pinned file
+ * outside it; a server that is down and a missing library fail cleanly. Skipped, with the
+ * reason, without the server.
  */
 #include <errno.h>
 #include <limits.h>
@@ -227,6 +228,33 @@ TEST(cache_stays_within_its_bound)
 	pp_debuginfod_free(d);
 }
 
+/* The running kernel's image: pinned, it is neither removed nor counted by the bound. */
+TEST(a_pinned_file_stays_outside_the_bound)
+{
+	struct pp_debuginfod_stats st;
+	struct pp_debuginfod *d;
+	int fd;
+
+	NEED_SERVER();
+	d = fetcher("cache5", 12 << 10, g_port);
+	REQUIRE(d != NULL);
+	CHECK_EQ_U64(pp_debuginfod_pin(d, "not-hex"), (uint64_t)-EINVAL);
+	CHECK_EQ_U64(pp_debuginfod_pin(d, g_id1), 0);
+	pp_debuginfod_fetch(d, g_id1);
+	CHECK_EQ_U64(pp_debuginfod_wait_idle(d, 20000), 0);
+	pp_debuginfod_fetch(d, g_id2);
+	CHECK_EQ_U64(pp_debuginfod_wait_idle(d, 20000), 0);
+	pp_debuginfod_get_stats(d, &st);
+	CHECK_EQ_U64(st.found, 2);
+	CHECK_EQ_U64(st.cache_removed, 0); /* as cache_stays_within_its_bound's, but pinned */
+	CHECK(st.cache_bytes > 0 && st.cache_bytes <= 12 << 10);
+	fd = pp_debuginfod_fetch(d, g_id1);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	pp_debuginfod_free(d);
+}
+
 TEST(server_down_and_missing_library)
 {
 	struct pp_debuginfod_opts o = {.urls = "http://127.0.0.1:1", .library = "libpp-none.so.9"};
@@ -254,6 +282,7 @@ TEST_LIST = {
      debug_file_arrives_in_the_background_and_names_frames},
     {"a_miss_is_asked_for_once", a_miss_is_asked_for_once},
     {"cache_stays_within_its_bound", cache_stays_within_its_bound},
+    {"a_pinned_file_stays_outside_the_bound", a_pinned_file_stays_outside_the_bound},
     {"server_down_and_missing_library", server_down_and_missing_library},
 };
 TEST_MAIN()
