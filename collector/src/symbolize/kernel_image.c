@@ -135,6 +135,33 @@ static int try_image(const char *root, const char *path, const char *want_id,
 	return 0;
 }
 
+/*
+ * Take fd, an image asked for by the running kernel's build id (from where says where), once
+ * its own build id says so too (a server or directory may hold anything): 0, or -ENODATA
+ * (closed) when it has no DWARF or code, -ENOENT (closed) for another build or no fd.
+ */
+static int take_fd(int fd, const char *running, const char *where, struct pp_kernel_image *out)
+{
+	char id[PP_BUILD_ID_HEX_SIZE];
+	int err;
+
+	if (fd < 0)
+		return -ENOENT;
+	if (pp_elf_read_build_id_fd(fd, id, sizeof(id)) || strcmp(id, running)) {
+		close(fd);
+		return -ENOENT;
+	}
+	err = image_shape(fd, &out->stext);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	out->fd = fd;
+	snprintf(out->path, sizeof(out->path), "%s, build id %s", where, running);
+	snprintf(out->build_id, sizeof(out->build_id), "%s", running);
+	return 0;
+}
+
 int pp_kernel_image_open(const struct pp_kernel_image_opts *o, struct pp_kernel_image *out,
 			 char *why, size_t why_size)
 {
@@ -148,7 +175,7 @@ int pp_kernel_image_open(const struct pp_kernel_image_opts *o, struct pp_kernel_
 	};
 	char running[PP_BUILD_ID_HEX_SIZE], path[512];
 	struct utsname uts;
-	const char *release = o->release;
+	const char *release = o->release, *fetched = "";
 	int err, nodata = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -198,23 +225,33 @@ int pp_kernel_image_open(const struct pp_kernel_image_opts *o, struct pp_kernel_
 		    .root = o->root, .path = "/vmlinux", .build_id = running};
 		int fd = pp_debug_file_open(o->debug_dirs, &t, NULL, 0);
 
-		if (fd >= 0) {
-			err = image_shape(fd, &out->stext);
-			if (!err) {
-				out->fd = fd;
-				snprintf(out->path, sizeof(out->path),
-					 "debug directory, build id %s", running);
-				snprintf(out->build_id, sizeof(out->build_id), "%s", running);
-				return 0;
-			}
-			close(fd);
-			nodata = 1;
+		err = take_fd(fd, running, "debug directory", out);
+		if (!err)
+			return 0;
+		nodata |= err == -ENODATA;
+	}
+	if (o->fetch) {
+		int fd = o->fetch(o->fetch_ctx, running);
+
+		if (fd == -EAGAIN) {
+			snprintf(why, why_size,
+				 "none here for %s (build id %s): asked the debuginfod servers",
+				 release, running);
+			return -EINPROGRESS;
 		}
+		err = take_fd(fd, running, "debuginfod", out);
+		if (!err)
+			return 0;
+		fetched = err == -ENODATA ? "; the debuginfod servers' has no DWARF or code"
+			  : fd >= 0	  ? "; the debuginfod servers' is another build"
+			  : fd == -ENOENT ? "; no debuginfod server has it"
+					  : "; asking the debuginfod servers failed";
+		nodata |= err == -ENODATA;
 	}
 	snprintf(why, why_size,
 		 "%s for %s (build id %s) in /usr/lib/debug/boot, /usr/lib/debug/lib/modules, "
-		 "/boot, /lib/modules/%s/build or DIR/.build-id (Debian: linux-image-%s-dbg)",
+		 "/boot, /lib/modules/%s/build or DIR/.build-id (Debian: linux-image-%s-dbg)%s",
 		 nodata ? "no image with DWARF and code" : "no image", release, running, release,
-		 release);
+		 release, fetched);
 	return nodata ? -ENODATA : -ENOENT;
 }

@@ -2,9 +2,9 @@
  * The running kernel's image with its DWARF (a vmlinux, as a distribution's debug package
  * installs it: Debian's linux-image-RELEASE-dbg, Fedora's kernel-debuginfo), for the data types
  * of kernel memory accesses. Found the way perf finds it (an explicit path, then the usual
- * places for the running release, then DIR/.build-id/ of each debug directory) and taken only
- * when its build id is the running kernel's (/sys/kernel/notes): an image of another build
- * would name the wrong instructions.
+ * places for the running release, then DIR/.build-id/ of each debug directory, then, where asked
+ * for, the debuginfod servers) and taken only when its build id is the running kernel's
+ * (/sys/kernel/notes): an image of another build would name the wrong instructions.
  */
 #ifndef PP_COLLECTOR_KERNEL_IMAGE_H
 #define PP_COLLECTOR_KERNEL_IMAGE_H
@@ -22,6 +22,13 @@ struct pp_kernel_image_opts {
 	const char *sys_root; /* NULL: "/sys" */
 	const char *release;  /* NULL: the running kernel's (uname -r) */
 	const struct pp_debug_dirs *debug_dirs; /* NULL: /usr/lib/debug only */
+	/*
+	 * Where none of those has it: the image by the running kernel's build id from a
+	 * debuginfod client that never blocks (pp_debuginfod_fetch: an fd, -EAGAIN while it is
+	 * fetched, -ENOENT or -EIO), or NULL. Opt-in: a vmlinux is hundreds of MiB a node.
+	 */
+	int (*fetch)(void *ctx, const char *build_id);
+	void *fetch_ctx;
 };
 
 struct pp_kernel_image {
@@ -43,7 +50,8 @@ int pp_kernel_build_id(const char *sys_root, char *out, size_t out_size);
  * and why it failed in why (for one log line):
  *   -ENOENT  no candidate exists, or none has the running kernel's build id;
  *   -ENODATA the image found has no DWARF or no code (a stripped or compressed image);
- *   -ESTALE  an explicit path whose build id is not the running kernel's.
+ *   -ESTALE  an explicit path whose build id is not the running kernel's;
+ *   -EINPROGRESS  none here, and o->fetch is fetching it: ask again later.
  * Without the running kernel's build id (no notes readable) only an explicit path is taken.
  */
 int pp_kernel_image_open(const struct pp_kernel_image_opts *o, struct pp_kernel_image *out,

@@ -3,7 +3,8 @@
  * /sys/kernel/notes is (the Xen and Linux notes around the GNU one), and the search for its
  * image with DWARF in a root laid out as a host with Debian's -dbg package installed. The image
  * is tests/programs/kernel_image, linked at the kernel's address; its build id and _stext are
- * read here with readelf and nm (binutils), not with the code under test.
+ * read here with readelf and nm (binutils), not with the code under test. A debuginfod client
+ * is stood in for by a scripted fetch function (the real one has tests of its own).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -176,6 +177,96 @@ TEST(found_by_build_id_in_a_debug_directory)
 	pp_debug_dirs_free(dirs);
 }
 
+/* A debuginfod client as the fetcher is: answers by script, the asked build ids kept. */
+struct fake_fetch {
+	int answers[4]; /* an errno (negative), or 1: open the file */
+	const char *file;
+	int calls;
+	char asked[PP_BUILD_ID_HEX_SIZE];
+};
+
+static int fake_fetch(void *ctx, const char *build_id)
+{
+	struct fake_fetch *ff = ctx;
+	int a = ff->answers[ff->calls < 4 ? ff->calls : 3];
+
+	ff->calls++;
+	snprintf(ff->asked, sizeof(ff->asked), "%s", build_id);
+	return a == 1 ? open(ff->file, O_RDONLY | O_CLOEXEC) : a;
+}
+
+static int open_fetching(const struct fixture *f, struct fake_fetch *ff,
+			 struct pp_kernel_image *img, char *why, size_t why_size)
+{
+	struct pp_kernel_image_opts o = {
+	    .root = f->root,
+	    .sys_root = f->sys,
+	    .release = RELEASE,
+	    .fetch = fake_fetch,
+	    .fetch_ctx = ff,
+	};
+
+	return pp_kernel_image_open(&o, img, why, why_size);
+}
+
+/*
+ * Nothing on the node: the servers are asked for the running build id, "in progress" while
+ * they fetch, then the image is taken; what they have of another build or without DWARF is
+ * refused, and a miss or a failure is said.
+ */
+TEST(fetched_from_debuginfod_by_the_running_build_id)
+{
+	struct fake_fetch ff = {.answers = {-EAGAIN, -EAGAIN, 1}, .file = IMAGE};
+	struct pp_kernel_image img;
+	struct fixture f;
+	char why[1024], stripped[4400];
+
+	fixture_init(&f, "pp-kimage-debuginfod");
+	CHECK(open_fetching(&f, &ff, &img, why, sizeof(why)) == -EINPROGRESS);
+	CHECK_STR(ff.asked, f.id);
+	CHECK(strstr(why, "asked the debuginfod servers") != NULL);
+	CHECK(img.fd == -1);
+	CHECK(open_fetching(&f, &ff, &img, why, sizeof(why)) == -EINPROGRESS);
+	REQUIRE(open_fetching(&f, &ff, &img, why, sizeof(why)) == 0);
+	CHECK_EQ_U64(ff.calls, 3);
+	CHECK_STR(img.build_id, f.id);
+	CHECK_EQ_U64(img.stext, image_stext());
+	CHECK(strstr(img.path, "debuginfod") != NULL);
+	close(img.fd);
+
+	/* found on the node: the servers are not asked */
+	REQUIRE(pp_test_sh("mkdir -p '%s/usr/lib/debug/boot' && cp " IMAGE
+			   " '%s/usr/lib/debug/boot/vmlinux-" RELEASE "'",
+			   f.root, f.root) == 0);
+	ff = (struct fake_fetch){.answers = {1}, .file = IMAGE};
+	REQUIRE(open_fetching(&f, &ff, &img, why, sizeof(why)) == 0);
+	CHECK_EQ_U64(ff.calls, 0);
+	close(img.fd);
+	REQUIRE(pp_test_sh("rm -r '%s/usr/lib/debug'", f.root) == 0);
+
+	/* a server's file of another build is refused */
+	REQUIRE(pp_test_write_kernel_notes(f.sys, "00112233445566778899aabbccddeeff00112233") == 0);
+	ff = (struct fake_fetch){.answers = {1}, .file = IMAGE};
+	CHECK(open_fetching(&f, &ff, &img, why, sizeof(why)) == -ENOENT);
+	CHECK(strstr(why, "another build") != NULL);
+	CHECK(img.fd == -1);
+	REQUIRE(pp_test_write_kernel_notes(f.sys, f.id) == 0);
+
+	/* and one without DWARF */
+	snprintf(stripped, sizeof(stripped), "%s/stripped", f.dir);
+	REQUIRE(pp_test_sh("strip --strip-debug -o '%s' " IMAGE, stripped) == 0);
+	ff = (struct fake_fetch){.answers = {1}, .file = stripped};
+	CHECK(open_fetching(&f, &ff, &img, why, sizeof(why)) == -ENODATA);
+	CHECK(strstr(why, "no DWARF or code") != NULL);
+
+	ff = (struct fake_fetch){.answers = {-ENOENT}};
+	CHECK(open_fetching(&f, &ff, &img, why, sizeof(why)) == -ENOENT);
+	CHECK(strstr(why, "no debuginfod server has it") != NULL);
+	ff = (struct fake_fetch){.answers = {-EIO}};
+	CHECK(open_fetching(&f, &ff, &img, why, sizeof(why)) == -ENOENT);
+	CHECK(strstr(why, "asking the debuginfod servers failed") != NULL);
+}
+
 /* Without the running kernel's build id nothing found by searching is trusted; a path is. */
 TEST(no_running_build_id_takes_only_a_given_path)
 {
@@ -198,6 +289,8 @@ TEST(no_running_build_id_takes_only_a_given_path)
 TEST_LIST = {
     {"build_id_from_notes_among_other_notes", build_id_from_notes_among_other_notes},
     {"found_where_debian_installs_it", found_where_debian_installs_it},
+    {"fetched_from_debuginfod_by_the_running_build_id",
+     fetched_from_debuginfod_by_the_running_build_id},
     {"found_through_the_build_link_inside_the_root", found_through_the_build_link_inside_the_root},
     {"another_build_or_no_dwarf_is_refused", another_build_or_no_dwarf_is_refused},
     {"found_by_build_id_in_a_debug_directory", found_by_build_id_in_a_debug_directory},
