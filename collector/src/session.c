@@ -1068,6 +1068,10 @@ static void apply_data_type(struct pp_session *s, const struct pp_symload_result
 	slot = &s->dtypes[r->tag & (DTYPE_SLOTS - 1)];
 	if (slot->state != DTYPE_PENDING || slot->tag != r->tag)
 		return; /* the slot went to another instruction */
+	if (r->err == EINPROGRESS) {
+		slot->state = DTYPE_EMPTY; /* the kernel's image is on its way: asked again */
+		return;
+	}
 	slot->state = DTYPE_DONE;
 	slot->miss = (uint8_t)r->type_miss;
 	if (r->type_miss == PP_DT_RESOLVED) {

@@ -24,6 +24,17 @@
 
 enum req_kind { REQ_MAPPING, REQ_DEBUG, REQ_FORGET, REQ_DATA_TYPE, REQ_KERNEL_DATA_TYPE };
 
+/* While debuginfod fetches the kernel's image, its search (a few opens) runs this often. */
+#define KERNEL_IMAGE_RETRY_NS 1000000000ull
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 struct request {
 	enum req_kind kind;
 	uint64_t tag;
@@ -70,6 +81,7 @@ struct pp_symloader {
 	struct pp_kernel_image kimage;
 	struct pp_data_type_resolver *kernel_r;
 	uint32_t kernel_answers;
+	uint64_t kernel_retry_ns;     /* while debuginfod fetches the image: its next search */
 	char kernel_why[768];	      /* the image's path, its build id and words */
 	struct pp_symloader_stats st; /* under lock */
 };
@@ -321,7 +333,8 @@ static void load_kernel_data_type(struct pp_symloader *l, const struct request *
 		out->err = EOPNOTSUPP;
 		return;
 	}
-	if (!l->st.kernel_image) {
+	if (!l->st.kernel_image ||
+	    (l->st.kernel_image == -EINPROGRESS && mono_ns() >= l->kernel_retry_ns)) {
 		char why[sizeof(l->kernel_why)];
 		int err = pp_kernel_image_open(l->opts.kernel_image, &l->kimage, why, sizeof(why));
 
@@ -337,6 +350,8 @@ static void load_kernel_data_type(struct pp_symloader *l, const struct request *
 					 l->kimage.build_id);
 			}
 		}
+		if (err == -EINPROGRESS)
+			l->kernel_retry_ns = mono_ns() + KERNEL_IMAGE_RETRY_NS;
 		pthread_mutex_lock(&l->lock);
 		l->st.kernel_image = err ? err : 1;
 		memcpy(l->kernel_why, why, sizeof(why));
@@ -346,7 +361,7 @@ static void load_kernel_data_type(struct pp_symloader *l, const struct request *
 		l->kernel_r = pp_data_type_resolver_open(l->kimage.fd, l->kimage.fd, &mapped);
 	}
 	if (!l->kernel_r) {
-		out->err = ENOENT;
+		out->err = l->st.kernel_image == -EINPROGRESS ? EINPROGRESS : ENOENT;
 		return;
 	}
 	out->type_miss =

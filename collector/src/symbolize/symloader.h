@@ -63,7 +63,8 @@ struct pp_symloader_stats {
 	uint64_t debug_loads;	      /* debug files (debuginfod) read for late naming */
 	uint64_t data_types;	      /* data-type requests answered (a type or a reason) */
 	uint64_t pending;	      /* gauge: requests queued or being loaded */
-	/* the kernel's image: 0 not looked for yet, 1 open, or the -errno of the search */
+	/* the kernel's image: 0 not looked for yet, 1 open, or the -errno of the search
+	 * (-EINPROGRESS: the debuginfod servers are fetching it; looked for again) */
 	int kernel_image;
 };
 
@@ -123,13 +124,15 @@ int pp_symloader_submit_data_type(struct pp_symloader *l, uint64_t tag, uint32_t
  * Queue the data type and field that the kernel instruction at text_offset bytes past _stext
  * accesses (the address kallsyms shows less its _stext: KASLR's slide is out of it), read from
  * the kernel image opts.kernel_image finds. Returns as pp_symloader_submit; the result's
- * type_miss is PP_DT_NO_FILE while there is no image (pp_symloader_kernel_image says why).
+ * type_miss is PP_DT_NO_FILE while there is no image (pp_symloader_kernel_image says why),
+ * with err EINPROGRESS while debuginfod fetches it: the caller asks again later, and the
+ * search runs again at most once a second.
  */
 int pp_symloader_submit_kernel_data_type(struct pp_symloader *l, uint64_t tag,
 					 uint64_t text_offset);
 /*
  * The kernel image's search: 1 with where it was found, 0 before it was looked for, or the
- * -errno of the search with why it failed, in why. Any thread.
+ * -errno of the search with why it failed, in why (-EINPROGRESS: being fetched). Any thread.
  */
 int pp_symloader_kernel_image(struct pp_symloader *l, char *why, size_t why_size);
 /* Queue the debug file of build_id, through opts.debug_fetch, for naming frames late. */

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <pebsprof/otlp.h>
@@ -885,6 +886,32 @@ struct kernel_run {
 };
 
 /*
+ * A kernel memory sample at ip (a runtime address) with an exact IP, from a process whose user
+ * stack is mem_touch_fn, read once the loader has answered: 0, or -1.
+ */
+static int kernel_sample(struct pp_session *s, uint64_t ip)
+{
+	unsigned char buf[256];
+	struct pp_sample rec;
+	uint64_t frames[2] = {ip, FN_ADDR(mem_touch_fn) + 4};
+	size_t len;
+
+	encode_mem(buf, (uint32_t)getpid(), 0xffff888812345678ull, DSRC_L1_HIT, 40,
+		   PP_SF_MEM_FIELDS | PP_SF_HAS_SAMPLE_FLAGS | PP_SF_EXACT_IP | PP_SF_KERNEL_IP);
+	memcpy(&rec, buf, sizeof(rec));
+	rec.ip = ip;
+	rec.nr_kstack = 1;
+	rec.nr_ustack = 1;
+	rec.hdr.size = (uint32_t)(sizeof(rec) + sizeof(frames));
+	len = rec.hdr.size;
+	memcpy(buf, &rec, sizeof(rec));
+	memcpy(buf + sizeof(rec), frames, sizeof(frames));
+	return pp_session_handle_record(s, buf, len) || pp_session_wait_symbols(s, 10000) ? -1 : 0;
+}
+
+static void kernel_run_result(struct fx *f, struct kernel_run *out);
+
+/*
  * Two samples at each kernel address of ips (runtime addresses, of the image or a module),
  * from a process whose user stack is mem_touch_fn, with the image's notes in a sysfs where
  * its build id is hex_id; the second of each pair is read once the loader has answered.
@@ -916,51 +943,38 @@ static int run_kernel(const uint64_t *ips, int n, const char *hex_id, struct ker
 	f.s = f.prof ? pp_session_new(&opts, f.prof) : NULL;
 	if (!f.s)
 		goto out;
-	for (int i = 0; i < n; i++) {
-		for (int k = 0; k < 2; k++) {
-			unsigned char buf[256];
-			struct pp_sample rec;
-			uint64_t frames[2] = {ips[i], FN_ADDR(mem_touch_fn) + 4};
-			size_t len = encode_mem(buf, (uint32_t)getpid(), 0xffff888812345678ull,
-						DSRC_L1_HIT, 40,
-						PP_SF_MEM_FIELDS | PP_SF_HAS_SAMPLE_FLAGS |
-						    PP_SF_EXACT_IP | PP_SF_KERNEL_IP);
-
-			memcpy(&rec, buf, sizeof(rec));
-			rec.ip = ips[i];
-			rec.nr_kstack = 1;
-			rec.nr_ustack = 1;
-			rec.hdr.size = (uint32_t)(sizeof(rec) + sizeof(frames));
-			len = rec.hdr.size;
-			memcpy(buf, &rec, sizeof(rec));
-			memcpy(buf + sizeof(rec), frames, sizeof(frames));
-			if (pp_session_handle_record(f.s, buf, len) ||
-			    pp_session_wait_symbols(f.s, 10000))
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < 2; k++)
+			if (kernel_sample(f.s, ips[i]))
 				goto out;
-		}
-	}
-	pp_session_flush(f.s);
-	pp_session_get_stats(f.s, &out->st);
-	out->image = pp_session_kernel_image(f.s, out->why, sizeof(out->why));
-	for (size_t i = 0; i < pp_profile_sample_count(f.prof) && out->nleaves < 4; i++) {
-		const struct pp_sample_info *si = pp_profile_get_sample(f.prof, i);
+	kernel_run_result(&f, out);
+	err = 0;
+out:
+	fx_fini(&f);
+	pp_kallsyms_free(ks);
+	return err;
+}
+
+/* The session's stats, its kernel image's search and the samples' leaves, into out. */
+static void kernel_run_result(struct fx *f, struct kernel_run *out)
+{
+	pp_session_flush(f->s);
+	pp_session_get_stats(f->s, &out->st);
+	out->image = pp_session_kernel_image(f->s, out->why, sizeof(out->why));
+	for (size_t i = 0; i < pp_profile_sample_count(f->prof) && out->nleaves < 4; i++) {
+		const struct pp_sample_info *si = pp_profile_get_sample(f->prof, i);
 		const struct pp_location_info *l[4];
 
 		if (si->nlocations < 4)
 			continue;
 		for (int k = 0; k < 4; k++)
-			l[k] = pp_profile_get_location(f.prof, si->locations[k]);
+			l[k] = pp_profile_get_location(f->prof, si->locations[k]);
 		if (l[0]->kind != PP_FRAME_DATA || l[1]->kind != PP_FRAME_DATA || !l[2]->function ||
 		    !l[3]->function)
 			continue;
 		snprintf(out->leaf[out->nleaves++], sizeof(out->leaf[0]), "%s;%s;%s;%s",
 			 l[3]->function, l[2]->function, l[1]->function, l[0]->function);
 	}
-	err = 0;
-out:
-	fx_fini(&f);
-	pp_kallsyms_free(ks);
-	return err;
 }
 
 static int has_leaf(const struct kernel_run *r, const char *stack)
@@ -1017,6 +1031,98 @@ TEST(another_kernel_build_types_nothing)
 	CHECK(run.nleaves == 0);
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A debuginfod client that fetches the image: -EAGAIN until the test says it arrived. */
+struct slow_server {
+	int arrived, asks;
+};
+
+static int slow_fetch(void *ctx, const char *build_id)
+{
+	struct slow_server *srv = ctx;
+
+	(void)build_id;
+	srv->asks++;
+	return srv->arrived ? open(KIMAGE, O_RDONLY | O_CLOEXEC) : -EAGAIN;
+}
+
+/*
+ * No image on the node, and the debuginfod servers still fetching it: kernel accesses wait,
+ * counted as such; once it has arrived they are typed, the instruction asked about while it
+ * was on its way included. The search runs again at most once a second, not per sample.
+ */
+TEST(kernel_accesses_wait_for_the_image_from_debuginfod)
+{
+	char dir[PATH_MAX], sys[PATH_MAX + 8], root[PATH_MAX + 8], id[128];
+	struct pp_kallsyms *ks = kimage_kallsyms();
+	struct slow_server srv = {0};
+	struct pp_kernel_image_opts ko = {
+	    .release = "6.1.0-99-amd64", .fetch = slow_fetch, .fetch_ctx = &srv};
+	struct pp_session_opts opts = {
+	    .mem_event = 1,
+	    .precise_ip = 1,
+	    .symbol_wait_ms = 10000,
+	    .kallsyms = ks,
+	    .kernel_image = &ko,
+	};
+	uint64_t ip = kimage_fn("task_prio") + KSLIDE;
+	struct kernel_run run = {0};
+	uint64_t t0, elapsed_ms;
+	struct fx f = {0};
+	int i;
+
+	elf_version(EV_CURRENT);
+	REQUIRE(ks != NULL && ip > KSLIDE);
+	pp_test_sh_line("readelf -n " KIMAGE " | sed -n 's/.*Build ID: *//p'", id, sizeof(id));
+	REQUIRE(strlen(id) == 40);
+	REQUIRE(pp_test_scratch_dir(dir, sizeof(dir), "pp-mem-kernel-dbgd") == 0);
+	snprintf(sys, sizeof(sys), "%s/sys", dir);
+	snprintf(root, sizeof(root), "%s/root", dir); /* a host without the image */
+	REQUIRE(pp_test_write_kernel_notes(sys, id) == 0);
+	REQUIRE(pp_test_sh("mkdir -p '%s'", root) == 0);
+	ko.sys_root = sys;
+	ko.root = root;
+	f.prof = pp_profile_new(&mem_desc);
+	f.s = f.prof ? pp_session_new(&opts, f.prof) : NULL;
+	REQUIRE(f.s != NULL);
+
+	t0 = mono_ms();
+	for (i = 0; i < 5; i++)
+		REQUIRE(kernel_sample(f.s, ip) == 0);
+	elapsed_ms = mono_ms() - t0;
+	kernel_run_result(&f, &run);
+	CHECK(run.image == -EINPROGRESS);
+	CHECK(strstr(run.why, "asked the debuginfod servers") != NULL);
+	CHECK_EQ_U64(run.st.data_typed, 0);
+	CHECK_EQ_U64(run.st.data_type_pending, 5);
+	CHECK_EQ_U64(run.st.data_untyped[PP_DT_NO_FILE], 0);
+	/* once, and again for each second that passed: not for every sample */
+	CHECK(srv.asks >= 1 && (uint64_t)srv.asks <= 1 + elapsed_ms / 1000);
+
+	srv.arrived = 1;
+	/* the next search comes a second after the last: samples until then still wait */
+	for (i = 0; i < 100; i++) {
+		REQUIRE(kernel_sample(f.s, ip) == 0);
+		kernel_run_result(&f, &run);
+		if (run.st.data_typed)
+			break;
+		usleep(50 * 1000);
+	}
+	CHECK(run.image == 1);
+	CHECK(strstr(run.why, "debuginfod, build id") != NULL);
+	CHECK(run.st.data_typed >= 1);
+	CHECK(has_leaf(&run, "mem_touch_fn;task_prio;struct task;struct task.prio"));
+	fx_fini(&f);
+	pp_kallsyms_free(ks);
+}
+
 /*
  * The DWARF the loader reads into memory for data types is bounded, all files together: a
  * binary whose debug sections alone are over the bound gets no type (too_big), and keeps its
@@ -1055,6 +1161,8 @@ TEST_LIST = {
      a_binary_with_more_dwarf_than_the_budget_gets_no_type},
     {"kernel_accesses_are_typed_from_the_kernel_image",
      kernel_accesses_are_typed_from_the_kernel_image},
+    {"kernel_accesses_wait_for_the_image_from_debuginfod",
+     kernel_accesses_wait_for_the_image_from_debuginfod},
     {"another_kernel_build_types_nothing", another_kernel_build_types_nothing},
     {"exact_ip_samples_name_the_data_type_and_field",
      exact_ip_samples_name_the_data_type_and_field},
