@@ -164,9 +164,10 @@ static void usage(FILE *f)
 	    "                        stripped files' debug files; --debuginfod-cache DIR and\n"
 	    "                        --debuginfod-cache-bytes SIZE bound what is kept\n"
 	    "      --no-perf-maps    do not read JIT runtimes' /tmp/perf-PID.map files\n"
-	    "      --kernel-image auto|none|PATH  the running kernel's vmlinux with DWARF,\n"
-	    "                        for the data types of kernel memory accesses (auto: where\n"
-	    "                        perf looks; Debian: linux-image-$(uname -r)-dbg)\n"
+	    "      --kernel-image auto|debuginfod|none|PATH  the running kernel's vmlinux with\n"
+	    "                        DWARF, for the data types of kernel memory accesses (auto:\n"
+	    "                        where perf looks; Debian: linux-image-$(uname -r)-dbg;\n"
+	    "                        debuginfod: then the --debuginfod servers, hundreds of MiB)\n"
 	    "  -q, --quiet           no progress line and no summary\n"
 	    "  -v, --verbose         debug logging (libbpf and verifier messages)\n"
 	    "  -h, --help            this text\n"
@@ -728,7 +729,11 @@ static void print_data_types(const struct pp_profile *profile, const struct pp_s
 			       (unsigned long long)st->data_untyped[m]);
 	printf("\n");
 	if (kernel_image)
-		printf("kernel data types: %s%s\n", kernel_image > 0 ? "" : "none: ", kernel_why);
+		printf("kernel data types: %s%s\n",
+		       kernel_image > 0		      ? ""
+		       : kernel_image == -EINPROGRESS ? "not yet: "
+						      : "none: ",
+		       kernel_why);
 	pp_report_print_data_types(profile, stdout, 15);
 }
 

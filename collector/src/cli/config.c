@@ -31,6 +31,9 @@
 #include "symbolize/debug_file.h"
 #include "symbolize/debuginfod_fetch.h"
 
+/* kernel-image debuginfod: a request's limit in all, for a vmlinux of hundreds of MiB */
+#define KERNEL_IMAGE_MAX_TIME_S 900u
+
 /* ---- errors ---------------------------------------------------------------------------- */
 
 __attribute__((format(printf, 2, 3))) void pp_cfg_err_add(struct pp_config_errors *e,
@@ -516,6 +519,7 @@ struct pp_k8s_meta_opts pp_run_config_k8s_opts(const struct pp_run_config *c)
 int pp_symbolizer_init(struct pp_symbolizer *out, const struct pp_run_config *c)
 {
 	char dirs[8192];
+	bool kernel_fetch;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -533,9 +537,10 @@ int pp_symbolizer_init(struct pp_symbolizer *out, const struct pp_run_config *c)
 			 c->debug_dirs, strerror(-err), PP_DEBUG_DIRS_MAX);
 		return err;
 	}
+	kernel_fetch = !strcmp(c->kernel_image, "debuginfod");
 	if (strcmp(c->kernel_image, "none")) {
 		out->kernel_image = (struct pp_kernel_image_opts){
-		    .path = strcmp(c->kernel_image, "auto") ? c->kernel_image : NULL,
+		    .path = c->kernel_image[0] == '/' ? c->kernel_image : NULL,
 		    .debug_dirs = out->debug_dirs,
 		};
 		out->kernel_image_on = 1;
@@ -545,6 +550,8 @@ int pp_symbolizer_init(struct pp_symbolizer *out, const struct pp_run_config *c)
 		    .urls = c->debuginfod,
 		    .cache_dir = c->debuginfod_cache,
 		    .cache_max_bytes = c->debuginfod_cache_bytes,
+		    /* a vmlinux takes minutes on a slow link; a stalled transfer still ends */
+		    .max_time_s = kernel_fetch ? KERNEL_IMAGE_MAX_TIME_S : 0,
 		};
 
 		out->debuginfod = pp_debuginfod_new(&o);
@@ -558,6 +565,10 @@ int pp_symbolizer_init(struct pp_symbolizer *out, const struct pp_run_config *c)
 					 c->debuginfod_cache, strerror(-err));
 			pp_symbolizer_fini(out);
 			return err;
+		}
+		if (kernel_fetch) {
+			out->kernel_image.fetch = pp_debuginfod_fetch;
+			out->kernel_image.fetch_ctx = out->debuginfod;
 		}
 	}
 	return 0;
@@ -577,6 +588,13 @@ void pp_symbolizer_session_opts(struct pp_symbolizer *s, const char *proc_root,
 	s->kernel_image.root = s->kernel_image_root;
 	s->kernel_image.sys_root = sysfs_root && sysfs_root[0] ? sysfs_root : NULL;
 	sess->kernel_image = &s->kernel_image;
+	if (s->kernel_image.fetch) {
+		char id[PP_BUILD_ID_HEX_SIZE];
+
+		/* the running kernel's image stays in the cache across restarts */
+		if (!pp_kernel_build_id(s->kernel_image.sys_root, id, sizeof(id)))
+			pp_debuginfod_pin(s->debuginfod, id);
+	}
 }
 
 void pp_symbolizer_fini(struct pp_symbolizer *s)

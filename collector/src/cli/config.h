@@ -152,7 +152,7 @@ struct pp_run_config {
 	char *debuginfod_cache;
 	uint64_t debuginfod_cache_bytes;
 	int no_perf_maps;
-	char *kernel_image;	   /* "auto", "none" or a vmlinux's path */
+	char *kernel_image;	   /* "auto", "debuginfod", "none" or a vmlinux's path */
 	uint64_t flush_timeout_ns; /* how long exit waits for the queue to drain */
 	uint64_t stack_depth;
 	int user_unwind; /* PP_USTACK_* (record.h), named by pp_ustack_walk_names */

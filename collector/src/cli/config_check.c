@@ -481,10 +481,17 @@ int pp_run_config_finish(struct pp_run_config *c, struct pp_config_errors *errs)
 		c->endpoint = full;
 	}
 	if (strcmp(c->kernel_image, "auto") && strcmp(c->kernel_image, "none") &&
-	    c->kernel_image[0] != '/') {
-		pp_cfg_err_add(errs, "kernel-image '%s' (%s): auto, none or an absolute path",
-			       c->kernel_image,
-			       pp_cfg_origin_text(c, PP_CFG_KERNEL_IMAGE, a, sizeof(a)));
+	    strcmp(c->kernel_image, "debuginfod") && c->kernel_image[0] != '/') {
+		pp_cfg_err_add(
+		    errs, "kernel-image '%s' (%s): auto, debuginfod, none or an absolute path",
+		    c->kernel_image, pp_cfg_origin_text(c, PP_CFG_KERNEL_IMAGE, a, sizeof(a)));
+		ret = -EINVAL;
+	} else if (!strcmp(c->kernel_image, "debuginfod") && !c->debuginfod[0]) {
+		pp_cfg_err_add(
+		    errs,
+		    "kernel-image debuginfod (%s) needs debuginfod servers: give "
+		    "--debuginfod URLS, debuginfod in the config file or DEBUGINFOD_URLS",
+		    pp_cfg_origin_text(c, PP_CFG_KERNEL_IMAGE, a, sizeof(a)));
 		ret = -EINVAL;
 	}
 	if (c->origin[PP_CFG_EXPORTER].src != PP_SRC_DEFAULT && c->exporter != PP_EXPORTER_FILE &&

@@ -238,11 +238,13 @@ const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
 			     .type = T_STR,
 			     .offset = OFF(kernel_image),
 			     .def = "auto",
-			     .metavar = "auto|none|PATH",
+			     .metavar = "auto|debuginfod|none|PATH",
 			     .help =
 				 "the running kernel's vmlinux with DWARF, for the data types of\n"
 				 "kernel memory accesses: auto looks where perf does (Debian:\n"
-				 "linux-image-$(uname -r)-dbg), taking only the running build's"},
+				 "linux-image-$(uname -r)-dbg), taking only the running build's;\n"
+				 "debuginfod also asks the debuginfod servers for it (hundreds\n"
+				 "of MiB a node, kept in the cache outside its bound)"},
     [PP_CFG_FLUSH_TIMEOUT] = {.name = "flush-timeout",
 			      .env = "PEBSPROF_FLUSH_TIMEOUT",
 			      .type = T_SECS,

@@ -844,17 +844,27 @@ TEST(flag_errors)
 	pp_run_config_fini(&c);
 }
 
-TEST(kernel_image_is_auto_none_or_a_path)
+TEST(kernel_image_is_auto_debuginfod_none_or_a_path)
 {
 	struct pp_run_config c;
 	struct pp_config_errors e;
 	const char *rel[] = {"--kernel-image", "vmlinux", NULL};
+	const char *dbgd[] = {"--kernel-image", "debuginfod", NULL};
 	char *env[] = {"PEBSPROF_KERNEL_IMAGE=/boot/vmlinux-6.1.0-99-amd64", NULL};
+	char *urls[] = {"DEBUGINFOD_URLS=http://127.0.0.1:8002", NULL};
 
 	CHECK(load(NULL, NULL, rel, &c, &e) == -EINVAL);
-	CHECK(has_error(&e,
-			"kernel-image 'vmlinux' (flag --kernel-image): auto, none or an absolute "
-			"path"));
+	CHECK(has_error(&e, "kernel-image 'vmlinux' (flag --kernel-image): auto, debuginfod, "
+			    "none or an absolute path"));
+	pp_run_config_fini(&c);
+	/* the servers' image: only with servers to ask */
+	CHECK(load(NULL, NULL, dbgd, &c, &e) == -EINVAL);
+	CHECK(has_error(&e, "kernel-image debuginfod (flag --kernel-image) needs debuginfod "
+			    "servers: give --debuginfod URLS, debuginfod in the config file or "
+			    "DEBUGINFOD_URLS"));
+	pp_run_config_fini(&c);
+	REQUIRE(load(NULL, urls, dbgd, &c, &e) == 0);
+	CHECK_STR(c.kernel_image, "debuginfod");
 	pp_run_config_fini(&c);
 	REQUIRE(load(NULL, env, NULL, &c, &e) == 0);
 	CHECK_STR(c.kernel_image, "/boot/vmlinux-6.1.0-99-amd64");
@@ -1339,7 +1349,8 @@ TEST_LIST = {
     {"errors_are_bounded_and_counted", errors_are_bounded_and_counted},
     {"all_layers_report_errors_together", all_layers_report_errors_together},
     {"flag_errors", flag_errors},
-    {"kernel_image_is_auto_none_or_a_path", kernel_image_is_auto_none_or_a_path},
+    {"kernel_image_is_auto_debuginfod_none_or_a_path",
+     kernel_image_is_auto_debuginfod_none_or_a_path},
     {"short_flags_and_repeats", short_flags_and_repeats},
     {"freq_and_period", freq_and_period},
     {"exporter_needs_an_endpoint", exporter_needs_an_endpoint},
