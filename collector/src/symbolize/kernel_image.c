@@ -250,8 +250,8 @@ int pp_kernel_image_open(const struct pp_kernel_image_opts *o, struct pp_kernel_
 	}
 	snprintf(why, why_size,
 		 "%s for %s (build id %s) in /usr/lib/debug/boot, /usr/lib/debug/lib/modules, "
-		 "/boot, /lib/modules/%s/build or DIR/.build-id (Debian: linux-image-%s-dbg)%s",
+		 "/boot, /lib/modules/%s/build or DIR/.build-id (Debian: linux-image-%s-dbg%s)%s",
 		 nodata ? "no image with DWARF and code" : "no image", release, running, release,
-		 release, fetched);
+		 release, o->fetch ? "" : "; or kernel-image debuginfod", fetched);
 	return nodata ? -ENODATA : -ENOENT;
 }
