@@ -1112,6 +1112,40 @@ static __always_inline void off_cpu_value(struct pp_sample *rec, __u64 now, __u6
 }
 
 /*
+ * A noted wait of tid whose end was not traced (the thread ran again, and now leaves the CPU
+ * again or exits): forgotten, and where its stacks are held and its wakeup was seen, recorded
+ * as ending there (a sleep; its wait for a CPU after the wakeup is not known).
+ */
+static __always_inline void off_cpu_unseen_end(__u32 tid, const struct off_cpu_since *old,
+					       struct pp_counters *cnt)
+{
+	struct off_cpu_end_info end = {.state = old->state};
+	__u64 wake_ns = old->wake_ns, off_ns = wake_ns - old->time_ns;
+	struct pp_sample *rec;
+
+	if (!old->held || wake_ns <= old->time_ns) {
+		if (old->held)
+			bpf_map_delete_elem(&off_cpu_records, &tid);
+		count_in(cnt, PP_CNT_OFF_CPU_UNSEEN_END);
+		return;
+	}
+	count_in(cnt, PP_CNT_OFF_CPU_ENDED_AT_WAKEUP);
+	if (off_ns < shim_config.off_cpu_min_ns) {
+		bpf_map_delete_elem(&off_cpu_records, &tid);
+		count_in(cnt, PP_CNT_OFF_CPU_SHORT);
+		return;
+	}
+	rec = bpf_map_lookup_elem(&off_cpu_records, &tid);
+	if (!rec) {
+		count_in(cnt, PP_CNT_OFF_CPU_EVICTED);
+		return;
+	}
+	off_cpu_value(rec, wake_ns, off_ns, &end);
+	write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED);
+	bpf_map_delete_elem(&off_cpu_records, &tid);
+}
+
+/*
  * Runs as prev leaves the CPU, in its context (current is still prev): notes when and how it
  * left, for 1 in off_cpu_every user threads that pass the filters. Where a probe takes the
  * stacks as the task resumes, nothing more: only waits long enough to record cost a walk.
@@ -1121,7 +1155,7 @@ static __always_inline void off_cpu_value(struct pp_sample *rec, __u64 now, __u6
 static __always_inline int handle_switch(void *ctx, int preempt, struct task_struct *prev,
 					 struct task_struct *next, const int tables)
 {
-	struct off_cpu_since since;
+	struct off_cpu_since since, *old;
 	__u32 tid = prev->pid, tgid = prev->tgid, at = shim_config.off_cpu_stacks_at;
 	struct pp_counters *cnt = cpu_counters();
 	struct pp_sample *rec;
@@ -1157,6 +1191,13 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 	since.state = off_cpu_state(prev, preempt);
 	if (since.state >= PP_OFF_CPU_STATES)
 		return 0;
+	/* a note still there: the thread came back to a CPU through a switch no one traced;
+	 * ended before its held record is taken over by this wait's */
+	old = bpf_map_lookup_elem(&off_cpu_waiting, &tid);
+	if (old) {
+		off_cpu_unseen_end(tid, old, cnt);
+		bpf_map_delete_elem(&off_cpu_waiting, &tid);
+	}
 	/* schedule() calls the scheduler without preempt; preemption does not return there */
 	since.held = at == PP_OFF_CPU_AT_SWITCH || (at == PP_OFF_CPU_AT_SCHEDULE_RETURN && preempt);
 	if (since.held) {
@@ -1169,7 +1210,7 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 	since.time_ns = bpf_ktime_get_ns();
 	since.wake_ns = 0;
 	since.wake_state = 0;
-	/* a note still there: the thread came back to a CPU through a switch no one saw */
+	/* a note made meanwhile (a race with the lookup above): not recorded */
 	err = bpf_map_update_elem(&off_cpu_waiting, &tid, &since, BPF_NOEXIST);
 	/*
 	 * Compared in 32 bits: before 6.4 the JIT calls the map's update directly, and its int
@@ -1322,12 +1363,12 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
 	__u32 tid = task->pid, tgid = task->tgid;
+	struct off_cpu_since *old;
 
 	/* an exiting thread is running: a wait still noted ended where no switch was seen */
-	if (shim_config.off_cpu_every && !bpf_map_delete_elem(&off_cpu_waiting, &tid)) {
-		count(PP_CNT_OFF_CPU_UNSEEN_END);
-		if (shim_config.off_cpu_stacks_at != PP_OFF_CPU_AT_RESUME)
-			bpf_map_delete_elem(&off_cpu_records, &tid);
+	if (shim_config.off_cpu_every && (old = bpf_map_lookup_elem(&off_cpu_waiting, &tid))) {
+		off_cpu_unseen_end(tid, old, cpu_counters());
+		bpf_map_delete_elem(&off_cpu_waiting, &tid);
 	}
 	if (tid != tgid)
 		return 0;

@@ -1326,14 +1326,16 @@ static int on_off_cpu_record(void *ctx, const void *data, size_t len)
 static const char *off_cpu_counters(const uint64_t *counters, char *buf, size_t len)
 {
 	snprintf(buf, len,
-		 "noted %llu short %llu emitted %llu lost %llu/%llu/%llu, end unseen %llu",
+		 "noted %llu short %llu emitted %llu lost %llu/%llu/%llu, end unseen %llu (and "
+		 "%llu ended at their wakeup)",
 		 (unsigned long long)counters[PP_CNT_OFF_CPU_NOTED],
 		 (unsigned long long)counters[PP_CNT_OFF_CPU_SHORT],
 		 (unsigned long long)counters[PP_CNT_OFF_CPU_EMITTED],
 		 (unsigned long long)counters[PP_CNT_OFF_CPU_RB_FULL],
 		 (unsigned long long)counters[PP_CNT_OFF_CPU_NOT_NOTED],
 		 (unsigned long long)counters[PP_CNT_OFF_CPU_EVICTED],
-		 (unsigned long long)counters[PP_CNT_OFF_CPU_UNSEEN_END]);
+		 (unsigned long long)counters[PP_CNT_OFF_CPU_UNSEEN_END],
+		 (unsigned long long)counters[PP_CNT_OFF_CPU_ENDED_AT_WAKEUP]);
 	return buf;
 }
 
@@ -1549,9 +1551,11 @@ static void run_off_cpu(uint32_t walk, uint32_t every, enum pp_shim_off_cpu_stac
 	CHECK(counters[PP_CNT_OFF_CPU_EMITTED] >= 1);
 	/*
 	 * Every wait noted is accounted for: short, recorded, lost, ended unseen (a kernel may
-	 * leave switches untraced: one seen here traced none away from its init's threads, so a
-	 * thread they handed the CPU to came back unseen; and an exit ends a wait unseen), or
-	 * still noted (a thread off the CPU when the programs went).
+	 * leave switches untraced: one seen here traced none away from its init's threads, and
+	 * the development VM's none from one CPU's idle task, so a thread handed the CPU there
+	 * came back unseen; and an exit ends a wait unseen), or still noted (a thread off the
+	 * CPU when the programs went). A sleep that came back unseen after a wakeup the shim saw
+	 * is recorded as ending there: counted once, as what became of its record.
 	 */
 	pending = pp_shim_off_cpu_waiting(shim, pending_tids, 4);
 	CHECK(pending >= 0);

@@ -699,7 +699,8 @@ static void print_off_cpu(const struct record_args *a, const struct pp_profile *
 	printf("off-CPU: %llu waits of %.1f ms or more (1 in %u), %.1f ms: runnable %.1f, "
 	       "throttled %.1f, sleeping %.1f, disk %.1f, stopped %.1f; %llu woken and kept from "
 	       "a CPU (in runnable, throttled); %llu shorter; lost %llu (ring buffer full %llu, "
-	       "not noted %llu, evicted %llu, end not seen %llu); stacks taken at %s\n",
+	       "not noted %llu, evicted %llu, end not seen %llu); %llu whose end was not seen "
+	       "ended at their wakeup; stacks taken at %s\n",
 	       (unsigned long long)st->off_cpu_samples, (double)a->off_cpu_min_ns / 1e6,
 	       a->off_cpu_every, (double)pp_profile_off_cpu_ns(profile) / 1e6,
 	       (double)ns[PP_WAIT_RUNNABLE] / 1e6, (double)ns[PP_WAIT_THROTTLED] / 1e6,
@@ -714,6 +715,7 @@ static void print_off_cpu(const struct record_args *a, const struct pp_profile *
 	       (unsigned long long)counters[PP_CNT_OFF_CPU_NOT_NOTED],
 	       (unsigned long long)counters[PP_CNT_OFF_CPU_EVICTED],
 	       (unsigned long long)counters[PP_CNT_OFF_CPU_UNSEEN_END],
+	       (unsigned long long)counters[PP_CNT_OFF_CPU_ENDED_AT_WAKEUP],
 	       taken_at ? taken_at : "none");
 }
 

@@ -190,6 +190,12 @@ enum pp_counter {
 	 * again or exited. Not recorded: when it ended is not known.
 	 */
 	PP_CNT_OFF_CPU_UNSEEN_END,
+	/*
+	 * of those, the ones recorded all the same (and counted as emitted, short or evicted, not
+	 * as unseen): a sleep whose wakeup the shim saw and whose stacks it held ended there, its
+	 * wait for a CPU after it unknown and left out
+	 */
+	PP_CNT_OFF_CPU_ENDED_AT_WAKEUP,
 	PP_CNT__MAX,
 };
 
