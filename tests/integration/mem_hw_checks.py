@@ -3,7 +3,12 @@
 classes protoc generated from the reference pprof schema (not our decoder).
 
 Usage: mem_hw_checks.py GEN_DIR FILE.pb.gz FUNC
-Prints key=value lines about the samples whose stack holds FUNC (the chase loop):
+       mem_hw_checks.py GEN_DIR FILE.pb.gz --kernel
+With --kernel, about the kernel's own accesses (the first frame with a mapping is the kernel's):
+  kernel_samples  how many
+  kernel_typed    how many of them are named a type and field (a leaf "struct X.f" under "struct X")
+  kleaf_<L>       the commonest typed leaves, with their kernel function: "kleaf_vfs_read;struct file.f_mode"
+Else prints key=value lines about the samples whose stack holds FUNC (the chase loop):
   samples       how many (the events, over the profile's fixed period)
   level_<L>     the share of them by the memory.level label's class: L1, LFB, L2, L3, RAM,
                 other (none, or a level not listed)
@@ -37,6 +42,32 @@ lat_i = types.index("latency")
 ev_i = 1 - lat_i
 fn = {f.id: st[f.name] for f in p.function}
 loc = {l.id: fn.get(l.line[0].function_id, "") if l.line else "" for l in p.location}
+
+
+def kernel_report():
+    maps = {m.id: st[m.filename] for m in p.mapping}
+    mapping_of = {l.id: maps.get(l.mapping_id, "") for l in p.location}
+    n_kernel, n_typed, typed = 0.0, 0.0, collections.Counter()
+    for s in p.sample:
+        ids = list(s.location_id)  # leaf first
+        first = next((i for i, l in enumerate(ids) if mapping_of[l]), None)
+        if first is None or mapping_of[ids[first]] != "[kernel.kallsyms]":
+            continue
+        n = s.value[ev_i] / p.period
+        n_kernel += n
+        names = [loc[l] for l in ids]
+        if first == 2 and names[0].startswith(names[1] + ".") and " " in names[1]:
+            n_typed += n
+            typed[names[2] + ";" + names[0]] += n
+    print(f"kernel_samples={n_kernel:.0f}")
+    print(f"kernel_typed={n_typed:.0f}")
+    for name, n in typed.most_common(5):
+        print(f"kleaf_{name}={n:.0f}")
+    sys.exit(0 if n_kernel >= 1 else 2)
+
+
+if func == "--kernel":
+    kernel_report()
 
 
 def level_class(level):

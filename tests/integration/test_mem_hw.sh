@@ -9,7 +9,8 @@
 # best precision the sampled IP is the load itself: the chase's samples are named "struct
 # node.next" from the DWARF at that IP, which a skidded IP (the next instruction, no memory
 # operand) could not be. `cycles:ppp` (or the PMU's best precision) gives the CPU shares
-# cpu-clock gives. A machine whose CPU no fixture under tests/data/sysfs has is captured
+# cpu-clock gives. Where the node has the running kernel's vmlinux with DWARF, the kernel's own
+# accesses in a walk of /usr are named a type and field under their kernel function. A machine whose CPU no fixture under tests/data/sysfs has is captured
 # (tests/data/sysfs/capture.sh) into build/hw-fixtures, to be added as a fixture.
 
 . "$(dirname "$0")/lib.sh"
@@ -164,4 +165,23 @@ done
 rc=$?
 cat "$T/cmp.out"
 pp_check "$pp_ev shares match cpu-clock's within 5 points" [ "$rc" -eq 0 ]
+
+# --- the kernel's own accesses, typed from the running kernel's image -------------------------
+kimage=$("$PP_PYTHON" -c 'import json, sys; s = json.load(open(sys.argv[1]))["symbolization"]
+print("-" if s.get("kernel_image") else (s.get("kernel_image_why") or "no image"))' "$T/probe.json")
+if [ "$kimage" != - ]; then
+	pp_skip_check "kernel data types: no vmlinux with DWARF for this kernel here ($kimage)"
+else
+	# walks of a large tree: the kernel reads dentries and inodes, many out of the caches
+	pp_run "$T/kern" timeout -s KILL 180 "$PEBSPROF" record -e mem-loads "${ldlat[@]}" \
+		-c 2000 -o "$T/kern.pb.gz" -- sh -c 'for i in 1 2 3; do find /usr -xdev -ls; done >/dev/null 2>&1'
+	pp_check "kernel data types: record names the image it typed them from" \
+		grep -q '^kernel data types: .*(build id [0-9a-f]*)' "$T/kern.out"
+	"$PP_PYTHON" "$checks" "$T/gen" "$T/kern.pb.gz" --kernel >"$T/kern.kv" 2>&1
+	echo "kernel: $(tr '\n' ' ' <"$T/kern.kv")"
+	ks=$(sed -n 's/^kernel_samples=//p' "$T/kern.kv")
+	kt=$(sed -n 's/^kernel_typed=//p' "$T/kern.kv")
+	pp_check "kernel data types: of ${ks:-0} kernel accesses, ${kt:-0} named a type and field under their kernel function" \
+		[ "${ks:-0}" -ge 20 -a "${kt:-0}" -ge 1 ]
+fi
 pp_finish
