@@ -233,10 +233,13 @@ int pp_kernel_image_open(const struct pp_kernel_image_opts *o, struct pp_kernel_
 	if (o->fetch) {
 		int fd = o->fetch(o->fetch_ctx, running);
 
-		if (fd == -EAGAIN) {
-			snprintf(why, why_size,
-				 "none here for %s (build id %s): asked the debuginfod servers",
-				 release, running);
+		/* a failure (a server down) is asked again by the client, not given up */
+		if (fd == -EAGAIN || fd == -EIO) {
+			snprintf(
+			    why, why_size, "none here for %s (build id %s): %s", release, running,
+			    fd == -EAGAIN ? "asked the debuginfod servers"
+					  : "asking the debuginfod servers failed; asked again "
+					    "later");
 			return -EINPROGRESS;
 		}
 		err = take_fd(fd, running, "debuginfod", out);
@@ -244,8 +247,7 @@ int pp_kernel_image_open(const struct pp_kernel_image_opts *o, struct pp_kernel_
 			return 0;
 		fetched = err == -ENODATA ? "; the debuginfod servers' has no DWARF or code"
 			  : fd >= 0	  ? "; the debuginfod servers' is another build"
-			  : fd == -ENOENT ? "; no debuginfod server has it"
-					  : "; asking the debuginfod servers failed";
+					  : "; no debuginfod server has it";
 		nodata |= err == -ENODATA;
 	}
 	snprintf(why, why_size,

@@ -51,7 +51,8 @@ int pp_kernel_build_id(const char *sys_root, char *out, size_t out_size);
  *   -ENOENT  no candidate exists, or none has the running kernel's build id;
  *   -ENODATA the image found has no DWARF or no code (a stripped or compressed image);
  *   -ESTALE  an explicit path whose build id is not the running kernel's;
- *   -EINPROGRESS  none here, and o->fetch is fetching it: ask again later.
+ *   -EINPROGRESS  none here, and o->fetch is fetching it, or asking failed (a server down;
+ *                 the client asks again): ask again later.
  * Without the running kernel's build id (no notes readable) only an explicit path is taken.
  */
 int pp_kernel_image_open(const struct pp_kernel_image_opts *o, struct pp_kernel_image *out,

@@ -212,7 +212,7 @@ static int open_fetching(const struct fixture *f, struct fake_fetch *ff,
 /*
  * Nothing on the node: the servers are asked for the running build id, "in progress" while
  * they fetch, then the image is taken; what they have of another build or without DWARF is
- * refused, and a miss or a failure is said.
+ * refused, a miss is said, and a failure (a server down) stays "in progress".
  */
 TEST(fetched_from_debuginfod_by_the_running_build_id)
 {
@@ -262,9 +262,10 @@ TEST(fetched_from_debuginfod_by_the_running_build_id)
 	ff = (struct fake_fetch){.answers = {-ENOENT}};
 	CHECK(open_fetching(&f, &ff, &img, why, sizeof(why)) == -ENOENT);
 	CHECK(strstr(why, "no debuginfod server has it") != NULL);
+	/* a server down: not given up, the client asks again later */
 	ff = (struct fake_fetch){.answers = {-EIO}};
-	CHECK(open_fetching(&f, &ff, &img, why, sizeof(why)) == -ENOENT);
-	CHECK(strstr(why, "asking the debuginfod servers failed") != NULL);
+	CHECK(open_fetching(&f, &ff, &img, why, sizeof(why)) == -EINPROGRESS);
+	CHECK(strstr(why, "asking the debuginfod servers failed; asked again later") != NULL);
 }
 
 /* Without the running kernel's build id nothing found by searching is trusted; a path is. */
