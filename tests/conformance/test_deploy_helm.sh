@@ -4,7 +4,8 @@
 # deploy/kubernetes (parsed YAML compared, not text); createNamespace + legacyKernel give the
 # namespace and the SYS_ADMIN variant; other values (endpoint, headers Secret, event,
 # frequency, interval, k8s source, resources, image, namespace) land where they should, pass
-# the schema and security checks, and yield a config file the agent accepts.
+# the schema and security checks, and yield a config file the agent accepts; kernelImage
+# debuginfod sizes the state volume for the kernel's image and needs servers.
 set -u
 . "$PP_SOURCE_DIR/tests/deploy/common.sh"
 need_node
@@ -116,6 +117,27 @@ if render --set endpoint= >/dev/null 2>"$tmp/err"; then
 else
 	grep -q 'endpoint is required' "$tmp/err" || fail "empty endpoint: unexpected error $(cat "$tmp/err")"
 fi
+# 5. The kernel's image from debuginfod: the state volume sized for it, and only with servers.
+render --set debuginfod=http://debuginfod.infra:8002 --set kernelImage=debuginfod \
+	>"$tmp/kimage.yaml" || fail "render with kernelImage debuginfod"
+node validate.mjs "$tmp/kimage.yaml" >/dev/null || fail "schema of the kernelImage debuginfod rendering"
+node --input-type=module -e '
+import fs from "node:fs"; import YAML from "yaml";
+const docs = YAML.parseAllDocuments(fs.readFileSync(process.argv[1], "utf8")).map((d) => d.toJS()).filter(Boolean);
+const ds = docs.find((o) => o.kind === "DaemonSet"), conf = docs.find((o) => o.kind === "ConfigMap").data["pebsprof.conf"];
+const vol = ds.spec.template.spec.volumes.find((v) => v.name === "profiles");
+const ok = vol?.emptyDir?.sizeLimit === "2Gi" && /^kernel-image = debuginfod$/m.test(conf) &&
+  /^debuginfod = http:\/\/debuginfod.infra:8002$/m.test(conf);
+if (!ok) console.log("FAIL kernelImage debuginfod: state volume " + JSON.stringify(vol) + ", config:\n" + conf);
+process.exit(ok ? 0 : 1);' "$tmp/kimage.yaml" || fail "kernelImage debuginfod not rendered as set"
+grep -q 'sizeLimit: 256Mi' "$tmp/default.yaml" || fail "the default state volume is not 256Mi"
+if render --set kernelImage=debuginfod >/dev/null 2>"$tmp/err"; then
+	fail "kernelImage debuginfod without servers rendered"
+else
+	grep -q 'kernelImage debuginfod needs debuginfod servers' "$tmp/err" ||
+		fail "kernelImage debuginfod without servers: unexpected error $(cat "$tmp/err")"
+fi
+
 # And the comparison itself can fail.
 render --set freq=49 >"$tmp/freq.yaml"
 node compare.mjs "${plain[@]}" -- "$tmp/freq.yaml" >/dev/null && fail "compare.mjs saw no difference for freq=49"
