@@ -17,23 +17,10 @@
 
 #define NOTES_MAX 4096
 
-int pp_kernel_build_id(const char *sys_root, char *out, size_t out_size)
+int pp_kernel_notes_build_id(const uint8_t *buf, size_t n, char *out, size_t out_size)
 {
-	char path[512];
-	uint8_t buf[NOTES_MAX];
-	size_t off = 0, n;
-	ssize_t got;
-	int fd;
+	size_t off = 0;
 
-	snprintf(path, sizeof(path), "%s/kernel/notes", sys_root ? sys_root : "/sys");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	got = read(fd, buf, sizeof(buf));
-	close(fd);
-	if (got < 0)
-		return -errno;
-	n = (size_t)got;
 	while (off + 12 <= n) {
 		uint32_t namesz, descsz, type;
 		size_t name_off = off + 12, desc_off;
@@ -55,6 +42,24 @@ int pp_kernel_build_id(const char *sys_root, char *out, size_t out_size)
 		off = desc_off + ((descsz + 3u) & ~3u);
 	}
 	return -ENOENT;
+}
+
+int pp_kernel_build_id(const char *sys_root, char *out, size_t out_size)
+{
+	char path[512];
+	uint8_t buf[NOTES_MAX];
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/kernel/notes", sys_root ? sys_root : "/sys");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	got = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (got < 0)
+		return -errno;
+	return pp_kernel_notes_build_id(buf, (size_t)got, out, out_size);
 }
 
 /* The image's _stext (or _text) and whether it has DWARF and code: 0, or -ENODATA. */
