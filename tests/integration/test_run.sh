@@ -183,8 +183,13 @@ n_first=$(echo $starts | tr ' ' '\n' | grep -c "^$first\$")
 pp_check "bodies decode with the official schema" bash -c "! echo '$starts' | grep -q BAD"
 pp_check "the window answered 503 was retried and arrived again (2 copies: 503 + 200)" \
 	[ "$n_first" -eq 2 ]
-pp_check "no other window arrived twice" \
-	[ "$(echo $starts | tr ' ' '\n' | sort | uniq -d | wc -l)" -eq 1 ]
+# Another window arrives twice only when its request was retried: a request unanswered in 10 s
+# is sent again (at least once, as OTLP exporters deliver), as a sink starved beside the kernel
+# matrix's guests was (clean run ci60).
+retries=$(sed -nE 's/.*export: [0-9]+ delivered, ([0-9]+) retries.*/\1/p' "$T/o.err" | tail -n1)
+extra=$(echo $starts | tr ' ' '\n' | sort | uniq -c | awk '$1 > 1 { n += $1 - 1 } END { print n + 0 }')
+pp_check "a window arrived twice only when it was sent again ($extra extra copies, ${retries:-?} retries)" \
+	[ "$extra" -ge 1 -a "$extra" -le "${retries:-0}" ]
 pp_check "service.name from OTEL_SERVICE_NAME" grep -q '"agent-test"' "$T/sink"/req-0001.body.txt
 pp_check "no k8s.node.name outside Kubernetes (NODE_NAME unset)" \
 	bash -c "! grep -q 'k8s.node.name' '$T/sink/req-0001.body.txt'"

@@ -88,8 +88,10 @@ agent() {
 		--k8s-ca-file "$T/cert.pem" --sample-labels pid "$@" >"$T/$name.out" \
 		2>"$T/$name.err" &
 	pid=$!
-	for _ in $(seq 600); do
-		[ "$(ls "$T/$name"/pebsprof-*.otlp.pb 2>/dev/null | wc -l)" -ge 2 ] && break
+	# three windows: the first (from the agent's start) and the last (to its stop) are
+	# partial, so two whole ones are written before the stop
+	for _ in $(seq 900); do
+		[ "$(ls "$T/$name"/pebsprof-*.otlp.pb 2>/dev/null | wc -l)" -ge 3 ] && break
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -97,11 +99,16 @@ agent() {
 	pp_wait_pid "$pid" 30
 	kill "$pid_a" "$pid_b" 2>/dev/null
 	wait "$pid_a" "$pid_b" 2>/dev/null
-	local last
-	last=$(ls "$T/$name"/pebsprof-*.otlp.pb 2>/dev/null | sort | tail -n 2 | head -n 1)
+	# Of the windows before the last, the one with the most containers: on a busy machine a
+	# workload can go a whole window without a sample (seen beside the kernel matrix).
+	local f best=0 n
 	: >"$T/$name.jsonl"
-	[ -n "$last" ] && "$PP_PYTHON" "$PP_SOURCE_DIR/tests/integration/otlp_resources.py" \
-		"$T/gen" "$last" >"$T/$name.jsonl"
+	for f in $(ls "$T/$name"/pebsprof-*.otlp.pb 2>/dev/null | sort | head -n -1); do
+		"$PP_PYTHON" "$PP_SOURCE_DIR/tests/integration/otlp_resources.py" "$T/gen" "$f" \
+			>"$f.jsonl" || continue
+		n=$(grep -c '"container.id"' "$f.jsonl")
+		[ "$n" -ge "$best" ] && best=$n && cp "$f.jsonl" "$T/$name.jsonl"
+	done
 }
 
 has_attr() { # JSONL CONTAINER_ID KEY VALUE
