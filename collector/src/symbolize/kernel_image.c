@@ -116,12 +116,16 @@ static int image_shape(int fd, uint64_t *stext)
 	return has_dwarf && has_code && found ? 0 : -ENODATA;
 }
 
-/* Take the candidate at path under root: 0, -ENOENT (absent or another build), -ENODATA. */
-static int try_image(const char *root, const char *path, const char *want_id,
-		     struct pp_kernel_image *out)
+/*
+ * Take the image open at fd (taken over, closed unless taken; -ENOENT for no fd) once its own
+ * build id is want_id (a path, a directory or a server may hold anything; NULL: any), named
+ * by the caller: 0; -ENOENT for another build, or -ENODATA without a build id (when want_id
+ * is NULL), DWARF or code.
+ */
+static int take_fd(int fd, const char *want_id, struct pp_kernel_image *out)
 {
 	char id[PP_BUILD_ID_HEX_SIZE];
-	int fd = pp_root_open(root, path, 0), err;
+	int err;
 
 	if (fd < 0)
 		return -ENOENT;
@@ -135,36 +139,29 @@ static int try_image(const char *root, const char *path, const char *want_id,
 		return err;
 	}
 	out->fd = fd;
-	snprintf(out->path, sizeof(out->path), "%s%s", root && root[0] ? root : "", path);
 	snprintf(out->build_id, sizeof(out->build_id), "%s", id);
 	return 0;
 }
 
-/*
- * Take fd, an image asked for by the running kernel's build id (from where says where), once
- * its own build id says so too (a server or directory may hold anything): 0, or -ENODATA
- * (closed) when it has no DWARF or code, -ENOENT (closed) for another build or no fd.
- */
-static int take_fd(int fd, const char *running, const char *where, struct pp_kernel_image *out)
+/* Take the candidate at path under root: 0, -ENOENT (absent or another build), -ENODATA. */
+static int try_image(const char *root, const char *path, const char *want_id,
+		     struct pp_kernel_image *out)
 {
-	char id[PP_BUILD_ID_HEX_SIZE];
-	int err;
+	int err = take_fd(pp_root_open(root, path, 0), want_id, out);
 
-	if (fd < 0)
-		return -ENOENT;
-	if (pp_elf_read_build_id_fd(fd, id, sizeof(id)) || strcmp(id, running)) {
-		close(fd);
-		return -ENOENT;
-	}
-	err = image_shape(fd, &out->stext);
-	if (err) {
-		close(fd);
-		return err;
-	}
-	out->fd = fd;
-	snprintf(out->path, sizeof(out->path), "%s, build id %s", where, running);
-	snprintf(out->build_id, sizeof(out->build_id), "%s", running);
-	return 0;
+	if (!err)
+		snprintf(out->path, sizeof(out->path), "%s%s", root && root[0] ? root : "", path);
+	return err;
+}
+
+/* Take fd, found by the running build id where says: named "WHERE, build id ID". */
+static int take_found(int fd, const char *running, const char *where, struct pp_kernel_image *out)
+{
+	int err = take_fd(fd, running, out);
+
+	if (!err)
+		snprintf(out->path, sizeof(out->path), "%s, build id %s", where, running);
+	return err;
 }
 
 int pp_kernel_image_open(const struct pp_kernel_image_opts *o, struct pp_kernel_image *out,
@@ -230,7 +227,7 @@ int pp_kernel_image_open(const struct pp_kernel_image_opts *o, struct pp_kernel_
 		    .root = o->root, .path = "/vmlinux", .build_id = running};
 		int fd = pp_debug_file_open(o->debug_dirs, &t, NULL, 0);
 
-		err = take_fd(fd, running, "debug directory", out);
+		err = take_found(fd, running, "debug directory", out);
 		if (!err)
 			return 0;
 		nodata |= err == -ENODATA;
@@ -247,7 +244,7 @@ int pp_kernel_image_open(const struct pp_kernel_image_opts *o, struct pp_kernel_
 					    "later");
 			return -EINPROGRESS;
 		}
-		err = take_fd(fd, running, "debuginfod", out);
+		err = take_found(fd, running, "debuginfod", out);
 		if (!err)
 			return 0;
 		fetched = err == -ENODATA ? "; the debuginfod servers' has no DWARF or code"
