@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/deadline.h"
 #include "base/vec.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/kallsyms.h"
@@ -26,10 +27,7 @@
 
 static uint64_t mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return pp_clock_ns(CLOCK_MONOTONIC) / 1000000u;
 }
 #define DEFAULT_MAX_SYMBOL_FILES 512
 /* The raw-stack table goes to the profile past this many bytes of entries, not only when it
@@ -1709,12 +1707,9 @@ static void on_sideband(void *ctx, const struct pp_sb_event *ev)
  */
 static void sideband_catch_up(struct pp_session *s, uint64_t sample_ns)
 {
-	struct timespec ts;
-
 	if (!s->opts.sideband || sample_ns < s->sb_read_ns)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	s->sb_read_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	s->sb_read_ns = pp_clock_ns(CLOCK_MONOTONIC);
 	if (s->sb_read_ns - s->file_frame_epoch_ns > FILE_FRAME_EPOCH_NS) {
 		s->file_frame_epoch++;
 		s->file_frame_epoch_ns = s->sb_read_ns;

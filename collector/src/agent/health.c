@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/deadline.h"
 #include "sampling/shim_loader.h"
 
 #define NS_PER_S 1000000000ull
@@ -722,14 +723,6 @@ struct pp_health_server {
 	struct conn *head, *tail; /* open connections, by deadline */
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
-
 static void list_unlink(struct pp_health_server *s, struct conn *c)
 {
 	if (c->prev)
@@ -812,7 +805,7 @@ static void conn_answer(struct pp_health_server *s, struct conn *c, int parse_re
 			const struct pp_http_request *req)
 {
 	struct pp_health_snapshot snap;
-	uint64_t now = mono_ns();
+	uint64_t now = pp_clock_ns(CLOCK_MONOTONIC);
 	int code;
 
 	pthread_mutex_lock(&s->lock);
@@ -924,7 +917,7 @@ static void accept_all(struct pp_health_server *s)
 		s->nconns++;
 		c->deadline_ns = 0;
 		list_append(s, c);
-		conn_touch(s, c, mono_ns());
+		conn_touch(s, c, pp_clock_ns(CLOCK_MONOTONIC));
 		ev.data.ptr = c;
 		if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev))
 			conn_close(s, c);
@@ -948,7 +941,7 @@ static void *server_main(void *arg)
 	struct epoll_event evs[64];
 
 	for (;;) {
-		int timeout = expire(s, mono_ns());
+		int timeout = expire(s, pp_clock_ns(CLOCK_MONOTONIC));
 		int n = epoll_wait(s->epoll_fd, evs, 64, timeout);
 
 		if (n < 0) {

@@ -1,12 +1,22 @@
 /*
- * An absolute time timeout_ms from now on a clock, for pthread_cond_timedwait: the sum the
- * waiting threads of the collector (unwinder, symbol loader, debuginfod) each need.
+ * A clock's now in nanoseconds, and an absolute time timeout_ms from now on a clock for
+ * pthread_cond_timedwait: what the collector's threads (sampling loop, unwinder, symbol
+ * loader, debuginfod, pod metadata, health) each read.
  */
 #ifndef PP_COLLECTOR_DEADLINE_H
 #define PP_COLLECTOR_DEADLINE_H
 
 #include <stdint.h>
 #include <time.h>
+
+/* clock's now, in ns */
+static inline uint64_t pp_clock_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* clock's now plus timeout_ms; a year at most, so that "forever" cannot overflow. */
 static inline struct timespec pp_deadline_after_ms(clockid_t clock, uint64_t timeout_ms)

@@ -26,6 +26,7 @@
 #include "cli_util.h"
 #include "config.h"
 #include "containers.h"
+#include "base/deadline.h"
 #include "base/log.h"
 #include "metadata/host_name.h"
 #include "sampler.h"

@@ -35,6 +35,7 @@
 #include "config.h"
 #include "containers.h"
 #include "agent/health.h"
+#include "base/deadline.h"
 #include "base/log.h"
 #include "metadata/host_name.h"
 #include "sampler.h"

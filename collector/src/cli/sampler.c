@@ -10,15 +10,8 @@
 #include <sys/statfs.h>
 
 #include "cli_util.h"
+#include "base/deadline.h"
 #include "base/log.h"
-
-uint64_t pp_clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The CPUs the events were opened on, ascending, once each (malloc'ed; NULL: no memory). */
 static int *event_cpus(const struct pp_event_set *set, size_t *nr)

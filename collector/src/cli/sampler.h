@@ -89,7 +89,4 @@ void pp_sampler_profile_desc(const struct pp_sampler *s, struct pp_profile_desc 
 /* Fills the session options the events decide: kallsyms, precise ip, clock offset. */
 void pp_sampler_session_opts(const struct pp_sampler *s, struct pp_session_opts *sess);
 
-/* A clock reading in nanoseconds. */
-uint64_t pp_clock_ns(clockid_t id);
-
 #endif /* PP_SAMPLER_H */

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/deadline.h"
 #include "base/fsutil.h"
 
 #define PP_MOUNTINFO_MAX (4u << 20) /* mountinfo with thousands of mounts fits */
@@ -240,11 +241,8 @@ int pp_cgroup2_mount(const char *proc_root, char *out, size_t outlen)
 
 static uint64_t default_now(void *ctx)
 {
-	struct timespec ts;
-
 	(void)ctx;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return pp_clock_ns(CLOCK_MONOTONIC);
 }
 
 static size_t bucket_of(const struct pp_cgroup_ids *c, uint64_t id)

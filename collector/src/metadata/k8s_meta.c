@@ -21,6 +21,7 @@
 
 #include <curl/curl.h>
 
+#include "base/deadline.h"
 #include "base/log.h"
 
 #define DEF_REFRESH_MS 45000u
@@ -85,14 +86,6 @@ struct pp_k8s_meta {
 	int thread_started;
 	unsigned int seed;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static const char *const source_names[] = {
     [PP_K8S_AUTO] = "auto",
@@ -333,7 +326,7 @@ static void set_state(struct pp_k8s_meta *m, enum pp_k8s_state st, const char *r
 static int install(struct pp_k8s_meta *m, struct pp_k8s_podlist *l)
 {
 	struct snapshot *ns = calloc(1, sizeof(*ns)), *old = m->snap;
-	uint64_t now = now_ns(), kept = 0, ev_pods, ev_ctrs;
+	uint64_t now = pp_clock_ns(CLOCK_MONOTONIC), kept = 0, ev_pods, ev_ctrs;
 	int rc;
 
 	if (!ns) {
@@ -417,7 +410,7 @@ static int read_token(struct pp_k8s_meta *m)
 	FILE *f;
 	int changed;
 
-	m->token_read_ns = now_ns();
+	m->token_read_ns = pp_clock_ns(CLOCK_MONOTONIC);
 	if (!m->token_path[0])
 		return 0;
 	f = fopen(m->token_path, "re");
@@ -521,7 +514,8 @@ static int fetch_locked(struct pp_k8s_meta *m)
 			 "spec.nodeName) or node-name");
 		goto fail;
 	}
-	if (!m->token || now_ns() - m->token_read_ns >= (uint64_t)m->token_ttl_ms * 1000000ull)
+	if (!m->token || pp_clock_ns(CLOCK_MONOTONIC) - m->token_read_ns >=
+			     (uint64_t)m->token_ttl_ms * 1000000ull)
 		read_token(m); /* unreadable: keep the old one; a 401 will say so */
 	rc = http_get(m, &status, reason, sizeof(reason));
 	if (rc == 0 && status == 401 && read_token(m) == 1)
@@ -605,7 +599,7 @@ static void *fetch_main(void *arg)
 
 	pthread_mutex_lock(&m->lock);
 	while (!m->stop) {
-		uint64_t now = now_ns(), due = next;
+		uint64_t now = pp_clock_ns(CLOCK_MONOTONIC), due = next;
 		struct timespec ts;
 
 		if (m->refresh_wanted) {
@@ -620,7 +614,7 @@ static void *fetch_main(void *arg)
 			pp_k8s_meta_refresh_now(m);
 			pthread_mutex_lock(&m->lock);
 			last = now;
-			next = now_ns() + jittered_ns(m);
+			next = pp_clock_ns(CLOCK_MONOTONIC) + jittered_ns(m);
 			continue;
 		}
 		ts.tv_sec = (time_t)(due / 1000000000ull);
@@ -799,7 +793,7 @@ struct pp_k8s_meta *pp_k8s_meta_new(const struct pp_k8s_meta_opts *opts)
 	m->max_response = o->max_response_bytes ? o->max_response_bytes : DEF_MAX_RESPONSE;
 	m->lim.max_pods = o->max_pods ? o->max_pods : DEF_MAX_PODS;
 	m->lim.max_containers = o->max_containers ? o->max_containers : DEF_MAX_CONTAINERS;
-	m->seed = (unsigned)(now_ns() ^ (uint64_t)getpid());
+	m->seed = (unsigned)(pp_clock_ns(CLOCK_MONOTONIC) ^ (uint64_t)getpid());
 	m->state = m->source == PP_K8S_NONE ? PP_K8S_STATE_OFF : PP_K8S_STATE_STARTING;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_mutex_init(&m->fetch_lock, NULL);

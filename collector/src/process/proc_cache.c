@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/deadline.h"
+
 #define DEFAULT_PROC_ROOT "/proc"
 #define DEFAULT_NEG_CAPACITY 256
 #define DEFAULT_NEG_TTL_NS 1000000000ull
@@ -76,11 +78,8 @@ struct pp_proc_cache {
 
 static uint64_t monotonic_ns(void *ctx)
 {
-	struct timespec ts;
-
 	(void)ctx;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return pp_clock_ns(CLOCK_MONOTONIC);
 }
 
 static uint64_t now_ns(const struct pp_proc_cache *c)

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/deadline.h"
 #include "metadata/cgroup_ids.h"
 #include "metadata/cgroup_level.h"
 #include "sysinfo.h"
@@ -1078,12 +1079,9 @@ int pp_shim_poll(struct pp_shim *shim, int timeout_ms, pp_shim_record_fn cb, voi
 	shim->cb_ctx = ctx;
 	if (shim->wake_epfd >= 0 && timeout_ms) {
 		struct epoll_event evs[8];
-		struct timespec ts;
-		uint64_t now;
+		uint64_t now = pp_clock_ns(CLOCK_MONOTONIC);
 		int n;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 		if (now >= shim->wake_quiet_until_ns) {
 			/* woken by the rings or another source; either way the rings are read */
 			n = epoll_wait(shim->wake_epfd, evs, 8, timeout_ms);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/deadline.h"
 #include "base/fsutil.h"
 #include "base/root_open.h"
 #include "process/mount_fs.h"
@@ -380,11 +381,8 @@ struct pp_perf_maps {
 
 static uint64_t mono_now(void *ctx)
 {
-	struct timespec ts;
-
 	(void)ctx;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return pp_clock_ns(CLOCK_MONOTONIC);
 }
 
 struct pp_perf_maps *pp_perf_maps_new(const struct pp_perf_maps_opts *opts)

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/deadline.h"
 #include "base/elf_read.h"
 #include "base/log.h"
 
@@ -99,14 +100,6 @@ static uint32_t key_hash(const struct file_key *k)
 static uint32_t id_hash(const char *id)
 {
 	return fnv1a(id, strlen(id), FNV_SEED);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void key_from_stat(const struct stat *st, struct file_key *k)
@@ -481,7 +474,7 @@ const struct pp_elf_symbols *pp_symcache_get_fd(struct pp_symcache *c, int fd, c
 		errno = EINVAL;
 		return NULL;
 	}
-	now = now_ns();
+	now = pp_clock_ns(CLOCK_MONOTONIC);
 	if (fstat(fd, &st) != 0)
 		return NULL;
 	if (!S_ISREG(st.st_mode)) {
@@ -605,7 +598,7 @@ const struct pp_elf_symbols *pp_symcache_get_identity(struct pp_symcache *c,
 	struct id_slot *slot;
 	struct entry *e;
 
-	uint64_t now = now_ns();
+	uint64_t now = pp_clock_ns(CLOCK_MONOTONIC);
 
 	if (!c || !c->idents || !id || !id->inode) {
 		errno = EINVAL;
@@ -639,6 +632,6 @@ void pp_symcache_add_identity(struct pp_symcache *c, const struct pp_file_identi
 	slot = ident_slot(c, id);
 	slot->id = *id;
 	key_from_stat(&st, &slot->key);
-	slot->verified_ns = now_ns();
+	slot->verified_ns = pp_clock_ns(CLOCK_MONOTONIC);
 	slot->used = 1;
 }

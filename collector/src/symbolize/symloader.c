@@ -27,14 +27,6 @@ enum req_kind { REQ_MAPPING, REQ_DEBUG, REQ_FORGET, REQ_DATA_TYPE, REQ_KERNEL_DA
 /* While debuginfod fetches the kernel's image, its search (a few opens) runs this often. */
 #define KERNEL_IMAGE_RETRY_NS 1000000000ull
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 struct request {
 	enum req_kind kind;
 	uint64_t tag;
@@ -333,8 +325,8 @@ static void load_kernel_data_type(struct pp_symloader *l, const struct request *
 		out->err = EOPNOTSUPP;
 		return;
 	}
-	if (!l->st.kernel_image ||
-	    (l->st.kernel_image == -EINPROGRESS && mono_ns() >= l->kernel_retry_ns)) {
+	if (!l->st.kernel_image || (l->st.kernel_image == -EINPROGRESS &&
+				    pp_clock_ns(CLOCK_MONOTONIC) >= l->kernel_retry_ns)) {
 		char why[sizeof(l->kernel_why)];
 		int err = pp_kernel_image_open(l->opts.kernel_image, &l->kimage, why, sizeof(why));
 
@@ -351,7 +343,7 @@ static void load_kernel_data_type(struct pp_symloader *l, const struct request *
 			}
 		}
 		if (err == -EINPROGRESS)
-			l->kernel_retry_ns = mono_ns() + KERNEL_IMAGE_RETRY_NS;
+			l->kernel_retry_ns = pp_clock_ns(CLOCK_MONOTONIC) + KERNEL_IMAGE_RETRY_NS;
 		pthread_mutex_lock(&l->lock);
 		l->st.kernel_image = err ? err : 1;
 		memcpy(l->kernel_why, why, sizeof(why));

@@ -144,14 +144,6 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint32_t hash32(uint32_t x)
 {
 	x ^= x >> 16;
@@ -472,11 +464,11 @@ static int table_build(struct pp_unwinder *u, struct table *t, int fd, const cha
 {
 	struct pp_unwind_packed *pk = &t->packed;
 	struct pp_unwind_table *ut;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = pp_clock_ns(CLOCK_MONOTONIC);
 	int ret = 0;
 
 	ut = pp_unwind_table_open_fd(fd, 0);
-	u->st.build_ns += now_ns() - t0;
+	u->st.build_ns += pp_clock_ns(CLOCK_MONOTONIC) - t0;
 	if (!ut) {
 		int err = errno;
 
@@ -494,9 +486,9 @@ static int table_build(struct pp_unwinder *u, struct table *t, int fd, const cha
 	}
 	u->st.tables_built++;
 	t->nloads = (uint32_t)pp_unwind_table_get_loads(ut, t->loads);
-	t0 = now_ns();
+	t0 = pp_clock_ns(CLOCK_MONOTONIC);
 	ret = pack_with_room(u, ut, pk);
-	u->st.build_ns += now_ns() - t0;
+	u->st.build_ns += pp_clock_ns(CLOCK_MONOTONIC) - t0;
 	if (ret == -ENODATA || ret == -E2BIG) {
 		/* no rows; or more than a table may have, or code spanning 4 GiB */
 		t->none = 1;
