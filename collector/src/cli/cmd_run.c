@@ -60,7 +60,7 @@ struct agent {
 	struct pp_symbolizer sym; /* debug directories, debuginfod; the session borrows them */
 	struct pp_sampler smp;	  /* system, events, kernel symbols, shim */
 	struct pp_session *session;
-	int kernel_image_said; /* the kernel image's search was logged (2: that it is fetched) */
+	int kernel_image_said; /* the kernel image's search state last logged (0: none yet) */
 	struct pp_containers containers; /* cgroup -> container and pod; the session borrows it */
 	struct pp_profile *profile;	 /* the open window */
 	struct pp_profile_desc desc;
@@ -847,19 +847,21 @@ static void health_tick(struct agent *ag, int stopping)
 		snap.frames_named_source[i] = pp_frame_source_name((enum pp_frame_source)i);
 	}
 	snap.frames_unnamed = ss.unnamed;
-	if (ss.mem_samples && ag->kernel_image_said != 1) {
+	/* the search runs at the first kernel access sampled with an exact IP: its state is
+	 * logged as it changes, until it ended (while debuginfod fetches the image, once) */
+	if (ss.mem_samples && (!ag->kernel_image_said || ag->kernel_image_said == -EINPROGRESS)) {
 		char why[768];
 		int state = pp_session_kernel_image(ag->session, why, sizeof(why));
 
-		/* once: the search runs at the first kernel access sampled with an exact IP; while
-		 * debuginfod fetches the image, once that it does and once how it ended */
-		if (state == -EINPROGRESS && !ag->kernel_image_said)
-			pp_info("kernel data types: not yet: %s", why);
-		else if (state > 0)
-			pp_info("kernel data types from %s", why);
-		else if (state < 0 && state != -EINPROGRESS)
-			pp_warn("kernel data types: none: %s", why);
-		ag->kernel_image_said = state == -EINPROGRESS ? 2 : state != 0;
+		if (state != ag->kernel_image_said) {
+			if (state == -EINPROGRESS)
+				pp_info("kernel data types: not yet: %s", why);
+			else if (state > 0)
+				pp_info("kernel data types from %s", why);
+			else if (state < 0)
+				pp_warn("kernel data types: none: %s", why);
+			ag->kernel_image_said = state;
+		}
 	}
 	if (ss.mem_samples) {
 		int n = 0;
