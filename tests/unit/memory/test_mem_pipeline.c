@@ -911,6 +911,19 @@ static int kernel_sample(struct pp_session *s, uint64_t ip)
 
 static void kernel_run_result(struct fx *f, struct kernel_run *out);
 
+/* A memory session with exact IPs whose kernel accesses are typed from the image ko finds. */
+static struct pp_session_opts kernel_session_opts(struct pp_kallsyms *ks,
+						  const struct pp_kernel_image_opts *ko)
+{
+	return (struct pp_session_opts){
+	    .mem_event = 1,
+	    .precise_ip = 1,
+	    .symbol_wait_ms = 10000,
+	    .kallsyms = ks,
+	    .kernel_image = ko,
+	};
+}
+
 /*
  * Two samples at each kernel address of ips (runtime addresses, of the image or a module),
  * from a process whose user stack is mem_touch_fn, with the image's notes in a sysfs where
@@ -921,17 +934,11 @@ static int run_kernel(const uint64_t *ips, int n, const char *hex_id, struct ker
 	char dir[PATH_MAX], sys[PATH_MAX + 8];
 	struct pp_kallsyms *ks = kimage_kallsyms();
 	struct pp_kernel_image_opts ko = {.path = KIMAGE};
-	struct pp_session_opts opts = {
-	    .mem_event = 1,
-	    .precise_ip = 1,
-	    .symbol_wait_ms = 10000,
-	    .kallsyms = ks,
-	    .kernel_image = &ko,
-	    .type_answers = 2, /* the image's resolver made again after every second answer */
-	};
+	struct pp_session_opts opts = kernel_session_opts(ks, &ko);
 	struct fx f = {0};
 	int err = -1;
 
+	opts.type_answers = 2; /* the image's resolver made again after every second answer */
 	memset(out, 0, sizeof(*out));
 	if (!ks || pp_test_scratch_dir(dir, sizeof(dir), "pp-mem-kernel"))
 		goto out;
@@ -1065,13 +1072,7 @@ TEST(kernel_accesses_wait_for_the_image_from_debuginfod)
 	struct slow_server srv = {0};
 	struct pp_kernel_image_opts ko = {
 	    .release = "6.1.0-99-amd64", .fetch = slow_fetch, .fetch_ctx = &srv};
-	struct pp_session_opts opts = {
-	    .mem_event = 1,
-	    .precise_ip = 1,
-	    .symbol_wait_ms = 10000,
-	    .kallsyms = ks,
-	    .kernel_image = &ko,
-	};
+	struct pp_session_opts opts = kernel_session_opts(ks, &ko);
 	uint64_t ip = kimage_fn("task_prio") + KSLIDE;
 	struct kernel_run run = {0};
 	uint64_t t0, elapsed_ms;

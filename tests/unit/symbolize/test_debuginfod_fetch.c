@@ -203,6 +203,17 @@ TEST(a_miss_is_asked_for_once)
 	pp_debuginfod_free(d);
 }
 
+/* Both test files downloaded into d, one after the other; its stats then in st. */
+static void fetch_both(struct pp_debuginfod *d, struct pp_debuginfod_stats *st)
+{
+	pp_debuginfod_fetch(d, g_id1);
+	CHECK_EQ_U64(pp_debuginfod_wait_idle(d, 20000), 0);
+	pp_debuginfod_fetch(d, g_id2);
+	CHECK_EQ_U64(pp_debuginfod_wait_idle(d, 20000), 0);
+	pp_debuginfod_get_stats(d, st);
+	CHECK_EQ_U64(st->found, 2);
+}
+
 TEST(cache_stays_within_its_bound)
 {
 	struct pp_debuginfod_stats st;
@@ -213,12 +224,7 @@ TEST(cache_stays_within_its_bound)
 	/* room for one debug file: the second download pushes the first out */
 	d = fetcher("cache3", 12 << 10, g_port);
 	REQUIRE(d != NULL);
-	pp_debuginfod_fetch(d, g_id1);
-	CHECK_EQ_U64(pp_debuginfod_wait_idle(d, 20000), 0);
-	pp_debuginfod_fetch(d, g_id2);
-	CHECK_EQ_U64(pp_debuginfod_wait_idle(d, 20000), 0);
-	pp_debuginfod_get_stats(d, &st);
-	CHECK_EQ_U64(st.found, 2);
+	fetch_both(d, &st);
 	CHECK(st.cache_removed >= 1);
 	CHECK(st.cache_bytes <= 12 << 10);
 	fd = pp_debuginfod_fetch(d, g_id2); /* the newest is kept */
@@ -240,12 +246,7 @@ TEST(a_pinned_file_stays_outside_the_bound)
 	REQUIRE(d != NULL);
 	CHECK_EQ_U64(pp_debuginfod_pin(d, "not-hex"), (uint64_t)-EINVAL);
 	CHECK_EQ_U64(pp_debuginfod_pin(d, g_id1), 0);
-	pp_debuginfod_fetch(d, g_id1);
-	CHECK_EQ_U64(pp_debuginfod_wait_idle(d, 20000), 0);
-	pp_debuginfod_fetch(d, g_id2);
-	CHECK_EQ_U64(pp_debuginfod_wait_idle(d, 20000), 0);
-	pp_debuginfod_get_stats(d, &st);
-	CHECK_EQ_U64(st.found, 2);
+	fetch_both(d, &st);
 	CHECK_EQ_U64(st.cache_removed, 0); /* as cache_stays_within_its_bound's, but pinned */
 	CHECK(st.cache_bytes > 0 && st.cache_bytes <= 12 << 10);
 	fd = pp_debuginfod_fetch(d, g_id1);
