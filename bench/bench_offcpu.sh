@@ -78,22 +78,27 @@ busy_ms() {
 switches() { awk '/^ctxt/ { print $2 }' /proc/stat; }
 # cpu_ms FILE: user + system CPU of a command /usr/bin/time -f '%U %S' wrote to FILE
 cpu_ms() { awk 'END { printf "%d", ($1 + $2) * 1000 }' "$1"; }
-# proc_ms PID: the user + system CPU of a running process, its threads included, in ms
-proc_ms() {
-	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print int(($12 + $13) * 1000 / hz) }' \
-		"/proc/$1/stat" 2>/dev/null || echo 0
+# proc_us PID: the CPU time a running process has had so far, its threads included, in us
+# (the scheduler's count, schedstat's first field: /proc/PID/stat's ticks are 10 ms, as
+# coarse as the steady state's whole figure)
+proc_us() {
+	local t ns sum=0
+	for t in /proc/"$1"/task/*; do
+		read -r ns _ <"$t/schedstat" 2>/dev/null && sum=$((sum + ns))
+	done
+	echo $((sum / 1000))
 }
 # steady PID FILE: from a third of the run to a sixth before its end (room for a slow
 # machine's commands; under TCG a shell command takes a tenth of a second), the CPU of the
-# command /usr/bin/time runs as PID's child and the machine's busy time: "cpu_ms busy_ms ms",
+# command /usr/bin/time runs as PID's child and the machine's busy time: "cpu_us busy_ms ms",
 # or "- - -" where the command was gone before the window ended
 steady() {
 	local child c0 b0 t0 c1 b1 t1 warm=$((SECS / 3 > 1 ? SECS / 3 : 1)) tail=$((SECS / 6 + 1))
 	sleep "$warm"
 	child=$(pgrep -P "$1" | head -n1)
-	c0=$(proc_ms "$child") b0=$(busy_ms) t0=$(date +%s%N)
+	c0=$(proc_us "$child") b0=$(busy_ms) t0=$(date +%s%N)
 	sleep $((SECS - warm - tail > 1 ? SECS - warm - tail : 1))
-	c1=$(proc_ms "$child") b1=$(busy_ms) t1=$(date +%s%N)
+	c1=$(proc_us "$child") b1=$(busy_ms) t1=$(date +%s%N)
 	if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
 		echo "$((c1 - c0)) $((b1 - b0)) $(((t1 - t0) / 1000000))" >"$2"
 	else
@@ -190,8 +195,8 @@ for RATE in ${RATES//,/ }; do
 	pp_sb=$((pp_sb - base_busy * pp_sw_ms / base_wall))
 	perf_sb=$((perf_sb - base_busy * perf_sw_ms / base_wall))
 	printf '          steady state: pebsprof cpu %s ms/s, +busy %s ms/s; perf cpu %s ms/s, +busy %s ms/s; cpu %s, +busy %s\n' \
-		"$(ratio "$pp_sc" "$((pp_sw_ms / 1000))" %.1f)" "$(ratio "$pp_sb" "$((pp_sw_ms / 1000))" %.1f)" \
-		"$(ratio "$perf_sc" "$((perf_sw_ms / 1000))" %.1f)" "$(ratio "$perf_sb" "$((perf_sw_ms / 1000))" %.1f)" \
+		"$(ratio "$pp_sc" "$pp_sw_ms" %.2f)" "$(ratio "$pp_sb" "$((pp_sw_ms / 1000))" %.1f)" \
+		"$(ratio "$perf_sc" "$perf_sw_ms" %.2f)" "$(ratio "$perf_sb" "$((perf_sw_ms / 1000))" %.1f)" \
 		"$(ratio "$pp_sc" "$perf_sc")" "$(ratio "$pp_sb" "$perf_sb")"
 	echo "          pebsprof: BPF $(ratio "$bpf_ns" "$bpf_runs" %.0f) ns a run over $bpf_runs runs (stacks at ${at:-?}), ${waits:-?} waits recorded, lost ${lost:-?}; perf: +busy $perf_busy ms, $(du -k "$TMP/perf.data" 2>/dev/null | cut -f1) KiB of perf.data"
 	rm -f "$TMP/perf.data" "$TMP/pp.folded"
