@@ -10,8 +10,10 @@
  * largest register number an instruction names, so one hostile number cost it gigabytes.
  */
 #include "unwind_table.h"
+#include "unwind_table_priv.h"
 
 #include "base/elf_read.h"
+#include "base/blake2b.h"
 #include "base/vec.h"
 
 #include <dwarf.h>
@@ -38,35 +40,6 @@
 #define MAX_CFI_INSNS 16384
 /* One CFI section, in bytes: libclang-cpp's .eh_frame is 5 MiB, the largest seen 30. */
 #define MAX_CFI_SECTION_BYTES (64u << 20)
-
-/* A row's rules: a file's rows repeat a few thousand of them a million times. */
-struct row_rule {
-	int32_t cfa_off;
-	int16_t rbp_off, ra_off;
-	uint8_t cfa_rule, rbp_rule, ra_rule, flags;
-};
-
-/* Distinct rules one table may hold (its rows name them by a 16-bit index). */
-#define MAX_TABLE_RULES 65535
-
-/*
- * Rows are held compact, 6 bytes where a struct pp_unwind_row takes 16: the pc as an offset
- * from the first row's, and the index of its rules in the table's own list. Compiling
- * libclang-cpp's 1.0 million rows (764 distinct rules) held 16 MiB of rows at its peak.
- */
-struct pp_unwind_table {
-	uint64_t base_pc;  /* the first row's pc */
-	uint32_t *pc_offs; /* each row's pc - base_pc, ascending */
-	uint16_t *rule_ix; /* each row's index in rules */
-	size_t n, cap, max_rows;
-	struct row_rule *rules;
-	size_t nrules, rules_cap;
-	uint16_t *rule_slots; /* while compiling: rules by hash (index + 1; 0 free) */
-	size_t nslots;
-	struct pp_unwind_table_stats stats;
-	struct pp_unwind_load loads[PP_UNWIND_MAX_LOADS];
-	size_t nloads;
-};
 
 /*
  * CFI validation: an entry runs only once checked here, registers and nesting bounded and
@@ -1250,7 +1223,7 @@ static int build(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_sha
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	t->max_rows = max_rows ? max_rows : (size_t)1 << 22;
+	t->max_rows = max_rows ? max_rows : DEFAULT_MAX_ROWS;
 	read_loads(elf, t);
 	err_eh = find_section(elf, src, shape, ".eh_frame_hdr", &hdr);
 	if (!err_eh)
@@ -1318,6 +1291,80 @@ struct pp_unwind_table *pp_unwind_table_open_fd(int fd, size_t max_rows)
 		return NULL;
 	}
 	return t;
+}
+
+#ifndef PP_CFI_COMPILER_ID
+#define PP_CFI_COMPILER_ID "unversioned"
+#endif
+
+/* One input of the digest: its presence, then where it is and its bytes. */
+static void digest_section(struct pp_blake2b *h, const struct section *sec, bool present)
+{
+	uint64_t head[2] = {present ? sec->vaddr : 0, present ? sec->data->d_size : 0};
+	uint8_t tag = present;
+
+	pp_blake2b_update(h, &tag, 1);
+	pp_blake2b_update(h, head, sizeof(head));
+	if (present)
+		pp_blake2b_update(h, sec->data->d_buf, sec->data->d_size);
+}
+
+/*
+ * What build() reads, in the order it reads it: the header's class and machine, the PT_LOAD
+ * segments, the three CFI sections (decompressed, as compiled). The compiler's own identity
+ * (its source's digest, from the build) goes first, so a compiler that changes names new
+ * digests rather than reading tables it would not make.
+ */
+int pp_unwind_table_digest_fd(int fd, uint8_t out[PP_UNWIND_DIGEST_SIZE])
+{
+	static const char *const names[] = {".eh_frame_hdr", ".eh_frame", ".debug_frame"};
+	struct pp_unwind_table loads = {0};
+	struct pp_elf_shape shape;
+	struct pp_elf_src src;
+	struct pp_blake2b h;
+	GElf_Ehdr ehdr;
+	Elf *elf;
+	int err;
+
+	err = pp_elf_src_fd(&src, fd);
+	if (err)
+		return fd < 0 ? -EBADF : err == -EINVAL ? -ENOEXEC : err;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	err = pp_elf_preflight(&src, &shape);
+	if (err)
+		return err;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr)) {
+		elf_end(elf);
+		return -ENOEXEC;
+	}
+	pp_blake2b_init(&h, PP_UNWIND_DIGEST_SIZE);
+	pp_blake2b_update(&h, PP_CFI_COMPILER_ID, sizeof(PP_CFI_COMPILER_ID));
+	pp_blake2b_update(&h, ehdr.e_ident, EI_NIDENT);
+	pp_blake2b_update(&h, &ehdr.e_machine, sizeof(ehdr.e_machine));
+	read_loads(elf, &loads);
+	for (size_t i = 0; i < loads.nloads; i++) {
+		uint64_t l[4] = {loads.loads[i].vaddr, loads.loads[i].offset, loads.loads[i].filesz,
+				 loads.loads[i].exec};
+
+		pp_blake2b_update(&h, l, sizeof(l));
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !err; i++) {
+		struct section sec = {0};
+		int found = find_section(elf, &src, &shape, names[i], &sec);
+
+		if (found && found != -ENODATA)
+			err = found;
+		else
+			digest_section(&h, &sec, !found);
+		section_fini(&sec);
+	}
+	elf_end(elf);
+	if (err)
+		return err;
+	pp_blake2b_final(&h, out);
+	return 0;
 }
 
 struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, size_t max_rows)

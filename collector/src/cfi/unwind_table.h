@@ -90,6 +90,14 @@ struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, si
  */
 struct pp_unwind_table *pp_unwind_table_from_rows(const struct pp_unwind_row *rows, size_t n);
 void pp_unwind_table_free(struct pp_unwind_table *t);
+/*
+ * A digest (BLAKE2b, 32 bytes) of everything the compile of fd reads, and of the compiler: two
+ * files with the same digest compile to the same table, so a table kept under it (a cache,
+ * unwind_table_file.h) stands for any such file however it was named. 0, or the errors of
+ * pp_unwind_table_open_fd for a file it would refuse (ENODATA is not one: no CFI digests).
+ */
+#define PP_UNWIND_DIGEST_SIZE 32
+int pp_unwind_table_digest_fd(int fd, uint8_t out[PP_UNWIND_DIGEST_SIZE]);
 
 /* The row covering pc (the last row starting at or below it) in *out; false before the first. */
 bool pp_unwind_table_lookup(const struct pp_unwind_table *t, uint64_t pc,
