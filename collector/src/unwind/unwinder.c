@@ -29,6 +29,7 @@
 #include "process/mapped_file.h"
 #include "process/procmaps.h"
 #include "symbolize/elf_symbols.h"
+#include "table_cache.h"
 #include "unwind_pack.h"
 #include "cfi/unwind_table.h"
 
@@ -56,7 +57,12 @@ _Static_assert(PP_REG_SAME == PP_UW_REG_SAME && PP_REG_UNDEFINED == PP_UW_REG_UN
 enum op { OP_INSTALL, OP_RELEASE };
 
 struct table {
-	char key[80]; /* "b:" build id, or "i:" dev, inode, size, mtime */
+	/* "c:" the digest of what its table is compiled from, or "i:" dev, inode, size, mtime
+	 * for a file whose CFI cannot be read */
+	char key[80];
+	/* "s:" the device, inode, ctime and size of the file last found to hold key: the same
+	 * four again are the same bytes (no write leaves ctime), so its digest is not redone */
+	char stat_key[96];
 	uint64_t hash;
 	uint32_t first, nr;		/* the run in the row array; nr 0: none there now */
 	struct pp_unwind_packed packed; /* nr_pages, base_vaddr, the rules held (words freed) */
@@ -133,6 +139,7 @@ struct pp_unwinder {
 	uint32_t procs_mask;
 	struct pp_bpf_unwind_proc *scratch;
 	struct pp_unwind_rules *rules; /* the rule array's contents */
+	struct pp_table_cache *cache;  /* NULL: none */
 	struct pp_unwinder_stats st;
 };
 
@@ -427,17 +434,49 @@ static struct table *table_slot(struct pp_unwinder *u)
 	return t;
 }
 
-/* The file's key: its build id, or where it is and when it changed. */
-static void file_key(int fd, const struct stat *st, char *key, size_t size)
+/* The digest a "c:" key spells: false for another key. */
+static bool digest_of_key(const char *key, uint8_t digest[PP_UNWIND_DIGEST_SIZE])
 {
-	char id[64];
+	if (strncmp(key, "c:", 2) || strlen(key) != 2 + 2 * PP_UNWIND_DIGEST_SIZE)
+		return false;
+	for (int i = 0; i < PP_UNWIND_DIGEST_SIZE; i++) {
+		unsigned v;
 
-	if (pp_elf_read_build_id_fd(fd, id, sizeof(id)) == 0 && id[0])
-		snprintf(key, size, "b:%s", id);
-	else
+		if (sscanf(key + 2 + 2 * i, "%2x", &v) != 1)
+			return false;
+		digest[i] = (uint8_t)v;
+	}
+	return true;
+}
+
+static struct table *table_find_stat(struct pp_unwinder *u, const char *stat_key)
+{
+	for (uint32_t i = 0; i < u->max_tables; i++)
+		if (u->tables[i].in_use && !strcmp(u->tables[i].stat_key, stat_key))
+			return &u->tables[i];
+	return NULL;
+}
+
+/*
+ * The file's key: the digest of its CFI, segments and the compiler (cfi/unwind_table.h), so
+ * two files share a table only where they compile to the same one: a file that claims
+ * another's build id (a container's, hostile) gets its own. A file the digest refuses (not
+ * ELF, CFI over the caps): where it is and when it changed. *digested: digest holds it.
+ */
+static void file_key(int fd, const struct stat *st, char *key, size_t size,
+		     uint8_t digest[PP_UNWIND_DIGEST_SIZE], bool *digested)
+{
+	*digested = pp_unwind_table_digest_fd(fd, digest) == 0;
+	if (*digested) {
+		size_t n = (size_t)snprintf(key, size, "c:");
+
+		for (int i = 0; i < PP_UNWIND_DIGEST_SIZE && n + 3 <= size; i++)
+			n += (size_t)snprintf(key + n, size - n, "%02x", digest[i]);
+	} else {
 		snprintf(key, size, "i:%" PRIx64 ":%" PRIu64 ":%" PRId64 ":%" PRId64,
 			 (uint64_t)st->st_dev, (uint64_t)st->st_ino, (int64_t)st->st_size,
 			 (int64_t)st->st_mtim.tv_sec);
+	}
 }
 
 /*
@@ -457,18 +496,48 @@ static int pack_with_room(struct pp_unwinder *u, const struct pp_unwind_table *u
 	return ret;
 }
 
+/*
+ * The file's table: read from the cache when one was kept under its digest (*from_cache),
+ * else compiled, and kept there for the next start. digest NULL: the file has none (the
+ * cache is not asked). NULL with errno as pp_unwind_table_open_fd's.
+ */
+static struct pp_unwind_table *table_compile(struct pp_unwinder *u, int fd, const uint8_t *digest,
+					     bool *from_cache)
+{
+	struct pp_unwind_table *ut;
+	uint64_t t0;
+
+	if (u->cache && digest) {
+		t0 = pp_clock_ns(CLOCK_MONOTONIC);
+		ut = pp_table_cache_get(u->cache, digest);
+		u->st.cache_read_ns += pp_clock_ns(CLOCK_MONOTONIC) - t0;
+		if (ut) {
+			*from_cache = true;
+			u->st.tables_from_cache++;
+			return ut;
+		}
+	}
+	ut = pp_unwind_table_open_fd(fd, 0);
+	if (ut && u->cache && digest)
+		(void)pp_table_cache_put(u->cache, digest, ut); /* counted by the cache */
+	return ut;
+}
+
 /* Compile the file's CFI into a run of rows: 0 (t->nr may be 0: no CFI) or -ENOSPC. */
 #define TRIM_AFTER_WORDS (256u << 10) /* 1 MiB of rows: a few MiB while compiling */
 
-static int table_build(struct pp_unwinder *u, struct table *t, int fd, const char *name)
+static int table_build(struct pp_unwinder *u, struct table *t, int fd, const char *name,
+		       const uint8_t *digest)
 {
 	struct pp_unwind_packed *pk = &t->packed;
 	struct pp_unwind_table *ut;
 	uint64_t t0 = pp_clock_ns(CLOCK_MONOTONIC);
+	bool from_cache = false;
 	int ret = 0;
 
-	ut = pp_unwind_table_open_fd(fd, 0);
-	u->st.build_ns += pp_clock_ns(CLOCK_MONOTONIC) - t0;
+	ut = table_compile(u, fd, digest, &from_cache);
+	if (!from_cache)
+		u->st.build_ns += pp_clock_ns(CLOCK_MONOTONIC) - t0;
 	if (!ut) {
 		int err = errno;
 
@@ -484,7 +553,7 @@ static int table_build(struct pp_unwinder *u, struct table *t, int fd, const cha
 		}
 		return 0;
 	}
-	u->st.tables_built++;
+	u->st.tables_built += !from_cache;
 	t->nloads = (uint32_t)pp_unwind_table_get_loads(ut, t->loads);
 	t0 = pp_clock_ns(CLOCK_MONOTONIC);
 	ret = pack_with_room(u, ut, pk);
@@ -579,7 +648,9 @@ static struct table *table_find_id(struct pp_unwinder *u, const char *id_key)
 static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint32_t *relatives,
 			       const struct pp_map_entry *e)
 {
-	char key[80], id_key[64] = "";
+	char key[80], id_key[64] = "", stat_key[96];
+	uint8_t digest[PP_UNWIND_DIGEST_SIZE];
+	bool digested;
 	struct stat st;
 	struct table *t;
 	uint64_t h;
@@ -608,12 +679,22 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 		close(fd);
 		return NULL;
 	}
-	file_key(fd, &st, key, sizeof(key));
+	snprintf(stat_key, sizeof(stat_key), "s:%" PRIx64 ":%" PRIu64 ":%" PRId64 ".%09ld:%" PRId64,
+		 (uint64_t)st.st_dev, (uint64_t)st.st_ino, (int64_t)st.st_ctim.tv_sec,
+		 st.st_ctim.tv_nsec, (int64_t)st.st_size);
+	t = table_find_stat(u, stat_key);
+	if (t) {
+		snprintf(key, sizeof(key), "%s", t->key);
+		digested = digest_of_key(key, digest);
+	} else {
+		file_key(fd, &st, key, sizeof(key), digest, &digested);
+	}
 	h = hash_str(key);
 	t = table_find(u, key, h);
 	/* built, without CFI, or too big for the rows free when it was tried: not again */
 	if (t && (t->none || t->nr || (t->no_room && t->no_room_frees == u->frees))) {
 		u->st.tables_shared += t->nr != 0;
+		snprintf(t->stat_key, sizeof(t->stat_key), "%s", stat_key);
 		if (id_key[0]) {
 			snprintf(t->id_key, sizeof(t->id_key), "%s", id_key);
 			t->id_verified_ms = now_ms();
@@ -633,8 +714,9 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	}
 	/* new, or evicted before: compile (again) */
 	u->st.tables_rebuilt += t->built_before;
-	(void)table_build(u, t, fd, e->path);
+	(void)table_build(u, t, fd, e->path, digested ? digest : NULL);
 	t->built_before |= t->nr != 0;
+	snprintf(t->stat_key, sizeof(t->stat_key), "%s", stat_key);
 	if (id_key[0]) {
 		snprintf(t->id_key, sizeof(t->id_key), "%s", id_key);
 		t->id_verified_ms = now_ms();
@@ -981,6 +1063,18 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->free_ext[0] = (struct extent){0, sink->nr_rows};
 	u->nfree = 1;
 	u->st.rows_total = sink->nr_rows;
+	if (opts && opts->table_cache_dir && opts->table_cache_dir[0]) {
+		struct pp_table_cache_opts co = {.dir = opts->table_cache_dir,
+						 .max_bytes = opts->table_cache_bytes};
+
+		/* without it every start compiles every table again: worse, not wrong */
+		u->cache = pp_table_cache_new(&co);
+		if (!u->cache)
+			pp_warn("unwind table cache %s: %s: tables are compiled at each start",
+				opts->table_cache_dir,
+				errno == EPERM ? "not this user's alone (others may write it)"
+					       : strerror(errno));
+	}
 	if (opts && opts->worker) {
 		int err = pthread_create(&u->thread, NULL, worker, u);
 
@@ -1017,6 +1111,7 @@ void pp_unwinder_free(struct pp_unwinder *u)
 	for (uint32_t i = 0; u->tables && i < u->max_tables; i++)
 		pp_unwind_packed_release(&u->tables[i].packed, NULL);
 	pp_unwind_rules_free(u->rules);
+	pp_table_cache_free(u->cache);
 	pthread_mutex_destroy(&u->lock);
 	pthread_mutex_destroy(&u->work);
 	pthread_cond_destroy(&u->cond);
@@ -1254,6 +1349,17 @@ void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out)
 	pthread_mutex_lock(&u->work);
 	*out = u->st;
 	out->rules_used = pp_unwind_rules_count(u->rules);
+	if (u->cache) {
+		struct pp_table_cache_stats cs;
+
+		pp_table_cache_get_stats(u->cache, &cs);
+		out->cache_on = true;
+		out->cache_stored = cs.stored;
+		out->cache_refused = cs.refused;
+		out->cache_trimmed = cs.trimmed;
+		out->cache_failed = cs.failed;
+		out->cache_bytes = cs.bytes;
+	}
 	pthread_mutex_unlock(&u->work);
 	out->procs_dropped = dropped;
 	out->procs_swept = __atomic_load_n(&u->swept, __ATOMIC_RELAXED);

@@ -46,6 +46,9 @@ struct pp_unwinder_opts {
 	uint32_t max_tables;   /* files remembered, with or without a table; 0: 4096 */
 	uint32_t rescan_ms;    /* a sampled process's maps are read again after this; 0: 2000 */
 	bool include_self;     /* also this process (tests); by default it walks frame pointers */
+	/* compiled tables kept here across starts (table_cache.h); NULL: compiled at each start */
+	const char *table_cache_dir;
+	uint64_t table_cache_bytes; /* its bound; 0: 64 MiB */
 };
 
 struct pp_unwinder_stats {
@@ -79,6 +82,12 @@ struct pp_unwinder_stats {
 	uint64_t tables_by_identity;  /* mappings given a table without opening their file */
 	uint64_t procs_from_events;   /* lists made from the side-band's mappings */
 	uint64_t maps_reads;	      /* /proc/PID/maps reads */
+	/* the table cache (table_cache.h): tables read from it instead of compiled, ... */
+	uint64_t tables_from_cache;
+	uint64_t cache_stored, cache_refused, cache_trimmed, cache_failed; /* its files */
+	uint64_t cache_bytes;	/* in its directory now */
+	uint64_t cache_read_ns; /* digesting files, reading and decoding tables */
+	bool cache_on;
 };
 
 struct pp_unwinder;

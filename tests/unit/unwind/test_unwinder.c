@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "testsh.h"
+#include "symbolize/elf_symbols.h"
 #include "unwind/unwind_pack.h"
 #include "cfi/unwind_table.h"
 #include "unwind/unwinder.h"
@@ -498,7 +499,143 @@ TEST(drain_for_waits_a_bounded_time)
 	mem_sink_free(m);
 }
 
+/*
+ * Two starts of the agent with one table cache: the second reads every table the first
+ * compiled, compiles none, and puts the very rows and rules in the kernel's arrays that the
+ * first did. A cache file altered between the starts is refused, removed and compiled again.
+ */
+TEST(a_second_start_reads_the_tables_from_the_cache)
+{
+	struct mem_sink *m1 = mem_sink_new(1u << 20), *m2 = mem_sink_new(1u << 20);
+	char dir[600];
+	struct pp_unwinder_opts o = {0};
+	struct pp_unwinder_stats s1, s2;
+	struct pp_unwinder *u;
+	const struct pp_bpf_unwind_proc *p1, *p2;
+	pid_t a;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m1 && m2);
+	snprintf(dir, sizeof(dir), "%s/table-cache", g_dir);
+	o.table_cache_dir = dir;
+	a = start("chain_cxx");
+
+	u = pp_unwinder_new(&m1->sink, &o);
+	REQUIRE(u != NULL);
+	CHECK(pp_unwinder_install(u, (uint32_t)a) == 0);
+	pp_unwinder_get_stats(u, &s1);
+	pp_unwinder_free(u);
+	CHECK(s1.cache_on);
+	CHECK(s1.tables_built >= 3); /* chain_cxx, libpp_chain, libstdc++, libc, ... */
+	CHECK_EQ_U64(s1.tables_from_cache, 0);
+	CHECK_EQ_U64(s1.cache_stored, s1.tables_built);
+	CHECK(s1.cache_bytes > 0);
+
+	u = pp_unwinder_new(&m2->sink, &o);
+	REQUIRE(u != NULL);
+	CHECK(pp_unwinder_install(u, (uint32_t)a) == 0);
+	pp_unwinder_get_stats(u, &s2);
+	pp_unwinder_free(u);
+	CHECK_EQ_U64(s2.tables_built, 0);
+	CHECK_EQ_U64(s2.tables_from_cache, s1.tables_built);
+	CHECK_EQ_U64(s2.rows_used, s1.rows_used);
+	CHECK_EQ_U64(s2.cache_refused, 0);
+	/* the same lists, runs, rows and rules: one allocation order, one packing */
+	p1 = mem_proc(m1, (uint32_t)a);
+	p2 = mem_proc(m2, (uint32_t)a);
+	REQUIRE(p1 && p2);
+	CHECK(!memcmp(p1, p2, sizeof(*p1)));
+	CHECK(!memcmp(m1->rows, m2->rows, s1.rows_used * sizeof(uint32_t)));
+	CHECK(!memcmp(m1->rules, m2->rules, sizeof(m1->rules)));
+
+	/* every file altered in its middle: refused, removed, compiled and kept again */
+	CHECK(pp_test_sh("for f in '%s'/*.uwt; do printf X | dd of=\"$f\" bs=1 seek=200 "
+			 "conv=notrunc 2>/dev/null; done",
+			 dir) == 0);
+	u = pp_unwinder_new(&m2->sink, &o);
+	REQUIRE(u != NULL);
+	CHECK(pp_unwinder_install(u, (uint32_t)a) == 0);
+	pp_unwinder_get_stats(u, &s2);
+	pp_unwinder_free(u);
+	CHECK_EQ_U64(s2.tables_from_cache, 0);
+	CHECK_EQ_U64(s2.cache_refused, s1.tables_built);
+	CHECK_EQ_U64(s2.tables_built, s1.tables_built);
+	CHECK_EQ_U64(s2.cache_stored, s1.tables_built);
+	stop(a);
+	mem_sink_free(m1);
+	mem_sink_free(m2);
+}
+
+/*
+ * A hostile neighbour ships a library claiming the build id of one the node runs, with other
+ * CFI: it gets a table of its own, and the genuine library's processes keep theirs (tables are
+ * keyed by the digest of their CFI, not by what a file says it is).
+ */
+TEST(a_file_claiming_anothers_build_id_gets_its_own_table)
+{
+	struct mem_sink *m = mem_sink_new(1u << 20);
+	struct pp_unwinder_stats s1, s2;
+	const struct pp_bpf_unwind_mapping *real, *forged;
+	char path[PATH_MAX], id_real[64] = "", id_forged[64] = "";
+	struct pp_unwinder *u;
+	pid_t a, b;
+	int fd;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL);
+	/* the same bytes but for one in the middle of .eh_frame: the same build id */
+	REQUIRE(pp_test_sh(
+		    "cd '%s' && mkdir -p forged && cp libpp_chain.so forged/ && "
+		    "set -- $(readelf -SW forged/libpp_chain.so | sed -n "
+		    "'s/.*] \\.eh_frame  *PROGBITS  *[0-9a-f]*  *\\([0-9a-f]*\\)  *"
+		    "\\([0-9a-f]*\\).*/\\1 \\2/p') && "
+		    "printf '\\377' | dd of=forged/libpp_chain.so bs=1 seek=$((0x$1 + 0x$2 / 2)) "
+		    "conv=notrunc 2>/dev/null && ! cmp -s libpp_chain.so forged/libpp_chain.so",
+		    g_dir) == 0);
+	for (int k = 0; k < 2; k++) {
+		snprintf(path, sizeof(path), "%s/%slibpp_chain.so", g_dir, k ? "forged/" : "");
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		REQUIRE(fd >= 0);
+		REQUIRE(pp_elf_read_build_id_fd(fd, k ? id_forged : id_real, sizeof(id_real)) == 0);
+		close(fd);
+	}
+	CHECK(id_real[0] && !strcmp(id_real, id_forged));
+
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){0});
+	REQUIRE(u != NULL);
+	a = start("chain");
+	CHECK(pp_unwinder_install(u, (uint32_t)a) == 0);
+	pp_unwinder_get_stats(u, &s1);
+	snprintf(path, sizeof(path), "%s/forged", g_dir);
+	setenv("LD_LIBRARY_PATH", path, 1); /* before the run path: the forged copy is loaded */
+	b = start("chain");
+	unsetenv("LD_LIBRARY_PATH");
+	CHECK(pp_unwinder_install(u, (uint32_t)b) == 0);
+	pp_unwinder_get_stats(u, &s2);
+	REQUIRE(mem_proc(m, (uint32_t)a) && mem_proc(m, (uint32_t)b));
+	real = mapping_of(mem_proc(m, (uint32_t)a), a, "/libpp_chain.so");
+	forged = mapping_of(mem_proc(m, (uint32_t)b), b, "forged/libpp_chain.so");
+	REQUIRE(real != NULL && forged != NULL);
+	CHECK(real->nr_pages >= 1);
+	/* compiled apart (or found without CFI), never served the genuine file's run */
+	CHECK(s2.tables_built + s2.tables_none == s1.tables_built + s1.tables_none + 1);
+	CHECK(!(forged->nr_pages && forged->first_word == real->first_word));
+	printf("  forged copy: %s (%u pages at word %u; the genuine file's at %u)\n",
+	       forged->nr_pages ? "its own table" : "no table", forged->nr_pages,
+	       forged->first_word, real->first_word);
+	stop(a);
+	stop(b);
+	pp_unwinder_free(u);
+	mem_sink_free(m);
+}
+
 TEST_LIST = {
+    {"a_file_claiming_anothers_build_id_gets_its_own_table",
+     a_file_claiming_anothers_build_id_gets_its_own_table},
+    {"a_second_start_reads_the_tables_from_the_cache",
+     a_second_start_reads_the_tables_from_the_cache},
     {"a_process_gets_its_mappings_and_tables", a_process_gets_its_mappings_and_tables},
     {"files_are_compiled_once_and_releases_free_processes",
      files_are_compiled_once_and_releases_free_processes},

@@ -1,0 +1,357 @@
+/*
+ * The on-disk table cache (table_cache.h): DIGEST.uwt files in one directory, written under a
+ * temporary name and renamed into place (a reader sees a whole file or none), their mtime the
+ * last use. The directory is opened once and every file reached relative to it without
+ * following links.
+ */
+#include "table_cache.h"
+
+#include "base/deadline.h"
+#include "base/log.h"
+#include "cfi/unwind_table_file.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX_BYTES (64ull << 20)
+/* The largest table (PP_UW_MAX_TABLE_WORDS rows of 6 bytes, 65535 rules) is under this. */
+#define MAX_FILE_BYTES (40u << 20)
+#define SUFFIX ".uwt"
+#define TMP_PREFIX "tmp."
+/* A temporary file this old was left by an agent that died while writing it. */
+#define STALE_TMP_S 600
+
+struct pp_table_cache {
+	int dirfd;
+	char dir[256];
+	uint64_t max_bytes;
+	uint64_t seq; /* temporary names */
+	struct pp_table_cache_stats st;
+};
+
+static void name_of(const uint8_t digest[PP_UNWIND_DIGEST_SIZE], char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < PP_UNWIND_DIGEST_SIZE && n + 3 <= size; i++)
+		n += (size_t)snprintf(out + n, size - n, "%02x", digest[i]);
+	snprintf(out + n, size - n, SUFFIX);
+}
+
+static bool is_table_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n != 2 * PP_UNWIND_DIGEST_SIZE + strlen(SUFFIX) || strcmp(name + n - 4, SUFFIX))
+		return false;
+	for (size_t i = 0; i < 2 * PP_UNWIND_DIGEST_SIZE; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return false;
+	return true;
+}
+
+struct entry {
+	char name[2 * PP_UNWIND_DIGEST_SIZE + 8];
+	int64_t mtime_ns;
+	uint64_t bytes;
+};
+
+static int by_age(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	return x->mtime_ns < y->mtime_ns ? -1 : x->mtime_ns > y->mtime_ns;
+}
+
+/*
+ * The directory's tables (oldest first in *out when out is given) and their bytes; stale
+ * temporary files removed on the way.
+ */
+static uint64_t scan(struct pp_table_cache *c, struct entry **out, size_t *nout)
+{
+	struct entry *v = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t bytes = 0;
+	struct dirent *de;
+	int fd = dup(c->dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (fstatat(c->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+			continue;
+		if (!strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX))) {
+			if (time(NULL) - st.st_mtim.tv_sec > STALE_TMP_S)
+				unlinkat(c->dirfd, de->d_name, 0);
+			continue;
+		}
+		if (!is_table_name(de->d_name))
+			continue;
+		bytes += (uint64_t)st.st_size;
+		if (!out)
+			continue;
+		if (n == cap) {
+			struct entry *nv = realloc(v, (cap ? cap * 2 : 64) * sizeof(*v));
+
+			if (!nv)
+				continue;
+			v = nv;
+			cap = cap ? cap * 2 : 64;
+		}
+		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
+		v[n].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		v[n].bytes = (uint64_t)st.st_size;
+		n++;
+	}
+	closedir(d);
+out:
+	if (out) {
+		if (n)
+			qsort(v, n, sizeof(*v), by_age);
+		*out = v;
+		*nout = n;
+	}
+	return bytes;
+}
+
+struct pp_table_cache *pp_table_cache_new(const struct pp_table_cache_opts *opts)
+{
+	struct pp_table_cache *c;
+	struct stat st;
+	int fd;
+
+	if (!opts || !opts->dir || !opts->dir[0] || strlen(opts->dir) >= sizeof(c->dir)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (mkdir(opts->dir, 0700) && errno != EEXIST)
+		return NULL;
+	fd = open(opts->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	/* tables others could write would be walked by the shim in every process: ours alone */
+	if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		close(fd);
+		errno = EPERM;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->dirfd = fd;
+	snprintf(c->dir, sizeof(c->dir), "%s", opts->dir);
+	c->max_bytes = opts->max_bytes ? opts->max_bytes : DEFAULT_MAX_BYTES;
+	c->st.bytes = scan(c, NULL, NULL);
+	return c;
+}
+
+void pp_table_cache_free(struct pp_table_cache *c)
+{
+	if (!c)
+		return;
+	close(c->dirfd);
+	free(c);
+}
+
+static void refuse(struct pp_table_cache *c, const char *name, const char *why)
+{
+	struct stat st;
+
+	/* a link or a special file in its place goes too (unlinkat does not follow) */
+	if (!fstatat(c->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st.st_mode) &&
+	    !unlinkat(c->dirfd, name, 0) && S_ISREG(st.st_mode))
+		c->st.bytes -=
+		    c->st.bytes >= (uint64_t)st.st_size ? (uint64_t)st.st_size : c->st.bytes;
+	c->st.refused++;
+	pp_warn("unwind table cache: removed %s/%s: %s", c->dir, name, why);
+}
+
+static void *read_whole(int fd, size_t *len)
+{
+	struct stat st;
+	size_t n = 0;
+	char *buf;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    st.st_size > MAX_FILE_BYTES) {
+		errno = EBADMSG;
+		return NULL;
+	}
+	buf = malloc((size_t)st.st_size);
+	if (!buf)
+		return NULL;
+	while (n < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	if (n != (size_t)st.st_size) {
+		free(buf);
+		errno = EBADMSG; /* shorter than it said: torn */
+		return NULL;
+	}
+	*len = n;
+	return buf;
+}
+
+struct pp_unwind_table *pp_table_cache_get(struct pp_table_cache *c,
+					   const uint8_t digest[PP_UNWIND_DIGEST_SIZE])
+{
+	uint64_t t0 = pp_clock_ns(CLOCK_MONOTONIC);
+	uint8_t held[PP_UNWIND_DIGEST_SIZE];
+	struct pp_unwind_table *t = NULL;
+	char name[96];
+	size_t len = 0;
+	void *buf;
+	int fd;
+
+	name_of(digest, name, sizeof(name));
+	fd = openat(c->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		c->st.misses++;
+		if (errno == ELOOP)
+			refuse(c, name, "not a regular file");
+		goto out;
+	}
+	buf = read_whole(fd, &len);
+	if (buf) {
+		t = pp_unwind_table_decode(buf, len, held);
+		free(buf);
+	}
+	if (t && memcmp(held, digest, sizeof(held))) {
+		pp_unwind_table_free(t);
+		t = NULL;
+		errno = EXDEV;
+	}
+	if (!t) {
+		int err = errno;
+
+		close(fd);
+		if (err == ENOMEM) {
+			c->st.misses++;
+			goto out;
+		}
+		refuse(c, name,
+		       err == EPROTO  ? "another format version"
+		       : err == EXDEV ? "it holds the table of another digest"
+				      : "does not decode (torn or altered)");
+		goto out;
+	}
+	futimens(fd, NULL); /* its use: the bound removes the least recently used first */
+	close(fd);
+	c->st.hits++;
+out:
+	c->st.read_ns += pp_clock_ns(CLOCK_MONOTONIC) - t0;
+	return t;
+}
+
+/* Remove the least recently used tables until the directory holds at most max_bytes. */
+static void trim(struct pp_table_cache *c, const char *keep)
+{
+	struct entry *v;
+	size_t n;
+
+	c->st.bytes = scan(c, &v, &n);
+	for (size_t i = 0; i < n && c->st.bytes > c->max_bytes; i++) {
+		if (!strcmp(v[i].name, keep) || unlinkat(c->dirfd, v[i].name, 0))
+			continue;
+		c->st.bytes -= v[i].bytes;
+		c->st.trimmed++;
+	}
+	free(v);
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int pp_table_cache_put(struct pp_table_cache *c, const uint8_t digest[PP_UNWIND_DIGEST_SIZE],
+		       const struct pp_unwind_table *t)
+{
+	uint64_t t0 = pp_clock_ns(CLOCK_MONOTONIC);
+	char name[96], tmp[64];
+	size_t len;
+	void *buf;
+	int fd, err;
+
+	err = pp_unwind_table_encode(t, digest, &buf, &len);
+	if (err)
+		goto out;
+	if (len > c->max_bytes / 2) {
+		/* it would push out most of what is kept: compiled again at each start */
+		free(buf);
+		err = -EFBIG;
+		goto out;
+	}
+	name_of(digest, name, sizeof(name));
+	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%d.%llu", (int)getpid(),
+		 (unsigned long long)c->seq++);
+	fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err = -errno;
+		free(buf);
+		goto out;
+	}
+	err = write_all(fd, buf, len);
+	free(buf);
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && renameat(c->dirfd, tmp, c->dirfd, name))
+		err = -errno;
+	if (err) {
+		unlinkat(c->dirfd, tmp, 0);
+		goto out;
+	}
+	c->st.stored++;
+	c->st.bytes += len;
+	if (c->st.bytes > c->max_bytes)
+		trim(c, name);
+out:
+	if (err && err != -EFBIG)
+		c->st.failed++;
+	c->st.write_ns += pp_clock_ns(CLOCK_MONOTONIC) - t0;
+	return err;
+}
+
+void pp_table_cache_get_stats(const struct pp_table_cache *c, struct pp_table_cache_stats *out)
+{
+	if (c)
+		*out = c->st;
+	else
+		memset(out, 0, sizeof(*out));
+}

@@ -1,0 +1,230 @@
+/*
+ * The on-disk table cache: a table kept is read back whole; a miss, a torn or altered file,
+ * a link planted at a table's name and a table too big for the bound each do what
+ * table_cache.h says, counted; the bound removes the least recently used (a read counts as a
+ * use); a directory others may write is refused; temporary files an agent left behind go.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "testsh.h"
+#include "cfi/unwind_table.h"
+#include "unwind/table_cache.h"
+
+/* A table of n rows, its rules varied by seed, so that each encodes to its own bytes. */
+static struct pp_unwind_table *synthetic(size_t n, int seed)
+{
+	struct pp_unwind_row *rows = calloc(n, sizeof(*rows));
+	struct pp_unwind_table *t;
+
+	if (!rows)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		rows[i].pc = 0x1000 + 16 * i;
+		rows[i].cfa_rule = PP_CFA_RSP;
+		rows[i].cfa_off = 8 + 8 * (int32_t)((i + (size_t)seed) % 7);
+		rows[i].ra_rule = PP_REG_AT_CFA;
+		rows[i].ra_off = -8;
+	}
+	t = pp_unwind_table_from_rows(rows, n);
+	free(rows);
+	return t;
+}
+
+static void digest_of_seed(int seed, uint8_t d[PP_UNWIND_DIGEST_SIZE])
+{
+	memset(d, 0, PP_UNWIND_DIGEST_SIZE);
+	d[0] = (uint8_t)seed;
+	d[31] = 0xa5;
+}
+
+static void name_of(const char *dir, int seed, char *out, size_t size)
+{
+	uint8_t d[PP_UNWIND_DIGEST_SIZE];
+	size_t n;
+
+	digest_of_seed(seed, d);
+	n = (size_t)snprintf(out, size, "%s/", dir);
+	for (int i = 0; i < PP_UNWIND_DIGEST_SIZE; i++)
+		n += (size_t)snprintf(out + n, size - n, "%02x", d[i]);
+	snprintf(out + n, size - n, ".uwt");
+}
+
+static int same_rows(const struct pp_unwind_table *a, const struct pp_unwind_table *b)
+{
+	size_t n = pp_unwind_table_count(a);
+
+	if (!a || !b || n != pp_unwind_table_count(b))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (pp_unwind_table_row_pc(a, i) != pp_unwind_table_row_pc(b, i) ||
+		    pp_unwind_table_row_rule(a, i) != pp_unwind_table_row_rule(b, i))
+			return 0;
+	return 1;
+}
+
+static int set_age(const char *path, int seconds_ago)
+{
+	struct timespec ts[2];
+
+	clock_gettime(CLOCK_REALTIME, &ts[0]);
+	ts[0].tv_sec -= seconds_ago;
+	ts[1] = ts[0];
+	return utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW);
+}
+
+TEST(kept_tables_come_back_and_damage_is_removed)
+{
+	char root[512], dir[600], path[700], target[700];
+	struct pp_table_cache_stats st;
+	struct pp_table_cache *c;
+	struct pp_unwind_table *t = synthetic(1000, 1), *back;
+	uint8_t d1[PP_UNWIND_DIGEST_SIZE], d2[PP_UNWIND_DIGEST_SIZE];
+	struct stat sb;
+
+	REQUIRE(t != NULL);
+	REQUIRE(pp_test_scratch_dir(root, sizeof(root), "pp-table-cache") == 0);
+	snprintf(dir, sizeof(dir), "%s/tables", root);
+	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir});
+	REQUIRE(c != NULL);
+	CHECK(stat(dir, &sb) == 0 && (sb.st_mode & 0777) == 0700);
+	digest_of_seed(1, d1);
+	digest_of_seed(2, d2);
+	CHECK(pp_table_cache_get(c, d1) == NULL);
+	CHECK(pp_table_cache_put(c, d1, t) == 0);
+	back = pp_table_cache_get(c, d1);
+	CHECK(same_rows(t, back));
+	pp_unwind_table_free(back);
+	CHECK(pp_table_cache_get(c, d2) == NULL); /* another digest: a miss */
+
+	/* torn: cut short */
+	name_of(dir, 1, path, sizeof(path));
+	REQUIRE(truncate(path, 100) == 0);
+	CHECK(pp_table_cache_get(c, d1) == NULL);
+	CHECK(access(path, F_OK) != 0);
+	/* the right bytes under the wrong name: refused too (the digest is inside) */
+	CHECK(pp_table_cache_put(c, d1, t) == 0);
+	name_of(dir, 2, target, sizeof(target));
+	REQUIRE(rename(path, target) == 0);
+	CHECK(pp_table_cache_get(c, d2) == NULL);
+	CHECK(access(target, F_OK) != 0);
+	/* a link planted at a table's name: removed, what it pointed at untouched */
+	snprintf(target, sizeof(target), "%s/elsewhere", root);
+	REQUIRE(pp_test_sh("printf keep > '%s' && ln -s '%s' '%s'", target, target, path) == 0);
+	CHECK(pp_table_cache_get(c, d1) == NULL);
+	CHECK(access(path, F_OK) != 0 && access(target, F_OK) == 0);
+
+	pp_table_cache_get_stats(c, &st);
+	CHECK_EQ_U64(st.hits, 1);
+	CHECK_EQ_U64(st.stored, 2);
+	CHECK_EQ_U64(st.refused, 3);
+	CHECK_EQ_U64(st.failed, 0);
+	CHECK(st.misses >= 2);
+	pp_table_cache_free(c);
+	pp_unwind_table_free(t);
+}
+
+TEST(the_bound_removes_the_least_recently_used)
+{
+	char root[512], dir[600], path[700];
+	struct pp_unwind_table *t[6];
+	struct pp_table_cache_stats st;
+	struct pp_table_cache *c;
+	uint8_t d[PP_UNWIND_DIGEST_SIZE];
+	uint64_t one;
+
+	REQUIRE(pp_test_scratch_dir(root, sizeof(root), "pp-table-cache") == 0);
+	snprintf(dir, sizeof(dir), "%s/tables", root);
+	for (int i = 0; i < 6; i++)
+		REQUIRE((t[i] = synthetic(10000, i)) != NULL);
+	/* the size of one file: the bound holds four */
+	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir});
+	REQUIRE(c != NULL);
+	digest_of_seed(0, d);
+	REQUIRE(pp_table_cache_put(c, d, t[0]) == 0);
+	pp_table_cache_get_stats(c, &st);
+	one = st.bytes;
+	pp_table_cache_free(c);
+	c = pp_table_cache_new(
+	    &(struct pp_table_cache_opts){.dir = dir, .max_bytes = 4 * one + 10});
+	REQUIRE(c != NULL);
+	pp_table_cache_get_stats(c, &st);
+	CHECK_EQ_U64(st.bytes, one); /* counted from the directory at start */
+	for (int i = 1; i < 4; i++) {
+		digest_of_seed(i, d);
+		REQUIRE(pp_table_cache_put(c, d, t[i]) == 0);
+	}
+	/* ages 40, 30, 20, 10 s; then table 0, the oldest, is used */
+	for (int i = 0; i < 4; i++) {
+		name_of(dir, i, path, sizeof(path));
+		REQUIRE(set_age(path, 40 - 10 * i) == 0);
+	}
+	digest_of_seed(0, d);
+	pp_unwind_table_free(pp_table_cache_get(c, d));
+	digest_of_seed(4, d);
+	REQUIRE(pp_table_cache_put(c, d, t[4]) == 0);
+	pp_table_cache_get_stats(c, &st);
+	CHECK_EQ_U64(st.trimmed, 1);
+	CHECK(st.bytes <= 4 * one + 10);
+	for (int i = 0; i < 5; i++) {
+		name_of(dir, i, path, sizeof(path));
+		/* table 1 was the least recently used */
+		CHECK((access(path, F_OK) == 0) == (i != 1));
+	}
+	pp_table_cache_free(c);
+
+	/* a table over half the bound is not kept: it would push out most of the rest */
+	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir, .max_bytes = one + 10});
+	REQUIRE(c != NULL);
+	digest_of_seed(5, d);
+	CHECK(pp_table_cache_put(c, d, t[5]) == -EFBIG);
+	pp_table_cache_get_stats(c, &st);
+	CHECK_EQ_U64(st.failed, 0);
+	pp_table_cache_free(c);
+	for (int i = 0; i < 6; i++)
+		pp_unwind_table_free(t[i]);
+}
+
+TEST(a_directory_others_may_write_is_refused)
+{
+	char root[512], dir[600], link[600], tmp[700];
+	struct pp_table_cache *c;
+
+	REQUIRE(pp_test_scratch_dir(root, sizeof(root), "pp-table-cache") == 0);
+	snprintf(dir, sizeof(dir), "%s/open", root);
+	REQUIRE(mkdir(dir, 0700) == 0 && chmod(dir, 0777) == 0);
+	errno = 0;
+	CHECK(pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir}) == NULL &&
+	      errno == EPERM);
+	REQUIRE(chmod(dir, 0700) == 0);
+	snprintf(link, sizeof(link), "%s/link", root);
+	REQUIRE(symlink(dir, link) == 0);
+	CHECK(pp_table_cache_new(&(struct pp_table_cache_opts){.dir = link}) == NULL);
+	CHECK(pp_table_cache_new(&(struct pp_table_cache_opts){.dir = ""}) == NULL &&
+	      errno == EINVAL);
+
+	/* a temporary file left 20 minutes ago goes at start, one being written now stays */
+	snprintf(tmp, sizeof(tmp), "%s/tmp.1.0", dir);
+	REQUIRE(pp_test_sh("printf x > '%s' && printf y > '%s/tmp.2.0'", tmp, dir) == 0);
+	REQUIRE(set_age(tmp, 1200) == 0);
+	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir});
+	REQUIRE(c != NULL);
+	CHECK(access(tmp, F_OK) != 0);
+	snprintf(tmp, sizeof(tmp), "%s/tmp.2.0", dir);
+	CHECK(access(tmp, F_OK) == 0);
+	pp_table_cache_free(c);
+}
+
+TEST_LIST = {
+    {"kept_tables_come_back_and_damage_is_removed", kept_tables_come_back_and_damage_is_removed},
+    {"the_bound_removes_the_least_recently_used", the_bound_removes_the_least_recently_used},
+    {"a_directory_others_may_write_is_refused", a_directory_others_may_write_is_refused},
+};
+TEST_MAIN()
