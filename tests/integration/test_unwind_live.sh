@@ -8,7 +8,9 @@
 #     steps through it by frame pointers and dwarf stops there, counted;
 #  2. a command started by record: its first samples may walk frame pointers, then tables;
 #  3. churn: 300 short-lived processes under record: those installed before they ended are
-#     released on exit, the files they share compiled once, nothing left live at the end.
+#     released on exit, the files they share compiled once, nothing left live at the end;
+#  4. restarts: a second start reads every table the first compiled from the table cache and
+#     compiles none, the chains as whole; altered cache files are refused and compiled again.
 # Needs root, BPF and perf events; exits 77 otherwise.
 
 . "$(dirname "$0")/lib.sh"
@@ -120,6 +122,38 @@ record_chain dwarf chain "" 1 --user-unwind dwarf
 	grep -q 'unwinding: [0-9]* frames by table, 0 by frame pointer' "$T/dwarf.out" &&
 	pp_ok "--user-unwind dwarf: the whole chain in $counts samples, no frame-pointer step" ||
 	{ pp_fail "--user-unwind dwarf: the whole chain in $counts samples"; pp_show "$T/dwarf.out"; }
+
+# restarts: the agent started again finds the tables it compiled in its table cache (none
+# compiled, the same whole chains); a cache whose files were altered is refused file by file
+# and compiled again; without a cache every start compiles
+# cnum WORD FILE: the count before WORD on the table cache's line
+cnum() { sed -n "s/^unwind table cache: \(.*[^0-9]\)\{0,1\}\([0-9][0-9]*\) $1.*/\2/p" "$2"; }
+for run in cold warm altered; do
+	[ "$run" = altered ] && for f in "$T/restart-cache"/*.uwt; do
+		printf X | dd of="$f" bs=1 seek=100 conv=notrunc 2>/dev/null
+	done
+	PEBSPROF_UNWIND_TABLE_CACHE=$T/restart-cache record_chain "restart-$run" chain "" 1
+	grep '^unwind table' "$T/restart-$run.out" | sed 's/^/    /'
+	built=$(sed -n 's/^unwind tables: \([0-9]*\) built.*/\1/p' "$T/restart-$run.out")
+	read_n=$(cnum 'tables read' "$T/restart-$run.out")
+	stored=$(cnum stored "$T/restart-$run.out")
+	refused=$(cnum refused "$T/restart-$run.out")
+	case $run in
+	cold) cold_built=${built:-0}
+		pp_check "restart: the first start compiles its ${built:-?} tables and keeps them (stored ${stored:-?})" \
+			[ "${built:-0}" -ge 3 -a "${stored:-0}" -eq "${built:-0}" -a "${read_n:-1}" -eq 0 ] ;;
+	warm) pp_check "restart: the second start compiles none (${built:-?}) and reads ${read_n:-?} of ${cold_built} from the cache" \
+			[ "${built:-1}" -eq 0 -a "${read_n:-0}" -eq "$cold_built" ] ;;
+	altered) pp_check "restart: altered files are refused (${refused:-?}) and compiled again (${built:-?})" \
+			[ "${refused:-0}" -eq "$cold_built" -a "${built:-0}" -eq "$cold_built" -a "${read_n:-1}" -eq 0 ] ;;
+	esac
+	"$PP_PYTHON" -c "import sys; sys.exit(0 if $share >= 0.95 else 1)" &&
+		pp_ok "restart ($run): the whole chain in $counts samples" ||
+		pp_fail "restart ($run): the whole chain in $counts samples"
+done
+PEBSPROF_UNWIND_TABLE_CACHE= record_chain restart-none chain "" 1
+pp_check "without a table cache, record says so" \
+	grep -q '^unwind table cache: none' "$T/restart-none.out"
 
 # a command record starts: installed on its first samples, tables after
 pp_run "$T/cmd" "$PEBSPROF" record -e cpu-clock -F 999 -o "$T/cmd.folded" -- \

@@ -371,6 +371,28 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 		family(f, "pebsprof_unwind_tables_rebuilt_total", "counter",
 		       "Tables compiled again after they were evicted.");
 		value(f, "pebsprof_unwind_tables_rebuilt_total", s->unwind_tables_rebuilt);
+		if (s->unwind_cache_on) {
+			family(f, "pebsprof_unwind_tables_from_cache_total", "counter",
+			       "Tables read from the on-disk cache instead of compiled.");
+			value(f, "pebsprof_unwind_tables_from_cache_total",
+			      s->unwind_tables_from_cache);
+			family(
+			    f, "pebsprof_unwind_cache_files_total", "counter",
+			    "Files of the on-disk table cache, by what happened to them: stored, "
+			    "refused (torn, altered or of another version: removed), trimmed (the "
+			    "bound) or failed (a write that did not complete).");
+			labelled(f, "pebsprof_unwind_cache_files_total", "event", "stored",
+				 s->unwind_cache_stored);
+			labelled(f, "pebsprof_unwind_cache_files_total", "event", "refused",
+				 s->unwind_cache_refused);
+			labelled(f, "pebsprof_unwind_cache_files_total", "event", "trimmed",
+				 s->unwind_cache_trimmed);
+			labelled(f, "pebsprof_unwind_cache_files_total", "event", "failed",
+				 s->unwind_cache_failed);
+			family(f, "pebsprof_unwind_cache_bytes", "gauge",
+			       "Bytes of the on-disk table cache.");
+			value(f, "pebsprof_unwind_cache_bytes", s->unwind_cache_bytes);
+		}
 		family(f, "pebsprof_unwind_installs_total", "counter",
 		       "Processes' unwind lists written, by where their mappings came from: the "
 		       "kernel's reports (sideband) or a read of /proc/PID/maps (proc).");

@@ -154,6 +154,10 @@ struct pp_health_snapshot {
 	uint64_t unwind_tables_evicted, unwind_tables_no_room, unwind_tables_too_big;
 	uint64_t unwind_rows_used, unwind_rows_total, unwind_rules_used, unwind_procs_live;
 	uint64_t unwind_tables_rebuilt, unwind_maps_reads, unwind_procs_from_events;
+	/* the on-disk table cache; unwind_cache_on 0: none (not exported) */
+	uint64_t unwind_cache_on, unwind_tables_from_cache, unwind_cache_stored;
+	uint64_t unwind_cache_refused, unwind_cache_trimmed, unwind_cache_failed,
+	    unwind_cache_bytes;
 	/* processes: images from the side-band, /proc reads, side-band records and losses */
 	uint64_t process_images_reported, process_reads, process_map_rereads;
 	uint64_t sideband_records, sideband_lost;

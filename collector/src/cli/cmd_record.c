@@ -32,6 +32,7 @@
 #include "sampler.h"
 #include "session.h"
 #include "sampling/shim_loader.h"
+#include "unwind/table_cache.h"
 
 #define MAX_OUTPUTS 16
 #define DEFAULT_FREQ_HZ 99
@@ -55,7 +56,9 @@ static const uint64_t run_keys =
     PP_CONFIG_KEY_BIT(PP_CFG_SYMBOLIZE) | PP_CONFIG_KEY_BIT(PP_CFG_DEBUG_DIRS) |
     PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD) | PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD_CACHE) |
     PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD_CACHE_BYTES) | PP_CONFIG_KEY_BIT(PP_CFG_NO_PERF_MAPS) |
-    PP_CONFIG_KEY_BIT(PP_CFG_KERNEL_IMAGE) | PP_CONFIG_KEY_BIT(PP_CFG_OFF_CPU_STACKS);
+    PP_CONFIG_KEY_BIT(PP_CFG_KERNEL_IMAGE) | PP_CONFIG_KEY_BIT(PP_CFG_OFF_CPU_STACKS) |
+    PP_CONFIG_KEY_BIT(PP_CFG_UNWIND_TABLE_CACHE) |
+    PP_CONFIG_KEY_BIT(PP_CFG_UNWIND_TABLE_CACHE_BYTES);
 
 struct record_args {
 	const char *event;
@@ -131,6 +134,9 @@ static void usage(FILE *f)
 	    "                        them and frame pointers elsewhere; dwarf tables only; fp\n"
 	    "                        the shim follows frame pointers; kernel bpf_get_stack\n"
 	    "      --unwind-table-bytes SIZE  kernel memory for unwind tables (default 64MiB)\n"
+	    "      --unwind-table-cache DIR  compiled tables kept across starts (default\n"
+	    "                        " PP_UNWIND_TABLE_CACHE_DIR_DEFAULT "; \"\" for none),\n"
+	    "                        --unwind-table-cache-bytes SIZE its bound (64MiB)\n"
 	    "      --off-cpu         also record where threads wait off the CPU, with their\n"
 	    "                        stacks and state: .svg and .folded show wall clock (on\n"
 	    "                        and off the CPU, in ns), .otlp.pb adds off_cpu profiles\n"
@@ -247,6 +253,8 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	    {"debuginfod", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"debuginfod-cache", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"debuginfod-cache-bytes", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"unwind-table-cache", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"unwind-table-cache-bytes", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"no-perf-maps", no_argument, NULL, OPT_RUN_KEY_BOOL},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"verbose", no_argument, NULL, 'v'},
@@ -681,6 +689,15 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	       (unsigned long long)us.mappings, (unsigned long long)us.mappings_no_table,
 	       (unsigned long long)us.mappings_no_cfi, (unsigned long long)us.mappings_unopened,
 	       (unsigned long long)us.mappings_no_room, (unsigned long long)us.mappings_unplaced);
+	if (us.cache_on)
+		printf("unwind table cache: %llu tables read in %.0f ms (digests included), %llu "
+		       "stored, %llu refused, %llu trimmed, %llu failed; %.1f MiB kept\n",
+		       (unsigned long long)us.tables_from_cache, (double)us.cache_read_ns / 1e6,
+		       (unsigned long long)us.cache_stored, (unsigned long long)us.cache_refused,
+		       (unsigned long long)us.cache_trimmed, (unsigned long long)us.cache_failed,
+		       (double)us.cache_bytes / (1 << 20));
+	else
+		printf("unwind table cache: none (every table compiled at this start)\n");
 }
 
 /* Time off the CPU: what was recorded, by state, and what was not (short, lost). */
@@ -950,6 +967,8 @@ int pp_cmd_record(int argc, char **argv)
 		    .cgroup2_root = a.cgroup_root,
 		    .ustack_walk = a.ustack_walk,
 		    .unwind_table_bytes = a.unwind_table_bytes,
+		    .unwind_table_cache = rc.unwind_table_cache,
+		    .unwind_table_cache_bytes = rc.unwind_table_cache_bytes,
 		    .off_cpu_every = a.off_cpu_every,
 		    .off_cpu_min_ns = a.off_cpu_min_ns,
 		    .off_cpu_stacks = (enum pp_shim_off_cpu_stacks)rc.off_cpu_stacks,

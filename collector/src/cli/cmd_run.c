@@ -804,6 +804,13 @@ static void health_tick(struct agent *ag, int stopping)
 		pp_unwinder_get_stats(ag->smp.unwinder, &us);
 		snap.unwind_tables_built = us.tables_built;
 		snap.unwind_tables_rebuilt = us.tables_rebuilt;
+		snap.unwind_cache_on = us.cache_on;
+		snap.unwind_tables_from_cache = us.tables_from_cache;
+		snap.unwind_cache_stored = us.cache_stored;
+		snap.unwind_cache_refused = us.cache_refused;
+		snap.unwind_cache_trimmed = us.cache_trimmed;
+		snap.unwind_cache_failed = us.cache_failed;
+		snap.unwind_cache_bytes = us.cache_bytes;
 		snap.unwind_maps_reads = us.maps_reads;
 		snap.unwind_procs_from_events = us.procs_from_events;
 		snap.unwind_tables_shared = us.tables_shared;
@@ -1020,6 +1027,8 @@ static int start_sampling(struct agent *ag)
 	    .cgroup2_root = ag->cfg.cgroup_root[0] ? ag->cfg.cgroup_root : NULL,
 	    .ustack_walk = (uint32_t)ag->cfg.user_unwind,
 	    .unwind_table_bytes = ag->cfg.unwind_table_bytes,
+	    .unwind_table_cache = ag->cfg.unwind_table_cache,
+	    .unwind_table_cache_bytes = ag->cfg.unwind_table_cache_bytes,
 	    .off_cpu_every = ag->cfg.off_cpu ? (uint32_t)ag->cfg.off_cpu_every : 0,
 	    .off_cpu_min_ns = ag->cfg.off_cpu_threshold_ns,
 	    .off_cpu_stacks = (enum pp_shim_off_cpu_stacks)ag->cfg.off_cpu_stacks,

@@ -48,6 +48,8 @@ enum pp_config_key {
 	PP_CFG_STACK_DEPTH,
 	PP_CFG_USER_UNWIND,
 	PP_CFG_UNWIND_TABLE_BYTES,
+	PP_CFG_UNWIND_TABLE_CACHE,
+	PP_CFG_UNWIND_TABLE_CACHE_BYTES,
 	PP_CFG_OFF_CPU,
 	PP_CFG_OFF_CPU_THRESHOLD,
 	PP_CFG_OFF_CPU_EVERY,
@@ -157,6 +159,8 @@ struct pp_run_config {
 	uint64_t stack_depth;
 	int user_unwind; /* PP_USTACK_* (record.h), named by pp_ustack_walk_names */
 	uint64_t unwind_table_bytes;
+	char *unwind_table_cache; /* compiled tables kept across starts; "" = none */
+	uint64_t unwind_table_cache_bytes;
 	int off_cpu;		       /* off-CPU profiles too */
 	uint64_t off_cpu_threshold_ns; /* shortest wait recorded */
 	uint64_t off_cpu_every;	       /* 1 in N switches */

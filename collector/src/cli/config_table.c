@@ -23,6 +23,7 @@
 #include "sampling/shim_loader.h"
 #include "symbolize/debug_file.h"
 #include "symbolize/debuginfod_fetch.h"
+#include "unwind/table_cache.h"
 
 #include "config_internal.h"
 
@@ -285,6 +286,25 @@ const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
 	 .metavar = "SIZE",
 	 .help = "kernel memory for unwind tables (user-unwind auto, dwarf);\n"
 		 "the least recently used unused tables make room"},
+    [PP_CFG_UNWIND_TABLE_CACHE] =
+	{.name = "unwind-table-cache",
+	 .env = "PEBSPROF_UNWIND_TABLE_CACHE",
+	 .type = T_PATH,
+	 .offset = OFF(unwind_table_cache),
+	 .def = PP_UNWIND_TABLE_CACHE_DIR_DEFAULT,
+	 .metavar = "DIR",
+	 .help = "where compiled unwind tables are kept across starts, named by\n"
+		 "the digest of what each was compiled from (\"\": compiled at each start)"},
+    [PP_CFG_UNWIND_TABLE_CACHE_BYTES] = {.name = "unwind-table-cache-bytes",
+					 .env = "PEBSPROF_UNWIND_TABLE_CACHE_BYTES",
+					 .type = T_SIZE,
+					 .offset = OFF(unwind_table_cache_bytes),
+					 .def = "64MiB",
+					 .min = 1 * MIB,
+					 .max = 64 * GIB,
+					 .metavar = "SIZE",
+					 .help = "bound of that directory; the least recently used "
+						 "go first"},
     [PP_CFG_OFF_CPU] = {.name = "off-cpu",
 			.env = "PEBSPROF_OFF_CPU",
 			.type = T_BOOL,

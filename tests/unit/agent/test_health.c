@@ -644,6 +644,42 @@ TEST(metrics_leave_out_what_is_unknown)
 	free(got);
 }
 
+/* Unwind tables in use: the table cache's families only where a cache is configured. */
+TEST(metrics_table_cache_only_with_a_cache)
+{
+	const struct pp_health_limits lim = {.stall_ns = S(30)};
+	struct pp_health_snapshot s = known_snapshot();
+	char *got = NULL;
+	size_t len = 0;
+
+	s.unwind_rows_total = 1000;
+	s.unwind_tables_built = 3;
+	REQUIRE(pp_metrics_render(&s, &lim, S(100), &got, &len) == 0);
+	CHECK(strstr(got, "\npebsprof_unwind_tables_built_total 3\n") != NULL);
+	CHECK(strstr(got, "pebsprof_unwind_cache") == NULL);
+	CHECK(strstr(got, "pebsprof_unwind_tables_from_cache_total") == NULL);
+	free(got);
+	s.unwind_cache_on = 1;
+	s.unwind_tables_from_cache = 7;
+	s.unwind_cache_stored = 3;
+	s.unwind_cache_refused = 2;
+	s.unwind_cache_trimmed = 1;
+	s.unwind_cache_failed = 4;
+	s.unwind_cache_bytes = 4096;
+	REQUIRE(pp_metrics_render(&s, &lim, S(100), &got, &len) == 0);
+	CHECK(strstr(got, "\npebsprof_unwind_tables_from_cache_total 7\n") != NULL);
+	CHECK(strstr(got, "\npebsprof_unwind_cache_files_total{event=\"stored\"} 3\n") != NULL);
+	CHECK(strstr(got, "\npebsprof_unwind_cache_files_total{event=\"refused\"} 2\n") != NULL);
+	CHECK(strstr(got, "\npebsprof_unwind_cache_files_total{event=\"trimmed\"} 1\n") != NULL);
+	CHECK(strstr(got, "\npebsprof_unwind_cache_files_total{event=\"failed\"} 4\n") != NULL);
+	CHECK(
+	    strstr(
+		got,
+		"\n# TYPE pebsprof_unwind_cache_bytes gauge\npebsprof_unwind_cache_bytes 4096\n") !=
+	    NULL);
+	free(got);
+}
+
 /* Format 0.0.4 structure: every sample line belongs to the family announced just before. */
 TEST(metrics_families_are_well_formed)
 {
@@ -1133,6 +1169,7 @@ TEST(server_closes_slow_senders_at_their_deadline)
 }
 
 TEST_LIST = {
+    {"metrics_table_cache_only_with_a_cache", metrics_table_cache_only_with_a_cache},
     {"parses_valid_requests", parses_valid_requests},
     {"every_prefix_is_incomplete", every_prefix_is_incomplete},
     {"refuses_malformed_requests", refuses_malformed_requests},

@@ -192,6 +192,8 @@ static const struct layers rows[] = {
     {"stack-depth", "1", "16", "127", "1", "16", "127", NULL},
     {"user-unwind", "kernel", "shim", "dwarf", "kernel", "fp", "dwarf", NULL},
     {"unwind-table-bytes", "2MiB", "8MiB", "1GiB", "2MiB", "8MiB", "1GiB", NULL},
+    {"unwind-table-cache", "/u1", "/u2", "/u3", "/u1", "/u2", "/u3", NULL},
+    {"unwind-table-cache-bytes", "2MiB", "8MiB", "1GiB", "2MiB", "8MiB", "1GiB", NULL},
     {"off-cpu", "yes", "on", NULL, "true", "true", "true", NULL},
     {"off-cpu-threshold", "2ms", "500us", "0", "2ms", "500us", "0", NULL},
     {"off-cpu-every", "1", "4", "100", "1", "4", "100", NULL},
