@@ -130,13 +130,44 @@ const ok = vol?.emptyDir?.sizeLimit === "2Gi" && /^kernel-image = debuginfod$/m.
   /^debuginfod = http:\/\/debuginfod.infra:8002$/m.test(conf);
 if (!ok) console.log("FAIL kernelImage debuginfod: state volume " + JSON.stringify(vol) + ", config:\n" + conf);
 process.exit(ok ? 0 : 1);' "$tmp/kimage.yaml" || fail "kernelImage debuginfod not rendered as set"
-grep -q 'sizeLimit: 256Mi' "$tmp/default.yaml" || fail "the default state volume is not 256Mi"
+grep -q 'sizeLimit: 320Mi' "$tmp/default.yaml" || fail "the default state volume is not 320Mi"
 if render --set kernelImage=debuginfod >/dev/null 2>"$tmp/err"; then
 	fail "kernelImage debuginfod without servers rendered"
 else
 	grep -q 'kernelImage debuginfod needs debuginfod servers' "$tmp/err" ||
 		fail "kernelImage debuginfod without servers: unexpected error $(cat "$tmp/err")"
 fi
+
+# 6. The agent's state on the node (stateHostPath): a writable hostPath under /var/lib/ that
+# the security check accepts, the table cache in it; elsewhere refused by the chart, and a
+# writable host path anywhere else refused by the security check.
+render --set stateHostPath=/var/lib/pebsprof/ >"$tmp/state.yaml" || fail "render with stateHostPath"
+node validate.mjs "$tmp/state.yaml" >/dev/null || fail "schema of the stateHostPath rendering"
+node check_security.mjs "$tmp/state.yaml" >"$tmp/sec.out" || {
+	cat "$tmp/sec.out"
+	fail "the stateHostPath rendering fails the security check"
+}
+node --input-type=module -e '
+import fs from "node:fs"; import YAML from "yaml";
+const docs = YAML.parseAllDocuments(fs.readFileSync(process.argv[1], "utf8")).map((d) => d.toJS()).filter(Boolean);
+const ds = docs.find((o) => o.kind === "DaemonSet"), conf = docs.find((o) => o.kind === "ConfigMap").data["pebsprof.conf"];
+const vol = ds.spec.template.spec.volumes.find((v) => v.name === "profiles");
+const ok = vol?.hostPath?.path === "/var/lib/pebsprof" && vol.hostPath.type === "DirectoryOrCreate" &&
+  !vol.emptyDir && /^unwind-table-cache = \/var\/lib\/pebsprof\/unwind-tables$/m.test(conf) &&
+  /^unwind-table-cache-bytes = 64MiB$/m.test(conf);
+if (!ok) console.log("FAIL stateHostPath: state volume " + JSON.stringify(vol) + ", config:\n" + conf);
+process.exit(ok ? 0 : 1);' "$tmp/state.yaml" || fail "stateHostPath not rendered as set"
+for bad in /etc /var/lib/../etc /; do
+	if render --set stateHostPath=$bad >/dev/null 2>"$tmp/err"; then
+		fail "stateHostPath $bad rendered"
+	else
+		grep -q 'stateHostPath must be a directory under /var/lib/' "$tmp/err" ||
+			fail "stateHostPath $bad: unexpected error $(cat "$tmp/err")"
+	fi
+done
+sed 's|path: /var/lib/pebsprof$|path: /etc|' "$tmp/state.yaml" >"$tmp/state-etc.yaml"
+cmp -s "$tmp/state.yaml" "$tmp/state-etc.yaml" && fail "the /etc mutation changed nothing"
+node check_security.mjs "$tmp/state-etc.yaml" >/dev/null && fail "a writable hostPath /etc passed the security check"
 
 # And the comparison itself can fail.
 render --set freq=49 >"$tmp/freq.yaml"

@@ -68,10 +68,17 @@ for (const d of dsets) {
     const ms = mounts.filter((m) => names.includes(m.name));
     check(ms.length > 0, cw, `host ${p} is not mounted (hostPath volume + volumeMount)`);
   }
+  // The one writable host path allowed: the agent's own state (the chart's stateHostPath), a
+  // directory under /var/lib/ mounted where the agent keeps its state, created if missing.
+  const stateVol = (v) => v.hostPath.type === "DirectoryOrCreate" &&
+    /^\/var\/lib\/[^/.][^/]*(\/[^/.][^/]*)*$/.test(v.hostPath.path);
+  const vols = new Map((pod.volumes ?? []).filter((v) => v.hostPath).map((v) => [v.name, v]));
   for (const x of all)
     for (const m of x.volumeMounts ?? [])
       if (hostVols.has(m.name))
-        check(m.readOnly === true, `${w} container ${x.name}`, `hostPath ${hostVols.get(m.name)} at ${m.mountPath} must be readOnly`);
+        check(m.readOnly === true || (x === c && m.mountPath === "/var/lib/pebsprof" && stateVol(vols.get(m.name))),
+          `${w} container ${x.name}`,
+          `hostPath ${hostVols.get(m.name)} at ${m.mountPath} must be readOnly (only the agent's state, under /var/lib/ at /var/lib/pebsprof, may be written)`);
 
   const nodeName = (c.env ?? []).find((e) => e.name === "NODE_NAME");
   check(nodeName?.valueFrom?.fieldRef?.fieldPath === "spec.nodeName", cw, "env NODE_NAME must come from fieldRef spec.nodeName");
