@@ -10,7 +10,8 @@
 #
 # Per rate: the weight of samples with a frame in no known file ([unknown]), the share of the
 # 150 ms program's samples whose stack is whole, the agent's CPU against perf's (over a whole
-# capture, start-up and first sight of every program included, and over D seconds after a
+# capture, start-up and first sight of every program included; the same capture again, as a
+# restarted agent finds the tables it compiled in its table cache; and over D seconds after a
 # 10 s warm-up, what a long-running agent pays), its RSS, and what churn cost it (processes
 # from the kernel's reports, /proc reads, tables built and built again). Last, the agent's
 # CPU on the idle node at 20 Hz after its warm-up, as a share of one CPU.
@@ -25,7 +26,7 @@ while getopts "b:d:F:h" opt; do
 	d) D=$OPTARG ;;
 	F) RATES=$OPTARG ;;
 	*)
-		sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
 		exit 2
 		;;
 	esac
@@ -100,12 +101,12 @@ churn() {
 }
 
 field() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p" | tail -1; }
-# steady HZ SECS OUT: the agent's CPU seconds over SECS after a 10 s warm-up (the node's
+# steady HZ SECS OUT [CACHE]: the agent's CPU seconds over SECS after a 10 s warm-up (the node's
 # programs' tables built, their files read: what a long-running agent pays), and its RSS
 # then, in KiB: "cpu_s S rss_kb K"
 steady() {
 	local pid t0 t1 rss
-	"$PP" record -a -F "$1" -d $((10 + $2 + 5)) -o "$3" >/dev/null 2>&1 &
+	"$PP" record -a -F "$1" -d $((10 + $2 + 5)) --unwind-table-cache "${4:-none}" -o "$3" >/dev/null 2>&1 &
 	pid=$!
 	sleep 10
 	t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
@@ -123,12 +124,17 @@ LOOP=$!
 sleep 3
 ROWS=()
 for HZ in ${RATES//,/ }; do
-	out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" -o "$T/pp$HZ.folded")
+	# the first sight of every program: a node's first start of the agent, its table
+	# cache empty; then a restart, every table it compiled kept in that cache
+	out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" -o "$T/pp$HZ.folded")
 	pp_cpu=$(echo "$out" | field cpu_s)
 	pp_rss=$(echo "$out" | field maxrss_kb)
 	procs=$(echo "$out" | sed -n 's/^processes: //p')
 	tables=$(echo "$out" | sed -n 's/^unwind tables: \([0-9]*\) built.*(\([0-9]*\) built again).*/\1 built, \2 built again/p')
-	out=$(steady "$HZ" "$D" "$T/steady$HZ.folded")
+	out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" -o "$T/warm$HZ.folded")
+	warm_cpu=$(echo "$out" | field cpu_s)
+	cached="$(echo "$out" | sed -n 's/^unwind tables: \([0-9]*\) built.*/\1 built/p'), $(echo "$out" | sed -n 's/^unwind table cache: \([0-9]*\) tables read in \([0-9]*\) ms.*/\1 read from the cache in \2 ms/p')"
+	out=$(steady "$HZ" "$D" "$T/steady$HZ.folded" "$T/tables$HZ")
 	st_cpu=$(echo "$out" | field cpu_s)
 	st_rss=$(echo "$out" | field rss_kb)
 	out=$(cpu_of perf record -q -a -g -F "$HZ" -o "$T/perf$HZ.data" -- sleep "$D")
@@ -141,9 +147,10 @@ for HZ in ${RATES//,/ }; do
 	read -r fw fwt _ < <(python3 "$CHECK" whole perf "$T/perf$HZ.txt" pp_churn_150ms)
 	ratio=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$pp_cpu" "$perf_cpu")
 	st_ratio=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$st_cpu" "$perf_cpu")
-	ROWS+=("| $HZ Hz | $(pct "$pu" "$pt")% of $pt | $(pct "$fu" "$ft")% of $ft | $(pct "$pw" "$pwt")% of $pwt | $(pct "$fw" "$fwt")% of $fwt | $pp_cpu s ($ratio) | $st_cpu s ($st_ratio) | $perf_cpu s | $((pp_rss / 1024)) MiB | $((st_rss / 1024)) MiB | $((perf_rss / 1024)) MiB |")
+	warm_ratio=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$warm_cpu" "$perf_cpu")
+	ROWS+=("| $HZ Hz | $(pct "$pu" "$pt")% of $pt | $(pct "$fu" "$ft")% of $ft | $(pct "$pw" "$pwt")% of $pwt | $(pct "$fw" "$fwt")% of $fwt | $pp_cpu s ($ratio) | $warm_cpu s ($warm_ratio) | $st_cpu s ($st_ratio) | $perf_cpu s | $((pp_rss / 1024)) MiB | $((st_rss / 1024)) MiB | $((perf_rss / 1024)) MiB |")
 	echo "  $HZ Hz: processes: $procs"
-	echo "  $HZ Hz: unwind tables: $tables"
+	echo "  $HZ Hz: unwind tables: $tables; at the restart: $cached"
 done
 kill $LOOP 2>/dev/null
 wait $LOOP 2>/dev/null
@@ -153,9 +160,9 @@ out=$(steady 20 "$D" "$T/idle.folded")
 idle_cpu=$(echo "$out" | field cpu_s)
 
 echo
-echo "| rate | pebsprof [unknown] weight | perf -g [unknown] weight | pebsprof 150 ms program whole | perf -g whole | pebsprof CPU, whole capture (/ perf) | pebsprof CPU after 10 s (/ perf) | perf record CPU | pebsprof peak RSS | pebsprof RSS after 10 s | perf peak RSS |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| rate | pebsprof [unknown] weight | perf -g [unknown] weight | pebsprof 150 ms program whole | perf -g whole | pebsprof CPU, whole capture (/ perf) | the same, restarted: tables from its cache (/ perf) | pebsprof CPU after 10 s (/ perf) | perf record CPU | pebsprof peak RSS | pebsprof RSS after 10 s | perf peak RSS |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${ROWS[@]}"
 echo
 echo "idle node, 20 Hz, ${D} s after a 10 s warm-up: pebsprof CPU $idle_cpu s = $(pct "$idle_cpu" "$D")% of one CPU"
-echo "commands: $PP record -a -F HZ -d $D; perf record -a -g -F HZ -- sleep $D"
+echo "commands: $PP record -a -F HZ -d $D --unwind-table-cache DIR (a new DIR, then again); perf record -a -g -F HZ -- sleep $D"

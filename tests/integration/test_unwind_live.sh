@@ -151,9 +151,11 @@ for run in cold warm altered; do
 		pp_ok "restart ($run): the whole chain in $counts samples" ||
 		pp_fail "restart ($run): the whole chain in $counts samples"
 done
-PEBSPROF_UNWIND_TABLE_CACHE= record_chain restart-none chain "" 1
-pp_check "without a table cache, record says so" \
+record_chain restart-none chain "" 1 --unwind-table-cache none
+pp_check "without a table cache (none), record says so" \
 	grep -q '^unwind table cache: none' "$T/restart-none.out"
+pp_check "without a table cache, the tables are compiled" \
+	grep -q '^unwind tables: [1-9][0-9]* built' "$T/restart-none.out"
 
 # a command record starts: installed on its first samples, tables after
 pp_run "$T/cmd" "$PEBSPROF" record -e cpu-clock -F 999 -o "$T/cmd.folded" -- \

@@ -135,7 +135,7 @@ static void usage(FILE *f)
 	    "                        the shim follows frame pointers; kernel bpf_get_stack\n"
 	    "      --unwind-table-bytes SIZE  kernel memory for unwind tables (default 64MiB)\n"
 	    "      --unwind-table-cache DIR  compiled tables kept across starts (default\n"
-	    "                        " PP_UNWIND_TABLE_CACHE_DIR_DEFAULT "; \"\" for none),\n"
+	    "                        " PP_UNWIND_TABLE_CACHE_DIR_DEFAULT ", or none),\n"
 	    "                        --unwind-table-cache-bytes SIZE its bound (64MiB)\n"
 	    "      --off-cpu         also record where threads wait off the CPU, with their\n"
 	    "                        stacks and state: .svg and .folded show wall clock (on\n"

@@ -159,7 +159,7 @@ struct pp_run_config {
 	uint64_t stack_depth;
 	int user_unwind; /* PP_USTACK_* (record.h), named by pp_ustack_walk_names */
 	uint64_t unwind_table_bytes;
-	char *unwind_table_cache; /* compiled tables kept across starts; "" = none */
+	char *unwind_table_cache; /* compiled tables kept across starts; "none" = none */
 	uint64_t unwind_table_cache_bytes;
 	int off_cpu;		       /* off-CPU profiles too */
 	uint64_t off_cpu_threshold_ns; /* shortest wait recorded */

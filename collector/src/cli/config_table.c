@@ -294,7 +294,7 @@ const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
 	 .def = PP_UNWIND_TABLE_CACHE_DIR_DEFAULT,
 	 .metavar = "DIR",
 	 .help = "where compiled unwind tables are kept across starts, named by\n"
-		 "the digest of what each was compiled from (\"\": compiled at each start)"},
+		 "the digest of what each was compiled from (none: compiled at each start)"},
     [PP_CFG_UNWIND_TABLE_CACHE_BYTES] = {.name = "unwind-table-cache-bytes",
 					 .env = "PEBSPROF_UNWIND_TABLE_CACHE_BYTES",
 					 .type = T_SIZE,

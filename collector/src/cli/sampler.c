@@ -108,10 +108,14 @@ int pp_sampler_check_system(const struct pp_sys *sys, char *msg, size_t len)
 /* The unwind tables' manager, writing into the loaded shim's maps. */
 static int open_unwinder(struct pp_sampler *s, const struct pp_sampler_opts *opts)
 {
-	struct pp_unwinder_opts uo = {.proc_root = opts->proc_root,
-				      .worker = true,
-				      .table_cache_dir = opts->unwind_table_cache,
-				      .table_cache_bytes = opts->unwind_table_cache_bytes};
+	struct pp_unwinder_opts uo = {
+	    .proc_root = opts->proc_root,
+	    .worker = true,
+	    .table_cache_dir = opts->unwind_table_cache &&
+				       strcmp(opts->unwind_table_cache, PP_UNWIND_TABLE_CACHE_NONE)
+				   ? opts->unwind_table_cache
+				   : NULL,
+	    .table_cache_bytes = opts->unwind_table_cache_bytes};
 	uint32_t nr_rows;
 	int rows_fd = pp_shim_unwind_rows_fd(s->shim, &nr_rows);
 

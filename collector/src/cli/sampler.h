@@ -17,6 +17,7 @@
 #include "sampling/shim_loader.h"
 #include "sampling/sideband.h"
 #include "sampling/sysinfo.h"
+#include "unwind/table_cache.h"
 #include "unwind/unwinder.h"
 
 struct pp_sampler_opts {
@@ -27,10 +28,11 @@ struct pp_sampler_opts {
 	int filter_tgids; /* only the processes added with pp_shim_add_target (and children) */
 	/* only tasks in the cgroups added with pp_shim_add_cgroup (and below) */
 	int filter_cgroups;
-	const char *cgroup2_root;	/* for the cgroup filter; NULL: from mountinfo */
-	uint32_t ustack_walk;		/* PP_USTACK_* (record.h) */
-	uint64_t unwind_table_bytes;	/* the table budget (auto, dwarf); 0: the default */
-	const char *unwind_table_cache; /* compiled tables kept across starts; NULL, "": none */
+	const char *cgroup2_root;    /* for the cgroup filter; NULL: from mountinfo */
+	uint32_t ustack_walk;	     /* PP_USTACK_* (record.h) */
+	uint64_t unwind_table_bytes; /* the table budget (auto, dwarf); 0: the default */
+	/* compiled tables kept across starts; NULL or PP_UNWIND_TABLE_CACHE_NONE: none */
+	const char *unwind_table_cache;
 	uint64_t unwind_table_cache_bytes;
 	/* off-CPU records (shim_loader.h): 0 none; N, of 1 in N switches; waits from min_ns */
 	uint32_t off_cpu_every;

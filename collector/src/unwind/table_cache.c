@@ -129,6 +129,26 @@ out:
 	return bytes;
 }
 
+/* dir and the directories above it that are missing (/var/lib/pebsprof on a new node), 0700 */
+static int mkdir_parents(const char *dir)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s", dir);
+	for (char *p = path + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c)
+			continue;
+		*p = 0;
+		if (mkdir(path, 0700) && errno != EEXIST)
+			return -1;
+		*p = c;
+		if (!c)
+			return 0;
+	}
+}
+
 struct pp_table_cache *pp_table_cache_new(const struct pp_table_cache_opts *opts)
 {
 	struct pp_table_cache *c;
@@ -139,7 +159,7 @@ struct pp_table_cache *pp_table_cache_new(const struct pp_table_cache_opts *opts
 		errno = EINVAL;
 		return NULL;
 	}
-	if (mkdir(opts->dir, 0700) && errno != EEXIST)
+	if (mkdir_parents(opts->dir))
 		return NULL;
 	fd = open(opts->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)

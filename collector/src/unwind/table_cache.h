@@ -18,6 +18,8 @@
 
 /* Where the agent keeps them unless told (its state, beside the debuginfod cache). */
 #define PP_UNWIND_TABLE_CACHE_DIR_DEFAULT "/var/lib/pebsprof/unwind-tables"
+/* The value that asks for no cache: every start compiles its tables. */
+#define PP_UNWIND_TABLE_CACHE_NONE "none"
 
 struct pp_table_cache_opts {
 	const char *dir;    /* created (0700) if missing; must be this user's, no one else's */

@@ -91,7 +91,7 @@ TEST(kept_tables_come_back_and_damage_is_removed)
 
 	REQUIRE(t != NULL);
 	REQUIRE(pp_test_scratch_dir(root, sizeof(root), "pp-table-cache") == 0);
-	snprintf(dir, sizeof(dir), "%s/tables", root);
+	snprintf(dir, sizeof(dir), "%s/state/tables", root); /* its parent made too */
 	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir});
 	REQUIRE(c != NULL);
 	CHECK(stat(dir, &sb) == 0 && (sb.st_mode & 0777) == 0700);

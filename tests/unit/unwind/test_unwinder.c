@@ -499,6 +499,19 @@ TEST(drain_for_waits_a_bounded_time)
 	mem_sink_free(m);
 }
 
+/* One start of the agent: pid installed into m, and what it took. */
+static void agent_start(struct mem_sink *m, const struct pp_unwinder_opts *o, pid_t pid,
+			struct pp_unwinder_stats *st)
+{
+	struct pp_unwinder *u = pp_unwinder_new(&m->sink, o);
+
+	memset(st, 0, sizeof(*st));
+	REQUIRE(u != NULL);
+	CHECK(pp_unwinder_install(u, (uint32_t)pid) == 0);
+	pp_unwinder_get_stats(u, st);
+	pp_unwinder_free(u);
+}
+
 /*
  * Two starts of the agent with one table cache: the second reads every table the first
  * compiled, compiles none, and puts the very rows and rules in the kernel's arrays that the
@@ -510,7 +523,6 @@ TEST(a_second_start_reads_the_tables_from_the_cache)
 	char dir[600];
 	struct pp_unwinder_opts o = {0};
 	struct pp_unwinder_stats s1, s2;
-	struct pp_unwinder *u;
 	const struct pp_bpf_unwind_proc *p1, *p2;
 	pid_t a;
 
@@ -521,22 +533,14 @@ TEST(a_second_start_reads_the_tables_from_the_cache)
 	o.table_cache_dir = dir;
 	a = start("chain_cxx");
 
-	u = pp_unwinder_new(&m1->sink, &o);
-	REQUIRE(u != NULL);
-	CHECK(pp_unwinder_install(u, (uint32_t)a) == 0);
-	pp_unwinder_get_stats(u, &s1);
-	pp_unwinder_free(u);
+	agent_start(m1, &o, a, &s1);
 	CHECK(s1.cache_on);
 	CHECK(s1.tables_built >= 3); /* chain_cxx, libpp_chain, libstdc++, libc, ... */
 	CHECK_EQ_U64(s1.tables_from_cache, 0);
 	CHECK_EQ_U64(s1.cache_stored, s1.tables_built);
 	CHECK(s1.cache_bytes > 0);
 
-	u = pp_unwinder_new(&m2->sink, &o);
-	REQUIRE(u != NULL);
-	CHECK(pp_unwinder_install(u, (uint32_t)a) == 0);
-	pp_unwinder_get_stats(u, &s2);
-	pp_unwinder_free(u);
+	agent_start(m2, &o, a, &s2);
 	CHECK_EQ_U64(s2.tables_built, 0);
 	CHECK_EQ_U64(s2.tables_from_cache, s1.tables_built);
 	CHECK_EQ_U64(s2.rows_used, s1.rows_used);
@@ -553,11 +557,7 @@ TEST(a_second_start_reads_the_tables_from_the_cache)
 	CHECK(pp_test_sh("for f in '%s'/*.uwt; do printf X | dd of=\"$f\" bs=1 seek=200 "
 			 "conv=notrunc 2>/dev/null; done",
 			 dir) == 0);
-	u = pp_unwinder_new(&m2->sink, &o);
-	REQUIRE(u != NULL);
-	CHECK(pp_unwinder_install(u, (uint32_t)a) == 0);
-	pp_unwinder_get_stats(u, &s2);
-	pp_unwinder_free(u);
+	agent_start(m2, &o, a, &s2);
 	CHECK_EQ_U64(s2.tables_from_cache, 0);
 	CHECK_EQ_U64(s2.cache_refused, s1.tables_built);
 	CHECK_EQ_U64(s2.tables_built, s1.tables_built);
