@@ -1056,6 +1056,35 @@ struct pp_elf_symbols *pp_elf_symbols_ref(struct pp_elf_symbols *s)
 	return s;
 }
 
+static bool same_symbols(const struct pp_elf_symbol *a, const struct pp_elf_symbol *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i].start != b[i].start || a[i].end != b[i].end ||
+		    strcmp(a[i].name, b[i].name))
+			return false;
+	return true;
+}
+
+bool pp_elf_symbols_same(const struct pp_elf_symbols *a, const struct pp_elf_symbols *b)
+{
+	if (!a || !b)
+		return false;
+	if (strcmp(a->build_id, b->build_id) || strcmp(a->debuglink, b->debuglink) ||
+	    a->has_debuglink_crc != b->has_debuglink_crc ||
+	    (a->has_debuglink_crc && a->debuglink_crc != b->debuglink_crc) ||
+	    a->source != b->source || a->elf_class != b->elf_class || a->elf_type != b->elf_type ||
+	    a->has_symtab != b->has_symtab || a->nfuncs != b->nfuncs || a->ndata != b->ndata ||
+	    a->nsegs != b->nsegs)
+		return false;
+	for (size_t i = 0; i < a->nsegs; i++)
+		if (a->segs[i].vaddr != b->segs[i].vaddr || a->segs[i].memsz != b->segs[i].memsz ||
+		    a->segs[i].offset != b->segs[i].offset ||
+		    a->segs[i].filesz != b->segs[i].filesz || a->segs[i].flags != b->segs[i].flags)
+			return false;
+	return same_symbols(a->funcs, b->funcs, a->nfuncs) &&
+	       same_symbols(a->data, b->data, a->ndata);
+}
+
 void pp_elf_symbols_free(struct pp_elf_symbols *s)
 {
 	if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)

@@ -7,6 +7,7 @@
 #ifndef PP_COLLECTOR_ELF_SYMBOLS_H
 #define PP_COLLECTOR_ELF_SYMBOLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -166,6 +167,13 @@ int pp_elf_symbols_debuglink_crc(const struct pp_elf_symbols *s, uint32_t *crc);
 /* Where the table's symbols came from, and its short name ("symtab", "debug_file", ...). */
 enum pp_symbol_source pp_elf_symbols_source(const struct pp_elf_symbols *s);
 const char *pp_symbol_source_name(enum pp_symbol_source src);
+
+/*
+ * Whether a and b name every address alike: the same build id, debuglink, source, segments
+ * and symbols (each one's extent and name). Two files claiming one build id are only the same
+ * binary where this holds (the symbol cache shares a table between copies only then).
+ */
+bool pp_elf_symbols_same(const struct pp_elf_symbols *a, const struct pp_elf_symbols *b);
 
 /*
  * Give dst the symbols of debug, the separate debug file of the same binary, and free debug

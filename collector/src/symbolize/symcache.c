@@ -1,11 +1,13 @@
 /*
  * The symbol table cache: entries per file identity (or per path, for a path that could not
  * even be stat'ed) in one LRU list and one hash table; tables are reference-counted and, when
- * they have a build id, also hashed by it so entries for copies of one binary share a table.
+ * they have a build id, also hashed by it so entries for copies of one binary share a table
+ * (a copy is read, and shares only a table that names every address as it does).
  */
 #include "symcache.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -164,18 +166,22 @@ static void table_put(struct pp_symcache *c, struct table *t)
 	free(t);
 }
 
-static struct table *table_by_id(struct pp_symcache *c, const char *id)
+/* A table of the same build id that names every address as syms does, or NULL. */
+static struct table *table_same(struct pp_symcache *c, const char *id,
+				const struct pp_elf_symbols *syms)
 {
 	uint32_t h = id_hash(id);
 
 	for (struct table *t = c->id_buckets[h & (c->nbuckets - 1)]; t; t = t->hnext) {
-		if (t->hash == h && strcmp(pp_elf_symbols_build_id(t->syms), id) == 0)
+		if (t->hash == h && strcmp(pp_elf_symbols_build_id(t->syms), id) == 0 &&
+		    pp_elf_symbols_same(t->syms, syms))
 			return t;
 	}
 	return NULL;
 }
 
-static struct table *table_new(struct pp_symcache *c, struct pp_elf_symbols *syms)
+/* A table for syms; later copies of the binary may share it only when shareable. */
+static struct table *table_new(struct pp_symcache *c, struct pp_elf_symbols *syms, bool shareable)
 {
 	struct table *t = calloc(1, sizeof(*t));
 	const char *id = pp_elf_symbols_build_id(syms);
@@ -185,7 +191,7 @@ static struct table *table_new(struct pp_symcache *c, struct pp_elf_symbols *sym
 	t->syms = syms;
 	t->refs = 1;
 	c->bytes += sizeof(*t) + pp_elf_symbols_bytes(syms);
-	if (id[0]) {
+	if (id[0] && shareable) {
 		struct table **b;
 
 		t->hash = id_hash(id);
@@ -303,9 +309,11 @@ static struct entry *live(struct pp_symcache *c, struct entry *e, uint64_t now)
 	return e;
 }
 
-int pp_symcache_open_debug_file(struct pp_symcache *c, const struct pp_elf_symbols *syms,
-				const char *root, const char *name, enum pp_symbol_source *src)
+/* pp_symcache_open_debug_file, telling whether the file came from inside root (*in_root) */
+static int open_debug(struct pp_symcache *c, const struct pp_elf_symbols *syms, const char *root,
+		      const char *name, enum pp_symbol_source *src, bool *in_root)
 {
+	char found[PATH_MAX + 32] = "";
 	struct pp_debug_target t = {
 	    .root = root,
 	    .path = name,
@@ -318,8 +326,10 @@ int pp_symcache_open_debug_file(struct pp_symcache *c, const struct pp_elf_symbo
 		return -ENOENT;
 	t.has_crc = pp_elf_symbols_debuglink_crc(syms, &t.crc) == 0;
 	*src = PP_SYMBOLS_DEBUG_FILE;
-	if (c->debug_dirs && name && name[0] == '/')
-		fd = pp_debug_file_open(c->debug_dirs, &t, NULL, 0);
+	if (c->debug_dirs && name && name[0] == '/') {
+		fd = pp_debug_file_open(c->debug_dirs, &t, found, sizeof(found));
+		*in_root = fd >= 0 && strncmp(found, "host:", 5) != 0;
+	}
 	if (fd < 0 && c->debug_fetch && t.build_id[0]) {
 		fd = c->debug_fetch(c->debug_fetch_ctx, t.build_id);
 		*src = PP_SYMBOLS_DEBUGINFOD;
@@ -327,12 +337,21 @@ int pp_symcache_open_debug_file(struct pp_symcache *c, const struct pp_elf_symbo
 	return fd < 0 ? -ENOENT : fd;
 }
 
+int pp_symcache_open_debug_file(struct pp_symcache *c, const struct pp_elf_symbols *syms,
+				const char *root, const char *name, enum pp_symbol_source *src)
+{
+	bool in_root = false;
+
+	return open_debug(c, syms, root, name, src, &in_root);
+}
+
 /*
  * A stripped file's symbols from its separate debug file: on disk first, then from the
- * fetcher. Failures only leave the file's own (.dynsym) names.
+ * fetcher. Failures only leave the file's own (.dynsym) names. *in_root: the debug file came
+ * from inside the process's root, which its container controls.
  */
 static void add_debug_symbols(struct pp_symcache *c, struct pp_elf_symbols *syms, const char *root,
-			      const char *name)
+			      const char *name, bool *in_root)
 {
 	enum pp_symbol_source src;
 	struct pp_elf_symbols *debug;
@@ -342,7 +361,7 @@ static void add_debug_symbols(struct pp_symcache *c, struct pp_elf_symbols *syms
 		return;
 	if (!pp_elf_symbols_build_id(syms)[0] && !pp_elf_symbols_debuglink(syms)[0])
 		return;
-	fd = pp_symcache_open_debug_file(c, syms, root, name, &src);
+	fd = open_debug(c, syms, root, name, &src, in_root);
 	if (fd < 0) {
 		c->stats.debug_missing++;
 		return;
@@ -383,33 +402,41 @@ static struct entry *load(struct pp_symcache *c, int fd, const char *root, const
 	char id[PP_BUILD_ID_HEX_SIZE];
 	struct pp_elf_symbols *syms;
 	struct table *tab = NULL;
+	bool debug_in_root = false;
 	struct entry *e;
 	int err;
 
 	err = -pp_elf_read_build_id_fd(fd, id, sizeof(id));
 	if (err)
 		goto out_fail;
-	if (id[0])
-		tab = table_by_id(c, id);
+	syms =
+	    pp_elf_symbols_open_fd_limited(fd, c->open_flags, c->max_bytes - sizeof(struct table));
+	if (!syms) {
+		err = errno;
+		goto out_fail;
+	}
+	c->stats.opens++;
+	add_debug_symbols(c, syms, root, name, &debug_in_root);
+	/* one table past the whole bound would evict everything and still not fit */
+	if (sizeof(struct table) + pp_elf_symbols_bytes(syms) > c->max_bytes) {
+		pp_elf_symbols_free(syms);
+		err = EFBIG;
+		goto out_fail;
+	}
+	/*
+	 * A copy of a binary (another container's) takes the table of one with its build id only
+	 * where both name every address alike: a file that claims another's build id, a hostile
+	 * container's, neither lends its names to the other's frames nor takes theirs; names from
+	 * a debug file inside a process's root, which its container controls, stay that root's.
+	 */
+	if (id[0] && !debug_in_root)
+		tab = table_same(c, id, syms);
 	if (tab) {
+		pp_elf_symbols_free(syms);
 		tab->refs++;
 		c->stats.shared_by_build_id++;
 	} else {
-		syms = pp_elf_symbols_open_fd_limited(fd, c->open_flags,
-						      c->max_bytes - sizeof(struct table));
-		if (!syms) {
-			err = errno;
-			goto out_fail;
-		}
-		c->stats.opens++;
-		add_debug_symbols(c, syms, root, name);
-		/* one table past the whole bound would evict everything and still not fit */
-		if (sizeof(struct table) + pp_elf_symbols_bytes(syms) > c->max_bytes) {
-			pp_elf_symbols_free(syms);
-			err = EFBIG;
-			goto out_fail;
-		}
-		tab = table_new(c, syms);
+		tab = table_new(c, syms, !debug_in_root);
 		if (!tab) {
 			pp_elf_symbols_free(syms);
 			errno = ENOMEM;

@@ -23,7 +23,8 @@ struct pp_symcache_stats {
 	uint64_t opens;		     /* symbol tables built from a file */
 	uint64_t open_failures;	     /* files that could not be opened or parsed */
 	uint64_t negative_hits;	     /* of hits, those that repeated a remembered failure */
-	uint64_t shared_by_build_id; /* misses served by a table already cached under its id */
+	uint64_t shared_by_build_id; /* misses read and found to name alike a table cached under
+				      * their build id: that one shared (the memory of a copy) */
 	uint64_t evictions;	     /* entries dropped to stay within max_files, max_bytes */
 	uint64_t too_big;	     /* tables larger than max_bytes alone: not kept */
 	uint64_t refused;	     /* files whose headers claim bytes a sparse file lacks */

@@ -4,6 +4,7 @@
  * of a binary whose build id differs from the expected one (ESTALE), and remembered failures.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "check.h"
 #include "testsh.h"
+#include "symbolize/debug_file.h"
 #include "symbolize/symcache.h"
 
 static char g_dir[512];
@@ -137,7 +139,7 @@ TEST(copies_share_a_table_by_build_id)
 	REQUIRE(s1 != NULL);
 	CHECK(s2 == s1);
 	CHECK_EQ_U64(stats(c).misses, 2);
-	CHECK_EQ_U64(stats(c).opens, 1);
+	CHECK_EQ_U64(stats(c).opens, 2); /* the copy is read, then found to name alike */
 	CHECK_EQ_U64(stats(c).shared_by_build_id, 1);
 	CHECK_EQ_U64(pp_symcache_size(c), 2);
 	pp_symcache_free(c);
@@ -358,7 +360,87 @@ TEST(many_files_stay_bounded)
 	pp_symcache_free(c);
 }
 
+/* The first symbol's name of a table, for telling two tables' names apart. */
+static const char *name_at(const struct pp_elf_symbols *s, const char *prefix)
+{
+	for (size_t i = 0; s && pp_elf_symbols_get(s, i); i++)
+		if (!strncmp(pp_elf_symbols_get(s, i)->name, prefix, strlen(prefix)))
+			return pp_elf_symbols_get(s, i)->name;
+	return NULL;
+}
+
+/*
+ * A hostile neighbour's file claiming the build id of another, with other symbols: each is
+ * named by its own bytes, whichever is read first; and a stripped binary's debug file found
+ * inside one process's root names that root's copy only, not a copy elsewhere.
+ */
+TEST(a_claimed_build_id_shares_no_names)
+{
+	char genuine[PATH_MAX], forged[PATH_MAX], root[PATH_MAX], inroot[PATH_MAX + 32],
+	    rootarg[PATH_MAX];
+	const struct pp_elf_symbols *g, *f, *r, *h;
+	struct pp_debug_dirs *dirs;
+	struct pp_symcache *c;
+
+	NEED_FIXTURE();
+	REQUIRE(pp_test_sh(
+		    "cd '%s' && printf 'int pp_genuine_fn(int x) { return x * 3; }\\n"
+		    "int main(int c, char **v) { (void)v; return pp_genuine_fn(c); }\\n' > g.c && "
+		    "sed 's/pp_genuine_fn/pp_forged_fn/' g.c > f.c && "
+		    "cc -O1 -Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567 -o genuine "
+		    "g.c && cc -O1 -Wl,--build-id=0x0123456789abcdef0123456789abcdef01234567 -o "
+		    "forged f.c",
+		    g_dir) == 0);
+	path_of(genuine, sizeof(genuine), "genuine");
+	path_of(forged, sizeof(forged), "forged");
+	for (int order = 0; order < 2; order++) {
+		c = pp_symcache_new(8, 64u << 20);
+		REQUIRE(c != NULL);
+		f = order ? NULL : pp_symcache_get_file(c, forged, NULL);
+		g = pp_symcache_get_file(c, genuine, NULL);
+		if (order)
+			f = pp_symcache_get_file(c, forged, NULL);
+		REQUIRE(g != NULL && f != NULL);
+		CHECK(!strcmp(pp_elf_symbols_build_id(g), pp_elf_symbols_build_id(f)));
+		CHECK(g != f);
+		CHECK(name_at(g, "pp_genuine_fn") && !name_at(g, "pp_forged_fn"));
+		CHECK(name_at(f, "pp_forged_fn") && !name_at(f, "pp_genuine_fn"));
+		CHECK_EQ_U64(stats(c).shared_by_build_id, 0);
+		pp_symcache_free(c);
+	}
+
+	/* stripped, its debug file (other names) planted inside one root only */
+	path_of(root, sizeof(root), "root");
+	REQUIRE(pp_test_sh("cd '%s' && mkdir -p root/bin root/usr/lib/debug/.build-id/01 bin && "
+			   "cp genuine bin/prog && strip bin/prog && cp bin/prog root/bin/prog && "
+			   "cp forged root/usr/lib/debug/.build-id/01/"
+			   "23456789abcdef0123456789abcdef01234567.debug",
+			   g_dir) == 0);
+	dirs = pp_debug_dirs_new(NULL);
+	REQUIRE(dirs != NULL);
+	c = pp_symcache_new(8, 64u << 20);
+	REQUIRE(c != NULL);
+	pp_symcache_set_debug_dirs(c, dirs);
+	snprintf(inroot, sizeof(inroot), "%s/bin/prog", root);
+	snprintf(rootarg, sizeof(rootarg), "%s", root);
+	{
+		int fd = open(inroot, O_RDONLY | O_CLOEXEC);
+
+		REQUIRE(fd >= 0);
+		r = pp_symcache_get_fd(c, fd, rootarg, "/bin/prog", NULL);
+		close(fd);
+	}
+	path_of(inroot, sizeof(inroot), "bin/prog");
+	h = pp_symcache_get_file(c, inroot, NULL); /* the same bytes, on the host */
+	REQUIRE(r != NULL && h != NULL);
+	CHECK(name_at(r, "pp_forged_fn") != NULL); /* the root's own debug file names its copy */
+	CHECK(h != r && !name_at(h, "pp_forged_fn"));
+	pp_symcache_free(c);
+	pp_debug_dirs_free(dirs);
+}
+
 TEST_LIST = {
+    {"a_claimed_build_id_shares_no_names", a_claimed_build_id_shares_no_names},
     {"same_file_by_inode", same_file_by_inode},
     {"copies_share_a_table_by_build_id", copies_share_a_table_by_build_id},
     {"build_id_mismatch_is_estale", build_id_mismatch_is_estale},
