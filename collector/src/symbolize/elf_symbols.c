@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/elf_read.h"
+#include "base/radix_sort.h"
 #include "base/vec.h"
 #include "go_pclntab.h"
 
@@ -457,18 +458,6 @@ static int arena_reserve(struct reader *r, size_t len)
 	return 0;
 }
 
-struct name_ref {
-	uint64_t off;
-	struct cand *c;
-};
-
-static int by_name_off(const void *pa, const void *pb)
-{
-	const struct name_ref *a = pa, *b = pb;
-
-	return a->off < b->off ? -1 : a->off > b->off;
-}
-
 /* The window names are read through; a name must end within it (MAX_NAME_LEN is less). */
 #define NAME_CHUNK (64 * 1024)
 
@@ -481,7 +470,8 @@ static int resolve_names(struct reader *r, const GElf_Shdr *str, struct cand_vec
 			 struct cand_vec *b)
 {
 	size_t n = a->n + b->n, k = 0;
-	struct name_ref *refs = n ? malloc(n * sizeof(*refs)) : NULL;
+	/* each candidate's name offset and the candidate, in offset order */
+	struct pp_sort_pair *refs = n ? malloc(2 * n * sizeof(*refs)) : NULL;
 	char *win = NULL;
 	uint64_t win_off = 0, win_len = 0, last_off = UINT64_MAX;
 	size_t last_at = 0, last_len = 0;
@@ -496,21 +486,22 @@ static int resolve_names(struct reader *r, const GElf_Shdr *str, struct cand_vec
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < a->n; i++)
-		refs[k++] = (struct name_ref){a->v[i].name, &a->v[i]};
+		refs[k++] = (struct pp_sort_pair){a->v[i].name, (uintptr_t)&a->v[i]};
 	for (size_t i = 0; i < b->n; i++)
-		refs[k++] = (struct name_ref){b->v[i].name, &b->v[i]};
-	qsort(refs, n, sizeof(*refs), by_name_off);
+		refs[k++] = (struct pp_sort_pair){b->v[i].name, (uintptr_t)&b->v[i]};
+	pp_radix_sort_pairs(refs, refs + n, n);
 	for (size_t i = 0; i < n && !err; i++) {
-		uint64_t off = refs[i].off;
+		uint64_t off = refs[i].key;
+		struct cand *ref = (struct cand *)(uintptr_t)refs[i].value;
 		const char *name, *end;
 		size_t len;
 
 		if (off == last_off) { /* an alias sharing the string */
-			refs[i].c->name = last_at;
-			refs[i].c->name_len = (uint32_t)last_len;
+			ref->name = last_at;
+			ref->name_len = (uint32_t)last_len;
 			continue;
 		}
-		refs[i].c->name_len = 0;
+		ref->name_len = 0;
 		if (off < win_off || off + 1 > win_off + win_len ||
 		    !memchr(win + (off - win_off), '\0', win_len - (off - win_off))) {
 			uint64_t left = str->sh_size - off;
@@ -534,8 +525,8 @@ static int resolve_names(struct reader *r, const GElf_Shdr *str, struct cand_vec
 		last_off = off;
 		last_at = r->arena_len;
 		last_len = len;
-		refs[i].c->name = last_at;
-		refs[i].c->name_len = (uint32_t)len;
+		ref->name = last_at;
+		ref->name_len = (uint32_t)len;
 		r->arena_len += len + 1;
 	}
 	free(refs);
@@ -629,6 +620,39 @@ static uint64_t sec_end(const struct reader *r, const struct cand *c)
 }
 
 /*
+ * The candidates in cand_cmp's order: by address with a radix sort (stable), then each run of
+ * aliases at one address by cand_cmp. As qsort_r with cand_cmp, a quarter of the time: the
+ * comparisons were half of reading a large table (node's 120,000 symbols).
+ */
+static int sort_cands(const struct reader *r, struct cand_vec *cv)
+{
+	struct pp_sort_pair *keys = malloc(2 * cv->n * sizeof(*keys));
+	struct cand *sorted = malloc(cv->n * sizeof(*sorted));
+
+	if (!keys || !sorted) {
+		free(keys);
+		free(sorted);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < cv->n; i++)
+		keys[i] = (struct pp_sort_pair){cv->v[i].start, i};
+	pp_radix_sort_pairs(keys, keys + cv->n, cv->n);
+	for (size_t i = 0; i < cv->n; i++)
+		sorted[i] = cv->v[keys[i].value];
+	free(keys);
+	for (size_t i = 0, j; i < cv->n; i = j) {
+		for (j = i + 1; j < cv->n && sorted[j].start == sorted[i].start; j++)
+			;
+		if (j - i > 1)
+			qsort_r(sorted + i, j - i, sizeof(*sorted), cand_cmp, r->arena);
+	}
+	free(cv->v);
+	cv->v = sorted;
+	cv->cap = cv->n;
+	return 0;
+}
+
+/*
  * Sort, keep one symbol per address, drop zero-size labels inside a sized symbol, and give
  * zero-size symbols the extent up to the next symbol (or their section's end); names point
  * into the arena, which the table takes over.
@@ -637,13 +661,16 @@ static int finish_table(const struct reader *r, struct cand_vec *cv, struct pp_e
 			size_t *nout)
 {
 	size_t kept = 0;
+	int err;
 	uint64_t cover_end = 0;
 
 	*out = NULL;
 	*nout = 0;
 	if (cv->n == 0)
 		return 0;
-	qsort_r(cv->v, cv->n, sizeof(*cv->v), cand_cmp, r->arena);
+	err = sort_cands(r, cv);
+	if (err)
+		return err;
 	for (size_t i = 0; i < cv->n; i++) {
 		struct cand *c = &cv->v[i];
 
