@@ -34,11 +34,13 @@ cmake --build build-asan -j"$(nproc)"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L 'unit|fuzz' --output-on-failure -j2)
 
 echo "== fuzzing (bounded)"
-# The parsers of what other processes control, for a fixed time each, two at a time; the
+# The parsers of what other processes control (and of the unwind table cache's files, which a
+# torn write or a bad disk may leave), for a fixed time each, two at a time; the
 # input files may grow to 8 GiB of holes (size claims), and -malloc_limit_mb fails any single
 # allocation a claim could force. Findings fail the run and are left in build-asan/findings.
 if [ "$fuzz" = ON ]; then
-	fuzzers=(elf unwind unwind_walk perf_map mount_fs procmaps gopclntab sideband data_type)
+	fuzzers=(elf unwind unwind_walk perf_map mount_fs procmaps gopclntab sideband data_type
+		unwind_table_file)
 	mkdir -p build-asan/findings
 	fuzz_one() {
 		local scratch rc
