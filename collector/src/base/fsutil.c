@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void pp_pathf(char *dst, size_t size, const char *fmt, ...)
@@ -47,4 +49,25 @@ ssize_t pp_read_small_file(const char *path, char *buf, size_t size)
 	close(fd);
 	buf[total] = '\0';
 	return total;
+}
+
+int pp_mkdir_parents(const char *dir, mode_t mode)
+{
+	char path[4096];
+	size_t len = strlen(dir);
+
+	if (!len || len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, len + 1);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, mode) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, mode) && errno != EEXIST)
+		return -errno;
+	return 0;
 }

@@ -1,6 +1,7 @@
 /*
  * Small filesystem helpers shared by the sysfs/procfs readers (PMU discovery, system facts):
- * building paths under a configurable root and reading one short pseudo-file whole.
+ * building paths under a configurable root and reading one short pseudo-file whole; and the
+ * agent's own directories made with their parents.
  */
 #ifndef PP_COLLECTOR_FSUTIL_H
 #define PP_COLLECTOR_FSUTIL_H
@@ -21,5 +22,11 @@ void pp_pathf(char *dst, size_t size, const char *fmt, ...) __attribute__((forma
  * fails (nothing partial is reported as success), or -EINVAL when size is 0.
  */
 ssize_t pp_read_small_file(const char *path, char *buf, size_t size);
+
+/*
+ * mkdir -p: dir and each missing directory above it, made with mode (an existing one is left
+ * as it is). 0, -ENAMETOOLONG for "" or a path of 4 KiB or more, or mkdir's -errno.
+ */
+int pp_mkdir_parents(const char *dir, mode_t mode);
 
 #endif /* PP_COLLECTOR_FSUTIL_H */

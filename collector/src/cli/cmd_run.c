@@ -36,6 +36,7 @@
 #include "containers.h"
 #include "agent/health.h"
 #include "base/deadline.h"
+#include "base/fsutil.h"
 #include "base/log.h"
 #include "metadata/host_name.h"
 #include "sampler.h"
@@ -206,28 +207,6 @@ static void *sender_main(void *arg)
 	return NULL;
 }
 
-/* mkdir -p: the default output directory's parents may not exist on a fresh node. */
-static int mkdir_parents(const char *dir)
-{
-	char path[4096];
-	size_t len = strlen(dir);
-
-	if (!len || len >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, dir, len + 1);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(path, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static int setup_export(struct agent *ag, char *err, size_t errlen)
 {
 	struct pp_transport_config tc;
@@ -236,7 +215,7 @@ static int setup_export(struct agent *ag, char *err, size_t errlen)
 	size_t len = 0;
 
 	if (ag->cfg.exporter == PP_EXPORTER_FILE) {
-		int ret = mkdir_parents(ag->cfg.output_dir);
+		int ret = pp_mkdir_parents(ag->cfg.output_dir, 0755);
 
 		if (ret)
 			snprintf(err, errlen, "cannot create output directory %s: %s",

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/deadline.h"
+#include "base/fsutil.h"
 #include "base/log.h"
 
 /* libdebuginfod's interface (elfutils/debuginfod.h), declared here: it is loaded at run time. */
@@ -87,27 +88,6 @@ static int load_lib(struct lib *l, const char *name)
 		l->handle = NULL;
 		return -ENOENT;
 	}
-	return 0;
-}
-
-static int mkdir_p(const char *dir)
-{
-	char tmp[4096];
-	size_t len = strlen(dir);
-
-	if (len == 0 || len >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	memcpy(tmp, dir, len + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-		return -errno;
 	return 0;
 }
 
@@ -336,7 +316,7 @@ struct pp_debuginfod *pp_debuginfod_new(const struct pp_debuginfod_opts *o)
 	if (err)
 		goto fail;
 	g_get_user_data = d->lib.get_user_data;
-	err = mkdir_p(d->cache_dir);
+	err = pp_mkdir_parents(d->cache_dir, 0700);
 	if (err)
 		goto fail;
 	snprintf(num, sizeof(num), "%u", d->timeout_s);

@@ -7,6 +7,7 @@
 #include "table_cache.h"
 
 #include "base/deadline.h"
+#include "base/fsutil.h"
 #include "base/log.h"
 #include "cfi/unwind_table_file.h"
 
@@ -129,38 +130,22 @@ out:
 	return bytes;
 }
 
-/* dir and the directories above it that are missing (/var/lib/pebsprof on a new node), 0700 */
-static int mkdir_parents(const char *dir)
-{
-	char path[256];
-
-	snprintf(path, sizeof(path), "%s", dir);
-	for (char *p = path + 1;; p++) {
-		char c = *p;
-
-		if (c != '/' && c)
-			continue;
-		*p = 0;
-		if (mkdir(path, 0700) && errno != EEXIST)
-			return -1;
-		*p = c;
-		if (!c)
-			return 0;
-	}
-}
-
 struct pp_table_cache *pp_table_cache_new(const struct pp_table_cache_opts *opts)
 {
 	struct pp_table_cache *c;
 	struct stat st;
-	int fd;
+	int fd, ret;
 
 	if (!opts || !opts->dir || !opts->dir[0] || strlen(opts->dir) >= sizeof(c->dir)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (mkdir_parents(opts->dir))
+	/* its parents too: /var/lib/pebsprof on a new node */
+	ret = pp_mkdir_parents(opts->dir, 0700);
+	if (ret) {
+		errno = -ret;
 		return NULL;
+	}
 	fd = open(opts->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;

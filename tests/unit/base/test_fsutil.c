@@ -4,11 +4,13 @@
  */
 #include "check.h"
 #include "base/fsutil.h"
+#include "testsh.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char tmpdir[64];
@@ -117,7 +119,29 @@ TEST(read_procfs_file)
 	CHECK(strlen(buf) == (size_t)n);
 }
 
+TEST(mkdir_parents_makes_the_missing_ones)
+{
+	char dir[600];
+	struct stat st;
+
+	REQUIRE(make_tmpdir() == 0);
+	snprintf(dir, sizeof(dir), "%s/a/b/c", tmpdir);
+	CHECK(pp_mkdir_parents(dir, 0700) == 0);
+	CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
+	snprintf(dir, sizeof(dir), "%s/a", tmpdir);
+	CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700);
+	snprintf(dir, sizeof(dir), "%s/a/b/c/", tmpdir); /* there already, a trailing slash */
+	CHECK(pp_mkdir_parents(dir, 0700) == 0);
+	CHECK(pp_mkdir_parents("", 0700) == -ENAMETOOLONG);
+	snprintf(dir, sizeof(dir), "%s/file", tmpdir);
+	REQUIRE(pp_test_sh("touch '%s'", dir) == 0);
+	snprintf(dir, sizeof(dir), "%s/file/below", tmpdir); /* a file in the way */
+	CHECK(pp_mkdir_parents(dir, 0700) == -ENOTDIR);
+	REQUIRE(pp_test_sh("rm -rf '%s'", tmpdir) == 0);
+}
+
 TEST_LIST = {
+    {"mkdir_parents_makes_the_missing_ones", mkdir_parents_makes_the_missing_ones},
     {"pathf_formats_and_truncates_to_empty", pathf_formats_and_truncates_to_empty},
     {"read_keeps_newline_and_terminates", read_keeps_newline_and_terminates},
     {"read_truncates_to_size_minus_one", read_truncates_to_size_minus_one},
