@@ -1367,6 +1367,18 @@ int pp_unwind_table_digest_fd(int fd, uint8_t out[PP_UNWIND_DIGEST_SIZE])
 	return 0;
 }
 
+void pp_unwind_digest_hex(const uint8_t digest[PP_UNWIND_DIGEST_SIZE],
+			  char out[PP_UNWIND_DIGEST_HEX_SIZE])
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (int i = 0; i < PP_UNWIND_DIGEST_SIZE; i++) {
+		out[2 * i] = hex[digest[i] >> 4];
+		out[2 * i + 1] = hex[digest[i] & 15];
+	}
+	out[2 * PP_UNWIND_DIGEST_SIZE] = '\0';
+}
+
 struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, size_t max_rows)
 {
 	struct pp_unwind_table *t = NULL;

@@ -40,11 +40,10 @@ struct pp_table_cache {
 
 static void name_of(const uint8_t digest[PP_UNWIND_DIGEST_SIZE], char *out, size_t size)
 {
-	size_t n = 0;
+	char hex[PP_UNWIND_DIGEST_HEX_SIZE];
 
-	for (int i = 0; i < PP_UNWIND_DIGEST_SIZE && n + 3 <= size; i++)
-		n += (size_t)snprintf(out + n, size - n, "%02x", digest[i]);
-	snprintf(out + n, size - n, SUFFIX);
+	pp_unwind_digest_hex(digest, hex);
+	snprintf(out, size, "%s" SUFFIX, hex);
 }
 
 static bool is_table_name(const char *name)

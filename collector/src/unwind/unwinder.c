@@ -63,6 +63,9 @@ struct table {
 	/* "s:" the device, inode, ctime and size of the file last found to hold key: the same
 	 * four again are the same bytes (no write leaves ctime), so its digest is not redone */
 	char stat_key[96];
+	/* the digest key spells (has_digest: a "c:" key), for the table cache */
+	uint8_t digest[PP_UNWIND_DIGEST_SIZE];
+	uint8_t has_digest;
 	uint64_t hash;
 	uint32_t first, nr;		/* the run in the row array; nr 0: none there now */
 	struct pp_unwind_packed packed; /* nr_pages, base_vaddr, the rules held (words freed) */
@@ -434,21 +437,6 @@ static struct table *table_slot(struct pp_unwinder *u)
 	return t;
 }
 
-/* The digest a "c:" key spells: false for another key. */
-static bool digest_of_key(const char *key, uint8_t digest[PP_UNWIND_DIGEST_SIZE])
-{
-	if (strncmp(key, "c:", 2) || strlen(key) != 2 + 2 * PP_UNWIND_DIGEST_SIZE)
-		return false;
-	for (int i = 0; i < PP_UNWIND_DIGEST_SIZE; i++) {
-		unsigned v;
-
-		if (sscanf(key + 2 + 2 * i, "%2x", &v) != 1)
-			return false;
-		digest[i] = (uint8_t)v;
-	}
-	return true;
-}
-
 static struct table *table_find_stat(struct pp_unwinder *u, const char *stat_key)
 {
 	for (uint32_t i = 0; i < u->max_tables; i++)
@@ -468,10 +456,10 @@ static void file_key(int fd, const struct stat *st, char *key, size_t size,
 {
 	*digested = pp_unwind_table_digest_fd(fd, digest) == 0;
 	if (*digested) {
-		size_t n = (size_t)snprintf(key, size, "c:");
+		char hex[PP_UNWIND_DIGEST_HEX_SIZE];
 
-		for (int i = 0; i < PP_UNWIND_DIGEST_SIZE && n + 3 <= size; i++)
-			n += (size_t)snprintf(key + n, size - n, "%02x", digest[i]);
+		pp_unwind_digest_hex(digest, hex);
+		snprintf(key, size, "c:%s", hex);
 	} else {
 		snprintf(key, size, "i:%" PRIx64 ":%" PRIu64 ":%" PRId64 ":%" PRId64,
 			 (uint64_t)st->st_dev, (uint64_t)st->st_ino, (int64_t)st->st_size,
@@ -685,7 +673,9 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	t = table_find_stat(u, stat_key);
 	if (t) {
 		snprintf(key, sizeof(key), "%s", t->key);
-		digested = digest_of_key(key, digest);
+		digested = t->has_digest;
+		if (digested)
+			memcpy(digest, t->digest, sizeof(digest));
 	} else {
 		file_key(fd, &st, key, sizeof(key), digest, &digested);
 	}
@@ -711,6 +701,9 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 		snprintf(t->key, sizeof(t->key), "%s", key);
 		t->hash = h;
 		t->in_use = 1;
+		t->has_digest = digested;
+		if (digested)
+			memcpy(t->digest, digest, sizeof(t->digest));
 	}
 	/* new, or evicted before: compile (again) */
 	u->st.tables_rebuilt += t->built_before;
