@@ -36,7 +36,6 @@
 
 #define MAX_OUTPUTS 16
 #define DEFAULT_FREQ_HZ 99
-#define POLL_INTERVAL_MS 100
 #define RUN_KEYS_MAX_FLAGS 32
 /* How long the end of a capture waits for debug files still coming from debuginfod. */
 #define RECORD_DEBUGINFOD_WAIT_S 10u
@@ -1063,9 +1062,13 @@ int pp_cmd_record(int argc, char **argv)
 	}
 
 	while (!stop_requested) {
-		uint64_t now;
+		uint64_t now = pp_clock_ns(CLOCK_MONOTONIC);
+		int wait_ms = pp_shim_poll_interval_ms(smp.shim);
 
-		ret = pp_shim_poll(smp.shim, POLL_INTERVAL_MS, pp_session_record_cb, session);
+		/* -d ends on time, not up to a quiet poll's wait later */
+		if (deadline && deadline > now && deadline - now < wait_ms * 1000000ull)
+			wait_ms = (int)((deadline - now + 999999) / 1000000);
+		ret = pp_shim_poll(smp.shim, wait_ms, pp_session_record_cb, session);
 		pp_session_read_sideband(session);
 		if (ret < 0 && ret != -EINTR) {
 			pp_error("reading the BPF ring buffer failed: %s", strerror(-ret));

@@ -582,6 +582,14 @@ static void window_maps_share(struct agent *ag)
 #define MAX_WINDOWS_BEHIND 16
 
 /* How long a window stays open after its end: two poll ticks, at most a fifth of it. */
+/* wait_ms, or less so that a poll begun at now (CLOCK_REALTIME) returns by at_ns */
+static int wait_until(int wait_ms, uint64_t now, uint64_t at_ns)
+{
+	if (at_ns > now && at_ns - now < (uint64_t)wait_ms * 1000000ull)
+		return (int)((at_ns - now) / 1000000) + 1;
+	return wait_ms;
+}
+
 static uint64_t grace_ns(uint64_t interval)
 {
 	uint64_t g = 2 * POLL_INTERVAL_MS * 1000000ull + 50 * 1000000ull;
@@ -1159,15 +1167,18 @@ int pp_cmd_run(int argc, char **argv)
 	pp_session_hold_from(ag.session, window_end - (uint64_t)ag.mono_to_wall_ns);
 	while (!stop_requested) {
 		uint64_t now = pp_clock_ns(CLOCK_REALTIME);
-		int wait_ms = POLL_INTERVAL_MS;
+		int wait_ms = pp_shim_poll_interval_ms(ag.smp.shim);
 
 		/*
 		 * Wake at the window's end, not up to a poll interval after it: the grace (and a
-		 * SIGTERM in it) counts from there.
+		 * SIGTERM in it) counts from there; at the grace's end, at an upload's time, and
+		 * often enough that /healthz never sees the loop stalled.
 		 */
-		if (!grace_until && now < window_end &&
-		    window_end - now < POLL_INTERVAL_MS * 1000000ull)
-			wait_ms = (int)((window_end - now) / 1000000) + 1;
+		wait_ms = wait_until(wait_ms, now, grace_until ? grace_until : window_end);
+		if (ag.pending)
+			wait_ms = wait_until(wait_ms, now, ag.pending_due_ns);
+		if (ag.cfg.stall_timeout_ns && wait_ms * 1000000ull > ag.cfg.stall_timeout_ns / 4)
+			wait_ms = (int)(ag.cfg.stall_timeout_ns / 4 / 1000000);
 		ret = pp_shim_poll(ag.smp.shim, wait_ms, pp_session_record_cb, ag.session);
 		pp_session_read_sideband(ag.session);
 		if (ret < 0 && ret != -EINTR) {
@@ -1183,8 +1194,9 @@ int pp_cmd_run(int argc, char **argv)
 		if (now < window_end)
 			continue;
 		/*
-		 * The window's grace: records are read up to POLL_INTERVAL_MS late, so for a
-		 * short while after its end the window stays open for the samples taken in it.
+		 * The window's grace: records in flight at its end (taken, not yet in a ring)
+		 * are read within a prompt poll, so for a short while after its end the window
+		 * stays open for the samples taken in it; the rings are drained at the grace's end.
 		 * A loop that wakes past the grace (a busy machine stalled it) closes it at once.
 		 */
 		if (!grace_until)

@@ -61,6 +61,7 @@ struct pp_shim {
 	struct ring_buffer *rb;
 	int wake_epfd; /* -1, or an epoll of rb's and the fds of pp_shim_add_wake_fd */
 	uint64_t wake_quiet_until_ns; /* CLOCK_MONOTONIC: the rings alone are watched until then */
+	uint64_t source_woke_ns;      /* CLOCK_MONOTONIC: a wake fd (not a ring) last woke a poll */
 	int *ring_fds; /* one ring buffer per CPU in opts->ring_cpus, in that order */
 	size_t nr_rings;
 	struct bpf_link **links; /* perf events */
@@ -1046,6 +1047,8 @@ int pp_shim_attach(struct pp_shim *shim, int perf_fd, uint32_t cookie)
 }
 
 #define WAKE_QUIET_MS 5
+/* A wake fd that fired this recently keeps the polls prompt (pp_shim_poll_interval_ms). */
+#define SOURCE_ACTIVE_MS 2000
 
 int pp_shim_add_wake_fd(struct pp_shim *shim, int fd)
 {
@@ -1068,6 +1071,15 @@ int pp_shim_add_wake_fd(struct pp_shim *shim, int fd)
 	}
 	ev.data.fd = fd;
 	return epoll_ctl(shim->wake_epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+int pp_shim_poll_interval_ms(const struct pp_shim *shim)
+{
+	if (shim->wake_epfd < 0)
+		return PP_SHIM_POLL_PROMPT_MS;
+	if (pp_clock_ns(CLOCK_MONOTONIC) - shim->source_woke_ns < SOURCE_ACTIVE_MS * 1000000ull)
+		return PP_SHIM_POLL_PROMPT_MS;
+	return PP_SHIM_POLL_QUIET_MS;
 }
 
 int pp_shim_poll(struct pp_shim *shim, int timeout_ms, pp_shim_record_fn cb, void *ctx)
@@ -1095,6 +1107,9 @@ int pp_shim_poll(struct pp_shim *shim, int timeout_ms, pp_shim_record_fn cb, voi
 			 */
 			if (n > 0)
 				shim->wake_quiet_until_ns = now + WAKE_QUIET_MS * 1000000ull;
+			for (int i = 0; i < n; i++)
+				if (evs[i].data.fd != ring_buffer__epoll_fd(shim->rb))
+					shim->source_woke_ns = now;
 			waited = true;
 		} else {
 			int left = (int)((shim->wake_quiet_until_ns - now + 999999) / 1000000);

@@ -195,6 +195,21 @@ void pp_shim_detach_all(struct pp_shim *shim);
  * consumed or -errno (-EINTR when a signal interrupted the wait).
  */
 int pp_shim_poll(struct pp_shim *shim, int timeout_ms, pp_shim_record_fn cb, void *ctx);
+
+#define PP_SHIM_POLL_PROMPT_MS 100
+#define PP_SHIM_POLL_QUIET_MS 1000
+/*
+ * The longest the next pp_shim_poll should wait, in ms. The shim wakes the poll itself when a
+ * ring is half full, so the timeout only bounds how long a few records wait. Each wake-up costs
+ * the agent tens of microseconds whether it finds records or not (the bulk of an idle node's
+ * cost), so: PP_SHIM_POLL_PROMPT_MS while the kernel's process reports (the wake fds) fired in
+ * the last 2 s, since records of a process that has just started are best read while it lives
+ * (its files opened through it, its cgroup read); PP_SHIM_POLL_QUIET_MS when nothing started,
+ * mapped or exited meanwhile (such processes' reports wake the poll at once), and
+ * PP_SHIM_POLL_PROMPT_MS always where no process reports are watched (those are read from
+ * /proc when sampled, the sooner the better).
+ */
+int pp_shim_poll_interval_ms(const struct pp_shim *shim);
 /*
  * pp_shim_poll also returns when fd is readable (the side-band), so its caller reads it at
  * once: 0 or -errno.
