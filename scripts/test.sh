@@ -40,7 +40,7 @@ echo "== fuzzing (bounded)"
 # allocation a claim could force. Findings fail the run and are left in build-asan/findings.
 if [ "$fuzz" = ON ]; then
 	fuzzers=(elf unwind unwind_walk perf_map mount_fs procmaps gopclntab sideband data_type
-		unwind_table_file)
+		unwind_table_file kernel_module)
 	mkdir -p build-asan/findings
 	fuzz_one() {
 		local scratch rc

@@ -16,6 +16,7 @@
 #include "base/vec.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/kallsyms.h"
+#include "symbolize/kernel_module.h"
 #include "symbolize/demangle.h"
 #include "memory/mem_attr.h"
 #include "process/proc_cache.h"
@@ -1153,6 +1154,12 @@ size_t pp_session_wait_debug(struct pp_session *s, uint64_t timeout_ms)
 	return (size_t)(s->stats.named_late - before);
 }
 
+void pp_session_kernel_modules(struct pp_session *s, uint32_t *typed, uint32_t *untyped, char *why,
+			       size_t why_size)
+{
+	pp_symloader_kernel_modules(s ? s->loader : NULL, typed, untyped, why, why_size);
+}
+
 int pp_session_kernel_image(struct pp_session *s, char *why, size_t why_size)
 {
 	if (why && why_size)
@@ -1264,6 +1271,17 @@ static uint32_t data_location(struct pp_session *s, const struct pp_proc *p, uin
 
 /* The slot of the kernel's own instructions: a device no file has. */
 #define DTYPE_KERNEL_DEV UINT32_MAX
+/* ... and of its modules' (by their addresses; the inode a digest of the module's name) */
+#define DTYPE_KMOD_DEV (UINT32_MAX - 1)
+
+static uint64_t name_digest(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 0x100000001b3ull;
+	return h;
+}
 
 /*
  * The data type and field of the access at the exact IP ip: from the loader's answer for that
@@ -1295,10 +1313,18 @@ static void data_type_frames(struct pp_session *s, const struct pp_proc *p, uint
 			return;
 		}
 		if (pp_kallsyms_lookup(s->opts.kallsyms, ip, NULL, &module) && module) {
-			s->stats.data_untyped[PP_DT_KERNEL_MODULE]++;
-			return;
+			if (!s->opts.kernel_image || !pp_kmod_name_valid(module)) {
+				s->stats.data_untyped[PP_DT_KERNEL_MODULE]++;
+				return;
+			}
+			/* a module's instructions, named by their address (its sections') */
+			dev = DTYPE_KMOD_DEV;
+			inode = name_digest(module);
+			off = ip;
+		} else {
+			module = NULL;
+			off = ip - s->ktext;
 		}
-		off = ip - s->ktext;
 	} else {
 		m = pp_proc_cache_find_map(s->procs, p, ip);
 		if (!m || m->kind != PP_MAP_KIND_FILE || !m->path) {
@@ -1316,9 +1342,10 @@ static void data_type_frames(struct pp_session *s, const struct pp_proc *p, uint
 		int err;
 
 		tag = ++s->next_tag << DTYPE_SLOT_BITS | i;
-		err = kernel ? pp_symloader_submit_kernel_data_type(s->loader, tag, off)
-			     : pp_symloader_submit_data_type(s->loader, tag, p->pid, p->relatives,
-							     m, off);
+		err = module   ? pp_symloader_submit_kmod_data_type(s->loader, tag, module, off)
+		      : kernel ? pp_symloader_submit_kernel_data_type(s->loader, tag, off)
+			       : pp_symloader_submit_data_type(s->loader, tag, p->pid, p->relatives,
+							       m, off);
 		if (err)
 			return; /* the queue is full: asked again at the next sample */
 		*slot = (struct dtype_slot){.inode = inode,

@@ -308,6 +308,12 @@ void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *o
  * looked for (no kernel memory sample with an exact IP yet), or its -errno, with why.
  */
 int pp_session_kernel_image(struct pp_session *s, char *why, size_t why_size);
+/*
+ * The kernel modules searched for their files for data types (pp_symloader_kernel_modules):
+ * laid out (*typed), not found (*untyped), and the last search that failed, in why.
+ */
+void pp_session_kernel_modules(struct pp_session *s, uint32_t *typed, uint32_t *untyped, char *why,
+			       size_t why_size);
 
 /*
  * Debug files that debuginfod delivered since the last call: the symbol cache rereads their

@@ -737,9 +737,13 @@ static void print_off_cpu(const struct record_args *a, const struct pp_profile *
 }
 
 /* What the data-type resolution did, and the table of the accessed types and fields. */
-static void print_data_types(const struct pp_profile *profile, const struct pp_session_stats *st,
-			     int kernel_image, const char *kernel_why)
+static void print_data_types(struct pp_session *session, const struct pp_profile *profile,
+			     const struct pp_session_stats *st, int kernel_image,
+			     const char *kernel_why)
 {
+	uint32_t modules_typed, modules_untyped;
+	char modules_why[768];
+
 	printf("data types: %llu samples named a type and field, %llu waited for the answer",
 	       (unsigned long long)st->data_typed, (unsigned long long)st->data_type_pending);
 	for (int m = 1; m < PP_DT_MISS__COUNT; m++)
@@ -753,6 +757,13 @@ static void print_data_types(const struct pp_profile *profile, const struct pp_s
 		       : kernel_image == -EINPROGRESS ? "not yet: "
 						      : "none: ",
 		       kernel_why);
+	pp_session_kernel_modules(session, &modules_typed, &modules_untyped, modules_why,
+				  sizeof(modules_why));
+	if (modules_typed || modules_untyped)
+		printf(
+		    "kernel modules' data types: %u laid out from their files, %u without%s%s%s\n",
+		    modules_typed, modules_untyped, modules_why[0] ? " (last: " : "", modules_why,
+		    modules_why[0] ? ")" : "");
 	pp_report_print_data_types(profile, stdout, 15);
 }
 
@@ -788,7 +799,7 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 		char why[768];
 		int kernel_image = pp_session_kernel_image(session, why, sizeof(why));
 
-		print_data_types(profile, st, kernel_image, why);
+		print_data_types(session, profile, st, kernel_image, why);
 	}
 	{
 		uint64_t named = 0;

@@ -194,18 +194,25 @@ static bool strings_terminated(Elf *elf)
  * An ELF of fd for libelf, its headers checked first; read with pread, never mapped, unless
  * mapped (PP_DATA_TYPE_MAPPED: a file only root can change).
  */
-static Elf *open_checked(int fd, struct pp_elf_src *src, struct pp_elf_shape *shape, int mapped,
-			 int *err)
+/* fd, or the image mem (len bytes) where fd < 0, checked and given to libelf */
+static Elf *open_checked(int fd, const void *mem, size_t len, struct pp_elf_src *src,
+			 struct pp_elf_shape *shape, int mapped, int *err)
 {
 	Elf *elf;
 
-	*err = pp_elf_src_fd(src, fd);
+	if (fd < 0) {
+		pp_elf_src_mem(src, mem, len);
+		*err = 0;
+	} else {
+		*err = pp_elf_src_fd(src, fd);
+	}
 	if (!*err)
 		*err = pp_elf_preflight(src, shape);
 	if (*err)
 		return NULL;
 	/* ELF_C_READ, not _MMAP: a file its owner truncates must not turn into SIGBUS */
-	elf = elf_begin(fd, mapped ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
+	elf = fd < 0 ? elf_memory((char *)mem, len)
+		     : elf_begin(fd, mapped ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		elf_end(elf);
 		*err = -ENOEXEC;
@@ -219,8 +226,33 @@ struct pp_data_type_resolver *pp_data_type_resolver_new(int code_fd, int dwarf_f
 	return pp_data_type_resolver_open(code_fd, dwarf_fd, NULL);
 }
 
+static struct pp_data_type_resolver *resolver_open(int code_fd, const void *code, size_t code_len,
+						   int dwarf_fd, const void *dwarf,
+						   size_t dwarf_len,
+						   const struct pp_data_type_opts *o);
+
 struct pp_data_type_resolver *pp_data_type_resolver_open(int code_fd, int dwarf_fd,
 							 const struct pp_data_type_opts *o)
+{
+	if (code_fd < 0 || dwarf_fd < 0) {
+		errno = EBADF;
+		return NULL;
+	}
+	return resolver_open(code_fd, NULL, 0, dwarf_fd, NULL, 0, o);
+}
+
+struct pp_data_type_resolver *pp_data_type_resolver_open_mem(const void *code, size_t code_len,
+							     const void *dwarf, size_t dwarf_len,
+							     const struct pp_data_type_opts *o)
+{
+	return resolver_open(-1, code, code_len, -1, dwarf ? dwarf : code,
+			     dwarf ? dwarf_len : code_len, o);
+}
+
+static struct pp_data_type_resolver *resolver_open(int code_fd, const void *code, size_t code_len,
+						   int dwarf_fd, const void *dwarf,
+						   size_t dwarf_len,
+						   const struct pp_data_type_opts *o)
 {
 	int mapped = o && (o->flags & PP_DATA_TYPE_MAPPED);
 	uint64_t max = o && o->max_dwarf_bytes && o->max_dwarf_bytes < MAX_DWARF_BYTES
@@ -235,7 +267,7 @@ struct pp_data_type_resolver *pp_data_type_resolver_open(int code_fd, int dwarf_
 	if (!r)
 		goto fail;
 	elf_version(EV_CURRENT);
-	r->code_elf = open_checked(code_fd, &r->code, &shape, mapped, &err);
+	r->code_elf = open_checked(code_fd, code, code_len, &r->code, &shape, mapped, &err);
 	if (!r->code_elf)
 		goto fail;
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &r->cs) != CS_ERR_OK) {
@@ -244,11 +276,12 @@ struct pp_data_type_resolver *pp_data_type_resolver_open(int code_fd, int dwarf_
 		goto fail;
 	}
 	cs_option(r->cs, CS_OPT_DETAIL, CS_OPT_ON);
-	if (dwarf_fd == code_fd) {
+	if (code_fd >= 0 ? dwarf_fd == code_fd : dwarf == code) {
 		delf = r->code_elf;
 		dsrc = r->code;
 	} else {
-		delf = r->dwarf_elf = open_checked(dwarf_fd, &dsrc, &shape, mapped, &err);
+		delf = r->dwarf_elf =
+		    open_checked(dwarf_fd, dwarf, dwarf_len, &dsrc, &shape, mapped, &err);
 		if (!delf)
 			goto fail;
 	}

@@ -29,7 +29,8 @@ enum pp_data_type_miss {
 	PP_DT_NOT_POINTER,    /* the base register's variable is no pointer to an object */
 	PP_DT_NO_FILE,	      /* the binary could not be opened, or was refused (hostile, too big);
 			       * for kernel code: no image of the running kernel with DWARF */
-	PP_DT_KERNEL_MODULE,  /* kernel code of a module (its .ko's DWARF is not read) */
+	PP_DT_KERNEL_MODULE,  /* kernel code of a module whose files were not found (no .ko and
+			       * DWARF of its build, a compressed .ko) or not looked for */
 	PP_DT_TOO_BIG,	      /* the file's DWARF is over what the types may hold in memory */
 	PP_DT_MISS__COUNT,
 };
@@ -80,6 +81,15 @@ struct pp_data_type_opts {
 /* pp_data_type_resolver_new with options (o NULL: none). */
 struct pp_data_type_resolver *pp_data_type_resolver_open(int code_fd, int dwarf_fd,
 							 const struct pp_data_type_opts *o);
+
+/*
+ * A resolver for an image in memory (code_len bytes at code; its DWARF at dwarf, or NULL: in
+ * code), such as a kernel module laid out at the kernel's addresses (kernel_module.h). The
+ * buffers stay the caller's and must live as long as the resolver; they are read, not changed.
+ */
+struct pp_data_type_resolver *pp_data_type_resolver_open_mem(const void *code, size_t code_len,
+							     const void *dwarf, size_t dwarf_len,
+							     const struct pp_data_type_opts *o);
 
 /* The bytes of debug sections the resolver read (its heap, when not mapped). */
 uint64_t pp_data_type_dwarf_bytes(const struct pp_data_type_resolver *r);

@@ -20,9 +20,17 @@
 
 #include "base/deadline.h"
 #include "base/vec.h"
+#include "kernel_module.h"
 #include "process/mapped_file.h"
 
-enum req_kind { REQ_MAPPING, REQ_DEBUG, REQ_FORGET, REQ_DATA_TYPE, REQ_KERNEL_DATA_TYPE };
+enum req_kind {
+	REQ_MAPPING,
+	REQ_DEBUG,
+	REQ_FORGET,
+	REQ_DATA_TYPE,
+	REQ_KERNEL_DATA_TYPE,
+	REQ_KMOD_DATA_TYPE,
+};
 
 /* While debuginfod fetches the kernel's image, its search (a few opens) runs this often. */
 #define KERNEL_IMAGE_RETRY_NS 1000000000ull
@@ -35,8 +43,22 @@ struct request {
 	struct pp_map_entry map;	       /* path points at path below */
 	char *path;
 	char build_id[PP_BUILD_ID_HEX_SIZE];
-	/* REQ_DATA_TYPE: the instruction's; REQ_KERNEL_DATA_TYPE: its offset from _stext */
+	/*
+	 * REQ_DATA_TYPE: the instruction's; REQ_KERNEL_DATA_TYPE: its offset from _stext;
+	 * REQ_KMOD_DATA_TYPE: its address (path: the module's name)
+	 */
 	uint64_t file_offset;
+};
+
+/* A kernel module's files laid out, or why it has none; the worker's. */
+struct kmod_entry {
+	char name[PP_KMOD_NAME_MAX]; /* "" : a free entry */
+	struct pp_kmod_image img;    /* laid out when r is made */
+	struct pp_data_type_resolver *r;
+	int err;	   /* 0, or the -errno of its search */
+	uint64_t retry_ns; /* a failed search is run again then */
+	uint64_t used;	   /* least recently used replaced */
+	uint32_t answers;  /* r made again after opts' type_answers */
 };
 
 /* A data-type resolver of a file, kept by the file's identity; the worker's. */
@@ -73,9 +95,13 @@ struct pp_symloader {
 	struct pp_kernel_image kimage;
 	struct pp_data_type_resolver *kernel_r;
 	uint32_t kernel_answers;
-	uint64_t kernel_retry_ns;     /* while debuginfod fetches the image: its next search */
-	char kernel_why[768];	      /* the image's path, its build id and words */
-	struct pp_symloader_stats st; /* under lock */
+	uint64_t kernel_retry_ns; /* while debuginfod fetches the image: its next search */
+	char kernel_why[768];	  /* the image's path, its build id and words */
+	struct kmod_entry kmods[PP_SYMLOADER_KERNEL_MODULES];
+	uint64_t kmods_clock;
+	uint32_t kmods_typed, kmods_untyped; /* under lock */
+	char kmod_why[768];		     /* the last failed module search; under lock */
+	struct pp_symloader_stats st;	     /* under lock */
 };
 
 static void request_fini(struct request *r)
@@ -365,6 +391,92 @@ static void load_kernel_data_type(struct pp_symloader *l, const struct request *
 	}
 }
 
+static void kmod_entry_clear(struct kmod_entry *e)
+{
+	pp_data_type_resolver_free(e->r);
+	pp_kmod_image_fini(&e->img);
+	memset(e, 0, sizeof(*e));
+}
+
+/* Module name's entry, searched for (again) where it has none or its search is due. */
+static struct kmod_entry *kmod_entry(struct pp_symloader *l, const char *name)
+{
+	struct kmod_entry *e = NULL, *victim = &l->kmods[0];
+	uint64_t now = pp_clock_ns(CLOCK_MONOTONIC), text;
+	char why[sizeof(l->kmod_why)];
+
+	for (size_t i = 0; i < PP_SYMLOADER_KERNEL_MODULES; i++) {
+		if (!strcmp(l->kmods[i].name, name))
+			e = &l->kmods[i];
+		if (l->kmods[i].used < victim->used)
+			victim = &l->kmods[i];
+	}
+	/* unloaded and loaded again elsewhere: its layout is another */
+	if (e && !e->err &&
+	    (pp_kmod_text_addr(l->opts.kernel_image->sys_root, name, &text) ||
+	     text != e->img.text_addr))
+		kmod_entry_clear(e);
+	else if (e && e->err && now >= e->retry_ns)
+		kmod_entry_clear(e);
+	else if (e) {
+		e->used = ++l->kmods_clock;
+		return e;
+	}
+	e = victim;
+	kmod_entry_clear(e);
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	e->used = ++l->kmods_clock;
+	e->err = pp_kmod_image_open(l->opts.kernel_image, name, l->type_bytes, &e->img, why,
+				    sizeof(why));
+	if (e->err) {
+		e->retry_ns =
+		    now + (e->err == -EINPROGRESS ? KERNEL_IMAGE_RETRY_NS
+						  : PP_SYMLOADER_KMOD_RETRY_S * 1000000000ull);
+	}
+	pthread_mutex_lock(&l->lock);
+	if (e->err && e->err != -EINPROGRESS) {
+		l->kmods_untyped++;
+		memcpy(l->kmod_why, why, sizeof(why));
+	} else if (!e->err) {
+		l->kmods_typed++;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return e;
+}
+
+/* The data type a module's instruction accesses, from its files laid out (kernel_module.h). */
+static void load_kmod_data_type(struct pp_symloader *l, const struct request *rq,
+				struct pp_symload_result *out)
+{
+	struct kmod_entry *e;
+
+	out->type_miss = PP_DT_KERNEL_MODULE;
+	if (!l->opts.kernel_image || !rq->path) {
+		out->err = EOPNOTSUPP;
+		return;
+	}
+	e = kmod_entry(l, rq->path);
+	if (e->err) {
+		out->err = e->err == -EINPROGRESS ? EINPROGRESS : -e->err;
+		return;
+	}
+	if (!e->r) {
+		e->r = pp_data_type_resolver_open_mem(
+		    e->img.code, e->img.code_len, e->img.dwarf == e->img.code ? NULL : e->img.dwarf,
+		    e->img.dwarf_len, NULL);
+		if (!e->r) {
+			out->err = errno ? errno : EINVAL;
+			return;
+		}
+	}
+	out->type_miss = pp_data_type_resolve(e->r, rq->file_offset, 0, &out->type);
+	if (++e->answers >= l->type_answers) {
+		pp_data_type_resolver_free(e->r);
+		e->r = NULL;
+		e->answers = 0;
+	}
+}
+
 static void *worker_main(void *arg)
 {
 	struct pp_symloader *l = arg;
@@ -412,6 +524,9 @@ static void *worker_main(void *arg)
 		} else if (rq.kind == REQ_DATA_TYPE) {
 			out.kind = PP_SYMLOAD_DATA_TYPE;
 			load_data_type(l, &rq, &out);
+		} else if (rq.kind == REQ_KMOD_DATA_TYPE) {
+			out.kind = PP_SYMLOAD_DATA_TYPE;
+			load_kmod_data_type(l, &rq, &out);
 		} else if (rq.kind == REQ_KERNEL_DATA_TYPE) {
 			out.kind = PP_SYMLOAD_DATA_TYPE;
 			load_kernel_data_type(l, &rq, &out);
@@ -432,7 +547,8 @@ static void *worker_main(void *arg)
 			l->st.open_failed += via == PP_MAPPED_VIA_NONE && out.err != ESTALE;
 		}
 		l->st.debug_loads += rq.kind == REQ_DEBUG && out.syms;
-		l->st.data_types += rq.kind == REQ_DATA_TYPE || rq.kind == REQ_KERNEL_DATA_TYPE;
+		l->st.data_types += rq.kind == REQ_DATA_TYPE || rq.kind == REQ_KERNEL_DATA_TYPE ||
+				    rq.kind == REQ_KMOD_DATA_TYPE;
 		pp_symcache_get_stats(l->cache, &l->st.cache);
 		l->st.cache_files = pp_symcache_size(l->cache);
 		l->st.cache_bytes = pp_symcache_bytes(l->cache);
@@ -524,6 +640,8 @@ void pp_symloader_free(struct pp_symloader *l)
 	for (size_t i = 0; i < PP_SYMLOADER_DATA_TYPE_FILES; i++)
 		type_file_clear(&l->types[i]);
 	pp_data_type_resolver_free(l->kernel_r);
+	for (size_t i = 0; i < PP_SYMLOADER_KERNEL_MODULES; i++)
+		kmod_entry_clear(&l->kmods[i]);
 	if (l->kimage.fd >= 0)
 		close(l->kimage.fd);
 	pp_symcache_free(l->cache);
@@ -584,6 +702,35 @@ int pp_symloader_submit_kernel_data_type(struct pp_symloader *l, uint64_t tag, u
 	if (!l)
 		return -EINVAL;
 	return submit(l, &r);
+}
+
+int pp_symloader_submit_kmod_data_type(struct pp_symloader *l, uint64_t tag, const char *module,
+				       uint64_t ip)
+{
+	struct request r = {.kind = REQ_KMOD_DATA_TYPE, .tag = tag, .file_offset = ip};
+
+	if (!l || !pp_kmod_name_valid(module))
+		return -EINVAL;
+	r.path = strdup(module);
+	if (!r.path)
+		return -ENOMEM;
+	return submit(l, &r);
+}
+
+void pp_symloader_kernel_modules(struct pp_symloader *l, uint32_t *typed, uint32_t *untyped,
+				 char *why, size_t why_size)
+{
+	*typed = *untyped = 0;
+	if (why && why_size)
+		why[0] = '\0';
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->lock);
+	*typed = l->kmods_typed;
+	*untyped = l->kmods_untyped;
+	if (why && why_size)
+		snprintf(why, why_size, "%s", l->kmod_why);
+	pthread_mutex_unlock(&l->lock);
 }
 
 int pp_symloader_kernel_image(struct pp_symloader *l, char *why, size_t why_size)

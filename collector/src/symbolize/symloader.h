@@ -131,6 +131,26 @@ int pp_symloader_submit_data_type(struct pp_symloader *l, uint64_t tag, uint32_t
 int pp_symloader_submit_kernel_data_type(struct pp_symloader *l, uint64_t tag,
 					 uint64_t text_offset);
 /*
+ * Queue the data type and field that the instruction at ip (the kernel's address) of loaded
+ * module `module` (as kallsyms names it) accesses, read from the module's .ko and its debug
+ * file, laid out where the kernel loaded it (kernel_module.h), looked for where
+ * opts.kernel_image says. Modules are kept for PP_SYMLOADER_KERNEL_MODULES at once, a module
+ * loaded again at other addresses laid out again; one whose files are not found is looked for
+ * again after PP_SYMLOADER_KMOD_RETRY_S. The result's type_miss is PP_DT_KERNEL_MODULE while
+ * the module has no files (pp_symloader_kernel_modules says why), err EINPROGRESS while
+ * debuginfod fetches its debug file. Returns as pp_symloader_submit.
+ */
+#define PP_SYMLOADER_KERNEL_MODULES 8
+#define PP_SYMLOADER_KMOD_RETRY_S 600
+int pp_symloader_submit_kmod_data_type(struct pp_symloader *l, uint64_t tag, const char *module,
+				       uint64_t ip);
+/*
+ * The modules looked for so far: how many were laid out (*typed) and not (*untyped), and the
+ * words of the last search that failed in why ("" when none). Any thread.
+ */
+void pp_symloader_kernel_modules(struct pp_symloader *l, uint32_t *typed, uint32_t *untyped,
+				 char *why, size_t why_size);
+/*
  * The kernel image's search: 1 with where it was found, 0 before it was looked for, or the
  * -errno of the search with why it failed, in why (-EINPROGRESS: being fetched). Any thread.
  */

@@ -27,6 +27,7 @@
 #include "check.h"
 #include "elf_symbol.h"
 #include "kernel_notes.h"
+#include "kmod_fixture.h"
 #include "memory/mem_attr.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb-c.h"
 #include "pprof/profile.pb-c.h"
@@ -843,23 +844,31 @@ TEST(a_stripped_binary_is_typed_from_its_debug_file)
  * kallsyms as the running kernel-like image would show it: each function of the image slid by
  * KSLIDE (nm, binutils, lists them), and a module's function.
  */
-static struct pp_kallsyms *kimage_kallsyms(void)
+static size_t kimage_lines(char *text, size_t size)
 {
-	char text[8192], line[256];
+	char line[256];
 	size_t n = 0;
 	FILE *p = popen("nm " KIMAGE, "r");
 
 	if (!p)
-		return NULL;
-	while (fgets(line, sizeof(line), p) && n + 128 < sizeof(text)) {
+		return 0;
+	while (fgets(line, sizeof(line), p) && n + 128 < size) {
 		unsigned long long addr;
 		char type, name[128];
 
 		if (sscanf(line, "%llx %c %127s", &addr, &type, name) == 3 && (type | 0x20) == 't')
-			n += (size_t)snprintf(text + n, sizeof(text) - n, "%llx T %s\n",
-					      addr + KSLIDE, name);
+			n += (size_t)snprintf(text + n, size - n, "%llx T %s\n", addr + KSLIDE,
+					      name);
 	}
 	pclose(p);
+	return n;
+}
+
+static struct pp_kallsyms *kimage_kallsyms(void)
+{
+	char text[8192];
+	size_t n = kimage_lines(text, sizeof(text));
+
 	n +=
 	    (size_t)snprintf(text + n, sizeof(text) - n, "%llx t mod_poll\t[pp_mod]\n", KMODULE_FN);
 	return pp_kallsyms_parse(text, n);
@@ -1013,13 +1022,112 @@ TEST(kernel_accesses_are_typed_from_the_kernel_image)
 	CHECK(run.image == 1);
 	CHECK(strstr(run.why, KIMAGE) != NULL);
 	CHECK_EQ_U64(run.st.data_typed, 3);
-	CHECK_EQ_U64(run.st.data_untyped[PP_DT_KERNEL_MODULE], 2);
+	/* a module the node shows no files of: the first asks, the second is told */
+	CHECK_EQ_U64(run.st.data_untyped[PP_DT_KERNEL_MODULE], 1);
 	CHECK(has_leaf(&run, "mem_touch_fn;task_prio;struct task;struct task.prio"));
 	CHECK(has_leaf(&run, "mem_touch_fn;task_wakeups;struct task;struct task.rq.nr_wakeups"));
 	CHECK(has_leaf(&run,
 		       "mem_touch_fn;count_switch;struct rq_stats;struct rq_stats.nr_switches"));
 	for (int i = 0; i < run.nleaves; i++)
 		printf("  %s\n", run.leaf[i]);
+}
+
+#define KMODULE PP_TEST_BUILD_DIR "/pp_kernel_module.ko"
+#define KMOD_TEXT 0xffffffffc0b02000ull
+#define KMOD_RELEASE "6.1.0-99-amd64"
+
+/* kallsyms' lines of pp_kmod's functions, loaded with its .text at KMOD_TEXT (nm lists them) */
+static size_t kmod_kallsyms(char *text, size_t size)
+{
+	char line[256];
+	size_t n = 0;
+	FILE *p = popen("nm " KMODULE, "r");
+
+	if (!p)
+		return 0;
+	while (fgets(line, sizeof(line), p) && n + 128 < size) {
+		unsigned long long addr;
+		char type, name[128];
+
+		if (sscanf(line, "%llx %c %127s", &addr, &type, name) == 3 && (type | 0x20) == 't')
+			n += (size_t)snprintf(text + n, size - n, "%llx t %s\t[pp_kmod]\n",
+					      addr + KMOD_TEXT, name);
+	}
+	pclose(p);
+	return n;
+}
+
+static uint64_t kmod_fn(const char *fn)
+{
+	char cmd[256], line[64];
+
+	snprintf(cmd, sizeof(cmd), "nm " KMODULE " | awk '$3 == \"%s\" { print $1 }'", fn);
+	pp_test_sh_line(cmd, line, sizeof(line));
+	return line[0] ? KMOD_TEXT + strtoull(line, NULL, 16) : 0;
+}
+
+/*
+ * Kernel memory samples at a loaded module's instructions (kallsyms names the module): typed
+ * from the module's files found on the host (modules.dep, its debug file by Debian's path),
+ * laid out where sysfs says the kernel loaded it; the same sample's type from the image and
+ * the module side by side, and a module without files keeps its object.
+ */
+TEST(module_accesses_are_typed_from_the_modules_files)
+{
+	static const struct pp_test_kmod_section secs[] = {
+	    {".text", KMOD_TEXT}, {".bss", KMOD_TEXT + 0x6000}, {".data", KMOD_TEXT + 0x5000}};
+	char dir[PATH_MAX], root[PATH_MAX + 8], sys[PATH_MAX + 8], kid[128], mid[128], why[768];
+	char text[16384];
+	size_t n = 0;
+	struct kernel_run run = {0};
+	struct pp_kallsyms *ks;
+	struct pp_kernel_image_opts ko = {.path = KIMAGE, .release = KMOD_RELEASE};
+	struct pp_session_opts opts;
+	uint64_t ips[4] = {kmod_fn("task_prio"), kmod_fn("count_switch"),
+			   kimage_fn("task_wakeups") + KSLIDE, KMODULE_FN + 0x10};
+	uint32_t typed = 0, untyped = 0;
+	struct fx f = {0};
+
+	elf_version(EV_CURRENT);
+	REQUIRE(ips[0] && ips[1] && ips[2] > KSLIDE);
+	pp_test_sh_line("readelf -n " KIMAGE " | sed -n 's/.*Build ID: *//p'", kid, sizeof(kid));
+	pp_test_sh_line("readelf -n " KMODULE " | sed -n 's/.*Build ID: *//p'", mid, sizeof(mid));
+	REQUIRE(strlen(kid) == 40 && strlen(mid) == 40);
+	REQUIRE(pp_test_scratch_dir(dir, sizeof(dir), "pp-mem-kmod") == 0);
+	snprintf(root, sizeof(root), "%s/root", dir);
+	snprintf(sys, sizeof(sys), "%s/sys", dir);
+	REQUIRE(pp_test_write_kernel_notes(sys, kid) == 0);
+	REQUIRE(pp_test_kmod_fixture(root, sys, KMODULE, KMOD_RELEASE, 1, mid, secs, 3) == 0);
+	/* the image's functions slid, the module's, and pp_mod's (no files) */
+	n = kimage_lines(text, sizeof(text));
+	n += kmod_kallsyms(text + n, sizeof(text) - n);
+	n +=
+	    (size_t)snprintf(text + n, sizeof(text) - n, "%llx t mod_poll\t[pp_mod]\n", KMODULE_FN);
+	ks = pp_kallsyms_parse(text, n);
+	REQUIRE(ks != NULL);
+	ko.root = root;
+	ko.sys_root = sys;
+	opts = kernel_session_opts(ks, &ko);
+	f.prof = pp_profile_new(&mem_desc);
+	f.s = f.prof ? pp_session_new(&opts, f.prof) : NULL;
+	REQUIRE(f.s != NULL);
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; k < 2; k++)
+			REQUIRE(kernel_sample(f.s, ips[i]) == 0);
+	kernel_run_result(&f, &run);
+	pp_session_kernel_modules(f.s, &typed, &untyped, why, sizeof(why));
+	for (int i = 0; i < run.nleaves; i++)
+		printf("  %s\n", run.leaf[i]);
+	CHECK(has_leaf(&run, "mem_touch_fn;task_prio;struct task;struct task.prio"));
+	CHECK(has_leaf(&run,
+		       "mem_touch_fn;count_switch;struct rq_stats;struct rq_stats.nr_switches"));
+	CHECK(has_leaf(&run, "mem_touch_fn;task_wakeups;struct task;struct task.rq.nr_wakeups"));
+	CHECK_EQ_U64(run.st.data_typed, 3);
+	CHECK_EQ_U64(run.st.data_untyped[PP_DT_KERNEL_MODULE], 1);
+	CHECK(typed == 1 && untyped == 1);
+	CHECK(strstr(why, "pp_mod") != NULL);
+	fx_fini(&f);
+	pp_kallsyms_free(ks);
 }
 
 /* The image of another build of the kernel names nothing: its instructions are not these. */
@@ -1165,6 +1273,8 @@ TEST_LIST = {
     {"kernel_accesses_wait_for_the_image_from_debuginfod",
      kernel_accesses_wait_for_the_image_from_debuginfod},
     {"another_kernel_build_types_nothing", another_kernel_build_types_nothing},
+    {"module_accesses_are_typed_from_the_modules_files",
+     module_accesses_are_typed_from_the_modules_files},
     {"exact_ip_samples_name_the_data_type_and_field",
      exact_ip_samples_name_the_data_type_and_field},
     {"a_stripped_binary_is_typed_from_its_debug_file",
