@@ -394,8 +394,10 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 			value(f, "pebsprof_unwind_cache_bytes", s->unwind_cache_bytes);
 		}
 		family(f, "pebsprof_unwind_installs_total", "counter",
-		       "Processes' unwind lists written, by where their mappings came from: the "
-		       "kernel's reports (sideband) or a read of /proc/PID/maps (proc).");
+		       "Processes' unwind lists written, by where their mappings came from: those "
+		       "the agent holds, followed by the kernel's reports (sideband; a process "
+		       "read from /proc once, before, included), or a read of /proc/PID/maps for "
+		       "the list (proc: where the kernel reports no mappings).");
 		labelled(f, "pebsprof_unwind_installs_total", "source", "sideband",
 			 s->unwind_procs_from_events);
 		labelled(f, "pebsprof_unwind_installs_total", "source", "proc",

@@ -670,7 +670,8 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	printf("unwind tables: %llu built in %.0f ms, %llu shared, %llu files without CFI "
 	       "(%llu refused), %llu too big, %llu evicted (%llu built again), %llu did not fit; "
 	       "%llu of %llu rows (%.1f MiB) and %llu rules in use; %llu process installs (%llu "
-	       "from the kernel's reports, %llu maps reads; %llu released, %llu live, %llu gone "
+	       "from mappings the kernel reports, %llu maps reads; %llu released, %llu live, %llu "
+	       "gone "
 	       "before), %llu files found by identity, %llu "
 	       "mappings (%llu without a table: %llu of files without CFI, %llu unopened, %llu "
 	       "that did not fit, %llu not placed)\n",

@@ -115,7 +115,8 @@ static int open_unwinder(struct pp_sampler *s, const struct pp_sampler_opts *opt
 				       strcmp(opts->unwind_table_cache, PP_UNWIND_TABLE_CACHE_NONE)
 				   ? opts->unwind_table_cache
 				   : NULL,
-	    .table_cache_bytes = opts->unwind_table_cache_bytes};
+	    .table_cache_bytes = opts->unwind_table_cache_bytes,
+	    .mmap_reports = s->sideband != NULL};
 	uint32_t nr_rows;
 	int rows_fd = pp_shim_unwind_rows_fd(s->shim, &nr_rows);
 

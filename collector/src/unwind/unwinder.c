@@ -109,6 +109,7 @@ struct pp_unwinder {
 	struct pp_unwinder_sink sink;
 	char proc_root[256];
 	uint32_t max_procs, max_tables, rescan_ms;
+	bool mmap_reports;  /* opts.mmap_reports */
 	uint32_t self;	    /* this process, left out */
 	uint32_t note_tgid; /* the caller's last pp_unwinder_note (one thread notes) */
 	uint64_t note_ms;
@@ -1034,6 +1035,7 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->max_procs = opts && opts->max_procs ? opts->max_procs : PP_UNWIND_MAX_PROCS;
 	u->max_tables = opts && opts->max_tables ? opts->max_tables : 4096;
 	u->rescan_ms = opts && opts->rescan_ms ? opts->rescan_ms : 2000;
+	u->mmap_reports = opts && opts->mmap_reports;
 	u->self = opts && opts->include_self ? 0 : (uint32_t)getpid();
 	slots = pow2_at_least(2 * u->max_procs);
 	u->seen = calloc(slots, sizeof(*u->seen));
@@ -1197,9 +1199,16 @@ void pp_unwinder_note_proc(struct pp_unwinder *u, const struct pp_proc *p)
 	struct seen *e;
 	bool added = false;
 
-	if (!u || !p || !p->pid || p->pid == u->self)
+	/* a kernel thread has no user stack to walk and no maps to read */
+	if (!u || !p || !p->pid || p->pid == u->self || (p->flags & PP_PROC_F_KTHREAD))
 		return;
-	if (!(p->flags & PP_PROC_F_EVENTS)) {
+	/*
+	 * A process read from /proc: read again now and then for the libraries it loads since,
+	 * unless the kernel reports them; then its cached mappings (read once, by the process
+	 * cache, and followed by the reports) are installed like a reported process's.
+	 */
+	if (!(p->flags & PP_PROC_F_EVENTS) &&
+	    (!u->mmap_reports || (p->flags & PP_PROC_F_NO_MAPS) || !p->maps.n)) {
 		pp_unwinder_note(u, p->pid);
 		return;
 	}

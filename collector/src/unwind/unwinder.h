@@ -46,6 +46,12 @@ struct pp_unwinder_opts {
 	uint32_t max_tables;   /* files remembered, with or without a table; 0: 4096 */
 	uint32_t rescan_ms;    /* a sampled process's maps are read again after this; 0: 2000 */
 	bool include_self;     /* also this process (tests); by default it walks frame pointers */
+	/*
+	 * The kernel reports every process's new mappings (the side-band), so a process read
+	 * from /proc once need not be read again: pp_unwinder_note_proc installs its cached
+	 * mappings as they change, as it does a reported process's.
+	 */
+	bool mmap_reports;
 	/* compiled tables kept here across starts (table_cache.h); NULL: compiled at each start */
 	const char *table_cache_dir;
 	uint64_t table_cache_bytes; /* its bound; 0: 64 MiB */
@@ -80,7 +86,7 @@ struct pp_unwinder_stats {
 	uint64_t build_ns;	      /* time compiling tables, in all */
 	uint64_t tables_rebuilt;      /* ... built again after they were evicted */
 	uint64_t tables_by_identity;  /* mappings given a table without opening their file */
-	uint64_t procs_from_events;   /* lists made from the side-band's mappings */
+	uint64_t procs_from_events;   /* lists made from mappings given (the side-band's) */
 	uint64_t maps_reads;	      /* /proc/PID/maps reads */
 	/* the table cache (table_cache.h): tables read from it instead of compiled, ... */
 	uint64_t tables_from_cache;
@@ -103,9 +109,10 @@ void pp_unwinder_free(struct pp_unwinder *u);
 void pp_unwinder_note(struct pp_unwinder *u, uint32_t tgid);
 /*
  * A sample of p was seen, or (eager) the side-band reported new executable mappings of p.
- * A process the side-band made (PP_PROC_F_EVENTS) is installed from its reported mappings,
- * never read from /proc: once per image and change of its mappings, its files found through
- * the processes it came from when it is gone. Others are noted as by pp_unwinder_note.
+ * A process the side-band made (PP_PROC_F_EVENTS), or any with opts.mmap_reports, is
+ * installed from its mappings as p holds them, never read from /proc: once per image and
+ * change of its mappings, its files found through the processes it came from when it is gone.
+ * Others are noted as by pp_unwinder_note; kernel threads not at all.
  */
 void pp_unwinder_note_proc(struct pp_unwinder *u, const struct pp_proc *p);
 /* The process exec'd or exited: its list is removed and its tables released. */

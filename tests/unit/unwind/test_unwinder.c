@@ -22,6 +22,7 @@
 #include "symbolize/elf_symbols.h"
 #include "unwind/unwind_pack.h"
 #include "cfi/unwind_table.h"
+#include "process/proc_cache.h"
 #include "unwind/unwinder.h"
 #include "unwind_rows.h"
 
@@ -461,6 +462,70 @@ TEST(the_worker_installs_noted_processes)
 	mem_sink_free(m);
 }
 
+/*
+ * Where the kernel reports every process's mappings, a process read from /proc (the process
+ * cache's entry, made before the agent saw it start) is installed from the mappings the cache
+ * holds: its maps file is not read again for the list, however often and long it is sampled;
+ * a mapping reported later (a version bump) installs it again, and a kernel thread not at all.
+ * Without the reports the same samples read its maps again after the rescan interval.
+ */
+TEST(a_process_read_from_proc_is_not_read_again_where_mappings_are_reported)
+{
+	struct pp_proc_cache *pc = pp_proc_cache_new(&(struct pp_proc_cache_opts){.capacity = 8});
+	struct mem_sink *m = mem_sink_new(1u << 20);
+	struct pp_unwinder_stats st;
+	const struct pp_proc *p;
+	struct pp_proc kthread;
+	struct pp_unwinder *u;
+	pid_t a;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL && pc != NULL);
+	a = start("chain");
+	p = pp_proc_cache_get(pc, (uint32_t)a);
+	REQUIRE(p != NULL && !(p->flags & PP_PROC_F_EVENTS) && p->maps.n > 0);
+	for (int reports = 1; reports >= 0; reports--) {
+		u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){.worker = true,
+									 .rescan_ms = 20,
+									 .mmap_reports = reports});
+		REQUIRE(u != NULL);
+		for (int i = 0; i < 6; i++) {
+			pp_unwinder_note_proc(u, p);
+			pp_unwinder_drain(u);
+			usleep(60 * 1000); /* past the rescan interval and the note's own 50 ms */
+		}
+		pp_unwinder_get_stats(u, &st);
+		CHECK(mem_proc(m, (uint32_t)a) != NULL);
+		if (reports) {
+			CHECK_EQ_U64(st.maps_reads, 0);
+			CHECK_EQ_U64(st.procs_from_events, 1);
+			CHECK_EQ_U64(st.procs_unchanged, 0);
+			/* a library mapped since, as the side-band reports it */
+			((struct pp_proc *)p)->maps_version++;
+			pp_unwinder_note_proc(u, p);
+			pp_unwinder_drain(u);
+			pp_unwinder_get_stats(u, &st);
+			CHECK_EQ_U64(st.procs_from_events, 2);
+			CHECK_EQ_U64(st.maps_reads, 0);
+		} else {
+			CHECK(st.maps_reads + st.procs_unchanged >= 3);
+			CHECK_EQ_U64(st.procs_from_events, 0);
+		}
+		/* kernel threads: no user stacks, nothing to install or read */
+		kthread = (struct pp_proc){.pid = 2, .flags = PP_PROC_F_KTHREAD};
+		pp_unwinder_note_proc(u, &kthread);
+		pp_unwinder_drain(u);
+		CHECK(mem_proc(m, 2) == NULL);
+		pp_unwinder_release(u, (uint32_t)a);
+		pp_unwinder_drain(u);
+		pp_unwinder_free(u);
+	}
+	stop(a);
+	pp_proc_cache_free(pc);
+	mem_sink_free(m);
+}
+
 /* A sink whose process lists wait for the test to open a gate: the worker stays busy. */
 static volatile int g_gate_open;
 
@@ -642,6 +707,8 @@ TEST_LIST = {
     {"a_small_budget_evicts_unused_tables_and_counts_what_does_not_fit",
      a_small_budget_evicts_unused_tables_and_counts_what_does_not_fit},
     {"the_worker_installs_noted_processes", the_worker_installs_noted_processes},
+    {"a_process_read_from_proc_is_not_read_again_where_mappings_are_reported",
+     a_process_read_from_proc_is_not_read_again_where_mappings_are_reported},
     {"drain_for_waits_a_bounded_time", drain_for_waits_a_bounded_time},
 };
 TEST_MAIN()
