@@ -1761,8 +1761,12 @@ static void sideband_catch_up(struct pp_session *s, uint64_t sample_ns)
 
 void pp_session_read_sideband(struct pp_session *s)
 {
-	if (s && s->opts.sideband)
+	if (!s)
+		return;
+	if (s->opts.sideband)
 		sideband_catch_up(s, UINT64_MAX);
+	/* what this turn's records and reports queued, in one wake-up of the worker */
+	pp_unwinder_kick(s->opts.unwinder);
 }
 
 /*

@@ -257,7 +257,8 @@ int pp_session_flush(struct pp_session *s);
 
 /*
  * Reads what the side-band holds (opts.sideband), so its ring does not fill while no sample
- * comes: once per poll of the ring buffer.
+ * comes, and hands the unwinder what this turn queued (pp_unwinder_kick): once per poll of
+ * the ring buffer.
  */
 void pp_session_read_sideband(struct pp_session *s);
 

@@ -116,7 +116,8 @@ static int open_unwinder(struct pp_sampler *s, const struct pp_sampler_opts *opt
 				   ? opts->unwind_table_cache
 				   : NULL,
 	    .table_cache_bytes = opts->unwind_table_cache_bytes,
-	    .mmap_reports = s->sideband != NULL};
+	    .mmap_reports = s->sideband != NULL,
+	    .kick_by_caller = true};
 	uint32_t nr_rows;
 	int rows_fd = pp_shim_unwind_rows_fd(s->shim, &nr_rows);
 

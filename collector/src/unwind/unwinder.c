@@ -109,9 +109,11 @@ struct pp_unwinder {
 	struct pp_unwinder_sink sink;
 	char proc_root[256];
 	uint32_t max_procs, max_tables, rescan_ms;
-	bool mmap_reports;  /* opts.mmap_reports */
-	uint32_t self;	    /* this process, left out */
-	uint32_t note_tgid; /* the caller's last pp_unwinder_note (one thread notes) */
+	bool mmap_reports;   /* opts.mmap_reports */
+	bool kick_by_caller; /* opts.kick_by_caller */
+	bool kick_wanted;    /* work queued since the last pp_unwinder_kick; under lock */
+	uint32_t self;	     /* this process, left out */
+	uint32_t note_tgid;  /* the caller's last pp_unwinder_note (one thread notes) */
 	uint64_t note_ms;
 	uint64_t note_version; /* ... and the version of its last pp_unwinder_note_proc */
 
@@ -259,7 +261,10 @@ static bool enqueue_maps(struct pp_unwinder *u, uint32_t tgid, enum op op, struc
 	u->qlen++;
 	if (op == OP_INSTALL || ++u->releases_queued >= RELEASE_BATCH) {
 		u->releases_queued = 0;
-		pthread_cond_signal(&u->cond);
+		if (u->kick_by_caller)
+			u->kick_wanted = true; /* pp_unwinder_kick, once for the caller's batch */
+		else
+			pthread_cond_signal(&u->cond);
 	}
 	return true;
 }
@@ -1036,6 +1041,7 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->max_tables = opts && opts->max_tables ? opts->max_tables : 4096;
 	u->rescan_ms = opts && opts->rescan_ms ? opts->rescan_ms : 2000;
 	u->mmap_reports = opts && opts->mmap_reports;
+	u->kick_by_caller = opts && opts->kick_by_caller;
 	u->self = opts && opts->include_self ? 0 : (uint32_t)getpid();
 	slots = pow2_at_least(2 * u->max_procs);
 	u->seen = calloc(slots, sizeof(*u->seen));
@@ -1299,6 +1305,18 @@ int pp_unwinder_install(struct pp_unwinder *u, uint32_t tgid)
 	}
 	pthread_mutex_unlock(&u->lock);
 	return ret;
+}
+
+void pp_unwinder_kick(struct pp_unwinder *u)
+{
+	if (!u || !u->kick_by_caller)
+		return;
+	pthread_mutex_lock(&u->lock);
+	if (u->kick_wanted) {
+		u->kick_wanted = false;
+		pthread_cond_signal(&u->cond);
+	}
+	pthread_mutex_unlock(&u->lock);
 }
 
 void pp_unwinder_drain(struct pp_unwinder *u)

@@ -52,6 +52,12 @@ struct pp_unwinder_opts {
 	 * mappings as they change, as it does a reported process's.
 	 */
 	bool mmap_reports;
+	/*
+	 * The worker is woken by pp_unwinder_kick, once for what a caller's turn queued (the
+	 * agent's poll loop: a node starting hundreds of programs a second then wakes it once a
+	 * turn, not once a process); false: at each process queued.
+	 */
+	bool kick_by_caller;
 	/* compiled tables kept here across starts (table_cache.h); NULL: compiled at each start */
 	const char *table_cache_dir;
 	uint64_t table_cache_bytes; /* its bound; 0: 64 MiB */
@@ -115,6 +121,8 @@ void pp_unwinder_note(struct pp_unwinder *u, uint32_t tgid);
  * Others are noted as by pp_unwinder_note; kernel threads not at all.
  */
 void pp_unwinder_note_proc(struct pp_unwinder *u, const struct pp_proc *p);
+/* With opts.kick_by_caller: wakes the worker where work was queued since the last kick. */
+void pp_unwinder_kick(struct pp_unwinder *u);
 /* The process exec'd or exited: its list is removed and its tables released. */
 void pp_unwinder_release(struct pp_unwinder *u, uint32_t tgid);
 /* Install (or re-read) a process now, on the caller's thread: 0 or -errno. */

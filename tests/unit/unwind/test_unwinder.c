@@ -526,6 +526,40 @@ TEST(a_process_read_from_proc_is_not_read_again_where_mappings_are_reported)
 	mem_sink_free(m);
 }
 
+/*
+ * With kick_by_caller the worker takes what a turn queued when the caller kicks it, once:
+ * a process noted is not installed before the kick (the worker sleeps on), and is after it.
+ */
+TEST(a_caller_kicked_worker_installs_at_the_kick)
+{
+	struct mem_sink *m = mem_sink_new(1u << 20);
+	struct pp_unwinder_stats st;
+	struct pp_unwinder *u;
+	pid_t a;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL);
+	u = pp_unwinder_new(&m->sink,
+			    &(struct pp_unwinder_opts){.worker = true, .kick_by_caller = true});
+	REQUIRE(u != NULL);
+	a = start("chain");
+	pp_unwinder_note(u, (uint32_t)a);
+	usleep(200 * 1000); /* the worker would have installed it long since, woken */
+	pp_unwinder_get_stats(u, &st);
+	CHECK_EQ_U64(st.procs_installed, 0);
+	CHECK(mem_proc(m, (uint32_t)a) == NULL);
+	pp_unwinder_kick(u);
+	for (int i = 0; i < 500 && !mem_proc(m, (uint32_t)a); i++)
+		usleep(10 * 1000);
+	CHECK(mem_proc(m, (uint32_t)a) != NULL);
+	pp_unwinder_release(u, (uint32_t)a);
+	pp_unwinder_drain(u);
+	stop(a);
+	pp_unwinder_free(u);
+	mem_sink_free(m);
+}
+
 /* A sink whose process lists wait for the test to open a gate: the worker stays busy. */
 static volatile int g_gate_open;
 
@@ -707,6 +741,7 @@ TEST_LIST = {
     {"a_small_budget_evicts_unused_tables_and_counts_what_does_not_fit",
      a_small_budget_evicts_unused_tables_and_counts_what_does_not_fit},
     {"the_worker_installs_noted_processes", the_worker_installs_noted_processes},
+    {"a_caller_kicked_worker_installs_at_the_kick", a_caller_kicked_worker_installs_at_the_kick},
     {"a_process_read_from_proc_is_not_read_again_where_mappings_are_reported",
      a_process_read_from_proc_is_not_read_again_where_mappings_are_reported},
     {"drain_for_waits_a_bounded_time", drain_for_waits_a_bounded_time},
