@@ -1046,7 +1046,7 @@ int pp_shim_attach(struct pp_shim *shim, int perf_fd, uint32_t cookie)
 	return 0;
 }
 
-#define WAKE_QUIET_MS 20
+#define WAKE_QUIET_MS 5
 /* A wake fd that fired this recently keeps the polls prompt (pp_shim_poll_interval_ms). */
 #define SOURCE_ACTIVE_MS 2000
 
