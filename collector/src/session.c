@@ -1294,8 +1294,8 @@ static void data_type_frames(struct pp_session *s, const struct pp_proc *p, uint
 			     struct mem_info *mi)
 {
 	const struct pp_map_entry *m = NULL;
-	const char *module = NULL;
-	uint64_t off, tag, inode = 0;
+	const char *module = NULL, *ksym = NULL;
+	uint64_t off, tag, inode = 0, ksym_addr = 0;
 	struct dtype_slot *slot;
 	uint32_t dev = DTYPE_KERNEL_DEV;
 	size_t i;
@@ -1312,7 +1312,8 @@ static void data_type_frames(struct pp_session *s, const struct pp_proc *p, uint
 			s->stats.data_untyped[PP_DT_NO_CODE]++;
 			return;
 		}
-		if (pp_kallsyms_lookup(s->opts.kallsyms, ip, NULL, &module) && module) {
+		if ((ksym = pp_kallsyms_lookup(s->opts.kallsyms, ip, &ksym_addr, &module)) &&
+		    module) {
 			if (!s->opts.kernel_image || !pp_kmod_name_valid(module)) {
 				s->stats.data_untyped[PP_DT_KERNEL_MODULE]++;
 				return;
@@ -1342,7 +1343,8 @@ static void data_type_frames(struct pp_session *s, const struct pp_proc *p, uint
 		int err;
 
 		tag = ++s->next_tag << DTYPE_SLOT_BITS | i;
-		err = module   ? pp_symloader_submit_kmod_data_type(s->loader, tag, module, off)
+		err = module ? pp_symloader_submit_kmod_data_type(s->loader, tag, module, off, ksym,
+								  ksym_addr)
 		      : kernel ? pp_symloader_submit_kernel_data_type(s->loader, tag, off)
 			       : pp_symloader_submit_data_type(s->loader, tag, p->pid, p->relatives,
 							       m, off);

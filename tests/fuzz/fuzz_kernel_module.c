@@ -1,8 +1,9 @@
 /*
  * Fuzz target for kernel modules' files (kernel_module.h): any bytes laid out as a module at a
  * kernel's addresses give 0 or an error, never a read or write outside them; an image laid out
- * is then read by the data-type resolver at the module's code, as the loader reads one; and the
- * same bytes read as modules.dep name a path inside them or none.
+ * is then read by the data-type resolver at the module's code, as the loader reads one; the
+ * same bytes read as modules.dep name a path inside them or none, and a symbol's section is
+ * found in them or not.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,6 +31,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    strlen(rel) >= size + 1)
 		abort(); /* a path longer than its source */
 	(void)pp_kmod_dep_find((const char *)data, size, "xhci_pci", rel, 8);
+	{
+		uint64_t value, sz;
+
+		(void)pp_kmod_symbol_section(data, size, "task_prio", rel, sizeof(rel), &value,
+					     &sz);
+	}
 	img = malloc(size ? size : 1);
 	if (!img)
 		return 0;

@@ -245,6 +245,57 @@ out:
 	return err;
 }
 
+int pp_kmod_symbol_section(const uint8_t *buf, size_t len, const char *symbol, char *section,
+			   size_t section_size, uint64_t *value, uint64_t *size)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr strtab, symtab, names, sh;
+
+	if (len < sizeof(eh))
+		return -ENOEXEC;
+	memcpy(&eh, buf, sizeof(eh));
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_type != ET_REL)
+		return -ENOEXEC;
+	if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
+	    eh.e_shstrndx >= eh.e_shnum ||
+	    !inside(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), len))
+		return -EINVAL;
+	rd_shdr(buf, &eh, eh.e_shstrndx, &strtab);
+	if (!inside(strtab.sh_offset, strtab.sh_size, len))
+		return -EINVAL;
+	for (size_t i = 0; i < eh.e_shnum; i++) {
+		rd_shdr(buf, &eh, i, &symtab);
+		if (symtab.sh_type != SHT_SYMTAB)
+			continue;
+		if (symtab.sh_entsize != sizeof(Elf64_Sym) || symtab.sh_link >= eh.e_shnum ||
+		    !inside(symtab.sh_offset, symtab.sh_size, len))
+			return -EINVAL;
+		rd_shdr(buf, &eh, symtab.sh_link, &names);
+		if (!inside(names.sh_offset, names.sh_size, len))
+			return -EINVAL;
+		for (uint64_t k = 0; k < symtab.sh_size / sizeof(Elf64_Sym); k++) {
+			const char *nm, *sn;
+			Elf64_Sym sym;
+
+			memcpy(&sym, buf + symtab.sh_offset + k * sizeof(sym), sizeof(sym));
+			if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= eh.e_shnum ||
+			    !(nm = sec_name(buf, &names, sym.st_name)) || strcmp(nm, symbol))
+				continue;
+			rd_shdr(buf, &eh, sym.st_shndx, &sh);
+			sn = sec_name(buf, &strtab, sh.sh_name);
+			if (!sn || !(sh.sh_flags & SHF_ALLOC) || strlen(sn) >= section_size)
+				continue;
+			snprintf(section, section_size, "%s", sn);
+			*value = sym.st_value;
+			*size = sh.sh_size;
+			return 0;
+		}
+		break; /* one symbol table in an object */
+	}
+	return -ENOENT;
+}
+
 int pp_kmod_name_valid(const char *name)
 {
 	size_t n = name ? strlen(name) : 0;
@@ -547,7 +598,30 @@ static int open_debug(const struct pp_kernel_image_opts *o, const char *release,
 	return -ENOENT;
 }
 
-int pp_kmod_image_open(const struct pp_kernel_image_opts *o, const char *name, uint64_t max_bytes,
+/* One section placed from anchor in the module's image code: 0, or -errno */
+static int anchor_section(const struct pp_kmod_image *img, const struct pp_kmod_anchor *anchor,
+			  struct pp_kmod_section **secs, size_t *nsecs, uint64_t *size)
+{
+	struct pp_kmod_section *s = calloc(1, sizeof(*s));
+	uint64_t value;
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	err = pp_kmod_symbol_section(img->code, img->code_len, anchor->symbol, s->name,
+				     sizeof(s->name), &value, size);
+	if (err || value > anchor->addr) {
+		free(s);
+		return err ? err : -EINVAL;
+	}
+	s->addr = anchor->addr - value;
+	*secs = s;
+	*nsecs = 1;
+	return 0;
+}
+
+int pp_kmod_image_open(const struct pp_kernel_image_opts *o, const char *name,
+		       const struct pp_kmod_anchor *anchor, uint64_t max_bytes,
 		       struct pp_kmod_image *out, char *why, size_t why_size)
 {
 	char path[1024], rel[512], id[PP_BUILD_ID_HEX_SIZE];
@@ -572,9 +646,12 @@ int pp_kmod_image_open(const struct pp_kernel_image_opts *o, const char *name, u
 		return -ENOENT;
 	}
 	err = pp_kmod_sections_read(o->sys_root, name, &secs, &nsecs);
-	if (err) {
+	if (err == -EACCES && anchor && anchor->symbol && anchor->addr) {
+		out->anchored = 1; /* placed from the anchor once the module is read, below */
+	} else if (err) {
 		snprintf(why, why_size, "module %s: its sections' addresses: %s", name,
-			 err == -EACCES ? "hidden (not root)" : strerror(-err));
+			 err == -EACCES ? "hidden (no CAP_SYSLOG, and no symbol to place it by)"
+					: strerror(-err));
 		return err;
 	}
 	for (size_t i = 0; i < nsecs; i++)
@@ -653,6 +730,22 @@ int pp_kmod_image_open(const struct pp_kernel_image_opts *o, const char *name, u
 		snprintf(why, why_size, "module %s: reading %s: %s", name, out->path,
 			 err == -EFBIG ? "over the size allowed" : strerror(-err));
 		goto out;
+	}
+	if (out->anchored) {
+		uint64_t size;
+
+		err = anchor_section(out, anchor, &secs, &nsecs, &size);
+		if (err) {
+			snprintf(why, why_size,
+				 "module %s: its sections' addresses hidden and %s not placed by "
+				 "its file: %s",
+				 name, anchor->symbol, strerror(-err));
+			goto out;
+		}
+		out->anchored_lo = secs[0].addr;
+		out->anchored_hi = secs[0].addr + size;
+		if (!strcmp(secs[0].name, ".text"))
+			out->text_addr = secs[0].addr;
 	}
 	err = pp_kmod_layout(out->code, out->code_len, secs, nsecs, &out->layout);
 	if (!err && out->dwarf != out->code)

@@ -72,6 +72,25 @@ int pp_kmod_name_valid(const char *name);
 int pp_kmod_sections_read(const char *sys_root, const char *name, struct pp_kmod_section **out,
 			  size_t *n);
 
+/*
+ * The section of the module's relocatable ELF (len bytes at buf) that defines symbol: its
+ * name, the symbol's offset in it and the section's size. 0, -ENOENT (no such symbol, or
+ * not in a section), -ENOEXEC (no 64-bit little-endian ET_REL), -EINVAL (tables outside the
+ * image).
+ */
+int pp_kmod_symbol_section(const uint8_t *buf, size_t len, const char *symbol, char *section,
+			   size_t section_size, uint64_t *value, uint64_t *size);
+
+/*
+ * A symbol of the loaded module and its address as kallsyms names it (the agent's kallsyms
+ * come through BPF, whatever kptr_restrict says): where the kernel hides the sections'
+ * addresses from the agent (no CAP_SYSLOG), the section holding the symbol is placed from it.
+ */
+struct pp_kmod_anchor {
+	const char *symbol;
+	uint64_t addr;
+};
+
 /* A loaded module's files, laid out; its buffers the resolver reads. */
 struct pp_kmod_image {
 	char name[PP_KMOD_NAME_MAX];
@@ -82,6 +101,12 @@ struct pp_kmod_image {
 	uint8_t *dwarf; /* its debug file's, or code when the module itself has DWARF */
 	size_t dwarf_len;
 	uint64_t text_addr; /* its .text's address: a module loaded again moves it */
+	/*
+	 * Placed from an anchor (the sections' addresses hidden): the one section placed,
+	 * [anchored_lo, anchored_hi); an instruction outside it asks for another layout.
+	 */
+	int anchored;
+	uint64_t anchored_lo, anchored_hi;
 	struct pp_kmod_layout_stats layout;
 };
 
@@ -92,9 +117,11 @@ struct pp_kmod_image {
  * in why: -ENOENT (not loaded, no file, or none of its build), -EOPNOTSUPP (a compressed .ko,
  * which the running kernel decompressed at load), -ENODATA (no DWARF anywhere), -EACCES (the
  * kernel hides its sections' addresses), -EFBIG, -EINPROGRESS (debuginfod is fetching it),
- * or what pp_kmod_layout refused.
+ * or what pp_kmod_layout refused. Where the kernel hides the addresses and anchor (may be NULL)
+ * is given, the section holding its symbol is placed from it (out->anchored).
  */
-int pp_kmod_image_open(const struct pp_kernel_image_opts *o, const char *name, uint64_t max_bytes,
+int pp_kmod_image_open(const struct pp_kernel_image_opts *o, const char *name,
+		       const struct pp_kmod_anchor *anchor, uint64_t max_bytes,
 		       struct pp_kmod_image *out, char *why, size_t why_size);
 void pp_kmod_image_fini(struct pp_kmod_image *m);
 

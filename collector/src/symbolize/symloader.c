@@ -48,6 +48,9 @@ struct request {
 	 * REQ_KMOD_DATA_TYPE: its address (path: the module's name)
 	 */
 	uint64_t file_offset;
+	/* REQ_KMOD_DATA_TYPE: the module's symbol around it, where kallsyms puts it */
+	char *symbol;
+	uint64_t symbol_addr;
 };
 
 /* A kernel module's files laid out, or why it has none; the worker's. */
@@ -107,7 +110,9 @@ struct pp_symloader {
 static void request_fini(struct request *r)
 {
 	free(r->path);
+	free(r->symbol);
 	r->path = NULL;
+	r->symbol = NULL;
 }
 
 /* Queue r (its path taken over); -ENOSPC when full. Under the lock. */
@@ -398,8 +403,12 @@ static void kmod_entry_clear(struct kmod_entry *e)
 	memset(e, 0, sizeof(*e));
 }
 
-/* Module name's entry, searched for (again) where it has none or its search is due. */
-static struct kmod_entry *kmod_entry(struct pp_symloader *l, const char *name)
+/*
+ * Module name's entry, searched for (again) where it has none, its search is due, or it was
+ * loaded elsewhere since (its .text moved, or, placed by an anchor, ip is outside what was).
+ */
+static struct kmod_entry *kmod_entry(struct pp_symloader *l, const char *name,
+				     const struct pp_kmod_anchor *anchor, uint64_t ip)
 {
 	struct kmod_entry *e = NULL, *victim = &l->kmods[0];
 	uint64_t now = pp_clock_ns(CLOCK_MONOTONIC), text;
@@ -412,9 +421,12 @@ static struct kmod_entry *kmod_entry(struct pp_symloader *l, const char *name)
 			victim = &l->kmods[i];
 	}
 	/* unloaded and loaded again elsewhere: its layout is another */
-	if (e && !e->err &&
-	    (pp_kmod_text_addr(l->opts.kernel_image->sys_root, name, &text) ||
-	     text != e->img.text_addr))
+	if (e && !e->err && e->img.anchored &&
+	    (ip < e->img.anchored_lo || ip >= e->img.anchored_hi))
+		kmod_entry_clear(e);
+	else if (e && !e->err && !e->img.anchored &&
+		 (pp_kmod_text_addr(l->opts.kernel_image->sys_root, name, &text) ||
+		  text != e->img.text_addr))
 		kmod_entry_clear(e);
 	else if (e && e->err && now >= e->retry_ns)
 		kmod_entry_clear(e);
@@ -426,7 +438,7 @@ static struct kmod_entry *kmod_entry(struct pp_symloader *l, const char *name)
 	kmod_entry_clear(e);
 	snprintf(e->name, sizeof(e->name), "%s", name);
 	e->used = ++l->kmods_clock;
-	e->err = pp_kmod_image_open(l->opts.kernel_image, name, l->type_bytes, &e->img, why,
+	e->err = pp_kmod_image_open(l->opts.kernel_image, name, anchor, l->type_bytes, &e->img, why,
 				    sizeof(why));
 	if (e->err) {
 		e->retry_ns =
@@ -455,7 +467,9 @@ static void load_kmod_data_type(struct pp_symloader *l, const struct request *rq
 		out->err = EOPNOTSUPP;
 		return;
 	}
-	e = kmod_entry(l, rq->path);
+	e = kmod_entry(l, rq->path,
+		       &(struct pp_kmod_anchor){.symbol = rq->symbol, .addr = rq->symbol_addr},
+		       rq->file_offset);
 	if (e->err) {
 		out->err = e->err == -EINPROGRESS ? EINPROGRESS : -e->err;
 		return;
@@ -705,15 +719,19 @@ int pp_symloader_submit_kernel_data_type(struct pp_symloader *l, uint64_t tag, u
 }
 
 int pp_symloader_submit_kmod_data_type(struct pp_symloader *l, uint64_t tag, const char *module,
-				       uint64_t ip)
+				       uint64_t ip, const char *symbol, uint64_t symbol_addr)
 {
-	struct request r = {.kind = REQ_KMOD_DATA_TYPE, .tag = tag, .file_offset = ip};
+	struct request r = {
+	    .kind = REQ_KMOD_DATA_TYPE, .tag = tag, .file_offset = ip, .symbol_addr = symbol_addr};
 
 	if (!l || !pp_kmod_name_valid(module))
 		return -EINVAL;
 	r.path = strdup(module);
-	if (!r.path)
+	r.symbol = symbol ? strdup(symbol) : NULL;
+	if (!r.path || (symbol && !r.symbol)) {
+		request_fini(&r);
 		return -ENOMEM;
+	}
 	return submit(l, &r);
 }
 

@@ -138,12 +138,14 @@ int pp_symloader_submit_kernel_data_type(struct pp_symloader *l, uint64_t tag,
  * loaded again at other addresses laid out again; one whose files are not found is looked for
  * again after PP_SYMLOADER_KMOD_RETRY_S. The result's type_miss is PP_DT_KERNEL_MODULE while
  * the module has no files (pp_symloader_kernel_modules says why), err EINPROGRESS while
- * debuginfod fetches its debug file. Returns as pp_symloader_submit.
+ * debuginfod fetches its debug file. symbol and symbol_addr (NULL, 0: none) are the module's
+ * symbol around ip as kallsyms gives it: where the kernel hides the sections' addresses, the
+ * section holding it is placed from it. Returns as pp_symloader_submit.
  */
 #define PP_SYMLOADER_KERNEL_MODULES 8
 #define PP_SYMLOADER_KMOD_RETRY_S 600
 int pp_symloader_submit_kmod_data_type(struct pp_symloader *l, uint64_t tag, const char *module,
-				       uint64_t ip);
+				       uint64_t ip, const char *symbol, uint64_t symbol_addr);
 /*
  * The modules looked for so far: how many were laid out (*typed) and not (*untyped), and the
  * words of the last search that failed in why ("" when none). Any thread.

@@ -1127,6 +1127,25 @@ TEST(module_accesses_are_typed_from_the_modules_files)
 	CHECK(typed == 1 && untyped == 1);
 	CHECK(strstr(why, "pp_mod") != NULL);
 	fx_fini(&f);
+
+	/*
+	 * Without CAP_SYSLOG sysfs shows the sections at 0: the module is placed by the
+	 * function kallsyms names at the sample, and its pointer accesses are typed all the same
+	 */
+	REQUIRE(pp_test_kmod_sections(sys, secs, 3, 1) == 0);
+	memset(&f, 0, sizeof(f));
+	memset(&run, 0, sizeof(run));
+	f.prof = pp_profile_new(&mem_desc);
+	f.s = f.prof ? pp_session_new(&opts, f.prof) : NULL;
+	REQUIRE(f.s != NULL);
+	for (int k = 0; k < 2; k++)
+		REQUIRE(kernel_sample(f.s, ips[0]) == 0);
+	kernel_run_result(&f, &run);
+	pp_session_kernel_modules(f.s, &typed, &untyped, why, sizeof(why));
+	CHECK(has_leaf(&run, "mem_touch_fn;task_prio;struct task;struct task.prio"));
+	CHECK_EQ_U64(run.st.data_typed, 1);
+	CHECK(typed == 1 && untyped == 0);
+	fx_fini(&f);
 	pp_kallsyms_free(ks);
 }
 

@@ -299,7 +299,7 @@ static int open_module(const struct fixture *f, struct pp_kmod_image *img, char 
 {
 	struct pp_kernel_image_opts o = {.root = f->root, .sys_root = f->sys, .release = RELEASE};
 
-	return pp_kmod_image_open(&o, "pp_kmod", 64u << 20, img, why, n);
+	return pp_kmod_image_open(&o, "pp_kmod", NULL, 64u << 20, img, why, n);
 }
 
 TEST(a_loaded_module_is_found_with_its_debug_file_and_laid_out)
@@ -372,6 +372,56 @@ TEST(a_module_not_found_whole_or_of_another_build_is_said_why)
 	pp_kmod_image_fini(&img);
 }
 
+/*
+ * Without CAP_SYSLOG the kernel shows every section at 0; kallsyms (through BPF) still names
+ * the module's functions where they are, so the section holding the sampled function is
+ * placed from it: the fields its code accesses through pointers are named all the same.
+ */
+TEST(a_module_whose_addresses_are_hidden_is_placed_by_its_symbol)
+{
+	struct fixture f;
+	struct pp_kmod_image img;
+	struct pp_data_type_resolver *r;
+	struct pp_data_type t;
+	struct pp_kernel_image_opts o = {.release = RELEASE};
+	struct pp_kmod_anchor anchor = {"task_wakeups", TEXT_ADDR + func_offset("task_wakeups")};
+	char why[1024], section[64];
+	uint64_t value = 0, size = 0;
+	size_t len;
+	uint8_t *raw = read_file(MODULE, &len);
+
+	CHECK(pp_kmod_symbol_section(raw, len, "task_wakeups", section, sizeof(section), &value,
+				     &size) == 0);
+	CHECK_STR(section, ".text");
+	CHECK(value == func_offset("task_wakeups") && size > value);
+	CHECK(pp_kmod_symbol_section(raw, len, "no_such_function", section, sizeof(section), &value,
+				     &size) == -ENOENT);
+	CHECK(pp_kmod_symbol_section(raw, 10, "task_wakeups", section, sizeof(section), &value,
+				     &size) == -ENOEXEC);
+	free(raw);
+
+	fixture_init(&f, "pp-kmod-anchored", 1);
+	REQUIRE(pp_test_kmod_sections(f.sys, live_files, NLIVE, 1) == 0);
+	o.root = f.root;
+	o.sys_root = f.sys;
+	REQUIRE(pp_kmod_image_open(&o, "pp_kmod", &anchor, 64u << 20, &img, why, sizeof(why)) == 0);
+	CHECK(img.anchored && img.text_addr == TEXT_ADDR);
+	CHECK(img.anchored_lo == TEXT_ADDR && img.anchored_hi > anchor.addr);
+	r = pp_data_type_resolver_open_mem(img.code, img.code_len, img.dwarf, img.dwarf_len, NULL);
+	REQUIRE(r != NULL);
+	CHECK(resolve(r, "task_prio", &t) == PP_DT_RESOLVED);
+	CHECK_STR(t.field, "prio");
+	CHECK(resolve(r, "task_wakeups", &t) == PP_DT_RESOLVED);
+	CHECK_STR(t.field, "rq.nr_wakeups");
+	pp_data_type_resolver_free(r);
+	pp_kmod_image_fini(&img);
+	/* a symbol the module's file does not have places nothing, and says so */
+	anchor.symbol = "no_such_function";
+	CHECK(pp_kmod_image_open(&o, "pp_kmod", &anchor, 64u << 20, &img, why, sizeof(why)) ==
+	      -ENOENT);
+	CHECK(strstr(why, "no_such_function") != NULL);
+}
+
 TEST_LIST = {
     {"a_module_laid_out_at_the_kernels_addresses_names_its_fields",
      a_module_laid_out_at_the_kernels_addresses_names_its_fields},
@@ -382,6 +432,8 @@ TEST_LIST = {
      a_loaded_module_is_found_with_its_debug_file_and_laid_out},
     {"a_module_not_found_whole_or_of_another_build_is_said_why",
      a_module_not_found_whole_or_of_another_build_is_said_why},
+    {"a_module_whose_addresses_are_hidden_is_placed_by_its_symbol",
+     a_module_whose_addresses_are_hidden_is_placed_by_its_symbol},
 };
 
 TEST_MAIN()
