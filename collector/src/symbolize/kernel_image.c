@@ -47,11 +47,17 @@ int pp_kernel_notes_build_id(const uint8_t *buf, size_t n, char *out, size_t out
 int pp_kernel_build_id(const char *sys_root, char *out, size_t out_size)
 {
 	char path[512];
+
+	snprintf(path, sizeof(path), "%s/kernel/notes", sys_root ? sys_root : "/sys");
+	return pp_notes_file_build_id(path, out, out_size);
+}
+
+int pp_notes_file_build_id(const char *path, char *out, size_t out_size)
+{
 	uint8_t buf[NOTES_MAX];
 	ssize_t got;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/kernel/notes", sys_root ? sys_root : "/sys");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

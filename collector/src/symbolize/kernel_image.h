@@ -44,6 +44,8 @@ struct pp_kernel_image {
  * out, -ENOENT when the notes hold none, -ENOSPC when out is too small, or -errno of the read.
  */
 int pp_kernel_build_id(const char *sys_root, char *out, size_t out_size);
+/* The same from a notes file the kernel writes (sysfs: kernel/notes, module/NAME/notes/...). */
+int pp_notes_file_build_id(const char *path, char *out, size_t out_size);
 /* The same from the notes' n bytes in buf (ELF notes, 4-byte aligned, as the kernel gives). */
 int pp_kernel_notes_build_id(const uint8_t *buf, size_t n, char *out, size_t out_size);
 

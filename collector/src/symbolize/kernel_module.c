@@ -22,7 +22,6 @@
 
 /* modules.dep: a few hundred KiB on a distribution kernel */
 #define MODULES_DEP_MAX (16u << 20)
-#define NOTES_MAX 4096
 
 #ifndef R_X86_64_PLT32
 #define R_X86_64_PLT32 4
@@ -447,20 +446,10 @@ int pp_kmod_sections_read(const char *sys_root, const char *name, struct pp_kmod
 static int module_build_id(const char *sys_root, const char *name, char *out, size_t out_size)
 {
 	char path[512];
-	uint8_t buf[NOTES_MAX];
-	ssize_t got;
-	int fd;
 
 	pp_pathf(path, sizeof(path), "%s/module/%s/notes/.note.gnu.build-id",
 		 sys_root ? sys_root : "/sys", name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	got = read(fd, buf, sizeof(buf));
-	close(fd);
-	if (got < 0)
-		return -errno;
-	return pp_kernel_notes_build_id(buf, (size_t)got, out, out_size);
+	return pp_notes_file_build_id(path, out, out_size);
 }
 
 /* fd's whole content (taken over and closed), at most max bytes: 0, or -errno */

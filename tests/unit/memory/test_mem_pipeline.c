@@ -844,24 +844,41 @@ TEST(a_stripped_binary_is_typed_from_its_debug_file)
  * kallsyms as the running kernel-like image would show it: each function of the image slid by
  * KSLIDE (nm, binutils, lists them), and a module's function.
  */
-static size_t kimage_lines(char *text, size_t size)
+/*
+ * kallsyms' lines of the text symbols nm lists in file, slid by slide: "ADDR T name", or of a
+ * module's, "ADDR t name\t[module]"
+ */
+static size_t nm_kallsyms(const char *file, uint64_t slide, const char *module, char *text,
+			  size_t size)
 {
-	char line[256];
+	char cmd[512], line[256];
 	size_t n = 0;
-	FILE *p = popen("nm " KIMAGE, "r");
+	FILE *p;
 
+	snprintf(cmd, sizeof(cmd), "nm %s", file);
+	p = popen(cmd, "r");
 	if (!p)
 		return 0;
 	while (fgets(line, sizeof(line), p) && n + 128 < size) {
 		unsigned long long addr;
 		char type, name[128];
 
-		if (sscanf(line, "%llx %c %127s", &addr, &type, name) == 3 && (type | 0x20) == 't')
-			n += (size_t)snprintf(text + n, size - n, "%llx T %s\n", addr + KSLIDE,
-					      name);
+		if (sscanf(line, "%llx %c %127s", &addr, &type, name) != 3 || (type | 0x20) != 't')
+			continue;
+		if (module)
+			n += (size_t)snprintf(text + n, size - n, "%llx t %s\t[%s]\n", addr + slide,
+					      name, module);
+		else
+			n +=
+			    (size_t)snprintf(text + n, size - n, "%llx T %s\n", addr + slide, name);
 	}
 	pclose(p);
 	return n;
+}
+
+static size_t kimage_lines(char *text, size_t size)
+{
+	return nm_kallsyms(KIMAGE, KSLIDE, NULL, text, size);
 }
 
 static struct pp_kallsyms *kimage_kallsyms(void)
@@ -1036,25 +1053,10 @@ TEST(kernel_accesses_are_typed_from_the_kernel_image)
 #define KMOD_TEXT 0xffffffffc0b02000ull
 #define KMOD_RELEASE "6.1.0-99-amd64"
 
-/* kallsyms' lines of pp_kmod's functions, loaded with its .text at KMOD_TEXT (nm lists them) */
+/* kallsyms' lines of pp_kmod's functions, loaded with its .text at KMOD_TEXT */
 static size_t kmod_kallsyms(char *text, size_t size)
 {
-	char line[256];
-	size_t n = 0;
-	FILE *p = popen("nm " KMODULE, "r");
-
-	if (!p)
-		return 0;
-	while (fgets(line, sizeof(line), p) && n + 128 < size) {
-		unsigned long long addr;
-		char type, name[128];
-
-		if (sscanf(line, "%llx %c %127s", &addr, &type, name) == 3 && (type | 0x20) == 't')
-			n += (size_t)snprintf(text + n, size - n, "%llx t %s\t[pp_kmod]\n",
-					      addr + KMOD_TEXT, name);
-	}
-	pclose(p);
-	return n;
+	return nm_kallsyms(KMODULE, KMOD_TEXT, "pp_kmod", text, size);
 }
 
 static uint64_t kmod_fn(const char *fn)
