@@ -1,7 +1,7 @@
 /*
- * Path building and whole-file reads for sysfs/procfs pseudo-files (see fsutil.h). Such
- * files are a few bytes to a few KiB, so plain read(2) into the caller's buffer does; it
- * loops because a read may return fewer bytes than asked.
+ * Path building and whole-file reads (see fsutil.h): sysfs/procfs pseudo-files, a few bytes
+ * to a few KiB, read(2) into the caller's buffer; regular files read whole into the heap,
+ * bounded. Both loop because a read may return fewer bytes than asked.
  */
 #include "fsutil.h"
 
@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,6 +22,39 @@ void pp_pathf(char *dst, size_t size, const char *fmt, ...)
 	if (vsnprintf(dst, size, fmt, ap) >= (int)size)
 		dst[0] = '\0';
 	va_end(ap);
+}
+
+int pp_read_fd_whole(int fd, uint64_t max, void **out, size_t *len)
+{
+	struct stat st;
+	size_t got = 0;
+	uint8_t *buf;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
+	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!buf)
+		return -ENOMEM;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int err = n < 0 ? -errno : -EIO;
+
+			free(buf);
+			return err;
+		}
+		got += (size_t)n;
+	}
+	*out = buf;
+	*len = got;
+	return 0;
 }
 
 ssize_t pp_read_small_file(const char *path, char *buf, size_t size)

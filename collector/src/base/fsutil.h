@@ -7,6 +7,7 @@
 #define PP_COLLECTOR_FSUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -22,6 +23,14 @@ void pp_pathf(char *dst, size_t size, const char *fmt, ...) __attribute__((forma
  * fails (nothing partial is reported as success), or -EINVAL when size is 0.
  */
 ssize_t pp_read_small_file(const char *path, char *buf, size_t size);
+
+/*
+ * The whole regular file open at fd (the caller's; its offset is not moved: pread), when it
+ * holds at most max bytes: 0 with *out (malloc'ed, the caller frees; not NUL-terminated) and
+ * *len. -EINVAL for anything but a regular file, -EFBIG over max, -ENOMEM, -EIO when it is
+ * shorter than fstat said (truncated while read), or a read's -errno. Retries EINTR.
+ */
+int pp_read_fd_whole(int fd, uint64_t max, void **out, size_t *len);
 
 /*
  * mkdir -p: dir and each missing directory above it, made with mode (an existing one is left

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -41,11 +40,12 @@ static bool inside(uint64_t off, uint64_t size, size_t len)
 /* The NUL-terminated name at off of the section name table, or NULL. */
 static const char *sec_name(const uint8_t *buf, const Elf64_Shdr *strtab, uint32_t off)
 {
-	const char *s = (const char *)buf + strtab->sh_offset + off;
+	const char *s;
 
-	if (off >= strtab->sh_size || !memchr(s, '\0', strtab->sh_size - off))
+	if (off >= strtab->sh_size)
 		return NULL;
-	return s;
+	s = (const char *)buf + strtab->sh_offset + off; /* inside: the table's extent checked */
+	return memchr(s, '\0', strtab->sh_size - off) ? s : NULL;
 }
 
 static const struct pp_kmod_section *live_section(const struct pp_kmod_section *secs, size_t n,
@@ -455,39 +455,16 @@ static int module_build_id(const char *sys_root, const char *name, char *out, si
 /* fd's whole content (taken over and closed), at most max bytes: 0, or -errno */
 static int slurp(int fd, uint64_t max, uint8_t **out, size_t *len)
 {
-	struct stat st;
-	uint8_t *buf;
-	size_t got = 0;
+	void *buf = NULL;
+	int err;
 
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	if ((uint64_t)st.st_size > max) {
-		close(fd);
-		return -EFBIG;
-	}
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
-
-		if (n <= 0) {
-			close(fd);
-			free(buf);
-			return n < 0 ? -errno : -EINVAL; /* truncated meanwhile */
-		}
-		got += (size_t)n;
-	}
+	err = pp_read_fd_whole(fd, max, &buf, len);
 	close(fd);
-	*out = buf;
-	*len = got;
-	return 0;
+	if (!err)
+		*out = buf;
+	return err;
 }
 
 /* The build id of the ELF at fd, and whether it has DWARF (a .debug_info with bytes) */
@@ -617,10 +594,9 @@ int pp_kmod_image_open(const struct pp_kernel_image_opts *o, const char *name,
 	struct pp_kmod_section *secs = NULL;
 	const char *release = o->release;
 	struct utsname uts;
-	size_t nsecs = 0, dlen;
-	char *dep = NULL;
+	size_t nsecs = 0, dlen = 0, rlen;
+	uint8_t *dep = NULL;
 	int fd = -1, dfd = -1, err, has_dwarf;
-	ssize_t got;
 
 	memset(out, 0, sizeof(*out));
 	if (!pp_kmod_name_valid(name)) {
@@ -655,27 +631,17 @@ int pp_kmod_image_open(const struct pp_kernel_image_opts *o, const char *name,
 		release = uts.release;
 	}
 	pp_pathf(path, sizeof(path), "/lib/modules/%s/modules.dep", release);
-	fd = pp_root_open(o->root, path, 0);
-	if (fd >= 0) {
-		uint8_t *buf = NULL;
-		size_t n = 0;
-
-		err = slurp(fd, MODULES_DEP_MAX, &buf, &n);
-		fd = -1;
-		dep = (char *)buf;
-		dlen = n;
-		err = err ? err : pp_kmod_dep_find(dep, dlen, name, rel, sizeof(rel));
-	} else {
-		err = fd;
-	}
+	err = slurp(pp_root_open(o->root, path, 0), MODULES_DEP_MAX, &dep, &dlen);
+	if (!err)
+		err = pp_kmod_dep_find((const char *)dep, dlen, name, rel, sizeof(rel));
 	if (err) {
 		snprintf(why, why_size, "module %s: not in /lib/modules/%s/modules.dep (%s)", name,
 			 release, strerror(-err));
 		err = -ENOENT;
 		goto out;
 	}
-	got = (ssize_t)strlen(rel);
-	if (got < 3 || strcmp(rel + got - 3, ".ko")) {
+	rlen = strlen(rel);
+	if (rlen < 3 || strcmp(rel + rlen - 3, ".ko")) {
 		snprintf(why, why_size,
 			 "module %s: %s is compressed (its code is read from the file as loaded)",
 			 name, rel);

@@ -188,36 +188,17 @@ static void refuse(struct pp_table_cache *c, const char *name, const char *why)
 	pp_warn("unwind table cache: removed %s/%s: %s", c->dir, name, why);
 }
 
+/* The file whole; NULL with errno ENOMEM, or EBADMSG for one empty, too big or torn */
 static void *read_whole(int fd, size_t *len)
 {
-	struct stat st;
-	size_t n = 0;
-	char *buf;
+	void *buf = NULL;
+	int err = pp_read_fd_whole(fd, MAX_FILE_BYTES, &buf, len);
 
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-	    st.st_size > MAX_FILE_BYTES) {
-		errno = EBADMSG;
-		return NULL;
-	}
-	buf = malloc((size_t)st.st_size);
-	if (!buf)
-		return NULL;
-	while (n < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	if (n != (size_t)st.st_size) {
-		free(buf);
-		errno = EBADMSG; /* shorter than it said: torn */
-		return NULL;
-	}
-	*len = n;
-	return buf;
+	if (!err && *len)
+		return buf;
+	free(buf);
+	errno = err == -ENOMEM ? ENOMEM : EBADMSG;
+	return NULL;
 }
 
 struct pp_unwind_table *pp_table_cache_get(struct pp_table_cache *c,

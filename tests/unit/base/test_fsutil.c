@@ -7,6 +7,7 @@
 #include "testsh.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +141,45 @@ TEST(mkdir_parents_makes_the_missing_ones)
 	REQUIRE(pp_test_sh("rm -rf '%s'", tmpdir) == 0);
 }
 
+/* A regular file read whole, bounded; what is no regular file or over the bound refused. */
+TEST(read_fd_whole_bounds_and_refuses)
+{
+	char path[600], data[5000];
+	void *buf = NULL;
+	size_t len = 0;
+	int fd, pipefd[2];
+
+	memset(data, 'x', sizeof(data));
+	data[4999] = 'y';
+	REQUIRE(make_file("whole", data, sizeof(data), path, sizeof(path)) == 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	REQUIRE(fd >= 0);
+	CHECK(pp_read_fd_whole(fd, sizeof(data), &buf, &len) == 0);
+	CHECK(len == sizeof(data) && buf && !memcmp(buf, data, len));
+	free(buf);
+	CHECK(pp_read_fd_whole(fd, sizeof(data) - 1, &buf, &len) == -EFBIG);
+	CHECK(lseek(fd, 0, SEEK_CUR) == 0); /* pread: the caller's offset kept */
+	close(fd);
+	REQUIRE(truncate(path, 0) == 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	REQUIRE(fd >= 0);
+	buf = NULL;
+	CHECK(pp_read_fd_whole(fd, 10, &buf, &len) == 0 && len == 0);
+	free(buf);
+	close(fd);
+	REQUIRE(pipe(pipefd) == 0);
+	CHECK(pp_read_fd_whole(pipefd[0], 10, &buf, &len) == -EINVAL);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	fd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(fd >= 0 && pp_read_fd_whole(fd, 10, &buf, &len) == -EINVAL);
+	if (fd >= 0)
+		close(fd);
+	remove_file(path);
+}
+
 TEST_LIST = {
+    {"read_fd_whole_bounds_and_refuses", read_fd_whole_bounds_and_refuses},
     {"mkdir_parents_makes_the_missing_ones", mkdir_parents_makes_the_missing_ones},
     {"pathf_formats_and_truncates_to_empty", pathf_formats_and_truncates_to_empty},
     {"read_keeps_newline_and_terminates", read_keeps_newline_and_terminates},
