@@ -136,3 +136,10 @@ void pp_cli_tune_malloc(void)
 	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	mallopt(M_ARENA_MAX, 2);
 }
+
+int pp_poll_wait_until(int wait_ms, uint64_t now, uint64_t at_ns)
+{
+	if (at_ns > now && at_ns - now < (uint64_t)wait_ms * 1000000ull)
+		return (int)((at_ns - now) / 1000000) + 1;
+	return wait_ms;
+}

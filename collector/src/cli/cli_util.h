@@ -35,6 +35,13 @@ enum pp_output_format pp_output_format_of(const char *path);
 int pp_output_dir_writable(const char *path);
 
 /*
+ * A poll's wait of wait_ms, or less so that a poll begun at now returns by at_ns (the same
+ * clock, in ns; at_ns at or before now: wait_ms stays): the end of a capture, a window, an
+ * upload's time.
+ */
+int pp_poll_wait_until(int wait_ms, uint64_t now, uint64_t at_ns);
+
+/*
  * Sets glibc's allocator for a long capture (record, run): glibc raises its mmap threshold
  * after a large block is freed, so later symbol and unwind tables land in the heap and stay in
  * RSS; a fixed threshold returns them on free. Two arenas serve the agent's threads.

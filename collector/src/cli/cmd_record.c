@@ -1078,8 +1078,8 @@ int pp_cmd_record(int argc, char **argv)
 		int wait_ms = pp_shim_poll_interval_ms(smp.shim);
 
 		/* -d ends on time, not up to a quiet poll's wait later */
-		if (deadline && deadline > now && deadline - now < wait_ms * 1000000ull)
-			wait_ms = (int)((deadline - now + 999999) / 1000000);
+		if (deadline)
+			wait_ms = pp_poll_wait_until(wait_ms, now, deadline);
 		ret = pp_shim_poll(smp.shim, wait_ms, pp_session_record_cb, session);
 		pp_session_read_sideband(session);
 		if (ret < 0 && ret != -EINTR) {

@@ -582,14 +582,6 @@ static void window_maps_share(struct agent *ag)
 #define MAX_WINDOWS_BEHIND 16
 
 /* How long a window stays open after its end: two poll ticks, at most a fifth of it. */
-/* wait_ms, or less so that a poll begun at now (CLOCK_REALTIME) returns by at_ns */
-static int wait_until(int wait_ms, uint64_t now, uint64_t at_ns)
-{
-	if (at_ns > now && at_ns - now < (uint64_t)wait_ms * 1000000ull)
-		return (int)((at_ns - now) / 1000000) + 1;
-	return wait_ms;
-}
-
 static uint64_t grace_ns(uint64_t interval)
 {
 	uint64_t g = 2 * POLL_INTERVAL_MS * 1000000ull + 50 * 1000000ull;
@@ -1174,9 +1166,9 @@ int pp_cmd_run(int argc, char **argv)
 		 * SIGTERM in it) counts from there; at the grace's end, at an upload's time, and
 		 * often enough that /healthz never sees the loop stalled.
 		 */
-		wait_ms = wait_until(wait_ms, now, grace_until ? grace_until : window_end);
+		wait_ms = pp_poll_wait_until(wait_ms, now, grace_until ? grace_until : window_end);
 		if (ag.pending)
-			wait_ms = wait_until(wait_ms, now, ag.pending_due_ns);
+			wait_ms = pp_poll_wait_until(wait_ms, now, ag.pending_due_ns);
 		if (ag.cfg.stall_timeout_ns && wait_ms * 1000000ull > ag.cfg.stall_timeout_ns / 4)
 			wait_ms = (int)(ag.cfg.stall_timeout_ns / 4 / 1000000);
 		ret = pp_shim_poll(ag.smp.shim, wait_ms, pp_session_record_cb, ag.session);

@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "kmod_fixture.h"
+#include "testfs.h"
 #include "symbolize/data_type.h"
 #include "symbolize/kernel_image.h"
 #include "symbolize/kernel_module.h"
@@ -49,20 +50,9 @@ static const struct pp_kmod_section live[] = {LIVE_SECTIONS};
 
 static uint8_t *read_file(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf;
-	long n;
+	uint8_t *buf = (uint8_t *)pp_test_read_file(path, len);
 
-	MUST(f != NULL);
-	MUST(fseek(f, 0, SEEK_END) == 0);
-	n = ftell(f);
-	MUST(n > 0);
-	rewind(f);
-	buf = malloc((size_t)n);
-	MUST(buf != NULL);
-	MUST(fread(buf, 1, (size_t)n, f) == (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
+	MUST(buf != NULL && *len > 0);
 	return buf;
 }
 
