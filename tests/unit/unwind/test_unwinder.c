@@ -528,7 +528,8 @@ TEST(a_process_read_from_proc_is_not_read_again_where_mappings_are_reported)
 
 /*
  * With kick_by_caller the worker takes what a turn queued when the caller kicks it, once:
- * a process noted is not installed before the kick (the worker sleeps on), and is after it.
+ * a process noted while the worker sleeps is not installed before the kick (it sleeps on),
+ * and is after it.
  */
 TEST(a_caller_kicked_worker_installs_at_the_kick)
 {
@@ -544,6 +545,8 @@ TEST(a_caller_kicked_worker_installs_at_the_kick)
 			    &(struct pp_unwinder_opts){.worker = true, .kick_by_caller = true});
 	REQUIRE(u != NULL);
 	a = start("chain");
+	/* the worker asleep first: a thread just started would find the queue without a wake */
+	pp_unwinder_drain(u);
 	pp_unwinder_note(u, (uint32_t)a);
 	usleep(200 * 1000); /* the worker would have installed it long since, woken */
 	pp_unwinder_get_stats(u, &st);
