@@ -69,7 +69,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u8[PP_SAMPLE_MAX_SIZE]);
+	__type(value, __u8[PP_SAMPLE_RAW_MAX_SIZE]);
 } scratch SEC(".maps");
 
 /* Processes to profile when shim_config.filter_tgids is set; children are added on fork. */
@@ -393,10 +393,11 @@ struct {
  */
 struct uw_regs {
 	__u64 ip, sp, bp;
-	__u64 exact;	    /* ip is where the thread stopped, not a return address */
-	__u64 last_mapping; /* the index of the mapping the last frame was in */
-	__u64 win_base;	    /* the user address the stack window starts at */
-	__u64 win_len;	    /* the bytes copied there (0: none) */
+	__u64 exact;		  /* ip is where the thread stopped, not a return address */
+	__u64 last_mapping;	  /* the index of the mapping the last frame was in */
+	__u64 win_base;		  /* the user address the stack window starts at */
+	__u64 win_len;		  /* the bytes copied there (0: none) */
+	__u64 start_ip, start_bp; /* where the walk started (its sp is win_base) */
 };
 
 /*
@@ -696,11 +697,12 @@ static long uw_step(__u32 i, void *data)
 /*
  * The user stack with unwind tables from the user registers regs (the sample's, or the task's
  * for a sample taken in the kernel): written after the nk kernel frames. The loop is
- * bpf_loop's, so the verifier checks one step, not PP_MAX_STACK_DEPTH of them.
+ * bpf_loop's, so the verifier checks one step, not PP_MAX_STACK_DEPTH of them. keep_raw: a
+ * process without tables yet gets PP_SF_USTACK_RAW, its window kept for attach_raw_ustack.
  */
 static __always_inline __u32 walk_user_tables(struct pp_sample *rec, __u32 nk, __u64 ip, __u64 sp,
 					      __u64 bp, __u32 depth, struct pp_counters *cnt,
-					      const int loop)
+					      const int loop, const int keep_raw)
 {
 	struct uw_state s = {
 	    .rec = rec,
@@ -726,14 +728,19 @@ static __always_inline __u32 walk_user_tables(struct pp_sample *rec, __u32 nk, _
 	r->ip = ip;
 	r->sp = sp;
 	r->bp = bp;
+	r->start_ip = ip;
+	r->start_bp = bp;
 	r->exact = 1;
 	r->last_mapping = 0;
 	s.r = r;
 	s.cnt = cnt;
 	s.depth = depth > PP_MAX_STACK_DEPTH ? PP_MAX_STACK_DEPTH : depth;
 	s.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
-	if (!s.proc)
+	if (!s.proc) {
 		cnt->v[PP_CNT_UNWIND_NO_PROC]++;
+		if (keep_raw && len)
+			rec->flags |= PP_SF_USTACK_RAW;
+	}
 	rec->nr_ustack = 0;
 	if (loop) {
 		/* before 5.17: a bounded loop the verifier walks step by step */
@@ -769,14 +776,49 @@ static __always_inline int task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
 }
 
 /*
- * Writes rec to this CPU's ring, its size from its frame counts (nr_kstack, nr_ustack),
- * bounded after the last call before the write: 5.10's verifier forgets the bounds of a
- * scalar spilled across a call (seen: the size of a record held in a map, checked, then
- * spilled around the ring query). Counts full_counter or written_counter. Batched wake-ups:
- * the consumer also polls on a timeout, so nothing waits forever.
+ * The stack copy of a PP_SF_USTACK_RAW sample after its nk + nu frames: the registers the
+ * walk started from and its window (struct pp_raw_ustack). The copy's bytes, or 0 where the
+ * flag is not set or is taken back (nothing to copy).
+ */
+static __always_inline __u64 attach_raw_ustack(struct pp_sample *rec, __u64 nk, __u64 nu,
+					       struct pp_counters *cnt)
+{
+	__u32 zero = 0;
+	struct uw_regs *r = bpf_map_lookup_elem(&uw_regs_map, &zero);
+	struct uw_window *win = bpf_map_lookup_elem(&uw_window_map, &zero);
+	struct pp_raw_ustack *h;
+	__u64 len;
+
+	if (!(rec->flags & PP_SF_USTACK_RAW))
+		return 0;
+	rec->flags &= ~PP_SF_USTACK_RAW;
+	if (!r || !win || nk > PP_MAX_STACK_DEPTH || nu > PP_MAX_STACK_DEPTH)
+		return 0;
+	len = r->win_len;
+	if (len == 0 || len > PP_RAW_USTACK_MAX)
+		return 0;
+	h = (struct pp_raw_ustack *)&rec->stack[nk + nu];
+	h->ip = r->start_ip;
+	h->sp = r->win_base;
+	h->bp = r->start_bp;
+	h->len = (__u32)len;
+	h->_pad = 0;
+	if (bpf_probe_read_kernel(h + 1, len, win->b))
+		return 0;
+	rec->flags |= PP_SF_USTACK_RAW;
+	count_in(cnt, PP_CNT_USTACK_RAW);
+	return sizeof(*h) + len;
+}
+
+/*
+ * Writes rec to this CPU's ring, its size from its frame counts (nr_kstack, nr_ustack) and
+ * the stack copy's bytes (raw), bounded after the last call before the write: 5.10's verifier
+ * forgets the bounds of a scalar spilled across a call (seen: the size of a record held in a
+ * map, checked, then spilled around the ring query). Counts full_counter or written_counter.
+ * Batched wake-ups: the consumer also polls on a timeout, so nothing waits forever.
  */
 static __always_inline void write_record(struct pp_sample *rec, struct pp_counters *cnt,
-					 __u32 full_counter, __u32 written_counter)
+					 __u32 full_counter, __u32 written_counter, __u64 raw)
 {
 	void *ring = cpu_ring();
 	__u64 nk, nu, size, flags;
@@ -790,9 +832,10 @@ static __always_inline void write_record(struct pp_sample *rec, struct pp_counte
 		    : BPF_RB_NO_WAKEUP;
 	nk = rec->nr_kstack;
 	nu = rec->nr_ustack;
-	if (nk > PP_MAX_STACK_DEPTH || nu > PP_MAX_STACK_DEPTH)
+	if (nk > PP_MAX_STACK_DEPTH || nu > PP_MAX_STACK_DEPTH ||
+	    raw > sizeof(struct pp_raw_ustack) + PP_RAW_USTACK_MAX)
 		return;
-	size = sizeof(*rec) + (nk + nu) * sizeof(__u64);
+	size = sizeof(*rec) + (nk + nu) * sizeof(__u64) + raw;
 	rec->hdr.size = size;
 	if (bpf_ringbuf_output(ring, rec, size, flags)) {
 		count_in(cnt, full_counter);
@@ -885,7 +928,7 @@ static __always_inline int handle_sample(struct bpf_perf_event_data *ctx, const 
 		if (ok) {
 			count_in(cnt, PP_CNT_USTACK_SHIM);
 			nu = walk_user_tables(rec, (__u32)nk, ip, sp, bp, shim_config.ustack_depth,
-					      cnt, tables == 2);
+					      cnt, tables == 2, 1);
 		}
 	} else if (shim_config.ustack_walk == PP_USTACK_SHIM && !(rec->flags & PP_SF_KERNEL_IP) &&
 		   user_regs_walkable(ctx) && !has_perf_callchain(ctx)) {
@@ -906,7 +949,7 @@ static __always_inline int handle_sample(struct bpf_perf_event_data *ctx, const 
 		nu = PP_MAX_STACK_DEPTH;
 	rec->nr_kstack = nk;
 	rec->nr_ustack = nu;
-	write_record(rec, cnt, PP_CNT_RB_FULL, PP_CNT_EMITTED);
+	write_record(rec, cnt, PP_CNT_RB_FULL, PP_CNT_EMITTED, attach_raw_ustack(rec, nk, nu, cnt));
 	return 0; /* 0: no perf output of its own, no perf mmap buffer needed */
 }
 
@@ -1044,7 +1087,7 @@ static __always_inline struct pp_sample *off_cpu_record(void *ctx, struct pp_cou
 		if (task_user_regs(&ip, &sp, &bp) == 0) {
 			count_in(cnt, PP_CNT_USTACK_SHIM);
 			nu = walk_user_tables(rec, (__u32)nk, ip, sp, bp, shim_config.ustack_depth,
-					      cnt, 0);
+					      cnt, 0, 0);
 		}
 	} else {
 		nu = take_stack(ctx, rec->stack + nk, shim_config.ustack_depth, BPF_F_USER_STACK,
@@ -1141,7 +1184,7 @@ static __always_inline void off_cpu_unseen_end(__u32 tid, const struct off_cpu_s
 		return;
 	}
 	off_cpu_value(rec, wake_ns, off_ns, &end);
-	write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED);
+	write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED, 0);
 	bpf_map_delete_elem(&off_cpu_records, &tid);
 }
 
@@ -1173,7 +1216,7 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 			if (rec) {
 				off_cpu_value(rec, now, off_ns, &end);
 				write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL,
-					     PP_CNT_OFF_CPU_EMITTED);
+					     PP_CNT_OFF_CPU_EMITTED, 0);
 				bpf_map_delete_elem(&off_cpu_records, &next_tid);
 			} else {
 				count_in(cnt, PP_CNT_OFF_CPU_EVICTED);
@@ -1260,7 +1303,7 @@ static __always_inline int handle_switch_in(void *ctx, const int tables, const _
 	if (!rec)
 		return 0;
 	off_cpu_value(rec, now, off_ns, &end);
-	write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED);
+	write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED, 0);
 	return 0;
 }
 

@@ -20,6 +20,7 @@ struct pp_decode_stats {
 	uint64_t bad_type;    /* unknown record type */
 	uint64_t bad_version; /* written by an incompatible shim */
 	uint64_t bad_stack;   /* stack counts beyond the record or the maximum depth */
+	uint64_t bad_raw; /* a stack copy (PP_SF_USTACK_RAW) longer than the record or its max */
 };
 
 enum pp_decoded_kind {
@@ -30,6 +31,9 @@ enum pp_decoded_kind {
 struct pp_decoded {
 	enum pp_decoded_kind kind;
 	const unsigned char *stack_bytes; /* borrowed from the input buffer */
+	/* PP_SF_USTACK_RAW: the registers and the copy of the user stack (bytes borrowed) */
+	struct pp_raw_ustack raw;
+	const unsigned char *raw_bytes; /* raw.len bytes from raw.sp; NULL without a copy */
 	/* Last: pp_sample ends in a flexible array (the frames stay in the input buffer). */
 	union {
 		struct pp_sample sample; /* fixed part; frames via pp_decoded_frame() */

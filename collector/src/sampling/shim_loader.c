@@ -154,6 +154,7 @@ static const char *const counter_names[PP_CNT__MAX] = {
     [PP_CNT_OFF_CPU_EVICTED] = "off_cpu_evicted",
     [PP_CNT_OFF_CPU_UNSEEN_END] = "off_cpu_unseen_end",
     [PP_CNT_OFF_CPU_ENDED_AT_WAKEUP] = "off_cpu_ended_at_wakeup",
+    [PP_CNT_USTACK_RAW] = "ustack_raw",
 };
 
 const char *pp_counter_name(enum pp_counter c)

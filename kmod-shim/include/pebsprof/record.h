@@ -13,7 +13,7 @@
 
 #include <linux/types.h>
 
-#define PP_RECORD_ABI_VERSION 1
+#define PP_RECORD_ABI_VERSION 2 /* 2: the stack copy of PP_SF_USTACK_RAW */
 
 /* Record types carried in pp_rec_hdr.type. */
 #define PP_REC_SAMPLE 1 /* struct pp_sample */
@@ -54,6 +54,14 @@
  * count the record as a sample.
  */
 #define PP_SF_OFF_CPU (1u << 10)
+/*
+ * A sample of a process whose unwind tables the shim did not have yet (a new process: its
+ * tables are built off the sample path): after the stack tail, a struct pp_raw_ustack and the
+ * top of its user stack as the shim copied it, so that user space can walk it with the
+ * tables once they are in, even after the process exited. The frames in the stack tail are
+ * the shim's own walk of it (frame pointers), kept where the later walk cannot be done.
+ */
+#define PP_SF_USTACK_RAW (1u << 11)
 
 /*
  * pp_shim_config.off_cpu_stacks_at: where the stacks of a wait are taken. A task's stacks are
@@ -134,8 +142,26 @@ struct pp_task_event {
 
 _Static_assert(sizeof(struct pp_task_event) == 24, "pp_task_event layout");
 
-/* Largest record the shim writes. */
+/* Largest record the shim writes without a stack copy. */
 #define PP_SAMPLE_MAX_SIZE (sizeof(struct pp_sample) + 2 * PP_MAX_STACK_DEPTH * sizeof(__u64))
+
+/*
+ * The stack copy of a PP_SF_USTACK_RAW sample, after its stack tail: the user registers the
+ * walk starts from, and len bytes of user memory from sp (the shim's window: from sp to the
+ * end of the page after sp's, or sp's page alone where the next cannot be read).
+ */
+struct pp_raw_ustack {
+	__u64 ip, sp, bp;
+	__u32 len; /* bytes that follow, at most PP_RAW_USTACK_MAX */
+	__u32 _pad;
+};
+
+_Static_assert(sizeof(struct pp_raw_ustack) == 32, "pp_raw_ustack layout");
+
+#define PP_RAW_USTACK_MAX 8192
+/* Largest record the shim writes. */
+#define PP_SAMPLE_RAW_MAX_SIZE                                                                     \
+	(PP_SAMPLE_MAX_SIZE + sizeof(struct pp_raw_ustack) + PP_RAW_USTACK_MAX)
 
 /* Indexes of the per-CPU counter array map "counters". Never renumber; append only. */
 enum pp_counter {
@@ -196,6 +222,9 @@ enum pp_counter {
 	 * wait for a CPU after it unknown and left out
 	 */
 	PP_CNT_OFF_CPU_ENDED_AT_WAKEUP,
+	/* samples of a process without tables that carry a copy of their stack (PP_SF_USTACK_RAW)
+	 */
+	PP_CNT_USTACK_RAW,
 	PP_CNT__MAX,
 };
 

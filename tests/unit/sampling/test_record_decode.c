@@ -156,6 +156,77 @@ TEST(abi_layout)
 	CHECK_EQ_U64(sizeof(struct pp_task_event), 24);
 }
 
+/* A sample with a copy of its stack (PP_SF_USTACK_RAW) after its frames. */
+static size_t add_copy(unsigned char *buf, size_t len, uint32_t copy_len, uint32_t said_len)
+{
+	struct pp_raw_ustack raw = {
+	    .ip = 0x401200, .sp = 0x7ffc0000f000ull, .bp = 0x7ffc0000f100ull, .len = said_len};
+	struct pp_sample s;
+
+	memcpy(&s, buf, sizeof(s));
+	s.flags |= PP_SF_USTACK_RAW;
+	s.hdr.size = (uint32_t)(len + sizeof(raw) + copy_len);
+	memcpy(buf, &s, sizeof(s));
+	memcpy(buf + len, &raw, sizeof(raw));
+	for (uint32_t i = 0; i < copy_len; i++)
+		buf[len + sizeof(raw) + i] = (unsigned char)(i * 7);
+	return len + sizeof(raw) + copy_len;
+}
+
+TEST(stack_copies)
+{
+	static unsigned char buf[PP_SAMPLE_RAW_MAX_SIZE + 64];
+	struct pp_decode_stats st = {0};
+	struct pp_decoded d;
+	size_t base = make_sample(buf, 1, 3), len = add_copy(buf, base, 4096, 4096);
+
+	REQUIRE(pp_record_decode(buf, len, &d, &st) == 0);
+	CHECK(d.raw_bytes == buf + base + sizeof(struct pp_raw_ustack));
+	CHECK_EQ_U64(d.raw.len, 4096);
+	CHECK_EQ_U64(d.raw.sp, 0x7ffc0000f000ull);
+	CHECK_EQ_U64(d.raw.ip, 0x401200);
+	CHECK_EQ_U64(d.raw_bytes[4095], (unsigned char)(4095 * 7));
+	CHECK_EQ_U64(pp_decoded_frame(&d, 3),
+		     0x400000ull + 3); /* the frames stay where they were */
+	/* the largest the shim writes */
+	base = make_sample(buf, PP_MAX_STACK_DEPTH, PP_MAX_STACK_DEPTH);
+	len = add_copy(buf, base, PP_RAW_USTACK_MAX, PP_RAW_USTACK_MAX);
+	CHECK_EQ_U64(len, PP_SAMPLE_RAW_MAX_SIZE);
+	CHECK(pp_record_decode(buf, len, &d, &st) == 0);
+	CHECK_EQ_U64(st.samples, 2);
+	/* a copy longer than its record says, than the most there is, empty, or no header */
+	base = make_sample(buf, 1, 3);
+	len = add_copy(buf, base, 100, 101);
+	CHECK(pp_record_decode(buf, len, &d, &st) == -EPROTO);
+	base = make_sample(buf, 0, 0);
+	len = add_copy(buf, base, PP_RAW_USTACK_MAX + 8, PP_RAW_USTACK_MAX + 8);
+	CHECK(pp_record_decode(buf, len, &d, &st) == -EPROTO);
+	base = make_sample(buf, 1, 3);
+	len = add_copy(buf, base, 0, 0);
+	CHECK(pp_record_decode(buf, len, &d, &st) == -EPROTO);
+	base = make_sample(buf, 1, 3);
+	len = add_copy(buf, base, 0, 0) - 8;
+	memcpy(buf, &(struct pp_rec_hdr){PP_REC_SAMPLE, PP_RECORD_ABI_VERSION, (uint32_t)len}, 8);
+	CHECK(pp_record_decode(buf, len, &d, &st) == -EPROTO);
+	CHECK_EQ_U64(st.bad_raw, 4);
+	/* without the flag, bytes after the frames are an error, as ever */
+	base = make_sample(buf, 1, 3);
+	len = add_copy(buf, base, 64, 64);
+	{
+		struct pp_sample s;
+
+		memcpy(&s, buf, sizeof(s));
+		s.flags &= (uint16_t)~PP_SF_USTACK_RAW;
+		memcpy(buf, &s, sizeof(s));
+	}
+	CHECK(pp_record_decode(buf, len, &d, &st) == -EPROTO);
+	CHECK_EQ_U64(st.bad_stack, 1);
+	/* a sample without a copy has none */
+	len = make_sample(buf, 1, 3);
+	REQUIRE(pp_record_decode(buf, len, &d, &st) == 0);
+	CHECK(d.raw_bytes == NULL);
+}
+
 TEST_LIST = {
     {"valid_sample_with_stacks", valid_sample_with_stacks},
     {"ring_buffer_padding_is_accepted", ring_buffer_padding_is_accepted},
@@ -164,5 +235,6 @@ TEST_LIST = {
     {"unknown_type_and_version", unknown_type_and_version},
     {"task_events", task_events},
     {"abi_layout", abi_layout},
+    {"stack_copies", stack_copies},
 };
 TEST_MAIN()
