@@ -3,7 +3,7 @@
  * the registers and the stack memory, as a hostile process could arrange them. The walk
  * must end within its frame limit, read only through the callback and never crash; the rows
  * packed for the shim must give, looked up as the shim does, the rule the table has at each
- * row's first byte and the bytes around it.
+ * row's first byte and the bytes around it; rows given through find_row walk the same.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +32,16 @@ static const struct pp_unwind_table *find(void *ctx, uint64_t pc, uint64_t *bias
 
 	*bias = 0;
 	return pc >= CODE_LO && pc < CODE_HI ? in->table : NULL; /* else frame pointers */
+}
+
+/* The same table through find_row, as the unwinder's walks of stack copies look rows up. */
+static int find_row(void *ctx, uint64_t pc, struct pp_unwind_row *row)
+{
+	const struct input *in = ctx;
+
+	if (pc < CODE_LO || pc >= CODE_HI)
+		return 0;
+	return pp_unwind_table_lookup(in->table, pc, row) ? 1 : -1;
 }
 
 static int read_u64(void *ctx, uint64_t addr, uint64_t *out)
@@ -120,10 +130,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	{
 		struct pp_unwind_ops ops = {.find = find, .read_u64 = read_u64, .ctx = &in};
 
+		struct pp_unwind_ops by_row = {
+		    .find_row = find_row, .read_u64 = read_u64, .ctx = &in};
+		uint64_t pcs2[64];
+		enum pp_unwind_stop why2;
+
 		n = pp_unwind_walk(&regs, &ops, pcs, 64, &why, NULL);
 		if (n < 1 || n > 64 || (n == 64) != (why == PP_UNWIND_DEPTH))
 			__builtin_trap();
 		(void)pp_unwind_stop_name(why);
+		/* rows found either way walk the same frames and stop for the same reason */
+		if (pp_unwind_walk(&regs, &by_row, pcs2, 64, &why2, NULL) != n || why2 != why ||
+		    memcmp(pcs, pcs2, n * sizeof(pcs[0])))
+			__builtin_trap();
 	}
 	pp_unwind_table_free(in.table);
 	return 0;

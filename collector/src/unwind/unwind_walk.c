@@ -6,6 +6,11 @@
 
 #include <stdbool.h>
 
+#include <pebsprof/record.h>
+
+/* the end of x86-64 user space (47-bit addresses): no return address lies above it */
+#define USER_END 0x00007ffffffff000ull
+
 /* A step's outcome: STEPPED, or why the walk ends. */
 #define STEPPED (-1)
 
@@ -90,6 +95,8 @@ static int table_step(const struct pp_unwind_ops *ops, const struct pp_unwind_ro
 		return s;
 	if (cfa <= r->rsp)
 		return PP_UNWIND_CFA_NOT_UP;
+	if (cfa - r->rsp > PP_UNWIND_MAX_FRAME_BYTES || ra >= USER_END)
+		return PP_UNWIND_IMPLAUSIBLE;
 	*signal = row->flags & PP_UNWIND_SIGNAL_FRAME;
 	r->rip = ra;
 	r->rsp = cfa;
@@ -117,8 +124,21 @@ size_t pp_unwind_walk(const struct pp_unwind_regs *regs, const struct pp_unwind_
 			s = PP_UNWIND_DEPTH;
 			break;
 		}
-		t = ops->find(ops->ctx, lookup_pc(r.rip, exact), &bias);
-		if (t) {
+		if (ops->find_row) {
+			struct pp_unwind_row row;
+			int found = ops->find_row(ops->ctx, lookup_pc(r.rip, exact), &row);
+
+			t = NULL;
+			if (found > 0) {
+				s = table_step(ops, &row, &r, &signal);
+				st.table_frames += s == STEPPED;
+			} else if (found < 0) {
+				s = PP_UNWIND_NO_CFI;
+			} else {
+				s = fp_step(ops, &r);
+				st.fp_frames += s == STEPPED;
+			}
+		} else if ((t = ops->find(ops->ctx, lookup_pc(r.rip, exact), &bias))) {
 			struct pp_unwind_row row;
 
 			s = pp_unwind_table_lookup(t, lookup_pc(r.rip, exact) - bias, &row)
@@ -147,7 +167,7 @@ size_t pp_unwind_walk(const struct pp_unwind_regs *regs, const struct pp_unwind_
 const char *pp_unwind_stop_name(enum pp_unwind_stop s)
 {
 	static const char *const names[] = {"end",	  "fp_end",	"no_cfi", "unsupported",
-					    "unreadable", "cfa_not_up", "depth"};
+					    "unreadable", "cfa_not_up", "depth",  "implausible"};
 
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }

@@ -22,6 +22,9 @@ enum pp_unwind_stop {
 	PP_UNWIND_UNREADABLE,  /* the stack could not be read where a rule points */
 	PP_UNWIND_CFA_NOT_UP,  /* the next frame is not above this one */
 	PP_UNWIND_DEPTH,       /* max frames reached */
+	/* a step that would land where no caller can be: a frame over PP_UNWIND_MAX_FRAME_BYTES,
+	 * a return address outside user space (a wrong row: stop, never invent) */
+	PP_UNWIND_IMPLAUSIBLE,
 };
 
 struct pp_unwind_regs {
@@ -32,6 +35,12 @@ struct pp_unwind_ops {
 	/* The table for pc's file and the bias from its ELF addresses (pc - bias), or NULL when
 	 * the file has none: frame pointers there. */
 	const struct pp_unwind_table *(*find)(void *ctx, uint64_t pc, uint64_t *bias);
+	/*
+	 * Used instead of find where set (tables in another form, the shim's rows): the row
+	 * covering pc in *row and 1; 0 where pc's file has no table (a frame-pointer step); -1
+	 * where it has one without a row for pc (the walk stops: no CFI).
+	 */
+	int (*find_row)(void *ctx, uint64_t pc, struct pp_unwind_row *row);
 	/* Read 8 bytes of the target's memory at addr: 0 or a negative errno. */
 	int (*read_u64)(void *ctx, uint64_t addr, uint64_t *out);
 	void *ctx;
