@@ -54,7 +54,22 @@ _Static_assert(PP_REG_SAME == PP_UW_REG_SAME && PP_REG_UNDEFINED == PP_UW_REG_UN
  */
 #define RELEASE_BATCH 32
 
-enum op { OP_INSTALL, OP_RELEASE };
+enum op { OP_INSTALL, OP_RELEASE, OP_WALK };
+
+/* A stack copy to walk (pp_unwinder_walk_later), then its walk: one allocation. */
+struct later {
+	struct later *next; /* the done list */
+	uint32_t tgid, stack_len;
+	struct pp_unwind_regs regs;
+	uint64_t stack_base;
+	size_t blob_len;
+	int status;
+	enum pp_unwind_stop why;
+	struct pp_unwind_walk_stats st;
+	size_t npcs;
+	uint64_t pcs[PP_MAX_STACK_DEPTH];
+	uint8_t data[]; /* the stack copy, then the blob */
+};
 
 struct table {
 	/* "c:" the digest of what its table is compiled from, or "i:" dev, inode, size, mtime
@@ -94,6 +109,9 @@ struct proc {
 	uint32_t ntables;
 	uint32_t *tables;
 	uint64_t maps_hash; /* of the /proc/PID/maps text the list was made from */
+	/* the list as installed, for walks of stack copies (nmaps entries, sorted) */
+	struct pp_bpf_unwind_mapping *maps;
+	uint32_t nmaps;
 };
 
 /* The sample path's view: processes queued or installed, and when their maps were read. */
@@ -110,6 +128,7 @@ struct pp_unwinder {
 	char proc_root[256];
 	uint32_t max_procs, max_tables, rescan_ms;
 	bool mmap_reports;   /* opts.mmap_reports */
+	bool tables_only;    /* opts.tables_only */
 	bool kick_by_caller; /* opts.kick_by_caller */
 	bool kick_wanted;    /* work queued since the last pp_unwinder_kick; under lock */
 	uint32_t self;	     /* this process, left out */
@@ -127,10 +146,14 @@ struct pp_unwinder {
 		 * files when the process is gone; NULL maps: read /proc/PID/maps */
 		struct pp_maps *maps;
 		uint32_t relatives[PP_PROC_RELATIVES];
+		struct later *walk; /* OP_WALK (owned) */
 	} queue[QUEUE_SIZE];
 	uint32_t qhead, qlen;
 	uint32_t releases_queued; /* since the worker was last woken (RELEASE_BATCH) */
 	bool busy, stop, sweep_wanted;
+	struct later *done_head, *done_tail; /* walks done, not taken */
+	uint32_t walks;			     /* walks queued or done, not taken */
+	uint64_t walks_done, walks_refused;
 	uint64_t swept; /* processes released because /proc no longer had them */
 	pthread_t thread;
 	bool has_thread;
@@ -146,6 +169,7 @@ struct pp_unwinder {
 	struct pp_bpf_unwind_proc *scratch;
 	struct pp_unwind_rules *rules; /* the rule array's contents */
 	struct pp_table_cache *cache;  /* NULL: none */
+	uint32_t *walk_words;	       /* a page's rows, read for a walk (1 << PP_UW_PAGE_SHIFT) */
 	struct pp_unwinder_stats st;
 };
 
@@ -255,11 +279,12 @@ static bool enqueue_maps(struct pp_unwinder *u, uint32_t tgid, enum op op, struc
 	q->tgid = tgid;
 	q->op = op;
 	q->maps = maps;
+	q->walk = NULL;
 	memset(q->relatives, 0, sizeof(q->relatives));
 	if (relatives)
 		memcpy(q->relatives, relatives, sizeof(q->relatives));
 	u->qlen++;
-	if (op == OP_INSTALL || ++u->releases_queued >= RELEASE_BATCH) {
+	if (op != OP_RELEASE || ++u->releases_queued >= RELEASE_BATCH) {
 		u->releases_queued = 0;
 		if (u->kick_by_caller)
 			u->kick_wanted = true; /* pp_unwinder_kick, once for the caller's batch */
@@ -294,6 +319,7 @@ static void proc_del(struct pp_unwinder *u, struct proc *p)
 	uint32_t hole = (uint32_t)(p - u->procs), i = hole;
 
 	free(p->tables);
+	free(p->maps);
 	u->procs[hole] = (struct proc){0};
 	for (;;) {
 		uint32_t home;
@@ -891,6 +917,17 @@ listed:
 	p->tables = held;
 	p->ntables = nheld;
 	p->maps_hash = maps_hash;
+	if (u->sink.read_rows) {
+		struct pp_bpf_unwind_mapping *keep =
+		    out->nr ? realloc(p->maps, out->nr * sizeof(*keep)) : NULL;
+
+		if (keep)
+			memcpy(keep, out->m, out->nr * sizeof(*keep));
+		else
+			free(p->maps); /* none, or no memory: its walks take frame pointers */
+		p->maps = keep;
+		p->nmaps = keep ? out->nr : 0;
+	}
 	ret = u->sink.set_proc(u->sink.ctx, tgid, out);
 	if (ret) {
 		unhold(u, p);
@@ -902,10 +939,235 @@ listed:
 	return 0;
 }
 
+/* --- walks of stack copies (under work) --- */
+
+struct walk_ctx {
+	struct pp_unwinder *u;
+	const struct proc *p;
+	const struct later *w;
+	uint32_t last; /* the mapping of the frame before */
+};
+
+static const struct pp_bpf_unwind_mapping *walk_mapping(struct walk_ctx *c, uint64_t pc)
+{
+	const struct pp_bpf_unwind_mapping *m = c->p->maps;
+	uint32_t lo = 0, hi = c->p->nmaps;
+
+	if (c->last < hi && m[c->last].start <= pc && pc < m[c->last].end)
+		return &m[c->last];
+	if (!hi)
+		return NULL;
+	while (hi - lo > 1) { /* the last mapping starting at or below pc */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (m[mid].start <= pc)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (m[lo].start <= pc && pc < m[lo].end) {
+		c->last = lo;
+		return &m[lo];
+	}
+	return NULL;
+}
+
+/* The rule index for rel in a mapping's run of the row array, as the shim finds it. */
+static bool walk_rule(struct walk_ctx *c, const struct pp_bpf_unwind_mapping *m, uint64_t rel,
+		      uint32_t *rule)
+{
+	struct pp_unwinder *u = c->u;
+	uint32_t page, key, bounds[2], n, base = 0;
+
+	if (rel >> 32 || (rel >> PP_UW_PAGE_SHIFT) >= m->nr_pages)
+		return false;
+	page = (uint32_t)(rel >> PP_UW_PAGE_SHIFT);
+	key = (uint32_t)rel & ((1u << PP_UW_PAGE_SHIFT) - 1);
+	if ((uint64_t)m->first_word + page + 2 > u->sink.nr_rows ||
+	    u->sink.read_rows(u->sink.ctx, m->first_word + page, 2, bounds))
+		return false;
+	if (bounds[0] < m->nr_pages + 1 || bounds[1] <= bounds[0] ||
+	    bounds[1] - bounds[0] > (1u << PP_UW_PAGE_SHIFT) ||
+	    (uint64_t)m->first_word + bounds[1] > u->sink.nr_rows)
+		return false;
+	n = bounds[1] - bounds[0];
+	if (u->sink.read_rows(u->sink.ctx, m->first_word + bounds[0], n, u->walk_words))
+		return false;
+	while (n > 1) { /* the last row at or below key */
+		uint32_t half = n / 2;
+
+		if (PP_UW_ROW_PC_LO(u->walk_words[base + half]) <= key)
+			base += half;
+		n -= half;
+	}
+	if (PP_UW_ROW_PC_LO(u->walk_words[base]) > key)
+		return false;
+	*rule = PP_UW_ROW_RULE(u->walk_words[base]);
+	return true;
+}
+
+static int walk_find_row(void *ctx, uint64_t pc, struct pp_unwind_row *row)
+{
+	struct walk_ctx *c = ctx;
+	const struct pp_bpf_unwind_mapping *m = walk_mapping(c, pc);
+	const struct pp_bpf_unwind_rule *r;
+	uint32_t idx;
+
+	if (!m || !m->nr_pages)
+		return c->u->tables_only ? -1 : 0; /* as the shim: frame pointers there */
+	if (!walk_rule(c, m, pc - m->base, &idx) || !(r = pp_unwind_rules_at(c->u->rules, idx)) ||
+	    r->cfa_rule == PP_UW_CFA_NONE)
+		return c->u->tables_only ? -1 : 0; /* code the table does not cover */
+	*row = (struct pp_unwind_row){.pc = pc,
+				      .cfa_off = r->cfa_off,
+				      .rbp_off = r->rbp_off,
+				      .ra_off = r->ra_off,
+				      .cfa_rule = r->cfa_rule,
+				      .rbp_rule = r->rbp_rule,
+				      .ra_rule = r->ra_rule,
+				      .flags = r->flags};
+	return 1;
+}
+
+/* 8 bytes of the copy: the stack as it was at the sample, nothing else. */
+static int walk_read(void *ctx, uint64_t addr, uint64_t *out)
+{
+	const struct later *w = ((struct walk_ctx *)ctx)->w;
+	uint64_t off = addr - w->stack_base;
+
+	if (addr < w->stack_base || w->stack_len < sizeof(*out) ||
+	    off > w->stack_len - sizeof(*out))
+		return -EFAULT;
+	memcpy(out, w->data + off, sizeof(*out));
+	return 0;
+}
+
+static void do_walk(struct pp_unwinder *u, struct later *w)
+{
+	const struct proc *p = proc_find(u, w->tgid, false);
+	struct walk_ctx c = {.u = u, .p = p, .w = w};
+	struct pp_unwind_ops ops = {.find_row = walk_find_row, .read_u64 = walk_read, .ctx = &c};
+
+	w->npcs = 0;
+	if (!p || !p->maps || !u->walk_words) {
+		w->status = -ESRCH;
+		return;
+	}
+	w->status = 0;
+	w->npcs = pp_unwind_walk(&w->regs, &ops, w->pcs, PP_MAX_STACK_DEPTH, &w->why, &w->st);
+}
+
+int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *w)
+{
+	struct later *l;
+	bool queued = false;
+
+	if (!u || !w || !w->stack_len || w->stack_len > PP_RAW_USTACK_MAX ||
+	    w->blob_len > PP_SAMPLE_MAX_SIZE || (w->blob_len && !w->blob) || !w->stack)
+		return -EINVAL;
+	if (!u->sink.read_rows)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&u->lock);
+	if (u->walks >= PP_UNWIND_WALKS_MAX || u->qlen == QUEUE_SIZE) {
+		u->walks_refused++;
+		pthread_mutex_unlock(&u->lock);
+		return -ENOSPC;
+	}
+	pthread_mutex_unlock(&u->lock);
+	l = malloc(sizeof(*l) + w->stack_len + w->blob_len);
+	if (!l)
+		return -ENOMEM;
+	memset(l, 0, sizeof(*l));
+	l->tgid = w->tgid;
+	l->regs = w->regs;
+	l->stack_base = w->stack_base;
+	l->stack_len = w->stack_len;
+	l->blob_len = w->blob_len;
+	memcpy(l->data, w->stack, w->stack_len);
+	if (w->blob_len)
+		memcpy(l->data + w->stack_len, w->blob, w->blob_len);
+	pthread_mutex_lock(&u->lock);
+	if (u->walks < PP_UNWIND_WALKS_MAX && enqueue(u, w->tgid, OP_WALK)) {
+		u->queue[(u->qhead + u->qlen - 1) % QUEUE_SIZE].walk = l;
+		u->walks++;
+		queued = true;
+	} else {
+		u->walks_refused++;
+	}
+	pthread_mutex_unlock(&u->lock);
+	if (!queued) {
+		free(l);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+size_t pp_unwinder_take_walked(struct pp_unwinder *u,
+			       void (*fn)(void *ctx, const struct pp_unwind_walked *w), void *ctx)
+{
+	struct later *l;
+	size_t n = 0;
+
+	if (!u)
+		return 0;
+	pthread_mutex_lock(&u->lock);
+	l = u->done_head;
+	u->done_head = u->done_tail = NULL;
+	pthread_mutex_unlock(&u->lock);
+	while (l) {
+		struct later *next = l->next;
+		struct pp_unwind_walked w = {
+		    .blob = l->data + l->stack_len,
+		    .blob_len = l->blob_len,
+		    .status = l->status,
+		    .why = l->why,
+		    .pcs = l->pcs,
+		    .npcs = l->npcs,
+		    .st = l->st,
+		};
+
+		fn(ctx, &w);
+		free(l);
+		l = next;
+		n++;
+	}
+	pthread_mutex_lock(&u->lock);
+	u->walks -= (uint32_t)n;
+	pthread_mutex_unlock(&u->lock);
+	return n;
+}
+
+uint32_t pp_unwinder_walks_waiting(struct pp_unwinder *u)
+{
+	uint32_t n;
+
+	if (!u)
+		return 0;
+	pthread_mutex_lock(&u->lock);
+	n = u->walks;
+	pthread_mutex_unlock(&u->lock);
+	return n;
+}
+
 static void run_op(struct pp_unwinder *u, const struct queued *q)
 {
 	uint32_t tgid = q->tgid, op = q->op;
 
+	if (op == OP_WALK) {
+		pthread_mutex_lock(&u->work);
+		do_walk(u, q->walk);
+		pthread_mutex_unlock(&u->work);
+		pthread_mutex_lock(&u->lock);
+		q->walk->next = NULL;
+		if (u->done_tail)
+			u->done_tail->next = q->walk;
+		else
+			u->done_head = q->walk;
+		u->done_tail = q->walk;
+		u->walks_done++;
+		pthread_mutex_unlock(&u->lock);
+		return;
+	}
 	pthread_mutex_lock(&u->work);
 	if (op == OP_RELEASE) {
 		do_release(u, tgid);
@@ -1042,6 +1304,7 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->rescan_ms = opts && opts->rescan_ms ? opts->rescan_ms : 2000;
 	u->mmap_reports = opts && opts->mmap_reports;
 	u->kick_by_caller = opts && opts->kick_by_caller;
+	u->tables_only = opts && opts->tables_only;
 	u->self = opts && opts->include_self ? 0 : (uint32_t)getpid();
 	slots = pow2_at_least(2 * u->max_procs);
 	u->seen = calloc(slots, sizeof(*u->seen));
@@ -1051,12 +1314,15 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->free_cap = 64;
 	u->free_ext = malloc(u->free_cap * sizeof(*u->free_ext));
 	u->scratch = malloc(sizeof(*u->scratch));
+	if (sink->read_rows) /* without it no walk is queued */
+		u->walk_words = malloc(sizeof(*u->walk_words) << PP_UW_PAGE_SHIFT);
 	u->rules = pp_unwind_rules_new(PP_UW_MAX_RULES);
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_mutex_init(&u->work, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	pthread_cond_init(&u->idle, NULL);
-	if (!u->seen || !u->procs || !u->tables || !u->free_ext || !u->scratch || !u->rules) {
+	if (!u->seen || !u->procs || !u->tables || !u->free_ext || !u->scratch || !u->rules ||
+	    (sink->read_rows && !u->walk_words)) {
 		pp_unwinder_free(u);
 		errno = ENOMEM;
 		return NULL;
@@ -1106,9 +1372,18 @@ void pp_unwinder_free(struct pp_unwinder *u)
 
 		pp_maps_fini(m);
 		free(m);
+		free(u->queue[(u->qhead + i) % QUEUE_SIZE].walk);
 	}
-	for (uint32_t i = 0; u->procs && i <= u->procs_mask; i++)
+	while (u->done_head) {
+		struct later *next = u->done_head->next;
+
+		free(u->done_head);
+		u->done_head = next;
+	}
+	for (uint32_t i = 0; u->procs && i <= u->procs_mask; i++) {
 		free(u->procs[i].tables);
+		free(u->procs[i].maps);
+	}
 	for (uint32_t i = 0; u->tables && i < u->max_tables; i++)
 		pp_unwind_packed_release(&u->tables[i].packed, NULL);
 	pp_unwind_rules_free(u->rules);
@@ -1122,6 +1397,7 @@ void pp_unwinder_free(struct pp_unwinder *u)
 	free(u->tables);
 	free(u->free_ext);
 	free(u->scratch);
+	free(u->walk_words);
 	free(u);
 }
 
@@ -1383,6 +1659,10 @@ void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out)
 	pthread_mutex_unlock(&u->work);
 	out->procs_dropped = dropped;
 	out->procs_swept = __atomic_load_n(&u->swept, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&u->lock);
+	out->walks_done = u->walks_done;
+	out->walks_refused = u->walks_refused;
+	pthread_mutex_unlock(&u->lock);
 }
 
 /* --- the shim's maps --- */
@@ -1485,6 +1765,41 @@ static int bpf_write_rows(void *ctx, uint32_t first, const uint32_t *words, uint
 	return write_rows_update(b, first, words, n);
 }
 
+/* Reads as writes go: through an mmap of just the pages read, else pair by pair. */
+static int bpf_read_rows(void *ctx, uint32_t first, uint32_t n, uint32_t *out)
+{
+	struct bpf_sink *b = ctx;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t off = (uint64_t)first * sizeof(*out), start = off & ~(uint64_t)(page - 1);
+	size_t len =
+	    (size_t)((off + (uint64_t)n * sizeof(*out) - start + page - 1) & ~(uint64_t)(page - 1));
+
+	if ((uint64_t)first + n > b->sink.nr_rows)
+		return -ERANGE;
+	if (!n)
+		return 0;
+	if (!b->no_mmap) {
+		uint8_t *m = mmap(NULL, len, PROT_READ, MAP_SHARED, b->rows_fd, (off_t)start);
+
+		if (m != MAP_FAILED) {
+			memcpy(out, m + (off - start), (size_t)n * sizeof(*out));
+			munmap(m, len);
+			return 0;
+		}
+	}
+	for (uint32_t w = first; w < first + n;) {
+		uint32_t key = w / 2, pair[2];
+		uint64_t v;
+
+		if (bpf_map_lookup_elem(b->rows_fd, &key, &v))
+			return -errno;
+		memcpy(pair, &v, sizeof(pair));
+		for (; w < first + n && w / 2 == key; w++)
+			out[w - first] = pair[w & 1];
+	}
+	return 0;
+}
+
 static int bpf_write_rule(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule *rule)
 {
 	struct bpf_sink *b = ctx;
@@ -1526,6 +1841,7 @@ struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows,
 	    .write_rule = bpf_write_rule,
 	    .set_proc = bpf_set_proc,
 	    .del_proc = bpf_del_proc,
+	    .read_rows = bpf_read_rows,
 	    .ctx = b,
 	    .nr_rows = nr_rows,
 	};

@@ -25,6 +25,7 @@
 #include <pebsprof/record.h>
 
 #include "process/proc_cache.h"
+#include "unwind_walk.h"
 
 struct pp_unwinder_sink {
 	/* Write n words (a table's run, record.h) at index first of the row array: 0 or -errno. */
@@ -35,6 +36,11 @@ struct pp_unwinder_sink {
 	int (*set_proc)(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_proc *p);
 	/* Remove a process's mapping list (absent is fine). */
 	void (*del_proc)(void *ctx, uint32_t tgid);
+	/*
+	 * Read n words at index first of the row array: 0 or -errno. NULL: stack copies are
+	 * not walked (pp_unwinder_walk_later refuses them).
+	 */
+	int (*read_rows)(void *ctx, uint32_t first, uint32_t n, uint32_t *out);
 	void *ctx;
 	uint32_t nr_rows; /* the row array's size, in 4-byte words */
 };
@@ -58,6 +64,9 @@ struct pp_unwinder_opts {
 	 * turn, not once a process); false: at each process queued.
 	 */
 	bool kick_by_caller;
+	/* --user-unwind dwarf: a walk of a stack copy stops where no table row is (as the shim's)
+	 */
+	bool tables_only;
 	/* compiled tables kept here across starts (table_cache.h); NULL: compiled at each start */
 	const char *table_cache_dir;
 	uint64_t table_cache_bytes; /* its bound; 0: 64 MiB */
@@ -100,6 +109,8 @@ struct pp_unwinder_stats {
 	uint64_t cache_bytes;	/* in its directory now */
 	uint64_t cache_read_ns; /* digesting files, reading and decoding tables */
 	bool cache_on;
+	/* stack copies (pp_unwinder_walk_later): walked, refused (too many waiting) */
+	uint64_t walks_done, walks_refused;
 };
 
 struct pp_unwinder;
@@ -136,6 +147,45 @@ void pp_unwinder_drain(struct pp_unwinder *u);
 int pp_unwinder_drain_for(struct pp_unwinder *u, uint64_t timeout_ms);
 
 void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out);
+
+/*
+ * A sample's copy of the top of its user stack (PP_SF_USTACK_RAW: its process had no tables
+ * in the shim yet), to walk once they are in: queued behind the process's install, walked by
+ * the worker with the mapping list installed for it and the rows and rules the shim reads,
+ * in the order the shim walks (unwind_walk.h), even when the process has exited since.
+ */
+struct pp_unwind_later {
+	uint32_t tgid;
+	struct pp_unwind_regs regs; /* where the walk starts */
+	const uint8_t *stack;	    /* the copy: [stack_base, stack_base + stack_len) */
+	uint64_t stack_base;
+	uint32_t stack_len; /* at most PP_RAW_USTACK_MAX */
+	const void *blob;   /* the caller's, copied, given back with the walk */
+	size_t blob_len;    /* at most PP_SAMPLE_MAX_SIZE */
+};
+
+/* 0 (queued, copied), -ENOSPC (PP_UNWIND_WALKS_MAX waiting), -EINVAL, -EOPNOTSUPP (no read_rows) */
+int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *w);
+
+#define PP_UNWIND_WALKS_MAX 1024 /* walks queued or done and not taken: 12 MiB at most */
+
+struct pp_unwind_walked {
+	const void *blob;
+	size_t blob_len;
+	/* 0: walked; -ESRCH: no list was installed for the process (none of its files had a
+	 * table, or it was gone before it could be); the walk's pcs are then empty */
+	int status;
+	enum pp_unwind_stop why;
+	const uint64_t *pcs; /* leaf first, at most PP_MAX_STACK_DEPTH */
+	size_t npcs;
+	struct pp_unwind_walk_stats st;
+};
+
+/* Hands each walk done since the last call to fn, in the order they were queued: how many. */
+size_t pp_unwinder_take_walked(struct pp_unwinder *u,
+			       void (*fn)(void *ctx, const struct pp_unwind_walked *w), void *ctx);
+/* Walks queued and not yet taken. */
+uint32_t pp_unwinder_walks_waiting(struct pp_unwinder *u);
 
 /*
  * A sink writing to the shim's maps: rows_fd the row array of nr_rows words, rules_fd the rule

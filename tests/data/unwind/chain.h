@@ -2,7 +2,8 @@
  * Test programs for stack unwinding: a known call chain of 28 frames built at -O2 without
  * frame pointers, crossing two shared libraries, one of them built with frame pointers. At its
  * leaf, pp_capture either dumps its registers and stack (PP_CHAIN_DUMP=path: for the unwinder's
- * tests) or spins (PP_CHAIN_SPIN=seconds: for profilers to sample).
+ * tests; PP_CHAIN_HOLD=seconds: then stays there) or spins (PP_CHAIN_SPIN=seconds: for profilers
+ * to sample).
  */
 #ifndef PP_TEST_CHAIN_H
 #define PP_TEST_CHAIN_H

@@ -58,7 +58,12 @@ NOINLINE int pp_chain_dump(uint64_t rip, uint64_t rsp, uint64_t rbp)
 	fwrite(&d, sizeof(d), 1, f);
 	fwrite(g_stack, 1, d.len, f);
 	fwrite(g_maps, 1, d.maps_len, f);
-	return fclose(f) ? 1 : 0;
+	if (fclose(f))
+		return 1;
+	/* PP_CHAIN_HOLD=seconds: stays at the leaf that long, for tests that read its /proc */
+	if (getenv("PP_CHAIN_HOLD"))
+		sleep((unsigned)atoi(getenv("PP_CHAIN_HOLD")));
+	return 0;
 }
 
 /* Spins for SECONDS of the process's CPU time, not wall time: what a check counts is samples,

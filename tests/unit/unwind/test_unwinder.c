@@ -25,6 +25,7 @@
 #include "process/proc_cache.h"
 #include "unwind/unwinder.h"
 #include "unwind_rows.h"
+#include "../../data/unwind/chain.h"
 
 #define MAX_PROCS 16
 
@@ -91,6 +92,16 @@ static void mem_del_proc(void *ctx, uint32_t tgid)
 	m->dels++;
 }
 
+static int mem_read_rows(void *ctx, uint32_t first, uint32_t n, uint32_t *out)
+{
+	struct mem_sink *m = ctx;
+
+	if ((uint64_t)first + n > m->sink.nr_rows)
+		return -ERANGE;
+	memcpy(out, m->rows + first, n * sizeof(*out));
+	return 0;
+}
+
 static struct mem_sink *mem_sink_new(uint32_t nr_rows)
 {
 	struct mem_sink *m = calloc(1, sizeof(*m));
@@ -102,6 +113,7 @@ static struct mem_sink *mem_sink_new(uint32_t nr_rows)
 					    .write_rule = mem_write_rule,
 					    .set_proc = mem_set_proc,
 					    .del_proc = mem_del_proc,
+					    .read_rows = mem_read_rows,
 					    .ctx = m,
 					    .nr_rows = nr_rows};
 	return m;
@@ -733,6 +745,224 @@ TEST(a_file_claiming_anothers_build_id_gets_its_own_table)
 	mem_sink_free(m);
 }
 
+/* --- stack copies walked once their process has tables --- */
+
+struct walked_copy {
+	int status;
+	enum pp_unwind_stop why;
+	size_t npcs;
+	uint64_t pcs[PP_MAX_STACK_DEPTH];
+	unsigned table_frames;
+	char blob[16];
+};
+
+struct walked_box {
+	size_t n;
+	struct walked_copy w[4];
+};
+
+static void keep_walked(void *ctx, const struct pp_unwind_walked *w)
+{
+	struct walked_box *b = ctx;
+	struct walked_copy *c = b->n < 4 ? &b->w[b->n] : NULL;
+
+	b->n++;
+	if (!c)
+		return;
+	c->status = w->status;
+	c->why = w->why;
+	c->npcs = w->npcs;
+	memcpy(c->pcs, w->pcs, w->npcs * sizeof(*w->pcs));
+	c->table_frames = w->st.table_frames;
+	snprintf(c->blob, sizeof(c->blob), "%.*s", (int)w->blob_len, (const char *)w->blob);
+}
+
+static void count_walked(void *ctx, const struct pp_unwind_walked *w)
+{
+	(void)w;
+	(*(size_t *)ctx)++;
+}
+
+/* The function at pc in pid's executable mappings (pc - 1 for a return address). */
+static void function_at(pid_t pid, uint64_t pc, char *out, size_t size)
+{
+	char path[64], line[640], file[512];
+	unsigned long lo, hi, off;
+	char perms[8];
+	FILE *f;
+
+	snprintf(out, size, "?");
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		struct pp_elf_symbols *syms;
+		const char *name;
+		uint64_t vaddr;
+
+		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %511s", &lo, &hi, perms, &off, file) !=
+			5 ||
+		    perms[2] != 'x' || pc < lo || pc >= hi)
+			continue;
+		syms = pp_elf_symbols_open_path(file);
+		if (syms && pp_elf_symbols_map_addr(syms, pc, lo, off, &vaddr) == 0 &&
+		    (name = pp_elf_symbols_lookup(syms, vaddr, NULL)))
+			snprintf(out, size, "%s", name);
+		pp_elf_symbols_free(syms);
+		break;
+	}
+	if (f)
+		fclose(f);
+}
+
+/*
+ * A sample of a process without tables carries the top of its stack (PP_SF_USTACK_RAW): the
+ * copy is walked behind the process's install with the rows and rules the shim would have
+ * read, and gives the whole 28-frame chain of the chain program (built without frame
+ * pointers), named as perf names it, down to main; a copy cut short stops at its end
+ * (unreadable) with the same first frames; a process never installed gives nothing; and the
+ * walks waiting are bounded.
+ */
+TEST(a_stack_copy_is_walked_once_its_process_has_tables)
+{
+	struct mem_sink *m = mem_sink_new(1u << 20);
+	char dump[600], prog[600], want[64][64], got[128];
+	struct pp_unwinder_stats st;
+	struct walked_box box = {0};
+	struct pp_chain_dump d = {0};
+	struct pp_unwinder *u;
+	uint8_t *stack = NULL;
+	size_t nwant = 0, taken = 0;
+	uint32_t len;
+	FILE *f;
+	pid_t pid;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL);
+	snprintf(prog, sizeof(prog), "%s/unwind/chain.expected", PP_TEST_DATA_DIR);
+	f = fopen(prog, "r");
+	REQUIRE(f != NULL);
+	while (nwant < 64 && fgets(want[nwant], sizeof(want[0]), f))
+		want[nwant][strcspn(want[nwant], "\n")] = '\0', nwant++;
+	fclose(f);
+	snprintf(dump, sizeof(dump), "%s/later.dump", g_dir);
+	snprintf(prog, sizeof(prog), "%s/chain", g_dir);
+	unlink(dump);
+	pid = fork();
+	if (pid == 0) {
+		setenv("PP_CHAIN_DUMP", dump, 1);
+		setenv("PP_CHAIN_HOLD", "30", 1);
+		execl(prog, "chain", (char *)NULL);
+		_exit(127);
+	}
+	REQUIRE(pid > 0);
+	for (int i = 0; i < 1000 && !stack; i++) { /* the dump is whole once its maps are in */
+		f = fopen(dump, "rb");
+		if (f && fread(&d, sizeof(d), 1, f) == 1 && d.len && d.len < (1u << 20)) {
+			stack = malloc(d.len);
+			if (stack && fread(stack, 1, d.len, f) != d.len) {
+				free(stack);
+				stack = NULL;
+			}
+		}
+		if (f)
+			fclose(f);
+		if (!stack)
+			usleep(10000);
+	}
+	REQUIRE(stack != NULL);
+	/* what the shim copies: from sp to the end of the page after sp's */
+	len = (uint32_t)(PP_RAW_USTACK_MAX - (d.rsp & 4095));
+	if (len > d.len)
+		len = (uint32_t)d.len;
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){0});
+	REQUIRE(u != NULL);
+	pp_unwinder_note(u, (uint32_t)pid); /* the sample's process: its install comes first */
+	CHECK(pp_unwinder_walk_later(u, &(struct pp_unwind_later){
+					    .tgid = (uint32_t)pid,
+					    .regs = {.rip = d.rip, .rsp = d.rsp, .rbp = d.rbp},
+					    .stack = stack,
+					    .stack_base = d.rsp,
+					    .stack_len = len,
+					    .blob = "whole",
+					    .blob_len = 5,
+					}) == 0);
+	CHECK(pp_unwinder_walk_later(u, &(struct pp_unwind_later){
+					    .tgid = (uint32_t)pid,
+					    .regs = {.rip = d.rip, .rsp = d.rsp, .rbp = d.rbp},
+					    .stack = stack,
+					    .stack_base = d.rsp,
+					    .stack_len = 96,
+					    .blob = "cut",
+					    .blob_len = 3,
+					}) == 0);
+	CHECK(pp_unwinder_walk_later(u, &(struct pp_unwind_later){
+					    .tgid = 1, /* never noted: no list */
+					    .regs = {.rip = d.rip, .rsp = d.rsp, .rbp = d.rbp},
+					    .stack = stack,
+					    .stack_base = d.rsp,
+					    .stack_len = len,
+					    .blob = "none",
+					    .blob_len = 4,
+					}) == 0);
+	CHECK_EQ_U64(pp_unwinder_walks_waiting(u), 3);
+	CHECK_EQ_U64(pp_unwinder_take_walked(u, keep_walked, &box), 0); /* not walked yet */
+	pp_unwinder_drain(u);
+	CHECK_EQ_U64(pp_unwinder_take_walked(u, keep_walked, &box), 3);
+	CHECK_EQ_U64(pp_unwinder_walks_waiting(u), 0);
+	REQUIRE(box.n == 3);
+	CHECK(!strcmp(box.w[0].blob, "whole") && !strcmp(box.w[1].blob, "cut") &&
+	      !strcmp(box.w[2].blob, "none"));
+	/* the whole chain, leaf first, to its outermost frame */
+	CHECK(box.w[0].status == 0);
+	CHECK(box.w[0].why == PP_UNWIND_END);
+	CHECK(box.w[0].table_frames > 0);
+	CHECK(box.w[0].npcs > nwant);
+	CHECK_EQ_U64(box.w[0].pcs[0], d.rip);
+	for (size_t i = 0; i < nwant && i < box.w[0].npcs; i++) {
+		function_at(pid, box.w[0].pcs[i] - (i > 0), got, sizeof(got));
+		if (strcmp(got, want[i]))
+			fprintf(stderr, "frame %zu: %s, expected %s\n", i, got, want[i]);
+		CHECK(!strcmp(got, want[i]));
+	}
+	/* cut: stops where the copy ends, its frames the whole walk's */
+	CHECK(box.w[1].status == 0);
+	CHECK(box.w[1].why == PP_UNWIND_UNREADABLE);
+	CHECK(box.w[1].npcs >= 1 && box.w[1].npcs < box.w[0].npcs);
+	CHECK(!memcmp(box.w[1].pcs, box.w[0].pcs, box.w[1].npcs * sizeof(uint64_t)));
+	CHECK(box.w[2].status == -ESRCH);
+	CHECK_EQ_U64(box.w[2].npcs, 0);
+
+	/* bounded: the walks past PP_UNWIND_WALKS_MAX waiting are refused, and counted */
+	for (int i = 0; i < PP_UNWIND_WALKS_MAX; i++)
+		REQUIRE(pp_unwinder_walk_later(u, &(struct pp_unwind_later){
+						      .tgid = (uint32_t)pid,
+						      .regs = {.rip = d.rip, .rsp = d.rsp},
+						      .stack = stack,
+						      .stack_base = d.rsp,
+						      .stack_len = len,
+						  }) == 0);
+	CHECK(pp_unwinder_walk_later(u, &(struct pp_unwind_later){.tgid = (uint32_t)pid,
+								  .stack = stack,
+								  .stack_base = d.rsp,
+								  .stack_len = len}) == -ENOSPC);
+	CHECK(pp_unwinder_walk_later(
+		  u, &(struct pp_unwind_later){.tgid = (uint32_t)pid,
+					       .stack = stack,
+					       .stack_base = d.rsp,
+					       .stack_len = PP_RAW_USTACK_MAX + 1}) == -EINVAL);
+	pp_unwinder_drain(u);
+	CHECK_EQ_U64(pp_unwinder_take_walked(u, count_walked, &taken), PP_UNWIND_WALKS_MAX);
+	CHECK_EQ_U64(taken, PP_UNWIND_WALKS_MAX);
+	pp_unwinder_get_stats(u, &st);
+	CHECK_EQ_U64(st.walks_done, PP_UNWIND_WALKS_MAX + 3);
+	CHECK_EQ_U64(st.walks_refused, 1);
+	stop(pid);
+	free(stack);
+	pp_unwinder_free(u);
+	mem_sink_free(m);
+}
+
 TEST_LIST = {
     {"a_file_claiming_anothers_build_id_gets_its_own_table",
      a_file_claiming_anothers_build_id_gets_its_own_table},
@@ -748,5 +978,7 @@ TEST_LIST = {
     {"a_process_read_from_proc_is_not_read_again_where_mappings_are_reported",
      a_process_read_from_proc_is_not_read_again_where_mappings_are_reported},
     {"drain_for_waits_a_bounded_time", drain_for_waits_a_bounded_time},
+    {"a_stack_copy_is_walked_once_its_process_has_tables",
+     a_stack_copy_is_walked_once_its_process_has_tables},
 };
 TEST_MAIN()
