@@ -415,6 +415,9 @@ int pp_session_flush(struct pp_session *s)
 {
 	int first_err = 0;
 
+	pp_session_take_walked(
+	    s); /* the walks done: the ones still waiting go to the next window */
+
 	if (s->njit)
 		retry_jit_names(s);
 	pp_session_apply_debug(s);
@@ -1765,6 +1768,7 @@ void pp_session_read_sideband(struct pp_session *s)
 {
 	if (!s)
 		return;
+	pp_session_take_walked(s);
 	if (s->opts.sideband)
 		sideband_catch_up(s, UINT64_MAX);
 	/* what this turn's records and reports queued, in one wake-up of the worker */
@@ -1813,6 +1817,110 @@ static bool from_launcher(const struct pp_session *s, const struct pp_sample *re
 	       (!s->launcher_exec_ns || rec->time_ns < s->launcher_exec_ns);
 }
 
+/*
+ * A sample whose stack the shim copied (its process had no tables yet): the sample less the
+ * copy goes to the unwinder, behind its process's install, and comes back walked
+ * (pp_session_take_walked). 0, or -errno where it goes on as the shim walked it.
+ */
+static int walk_later(struct pp_session *s, const struct pp_decoded *d)
+{
+	uint32_t frames = (uint32_t)d->sample.nr_kstack + d->sample.nr_ustack;
+	uint8_t blob[PP_SAMPLE_MAX_SIZE];
+	struct pp_sample head = d->sample;
+	const struct pp_proc *proc;
+	int ret;
+
+	if (frames > 2 * PP_MAX_STACK_DEPTH)
+		return -EINVAL;
+	head.flags &= (uint16_t)~PP_SF_USTACK_RAW;
+	head.hdr.size = (uint32_t)(sizeof(head) + frames * sizeof(uint64_t));
+	memcpy(blob, &head, sizeof(head));
+	memcpy(blob + sizeof(head), d->stack_bytes, frames * sizeof(uint64_t));
+	/* its install first, so that the walk queued after it finds the tables */
+	proc = pp_proc_cache_get_at(s->procs, d->sample.tgid, d->sample.time_ns);
+	if (proc && !(proc->flags & PP_PROC_F_REPLACED))
+		pp_unwinder_note_proc(s->opts.unwinder, proc);
+	else if (!proc)
+		pp_unwinder_note(s->opts.unwinder, d->sample.tgid);
+	ret = pp_unwinder_walk_later(
+	    s->opts.unwinder, &(struct pp_unwind_later){
+				  .tgid = d->sample.tgid,
+				  .regs = {.rip = d->raw.ip, .rsp = d->raw.sp, .rbp = d->raw.bp},
+				  .stack = d->raw_bytes,
+				  .stack_base = d->raw.sp,
+				  .stack_len = d->raw.len,
+				  .blob = blob,
+				  .blob_len = head.hdr.size,
+			      });
+	return ret;
+}
+
+/*
+ * A walked copy: its user frames replace the shim's where the walk used a table (it is right
+ * as far as it goes; frame pointers of code built without them skip callers), and the sample
+ * goes on to the profile.
+ */
+static void on_walked(void *ctx, const struct pp_unwind_walked *w)
+{
+	struct pp_session *s = ctx;
+	uint64_t frames[2 * PP_MAX_STACK_DEPTH];
+	struct pp_decoded d = {.kind = PP_DECODED_SAMPLE};
+	uint32_t nk;
+
+	if (w->blob_len < sizeof(d.sample))
+		return;
+	memcpy(&d.sample, w->blob, sizeof(d.sample));
+	nk = d.sample.nr_kstack;
+	if (nk > PP_MAX_STACK_DEPTH || d.sample.nr_ustack > PP_MAX_STACK_DEPTH ||
+	    sizeof(d.sample) + ((size_t)nk + d.sample.nr_ustack) * sizeof(uint64_t) != w->blob_len)
+		return;
+	memcpy(frames, (const uint8_t *)w->blob + sizeof(d.sample),
+	       ((size_t)nk + d.sample.nr_ustack) * sizeof(uint64_t));
+	if (w->status || !w->st.table_frames || !w->npcs) {
+		s->stats.copies_no_tables++;
+	} else {
+		size_t nu = w->npcs < PP_MAX_STACK_DEPTH ? w->npcs : PP_MAX_STACK_DEPTH;
+
+		memcpy(frames + nk, w->pcs, nu * sizeof(uint64_t));
+		d.sample.nr_ustack = (uint16_t)nu;
+		d.sample.flags &= (uint16_t) ~(PP_SF_USTACK_STOPPED | PP_SF_USTACK_TRUNC);
+		d.sample.flags |= PP_SF_USTACK_TABLES;
+		s->stats.copies_walked++;
+		switch (w->why) {
+		case PP_UNWIND_END:
+		case PP_UNWIND_FP_END:
+			s->stats.copies_whole++;
+			break;
+		case PP_UNWIND_DEPTH:
+			d.sample.flags |= PP_SF_USTACK_TRUNC;
+			s->stats.copies_whole++; /* whole to the depth asked for */
+			break;
+		case PP_UNWIND_UNREADABLE:
+			d.sample.flags |= PP_SF_USTACK_STOPPED;
+			s->stats.copies_short_copy_ended++;
+			break;
+		case PP_UNWIND_NO_CFI:
+			d.sample.flags |= PP_SF_USTACK_STOPPED;
+			s->stats.copies_short_no_cfi++;
+			break;
+		default:
+			d.sample.flags |= PP_SF_USTACK_STOPPED;
+			s->stats.copies_short_other++;
+			break;
+		}
+	}
+	d.sample.hdr.size =
+	    (uint32_t)(sizeof(d.sample) + ((size_t)nk + d.sample.nr_ustack) * sizeof(uint64_t));
+	d.stack_bytes = (const unsigned char *)frames;
+	(void)handle_sample(s, &d);
+}
+
+void pp_session_take_walked(struct pp_session *s)
+{
+	if (s->opts.unwinder)
+		pp_unwinder_take_walked(s->opts.unwinder, on_walked, s);
+}
+
 int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 {
 	if (d->kind == PP_DECODED_TASK) {
@@ -1846,6 +1954,12 @@ int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 	}
 	if ((d->sample.flags & PP_SF_OFF_CPU) && d->sample.addr)
 		return handle_woken_wait(s, d);
+	if (d->raw_bytes) {
+		s->stats.ustack_copies++;
+		if (s->opts.unwinder && walk_later(s, d) == 0)
+			return 0;
+		s->stats.copies_refused++;
+	}
 	return handle_sample(s, d);
 }
 

@@ -170,6 +170,16 @@ struct pp_session_stats {
 	uint64_t samples_walk_ended; /* ... whose user stack ended at a frame outside code */
 	uint64_t samples_held;	     /* ... held during a grace for the window after it */
 	uint64_t samples_no_process; /* process gone before we could read it */
+	/*
+	 * Samples of a process whose tables the shim did not have yet, with a copy of their stack
+	 * (PP_SF_USTACK_RAW), walked when the tables were in: with the tables (of them whole,
+	 * and short by why: the copy ended, no CFI at a pc, another stop), or left as the shim
+	 * walked them (frame pointers): no table for any of its frames, or the walk refused
+	 * (too many waiting, or no unwinder).
+	 */
+	uint64_t ustack_copies, copies_walked, copies_whole;
+	uint64_t copies_short_copy_ended, copies_short_no_cfi, copies_short_other;
+	uint64_t copies_no_tables, copies_refused;
 	/* Processes: images the side-band made (exec, fork) and the mappings it reported;
 	 * /proc reads (a process's first, and rereads for an address no mapping held). */
 	uint64_t process_images_reported, process_mappings_reported;
@@ -261,6 +271,11 @@ int pp_session_flush(struct pp_session *s);
  * the ring buffer.
  */
 void pp_session_read_sideband(struct pp_session *s);
+/*
+ * Samples whose stack copies the unwinder walked since (pp_unwinder_walk_later) go on to the
+ * profile; pp_session_read_sideband and pp_session_flush take them too.
+ */
+void pp_session_take_walked(struct pp_session *s);
 
 /*
  * Flushes into the current profile, then points the session at a new one (a new window);

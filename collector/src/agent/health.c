@@ -290,6 +290,7 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 {
 	static const char *const lost = "pebsprof_lost_samples_total";
 	static const char *const unres = "pebsprof_frames_unresolved_total";
+	static const char *const copies = "pebsprof_stack_copies_total";
 
 	family(f, "pebsprof_samples_total", "counter", "Samples added to profiles.");
 	value(f, "pebsprof_samples_total", s->samples);
@@ -313,6 +314,7 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 	labelled(f, lost, "reason", "record_bad_type", s->decode.bad_type);
 	labelled(f, lost, "reason", "record_bad_version", s->decode.bad_version);
 	labelled(f, lost, "reason", "record_bad_stack", s->decode.bad_stack);
+	labelled(f, lost, "reason", "record_bad_stack_copy", s->decode.bad_raw);
 	labelled(f, lost, "reason", "profile_refused", s->add_errors);
 	family(f, "pebsprof_shim_events_total", "counter",
 	       "Counters of the BPF program, summed over CPUs.");
@@ -322,6 +324,18 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 	family(f, "pebsprof_samples_without_process_total", "counter",
 	       "Samples kept without process metadata (the process was gone).");
 	value(f, "pebsprof_samples_without_process_total", s->samples_no_process);
+	family(
+	    f, copies, "counter",
+	    "Samples of a process whose unwind tables the shim did not have yet, which carried a "
+	    "copy of their stack, by what its walk once the tables were in gave: whole, short "
+	    "(the copy ended, no CFI, another stop), or left as the shim walked them (no_tables, "
+	    "not_walked).");
+	labelled(f, copies, "result", "whole", s->copies_whole);
+	labelled(f, copies, "result", "short_copy_ended", s->copies_short_copy_ended);
+	labelled(f, copies, "result", "short_no_cfi", s->copies_short_no_cfi);
+	labelled(f, copies, "result", "short_other", s->copies_short_other);
+	labelled(f, copies, "result", "no_tables", s->copies_no_tables);
+	labelled(f, copies, "result", "not_walked", s->copies_refused);
 	family(f, "pebsprof_frames_total", "counter", "Frames symbolized, cache hits included.");
 	value(f, "pebsprof_frames_total", s->frames);
 	family(f, unres, "counter",

@@ -644,7 +644,8 @@ static void print_shim(const struct pp_shim *shim, int ustack_walk)
 }
 
 /* What unwinding with tables did: the shim's walks and the tables behind them. */
-static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX])
+static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX],
+			    const struct pp_session_stats *st)
 {
 	struct pp_unwinder_stats us;
 	uint64_t stops = c[PP_CNT_UNWIND_STOP_NO_CFI] + c[PP_CNT_UNWIND_STOP_UNREADABLE] +
@@ -667,6 +668,14 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_UNSUPPORTED],
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_IMPLAUSIBLE],
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_FP]);
+	printf(
+	    "stack copies of those samples: %llu, walked once their tables were in %llu (whole "
+	    "%llu; short: the copy ended %llu, no CFI %llu, other %llu); left as the shim "
+	    "walked them: no table for their frames %llu, not walked %llu\n",
+	    (unsigned long long)st->ustack_copies, (unsigned long long)st->copies_walked,
+	    (unsigned long long)st->copies_whole, (unsigned long long)st->copies_short_copy_ended,
+	    (unsigned long long)st->copies_short_no_cfi, (unsigned long long)st->copies_short_other,
+	    (unsigned long long)st->copies_no_tables, (unsigned long long)st->copies_refused);
 	printf("unwind tables: %llu built in %.0f ms, %llu shared, %llu files without CFI "
 	       "(%llu refused), %llu too big, %llu evicted (%llu built again), %llu did not fit; "
 	       "%llu of %llu rows (%.1f MiB) and %llu rules in use; %llu process installs (%llu "
@@ -792,7 +801,7 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 	       (unsigned long long)counters[PP_CNT_USTACK_TRUNC],
 	       (unsigned long long)(st->decode.too_short + st->decode.bad_size +
 				    st->decode.bad_type + st->decode.bad_version +
-				    st->decode.bad_stack),
+				    st->decode.bad_stack + st->decode.bad_raw),
 	       (unsigned long long)st->samples_no_process);
 	if (a->off_cpu_every)
 		print_off_cpu(a, profile, st, counters, off_cpu_at);
@@ -1120,6 +1129,8 @@ int pp_cmd_record(int argc, char **argv)
 	/* and the unwinder's queue: the exits read last are released before the summary */
 	if (pp_unwinder_drain_for(smp.unwinder, RECORD_UNWINDER_WAIT_MS))
 		pp_debug("unwinder: work still queued after %u ms", RECORD_UNWINDER_WAIT_MS);
+	/* the stack copies walked last, before their files are waited for */
+	pp_session_take_walked(session);
 	refresh_pods_if_missed(&containers);
 	/* the files still being read when sampling stopped name their frames before writing */
 	if (pp_session_wait_symbols(session, (uint64_t)RECORD_SYMBOLS_WAIT_S * 1000))
@@ -1167,7 +1178,7 @@ int pp_cmd_record(int argc, char **argv)
 	ret = write_outputs(&a, profile);
 	if (!a.quiet) {
 		print_shim(smp.shim, (int)smp.ustack_walk);
-		print_unwinding(smp.unwinder, counters);
+		print_unwinding(smp.unwinder, counters, &st);
 	}
 	print_summary(&a, profile, counters, &st,
 		      (double)pp_profile_get_desc(profile)->duration_ns / 1e9,

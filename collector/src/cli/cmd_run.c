@@ -818,6 +818,12 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.unreadable_pct = ag->unreadable_pct;
 	snap.decode = ss.decode;
 	snap.samples_no_process = ss.samples_no_process;
+	snap.copies_whole = ss.copies_whole;
+	snap.copies_short_copy_ended = ss.copies_short_copy_ended;
+	snap.copies_short_no_cfi = ss.copies_short_no_cfi;
+	snap.copies_short_other = ss.copies_short_other;
+	snap.copies_no_tables = ss.copies_no_tables;
+	snap.copies_refused = ss.copies_refused;
 	snap.process_images_reported = ss.process_images_reported;
 	snap.process_reads = ss.process_reads;
 	snap.process_map_rereads = ss.process_map_rereads;

@@ -8,6 +8,7 @@
 #include <linux/magic.h>
 #include <sys/ioctl.h>
 #include <sys/statfs.h>
+#include <unistd.h>
 
 #include "cli_util.h"
 #include "base/deadline.h"
@@ -117,7 +118,9 @@ static int open_unwinder(struct pp_sampler *s, const struct pp_sampler_opts *opt
 				   : NULL,
 	    .table_cache_bytes = opts->unwind_table_cache_bytes,
 	    .mmap_reports = s->sideband != NULL,
-	    .kick_by_caller = true};
+	    .kick_by_caller = true,
+	    .tables_only = opts->ustack_walk == PP_USTACK_DWARF};
+	struct pp_bpf_unwind_proc *none;
 	uint32_t nr_rows;
 	int rows_fd = pp_shim_unwind_rows_fd(s->shim, &nr_rows);
 
@@ -133,6 +136,14 @@ static int open_unwinder(struct pp_sampler *s, const struct pp_sampler_opts *opt
 		pp_error("cannot start the unwind table worker: %s", strerror(errno));
 		return PP_EXIT_RUNTIME;
 	}
+	/*
+	 * The agent is not installed (its samples walk frame pointers): an empty list tells the
+	 * shim so, which otherwise takes it for a new process and copies its stacks.
+	 */
+	none = calloc(1, sizeof(*none));
+	if (none)
+		(void)s->unwind_sink->set_proc(s->unwind_sink->ctx, (uint32_t)getpid(), none);
+	free(none);
 	return PP_EXIT_OK;
 }
 

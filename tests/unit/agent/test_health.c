@@ -268,6 +268,13 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.decode.bad_stack = 5;
 	s.add_errors = 6;
 	s.samples_no_process = 7;
+	s.decode.bad_raw = 31;
+	s.copies_whole = 32;
+	s.copies_short_copy_ended = 33;
+	s.copies_short_no_cfi = 34;
+	s.copies_short_other = 35;
+	s.copies_no_tables = 36;
+	s.copies_refused = 37;
 	s.frames = 5000;
 	s.frames_unmapped = 8;
 	s.frames_no_symbol = 9;
@@ -377,6 +384,7 @@ static const char metrics_head[] =
     "pebsprof_lost_samples_total{reason=\"record_bad_type\"} 3\n"
     "pebsprof_lost_samples_total{reason=\"record_bad_version\"} 4\n"
     "pebsprof_lost_samples_total{reason=\"record_bad_stack\"} 5\n"
+    "pebsprof_lost_samples_total{reason=\"record_bad_stack_copy\"} 31\n"
     "pebsprof_lost_samples_total{reason=\"profile_refused\"} 6\n"
     "# HELP pebsprof_shim_events_total Counters of the BPF program, summed over CPUs.\n"
     "# TYPE pebsprof_shim_events_total counter\n";
@@ -388,6 +396,17 @@ static const char metrics_tail[] =
     "process was gone).\n"
     "# TYPE pebsprof_samples_without_process_total counter\n"
     "pebsprof_samples_without_process_total 7\n"
+    "# HELP pebsprof_stack_copies_total Samples of a process whose unwind tables the shim did not "
+    "have yet, which carried a copy of their stack, by what its walk once the tables were in "
+    "gave: whole, short (the copy ended, no CFI, another stop), or left as the shim walked them "
+    "(no_tables, not_walked).\n"
+    "# TYPE pebsprof_stack_copies_total counter\n"
+    "pebsprof_stack_copies_total{result=\"whole\"} 32\n"
+    "pebsprof_stack_copies_total{result=\"short_copy_ended\"} 33\n"
+    "pebsprof_stack_copies_total{result=\"short_no_cfi\"} 34\n"
+    "pebsprof_stack_copies_total{result=\"short_other\"} 35\n"
+    "pebsprof_stack_copies_total{result=\"no_tables\"} 36\n"
+    "pebsprof_stack_copies_total{result=\"not_walked\"} 37\n"
     "# HELP pebsprof_frames_total Frames symbolized, cache hits included.\n"
     "# TYPE pebsprof_frames_total counter\n"
     "pebsprof_frames_total 5000\n"
