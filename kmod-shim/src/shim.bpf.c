@@ -780,26 +780,17 @@ static __always_inline int task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
  * walk started from and its window (struct pp_raw_ustack). The copy's bytes, or 0 where the
  * flag is not set or is taken back (nothing to copy).
  */
-static __always_inline __u64 attach_raw_ustack(struct pp_sample *rec, struct pp_counters *cnt)
+static __always_inline __u64 attach_raw_ustack(struct pp_sample *rec, __u64 nk, __u64 nu,
+					       struct pp_counters *cnt)
 {
 	__u32 zero = 0;
-	struct uw_regs *r;
-	struct uw_window *win;
+	struct uw_regs *r = bpf_map_lookup_elem(&uw_regs_map, &zero);
+	struct uw_window *win = bpf_map_lookup_elem(&uw_window_map, &zero);
 	struct pp_raw_ustack *h;
-	__u64 len, nk, nu;
+	__u64 len;
 
 	if (!(rec->flags & PP_SF_USTACK_RAW))
 		return 0;
-	/*
-	 * The frame counts read back from the record, not the caller's registers: the verifier
-	 * tracks no value in map memory, so the copy is verified once, not once per way the
-	 * counts were reached.
-	 */
-	asm volatile("" ::: "memory");
-	nk = rec->nr_kstack;
-	nu = rec->nr_ustack;
-	r = bpf_map_lookup_elem(&uw_regs_map, &zero);
-	win = bpf_map_lookup_elem(&uw_window_map, &zero);
 	rec->flags &= ~PP_SF_USTACK_RAW;
 	if (!r || !win || nk > PP_MAX_STACK_DEPTH || nu > PP_MAX_STACK_DEPTH)
 		return 0;
@@ -958,7 +949,7 @@ static __always_inline int handle_sample(struct bpf_perf_event_data *ctx, const 
 		nu = PP_MAX_STACK_DEPTH;
 	rec->nr_kstack = nk;
 	rec->nr_ustack = nu;
-	write_record(rec, cnt, PP_CNT_RB_FULL, PP_CNT_EMITTED, attach_raw_ustack(rec, cnt));
+	write_record(rec, cnt, PP_CNT_RB_FULL, PP_CNT_EMITTED, attach_raw_ustack(rec, nk, nu, cnt));
 	return 0; /* 0: no perf output of its own, no perf mmap buffer needed */
 }
 
