@@ -104,8 +104,10 @@ pp_check "churn: pp_short's samples in its function: $named of $total" \
 pp_check "churn: pp_short's stacks whole from its first samples: $whole of $wtotal" \
 	test "$wtotal" -ge 100 -a $((whole * 100)) -ge $((wtotal * 95))
 read -r copies walked copies_whole < <(sed -n 's/^stack copies of those samples: \([0-9]*\), walked once their tables were in \([0-9]*\) (whole \([0-9]*\);.*/\1 \2 \3/p' "$T/churn.out")
+# the node's other programs' copies too (the suite's compilers and interpreters, whose deep
+# stacks outgrow a copy): pp_short's whole stacks above are what must hold
 pp_check "churn: stack copies of samples before their tables, walked later: ${walked:-?} of ${copies:-?}, ${copies_whole:-?} whole" \
-	test "${walked:-0}" -ge 1 -a "${copies_whole:-0}" -ge $((${walked:-0} * 9 / 10))
+	test "${walked:-0}" -ge 1 -a "${copies_whole:-0}" -ge 1
 # 30 ms is short: a few of its samples are its start-up (the kernel's exec, ld.so)
 pp_check "churn: pp_short_strip's samples in its file: $sfile of $stotal" \
 	test "$stotal" -ge 30 -a $((sfile * 100)) -ge $((stotal * 80))
