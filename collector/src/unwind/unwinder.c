@@ -1676,12 +1676,27 @@ void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out)
  */
 #define BATCH_ROWS 4096 /* pairs of rows */
 
+/*
+ * Reads (the walks of stack copies) go through a few mappings of 64 KiB pieces of the row
+ * array kept between reads, least recently used unmapped first: a walk reads the same
+ * tables' pages again and again (libc's, the interpreter's), an mmap and munmap each time was
+ * a tenth of the agent's CPU under churn, and 16 pieces keep at most 1 MiB mapped. A piece
+ * sees the rows written since: the same pages.
+ */
+#define READ_PIECE (64u << 10)
+#define READ_PIECES 16
+
 struct bpf_sink {
 	struct pp_unwinder_sink sink;
 	int rows_fd, rules_fd, procs_fd;
 	bool no_mmap, no_batch;
 	uint32_t keys[BATCH_ROWS];
 	uint64_t vals[BATCH_ROWS];
+	struct {
+		uint8_t *m; /* NULL: unused */
+		uint64_t off, len, used;
+	} pieces[READ_PIECES];
+	uint64_t reads;
 };
 
 static int write_rows_mmap(struct bpf_sink *b, uint32_t first, const uint32_t *words, uint32_t n)
@@ -1765,29 +1780,65 @@ static int bpf_write_rows(void *ctx, uint32_t first, const uint32_t *words, uint
 	return write_rows_update(b, first, words, n);
 }
 
-/* Reads as writes go: through an mmap of just the pages read, else pair by pair. */
+/* The mapped piece holding byte off of the row array, mapped if need be; NULL: no mmap. */
+static const uint8_t *read_piece(struct bpf_sink *b, uint64_t off, uint64_t *piece_off,
+				 uint64_t *piece_len)
+{
+	uint64_t start = off & ~(uint64_t)(READ_PIECE - 1);
+	uint64_t total = (uint64_t)b->sink.nr_rows * sizeof(uint32_t);
+	uint64_t len = total - start < READ_PIECE ? total - start : READ_PIECE;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	int victim = 0;
+	uint8_t *m;
+
+	for (int i = 0; i < READ_PIECES; i++) {
+		if (b->pieces[i].m && b->pieces[i].off == start) {
+			b->pieces[i].used = ++b->reads;
+			*piece_off = start;
+			*piece_len = b->pieces[i].len;
+			return b->pieces[i].m;
+		}
+		if (!b->pieces[i].m || b->pieces[i].used < b->pieces[victim].used)
+			victim = i;
+		if (!b->pieces[i].m)
+			break;
+	}
+	len = (len + page - 1) & ~(uint64_t)(page - 1);
+	m = mmap(NULL, len, PROT_READ, MAP_SHARED, b->rows_fd, (off_t)start);
+	if (m == MAP_FAILED)
+		return NULL;
+	if (b->pieces[victim].m)
+		munmap(b->pieces[victim].m, b->pieces[victim].len);
+	b->pieces[victim].m = m;
+	b->pieces[victim].off = start;
+	b->pieces[victim].len = len;
+	b->pieces[victim].used = ++b->reads;
+	*piece_off = start;
+	*piece_len = len;
+	return m;
+}
+
+/* Reads through the pieces kept mapped, else pair by pair. */
 static int bpf_read_rows(void *ctx, uint32_t first, uint32_t n, uint32_t *out)
 {
 	struct bpf_sink *b = ctx;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	uint64_t off = (uint64_t)first * sizeof(*out), start = off & ~(uint64_t)(page - 1);
-	size_t len =
-	    (size_t)((off + (uint64_t)n * sizeof(*out) - start + page - 1) & ~(uint64_t)(page - 1));
+	uint64_t off = (uint64_t)first * sizeof(*out), end = off + (uint64_t)n * sizeof(*out);
+	uint8_t *dst = (uint8_t *)out;
 
 	if ((uint64_t)first + n > b->sink.nr_rows)
 		return -ERANGE;
-	if (!n)
-		return 0;
-	if (!b->no_mmap) {
-		uint8_t *m = mmap(NULL, len, PROT_READ, MAP_SHARED, b->rows_fd, (off_t)start);
+	while (!b->no_mmap && off < end) {
+		uint64_t poff, plen, take;
+		const uint8_t *m = read_piece(b, off, &poff, &plen);
 
-		if (m != MAP_FAILED) {
-			memcpy(out, m + (off - start), (size_t)n * sizeof(*out));
-			munmap(m, len);
-			return 0;
-		}
+		if (!m)
+			break;
+		take = poff + plen - off < end - off ? poff + plen - off : end - off;
+		memcpy(dst, m + (off - poff), (size_t)take);
+		dst += take;
+		off += take;
 	}
-	for (uint32_t w = first; w < first + n;) {
+	for (uint32_t w = (uint32_t)(off / sizeof(*out)); w < first + n;) { /* no mmap */
 		uint32_t key = w / 2, pair[2];
 		uint64_t v;
 
@@ -1850,5 +1901,10 @@ struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows,
 
 void pp_unwinder_bpf_sink_free(struct pp_unwinder_sink *sink)
 {
+	struct bpf_sink *b = (struct bpf_sink *)sink;
+
+	for (int i = 0; b && i < READ_PIECES; i++)
+		if (b->pieces[i].m)
+			munmap(b->pieces[i].m, b->pieces[i].len);
 	free(sink);
 }
