@@ -155,6 +155,18 @@ bool pp_unwind_rule_of_row(const struct pp_unwind_row *row, struct pp_bpf_unwind
 	return true;
 }
 
+struct pp_unwind_row pp_unwind_row_of_rule(const struct pp_bpf_unwind_rule *rule, uint64_t pc)
+{
+	return (struct pp_unwind_row){.pc = pc,
+				      .cfa_off = rule->cfa_off,
+				      .rbp_off = rule->rbp_off,
+				      .ra_off = rule->ra_off,
+				      .cfa_rule = rule->cfa_rule,
+				      .rbp_rule = rule->rbp_rule,
+				      .ra_rule = rule->ra_rule,
+				      .flags = rule->flags};
+}
+
 bool pp_unwind_rule_matches(uint32_t i, const struct pp_bpf_unwind_rule *rule,
 			    const struct pp_unwind_row *row)
 {

@@ -32,6 +32,8 @@ const struct pp_bpf_unwind_rule *pp_unwind_rules_at(const struct pp_unwind_rules
  * and hashes bytes): false for a row without CFI, which names rule 0.
  */
 bool pp_unwind_rule_of_row(const struct pp_unwind_row *row, struct pp_bpf_unwind_rule *out);
+/* The other way: the row at pc that a rule of the rule array stands for. */
+struct pp_unwind_row pp_unwind_row_of_rule(const struct pp_bpf_unwind_rule *rule, uint64_t pc);
 /* Whether rule i, holding *rule, is the one the row names (rule 0 for a row without CFI). */
 bool pp_unwind_rule_matches(uint32_t i, const struct pp_bpf_unwind_rule *rule,
 			    const struct pp_unwind_row *row);

@@ -1018,14 +1018,7 @@ static int walk_find_row(void *ctx, uint64_t pc, struct pp_unwind_row *row)
 	if (!walk_rule(c, m, pc - m->base, &idx) || !(r = pp_unwind_rules_at(c->u->rules, idx)) ||
 	    r->cfa_rule == PP_UW_CFA_NONE)
 		return c->u->tables_only ? -1 : 0; /* code the table does not cover */
-	*row = (struct pp_unwind_row){.pc = pc,
-				      .cfa_off = r->cfa_off,
-				      .rbp_off = r->rbp_off,
-				      .ra_off = r->ra_off,
-				      .cfa_rule = r->cfa_rule,
-				      .rbp_rule = r->rbp_rule,
-				      .ra_rule = r->ra_rule,
-				      .flags = r->flags};
+	*row = pp_unwind_row_of_rule(r, pc);
 	return 1;
 }
 
