@@ -119,7 +119,8 @@ static int open_unwinder(struct pp_sampler *s, const struct pp_sampler_opts *opt
 	    .table_cache_bytes = opts->unwind_table_cache_bytes,
 	    .mmap_reports = s->sideband != NULL,
 	    .kick_by_caller = true,
-	    .tables_only = opts->ustack_walk == PP_USTACK_DWARF};
+	    .tables_only = opts->ustack_walk == PP_USTACK_DWARF,
+	    .max_frames = opts->req.stack_depth};
 	struct pp_bpf_unwind_proc *none;
 	uint32_t nr_rows;
 	int rows_fd = pp_shim_unwind_rows_fd(s->shim, &nr_rows);

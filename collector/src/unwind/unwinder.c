@@ -129,6 +129,7 @@ struct pp_unwinder {
 	uint32_t max_procs, max_tables, rescan_ms;
 	bool mmap_reports;   /* opts.mmap_reports */
 	bool tables_only;    /* opts.tables_only */
+	uint32_t max_frames; /* opts.max_frames, at most PP_MAX_STACK_DEPTH */
 	bool kick_by_caller; /* opts.kick_by_caller */
 	bool kick_wanted;    /* work queued since the last pp_unwinder_kick; under lock */
 	uint32_t self;	     /* this process, left out */
@@ -1047,7 +1048,7 @@ static void do_walk(struct pp_unwinder *u, struct later *w)
 		return;
 	}
 	w->status = 0;
-	w->npcs = pp_unwind_walk(&w->regs, &ops, w->pcs, PP_MAX_STACK_DEPTH, &w->why, &w->st);
+	w->npcs = pp_unwind_walk(&w->regs, &ops, w->pcs, u->max_frames, &w->why, &w->st);
 }
 
 int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *w)
@@ -1298,6 +1299,9 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->mmap_reports = opts && opts->mmap_reports;
 	u->kick_by_caller = opts && opts->kick_by_caller;
 	u->tables_only = opts && opts->tables_only;
+	u->max_frames = opts && opts->max_frames && opts->max_frames < PP_MAX_STACK_DEPTH
+			    ? opts->max_frames
+			    : PP_MAX_STACK_DEPTH;
 	u->self = opts && opts->include_self ? 0 : (uint32_t)getpid();
 	slots = pow2_at_least(2 * u->max_procs);
 	u->seen = calloc(slots, sizeof(*u->seen));

@@ -64,9 +64,10 @@ struct pp_unwinder_opts {
 	 * turn, not once a process); false: at each process queued.
 	 */
 	bool kick_by_caller;
-	/* --user-unwind dwarf: a walk of a stack copy stops where no table row is (as the shim's)
-	 */
+	/* --user-unwind dwarf: a walk of a stack copy stops where no table row is, as the shim's */
 	bool tables_only;
+	/* frames a walk of a stack copy takes at most: the shim's user stack depth (0: all) */
+	uint32_t max_frames;
 	/* compiled tables kept here across starts (table_cache.h); NULL: compiled at each start */
 	const char *table_cache_dir;
 	uint64_t table_cache_bytes; /* its bound; 0: 64 MiB */

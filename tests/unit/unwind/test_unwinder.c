@@ -819,8 +819,8 @@ static void function_at(pid_t pid, uint64_t pc, char *out, size_t size)
  * copy is walked behind the process's install with the rows and rules the shim would have
  * read, and gives the whole 28-frame chain of the chain program (built without frame
  * pointers), named as perf names it, down to main; a copy cut short stops at its end
- * (unreadable) with the same first frames; a process never installed gives nothing; and the
- * walks waiting are bounded.
+ * (unreadable) with the same first frames; a process never installed gives nothing; the
+ * walks waiting are bounded; and a walk takes no more frames than the shim's depth.
  */
 TEST(a_stack_copy_is_walked_once_its_process_has_tables)
 {
@@ -957,6 +957,27 @@ TEST(a_stack_copy_is_walked_once_its_process_has_tables)
 	pp_unwinder_get_stats(u, &st);
 	CHECK_EQ_U64(st.walks_done, PP_UNWIND_WALKS_MAX + 3);
 	CHECK_EQ_U64(st.walks_refused, 1);
+	pp_unwinder_free(u);
+
+	/* the shim's user stack depth (record's --max-stack) bounds the walk as it bounds its own
+	 */
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){.max_frames = 5});
+	REQUIRE(u != NULL);
+	pp_unwinder_note(u, (uint32_t)pid);
+	REQUIRE(pp_unwinder_walk_later(u, &(struct pp_unwind_later){
+					      .tgid = (uint32_t)pid,
+					      .regs = {.rip = d.rip, .rsp = d.rsp, .rbp = d.rbp},
+					      .stack = stack,
+					      .stack_base = d.rsp,
+					      .stack_len = len,
+					      .blob = "depth",
+					      .blob_len = 5,
+					  }) == 0);
+	pp_unwinder_drain(u);
+	box.n = 0;
+	CHECK_EQ_U64(pp_unwinder_take_walked(u, keep_walked, &box), 1);
+	CHECK(box.w[0].status == 0 && box.w[0].why == PP_UNWIND_DEPTH);
+	CHECK_EQ_U64(box.w[0].npcs, 5);
 	stop(pid);
 	free(stack);
 	pp_unwinder_free(u);
