@@ -332,30 +332,42 @@ fail:
 	return ret;
 }
 
-bool pp_unwind_packed_find(const uint32_t *words, uint32_t nwords, uint32_t nr_pages, uint64_t rel,
-			   uint32_t *rule)
+uint32_t pp_unwind_packed_page_rows(uint32_t lo, uint32_t hi, uint32_t nr_pages, uint64_t nwords)
 {
-	uint64_t page = rel >> PP_UW_PAGE_SHIFT;
-	uint32_t lo, n, base = 0, key = (uint32_t)(rel & (PAGE_SIZE_ROWS - 1));
+	if (hi <= lo || hi > nwords || lo < nr_pages + 1 || hi - lo > PAGE_SIZE_ROWS)
+		return 0;
+	return hi - lo;
+}
 
-	if (page >= nr_pages || (uint64_t)nr_pages + 1 > nwords)
-		return false;
-	lo = words[page];
-	if (words[page + 1] <= lo || words[page + 1] > nwords || lo < nr_pages + 1)
-		return false;
-	n = words[page + 1] - lo;
-	if (n > PAGE_SIZE_ROWS)
+bool pp_unwind_packed_page_find(const uint32_t *rows, uint32_t n, uint32_t key, uint32_t *rule)
+{
+	uint32_t base = 0;
+
+	if (!n)
 		return false;
 	/* the shim's search: the last row at or below key */
 	while (n > 1) {
 		uint32_t half = n / 2;
 
-		if (PP_UW_ROW_PC_LO(words[lo + base + half]) <= key)
+		if (PP_UW_ROW_PC_LO(rows[base + half]) <= key)
 			base += half;
 		n -= half;
 	}
-	if (PP_UW_ROW_PC_LO(words[lo + base]) > key)
+	if (PP_UW_ROW_PC_LO(rows[base]) > key)
 		return false;
-	*rule = PP_UW_ROW_RULE(words[lo + base]);
+	*rule = PP_UW_ROW_RULE(rows[base]);
 	return true;
+}
+
+bool pp_unwind_packed_find(const uint32_t *words, uint32_t nwords, uint32_t nr_pages, uint64_t rel,
+			   uint32_t *rule)
+{
+	uint64_t page = rel >> PP_UW_PAGE_SHIFT;
+	uint32_t n;
+
+	if (page >= nr_pages || (uint64_t)nr_pages + 1 > nwords)
+		return false;
+	n = pp_unwind_packed_page_rows(words[page], words[page + 1], nr_pages, nwords);
+	return n && pp_unwind_packed_page_find(words + words[page], n,
+					       (uint32_t)(rel & (PAGE_SIZE_ROWS - 1)), rule);
 }

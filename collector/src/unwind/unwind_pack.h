@@ -70,5 +70,13 @@ void pp_unwind_packed_release(struct pp_unwind_packed *p, struct pp_unwind_rules
  */
 bool pp_unwind_packed_find(const uint32_t *words, uint32_t nwords, uint32_t nr_pages, uint64_t rel,
 			   uint32_t *rule);
+/*
+ * Its two steps, for a reader that has the run's words only in part (the unwinder's walks of
+ * stack copies read them back from the shim's array): the number of rows of the page whose
+ * page words are lo and hi, in a run of nwords words with nr_pages pages (0 where they are
+ * not a page of such a run); and the rule of the last of a page's n rows at or below key.
+ */
+uint32_t pp_unwind_packed_page_rows(uint32_t lo, uint32_t hi, uint32_t nr_pages, uint64_t nwords);
+bool pp_unwind_packed_page_find(const uint32_t *rows, uint32_t n, uint32_t key, uint32_t *rule);
 
 #endif /* PP_COLLECTOR_UNWIND_PACK_H */

@@ -978,33 +978,19 @@ static bool walk_rule(struct walk_ctx *c, const struct pp_bpf_unwind_mapping *m,
 		      uint32_t *rule)
 {
 	struct pp_unwinder *u = c->u;
-	uint32_t page, key, bounds[2], n, base = 0;
+	uint32_t page, bounds[2], n;
 
 	if (rel >> 32 || (rel >> PP_UW_PAGE_SHIFT) >= m->nr_pages)
 		return false;
 	page = (uint32_t)(rel >> PP_UW_PAGE_SHIFT);
-	key = (uint32_t)rel & ((1u << PP_UW_PAGE_SHIFT) - 1);
 	if ((uint64_t)m->first_word + page + 2 > u->sink.nr_rows ||
 	    u->sink.read_rows(u->sink.ctx, m->first_word + page, 2, bounds))
 		return false;
-	if (bounds[0] < m->nr_pages + 1 || bounds[1] <= bounds[0] ||
-	    bounds[1] - bounds[0] > (1u << PP_UW_PAGE_SHIFT) ||
-	    (uint64_t)m->first_word + bounds[1] > u->sink.nr_rows)
-		return false;
-	n = bounds[1] - bounds[0];
-	if (u->sink.read_rows(u->sink.ctx, m->first_word + bounds[0], n, u->walk_words))
-		return false;
-	while (n > 1) { /* the last row at or below key */
-		uint32_t half = n / 2;
-
-		if (PP_UW_ROW_PC_LO(u->walk_words[base + half]) <= key)
-			base += half;
-		n -= half;
-	}
-	if (PP_UW_ROW_PC_LO(u->walk_words[base]) > key)
-		return false;
-	*rule = PP_UW_ROW_RULE(u->walk_words[base]);
-	return true;
+	n = pp_unwind_packed_page_rows(bounds[0], bounds[1], m->nr_pages,
+				       u->sink.nr_rows - m->first_word);
+	return n && !u->sink.read_rows(u->sink.ctx, m->first_word + bounds[0], n, u->walk_words) &&
+	       pp_unwind_packed_page_find(u->walk_words, n,
+					  (uint32_t)rel & ((1u << PP_UW_PAGE_SHIFT) - 1), rule);
 }
 
 static int walk_find_row(void *ctx, uint64_t pc, struct pp_unwind_row *row)
