@@ -1509,6 +1509,15 @@ static uint32_t drop_tracing_frames(struct pp_session *s, uint32_t *locs, uint32
 	return n - drop;
 }
 
+/* A sample of tgid (proc: its process, NULL where none is known) for the unwind tables. */
+static void note_unwinder(struct pp_session *s, const struct pp_proc *proc, uint32_t tgid)
+{
+	if (proc && !(proc->flags & PP_PROC_F_REPLACED))
+		pp_unwinder_note_proc(s->opts.unwinder, proc);
+	else if (!proc)
+		pp_unwinder_note(s->opts.unwinder, tgid);
+}
+
 static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 {
 	const struct pp_sample *rec = &d->sample;
@@ -1536,10 +1545,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		else if ((proc->flags & (PP_PROC_F_NO_MAPS | PP_PROC_F_NO_EXE)) &&
 			 !(proc->flags & PP_PROC_F_KTHREAD))
 			s->stats.samples_unreadable++;
-		if (proc && !(proc->flags & PP_PROC_F_REPLACED))
-			pp_unwinder_note_proc(s->opts.unwinder, proc);
-		else if (!proc)
-			pp_unwinder_note(s->opts.unwinder, rec->tgid);
+		note_unwinder(s, proc, rec->tgid);
 	}
 	if (s->objs && (rec->flags & PP_SF_MEM_FIELDS))
 		mem_prepare(s, proc, rec, &mi);
@@ -1827,7 +1833,6 @@ static int walk_later(struct pp_session *s, const struct pp_decoded *d)
 	uint32_t frames = (uint32_t)d->sample.nr_kstack + d->sample.nr_ustack;
 	uint8_t blob[PP_SAMPLE_MAX_SIZE];
 	struct pp_sample head = d->sample;
-	const struct pp_proc *proc;
 	int ret;
 
 	if (frames > 2 * PP_MAX_STACK_DEPTH)
@@ -1837,11 +1842,8 @@ static int walk_later(struct pp_session *s, const struct pp_decoded *d)
 	memcpy(blob, &head, sizeof(head));
 	memcpy(blob + sizeof(head), d->stack_bytes, frames * sizeof(uint64_t));
 	/* its install first, so that the walk queued after it finds the tables */
-	proc = pp_proc_cache_get_at(s->procs, d->sample.tgid, d->sample.time_ns);
-	if (proc && !(proc->flags & PP_PROC_F_REPLACED))
-		pp_unwinder_note_proc(s->opts.unwinder, proc);
-	else if (!proc)
-		pp_unwinder_note(s->opts.unwinder, d->sample.tgid);
+	note_unwinder(s, pp_proc_cache_get_at(s->procs, d->sample.tgid, d->sample.time_ns),
+		      d->sample.tgid);
 	ret = pp_unwinder_walk_later(
 	    s->opts.unwinder, &(struct pp_unwind_later){
 				  .tgid = d->sample.tgid,
@@ -1864,18 +1866,15 @@ static void on_walked(void *ctx, const struct pp_unwind_walked *w)
 {
 	struct pp_session *s = ctx;
 	uint64_t frames[2 * PP_MAX_STACK_DEPTH];
-	struct pp_decoded d = {.kind = PP_DECODED_SAMPLE};
+	struct pp_decode_stats again = {0}; /* decoded once already, counted then */
+	struct pp_decoded d;
 	uint32_t nk;
 
-	if (w->blob_len < sizeof(d.sample))
+	/* the record walk_later made: the sample less its copy */
+	if (pp_record_decode(w->blob, w->blob_len, &d, &again) || d.kind != PP_DECODED_SAMPLE)
 		return;
-	memcpy(&d.sample, w->blob, sizeof(d.sample));
 	nk = d.sample.nr_kstack;
-	if (nk > PP_MAX_STACK_DEPTH || d.sample.nr_ustack > PP_MAX_STACK_DEPTH ||
-	    sizeof(d.sample) + ((size_t)nk + d.sample.nr_ustack) * sizeof(uint64_t) != w->blob_len)
-		return;
-	memcpy(frames, (const uint8_t *)w->blob + sizeof(d.sample),
-	       ((size_t)nk + d.sample.nr_ustack) * sizeof(uint64_t));
+	memcpy(frames, d.stack_bytes, ((size_t)nk + d.sample.nr_ustack) * sizeof(uint64_t));
 	if (w->status || !w->st.table_frames || !w->npcs) {
 		s->stats.copies_no_tables++;
 	} else {
