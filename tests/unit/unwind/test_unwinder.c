@@ -814,6 +814,21 @@ static void function_at(pid_t pid, uint64_t pc, char *out, size_t size)
 		fclose(f);
 }
 
+/* A copy of len bytes of the dumped stack, walked later, tagged (the blob) with tag. */
+static int walk_dump(struct pp_unwinder *u, uint32_t tgid, const struct pp_chain_dump *d,
+		     const uint8_t *stack, uint32_t len, const char *tag)
+{
+	return pp_unwinder_walk_later(u, &(struct pp_unwind_later){
+					     .tgid = tgid,
+					     .regs = {.rip = d->rip, .rsp = d->rsp, .rbp = d->rbp},
+					     .stack = stack,
+					     .stack_base = d->rsp,
+					     .stack_len = len,
+					     .blob = tag,
+					     .blob_len = strlen(tag),
+					 });
+}
+
 /*
  * A sample of a process without tables carries the top of its stack (PP_SF_USTACK_RAW): the
  * copy is walked behind the process's install with the rows and rules the shim would have
@@ -878,33 +893,9 @@ TEST(a_stack_copy_is_walked_once_its_process_has_tables)
 	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){0});
 	REQUIRE(u != NULL);
 	pp_unwinder_note(u, (uint32_t)pid); /* the sample's process: its install comes first */
-	CHECK(pp_unwinder_walk_later(u, &(struct pp_unwind_later){
-					    .tgid = (uint32_t)pid,
-					    .regs = {.rip = d.rip, .rsp = d.rsp, .rbp = d.rbp},
-					    .stack = stack,
-					    .stack_base = d.rsp,
-					    .stack_len = len,
-					    .blob = "whole",
-					    .blob_len = 5,
-					}) == 0);
-	CHECK(pp_unwinder_walk_later(u, &(struct pp_unwind_later){
-					    .tgid = (uint32_t)pid,
-					    .regs = {.rip = d.rip, .rsp = d.rsp, .rbp = d.rbp},
-					    .stack = stack,
-					    .stack_base = d.rsp,
-					    .stack_len = 96,
-					    .blob = "cut",
-					    .blob_len = 3,
-					}) == 0);
-	CHECK(pp_unwinder_walk_later(u, &(struct pp_unwind_later){
-					    .tgid = 1, /* never noted: no list */
-					    .regs = {.rip = d.rip, .rsp = d.rsp, .rbp = d.rbp},
-					    .stack = stack,
-					    .stack_base = d.rsp,
-					    .stack_len = len,
-					    .blob = "none",
-					    .blob_len = 4,
-					}) == 0);
+	CHECK(walk_dump(u, (uint32_t)pid, &d, stack, len, "whole") == 0);
+	CHECK(walk_dump(u, (uint32_t)pid, &d, stack, 96, "cut") == 0);
+	CHECK(walk_dump(u, 1, &d, stack, len, "none") == 0); /* never noted: no list */
 	CHECK_EQ_U64(pp_unwinder_walks_waiting(u), 3);
 	CHECK_EQ_U64(pp_unwinder_take_walked(u, keep_walked, &box), 0); /* not walked yet */
 	pp_unwinder_drain(u);
@@ -935,22 +926,9 @@ TEST(a_stack_copy_is_walked_once_its_process_has_tables)
 
 	/* bounded: the walks past PP_UNWIND_WALKS_MAX waiting are refused, and counted */
 	for (int i = 0; i < PP_UNWIND_WALKS_MAX; i++)
-		REQUIRE(pp_unwinder_walk_later(u, &(struct pp_unwind_later){
-						      .tgid = (uint32_t)pid,
-						      .regs = {.rip = d.rip, .rsp = d.rsp},
-						      .stack = stack,
-						      .stack_base = d.rsp,
-						      .stack_len = len,
-						  }) == 0);
-	CHECK(pp_unwinder_walk_later(u, &(struct pp_unwind_later){.tgid = (uint32_t)pid,
-								  .stack = stack,
-								  .stack_base = d.rsp,
-								  .stack_len = len}) == -ENOSPC);
-	CHECK(pp_unwinder_walk_later(
-		  u, &(struct pp_unwind_later){.tgid = (uint32_t)pid,
-					       .stack = stack,
-					       .stack_base = d.rsp,
-					       .stack_len = PP_RAW_USTACK_MAX + 1}) == -EINVAL);
+		REQUIRE(walk_dump(u, (uint32_t)pid, &d, stack, len, "") == 0);
+	CHECK(walk_dump(u, (uint32_t)pid, &d, stack, len, "") == -ENOSPC);
+	CHECK(walk_dump(u, (uint32_t)pid, &d, stack, PP_RAW_USTACK_MAX + 1, "") == -EINVAL);
 	pp_unwinder_drain(u);
 	CHECK_EQ_U64(pp_unwinder_take_walked(u, count_walked, &taken), PP_UNWIND_WALKS_MAX);
 	CHECK_EQ_U64(taken, PP_UNWIND_WALKS_MAX);
@@ -964,15 +942,7 @@ TEST(a_stack_copy_is_walked_once_its_process_has_tables)
 	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){.max_frames = 5});
 	REQUIRE(u != NULL);
 	pp_unwinder_note(u, (uint32_t)pid);
-	REQUIRE(pp_unwinder_walk_later(u, &(struct pp_unwind_later){
-					      .tgid = (uint32_t)pid,
-					      .regs = {.rip = d.rip, .rsp = d.rsp, .rbp = d.rbp},
-					      .stack = stack,
-					      .stack_base = d.rsp,
-					      .stack_len = len,
-					      .blob = "depth",
-					      .blob_len = 5,
-					  }) == 0);
+	REQUIRE(walk_dump(u, (uint32_t)pid, &d, stack, len, "depth") == 0);
 	pp_unwinder_drain(u);
 	box.n = 0;
 	CHECK_EQ_U64(pp_unwinder_take_walked(u, keep_walked, &box), 1);
