@@ -603,6 +603,7 @@ void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *o
 		out->perf_map_bytes = pp_perf_maps_bytes(s->perf_maps);
 		out->perf_map_refused = ms.refused;
 		out->perf_map_bad_lines = ms.bad_lines;
+		out->perf_map_misses = ms.files_missing;
 	}
 	if (s->objs) {
 		struct pp_mem_objcache_stats os;
@@ -1032,10 +1033,20 @@ static size_t name_from_debug_table(struct pp_session *s, const struct pp_elf_sy
 	return named;
 }
 
+/* Whether the process a frame was taken in has exited (or its pid is another's now). */
+static bool jit_process_gone(struct pp_session *s, const struct jit_unnamed *j)
+{
+	const struct pp_proc *p = pp_proc_cache_peek(s->procs, j->pid);
+
+	return !p || p->generation != j->generation || (p->flags & PP_PROC_F_EXITED);
+}
+
 /*
  * Anonymous code no perf map named when it was first seen: asked of the map again (its
  * reader rereads a map that grew or was rewritten, rate-limited), named in place when it
- * answers.
+ * answers. A process that exited is asked once more, then no longer: its map can only be
+ * opened through its /proc entry, and on a node that keeps starting JIT runtimes the frames
+ * of the gone ones would otherwise cost a read of /proc every second until the window closed.
  */
 static void retry_jit_names(struct pp_session *s)
 {
@@ -1049,13 +1060,17 @@ static void retry_jit_names(struct pp_session *s)
 
 		if (!name || !s->profile ||
 		    pp_profile_name_location(s->profile, j->location, name, raw) != 0) {
-			i++;
-			continue;
+			if (!jit_process_gone(s, j)) {
+				i++;
+				continue;
+			}
+			s->stats.jit_given_up++;
+		} else {
+			s->stats.named_late++;
+			s->stats.named[PP_NAMED_PERF_MAP]++;
+			if (s->stats.unnamed)
+				s->stats.unnamed--;
 		}
-		s->stats.named_late++;
-		s->stats.named[PP_NAMED_PERF_MAP]++;
-		if (s->stats.unnamed)
-			s->stats.unnamed--;
 		s->jit[i] = s->jit[--s->njit];
 	}
 }

@@ -248,6 +248,8 @@ struct pp_session_stats {
 	uint64_t perf_map_bytes; /* gauge: what the perf maps hold */
 	uint64_t perf_map_refused;   /* perf map files refused (a link, a FIFO, another user's) */
 	uint64_t perf_map_bad_lines; /* perf map lines that did not parse */
+	uint64_t perf_map_misses;    /* asked for a map not there, or of a process gone */
+	uint64_t jit_given_up;	     /* anonymous code left unnamed: its process exited */
 	uint64_t debug_files;	     /* stripped files named by a separate debug file on disk */
 	uint64_t mem_obj_hits;	     /* (pid, mapping) cache hits */
 	uint64_t mem_obj_evictions;  /* (pid, mapping) entries dropped (cache full) */

@@ -830,6 +830,10 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 			printf("; perf maps refused %llu, bad lines %llu",
 			       (unsigned long long)st->perf_map_refused,
 			       (unsigned long long)st->perf_map_bad_lines);
+		if (st->jit_given_up)
+			printf("; anonymous code whose process exited before its perf map named "
+			       "it %llu",
+			       (unsigned long long)st->jit_given_up);
 		printf("\n");
 		printf("symbol files: %llu opened (%llu through map_files, %llu by path in the "
 		       "process's root, %llu in a relative's root when the process was gone; "

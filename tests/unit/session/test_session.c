@@ -1581,7 +1581,80 @@ TEST(jit_frames_are_named_when_the_perf_map_comes)
 	munmap(jit, (size_t)pg);
 }
 
+/*
+ * Anonymous code of a process that exited before its runtime wrote a map: asked once more
+ * after the exit, then left as it is. Its map could only be opened through the process's
+ * /proc entry, so asking again every second would only read /proc for nothing.
+ */
+TEST(jit_frames_of_an_exited_process_are_not_asked_again)
+{
+	struct pp_session_opts opts = {0};
+	struct sess_fixture f;
+	struct pp_session_stats st;
+	struct pp_decoded task;
+	struct rec r;
+	uint64_t jit_addr = 0, misses;
+	int to_parent[2], to_child[2], status;
+	pid_t child;
+	char c = 0;
+
+	REQUIRE(pipe(to_parent) == 0 && pipe(to_child) == 0);
+	child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		void *jit =
+		    mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint64_t a = jit == MAP_FAILED ? 0 : (uint64_t)(uintptr_t)jit;
+
+		if (write(to_parent[1], &a, sizeof(a)) != (ssize_t)sizeof(a) ||
+		    read(to_child[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	REQUIRE(read(to_parent[0], &jit_addr, sizeof(jit_addr)) == (ssize_t)sizeof(jit_addr));
+	REQUIRE(jit_addr != 0);
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	{
+		uint64_t uf[2] = {jit_addr + 64, FN_ADDR(sess_root_delta) + 8};
+
+		make_sample(&r, (uint32_t)child, (uint32_t)child, 1000, NULL, 0, uf, 2);
+		CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	}
+	CHECK(pp_profile_sample_count(f.prof) == 1);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.perf_map_misses, 1); /* asked when the frame was first seen */
+	/* alive: asked again at a flush, once the reader's recheck interval passed */
+	usleep(1100 * 1000);
+	CHECK(pp_session_flush(f.s) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.perf_map_misses, 2);
+	CHECK_EQ_U64(st.jit_given_up, 0);
+
+	CHECK(write(to_child[1], &c, 1) == 1);
+	CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	make_task(&task, (uint32_t)child, PP_TASK_EXIT, TIME_NS + 1);
+	CHECK(pp_session_handle_decoded(f.s, &task) == 0);
+	usleep(1100 * 1000);
+	CHECK(pp_session_flush(f.s) == 0); /* the last time: the map is not there */
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.jit_given_up, 1);
+	misses = st.perf_map_misses;
+	CHECK(misses == 3);
+	usleep(1100 * 1000);
+	CHECK(pp_session_flush(f.s) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.perf_map_misses, misses);
+	CHECK_EQ_U64(st.named_late, 0);
+	fixture_fini(&f);
+	close(to_parent[0]);
+	close(to_parent[1]);
+	close(to_child[0]);
+	close(to_child[1]);
+}
+
 TEST_LIST = {
+    {"jit_frames_of_an_exited_process_are_not_asked_again",
+     jit_frames_of_an_exited_process_are_not_asked_again},
     {"the_launchers_records_before_the_exec_are_left_out",
      the_launchers_records_before_the_exec_are_left_out},
     {"jit_frames_are_named_when_the_perf_map_comes", jit_frames_are_named_when_the_perf_map_comes},
