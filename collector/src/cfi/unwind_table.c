@@ -1367,6 +1367,11 @@ int pp_unwind_table_digest_fd(int fd, uint8_t out[PP_UNWIND_DIGEST_SIZE])
 	return 0;
 }
 
+const char *pp_unwind_compiler_id(void)
+{
+	return PP_CFI_COMPILER_ID;
+}
+
 void pp_unwind_digest_hex(const uint8_t digest[PP_UNWIND_DIGEST_SIZE],
 			  char out[PP_UNWIND_DIGEST_HEX_SIZE])
 {

@@ -98,6 +98,8 @@ void pp_unwind_table_free(struct pp_unwind_table *t);
  */
 #define PP_UNWIND_DIGEST_SIZE 32
 int pp_unwind_table_digest_fd(int fd, uint8_t out[PP_UNWIND_DIGEST_SIZE]);
+/* The compiler's identity the digests include (its source's digest, from the build). */
+const char *pp_unwind_compiler_id(void);
 /* The digest in lower-case hex, as it names the table (a cache file, a table's key). */
 #define PP_UNWIND_DIGEST_HEX_SIZE (2 * PP_UNWIND_DIGEST_SIZE + 1)
 void pp_unwind_digest_hex(const uint8_t digest[PP_UNWIND_DIGEST_SIZE],

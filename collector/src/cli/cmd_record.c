@@ -699,12 +699,14 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	       (unsigned long long)us.mappings_no_cfi, (unsigned long long)us.mappings_unopened,
 	       (unsigned long long)us.mappings_no_room, (unsigned long long)us.mappings_unplaced);
 	if (us.cache_on)
-		printf("unwind table cache: %llu tables read in %.0f ms (digests included), %llu "
-		       "stored, %llu refused, %llu trimmed, %llu failed; %.1f MiB kept\n",
-		       (unsigned long long)us.tables_from_cache, (double)us.cache_read_ns / 1e6,
-		       (unsigned long long)us.cache_stored, (unsigned long long)us.cache_refused,
-		       (unsigned long long)us.cache_trimmed, (unsigned long long)us.cache_failed,
-		       (double)us.cache_bytes / (1 << 20));
+		printf(
+		    "unwind table cache: %llu tables read in %.0f ms (digests included, %llu "
+		    "known from an earlier start), %llu stored, %llu refused, %llu trimmed, %llu "
+		    "failed; %.1f MiB kept\n",
+		    (unsigned long long)us.tables_from_cache, (double)us.cache_read_ns / 1e6,
+		    (unsigned long long)us.cache_identity_hits, (unsigned long long)us.cache_stored,
+		    (unsigned long long)us.cache_refused, (unsigned long long)us.cache_trimmed,
+		    (unsigned long long)us.cache_failed, (double)us.cache_bytes / (1 << 20));
 	else
 		printf("unwind table cache: none (every table compiled at this start)\n");
 }

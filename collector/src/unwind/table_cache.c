@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define DEFAULT_MAX_BYTES (64ull << 20)
 /* The largest table (PP_UW_MAX_TABLE_WORDS rows of 6 bytes, 65535 rules) is under this. */
@@ -30,12 +31,28 @@
 /* A temporary file this old was left by an agent that died while writing it. */
 #define STALE_TMP_S 600
 
+#define IDENTITIES "identities"
+#define IDENTITIES_MAGIC "PPUWID01"
+#define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
+/* open addressing at most half full */
+#define IDENTITY_SLOTS (2 * PP_TABLE_IDENTITIES_MAX)
+/* a file with twice the records the memory holds (repeats) is started again */
+#define IDENTITIES_MAX_FILE                                                                        \
+	(PP_TABLE_IDENTITIES_HEADER_SIZE +                                                         \
+	 2ull * PP_TABLE_IDENTITIES_MAX * PP_TABLE_IDENTITY_RECORD_SIZE)
+
 struct pp_table_cache {
 	int dirfd;
 	char dir[256];
 	uint64_t max_bytes;
 	uint64_t seq; /* temporary names */
 	struct pp_table_cache_stats st;
+	/* identities: idfd -1 when not kept (no boot id, the file could not be opened) */
+	int idfd;
+	char stamp[PP_TABLE_IDENTITY_STAMP_SIZE];
+	struct pp_table_identity *ids;
+	size_t nids;
+	uint32_t *slots; /* index + 1 in ids; 0 free */
 };
 
 static void name_of(const uint8_t digest[PP_UNWIND_DIGEST_SIZE], char *out, size_t size)
@@ -129,6 +146,262 @@ out:
 	return bytes;
 }
 
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static void put_u64(uint8_t **p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		*(*p)++ = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const uint8_t **p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)(*p)[i] << (8 * i);
+	*p += 8;
+	return v;
+}
+
+void pp_table_identity_encode(const struct pp_table_identity *id, uint8_t *out)
+{
+	uint8_t *p = out;
+	uint32_t crc;
+
+	put_u64(&p, id->dev);
+	put_u64(&p, id->ino);
+	put_u64(&p, (uint64_t)id->ctime_s);
+	put_u64(&p, (uint64_t)id->ctime_ns);
+	put_u64(&p, (uint64_t)id->size);
+	memcpy(p, id->digest, PP_UNWIND_DIGEST_SIZE);
+	p += PP_UNWIND_DIGEST_SIZE;
+	put_u64(&p, (uint64_t)id->noted_s);
+	crc = (uint32_t)crc32(0, out, (uInt)(p - out));
+	for (int i = 0; i < 4; i++)
+		*p++ = (uint8_t)(crc >> (8 * i));
+}
+
+int pp_table_identities_parse(const void *buf, size_t len,
+			      const char stamp[PP_TABLE_IDENTITY_STAMP_SIZE],
+			      struct pp_table_identity *out, size_t max, size_t *n, size_t *bad)
+{
+	const uint8_t *b = buf;
+
+	*n = *bad = 0;
+	if (len < PP_TABLE_IDENTITIES_HEADER_SIZE)
+		return -EBADMSG;
+	if (memcmp(b, IDENTITIES_MAGIC, 8) || memcmp(b + 8, stamp, PP_TABLE_IDENTITY_STAMP_SIZE))
+		return -EPROTO;
+	for (size_t off = PP_TABLE_IDENTITIES_HEADER_SIZE; off < len;
+	     off += PP_TABLE_IDENTITY_RECORD_SIZE) {
+		const uint8_t *p = b + off;
+		struct pp_table_identity id;
+		uint32_t crc = 0;
+
+		if (len - off < PP_TABLE_IDENTITY_RECORD_SIZE) {
+			(*bad)++; /* torn: an agent stopped while writing it */
+			break;
+		}
+		for (int i = 0; i < 4; i++)
+			crc |= (uint32_t)p[PP_TABLE_IDENTITY_RECORD_SIZE - 4 + i] << (8 * i);
+		if (crc != (uint32_t)crc32(0, p, PP_TABLE_IDENTITY_RECORD_SIZE - 4)) {
+			(*bad)++;
+			continue;
+		}
+		id.dev = get_u64(&p);
+		id.ino = get_u64(&p);
+		id.ctime_s = (int64_t)get_u64(&p);
+		id.ctime_ns = (int64_t)get_u64(&p);
+		id.size = (int64_t)get_u64(&p);
+		memcpy(id.digest, p, PP_UNWIND_DIGEST_SIZE);
+		p += PP_UNWIND_DIGEST_SIZE;
+		id.noted_s = (int64_t)get_u64(&p);
+		if (*n < max)
+			out[(*n)++] = id;
+	}
+	return 0;
+}
+
+static struct pp_table_identity identity_of(const struct stat *st)
+{
+	return (struct pp_table_identity){.dev = (uint64_t)st->st_dev,
+					  .ino = (uint64_t)st->st_ino,
+					  .ctime_s = (int64_t)st->st_ctim.tv_sec,
+					  .ctime_ns = (int64_t)st->st_ctim.tv_nsec,
+					  .size = (int64_t)st->st_size};
+}
+
+static bool same_identity(const struct pp_table_identity *a, const struct pp_table_identity *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->ctime_s == b->ctime_s &&
+	       a->ctime_ns == b->ctime_ns && a->size == b->size;
+}
+
+static size_t identity_hash(const struct pp_table_identity *id)
+{
+	uint64_t h = id->dev * 0x9e3779b97f4a7c15ull ^ id->ino * 0xc2b2ae3d27d4eb4full ^
+		     (uint64_t)id->ctime_ns * 0x165667b19e3779f9ull ^ (uint64_t)id->ctime_s ^
+		     (uint64_t)id->size << 17;
+
+	return (size_t)(h ^ h >> 31) & (IDENTITY_SLOTS - 1);
+}
+
+/* The slot of id's identity: its entry's, or the free one it would take. */
+static uint32_t *identity_slot(struct pp_table_cache *c, const struct pp_table_identity *id)
+{
+	size_t j = identity_hash(id);
+
+	while (c->slots[j] && !same_identity(&c->ids[c->slots[j] - 1], id))
+		j = (j + 1) & (IDENTITY_SLOTS - 1);
+	return &c->slots[j];
+}
+
+/* Held in memory (a later note of one identity replaces the earlier); false when full. */
+static bool identity_hold(struct pp_table_cache *c, const struct pp_table_identity *id)
+{
+	uint32_t *slot = identity_slot(c, id);
+
+	if (*slot) {
+		c->ids[*slot - 1] = *id;
+		return true;
+	}
+	if (c->nids >= PP_TABLE_IDENTITIES_MAX)
+		return false;
+	c->ids[c->nids] = *id;
+	*slot = (uint32_t)++c->nids;
+	return true;
+}
+
+/* Forget every identity, in memory and in the file, which starts again with its header. */
+static void identities_restart(struct pp_table_cache *c)
+{
+	uint8_t head[PP_TABLE_IDENTITIES_HEADER_SIZE];
+
+	c->nids = 0;
+	memset(c->slots, 0, IDENTITY_SLOTS * sizeof(*c->slots));
+	memcpy(head, IDENTITIES_MAGIC, 8);
+	memcpy(head + 8, c->stamp, PP_TABLE_IDENTITY_STAMP_SIZE);
+	if (ftruncate(c->idfd, 0) || write_all(c->idfd, head, sizeof(head))) {
+		pp_warn("unwind table cache: %s/" IDENTITIES ": %s; identities not kept", c->dir,
+			strerror(errno));
+		close(c->idfd);
+		c->idfd = -1;
+	}
+}
+
+/* Reads the identities the file holds for this boot and compiler, or starts it again. */
+static void identities_open(struct pp_table_cache *c, const char *boot_id)
+{
+	char boot[64] = "";
+	struct stat st;
+	void *buf = NULL;
+	size_t len = 0, n = 0, bad = 0;
+	int err;
+
+	c->idfd = -1;
+	if (boot_id)
+		snprintf(boot, sizeof(boot), "%s", boot_id);
+	else if (pp_read_small_file(BOOT_ID_PATH, boot, sizeof(boot)) <= 0)
+		return;
+	boot[strcspn(boot, "\n")] = '\0';
+	if (!boot[0])
+		return;
+	c->ids = calloc(PP_TABLE_IDENTITIES_MAX, sizeof(*c->ids));
+	c->slots = calloc(IDENTITY_SLOTS, sizeof(*c->slots));
+	if (!c->ids || !c->slots)
+		return;
+	snprintf(c->stamp, sizeof(c->stamp), "%s %s", pp_unwind_compiler_id(), boot);
+	c->idfd = openat(c->dirfd, IDENTITIES,
+			 O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	if (c->idfd < 0)
+		return;
+	if (fstat(c->idfd, &st) || !S_ISREG(st.st_mode)) {
+		close(c->idfd);
+		c->idfd = -1;
+		return;
+	}
+	err = pp_read_fd_whole(c->idfd, IDENTITIES_MAX_FILE, &buf, &len);
+	if (!err)
+		err = pp_table_identities_parse(buf, len, c->stamp, c->ids, PP_TABLE_IDENTITIES_MAX,
+						&n, &bad);
+	free(buf);
+	if (err) { /* empty, another boot's or compiler's, or grown past its bound */
+		identities_restart(c);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct pp_table_identity id = c->ids[i];
+
+		identity_hold(c, &id);
+	}
+	if (bad)
+		pp_warn("unwind table cache: %s/" IDENTITIES
+			": %zu records skipped (torn or altered)",
+			c->dir, bad);
+}
+
+int pp_table_cache_digest_of(struct pp_table_cache *c, const struct stat *st,
+			     uint8_t digest[PP_UNWIND_DIGEST_SIZE])
+{
+	struct pp_table_identity want = identity_of(st);
+	const struct pp_table_identity *id;
+	uint32_t slot;
+
+	if (!c || !c->slots || !c->nids)
+		return -ENOENT;
+	slot = *identity_slot(c, &want);
+	if (!slot)
+		return -ENOENT;
+	id = &c->ids[slot - 1];
+	if (id->noted_s < id->ctime_s + PP_TABLE_IDENTITY_SETTLED_S) {
+		c->st.identity_unsettled++;
+		return -ENOENT;
+	}
+	memcpy(digest, id->digest, PP_UNWIND_DIGEST_SIZE);
+	c->st.identity_hits++;
+	return 0;
+}
+
+void pp_table_cache_note_digest(struct pp_table_cache *c, const struct stat *st,
+				const uint8_t digest[PP_UNWIND_DIGEST_SIZE])
+{
+	struct pp_table_identity id = identity_of(st);
+	uint8_t rec[PP_TABLE_IDENTITY_RECORD_SIZE];
+	struct timespec now;
+
+	if (!c || c->idfd < 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	id.noted_s = (int64_t)now.tv_sec;
+	memcpy(id.digest, digest, PP_UNWIND_DIGEST_SIZE);
+	if (!identity_hold(c, &id)) {
+		identities_restart(c); /* full: the ones in use come back as they are digested */
+		if (c->idfd < 0)
+			return;
+		identity_hold(c, &id);
+	}
+	pp_table_identity_encode(&id, rec);
+	/* one write of O_APPEND: two agents on one directory interleave whole records */
+	if (write_all(c->idfd, rec, sizeof(rec)))
+		c->st.failed++;
+}
+
 struct pp_table_cache *pp_table_cache_new(const struct pp_table_cache_opts *opts)
 {
 	struct pp_table_cache *c;
@@ -164,6 +437,7 @@ struct pp_table_cache *pp_table_cache_new(const struct pp_table_cache_opts *opts
 	snprintf(c->dir, sizeof(c->dir), "%s", opts->dir);
 	c->max_bytes = opts->max_bytes ? opts->max_bytes : DEFAULT_MAX_BYTES;
 	c->st.bytes = scan(c, NULL, NULL);
+	identities_open(c, opts->boot_id);
 	return c;
 }
 
@@ -171,6 +445,10 @@ void pp_table_cache_free(struct pp_table_cache *c)
 {
 	if (!c)
 		return;
+	if (c->idfd >= 0)
+		close(c->idfd);
+	free(c->ids);
+	free(c->slots);
 	close(c->dirfd);
 	free(c);
 }
@@ -268,23 +546,6 @@ static void trim(struct pp_table_cache *c, const char *keep)
 	free(v);
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 int pp_table_cache_put(struct pp_table_cache *c, const uint8_t digest[PP_UNWIND_DIGEST_SIZE],
 		       const struct pp_unwind_table *t)
 {
@@ -335,8 +596,10 @@ out:
 
 void pp_table_cache_get_stats(const struct pp_table_cache *c, struct pp_table_cache_stats *out)
 {
-	if (c)
+	if (c) {
 		*out = c->st;
-	else
+		out->identities = c->nids;
+	} else {
 		memset(out, 0, sizeof(*out));
+	}
 }

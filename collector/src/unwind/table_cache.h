@@ -12,7 +12,9 @@
 #ifndef PP_COLLECTOR_TABLE_CACHE_H
 #define PP_COLLECTOR_TABLE_CACHE_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "cfi/unwind_table.h"
 
@@ -24,6 +26,8 @@
 struct pp_table_cache_opts {
 	const char *dir;    /* created (0700) if missing; must be this user's, no one else's */
 	uint64_t max_bytes; /* 0: 64 MiB */
+	/* the boot the identities below belong to (NULL: /proc/sys/kernel/random/boot_id) */
+	const char *boot_id;
 };
 
 struct pp_table_cache_stats {
@@ -36,6 +40,10 @@ struct pp_table_cache_stats {
 	uint64_t bytes;	   /* in the directory now, as this cache counts them */
 	uint64_t read_ns;  /* time reading and decoding */
 	uint64_t write_ns; /* time encoding and writing */
+	/* identities (pp_table_cache_digest_of): digests found, and refused as too fresh */
+	uint64_t identity_hits;
+	uint64_t identity_unsettled;
+	uint64_t identities; /* held now */
 };
 
 struct pp_table_cache;
@@ -50,6 +58,47 @@ struct pp_unwind_table *pp_table_cache_get(struct pp_table_cache *c,
 /* Keep t under digest: 0, or -errno (counted as failed; nothing half-written stays). */
 int pp_table_cache_put(struct pp_table_cache *c, const uint8_t digest[PP_UNWIND_DIGEST_SIZE],
 		       const struct pp_unwind_table *t);
+
+/*
+ * Identities: the digest a file had, by what identifies it while it is not changed (device,
+ * inode, ctime to the ns, size), kept beside the tables, so that an agent started again finds
+ * its tables without reading and hashing each file's CFI again. Only for the boot and the
+ * compiler they were noted under (device numbers and inodes are reused across boots), and only
+ * where the digest was taken at least PP_TABLE_IDENTITY_SETTLED_S after the file's last change:
+ * a change within the timestamps' granularity of the one before would keep the ctime. No one
+ * but the agent can set a ctime, and the directory is the agent's alone.
+ */
+#define PP_TABLE_IDENTITY_SETTLED_S 2
+#define PP_TABLE_IDENTITIES_MAX 8192
+
+/* The digest noted for the file st describes: 0, or -ENOENT (none, or not settled). */
+int pp_table_cache_digest_of(struct pp_table_cache *c, const struct stat *st,
+			     uint8_t digest[PP_UNWIND_DIGEST_SIZE]);
+/* Note the digest of the file st describes, taken now. */
+void pp_table_cache_note_digest(struct pp_table_cache *c, const struct stat *st,
+				const uint8_t digest[PP_UNWIND_DIGEST_SIZE]);
+
+/* One noted identity, as the file holds it. */
+struct pp_table_identity {
+	uint64_t dev, ino;
+	int64_t ctime_s, ctime_ns, size;
+	uint8_t digest[PP_UNWIND_DIGEST_SIZE];
+	int64_t noted_s; /* wall clock */
+};
+#define PP_TABLE_IDENTITY_STAMP_SIZE 112 /* the compiler's identity, the boot's */
+/*
+ * The identities file's parser (the file: magic, stamp, then records of 84 bytes, each sealed
+ * by its CRC-32): the records of buf in out (at most max), in *n; records whose CRC does not
+ * match, and a torn last one, are skipped and counted in *bad. 0, or -EPROTO for a file of
+ * another format, compiler or boot (stamp), -EBADMSG for one shorter than its header.
+ */
+int pp_table_identities_parse(const void *buf, size_t len,
+			      const char stamp[PP_TABLE_IDENTITY_STAMP_SIZE],
+			      struct pp_table_identity *out, size_t max, size_t *n, size_t *bad);
+#define PP_TABLE_IDENTITIES_HEADER_SIZE (8 + PP_TABLE_IDENTITY_STAMP_SIZE)
+#define PP_TABLE_IDENTITY_RECORD_SIZE 84
+/* The bytes of one record (PP_TABLE_IDENTITY_RECORD_SIZE), its CRC included. */
+void pp_table_identity_encode(const struct pp_table_identity *id, uint8_t *out);
 
 void pp_table_cache_get_stats(const struct pp_table_cache *c, struct pp_table_cache_stats *out);
 

@@ -484,15 +484,20 @@ static struct table *table_find_stat(struct pp_unwinder *u, const char *stat_key
  * another's build id (a container's, hostile) gets its own. A file the digest refuses (not
  * ELF, CFI over the caps): where it is and when it changed. *digested: digest holds it.
  */
+static void digest_key(const uint8_t digest[PP_UNWIND_DIGEST_SIZE], char *key, size_t size)
+{
+	char hex[PP_UNWIND_DIGEST_HEX_SIZE];
+
+	pp_unwind_digest_hex(digest, hex);
+	snprintf(key, size, "c:%s", hex);
+}
+
 static void file_key(int fd, const struct stat *st, char *key, size_t size,
 		     uint8_t digest[PP_UNWIND_DIGEST_SIZE], bool *digested)
 {
 	*digested = pp_unwind_table_digest_fd(fd, digest) == 0;
 	if (*digested) {
-		char hex[PP_UNWIND_DIGEST_HEX_SIZE];
-
-		pp_unwind_digest_hex(digest, hex);
-		snprintf(key, size, "c:%s", hex);
+		digest_key(digest, key, size);
 	} else {
 		snprintf(key, size, "i:%" PRIx64 ":%" PRIu64 ":%" PRId64 ":%" PRId64,
 			 (uint64_t)st->st_dev, (uint64_t)st->st_ino, (int64_t)st->st_size,
@@ -709,8 +714,14 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 		digested = t->has_digest;
 		if (digested)
 			memcpy(digest, t->digest, sizeof(digest));
+	} else if (u->cache && pp_table_cache_digest_of(u->cache, &st, digest) == 0) {
+		/* digested at an earlier start: the file has not changed since */
+		digest_key(digest, key, sizeof(key));
+		digested = true;
 	} else {
 		file_key(fd, &st, key, sizeof(key), digest, &digested);
+		if (digested && u->cache)
+			pp_table_cache_note_digest(u->cache, &st, digest);
 	}
 	h = hash_str(key);
 	t = table_find(u, key, h);
@@ -1635,6 +1646,7 @@ void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out)
 		out->cache_on = true;
 		out->cache_stored = cs.stored;
 		out->cache_refused = cs.refused;
+		out->cache_identity_hits = cs.identity_hits;
 		out->cache_trimmed = cs.trimmed;
 		out->cache_failed = cs.failed;
 		out->cache_bytes = cs.bytes;

@@ -107,8 +107,9 @@ struct pp_unwinder_stats {
 	/* the table cache (table_cache.h): tables read from it instead of compiled, ... */
 	uint64_t tables_from_cache;
 	uint64_t cache_stored, cache_refused, cache_trimmed, cache_failed; /* its files */
-	uint64_t cache_bytes;	/* in its directory now */
-	uint64_t cache_read_ns; /* digesting files, reading and decoding tables */
+	uint64_t cache_identity_hits; /* digests known from an earlier start's identities */
+	uint64_t cache_bytes;	      /* in its directory now */
+	uint64_t cache_read_ns;	      /* digesting files, reading and decoding tables */
 	bool cache_on;
 	/* stack copies (pp_unwinder_walk_later): walked, refused (too many waiting) */
 	uint64_t walks_done, walks_refused;

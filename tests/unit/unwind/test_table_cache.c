@@ -222,7 +222,135 @@ TEST(a_directory_others_may_write_is_refused)
 	pp_table_cache_free(c);
 }
 
+/* The stat of a file that last changed ago_s seconds ago, on device dev, inode ino. */
+static struct stat file_stat(uint64_t dev, uint64_t ino, int64_t size, int ago_s)
+{
+	struct stat st;
+
+	memset(&st, 0, sizeof(st));
+	st.st_dev = (dev_t)dev;
+	st.st_ino = (ino_t)ino;
+	st.st_size = (off_t)size;
+	st.st_ctim.tv_sec = time(NULL) - ago_s;
+	st.st_ctim.tv_nsec = 123456789;
+	return st;
+}
+
+/*
+ * A file's digest noted at one start is known at the next (same boot, same compiler) while the
+ * file is unchanged: any other ctime, size or inode is another file. A digest taken within
+ * PP_TABLE_IDENTITY_SETTLED_S of the file's change is not trusted. Another boot's identities
+ * are forgotten; damaged records are skipped, the others kept.
+ */
+TEST(identities_give_digests_back_at_the_next_start)
+{
+	char root[512], dir[600], path[700];
+	struct pp_table_cache_stats st;
+	struct pp_table_cache *c;
+	uint8_t d1[PP_UNWIND_DIGEST_SIZE], d2[PP_UNWIND_DIGEST_SIZE], got[PP_UNWIND_DIGEST_SIZE];
+	struct stat old = file_stat(0x801, 4242, 65536, 3600), fresh = file_stat(0x801, 77, 100, 0);
+	struct stat other;
+
+	REQUIRE(pp_test_scratch_dir(root, sizeof(root), "pp-table-ids") == 0);
+	snprintf(dir, sizeof(dir), "%s/tables", root);
+	snprintf(path, sizeof(path), "%s/identities", dir);
+	digest_of_seed(1, d1);
+	digest_of_seed(2, d2);
+	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir, .boot_id = "boot-a"});
+	REQUIRE(c != NULL);
+	CHECK(pp_table_cache_digest_of(c, &old, got) == -ENOENT);
+	pp_table_cache_note_digest(c, &old, d1);
+	pp_table_cache_note_digest(c, &fresh, d2);
+	CHECK(pp_table_cache_digest_of(c, &old, got) == 0 && !memcmp(got, d1, sizeof(got)));
+	pp_table_cache_free(c);
+
+	/* the next start */
+	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir, .boot_id = "boot-a"});
+	REQUIRE(c != NULL);
+	memset(got, 0, sizeof(got));
+	CHECK(pp_table_cache_digest_of(c, &old, got) == 0 && !memcmp(got, d1, sizeof(got)));
+	CHECK(pp_table_cache_digest_of(c, &fresh, got) == -ENOENT); /* changed as it was read */
+	other = old;
+	other.st_ctim.tv_nsec++;
+	CHECK(pp_table_cache_digest_of(c, &other, got) == -ENOENT);
+	other = old;
+	other.st_size++;
+	CHECK(pp_table_cache_digest_of(c, &other, got) == -ENOENT);
+	other = old;
+	other.st_ino++;
+	CHECK(pp_table_cache_digest_of(c, &other, got) == -ENOENT);
+	pp_table_cache_get_stats(c, &st);
+	CHECK_EQ_U64(st.identities, 2);
+	CHECK_EQ_U64(st.identity_hits, 1);
+	CHECK_EQ_U64(st.identity_unsettled, 1);
+	pp_table_cache_free(c);
+
+	/* a record altered on disk is skipped; the one after it is kept */
+	REQUIRE(pp_test_sh("printf '\\377' | dd of='%s' bs=1 seek=%d conv=notrunc status=none",
+			   path, PP_TABLE_IDENTITIES_HEADER_SIZE + 20) == 0);
+	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir, .boot_id = "boot-a"});
+	REQUIRE(c != NULL);
+	CHECK(pp_table_cache_digest_of(c, &old, got) == -ENOENT);
+	pp_table_cache_get_stats(c, &st);
+	CHECK_EQ_U64(st.identities, 1);
+	pp_table_cache_note_digest(c, &old, d1);
+	pp_table_cache_free(c);
+
+	/* another boot: inodes and device numbers mean other files now */
+	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir, .boot_id = "boot-b"});
+	REQUIRE(c != NULL);
+	CHECK(pp_table_cache_digest_of(c, &old, got) == -ENOENT);
+	pp_table_cache_get_stats(c, &st);
+	CHECK_EQ_U64(st.identities, 0);
+	pp_table_cache_free(c);
+	{
+		struct stat sb;
+
+		CHECK(stat(path, &sb) == 0 && sb.st_size == PP_TABLE_IDENTITIES_HEADER_SIZE);
+	}
+}
+
+/* Past PP_TABLE_IDENTITIES_MAX the identities start again, the file with them. */
+TEST(identities_are_bounded)
+{
+	char root[512], dir[600], path[700];
+	struct pp_table_cache_stats st;
+	struct pp_table_cache *c;
+	uint8_t d[PP_UNWIND_DIGEST_SIZE], got[PP_UNWIND_DIGEST_SIZE];
+	struct stat sb;
+
+	REQUIRE(pp_test_scratch_dir(root, sizeof(root), "pp-table-ids") == 0);
+	snprintf(dir, sizeof(dir), "%s/tables", root);
+	snprintf(path, sizeof(path), "%s/identities", dir);
+	digest_of_seed(3, d);
+	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir, .boot_id = "boot-a"});
+	REQUIRE(c != NULL);
+	for (uint64_t i = 0; i < PP_TABLE_IDENTITIES_MAX; i++) {
+		struct stat f = file_stat(1, 1000 + i, 10, 60);
+
+		pp_table_cache_note_digest(c, &f, d);
+	}
+	pp_table_cache_get_stats(c, &st);
+	CHECK_EQ_U64(st.identities, PP_TABLE_IDENTITIES_MAX);
+	{
+		struct stat first = file_stat(1, 1000, 10, 60), one_more = file_stat(1, 1, 10, 60);
+
+		CHECK(pp_table_cache_digest_of(c, &first, got) == 0);
+		pp_table_cache_note_digest(c, &one_more, d);
+		pp_table_cache_get_stats(c, &st);
+		CHECK_EQ_U64(st.identities, 1);
+		CHECK(pp_table_cache_digest_of(c, &first, got) == -ENOENT);
+		CHECK(pp_table_cache_digest_of(c, &one_more, got) == 0);
+	}
+	CHECK(stat(path, &sb) == 0 &&
+	      sb.st_size == PP_TABLE_IDENTITIES_HEADER_SIZE + PP_TABLE_IDENTITY_RECORD_SIZE);
+	pp_table_cache_free(c);
+}
+
 TEST_LIST = {
+    {"identities_give_digests_back_at_the_next_start",
+     identities_give_digests_back_at_the_next_start},
+    {"identities_are_bounded", identities_are_bounded},
     {"kept_tables_come_back_and_damage_is_removed", kept_tables_come_back_and_damage_is_removed},
     {"the_bound_removes_the_least_recently_used", the_bound_removes_the_least_recently_used},
     {"a_directory_others_may_write_is_refused", a_directory_others_may_write_is_refused},
