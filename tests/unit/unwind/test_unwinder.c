@@ -629,7 +629,8 @@ static void agent_start(struct mem_sink *m, const struct pp_unwinder_opts *o, pi
 /*
  * Two starts of the agent with one table cache: the second reads every table the first
  * compiled, compiles none, knows the digests of the files unchanged since (identities), and
- * puts the very rows and rules in the kernel's arrays that the first did. A cache file altered between the starts is refused, removed and compiled again.
+ * puts the very rows and rules in the kernel's arrays that the first did. A cache file altered
+ * between the starts is refused, removed and compiled again.
  */
 TEST(a_second_start_reads_the_tables_from_the_cache)
 {
