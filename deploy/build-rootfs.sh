@@ -40,7 +40,7 @@ done
 [ -n "$build" ] || build="$src/build-image"
 
 # The build section of scripts/setup.sh, plus the CA bundle the runtime stage ships.
-packages=(build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev
+packages=(build-essential cmake pkg-config clang llvm bpftool libbpf-dev libelf-dev libdw-dev libcapstone-dev zlib1g-dev
 	protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev libiberty-dev libzstd-dev
 	ca-certificates libdebuginfod1)
 if [ "$install_deps" = 1 ]; then
@@ -101,8 +101,13 @@ cxxrt=$(ldconfig -p | awk '$1 == "libstdc++.so.6" && $NF ~ /x86-64|^\// && !foun
 dbgd=$(ldconfig -p | awk '$1 == "libdebuginfod.so.1" && $NF ~ /x86-64|^\// && !found { found = $NF }
 	END { if (found) print found }')
 [ -f "$dbgd" ] || { echo "build-rootfs: libdebuginfod.so.1 not found (Debian libdebuginfod1)" >&2; exit 1; }
+# and libcapstone, only when a memory event's data types are asked for (data_type.c).
+cs=$(ldconfig -p | awk '$1 == "libcapstone.so.4" && $NF ~ /x86-64|^\// && !found { found = $NF }
+	END { if (found) print found }')
+[ -f "$cs" ] || { echo "build-rootfs: libcapstone.so.4 not found (Debian libcapstone4)" >&2; exit 1; }
 libs=$( (ldd "$bin"; echo "	$(basename "$cxxrt") => $cxxrt (0)"; ldd "$cxxrt"
-	echo "	$(basename "$dbgd") => $dbgd (0)"; ldd "$dbgd") |
+	echo "	$(basename "$dbgd") => $dbgd (0)"; ldd "$dbgd"
+	echo "	$(basename "$cs") => $cs (0)"; ldd "$cs") |
 	awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u)
 [ -n "$libs" ] || { echo "build-rootfs: ldd found no libraries for $bin" >&2; exit 1; }
 for lib in $libs; do

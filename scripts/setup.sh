@@ -10,7 +10,8 @@ packages=(
 	protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev
 	# symbol names (libiberty's demangler: C++, Rust legacy and v0), zstd-compressed sections
 	libiberty-dev libzstd-dev
-	# loaded at run time for --debuginfod (symbolize/debuginfod_fetch.c)
+	# loaded at run time for --debuginfod (symbolize/debuginfod_fetch.c), and for memory
+	# events' data types (libcapstone4, with libcapstone-dev above: symbolize/data_type.c)
 	libdebuginfod1
 	# tests: independent decoders, the peer profiler, sanitizer runtimes, formatting
 	protobuf-compiler python3 python3-protobuf golang-go linux-perf libclang-rt-14-dev

@@ -74,8 +74,13 @@ dbgdlist=$("$loader" --library-path "$stage/lib/x86_64-linux-gnu" --list "$stage
 	fail "libdebuginfod (dlopened for --debuginfod) is not in the stage or does not resolve: $dbgdlist"
 outside=$(printf '%s\n' "$dbgdlist" | awk -v s="$stage/" '$2 == "=>" && index($3, s) != 1')
 [ -z "$outside" ] || fail "libdebuginfod's libraries resolved outside the stage: $outside"
-used=$(printf '%s\n%s\n%s\n\tlibstdc++.so.6 => x/libstdc++.so.6\n\tlibdebuginfod.so.1 => x/libdebuginfod.so.1\n' \
-	"$list" "$cxxlist" "$dbgdlist" |
+# And libcapstone, dlopened for memory events' data types.
+cslist=$("$loader" --library-path "$stage/lib/x86_64-linux-gnu" --list "$stage/lib/x86_64-linux-gnu/libcapstone.so.4" 2>&1) ||
+	fail "libcapstone (dlopened for data types) is not in the stage or does not resolve: $cslist"
+outside=$(printf '%s\n' "$cslist" | awk -v s="$stage/" '$2 == "=>" && index($3, s) != 1')
+[ -z "$outside" ] || fail "libcapstone's libraries resolved outside the stage: $outside"
+used=$(printf '%s\n%s\n%s\n%s\n\tlibstdc++.so.6 => x/libstdc++.so.6\n\tlibdebuginfod.so.1 => x/libdebuginfod.so.1\n\tlibcapstone.so.4 => x/libcapstone.so.4\n' \
+	"$list" "$cxxlist" "$dbgdlist" "$cslist" |
 	awk '$2 == "=>" && $3 !~ /ld-linux/ { print $3 }' | xargs -n1 basename | sort -u)
 staged=$(ls "$stage/lib/x86_64-linux-gnu" | sort)
 [ "$used" = "$staged" ] || fail "staged libraries differ from the resolved ones: $(diff <(echo "$used") <(echo "$staged") | grep '^[<>]' | tr '\n' ' ')"

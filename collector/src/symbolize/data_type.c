@@ -10,13 +10,17 @@
 #include "base/elf_read.h"
 #include "cfi/unwind_table.h"
 
+#include "base/log.h"
+
 #include <capstone/capstone.h>
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +253,51 @@ struct pp_data_type_resolver *pp_data_type_resolver_open_mem(const void *code, s
 			     dwarf ? dwarf_len : code_len, o);
 }
 
+#ifndef PP_CAPSTONE_SONAME
+#define PP_CAPSTONE_SONAME "libcapstone.so.4"
+#endif
+
+/*
+ * capstone, loaded the first time a resolver is opened: an agent that samples no memory event
+ * never maps it (Debian's build holds every architecture: 3 MiB of tables the loader relocates,
+ * resident in each process that links it).
+ */
+static struct {
+	cs_err (*open)(cs_arch arch, cs_mode mode, csh *handle);
+	cs_err (*option)(csh handle, cs_opt_type type, size_t value);
+	size_t (*disasm)(csh handle, const uint8_t *code, size_t size, uint64_t address,
+			 size_t count, cs_insn **insn);
+	void (*free)(cs_insn *insn, size_t count);
+	cs_err (*close)(csh *handle);
+	bool loaded;
+} g_cs;
+static pthread_once_t g_cs_once = PTHREAD_ONCE_INIT;
+
+static void capstone_load(void)
+{
+	void *h = dlopen(PP_CAPSTONE_SONAME, RTLD_NOW | RTLD_LOCAL);
+
+	if (h) {
+		*(void **)&g_cs.open = dlsym(h, "cs_open");
+		*(void **)&g_cs.option = dlsym(h, "cs_option");
+		*(void **)&g_cs.disasm = dlsym(h, "cs_disasm");
+		*(void **)&g_cs.free = dlsym(h, "cs_free");
+		*(void **)&g_cs.close = dlsym(h, "cs_close");
+		g_cs.loaded = g_cs.open && g_cs.option && g_cs.disasm && g_cs.free && g_cs.close;
+	}
+	if (!g_cs.loaded) /* once: every resolver after this one fails the same way */
+		pp_warn(
+		    "data types: %s cannot be loaded (Debian libcapstone4): memory samples keep "
+		    "no data type",
+		    PP_CAPSTONE_SONAME);
+}
+
+static bool capstone_ready(void)
+{
+	pthread_once(&g_cs_once, capstone_load);
+	return g_cs.loaded;
+}
+
 static struct pp_data_type_resolver *resolver_open(int code_fd, const void *code, size_t code_len,
 						   int dwarf_fd, const void *dwarf,
 						   size_t dwarf_len,
@@ -270,12 +319,16 @@ static struct pp_data_type_resolver *resolver_open(int code_fd, const void *code
 	r->code_elf = open_checked(code_fd, code, code_len, &r->code, &shape, mapped, &err);
 	if (!r->code_elf)
 		goto fail;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &r->cs) != CS_ERR_OK) {
+	if (!capstone_ready()) {
+		err = -ELIBACC;
+		goto fail;
+	}
+	if (g_cs.open(CS_ARCH_X86, CS_MODE_64, &r->cs) != CS_ERR_OK) {
 		r->cs = 0;
 		err = -ENOMEM;
 		goto fail;
 	}
-	cs_option(r->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	g_cs.option(r->cs, CS_OPT_DETAIL, CS_OPT_ON);
 	if (code_fd >= 0 ? dwarf_fd == code_fd : dwarf == code) {
 		delf = r->code_elf;
 		dsrc = r->code;
@@ -305,7 +358,7 @@ void pp_data_type_resolver_free(struct pp_data_type_resolver *r)
 	if (!r)
 		return;
 	if (r->cs)
-		cs_close(&r->cs);
+		g_cs.close(&r->cs);
 	if (r->dwarf)
 		dwarf_end(r->dwarf);
 	pp_unwind_table_free(r->frames);
@@ -420,7 +473,7 @@ static enum pp_data_type_miss decode(struct pp_data_type_resolver *r, uint64_t p
 
 	if (!n)
 		return PP_DT_NO_CODE;
-	if (cs_disasm(r->cs, code, n, pc, 1, &insn) != 1)
+	if (g_cs.disasm(r->cs, code, n, pc, 1, &insn) != 1)
 		return PP_DT_UNDECODABLE;
 	/* lea and nop compute or ignore an address: they access no memory */
 	if (insn->id != X86_INS_LEA && insn->id != X86_INS_NOP) {
@@ -442,7 +495,7 @@ static enum pp_data_type_miss decode(struct pp_data_type_resolver *r, uint64_t p
 			break;
 		}
 	}
-	cs_free(insn, 1);
+	g_cs.free(insn, 1);
 	return miss;
 }
 
