@@ -267,16 +267,18 @@ OTEL_EXPORTER_OTLP_HEADERS="X-Scope-OrgID=secret-tenant" run_bad --endpoint http
 pp_check "--dry-run prints the configuration with secrets redacted" \
 	bash -c "[ $PP_RC -eq 0 ] && grep -q X-Scope-OrgID '$T/b.out' && ! grep -q secret-tenant '$T/b.out'"
 # --- HTTP 413: the window comes back to be split, and arrives as two halves -----------------------
-# The first request is answered 413; the agent splits that very body and sends both halves. Every
-# sample it held must arrive exactly once, resolved the same through each half's own dictionary,
-# and each half must pass the §8 checks of otlp_check.py on its own.
+# The second request is answered 413 (the first window runs from the start to the first aligned
+# boundary, and may hold a single sample, which no split can halve; the second is a whole one);
+# the agent splits that very body and sends both halves. Every sample it held must arrive
+# exactly once, resolved the same through each half's own dictionary, and each half must pass
+# the §8 checks of otlp_check.py on its own.
 mkdir -p "$T/big"
 pp_otlp_python "$ref" "$T/gen" 2>"$T/gen.err"
 pp_check "python classes from the reference schema" [ -f "$T/gen/$(dirname "$svc")/profiles_service_pb2.py" ]
 cat >"$T/split_check.py" <<'PY'
-"""split_check.py GEN_DIR SINK_DIR: req-0000 got 413; finds the requests that carry the same
-window and checks that together they hold exactly its samples (each one resolved through its
-own request's dictionary)."""
+"""split_check.py GEN_DIR SINK_DIR: req-0001 got 413; finds the later requests that carry the
+same window and checks that together they hold exactly its samples (each one resolved through
+its own request's dictionary)."""
 import collections, glob, os, sys
 sys.path.insert(0, sys.argv[1])
 from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2 as svc
@@ -317,9 +319,9 @@ def samples(r):
 def start(r):
     return min(p.time_unix_nano for rp in r.resource_profiles for sp in rp.scope_profiles for p in sp.profiles)
 
-orig = load(os.path.join(sys.argv[2], "req-0000.body"))
+orig = load(os.path.join(sys.argv[2], "req-0001.body"))
 halves = []
-for b in sorted(glob.glob(os.path.join(sys.argv[2], "req-*.body")))[1:]:
+for b in sorted(glob.glob(os.path.join(sys.argv[2], "req-*.body")))[2:]:
     r = load(b)
     if r.resource_profiles and start(r) == start(orig):
         halves.append((b, r))
@@ -345,7 +347,7 @@ if got != want:
 for b, _ in halves:
     print("HALF", b)
 PY
-pp_start_sink big '[{"status": 413, "body": "request entity too large"}]'
+pp_start_sink big '[{"status": 200}, {"status": 413, "body": "request entity too large"}]'
 PORT=$SINK_PORT
 # Two busy processes, so the window certainly holds many samples to split.
 "$PP_WORKLOAD" --fork 8 >/dev/null 2>&1 &
@@ -356,7 +358,7 @@ pp_run_for 5 "$T/s" --endpoint "http://127.0.0.1:$PORT/v1development/profiles" -
 pp_check "413: SIGTERM exits 0" [ "$PP_RC" -eq 0 ]
 kill "$WL" "$SINK" 2>/dev/null
 wait "$WL" "$SINK" 2>/dev/null
-pp_check "413: the first request was answered 413 and the agent says it split it" \
+pp_check "413: the second request was answered 413 and the agent says it split it" \
 	grep -q 'HTTP 413.*resent as two requests' "$T/s.err"
 "$PP_PYTHON" "$T/split_check.py" "$T/gen" "$T/big" >"$T/split.out" 2>&1
 rc=$?

@@ -194,6 +194,13 @@ pp_check "hostile: garbage lines are counted, a control byte never reaches the p
 	bash -c "grep -q 'bad lines [1-9]' '$T/jgarb.out' && ! grep -q \$'\x1b' '$T/jgarb.folded'"
 pp_check "hostile: the latest entry for the address names it (after 5 MB of NULs)" \
 	grep -q 'after_the_zeros' "$T/jgarb.folded"
+if ! grep -q 'after_the_zeros' "$T/jgarb.folded" 2>/dev/null; then
+	# for a post-mortem: the process, its map, and what the capture said
+	echo "  JIT process $JG ($(wc -l <"$T/jg.pid" 2>/dev/null) lines in its pid file), address $ADDR, rc $PP_RC"
+	pp_show "$T/jgarb.out" 30
+	pp_show "$T/jgarb.err" 10
+	pp_show "$T/jgarb.folded" 5
+fi
 rm -f "/tmp/perf-$JG.map"
 
 if command -v java >/dev/null && command -v javac >/dev/null && command -v jcmd >/dev/null; then
