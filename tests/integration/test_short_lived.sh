@@ -60,6 +60,13 @@ record_while() {
 	pp_run "$T/$1" "$PEBSPROF" record -e cpu-clock -F 999 -o "$T/$1.folded" -- sh "$2"
 }
 
+# own_perf_link PID: PID holds a BPF perf_event link (its fdinfo's link_type: a name, or the
+# number 7 on kernels that print it so). The node's other links say nothing of ours: tests run
+# beside each other, and another's link seen here let the script start before ours was there.
+own_perf_link() {
+	grep -Eqs 'link_type:[[:space:]]*(perf|perf_event|7)$' /proc/"$1"/fdinfo/*
+}
+
 # record_all NAME SCRIPT: record -a at 999 Hz, SCRIPT run once the shim is attached (its
 # perf_event links are there: 5.15+, as on the machines the tests run on), then SIGINT
 record_all() {
@@ -68,10 +75,10 @@ record_all() {
 		2>"$T/$1.err" &
 	pid=$!
 	for i in $(seq 300); do
-		bpftool link show 2>/dev/null | grep -q perf_event && break
+		own_perf_link "$pid" && break
 		sleep 0.1
 	done
-	bpftool link show 2>/dev/null | grep -q perf_event ||
+	own_perf_link "$pid" ||
 		pp_fail "record -a: no perf_event link after 30 s (before 5.15 the shim attaches without)"
 	sh "$2"
 	kill -INT "$pid"
