@@ -6,6 +6,8 @@
 #include "unwind_table_file.h"
 #include "unwind_table_priv.h"
 
+#include "base/le.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -20,23 +22,6 @@
 #define RULE_BYTES 12
 #define ROW_BYTES 6
 #define CRC_BYTES 4
-
-static uint8_t *put(uint8_t *p, uint64_t v, int bytes)
-{
-	for (int i = 0; i < bytes; i++)
-		*p++ = (uint8_t)(v >> (8 * i));
-	return p;
-}
-
-static uint64_t get(const uint8_t **p, int bytes)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < bytes; i++)
-		v |= (uint64_t)(*p)[i] << (8 * i);
-	*p += bytes;
-	return v;
-}
 
 static void stats_to(const struct pp_unwind_table_stats *s, uint64_t v[NSTATS])
 {
@@ -85,29 +70,29 @@ int pp_unwind_table_encode(const struct pp_unwind_table *t,
 		return -ENOMEM;
 	memcpy(p, MAGIC, 8);
 	p += 8;
-	p = put(p, VERSION, 4);
-	p = put(p, t->nloads, 4);
+	p = pp_le_put(p, VERSION, 4);
+	p = pp_le_put(p, t->nloads, 4);
 	memcpy(p, digest, PP_UNWIND_DIGEST_SIZE);
 	p += PP_UNWIND_DIGEST_SIZE;
-	p = put(p, t->base_pc, 8);
-	p = put(p, t->n, 8);
-	p = put(p, t->nrules, 4);
-	p = put(p, 0, 4);
+	p = pp_le_put(p, t->base_pc, 8);
+	p = pp_le_put(p, t->n, 8);
+	p = pp_le_put(p, t->nrules, 4);
+	p = pp_le_put(p, 0, 4);
 	stats_to(&t->stats, stats);
 	for (int i = 0; i < NSTATS; i++)
-		p = put(p, stats[i], 8);
+		p = pp_le_put(p, stats[i], 8);
 	for (size_t i = 0; i < t->nloads; i++) {
-		p = put(p, t->loads[i].vaddr, 8);
-		p = put(p, t->loads[i].offset, 8);
-		p = put(p, t->loads[i].filesz, 8);
-		p = put(p, t->loads[i].exec, 8);
+		p = pp_le_put(p, t->loads[i].vaddr, 8);
+		p = pp_le_put(p, t->loads[i].offset, 8);
+		p = pp_le_put(p, t->loads[i].filesz, 8);
+		p = pp_le_put(p, t->loads[i].exec, 8);
 	}
 	for (size_t i = 0; i < t->nrules; i++) {
 		const struct row_rule *r = &t->rules[i];
 
-		p = put(p, (uint32_t)r->cfa_off, 4);
-		p = put(p, (uint16_t)r->rbp_off, 2);
-		p = put(p, (uint16_t)r->ra_off, 2);
+		p = pp_le_put(p, (uint32_t)r->cfa_off, 4);
+		p = pp_le_put(p, (uint16_t)r->rbp_off, 2);
+		p = pp_le_put(p, (uint16_t)r->ra_off, 2);
 		*p++ = r->cfa_rule;
 		*p++ = r->rbp_rule;
 		*p++ = r->ra_rule;
@@ -120,11 +105,11 @@ int pp_unwind_table_encode(const struct pp_unwind_table *t,
 	p += t->n * 2;
 #else
 	for (size_t i = 0; i < t->n; i++)
-		p = put(p, t->pc_offs[i], 4);
+		p = pp_le_put(p, t->pc_offs[i], 4);
 	for (size_t i = 0; i < t->n; i++)
-		p = put(p, t->rule_ix[i], 2);
+		p = pp_le_put(p, t->rule_ix[i], 2);
 #endif
-	p = put(p, crc32(0, b, (uInt)(p - b)), 4);
+	p = pp_le_put(p, crc32(0, b, (uInt)(p - b)), 4);
 	*buf = b;
 	*len = n;
 	return 0;
@@ -153,36 +138,37 @@ struct pp_unwind_table *pp_unwind_table_decode(const void *buf, size_t len,
 	if (!buf || len < HEADER_BYTES + CRC_BYTES || memcmp(p, MAGIC, 8) != 0)
 		return fail(NULL, EBADMSG);
 	p += 8;
-	if (get(&p, 4) != VERSION)
+	if (pp_le_get(&p, 4) != VERSION)
 		return fail(NULL, EPROTO);
-	nloads = get(&p, 4);
+	nloads = pp_le_get(&p, 4);
 	memcpy(digest_out, p, PP_UNWIND_DIGEST_SIZE);
 	p += PP_UNWIND_DIGEST_SIZE;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return fail(NULL, ENOMEM);
-	t->base_pc = get(&p, 8);
-	nrows = get(&p, 8);
-	nrules = get(&p, 4);
+	t->base_pc = pp_le_get(&p, 8);
+	nrows = pp_le_get(&p, 8);
+	nrules = pp_le_get(&p, 4);
 	/* the counts bound the sizes before any is multiplied */
 	if (nloads > PP_UNWIND_MAX_LOADS || !nrows || nrows > DEFAULT_MAX_ROWS || !nrules ||
-	    nrules > MAX_TABLE_RULES || get(&p, 4) != 0 || len != file_bytes(nloads, nrules, nrows))
+	    nrules > MAX_TABLE_RULES || pp_le_get(&p, 4) != 0 ||
+	    len != file_bytes(nloads, nrules, nrows))
 		return fail(t, EBADMSG);
 	{
 		const uint8_t *end = (const uint8_t *)buf + len - CRC_BYTES, *q = end;
 
-		if (get(&q, 4) != crc32(0, buf, (uInt)(len - CRC_BYTES)))
+		if (pp_le_get(&q, 4) != crc32(0, buf, (uInt)(len - CRC_BYTES)))
 			return fail(t, EBADMSG);
 	}
 	for (int i = 0; i < NSTATS; i++)
-		stats[i] = get(&p, 8);
+		stats[i] = pp_le_get(&p, 8);
 	stats_from(stats, &t->stats);
 	t->nloads = nloads;
 	for (size_t i = 0; i < nloads; i++) {
-		t->loads[i].vaddr = get(&p, 8);
-		t->loads[i].offset = get(&p, 8);
-		t->loads[i].filesz = get(&p, 8);
-		exec = get(&p, 8);
+		t->loads[i].vaddr = pp_le_get(&p, 8);
+		t->loads[i].offset = pp_le_get(&p, 8);
+		t->loads[i].filesz = pp_le_get(&p, 8);
+		exec = pp_le_get(&p, 8);
 		if (exec > 1)
 			return fail(t, EBADMSG);
 		t->loads[i].exec = (uint32_t)exec;
@@ -197,9 +183,9 @@ struct pp_unwind_table *pp_unwind_table_decode(const void *buf, size_t len,
 	for (size_t i = 0; i < nrules; i++) {
 		struct row_rule *r = &t->rules[i];
 
-		r->cfa_off = (int32_t)(uint32_t)get(&p, 4);
-		r->rbp_off = (int16_t)(uint16_t)get(&p, 2);
-		r->ra_off = (int16_t)(uint16_t)get(&p, 2);
+		r->cfa_off = (int32_t)(uint32_t)pp_le_get(&p, 4);
+		r->rbp_off = (int16_t)(uint16_t)pp_le_get(&p, 2);
+		r->ra_off = (int16_t)(uint16_t)pp_le_get(&p, 2);
 		r->cfa_rule = *p++;
 		r->rbp_rule = *p++;
 		r->ra_rule = *p++;

@@ -8,6 +8,7 @@
 
 #include "base/deadline.h"
 #include "base/fsutil.h"
+#include "base/le.h"
 #include "base/log.h"
 #include "cfi/unwind_table_file.h"
 
@@ -163,38 +164,19 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static void put_u64(uint8_t **p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		*(*p)++ = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_u64(const uint8_t **p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v |= (uint64_t)(*p)[i] << (8 * i);
-	*p += 8;
-	return v;
-}
-
 void pp_table_identity_encode(const struct pp_table_identity *id, uint8_t *out)
 {
 	uint8_t *p = out;
-	uint32_t crc;
 
-	put_u64(&p, id->dev);
-	put_u64(&p, id->ino);
-	put_u64(&p, (uint64_t)id->ctime_s);
-	put_u64(&p, (uint64_t)id->ctime_ns);
-	put_u64(&p, (uint64_t)id->size);
+	p = pp_le_put(p, id->dev, 8);
+	p = pp_le_put(p, id->ino, 8);
+	p = pp_le_put(p, (uint64_t)id->ctime_s, 8);
+	p = pp_le_put(p, (uint64_t)id->ctime_ns, 8);
+	p = pp_le_put(p, (uint64_t)id->size, 8);
 	memcpy(p, id->digest, PP_UNWIND_DIGEST_SIZE);
 	p += PP_UNWIND_DIGEST_SIZE;
-	put_u64(&p, (uint64_t)id->noted_s);
-	crc = (uint32_t)crc32(0, out, (uInt)(p - out));
-	for (int i = 0; i < 4; i++)
-		*p++ = (uint8_t)(crc >> (8 * i));
+	p = pp_le_put(p, (uint64_t)id->noted_s, 8);
+	pp_le_put(p, crc32(0, out, (uInt)(p - out)), 4);
 }
 
 int pp_table_identities_parse(const void *buf, size_t len,
@@ -210,28 +192,25 @@ int pp_table_identities_parse(const void *buf, size_t len,
 		return -EPROTO;
 	for (size_t off = PP_TABLE_IDENTITIES_HEADER_SIZE; off < len;
 	     off += PP_TABLE_IDENTITY_RECORD_SIZE) {
-		const uint8_t *p = b + off;
+		const uint8_t *p = b + off, *crc_at = p + PP_TABLE_IDENTITY_RECORD_SIZE - 4;
 		struct pp_table_identity id;
-		uint32_t crc = 0;
 
 		if (len - off < PP_TABLE_IDENTITY_RECORD_SIZE) {
 			(*bad)++; /* torn: an agent stopped while writing it */
 			break;
 		}
-		for (int i = 0; i < 4; i++)
-			crc |= (uint32_t)p[PP_TABLE_IDENTITY_RECORD_SIZE - 4 + i] << (8 * i);
-		if (crc != (uint32_t)crc32(0, p, PP_TABLE_IDENTITY_RECORD_SIZE - 4)) {
+		if (pp_le_get(&crc_at, 4) != crc32(0, p, PP_TABLE_IDENTITY_RECORD_SIZE - 4)) {
 			(*bad)++;
 			continue;
 		}
-		id.dev = get_u64(&p);
-		id.ino = get_u64(&p);
-		id.ctime_s = (int64_t)get_u64(&p);
-		id.ctime_ns = (int64_t)get_u64(&p);
-		id.size = (int64_t)get_u64(&p);
+		id.dev = pp_le_get(&p, 8);
+		id.ino = pp_le_get(&p, 8);
+		id.ctime_s = (int64_t)pp_le_get(&p, 8);
+		id.ctime_ns = (int64_t)pp_le_get(&p, 8);
+		id.size = (int64_t)pp_le_get(&p, 8);
 		memcpy(id.digest, p, PP_UNWIND_DIGEST_SIZE);
 		p += PP_UNWIND_DIGEST_SIZE;
-		id.noted_s = (int64_t)get_u64(&p);
+		id.noted_s = (int64_t)pp_le_get(&p, 8);
 		if (*n < max)
 			out[(*n)++] = id;
 	}

@@ -478,12 +478,7 @@ static struct table *table_find_stat(struct pp_unwinder *u, const char *stat_key
 	return NULL;
 }
 
-/*
- * The file's key: the digest of its CFI, segments and the compiler (cfi/unwind_table.h), so
- * two files share a table only where they compile to the same one: a file that claims
- * another's build id (a container's, hostile) gets its own. A file the digest refuses (not
- * ELF, CFI over the caps): where it is and when it changed. *digested: digest holds it.
- */
+/* The key of a table by its digest (file_key's, and an identity's from an earlier start). */
 static void digest_key(const uint8_t digest[PP_UNWIND_DIGEST_SIZE], char *key, size_t size)
 {
 	char hex[PP_UNWIND_DIGEST_HEX_SIZE];
@@ -492,6 +487,12 @@ static void digest_key(const uint8_t digest[PP_UNWIND_DIGEST_SIZE], char *key, s
 	snprintf(key, size, "c:%s", hex);
 }
 
+/*
+ * The file's key: the digest of its CFI, segments and the compiler (cfi/unwind_table.h), so
+ * two files share a table only where they compile to the same one: a file that claims
+ * another's build id (a container's, hostile) gets its own. A file the digest refuses (not
+ * ELF, CFI over the caps): where it is and when it changed. *digested: digest holds it.
+ */
 static void file_key(int fd, const struct stat *st, char *key, size_t size,
 		     uint8_t digest[PP_UNWIND_DIGEST_SIZE], bool *digested)
 {
