@@ -8,9 +8,8 @@
 #include "data_type.h"
 
 #include "base/elf_read.h"
-#include "cfi/unwind_table.h"
-
 #include "base/log.h"
+#include "cfi/unwind_table.h"
 
 #include <capstone/capstone.h>
 #include <dlfcn.h>
@@ -284,6 +283,8 @@ static void capstone_load(void)
 		*(void **)&g_cs.free = dlsym(h, "cs_free");
 		*(void **)&g_cs.close = dlsym(h, "cs_close");
 		g_cs.loaded = g_cs.open && g_cs.option && g_cs.disasm && g_cs.free && g_cs.close;
+		if (!g_cs.loaded)
+			dlclose(h); /* another library under that name: nothing of it is used */
 	}
 	if (!g_cs.loaded) /* once: every resolver after this one fails the same way */
 		pp_warn(
