@@ -5,6 +5,7 @@
 #include <pebsprof/text.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum pp_log_level pp_log_threshold = PP_LOG_INFO;
@@ -24,29 +25,50 @@ void pp_log_set_level(enum pp_log_level level)
 __attribute__((format(printf, 3, 0))) static void vlog(enum pp_log_level level, bool keep_newlines,
 						       const char *fmt, va_list ap)
 {
-	char line[2048], clean[2048 * 2];
-	size_t len, w = 0;
+	char small[2048], small_clean[2048 * 2], *line = small, *clean = small_clean;
+	size_t len, w = 0, clean_size = sizeof(small_clean);
 	const char *seg;
+	va_list again;
+	int need;
 
-	vsnprintf(line, sizeof(line), fmt, ap);
+	/* a verifier log runs to megabytes, and its end says what was refused: kept whole */
+	va_copy(again, ap);
+	need = vsnprintf(small, sizeof(small), fmt, ap);
+	if (keep_newlines && need >= (int)sizeof(small)) {
+		line = malloc((size_t)need + 1);
+		clean = line ? malloc((size_t)need * 2 + 2) : NULL;
+		if (clean) {
+			vsnprintf(line, (size_t)need + 1, fmt, again);
+			clean_size = (size_t)need * 2 + 2;
+		} else {
+			free(line);
+			line = small;
+			clean = small_clean;
+		}
+	}
+	va_end(again);
 	len = strlen(line);
 	while (len && line[len - 1] == '\n')
 		line[--len] = '\0';
 	clean[0] = '\0';
-	for (seg = line; seg && w + 1 < sizeof(clean);) {
+	for (seg = line; seg && w + 1 < clean_size;) {
 		const char *nl = keep_newlines ? strchr(seg, '\n') : NULL;
 		size_t n = nl ? (size_t)(nl - seg) : strlen(seg);
 
-		w += pp_text_clean(seg, n, clean + w, sizeof(clean) - w);
-		if (w >= sizeof(clean))
+		w += pp_text_clean(seg, n, clean + w, clean_size - w);
+		if (w >= clean_size)
 			break;
-		if (nl && w + 2 < sizeof(clean)) {
+		if (nl && w + 2 < clean_size) {
 			clean[w++] = '\n';
 			clean[w] = '\0';
 		}
 		seg = nl ? nl + 1 : NULL;
 	}
 	fprintf(stderr, "pebsprof: %s: %s\n", level_names[level], clean);
+	if (line != small) {
+		free(line);
+		free(clean);
+	}
 }
 
 void pp_log_write(enum pp_log_level level, const char *fmt, ...)
