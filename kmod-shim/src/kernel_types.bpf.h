@@ -64,12 +64,32 @@ struct sched_entity {
 	struct cfs_rq *cfs_rq; /* CONFIG_FAIR_GROUP_SCHED: the queue the entity is on */
 };
 
+/* CONFIG_SCHED_INFO: the time the task waited on a run queue, summed as it got a CPU */
+struct sched_info {
+	unsigned long long run_delay;
+};
+
+struct kernfs_node {
+	__u64 id; /* 5.5+: the cgroup id bpf_get_current_cgroup_id() gives */
+};
+
+struct cgroup {
+	struct kernfs_node *kn;
+};
+
+struct css_set {
+	struct cgroup *dfl_cgrp;
+};
+
 struct task_struct {
 	unsigned int __state; /* 5.14+ */
 	unsigned int flags;   /* PF_* */
 	int pid;
 	int tgid;
 	struct sched_entity se;
+	struct sched_info sched_info;
+	char comm[16];
+	struct css_set *cgroups;
 };
 
 /* Before 5.14 the state was a long named state. */

@@ -987,7 +987,8 @@ int on_sample_unwind_loop(struct bpf_perf_event_data *ctx)
  */
 struct off_cpu_since {
 	__u64 time_ns;
-	__u64 wake_ns; /* 0: not woken (yet), or it never slept (preempted) */
+	__u64 wake_ns;	 /* 0: not woken (yet), or it never slept (preempted) */
+	__u64 run_delay; /* the task's sched_info.run_delay as it left */
 	__u32 state;
 	__u16 wake_state; /* PP_OFF_CPU_RUNNABLE or _THROTTLED, as it was woken */
 	__u16 held;	  /* its record, stacks and all, is held in off_cpu_records */
@@ -1034,6 +1035,35 @@ static __always_inline __u32 off_cpu_state(struct task_struct *prev, int preempt
 	return runnable_state(prev);
 }
 
+/* The time task t has waited on run queues, summed as it got a CPU (CONFIG_SCHED_INFO); 0. */
+static __always_inline __u64 run_delay_of(struct task_struct *t)
+{
+	if (!bpf_core_field_exists(t->sched_info))
+		return 0;
+	return BPF_CORE_READ(t, sched_info.run_delay);
+}
+
+/*
+ * When a wait of t that no traced switch ended did end: t ran again and is running now (it
+ * leaves the CPU again, returns from a system call, or exits). As a task gets a CPU the kernel
+ * adds the time it waited on the run queue to its run_delay: after its wakeup for a sleep, from
+ * the preemption for a task that never slept. So the wait ended at the wakeup plus what
+ * run_delay grew by since the task left (plus nothing where the kernel keeps no run_delay).
+ * 0 where the end is not known: a sleep whose wakeup was not seen, a preemption without
+ * run_delay.
+ */
+static __always_inline __u64 unseen_end_ns(struct task_struct *t, __u64 left_ns, __u64 wake_ns,
+					   __u64 run_delay_then)
+{
+	__u64 grew = run_delay_of(t) - run_delay_then;
+
+	if ((__s64)grew < 0 || grew > bpf_ktime_get_ns() - left_ns)
+		grew = 0;
+	if (wake_ns > left_ns)
+		return wake_ns + grew;
+	return grew ? left_ns + grew : 0;
+}
+
 /* Stacks taken at the switch: the record of each waiting thread, taken as it left. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -1048,8 +1078,9 @@ struct {
  * it entered the kernel, with tables where `tables` says (bpf_loop, bpf_task_pt_regs) or by
  * the kernel's walker.
  */
-static __always_inline struct pp_sample *off_cpu_record(void *ctx, struct pp_counters *cnt,
-							const int tables, const __u64 kskip)
+static __always_inline struct pp_sample *off_cpu_record_of(void *ctx, struct pp_counters *cnt,
+							   const int tables, const __u64 kskip,
+							   const int kernel)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 zero = 0;
@@ -1074,9 +1105,10 @@ static __always_inline struct pp_sample *off_cpu_record(void *ctx, struct pp_cou
 	rec->_pad0 = 0;
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 
-	nk = take_stack(ctx, rec->stack, shim_config.kstack_depth, kskip & BPF_F_SKIP_FIELD_MASK,
-			rec, PP_SF_KSTACK_TRUNC, PP_SF_KSTACK_ERR, cnt, PP_CNT_KSTACK_TRUNC,
-			PP_CNT_KSTACK_ERR);
+	nk = !kernel ? 0
+		     : take_stack(ctx, rec->stack, shim_config.kstack_depth,
+				  kskip & BPF_F_SKIP_FIELD_MASK, rec, PP_SF_KSTACK_TRUNC,
+				  PP_SF_KSTACK_ERR, cnt, PP_CNT_KSTACK_TRUNC, PP_CNT_KSTACK_ERR);
 	if (nk > PP_MAX_STACK_DEPTH)
 		nk = PP_MAX_STACK_DEPTH;
 	rec->ip = nk ? rec->stack[0] : 0;
@@ -1099,6 +1131,12 @@ static __always_inline struct pp_sample *off_cpu_record(void *ctx, struct pp_cou
 	rec->nr_kstack = nk;
 	rec->nr_ustack = nu;
 	return rec;
+}
+
+static __always_inline struct pp_sample *off_cpu_record(void *ctx, struct pp_counters *cnt,
+							const int tables, const __u64 kskip)
+{
+	return off_cpu_record_of(ctx, cnt, tables, kskip, 1);
 }
 
 /* How a wait ends: its state, and the part after the wakeup shown apart (sch delay). */
@@ -1155,18 +1193,20 @@ static __always_inline void off_cpu_value(struct pp_sample *rec, __u64 now, __u6
 }
 
 /*
- * A noted wait of tid whose end was not traced (the thread ran again, and now leaves the CPU
- * again or exits): forgotten, and where its stacks are held and its wakeup was seen, recorded
- * as ending there (a sleep; its wait for a CPU after the wakeup is not known).
+ * A noted wait of task t (current) whose end was not traced (the thread ran again, and now
+ * leaves the CPU again or exits): forgotten, and where its stacks are held and its end is
+ * known (unseen_end_ns), recorded as ending there.
  */
-static __always_inline void off_cpu_unseen_end(__u32 tid, const struct off_cpu_since *old,
+static __always_inline void off_cpu_unseen_end(struct task_struct *t, __u32 tid,
+					       const struct off_cpu_since *old,
 					       struct pp_counters *cnt)
 {
-	struct off_cpu_end_info end = {.state = old->state};
-	__u64 wake_ns = old->wake_ns, off_ns = wake_ns - old->time_ns;
+	struct off_cpu_end_info end = {.state = old->state, .delay_state = old->wake_state};
+	__u64 end_ns = unseen_end_ns(t, old->time_ns, old->wake_ns, old->run_delay);
+	__u64 off_ns = end_ns - old->time_ns;
 	struct pp_sample *rec;
 
-	if (!old->held || wake_ns <= old->time_ns) {
+	if (!old->held || end_ns <= old->time_ns) {
 		if (old->held)
 			bpf_map_delete_elem(&off_cpu_records, &tid);
 		count_in(cnt, PP_CNT_OFF_CPU_UNSEEN_END);
@@ -1183,7 +1223,9 @@ static __always_inline void off_cpu_unseen_end(__u32 tid, const struct off_cpu_s
 		count_in(cnt, PP_CNT_OFF_CPU_EVICTED);
 		return;
 	}
-	off_cpu_value(rec, wake_ns, off_ns, &end);
+	if (old->wake_ns > old->time_ns && end_ns - old->wake_ns >= shim_config.off_cpu_min_ns)
+		end.delay_ns = end_ns - old->wake_ns;
+	off_cpu_value(rec, end_ns, off_ns, &end);
 	write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED, 0);
 	bpf_map_delete_elem(&off_cpu_records, &tid);
 }
@@ -1238,7 +1280,7 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 	 * ended before its held record is taken over by this wait's */
 	old = bpf_map_lookup_elem(&off_cpu_waiting, &tid);
 	if (old) {
-		off_cpu_unseen_end(tid, old, cnt);
+		off_cpu_unseen_end(prev, tid, old, cnt);
 		bpf_map_delete_elem(&off_cpu_waiting, &tid);
 	}
 	/* schedule() calls the scheduler without preempt; preemption does not return there */
@@ -1251,6 +1293,7 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 		}
 	}
 	since.time_ns = bpf_ktime_get_ns();
+	since.run_delay = run_delay_of(prev);
 	since.wake_ns = 0;
 	since.wake_state = 0;
 	/* a note made meanwhile (a race with the lookup above): not recorded */
@@ -1358,6 +1401,354 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 	return 0;
 }
 
+/*
+ * PP_OFF_CPU_AT_SYSCALL_EXIT (record.h): a wait noted in the task's own storage, and where its
+ * stacks are taken. A task leaves the CPU from a system call's body, or from elsewhere
+ * (preempted in user mode or on its way back there, stopped): only the first returns through
+ * the system call's exit with the user registers and stack it waited with.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pp_off_cpu_task);
+} off_cpu_tasks SEC(".maps");
+
+#define PP_X86_USER_CS 0x33
+#define PP_ENOSYS 38
+
+/*
+ * Whether t (off the CPU, or current) is in a system call's body, and its user ip and sp. The
+ * x86-64 entry saves the user rip in rcx and rflags in r11 (the syscall instruction put them
+ * there) beside themselves in pt_regs, and sets ax to -ENOSYS until the call returns: an
+ * interrupt or exception taken in user mode leaves rcx and r11 as the program had them, and
+ * the work after the call (signals, task work, the way back) sees its result in ax. A false
+ * "no" costs stacks taken at the switch; a false "yes" a user stack that is left out (the
+ * registers are compared again where it is taken).
+ */
+static __always_inline int task_in_syscall(struct task_struct *t, __u64 *ip, __u64 *sp)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	struct pt_regs r;
+
+	if (!regs || bpf_probe_read_kernel(&r, sizeof(r), regs))
+		return 0;
+	*ip = r.rip;
+	*sp = r.rsp;
+	return (r.cs & 0xffff) == PP_X86_USER_CS && r.rcx == r.rip && r.r11 == r.eflags &&
+	       (long)r.rax == -PP_ENOSYS && (long)r.orig_rax >= 0;
+#else
+	return 0;
+#endif
+}
+
+/*
+ * The record in scratch of t's wait, which ends now at a traced switch back to it: its kernel
+ * stack as it waited (t is not running: the kernel walks its saved stack), then the user
+ * frames held (taken as it left), if any. NULL where scratch is missing.
+ */
+static __always_inline struct pp_sample *
+off_cpu_resumed_record(struct task_struct *t, const struct pp_sample *held, struct pp_counters *cnt)
+{
+	__u32 zero = 0, tid = t->pid;
+	struct pp_sample *rec = bpf_map_lookup_elem(&scratch, &zero);
+	__u32 depth = shim_config.kstack_depth;
+	__u64 nu = 0;
+	long n = 0;
+
+	if (!rec) {
+		count_in(cnt, PP_CNT_SCRATCH_MISS);
+		return NULL;
+	}
+	rec->hdr.type = PP_REC_SAMPLE;
+	rec->hdr.version = PP_RECORD_ABI_VERSION;
+	rec->tgid = t->tgid;
+	rec->tid = tid;
+	rec->cgroup_id = BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
+	rec->data_src = 0;
+	rec->phys_addr = 0;
+	rec->sample_flags = 0;
+	rec->event_cookie = 0;
+	rec->flags = PP_SF_OFF_CPU | PP_SF_KERNEL_IP;
+	rec->_pad0 = 0;
+	bpf_probe_read_kernel(rec->comm, sizeof(rec->comm), t->comm);
+	if (depth > PP_MAX_STACK_DEPTH)
+		depth = PP_MAX_STACK_DEPTH;
+	if (depth) {
+		n = bpf_get_task_stack(t, rec->stack, depth * sizeof(__u64), 0);
+		if (n < 0) {
+			rec->flags |= PP_SF_KSTACK_ERR;
+			count_in(cnt, PP_CNT_KSTACK_ERR);
+			n = 0;
+		}
+		n /= sizeof(__u64);
+		if (n >= depth) {
+			rec->flags |= PP_SF_KSTACK_TRUNC;
+			count_in(cnt, PP_CNT_KSTACK_TRUNC);
+		}
+	}
+	if (n > PP_MAX_STACK_DEPTH)
+		n = PP_MAX_STACK_DEPTH;
+	rec->nr_kstack = n;
+	rec->ip = n ? rec->stack[0] : 0;
+	if (held) {
+		nu = held->nr_ustack;
+		if (nu > PP_MAX_STACK_DEPTH)
+			nu = 0;
+		rec->flags |= held->flags & ~(PP_SF_KSTACK_TRUNC | PP_SF_KSTACK_ERR);
+		/* masked too: the compiler may test a copy of the bound the verifier never sees */
+		if (nu && bpf_probe_read_kernel(&rec->stack[n & PP_MAX_STACK_DEPTH],
+						(nu * sizeof(__u64)) & 1023, held->stack))
+			nu = 0;
+	}
+	rec->nr_ustack = nu;
+	return rec;
+}
+
+/* The wait of t (not running) ends at now, at a traced switch back to it. */
+static __always_inline void off_cpu_task_ends(struct task_struct *t, struct pp_off_cpu_task *w,
+					      __u64 now, struct pp_counters *cnt)
+{
+	struct off_cpu_end_info end = {.state = w->state, .delay_state = w->wake_state};
+	__u64 off_ns = now - w->time_ns;
+	__u32 tid = t->pid;
+	struct pp_sample *rec, *held;
+
+	w->phase = PP_OC_IDLE;
+	if ((__s64)off_ns < (__s64)shim_config.off_cpu_min_ns || (__s64)off_ns <= 0) {
+		count_in(cnt, PP_CNT_OFF_CPU_SHORT);
+		if (w->held)
+			bpf_map_delete_elem(&off_cpu_records, &tid);
+		return;
+	}
+	if (w->wake_ns > w->time_ns && now - w->wake_ns >= shim_config.off_cpu_min_ns)
+		end.delay_ns = now - w->wake_ns;
+	if (!w->held) {
+		/* its user stack at the system call's exit */
+		rec = off_cpu_resumed_record(t, NULL, cnt);
+		if (!rec)
+			return;
+		off_cpu_value(rec, now, off_ns, &end);
+		if (bpf_map_update_elem(&off_cpu_records, &tid, rec, BPF_ANY)) {
+			count_in(cnt, PP_CNT_OFF_CPU_EVICTED);
+			return;
+		}
+		w->phase = PP_OC_PENDING;
+		return;
+	}
+	held = bpf_map_lookup_elem(&off_cpu_records, &tid);
+	if (!held) {
+		count_in(cnt, PP_CNT_OFF_CPU_EVICTED);
+		return;
+	}
+	rec = off_cpu_resumed_record(t, held, cnt);
+	bpf_map_delete_elem(&off_cpu_records, &tid);
+	if (!rec)
+		return;
+	off_cpu_value(rec, now, off_ns, &end);
+	write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED, 0);
+}
+
+/*
+ * The current task t, running, still has a wait noted: finished here. A pending one (its end
+ * traced) gets its user stack where the task is still in the system call it waited in (its
+ * registers unchanged; at a switch, still in the call's body); one whose end no switch showed
+ * ended at unseen_end_ns, and is recorded from what it holds: its stacks where it was held,
+ * else its user stack as above and no kernel stack (the one it waited in is gone).
+ */
+static __always_inline void off_cpu_task_finish(void *ctx, struct task_struct *t,
+						struct pp_off_cpu_task *w, struct pp_counters *cnt,
+						const int at_switch)
+{
+	struct off_cpu_end_info end = {.state = w->state, .delay_state = w->wake_state};
+	__u32 zero = 0, tid = t->pid;
+	__u64 ip = 0, sp = 0, end_ns, off_ns, nk = 0, nu = 0;
+	struct pp_sample *rec, *held;
+	int same_call;
+
+	same_call = task_in_syscall(t, &ip, &sp) || !at_switch;
+	same_call = same_call && ip == w->ip && sp == w->sp;
+	if (w->phase == PP_OC_WAITING) {
+		end_ns = unseen_end_ns(t, w->time_ns, w->wake_ns, w->run_delay);
+		off_ns = end_ns - w->time_ns;
+		w->phase = PP_OC_IDLE;
+		if (end_ns <= w->time_ns) {
+			count_in(cnt, PP_CNT_OFF_CPU_UNSEEN_END);
+			if (w->held)
+				bpf_map_delete_elem(&off_cpu_records, &tid);
+			return;
+		}
+		count_in(cnt, PP_CNT_OFF_CPU_ENDED_AT_WAKEUP);
+		if (off_ns < shim_config.off_cpu_min_ns) {
+			count_in(cnt, PP_CNT_OFF_CPU_SHORT);
+			if (w->held)
+				bpf_map_delete_elem(&off_cpu_records, &tid);
+			return;
+		}
+		if (w->wake_ns > w->time_ns && end_ns - w->wake_ns >= shim_config.off_cpu_min_ns)
+			end.delay_ns = end_ns - w->wake_ns;
+		if (w->held) {
+			held = bpf_map_lookup_elem(&off_cpu_records, &tid);
+			if (!held) {
+				count_in(cnt, PP_CNT_OFF_CPU_EVICTED);
+				return;
+			}
+			/* its kernel stack was to be taken as it came back */
+			held->flags |= PP_SF_KSTACK_ERR;
+			count_in(cnt, PP_CNT_KSTACK_ERR);
+			off_cpu_value(held, end_ns, off_ns, &end);
+			write_record(held, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED, 0);
+			bpf_map_delete_elem(&off_cpu_records, &tid);
+			return;
+		}
+		/* the kernel stack is this moment's: left out; the user one where it is the same */
+		rec = off_cpu_record_of(ctx, cnt, 1, 0, 0);
+		if (!rec)
+			return;
+		rec->flags |= PP_SF_KSTACK_ERR;
+		count_in(cnt, PP_CNT_KSTACK_ERR);
+		if (!same_call) {
+			rec->nr_ustack = 0;
+			rec->flags |= PP_SF_USTACK_ERR;
+			count_in(cnt, PP_CNT_USTACK_ERR);
+		}
+		rec->ip = 0;
+		rec->flags &= ~PP_SF_KERNEL_IP;
+		off_cpu_value(rec, end_ns, off_ns, &end);
+		write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED, 0);
+		return;
+	}
+	w->phase = PP_OC_IDLE;
+	held = bpf_map_lookup_elem(&off_cpu_records, &tid);
+	rec = bpf_map_lookup_elem(&scratch, &zero);
+	if (!held) {
+		count_in(cnt, PP_CNT_OFF_CPU_EVICTED);
+		return;
+	}
+	if (!rec) {
+		count_in(cnt, PP_CNT_SCRATCH_MISS);
+		bpf_map_delete_elem(&off_cpu_records, &tid);
+		return;
+	}
+	bpf_probe_read_kernel(rec, PP_SAMPLE_MAX_SIZE, held);
+	bpf_map_delete_elem(&off_cpu_records, &tid);
+	nk = rec->nr_kstack;
+	if (nk > PP_MAX_STACK_DEPTH)
+		return;
+	if (!same_call) {
+		rec->flags |= PP_SF_USTACK_ERR;
+		count_in(cnt, PP_CNT_USTACK_ERR);
+	} else if (shim_config.ustack_depth) {
+		__u64 uip = 0, usp = 0, ubp = 0;
+
+		if (task_user_regs(&uip, &usp, &ubp) == 0) {
+			count_in(cnt, PP_CNT_USTACK_SHIM);
+			nu = walk_user_tables(rec, (__u32)nk, uip, usp, ubp,
+					      shim_config.ustack_depth, cnt, 0, 0);
+		}
+	}
+	if (nu > PP_MAX_STACK_DEPTH)
+		nu = PP_MAX_STACK_DEPTH;
+	rec->nr_ustack = nu;
+	write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED, 0);
+}
+
+/*
+ * The switch tracepoint of PP_OFF_CPU_AT_SYSCALL_EXIT: next's noted wait ends; prev's is
+ * noted, with its stacks only where it left outside a system call's body.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch_deferred, int preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct pp_counters *cnt = cpu_counters();
+	__u32 tid = prev->pid, tgid = prev->tgid, state;
+	__u64 now = bpf_ktime_get_ns(), ip = 0, sp = 0;
+	struct pp_off_cpu_task *w;
+	struct pp_sample *rec;
+	int in_call;
+
+	if (!shim_config.off_cpu_every)
+		return 0;
+	w = bpf_task_storage_get(&off_cpu_tasks, next, 0, 0);
+	if (w && w->phase == PP_OC_WAITING)
+		off_cpu_task_ends(next, w, now, cnt);
+	if (!tid || (prev->flags & PP_PF_KTHREAD))
+		return 0;
+	if (shim_config.off_cpu_every > 1 && bpf_get_prandom_u32() % shim_config.off_cpu_every)
+		return 0;
+	if (shim_config.filter_tgids && !bpf_map_lookup_elem(&target_tgids, &tgid))
+		return 0;
+	if (shim_config.filter_cgroups && !cgroup_selected())
+		return 0;
+	state = off_cpu_state(prev, preempt);
+	if (state >= PP_OFF_CPU_STATES)
+		return 0;
+	w = bpf_task_storage_get(&off_cpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!w) {
+		count_in(cnt, PP_CNT_OFF_CPU_NOT_NOTED);
+		return 0;
+	}
+	/* a wait still noted: its thread came back unseen, or is still in its system call */
+	if (w->phase != PP_OC_IDLE)
+		off_cpu_task_finish(ctx, prev, w, cnt, 1);
+	in_call = task_in_syscall(prev, &ip, &sp);
+	w->held = !in_call;
+	if (w->held) {
+		/* its user stack now; the kernel one as it comes back, if that is long enough */
+		rec = off_cpu_record_of(ctx, cnt, 1, 0, 0);
+		if (!rec || bpf_map_update_elem(&off_cpu_records, &tid, rec, BPF_ANY)) {
+			count_in(cnt, PP_CNT_OFF_CPU_NOT_NOTED);
+			return 0;
+		}
+	}
+	w->time_ns = now;
+	w->wake_ns = 0;
+	w->wake_state = 0;
+	w->run_delay = run_delay_of(prev);
+	w->ip = ip;
+	w->sp = sp;
+	w->state = state;
+	w->phase = PP_OC_WAITING;
+	count_in(cnt, PP_CNT_OFF_CPU_NOTED);
+	return 0;
+}
+
+/* A system call returns, in its task's context: a wait noted in it is finished here. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit_deferred, struct pt_regs *regs, long ret)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct pp_off_cpu_task *w = bpf_task_storage_get(&off_cpu_tasks, t, 0, 0);
+
+	if (w && w->phase != PP_OC_IDLE)
+		off_cpu_task_finish(ctx, t, w, cpu_counters(), 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup_deferred, struct task_struct *p)
+{
+	struct pp_off_cpu_task *w = bpf_task_storage_get(&off_cpu_tasks, p, 0, 0);
+
+	if (w && w->phase == PP_OC_WAITING && !w->wake_ns) {
+		w->wake_state = runnable_state(p);
+		w->wake_ns = bpf_ktime_get_ns();
+	}
+	return 0;
+}
+
+/* A thread exits with a wait noted (running: its end was not traced, or it is pending). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit_deferred, struct task_struct *task)
+{
+	struct pp_off_cpu_task *w = bpf_task_storage_get(&off_cpu_tasks, task, 0, 0);
+
+	if (w && w->phase != PP_OC_IDLE)
+		off_cpu_task_finish(ctx, task, w, cpu_counters(), 0);
+	return 0;
+}
+
 /* Keeps the tgid filter following `record -- CMD` and `-p PID` into their child processes. */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
@@ -1410,7 +1801,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 
 	/* an exiting thread is running: a wait still noted ended where no switch was seen */
 	if (shim_config.off_cpu_every && (old = bpf_map_lookup_elem(&off_cpu_waiting, &tid))) {
-		off_cpu_unseen_end(tid, old, cpu_counters());
+		off_cpu_unseen_end(task, tid, old, cpu_counters());
 		bpf_map_delete_elem(&off_cpu_waiting, &tid);
 	}
 	if (tid != tgid)

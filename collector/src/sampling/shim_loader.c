@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,8 +69,8 @@ struct pp_shim {
 	struct bpf_link **links; /* perf events */
 	size_t nlinks, links_cap;
 	struct bpf_link *task_links[3];	   /* fork, exec, exit trackers */
-	struct bpf_link *off_cpu_links[3]; /* switch out, switch in, wakeup */
-	struct bpf_map *off_cpu_waiting, *off_cpu_records;
+	struct bpf_link *off_cpu_links[4]; /* switch out, switch in, wakeup, exit */
+	struct bpf_map *off_cpu_waiting, *off_cpu_records, *off_cpu_tasks;
 	uint32_t off_cpu_at;   /* PP_OFF_CPU_AT_*: where the stacks of waits are taken */
 	char switch_in_at[64]; /* the kernel function the switch-in probe is on */
 	int has_cookie;
@@ -214,22 +216,39 @@ int pp_kernel_can_fexit(const char *func)
 	return ret;
 }
 
-/* PP_OFF_CPU_AT_* for what was asked and what this kernel has. */
-static uint32_t off_cpu_stacks_at(enum pp_shim_off_cpu_stacks asked)
+/*
+ * Whether the switch tracepoint can leave the stacks of waits in system calls to the calls'
+ * exit (PP_OFF_CPU_AT_SYSCALL_EXIT): x86-64 (the registers say a task is in a call), task
+ * storage (5.11+) and the table walker's bpf_loop (5.17+, which brings bpf_task_pt_regs).
+ */
+static bool kernel_can_defer_off_cpu_stacks(bool table_walker_loop)
 {
+#if defined(__x86_64__)
+	return table_walker_loop && libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
+#else
+	(void)table_walker_loop;
+	return false;
+#endif
+}
+
+/* PP_OFF_CPU_AT_* for what was asked and what this kernel has. */
+static uint32_t off_cpu_stacks_at(enum pp_shim_off_cpu_stacks asked, bool can_defer)
+{
+	uint32_t at_switch = can_defer ? PP_OFF_CPU_AT_SYSCALL_EXIT : PP_OFF_CPU_AT_SWITCH;
+
 	switch (asked) {
 	case PP_SHIM_OFF_CPU_KPROBE:
 		return PP_OFF_CPU_AT_RESUME;
 	case PP_SHIM_OFF_CPU_FEXIT:
 		return PP_OFF_CPU_AT_SCHEDULE_RETURN;
 	case PP_SHIM_OFF_CPU_SWITCH:
-		return PP_OFF_CPU_AT_SWITCH;
+		return at_switch;
 	case PP_SHIM_OFF_CPU_AUTO:
 	default:
 		if (pp_sys_kprobes_at("/sys") == PP_FEAT_YES)
 			return PP_OFF_CPU_AT_RESUME;
 		return pp_kernel_can_fexit("schedule") == 0 ? PP_OFF_CPU_AT_SCHEDULE_RETURN
-							    : PP_OFF_CPU_AT_SWITCH;
+							    : at_switch;
 	}
 }
 
@@ -576,15 +595,20 @@ static int install_rings(struct pp_shim *shim, const int *cpus, char *err, size_
 	return 0;
 }
 
-/* Switch out, and switch in by kprobe or fexit; each plain, then with the table walker. */
+/*
+ * Switch out, and switch in by kprobe or fexit; each plain, then with the table walker; then
+ * PP_OFF_CPU_AT_SYSCALL_EXIT's switch and system call exit (the table walker's only).
+ */
 static const char *const switch_prog_names[] = {"on_switch",	      "on_switch_unwind",
 						"on_switch_in",	      "on_switch_in_unwind",
-						"on_schedule_return", "on_schedule_return_unwind"};
+						"on_schedule_return", "on_schedule_return_unwind",
+						"on_switch_deferred", "on_sys_exit_deferred"};
 #define NR_SWITCH_PROGS (sizeof(switch_prog_names) / sizeof(switch_prog_names[0]))
 
 /* The switch tracepoint last: a wait is noted only once its wakeup and end can be seen. */
 static int attach_off_cpu(struct pp_shim *shim, struct bpf_program *out, struct bpf_program *in,
-			  struct bpf_program *wakeup, char *err, size_t errlen)
+			  struct bpf_program *wakeup, struct bpf_program *exit, char *err,
+			  size_t errlen)
 {
 	int ret;
 
@@ -595,7 +619,22 @@ static int attach_off_cpu(struct pp_shim *shim, struct bpf_program *out, struct 
 			 strerror(-ret));
 		return ret;
 	}
-	if (!in) {
+	if (exit && !(shim->off_cpu_links[3] = bpf_program__attach(exit))) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot attach the off-CPU tracepoint sched_process_exit: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	if (shim->off_cpu_at == PP_OFF_CPU_AT_SYSCALL_EXIT) {
+		shim->off_cpu_links[1] = bpf_program__attach(in);
+		if (!shim->off_cpu_links[1]) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot attach the off-CPU tracepoint sys_exit: %s",
+				 strerror(-ret));
+			return ret;
+		}
+		snprintf(shim->switch_in_at, sizeof(shim->switch_in_at), "sched_switch+sys_exit");
+	} else if (!in) {
 		snprintf(shim->switch_in_at, sizeof(shim->switch_in_at), "sched_switch");
 	} else if (shim->off_cpu_at == PP_OFF_CPU_AT_SCHEDULE_RETURN) {
 		shim->off_cpu_links[1] = bpf_program__attach_trace(in);
@@ -634,9 +673,9 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	static const char *const sample_progs[] = {"on_sample", "on_sample_unwind",
 						   "on_sample_unwind_loop"};
 	struct bpf_program *on_fork, *on_exec, *on_exit, *switch_progs[NR_SWITCH_PROGS],
-	    *switch_out, *switch_in, *on_wakeup;
+	    *switch_out, *switch_in, *on_wakeup, *on_wakeup_deferred, *on_exit_deferred;
 	int pick, all_progs;
-	bool tables;
+	bool tables, deferred;
 	uint64_t total_bytes, ring_bytes;
 	int *cpus = NULL;
 	size_t ncpus = 0;
@@ -730,12 +769,15 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	on_exec = bpf_object__find_program_by_name(shim->obj, "on_exec");
 	on_exit = bpf_object__find_program_by_name(shim->obj, "on_exit");
 	on_wakeup = bpf_object__find_program_by_name(shim->obj, "on_wakeup");
+	on_wakeup_deferred = bpf_object__find_program_by_name(shim->obj, "on_wakeup_deferred");
+	on_exit_deferred = bpf_object__find_program_by_name(shim->obj, "on_exit_deferred");
 	for (size_t i = 0; i < NR_SWITCH_PROGS; i++) {
 		switch_progs[i] = bpf_object__find_program_by_name(shim->obj, switch_prog_names[i]);
 		all_progs &= switch_progs[i] != NULL;
 	}
 	shim->off_cpu_waiting = bpf_object__find_map_by_name(shim->obj, "off_cpu_waiting");
 	shim->off_cpu_records = bpf_object__find_map_by_name(shim->obj, "off_cpu_records");
+	shim->off_cpu_tasks = bpf_object__find_map_by_name(shim->obj, "off_cpu_tasks");
 	shim->rings = bpf_object__find_map_by_name(shim->obj, "rings");
 	shim->counters = bpf_object__find_map_by_name(shim->obj, "counters");
 	shim->target_tgids = bpf_object__find_map_by_name(shim->obj, "target_tgids");
@@ -744,7 +786,8 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	if (!shim->on_sample || !on_fork || !on_exec || !on_exit || !on_wakeup || !shim->rings ||
 	    !shim->counters || !shim->target_tgids || !shim->cgroup_filter ||
 	    !shim->cgroup_levels || !all_progs || !shim->unwind_rows || !shim->unwind_rules ||
-	    !shim->unwind_procs || !shim->off_cpu_waiting || !shim->off_cpu_records) {
+	    !shim->unwind_procs || !shim->off_cpu_waiting || !shim->off_cpu_records ||
+	    !shim->off_cpu_tasks || !on_wakeup_deferred || !on_exit_deferred) {
 		snprintf(err, errlen, "BPF shim object is incomplete (build mismatch)");
 		ret = -ENOENT;
 		goto fail;
@@ -768,8 +811,10 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	 * there is none, the tracepoint takes the stacks); the table walker's where the sample
 	 * program is bpf_loop's
 	 */
-	shim->off_cpu_at =
-	    opts->off_cpu_every ? off_cpu_stacks_at(opts->off_cpu_stacks) : PP_OFF_CPU_AT_RESUME;
+	shim->off_cpu_at = opts->off_cpu_every
+			       ? off_cpu_stacks_at(opts->off_cpu_stacks,
+						   kernel_can_defer_off_cpu_stacks(pick == 1))
+			       : PP_OFF_CPU_AT_RESUME;
 	if (shim->off_cpu_at == PP_OFF_CPU_AT_SCHEDULE_RETURN &&
 	    opts->off_cpu_stacks == PP_SHIM_OFF_CPU_FEXIT &&
 	    (ret = pp_kernel_can_fexit("schedule")) != 0) {
@@ -779,18 +824,25 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 			 strerror(-ret));
 		goto fail;
 	}
-	switch_out = switch_progs[shim->off_cpu_at != PP_OFF_CPU_AT_RESUME && pick == 1];
+	deferred = shim->off_cpu_at == PP_OFF_CPU_AT_SYSCALL_EXIT;
+	switch_out = deferred ? switch_progs[6]
+			      : switch_progs[shim->off_cpu_at != PP_OFF_CPU_AT_RESUME && pick == 1];
 	switch_in = shim->off_cpu_at == PP_OFF_CPU_AT_RESUME ? switch_progs[2 + (pick == 1)]
 		    : shim->off_cpu_at == PP_OFF_CPU_AT_SCHEDULE_RETURN
 			? switch_progs[4 + (pick == 1)]
-			: NULL;
+		    : deferred ? switch_progs[7]
+			       : NULL;
 	for (size_t i = 0; i < NR_SWITCH_PROGS; i++)
 		bpf_program__set_autoload(switch_progs[i],
 					  opts->off_cpu_every && (switch_progs[i] == switch_out ||
 								  switch_progs[i] == switch_in));
-	bpf_program__set_autoload(on_wakeup, opts->off_cpu_every != 0);
+	bpf_program__set_autoload(on_wakeup, opts->off_cpu_every != 0 && !deferred);
+	bpf_program__set_autoload(on_wakeup_deferred, opts->off_cpu_every != 0 && deferred);
+	bpf_program__set_autoload(on_exit_deferred, opts->off_cpu_every != 0 && deferred);
+	/* task storage is 5.11's: a kernel that cannot defer never creates it */
+	bpf_map__set_autocreate(shim->off_cpu_tasks, opts->off_cpu_every != 0 && deferred);
 	cfg->off_cpu_stacks_at = shim->off_cpu_at;
-	if (!opts->off_cpu_every)
+	if (!opts->off_cpu_every || deferred)
 		bpf_map__set_max_entries(shim->off_cpu_waiting, 1);
 	if (shim->off_cpu_at == PP_OFF_CPU_AT_RESUME)
 		bpf_map__set_max_entries(shim->off_cpu_records, 1);
@@ -841,7 +893,9 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	if (ret)
 		goto fail;
 	if (opts->off_cpu_every) {
-		ret = attach_off_cpu(shim, switch_out, switch_in, on_wakeup, err, errlen);
+		ret = attach_off_cpu(shim, switch_out, switch_in,
+				     deferred ? on_wakeup_deferred : on_wakeup,
+				     deferred ? on_exit_deferred : NULL, err, errlen);
 		if (ret)
 			goto fail;
 	}
@@ -956,10 +1010,47 @@ int pp_shim_add_target(struct pp_shim *shim, uint32_t tgid)
 				    BPF_ANY);
 }
 
+/*
+ * Task storage has no keys to walk: the calling process's threads are looked up by pidfd
+ * (a thread's own from 6.9: PIDFD_THREAD; before, the main thread's only).
+ */
+static int off_cpu_tasks_waiting(const struct pp_shim *shim, uint32_t *tids, size_t max)
+{
+	struct dirent *de;
+	DIR *dir = opendir("/proc/self/task");
+	int n = 0;
+
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir))) {
+		struct pp_off_cpu_task w;
+		long tid = strtol(de->d_name, NULL, 10);
+		int fd, err;
+
+		if (tid <= 0)
+			continue;
+		fd = (int)syscall(SYS_pidfd_open, (pid_t)tid, tid == getpid() ? 0 : O_EXCL);
+		if (fd < 0)
+			continue;
+		err = bpf_map__lookup_elem(shim->off_cpu_tasks, &fd, sizeof(fd), &w, sizeof(w), 0);
+		close(fd);
+		if (err || w.phase == PP_OC_IDLE)
+			continue;
+		if ((size_t)n < max)
+			tids[n] = (uint32_t)tid;
+		n++;
+	}
+	closedir(dir);
+	return n;
+}
+
 int pp_shim_off_cpu_waiting(const struct pp_shim *shim, uint32_t *tids, size_t max)
 {
 	uint32_t key, next;
 	int n = 0, err;
+
+	if (shim->off_cpu_at == PP_OFF_CPU_AT_SYSCALL_EXIT)
+		return off_cpu_tasks_waiting(shim, tids, max);
 
 	for (err = bpf_map__get_next_key(shim->off_cpu_waiting, NULL, &next, sizeof(next)); !err;
 	     err = bpf_map__get_next_key(shim->off_cpu_waiting, &key, &next, sizeof(next))) {

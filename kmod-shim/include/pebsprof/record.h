@@ -77,6 +77,34 @@
  * stacks are taken at the switch (preempt set) and held.
  */
 #define PP_OFF_CPU_AT_SCHEDULE_RETURN 2
+/*
+ * Neither, on 5.17+ (task storage, bpf_task_pt_regs, bpf_loop): the switch tracepoint notes
+ * the wait in the task's storage and walks nothing where the task left in a system call's
+ * body (its user registers say so); a wait long enough to record takes its kernel stack as
+ * the traced switch brings the task back (bpf_get_task_stack), and its user stack, the same
+ * until the call returns, at the call's exit (the sys_exit tracepoint), in the task's
+ * context. Other waits (preempted in user mode, stopped) take theirs as they leave and are
+ * held, as at PP_OFF_CPU_AT_SWITCH.
+ */
+#define PP_OFF_CPU_AT_SYSCALL_EXIT 3
+
+/* A thread's wait there, in its task storage (off_cpu_tasks). */
+#define PP_OC_IDLE 0	/* no wait noted */
+#define PP_OC_WAITING 1 /* off the CPU, or back on it through a switch no one traced */
+#define PP_OC_PENDING                                                                              \
+	2 /* ended, long enough: its record waits in off_cpu_records for its user                  \
+	   * stack, at the system call's exit */
+
+struct pp_off_cpu_task {
+	__u64 time_ns;	 /* left the CPU */
+	__u64 wake_ns;	 /* woken; 0: not (yet), or it never slept */
+	__u64 run_delay; /* sched_info.run_delay as it left */
+	__u64 ip, sp;	 /* its user registers as it left, where that was in a system call */
+	__u32 state;
+	__u16 wake_state;
+	__u8 phase; /* PP_OC_* */
+	__u8 held;  /* its record, stacks and all, was taken as it left */
+};
 
 /* pp_sample.weight of an off-CPU record: why the task was off the CPU */
 #define PP_OFF_CPU_RUNNABLE 0 /* preempted or still runnable: waited for a CPU (busy, quota) */
