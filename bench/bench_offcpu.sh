@@ -121,24 +121,29 @@ ratio() {
 	awk -v a="$1" -v b="$2" -v f="${3:-%.2fx}" 'BEGIN { if (b > 0) printf f, a / b; else printf "-" }'
 }
 
-# measure NAME CMD...: runs CMD beside a fresh switcher; sets B_MS (busy ms), SW (switches/s)
+# measure NAME CMD...: runs CMD beside a fresh switcher; sets B_MS (busy ms), SW (switches/s),
+# LOAD_US (the switcher's own CPU, the scheduler's count: the tracepoints' and BPF programs'
+# work at its switches and system calls runs in its threads' time)
 measure() {
-	local name=$1 b0 s0 b1 s1 t0 t1
+	local name=$1 b0 s0 b1 s1 t0 t1 l0 l1
 	shift
 	"$SWITCHER" "$RATE" $((SECS + 30)) "$PAIRS" &
 	local load=$!
 	sleep 1
 	b0=$(busy_ms)
 	s0=$(switches)
+	l0=$(proc_us "$load")
 	t0=$(date +%s%N)
 	"$@"
 	t1=$(date +%s%N)
+	l1=$(proc_us "$load")
 	b1=$(busy_ms)
 	s1=$(switches)
 	kill "$load" 2>/dev/null
 	wait "$load" 2>/dev/null
 	WALL_MS=$(((t1 - t0) / 1000000))
 	B_MS=$((b1 - b0))
+	LOAD_US=$((l1 - l0))
 	SW=$(((s1 - s0) * 1000 / (WALL_MS > 0 ? WALL_MS : 1)))
 }
 
@@ -173,10 +178,11 @@ printf '%-9s | %-24s | %-31s | %-22s | %s\n' "messages" "load alone" "pebsprof r
 	"perf -e sched_switch -g" "pebsprof / perf"
 for RATE in ${RATES//,/ }; do
 	measure base sleep "$SECS"
-	base_busy=$B_MS base_sw=$SW base_wall=$WALL_MS
+	base_busy=$B_MS base_sw=$SW base_wall=$WALL_MS base_load=$LOAD_US
 	# the load's own busy time over a steady window of W ms: base_busy * W / base_wall
 	measure pebsprof pebsprof_run
 	pp_busy=$((B_MS - base_busy * WALL_MS / base_wall)) pp_sw=$SW
+	pp_load=$(((LOAD_US - base_load * WALL_MS / base_wall) / 1000))
 	pp_cpu=$(cpu_ms "$TMP/pp.time")
 	read -r bpf_ns bpf_runs <"$TMP/pp.bpf"
 	lost=$(sed -n 's/.* lost \([0-9]*\) (ring buffer full [0-9]*, not noted.*/\1/p' "$TMP/pp.out")
@@ -184,6 +190,7 @@ for RATE in ${RATES//,/ }; do
 	at=$(sed -n 's/.*stacks taken at \([^ ;]*\).*/\1/p' "$TMP/pp.out")
 	measure perf perf_run
 	perf_busy=$((B_MS - base_busy * WALL_MS / base_wall)) perf_sw=$SW
+	perf_load=$(((LOAD_US - base_load * WALL_MS / base_wall) / 1000))
 	perf_cpu=$(cpu_ms "$TMP/perf.time")
 	printf '%-9s | %6d sw/s, busy %5d ms | %6d sw/s, cpu %5d ms, +%5d ms | %6d sw/s, cpu %5d ms | cpu %s, +busy %s\n' \
 		"$RATE/s" "$base_sw" "$base_busy" "$pp_sw" "$pp_cpu" "$pp_busy" "$perf_sw" "$perf_cpu" \
@@ -198,6 +205,9 @@ for RATE in ${RATES//,/ }; do
 		"$(ratio "$pp_sc" "$pp_sw_ms" %.2f)" "$(ratio "$pp_sb" "$((pp_sw_ms / 1000))" %.1f)" \
 		"$(ratio "$perf_sc" "$perf_sw_ms" %.2f)" "$(ratio "$perf_sb" "$((perf_sw_ms / 1000))" %.1f)" \
 		"$(ratio "$pp_sc" "$perf_sc")" "$(ratio "$pp_sb" "$perf_sb")"
+	printf '          the load'"'"'s own CPU: alone %d ms; beside pebsprof +%d ms, beside perf +%d ms; pebsprof cpu + that: %d ms, perf: %d ms (%s)\n' \
+		"$((base_load / 1000))" "$pp_load" "$perf_load" "$((pp_cpu + pp_load))" \
+		"$((perf_cpu + perf_load))" "$(ratio "$((pp_cpu + pp_load))" "$((perf_cpu + perf_load))")"
 	echo "          pebsprof: BPF $(ratio "$bpf_ns" "$bpf_runs" %.0f) ns a run over $bpf_runs runs (stacks at ${at:-?}), ${waits:-?} waits recorded, lost ${lost:-?}; perf: +busy $perf_busy ms, $(du -k "$TMP/perf.data" 2>/dev/null | cut -f1) KiB of perf.data"
 	rm -f "$TMP/perf.data" "$TMP/pp.folded"
 done
@@ -205,3 +215,5 @@ echo
 echo "cpu: the process's user + system CPU; +busy: the machine's busy CPU beyond the load alone"
 echo "(in-kernel work included), both over the $SECS s run; steady state: the same from a third"
 echo "of the run to a sixth before its end, per second (- where the window could not be read)."
+echo "The load's own CPU (its threads' schedstat, exact where /proc/stat's ticks are not) grows by"
+echo "what each tool's in-kernel handlers cost it; with the tool's own CPU, the cost of each."
