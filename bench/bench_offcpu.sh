@@ -109,7 +109,7 @@ steady() {
 # bpftool and awk, as cheap as it gets: the busy CPU measured includes it
 bpf_ns() {
 	bpftool prog show 2>/dev/null | awk '
-		/ name on_(switch|wakeup|schedule|sys_exit)/ { on = 1 } / name / && !/ name on_(switch|wakeup|schedule|sys_exit)/ { on = 0 }
+		/ name on_(switch|wakeup|schedule|rseq)/ { on = 1 } / name / && !/ name on_(switch|wakeup|schedule|rseq)/ { on = 0 }
 		on { for (i = 1; i < NF; i++) {
 			if ($i == "run_time_ns") ns += $(i + 1)
 			if ($i == "run_cnt") runs += $(i + 1) } }

@@ -62,6 +62,7 @@ struct cfs_rq {
 
 struct sched_entity {
 	struct cfs_rq *cfs_rq; /* CONFIG_FAIR_GROUP_SCHED: the queue the entity is on */
+	unsigned long long sum_exec_runtime; /* ns on a CPU, brought up to date at each switch */
 };
 
 /* CONFIG_SCHED_INFO: the time the task waited on a run queue, summed as it got a CPU */
@@ -90,6 +91,7 @@ struct task_struct {
 	struct sched_info sched_info;
 	char comm[16];
 	struct css_set *cgroups;
+	void *rseq; /* CONFIG_RSEQ: the thread's registered struct rseq (user), or NULL */
 };
 
 /* Before 5.14 the state was a long named state. */

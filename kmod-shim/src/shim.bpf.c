@@ -1064,6 +1064,23 @@ static __always_inline __u64 unseen_end_ns(struct task_struct *t, __u64 left_ns,
 	return grew ? left_ns + grew : 0;
 }
 
+/*
+ * Where unseen_end_ns knows nothing (seen: a sleep whose wakeup and run-queue wait the kernel
+ * never reported, about 1 in 100,000 waits on the development VM): t is running now, and has
+ * run for what its sum_exec_runtime grew by since it left, at least; so it came back at most
+ * that long before now. Exact at a switch (the scheduler has just brought the sum up to
+ * date); elsewhere it counts up to the last tick, and the wait may read up to a tick long.
+ */
+static __always_inline __u64 running_since_ns(struct task_struct *t, __u64 left_ns,
+					      __u64 runtime_then)
+{
+	__u64 now = bpf_ktime_get_ns(), ran = BPF_CORE_READ(t, se.sum_exec_runtime) - runtime_then;
+
+	if ((__s64)ran < 0 || ran >= now - left_ns)
+		return 0;
+	return now - ran;
+}
+
 /* Stacks taken at the switch: the record of each waiting thread, taken as it left. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -1402,10 +1419,9 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 }
 
 /*
- * PP_OFF_CPU_AT_SYSCALL_EXIT (record.h): a wait noted in the task's own storage, and where its
- * stacks are taken. A task leaves the CPU from a system call's body, or from elsewhere
- * (preempted in user mode or on its way back there, stopped): only the first returns through
- * the system call's exit with the user registers and stack it waited with.
+ * PP_OFF_CPU_AT_USER_RETURN (record.h): a wait noted in the task's own storage; its stacks
+ * taken as it comes back (kernel) and on its way back to user mode (user), or, for a task
+ * without restartable sequences, the user one as it leaves.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -1415,18 +1431,10 @@ struct {
 } off_cpu_tasks SEC(".maps");
 
 #define PP_X86_USER_CS 0x33
-#define PP_ENOSYS 38
+#define PP_X86_SYSCALL_INSN_LEN 2 /* 0f 05 */
 
-/*
- * Whether t (off the CPU, or current) is in a system call's body, and its user ip and sp. The
- * x86-64 entry saves the user rip in rcx and rflags in r11 (the syscall instruction put them
- * there) beside themselves in pt_regs, and sets ax to -ENOSYS until the call returns: an
- * interrupt or exception taken in user mode leaves rcx and r11 as the program had them, and
- * the work after the call (signals, task work, the way back) sees its result in ax. A false
- * "no" costs stacks taken at the switch; a false "yes" a user stack that is left out (the
- * registers are compared again where it is taken).
- */
-static __always_inline int task_in_syscall(struct task_struct *t, __u64 *ip, __u64 *sp)
+/* t's user ip and sp as it entered the kernel: 1, or 0 (a kernel thread, a compat task). */
+static __always_inline int task_user_ip_sp(struct task_struct *t, __u64 *ip, __u64 *sp)
 {
 #if defined(__TARGET_ARCH_x86)
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
@@ -1436,11 +1444,23 @@ static __always_inline int task_in_syscall(struct task_struct *t, __u64 *ip, __u
 		return 0;
 	*ip = r.rip;
 	*sp = r.rsp;
-	return (r.cs & 0xffff) == PP_X86_USER_CS && r.rcx == r.rip && r.r11 == r.eflags &&
-	       (long)r.rax == -PP_ENOSYS && (long)r.orig_rax >= 0;
+	return (r.cs & 0xffff) == PP_X86_USER_CS;
 #else
 	return 0;
 #endif
+}
+
+/*
+ * Whether t registered restartable sequences (glibc does for every thread from 2.35): then
+ * every switch away from the CPU marks it, and the kernel updates its rseq area, with the
+ * rseq_update tracepoint, in its context on its way back to user mode, before any user
+ * instruction: where its user stack is still the one it waited in.
+ */
+static __always_inline int task_has_rseq(struct task_struct *t)
+{
+	if (!bpf_core_field_exists(t->rseq))
+		return 0;
+	return BPF_CORE_READ(t, rseq) != NULL;
 }
 
 /*
@@ -1525,7 +1545,7 @@ static __always_inline void off_cpu_task_ends(struct task_struct *t, struct pp_o
 	if (w->wake_ns > w->time_ns && now - w->wake_ns >= shim_config.off_cpu_min_ns)
 		end.delay_ns = now - w->wake_ns;
 	if (!w->held) {
-		/* its user stack at the system call's exit */
+		/* its user stack on its way back to user mode */
 		rec = off_cpu_resumed_record(t, NULL, cnt);
 		if (!rec)
 			return;
@@ -1552,14 +1572,12 @@ static __always_inline void off_cpu_task_ends(struct task_struct *t, struct pp_o
 
 /*
  * The current task t, running, still has a wait noted: finished here. A pending one (its end
- * traced) gets its user stack where the task is still in the system call it waited in (its
- * registers unchanged; at a switch, still in the call's body); one whose end no switch showed
- * ended at unseen_end_ns, and is recorded from what it holds: its stacks where it was held,
- * else its user stack as above and no kernel stack (the one it waited in is gone).
+ * traced) gets its user stack where its user registers are the ones it left with; one whose
+ * end no switch showed ended at unseen_end_ns, and is recorded from what it holds: its user
+ * stack where it was held, else as above, and no kernel stack (the one it waited in is gone).
  */
 static __always_inline void off_cpu_task_finish(void *ctx, struct task_struct *t,
-						struct pp_off_cpu_task *w, struct pp_counters *cnt,
-						const int at_switch)
+						struct pp_off_cpu_task *w, struct pp_counters *cnt)
 {
 	struct off_cpu_end_info end = {.state = w->state, .delay_state = w->wake_state};
 	__u32 zero = 0, tid = t->pid;
@@ -1567,10 +1585,19 @@ static __always_inline void off_cpu_task_finish(void *ctx, struct task_struct *t
 	struct pp_sample *rec, *held;
 	int same_call;
 
-	same_call = task_in_syscall(t, &ip, &sp) || !at_switch;
-	same_call = same_call && ip == w->ip && sp == w->sp;
+	/*
+	 * still on its way back from where it waited: it has not run a user instruction since
+	 * (rseq_update would have finished the wait), so its user registers are unchanged (a
+	 * signal's frame is set up after rseq_update), but for a system call the kernel will
+	 * restart after a signal handler: its ip moved back onto the 2-byte syscall instruction,
+	 * in the same frame. An exec or a debugger moves them.
+	 */
+	same_call = task_user_ip_sp(t, &ip, &sp) && sp == w->sp &&
+		    (ip == w->ip || ip + PP_X86_SYSCALL_INSN_LEN == w->ip);
 	if (w->phase == PP_OC_WAITING) {
 		end_ns = unseen_end_ns(t, w->time_ns, w->wake_ns, w->run_delay);
+		if (end_ns <= w->time_ns)
+			end_ns = running_since_ns(t, w->time_ns, w->runtime);
 		off_ns = end_ns - w->time_ns;
 		w->phase = PP_OC_IDLE;
 		if (end_ns <= w->time_ns) {
@@ -1655,8 +1682,9 @@ static __always_inline void off_cpu_task_finish(void *ctx, struct task_struct *t
 }
 
 /*
- * The switch tracepoint of PP_OFF_CPU_AT_SYSCALL_EXIT: next's noted wait ends; prev's is
- * noted, with its stacks only where it left outside a system call's body.
+ * The switch tracepoint of PP_OFF_CPU_AT_USER_RETURN: next's noted wait ends; prev's is
+ * noted, with its user stack only where no rseq_update will come before its next user
+ * instruction.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch_deferred, int preempt, struct task_struct *prev, struct task_struct *next)
@@ -1666,7 +1694,7 @@ int BPF_PROG(on_switch_deferred, int preempt, struct task_struct *prev, struct t
 	__u64 now = bpf_ktime_get_ns(), ip = 0, sp = 0;
 	struct pp_off_cpu_task *w;
 	struct pp_sample *rec;
-	int in_call;
+	int deferred;
 
 	if (!shim_config.off_cpu_every)
 		return 0;
@@ -1689,11 +1717,16 @@ int BPF_PROG(on_switch_deferred, int preempt, struct task_struct *prev, struct t
 		count_in(cnt, PP_CNT_OFF_CPU_NOT_NOTED);
 		return 0;
 	}
-	/* a wait still noted: its thread came back unseen, or is still in its system call */
+	/* a wait still noted: its thread came back unseen, or has not reached user mode since */
 	if (w->phase != PP_OC_IDLE)
-		off_cpu_task_finish(ctx, prev, w, cnt, 1);
-	in_call = task_in_syscall(prev, &ip, &sp);
-	w->held = !in_call;
+		off_cpu_task_finish(ctx, prev, w, cnt);
+	/*
+	 * not on the state: a branch on it makes the verifier walk what follows once for each
+	 * state (ten times the load time); a stopped task's debugger that moves its registers
+	 * costs the record its user stack, and it says so
+	 */
+	deferred = task_user_ip_sp(prev, &ip, &sp) && task_has_rseq(prev);
+	w->held = !deferred;
 	if (w->held) {
 		/* its user stack now; the kernel one as it comes back, if that is long enough */
 		rec = off_cpu_record_of(ctx, cnt, 1, 0, 0);
@@ -1706,6 +1739,7 @@ int BPF_PROG(on_switch_deferred, int preempt, struct task_struct *prev, struct t
 	w->wake_ns = 0;
 	w->wake_state = 0;
 	w->run_delay = run_delay_of(prev);
+	w->runtime = BPF_CORE_READ(prev, se.sum_exec_runtime);
 	w->ip = ip;
 	w->sp = sp;
 	w->state = state;
@@ -1714,15 +1748,14 @@ int BPF_PROG(on_switch_deferred, int preempt, struct task_struct *prev, struct t
 	return 0;
 }
 
-/* A system call returns, in its task's context: a wait noted in it is finished here. */
-SEC("tp_btf/sys_exit")
-int BPF_PROG(on_sys_exit_deferred, struct pt_regs *regs, long ret)
+/* A task with restartable sequences returns to user mode after a switch: in its context. */
+SEC("tp_btf/rseq_update")
+int BPF_PROG(on_rseq_update_deferred, struct task_struct *t)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
 	struct pp_off_cpu_task *w = bpf_task_storage_get(&off_cpu_tasks, t, 0, 0);
 
 	if (w && w->phase != PP_OC_IDLE)
-		off_cpu_task_finish(ctx, t, w, cpu_counters(), 0);
+		off_cpu_task_finish(ctx, t, w, cpu_counters());
 	return 0;
 }
 
@@ -1745,7 +1778,7 @@ int BPF_PROG(on_exit_deferred, struct task_struct *task)
 	struct pp_off_cpu_task *w = bpf_task_storage_get(&off_cpu_tasks, task, 0, 0);
 
 	if (w && w->phase != PP_OC_IDLE)
-		off_cpu_task_finish(ctx, task, w, cpu_counters(), 0);
+		off_cpu_task_finish(ctx, task, w, cpu_counters());
 	return 0;
 }
 

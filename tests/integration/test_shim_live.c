@@ -1249,7 +1249,7 @@ struct off_cpu_collected {
 	pid_t tids[3];
 	unsigned long records[3], with_kstack[3], with_ustack[3], states[3][PP_OFF_CPU_STATES];
 	/* records without a kernel stack that say so: a wait no switch ended, whose kernel stack
-	 * was to be taken as the switch brought it back (sched_switch+sys_exit) */
+	 * was to be taken as the switch brought it back (sched_switch+rseq_update) */
 	unsigned long kstack_said_lost[3];
 	unsigned long in_waiter[3]; /* sleeping records with a frame in off_cpu_waiter */
 	uint64_t ns[3], min_ns;
@@ -1463,7 +1463,7 @@ static void run_off_cpu(uint32_t walk, uint32_t every, enum pp_shim_off_cpu_stac
 	/* at the switch: the system calls' waits finished at their exit where the kernel can */
 	if (stacks == PP_SHIM_OFF_CPU_SWITCH)
 		CHECK(!strcmp(pp_shim_switch_in_at(shim), "sched_switch") ||
-		      !strcmp(pp_shim_switch_in_at(shim), "sched_switch+sys_exit"));
+		      !strcmp(pp_shim_switch_in_at(shim), "sched_switch+rseq_update"));
 	else if (stacks == PP_SHIM_OFF_CPU_FEXIT)
 		CHECK_STR(pp_shim_switch_in_at(shim), "fexit:schedule");
 	REQUIRE(pipe(pfd) == 0);
@@ -1542,7 +1542,7 @@ static void run_off_cpu(uint32_t walk, uint32_t every, enum pp_shim_off_cpu_stac
 	      c.with_ustack[1] == c.records[1]);
 	CHECK(c.kstack_said_lost[0] + c.kstack_said_lost[1] <=
 	      counters[PP_CNT_OFF_CPU_ENDED_AT_WAKEUP]);
-	if (strcmp(pp_shim_switch_in_at(shim), "sched_switch+sys_exit"))
+	if (strcmp(pp_shim_switch_in_at(shim), "sched_switch+rseq_update"))
 		CHECK(c.kstack_said_lost[0] + c.kstack_said_lost[1] == 0);
 #if defined(__x86_64__)
 	/* the user stacks are the waiters': they start in off_cpu_waiter's system calls */

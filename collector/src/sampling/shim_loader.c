@@ -217,14 +217,38 @@ int pp_kernel_can_fexit(const char *func)
 }
 
 /*
- * Whether the switch tracepoint can leave the stacks of waits in system calls to the calls'
- * exit (PP_OFF_CPU_AT_SYSCALL_EXIT): x86-64 (the registers say a task is in a call), task
- * storage (5.11+) and the table walker's bpf_loop (5.17+, which brings bpf_task_pt_regs).
+ * Whether the switch tracepoint can leave the stacks of waits to the task's way back to user
+ * mode (PP_OFF_CPU_AT_USER_RETURN): x86-64, task storage (5.11+), the table walker's bpf_loop
+ * (5.17+, which brings bpf_task_pt_regs) and the rseq_update tracepoint with task_struct.rseq
+ * a pointer (CONFIG_RSEQ, as from 4.18 to at least 6.18).
  */
 static bool kernel_can_defer_off_cpu_stacks(bool table_walker_loop)
 {
 #if defined(__x86_64__)
-	return table_walker_loop && libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) == 1;
+	struct btf *btf;
+	bool found = false;
+	int task;
+
+	if (!table_walker_loop || libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) != 1)
+		return false;
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return false;
+	task = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
+	if (task > 0 &&
+	    btf__find_by_name_kind(btf, "btf_trace_rseq_update", BTF_KIND_TYPEDEF) > 0) {
+		const struct btf_type *t = btf__type_by_id(btf, (uint32_t)task);
+		const struct btf_member *m = btf_members(t);
+
+		for (uint16_t i = 0; i < btf_vlen(t) && !found; i++, m++) {
+			const char *name = btf__name_by_offset(btf, m->name_off);
+			const struct btf_type *mt = btf__type_by_id(btf, m->type);
+
+			found = name && !strcmp(name, "rseq") && mt && btf_is_ptr(mt);
+		}
+	}
+	btf__free(btf);
+	return found;
 #else
 	(void)table_walker_loop;
 	return false;
@@ -234,7 +258,7 @@ static bool kernel_can_defer_off_cpu_stacks(bool table_walker_loop)
 /* PP_OFF_CPU_AT_* for what was asked and what this kernel has. */
 static uint32_t off_cpu_stacks_at(enum pp_shim_off_cpu_stacks asked, bool can_defer)
 {
-	uint32_t at_switch = can_defer ? PP_OFF_CPU_AT_SYSCALL_EXIT : PP_OFF_CPU_AT_SWITCH;
+	uint32_t at_switch = can_defer ? PP_OFF_CPU_AT_USER_RETURN : PP_OFF_CPU_AT_SWITCH;
 
 	switch (asked) {
 	case PP_SHIM_OFF_CPU_KPROBE:
@@ -597,12 +621,12 @@ static int install_rings(struct pp_shim *shim, const int *cpus, char *err, size_
 
 /*
  * Switch out, and switch in by kprobe or fexit; each plain, then with the table walker; then
- * PP_OFF_CPU_AT_SYSCALL_EXIT's switch and system call exit (the table walker's only).
+ * PP_OFF_CPU_AT_USER_RETURN's switch and system call exit (the table walker's only).
  */
 static const char *const switch_prog_names[] = {"on_switch",	      "on_switch_unwind",
 						"on_switch_in",	      "on_switch_in_unwind",
 						"on_schedule_return", "on_schedule_return_unwind",
-						"on_switch_deferred", "on_sys_exit_deferred"};
+						"on_switch_deferred", "on_rseq_update_deferred"};
 #define NR_SWITCH_PROGS (sizeof(switch_prog_names) / sizeof(switch_prog_names[0]))
 
 /* The switch tracepoint last: a wait is noted only once its wakeup and end can be seen. */
@@ -625,15 +649,17 @@ static int attach_off_cpu(struct pp_shim *shim, struct bpf_program *out, struct 
 			 strerror(-ret));
 		return ret;
 	}
-	if (shim->off_cpu_at == PP_OFF_CPU_AT_SYSCALL_EXIT) {
+	if (shim->off_cpu_at == PP_OFF_CPU_AT_USER_RETURN) {
 		shim->off_cpu_links[1] = bpf_program__attach(in);
 		if (!shim->off_cpu_links[1]) {
 			ret = -errno;
-			snprintf(err, errlen, "cannot attach the off-CPU tracepoint sys_exit: %s",
+			snprintf(err, errlen,
+				 "cannot attach the off-CPU tracepoint rseq_update: %s",
 				 strerror(-ret));
 			return ret;
 		}
-		snprintf(shim->switch_in_at, sizeof(shim->switch_in_at), "sched_switch+sys_exit");
+		snprintf(shim->switch_in_at, sizeof(shim->switch_in_at),
+			 "sched_switch+rseq_update");
 	} else if (!in) {
 		snprintf(shim->switch_in_at, sizeof(shim->switch_in_at), "sched_switch");
 	} else if (shim->off_cpu_at == PP_OFF_CPU_AT_SCHEDULE_RETURN) {
@@ -824,7 +850,7 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 			 strerror(-ret));
 		goto fail;
 	}
-	deferred = shim->off_cpu_at == PP_OFF_CPU_AT_SYSCALL_EXIT;
+	deferred = shim->off_cpu_at == PP_OFF_CPU_AT_USER_RETURN;
 	switch_out = deferred ? switch_progs[6]
 			      : switch_progs[shim->off_cpu_at != PP_OFF_CPU_AT_RESUME && pick == 1];
 	switch_in = shim->off_cpu_at == PP_OFF_CPU_AT_RESUME ? switch_progs[2 + (pick == 1)]
@@ -1049,7 +1075,7 @@ int pp_shim_off_cpu_waiting(const struct pp_shim *shim, uint32_t *tids, size_t m
 	uint32_t key, next;
 	int n = 0, err;
 
-	if (shim->off_cpu_at == PP_OFF_CPU_AT_SYSCALL_EXIT)
+	if (shim->off_cpu_at == PP_OFF_CPU_AT_USER_RETURN)
 		return off_cpu_tasks_waiting(shim, tids, max);
 
 	for (err = bpf_map__get_next_key(shim->off_cpu_waiting, NULL, &next, sizeof(next)); !err;

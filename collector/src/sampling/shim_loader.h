@@ -140,7 +140,7 @@ int pp_shim_add_target(struct pp_shim *shim, uint32_t tgid);
 /*
  * The threads whose off-CPU wait is noted and not ended now (up to max of their ids in tids);
  * returns how many there are, or -errno. For checks and diagnostics: each one is a map read.
- * Where waits are in task storage (PP_OFF_CPU_AT_SYSCALL_EXIT), the calling process's only.
+ * Where waits are in task storage (PP_OFF_CPU_AT_USER_RETURN), the calling process's only.
  */
 int pp_shim_off_cpu_waiting(const struct pp_shim *shim, uint32_t *tids, size_t max);
 /* Takes a process out of the tgid filter (its children stay). Returns 0 or -errno. */

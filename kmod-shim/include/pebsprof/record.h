@@ -78,15 +78,16 @@
  */
 #define PP_OFF_CPU_AT_SCHEDULE_RETURN 2
 /*
- * Neither, on 5.17+ (task storage, bpf_task_pt_regs, bpf_loop): the switch tracepoint notes
- * the wait in the task's storage and walks nothing where the task left in a system call's
- * body (its user registers say so); a wait long enough to record takes its kernel stack as
- * the traced switch brings the task back (bpf_get_task_stack), and its user stack, the same
- * until the call returns, at the call's exit (the sys_exit tracepoint), in the task's
- * context. Other waits (preempted in user mode, stopped) take theirs as they leave and are
- * held, as at PP_OFF_CPU_AT_SWITCH.
+ * Neither, on 5.17+ x86-64 (task storage, bpf_task_pt_regs, bpf_loop): the switch tracepoint
+ * notes the wait in the task's storage and walks nothing for a task with restartable
+ * sequences (glibc registers them for every thread), whose way back to user mode after any
+ * switch passes the rseq_update tracepoint in its context, before a user instruction: a wait
+ * long enough to record takes its kernel stack as the traced switch brings the task back
+ * (bpf_get_task_stack) and its user stack there, where its user registers are compared with
+ * those it left with. Other waits (threads without rseq) take the user stack as they leave, held
+ * in off_cpu_records, and the kernel stack as they come back.
  */
-#define PP_OFF_CPU_AT_SYSCALL_EXIT 3
+#define PP_OFF_CPU_AT_USER_RETURN 3
 
 /* A thread's wait there, in its task storage (off_cpu_tasks). */
 #define PP_OC_IDLE 0	/* no wait noted */
@@ -99,7 +100,8 @@ struct pp_off_cpu_task {
 	__u64 time_ns;	 /* left the CPU */
 	__u64 wake_ns;	 /* woken; 0: not (yet), or it never slept */
 	__u64 run_delay; /* sched_info.run_delay as it left */
-	__u64 ip, sp;	 /* its user registers as it left, where that was in a system call */
+	__u64 runtime;	 /* se.sum_exec_runtime as it left */
+	__u64 ip, sp;	 /* its user registers as it left */
 	__u32 state;
 	__u16 wake_state;
 	__u8 phase; /* PP_OC_* */
