@@ -15,7 +15,7 @@
 # bench/README.md. Needs root, perf and bpftool.
 #
 # usage: bench/bench_offcpu.sh [-b BUILD_DIR] [-d SECONDS] [-m RATES] [-p PAIRS] [-t THRESHOLD]
-#                              [-s STACKS]
+#                              [-s STACKS] [-r ROUNDS]
 #   -b  build directory with collector/pebsprof and tests/pp_switcher (default: build)
 #   -d  seconds per run (default 10)
 #   -m  messages per second of the switcher, comma-separated (default 250,2500,50000: about
@@ -23,6 +23,8 @@
 #   -p  thread pairs of the switcher (default 4)
 #   -t  pebsprof's --off-cpu-threshold (default: its default, 1ms)
 #   -s  pebsprof's --off-cpu-stacks: auto (default), kprobe, fexit or switch
+#   -r  rounds of the three runs at each rate (default 1): with more, the median of each
+#       tool's cost (its CPU and what the load's grew by) too, which a VM's noise moves less
 
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +34,8 @@ RATES=250,2500,50000
 PAIRS=4
 THRESHOLD=
 STACKS=auto
-while getopts "b:d:m:p:t:s:h" opt; do
+ROUNDS=1
+while getopts "b:d:m:p:t:s:r:h" opt; do
 	case $opt in
 	b) BUILD=$(cd "$OPTARG" && pwd) ;;
 	d) SECS=$OPTARG ;;
@@ -40,6 +43,7 @@ while getopts "b:d:m:p:t:s:h" opt; do
 	p) PAIRS=$OPTARG ;;
 	t) THRESHOLD=$OPTARG ;;
 	s) STACKS=$OPTARG ;;
+	r) ROUNDS=$OPTARG ;;
 	*)
 		sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
 		exit 2
@@ -58,7 +62,7 @@ die() {
 command -v perf >/dev/null || die "needs perf (Debian package linux-perf)"
 command -v bpftool >/dev/null || die "needs bpftool"
 [ -x /usr/bin/time ] || die "needs /usr/bin/time (Debian package time)"
-case $SECS$PAIRS in *[!0-9]*) die "-d and -p want whole numbers" ;; esac
+case $SECS$PAIRS$ROUNDS in *[!0-9]*) die "-d, -p and -r want whole numbers" ;; esac
 
 TMP=$(mktemp -d /tmp/pp-bench-offcpu.XXXXXX)
 OLD_STATS=$(cat /proc/sys/kernel/bpf_stats_enabled)
@@ -176,7 +180,12 @@ perf_run() {
 echo "off-CPU cost: $SECS s per run, $PAIRS pairs, threshold ${THRESHOLD:-default (1ms)}; $(uname -r); $(nproc) CPUs"
 printf '%-9s | %-24s | %-31s | %-22s | %s\n' "messages" "load alone" "pebsprof record --off-cpu" \
 	"perf -e sched_switch -g" "pebsprof / perf"
+# median N...: the middle one (the lower middle of an even count)
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
 for RATE in ${RATES//,/ }; do
+pp_costs=() perf_costs=()
+for ((round = 1; round <= ROUNDS; round++)); do
 	measure base sleep "$SECS"
 	base_busy=$B_MS base_sw=$SW base_wall=$WALL_MS base_load=$LOAD_US
 	# the load's own busy time over a steady window of W ms: base_busy * W / base_wall
@@ -208,8 +217,14 @@ for RATE in ${RATES//,/ }; do
 	printf '          the load'"'"'s own CPU: alone %d ms; beside pebsprof +%d ms, beside perf +%d ms; pebsprof cpu + that: %d ms, perf: %d ms (%s)\n' \
 		"$((base_load / 1000))" "$pp_load" "$perf_load" "$((pp_cpu + pp_load))" \
 		"$((perf_cpu + perf_load))" "$(ratio "$((pp_cpu + pp_load))" "$((perf_cpu + perf_load))")"
+	pp_costs+=("$((pp_cpu + pp_load))") perf_costs+=("$((perf_cpu + perf_load))")
 	echo "          pebsprof: BPF $(ratio "$bpf_ns" "$bpf_runs" %.0f) ns a run over $bpf_runs runs (stacks at ${at:-?}), ${waits:-?} waits recorded, lost ${lost:-?}; perf: +busy $perf_busy ms, $(du -k "$TMP/perf.data" 2>/dev/null | cut -f1) KiB of perf.data"
 	rm -f "$TMP/perf.data" "$TMP/pp.folded"
+done
+if [ "$ROUNDS" -gt 1 ]; then
+	pm=$(median "${pp_costs[@]}") fm=$(median "${perf_costs[@]}")
+	echo "          $RATE/s over $ROUNDS rounds: pebsprof cpu + the load's growth ${pp_costs[*]} ms (median $pm), perf ${perf_costs[*]} ms (median $fm): $(ratio "$pm" "$fm")"
+fi
 done
 echo
 echo "cpu: the process's user + system CPU; +busy: the machine's busy CPU beyond the load alone"
