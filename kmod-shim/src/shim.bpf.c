@@ -1081,6 +1081,25 @@ static __always_inline __u64 running_since_ns(struct task_struct *t, __u64 left_
 	return now - ran;
 }
 
+/*
+ * The state prev leaves the CPU in where its wait is noted: a user thread, 1 in off_cpu_every,
+ * passing the filters (prev is current); PP_OFF_CPU_STATES where it is not.
+ */
+static __always_inline __u32 off_cpu_noted_state(struct task_struct *prev, int preempt)
+{
+	__u32 tgid = prev->tgid;
+
+	if (!prev->pid || (prev->flags & PP_PF_KTHREAD))
+		return PP_OFF_CPU_STATES;
+	if (shim_config.off_cpu_every > 1 && bpf_get_prandom_u32() % shim_config.off_cpu_every)
+		return PP_OFF_CPU_STATES;
+	if (shim_config.filter_tgids && !bpf_map_lookup_elem(&target_tgids, &tgid))
+		return PP_OFF_CPU_STATES;
+	if (shim_config.filter_cgroups && !cgroup_selected())
+		return PP_OFF_CPU_STATES;
+	return off_cpu_state(prev, preempt);
+}
+
 /* Stacks taken at the switch: the record of each waiting thread, taken as it left. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -1258,7 +1277,7 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 					 struct task_struct *next, const int tables)
 {
 	struct off_cpu_since since, *old;
-	__u32 tid = prev->pid, tgid = prev->tgid, at = shim_config.off_cpu_stacks_at;
+	__u32 tid = prev->pid, at = shim_config.off_cpu_stacks_at;
 	struct pp_counters *cnt = cpu_counters();
 	struct pp_sample *rec;
 	long err;
@@ -1282,15 +1301,7 @@ static __always_inline int handle_switch(void *ctx, int preempt, struct task_str
 			}
 		}
 	}
-	if (!tid || (prev->flags & PP_PF_KTHREAD))
-		return 0;
-	if (shim_config.off_cpu_every > 1 && bpf_get_prandom_u32() % shim_config.off_cpu_every)
-		return 0;
-	if (shim_config.filter_tgids && !bpf_map_lookup_elem(&target_tgids, &tgid))
-		return 0;
-	if (shim_config.filter_cgroups && !cgroup_selected())
-		return 0;
-	since.state = off_cpu_state(prev, preempt);
+	since.state = off_cpu_noted_state(prev, preempt);
 	if (since.state >= PP_OFF_CPU_STATES)
 		return 0;
 	/* a note still there: the thread came back to a CPU through a switch no one traced;
@@ -1526,6 +1537,27 @@ off_cpu_resumed_record(struct task_struct *t, const struct pp_sample *held, stru
 	return rec;
 }
 
+/*
+ * Whether a wait of off_ns that ended at end_ns is long enough to record: if so, its part
+ * after the wakeup (the wait for a CPU) where that is long enough too; if not, counted short
+ * and its held record dropped.
+ */
+static __always_inline int off_cpu_task_recorded(const struct pp_off_cpu_task *w, __u32 tid,
+						 __u64 end_ns, __u64 off_ns,
+						 struct off_cpu_end_info *end,
+						 struct pp_counters *cnt)
+{
+	if ((__s64)off_ns < (__s64)shim_config.off_cpu_min_ns || (__s64)off_ns <= 0) {
+		count_in(cnt, PP_CNT_OFF_CPU_SHORT);
+		if (w->held)
+			bpf_map_delete_elem(&off_cpu_records, &tid);
+		return 0;
+	}
+	if (w->wake_ns > w->time_ns && end_ns - w->wake_ns >= shim_config.off_cpu_min_ns)
+		end->delay_ns = end_ns - w->wake_ns;
+	return 1;
+}
+
 /* The wait of t (not running) ends at now, at a traced switch back to it. */
 static __always_inline void off_cpu_task_ends(struct task_struct *t, struct pp_off_cpu_task *w,
 					      __u64 now, struct pp_counters *cnt)
@@ -1536,14 +1568,8 @@ static __always_inline void off_cpu_task_ends(struct task_struct *t, struct pp_o
 	struct pp_sample *rec, *held;
 
 	w->phase = PP_OC_IDLE;
-	if ((__s64)off_ns < (__s64)shim_config.off_cpu_min_ns || (__s64)off_ns <= 0) {
-		count_in(cnt, PP_CNT_OFF_CPU_SHORT);
-		if (w->held)
-			bpf_map_delete_elem(&off_cpu_records, &tid);
+	if (!off_cpu_task_recorded(w, tid, now, off_ns, &end, cnt))
 		return;
-	}
-	if (w->wake_ns > w->time_ns && now - w->wake_ns >= shim_config.off_cpu_min_ns)
-		end.delay_ns = now - w->wake_ns;
 	if (!w->held) {
 		/* its user stack on its way back to user mode */
 		rec = off_cpu_resumed_record(t, NULL, cnt);
@@ -1607,14 +1633,8 @@ static __always_inline void off_cpu_task_finish(void *ctx, struct task_struct *t
 			return;
 		}
 		count_in(cnt, PP_CNT_OFF_CPU_ENDED_AT_WAKEUP);
-		if (off_ns < shim_config.off_cpu_min_ns) {
-			count_in(cnt, PP_CNT_OFF_CPU_SHORT);
-			if (w->held)
-				bpf_map_delete_elem(&off_cpu_records, &tid);
+		if (!off_cpu_task_recorded(w, tid, end_ns, off_ns, &end, cnt))
 			return;
-		}
-		if (w->wake_ns > w->time_ns && end_ns - w->wake_ns >= shim_config.off_cpu_min_ns)
-			end.delay_ns = end_ns - w->wake_ns;
 		if (w->held) {
 			held = bpf_map_lookup_elem(&off_cpu_records, &tid);
 			if (!held) {
@@ -1690,7 +1710,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch_deferred, int preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct pp_counters *cnt = cpu_counters();
-	__u32 tid = prev->pid, tgid = prev->tgid, state;
+	__u32 tid = prev->pid, state;
 	__u64 now = bpf_ktime_get_ns(), ip = 0, sp = 0;
 	struct pp_off_cpu_task *w;
 	struct pp_sample *rec;
@@ -1701,15 +1721,7 @@ int BPF_PROG(on_switch_deferred, int preempt, struct task_struct *prev, struct t
 	w = bpf_task_storage_get(&off_cpu_tasks, next, 0, 0);
 	if (w && w->phase == PP_OC_WAITING)
 		off_cpu_task_ends(next, w, now, cnt);
-	if (!tid || (prev->flags & PP_PF_KTHREAD))
-		return 0;
-	if (shim_config.off_cpu_every > 1 && bpf_get_prandom_u32() % shim_config.off_cpu_every)
-		return 0;
-	if (shim_config.filter_tgids && !bpf_map_lookup_elem(&target_tgids, &tgid))
-		return 0;
-	if (shim_config.filter_cgroups && !cgroup_selected())
-		return 0;
-	state = off_cpu_state(prev, preempt);
+	state = off_cpu_noted_state(prev, preempt);
 	if (state >= PP_OFF_CPU_STATES)
 		return 0;
 	w = bpf_task_storage_get(&off_cpu_tasks, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -1748,15 +1760,21 @@ int BPF_PROG(on_switch_deferred, int preempt, struct task_struct *prev, struct t
 	return 0;
 }
 
-/* A task with restartable sequences returns to user mode after a switch: in its context. */
-SEC("tp_btf/rseq_update")
-int BPF_PROG(on_rseq_update_deferred, struct task_struct *t)
+/* t, the current task, runs: a wait it still has noted is finished. */
+static __always_inline int off_cpu_task_runs(void *ctx, struct task_struct *t)
 {
 	struct pp_off_cpu_task *w = bpf_task_storage_get(&off_cpu_tasks, t, 0, 0);
 
 	if (w && w->phase != PP_OC_IDLE)
 		off_cpu_task_finish(ctx, t, w, cpu_counters());
 	return 0;
+}
+
+/* A task with restartable sequences returns to user mode after a switch: in its context. */
+SEC("tp_btf/rseq_update")
+int BPF_PROG(on_rseq_update_deferred, struct task_struct *t)
+{
+	return off_cpu_task_runs(ctx, t);
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -1775,11 +1793,7 @@ int BPF_PROG(on_wakeup_deferred, struct task_struct *p)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit_deferred, struct task_struct *task)
 {
-	struct pp_off_cpu_task *w = bpf_task_storage_get(&off_cpu_tasks, task, 0, 0);
-
-	if (w && w->phase != PP_OC_IDLE)
-		off_cpu_task_finish(ctx, task, w, cpu_counters());
-	return 0;
+	return off_cpu_task_runs(ctx, task);
 }
 
 /* Keeps the tgid filter following `record -- CMD` and `-p PID` into their child processes. */
