@@ -755,16 +755,18 @@ static __always_inline __u32 walk_user_tables(struct pp_sample *rec, __u32 nk, _
 	return rec->nr_ustack;
 }
 
-/* The user registers of the current task, for a sample taken in the kernel: 0, or -1. */
-static __always_inline int task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
+#define PP_X86_USER_CS 0x33
+
+/* The user registers of task t as it entered the kernel: 0, or -1. */
+static __always_inline int task_user_regs_of(struct task_struct *t, __u64 *ip, __u64 *sp, __u64 *bp)
 {
 #if defined(__TARGET_ARCH_x86)
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
 	struct pt_regs r;
 
 	if (!regs || bpf_probe_read_kernel(&r, sizeof(r), regs))
 		return -1;
-	if ((r.cs & 0xffff) != 0x33) /* a kernel thread, or a compat task */
+	if ((r.cs & 0xffff) != PP_X86_USER_CS) /* a kernel thread, or a compat task */
 		return -1;
 	*ip = PT_REGS_IP(&r);
 	*sp = PT_REGS_SP(&r);
@@ -773,6 +775,12 @@ static __always_inline int task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
 #else
 	return -1;
 #endif
+}
+
+/* The user registers of the current task, for a sample taken in the kernel: 0, or -1. */
+static __always_inline int task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
+{
+	return task_user_regs_of(bpf_get_current_task_btf(), ip, sp, bp);
 }
 
 /*
@@ -1108,6 +1116,24 @@ struct {
 	__type(value, __u8[PP_SAMPLE_MAX_SIZE]);
 } off_cpu_records SEC(".maps");
 
+/* The fields every off-CPU record of tgid/tid sets alike; comm and stacks are the caller's. */
+static __always_inline void off_cpu_header(struct pp_sample *rec, __u32 tgid, __u32 tid,
+					   __u64 cgroup_id)
+{
+	rec->hdr.type = PP_REC_SAMPLE;
+	rec->hdr.version = PP_RECORD_ABI_VERSION;
+	rec->tgid = tgid;
+	rec->tid = tid;
+	rec->cgroup_id = cgroup_id;
+	rec->addr = 0;
+	rec->data_src = 0;
+	rec->phys_addr = 0;
+	rec->sample_flags = 0;
+	rec->event_cookie = 0;
+	rec->flags = PP_SF_OFF_CPU | PP_SF_KERNEL_IP;
+	rec->_pad0 = 0;
+}
+
 /*
  * A pp_sample of the current task in scratch, its stacks taken from ctx (a kprobe's registers
  * or a tracepoint's): the kernel stack less its first kskip frames, and the user stack where
@@ -1127,18 +1153,7 @@ static __always_inline struct pp_sample *off_cpu_record_of(void *ctx, struct pp_
 		count_in(cnt, PP_CNT_SCRATCH_MISS);
 		return NULL;
 	}
-	rec->hdr.type = PP_REC_SAMPLE;
-	rec->hdr.version = PP_RECORD_ABI_VERSION;
-	rec->tgid = pid_tgid >> 32;
-	rec->tid = (__u32)pid_tgid;
-	rec->cgroup_id = bpf_get_current_cgroup_id();
-	rec->addr = 0;
-	rec->data_src = 0;
-	rec->phys_addr = 0;
-	rec->sample_flags = 0;
-	rec->event_cookie = 0;
-	rec->flags = PP_SF_OFF_CPU | PP_SF_KERNEL_IP;
-	rec->_pad0 = 0;
+	off_cpu_header(rec, pid_tgid >> 32, (__u32)pid_tgid, bpf_get_current_cgroup_id());
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 
 	nk = !kernel ? 0
@@ -1175,6 +1190,17 @@ static __always_inline struct pp_sample *off_cpu_record(void *ctx, struct pp_cou
 	return off_cpu_record_of(ctx, cnt, tables, kskip, 1);
 }
 
+/*
+ * The part of a wait from left_ns to end_ns after its wakeup at wake_ns (the wait for a CPU,
+ * shown apart: perf sched's "sch delay"), where it is at least the threshold; else 0.
+ */
+static __always_inline __u64 woken_delay_ns(__u64 left_ns, __u64 wake_ns, __u64 end_ns)
+{
+	__u64 delay = wake_ns > left_ns && wake_ns < end_ns ? end_ns - wake_ns : 0;
+
+	return delay >= shim_config.off_cpu_min_ns ? delay : 0;
+}
+
 /* How a wait ends: its state, and the part after the wakeup shown apart (sch delay). */
 struct off_cpu_end_info {
 	__u32 state;
@@ -1201,10 +1227,8 @@ static __always_inline __u64 off_cpu_end(__u32 tid, __u64 now, struct off_cpu_en
 	wake_ns = since->wake_ns;
 	end->state = since->state;
 	end->delay_state = since->wake_state;
-	end->delay_ns = wake_ns > since->time_ns && wake_ns < now ? now - wake_ns : 0;
+	end->delay_ns = woken_delay_ns(since->time_ns, wake_ns, now);
 	end->held = since->held;
-	if (end->delay_ns < shim_config.off_cpu_min_ns)
-		end->delay_ns = 0;
 	bpf_map_delete_elem(&off_cpu_waiting, &tid);
 	if (off_ns < shim_config.off_cpu_min_ns || (__s64)off_ns <= 0) {
 		count_in(cnt, PP_CNT_OFF_CPU_SHORT);
@@ -1259,8 +1283,7 @@ static __always_inline void off_cpu_unseen_end(struct task_struct *t, __u32 tid,
 		count_in(cnt, PP_CNT_OFF_CPU_EVICTED);
 		return;
 	}
-	if (old->wake_ns > old->time_ns && end_ns - old->wake_ns >= shim_config.off_cpu_min_ns)
-		end.delay_ns = end_ns - old->wake_ns;
+	end.delay_ns = woken_delay_ns(old->time_ns, old->wake_ns, end_ns);
 	off_cpu_value(rec, end_ns, off_ns, &end);
 	write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED, 0);
 	bpf_map_delete_elem(&off_cpu_records, &tid);
@@ -1441,25 +1464,7 @@ struct {
 	__type(value, struct pp_off_cpu_task);
 } off_cpu_tasks SEC(".maps");
 
-#define PP_X86_USER_CS 0x33
 #define PP_X86_SYSCALL_INSN_LEN 2 /* 0f 05 */
-
-/* t's user ip and sp as it entered the kernel: 1, or 0 (a kernel thread, a compat task). */
-static __always_inline int task_user_ip_sp(struct task_struct *t, __u64 *ip, __u64 *sp)
-{
-#if defined(__TARGET_ARCH_x86)
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
-	struct pt_regs r;
-
-	if (!regs || bpf_probe_read_kernel(&r, sizeof(r), regs))
-		return 0;
-	*ip = r.rip;
-	*sp = r.rsp;
-	return (r.cs & 0xffff) == PP_X86_USER_CS;
-#else
-	return 0;
-#endif
-}
 
 /*
  * Whether t registered restartable sequences (glibc does for every thread from 2.35): then
@@ -1492,17 +1497,7 @@ off_cpu_resumed_record(struct task_struct *t, const struct pp_sample *held, stru
 		count_in(cnt, PP_CNT_SCRATCH_MISS);
 		return NULL;
 	}
-	rec->hdr.type = PP_REC_SAMPLE;
-	rec->hdr.version = PP_RECORD_ABI_VERSION;
-	rec->tgid = t->tgid;
-	rec->tid = tid;
-	rec->cgroup_id = BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
-	rec->data_src = 0;
-	rec->phys_addr = 0;
-	rec->sample_flags = 0;
-	rec->event_cookie = 0;
-	rec->flags = PP_SF_OFF_CPU | PP_SF_KERNEL_IP;
-	rec->_pad0 = 0;
+	off_cpu_header(rec, t->tgid, tid, BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id));
 	bpf_probe_read_kernel(rec->comm, sizeof(rec->comm), t->comm);
 	if (depth > PP_MAX_STACK_DEPTH)
 		depth = PP_MAX_STACK_DEPTH;
@@ -1553,8 +1548,7 @@ static __always_inline int off_cpu_task_recorded(const struct pp_off_cpu_task *w
 			bpf_map_delete_elem(&off_cpu_records, &tid);
 		return 0;
 	}
-	if (w->wake_ns > w->time_ns && end_ns - w->wake_ns >= shim_config.off_cpu_min_ns)
-		end->delay_ns = end_ns - w->wake_ns;
+	end->delay_ns = woken_delay_ns(w->time_ns, w->wake_ns, end_ns);
 	return 1;
 }
 
@@ -1607,7 +1601,7 @@ static __always_inline void off_cpu_task_finish(void *ctx, struct task_struct *t
 {
 	struct off_cpu_end_info end = {.state = w->state, .delay_state = w->wake_state};
 	__u32 zero = 0, tid = t->pid;
-	__u64 ip = 0, sp = 0, end_ns, off_ns, nk = 0, nu = 0;
+	__u64 ip = 0, sp = 0, bp = 0, end_ns, off_ns, nk = 0, nu = 0;
 	struct pp_sample *rec, *held;
 	int same_call;
 
@@ -1618,7 +1612,7 @@ static __always_inline void off_cpu_task_finish(void *ctx, struct task_struct *t
 	 * restart after a signal handler: its ip moved back onto the 2-byte syscall instruction,
 	 * in the same frame. An exec or a debugger moves them.
 	 */
-	same_call = task_user_ip_sp(t, &ip, &sp) && sp == w->sp &&
+	same_call = task_user_regs_of(t, &ip, &sp, &bp) == 0 && sp == w->sp &&
 		    (ip == w->ip || ip + PP_X86_SYSCALL_INSN_LEN == w->ip);
 	if (w->phase == PP_OC_WAITING) {
 		end_ns = unseen_end_ns(t, w->time_ns, w->wake_ns, w->run_delay);
@@ -1711,7 +1705,7 @@ int BPF_PROG(on_switch_deferred, int preempt, struct task_struct *prev, struct t
 {
 	struct pp_counters *cnt = cpu_counters();
 	__u32 tid = prev->pid, state;
-	__u64 now = bpf_ktime_get_ns(), ip = 0, sp = 0;
+	__u64 now = bpf_ktime_get_ns(), ip = 0, sp = 0, bp = 0;
 	struct pp_off_cpu_task *w;
 	struct pp_sample *rec;
 	int deferred;
@@ -1737,7 +1731,7 @@ int BPF_PROG(on_switch_deferred, int preempt, struct task_struct *prev, struct t
 	 * state (ten times the load time); a stopped task's debugger that moves its registers
 	 * costs the record its user stack, and it says so
 	 */
-	deferred = task_user_ip_sp(prev, &ip, &sp) && task_has_rseq(prev);
+	deferred = task_user_regs_of(prev, &ip, &sp, &bp) == 0 && task_has_rseq(prev);
 	w->held = !deferred;
 	if (w->held) {
 		/* its user stack now; the kernel one as it comes back, if that is long enough */
