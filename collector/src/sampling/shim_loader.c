@@ -255,24 +255,33 @@ static bool kernel_can_defer_off_cpu_stacks(bool table_walker_loop)
 #endif
 }
 
-/* PP_OFF_CPU_AT_* for what was asked and what this kernel has. */
-static uint32_t off_cpu_stacks_at(enum pp_shim_off_cpu_stacks asked, bool can_defer)
+/*
+ * The switch tracepoint's way on this kernel: its stacks left to the way back to user mode,
+ * or taken at the switch. Asked only where the switch is the way: the probe parses the
+ * kernel's BTF, start-up work a kernel with kprobes does not need.
+ */
+static uint32_t off_cpu_at_switch(bool table_walker_loop)
 {
-	uint32_t at_switch = can_defer ? PP_OFF_CPU_AT_USER_RETURN : PP_OFF_CPU_AT_SWITCH;
+	return kernel_can_defer_off_cpu_stacks(table_walker_loop) ? PP_OFF_CPU_AT_USER_RETURN
+								  : PP_OFF_CPU_AT_SWITCH;
+}
 
+/* PP_OFF_CPU_AT_* for what was asked and what this kernel has. */
+static uint32_t off_cpu_stacks_at(enum pp_shim_off_cpu_stacks asked, bool table_walker_loop)
+{
 	switch (asked) {
 	case PP_SHIM_OFF_CPU_KPROBE:
 		return PP_OFF_CPU_AT_RESUME;
 	case PP_SHIM_OFF_CPU_FEXIT:
 		return PP_OFF_CPU_AT_SCHEDULE_RETURN;
 	case PP_SHIM_OFF_CPU_SWITCH:
-		return at_switch;
+		return off_cpu_at_switch(table_walker_loop);
 	case PP_SHIM_OFF_CPU_AUTO:
 	default:
 		if (pp_sys_kprobes_at("/sys") == PP_FEAT_YES)
 			return PP_OFF_CPU_AT_RESUME;
 		return pp_kernel_can_fexit("schedule") == 0 ? PP_OFF_CPU_AT_SCHEDULE_RETURN
-							    : at_switch;
+							    : off_cpu_at_switch(table_walker_loop);
 	}
 }
 
@@ -621,7 +630,7 @@ static int install_rings(struct pp_shim *shim, const int *cpus, char *err, size_
 
 /*
  * Switch out, and switch in by kprobe or fexit; each plain, then with the table walker; then
- * PP_OFF_CPU_AT_USER_RETURN's switch and system call exit (the table walker's only).
+ * PP_OFF_CPU_AT_USER_RETURN's switch and rseq_update (the table walker's only).
  */
 static const char *const switch_prog_names[] = {"on_switch",	      "on_switch_unwind",
 						"on_switch_in",	      "on_switch_in_unwind",
@@ -837,10 +846,8 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	 * there is none, the tracepoint takes the stacks); the table walker's where the sample
 	 * program is bpf_loop's
 	 */
-	shim->off_cpu_at = opts->off_cpu_every
-			       ? off_cpu_stacks_at(opts->off_cpu_stacks,
-						   kernel_can_defer_off_cpu_stacks(pick == 1))
-			       : PP_OFF_CPU_AT_RESUME;
+	shim->off_cpu_at = opts->off_cpu_every ? off_cpu_stacks_at(opts->off_cpu_stacks, pick == 1)
+					       : PP_OFF_CPU_AT_RESUME;
 	if (shim->off_cpu_at == PP_OFF_CPU_AT_SCHEDULE_RETURN &&
 	    opts->off_cpu_stacks == PP_SHIM_OFF_CPU_FEXIT &&
 	    (ret = pp_kernel_can_fexit("schedule")) != 0) {
