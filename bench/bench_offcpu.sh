@@ -45,7 +45,7 @@ while getopts "b:d:m:p:t:s:r:h" opt; do
 	s) STACKS=$OPTARG ;;
 	r) ROUNDS=$OPTARG ;;
 	*)
-		sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
 		exit 2
 		;;
 	esac
@@ -184,47 +184,47 @@ printf '%-9s | %-24s | %-31s | %-22s | %s\n' "messages" "load alone" "pebsprof r
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 for RATE in ${RATES//,/ }; do
-pp_costs=() perf_costs=()
-for ((round = 1; round <= ROUNDS; round++)); do
-	measure base sleep "$SECS"
-	base_busy=$B_MS base_sw=$SW base_wall=$WALL_MS base_load=$LOAD_US
-	# the load's own busy time over a steady window of W ms: base_busy * W / base_wall
-	measure pebsprof pebsprof_run
-	pp_busy=$((B_MS - base_busy * WALL_MS / base_wall)) pp_sw=$SW
-	pp_load=$(((LOAD_US - base_load * WALL_MS / base_wall) / 1000))
-	pp_cpu=$(cpu_ms "$TMP/pp.time")
-	read -r bpf_ns bpf_runs <"$TMP/pp.bpf"
-	lost=$(sed -n 's/.* lost \([0-9]*\) (ring buffer full [0-9]*, not noted.*/\1/p' "$TMP/pp.out")
-	waits=$(sed -n 's/^off-CPU: \([0-9]*\) waits.*/\1/p' "$TMP/pp.out")
-	at=$(sed -n 's/.*stacks taken at \([^ ;]*\).*/\1/p' "$TMP/pp.out")
-	measure perf perf_run
-	perf_busy=$((B_MS - base_busy * WALL_MS / base_wall)) perf_sw=$SW
-	perf_load=$(((LOAD_US - base_load * WALL_MS / base_wall) / 1000))
-	perf_cpu=$(cpu_ms "$TMP/perf.time")
-	printf '%-9s | %6d sw/s, busy %5d ms | %6d sw/s, cpu %5d ms, +%5d ms | %6d sw/s, cpu %5d ms | cpu %s, +busy %s\n' \
-		"$RATE/s" "$base_sw" "$base_busy" "$pp_sw" "$pp_cpu" "$pp_busy" "$perf_sw" "$perf_cpu" \
-		"$(ratio "$pp_cpu" "$perf_cpu")" "$(ratio "$pp_busy" "$perf_busy")"
-	read -r pp_sc pp_sb pp_sw_ms <"$TMP/pp.steady"
-	read -r perf_sc perf_sb perf_sw_ms <"$TMP/perf.steady"
-	[ "$pp_sw_ms" = - ] && pp_sc=0 pp_sb=0 pp_sw_ms=0
-	[ "$perf_sw_ms" = - ] && perf_sc=0 perf_sb=0 perf_sw_ms=0
-	pp_sb=$((pp_sb - base_busy * pp_sw_ms / base_wall))
-	perf_sb=$((perf_sb - base_busy * perf_sw_ms / base_wall))
-	printf '          steady state: pebsprof cpu %s ms/s, +busy %s ms/s; perf cpu %s ms/s, +busy %s ms/s; cpu %s, +busy %s\n' \
-		"$(ratio "$pp_sc" "$pp_sw_ms" %.2f)" "$(ratio "$pp_sb" "$((pp_sw_ms / 1000))" %.1f)" \
-		"$(ratio "$perf_sc" "$perf_sw_ms" %.2f)" "$(ratio "$perf_sb" "$((perf_sw_ms / 1000))" %.1f)" \
-		"$(ratio "$pp_sc" "$perf_sc")" "$(ratio "$pp_sb" "$perf_sb")"
-	printf '          the load'"'"'s own CPU: alone %d ms; beside pebsprof +%d ms, beside perf +%d ms; pebsprof cpu + that: %d ms, perf: %d ms (%s)\n' \
-		"$((base_load / 1000))" "$pp_load" "$perf_load" "$((pp_cpu + pp_load))" \
-		"$((perf_cpu + perf_load))" "$(ratio "$((pp_cpu + pp_load))" "$((perf_cpu + perf_load))")"
-	pp_costs+=("$((pp_cpu + pp_load))") perf_costs+=("$((perf_cpu + perf_load))")
-	echo "          pebsprof: BPF $(ratio "$bpf_ns" "$bpf_runs" %.0f) ns a run over $bpf_runs runs (stacks at ${at:-?}), ${waits:-?} waits recorded, lost ${lost:-?}; perf: +busy $perf_busy ms, $(du -k "$TMP/perf.data" 2>/dev/null | cut -f1) KiB of perf.data"
-	rm -f "$TMP/perf.data" "$TMP/pp.folded"
-done
-if [ "$ROUNDS" -gt 1 ]; then
-	pm=$(median "${pp_costs[@]}") fm=$(median "${perf_costs[@]}")
-	echo "          $RATE/s over $ROUNDS rounds: pebsprof cpu + the load's growth ${pp_costs[*]} ms (median $pm), perf ${perf_costs[*]} ms (median $fm): $(ratio "$pm" "$fm")"
-fi
+	pp_costs=() perf_costs=()
+	for ((round = 1; round <= ROUNDS; round++)); do
+		measure base sleep "$SECS"
+		base_busy=$B_MS base_sw=$SW base_wall=$WALL_MS base_load=$LOAD_US
+		# the load's own busy time over a steady window of W ms: base_busy * W / base_wall
+		measure pebsprof pebsprof_run
+		pp_busy=$((B_MS - base_busy * WALL_MS / base_wall)) pp_sw=$SW
+		pp_load=$(((LOAD_US - base_load * WALL_MS / base_wall) / 1000))
+		pp_cpu=$(cpu_ms "$TMP/pp.time")
+		read -r bpf_ns bpf_runs <"$TMP/pp.bpf"
+		lost=$(sed -n 's/.* lost \([0-9]*\) (ring buffer full [0-9]*, not noted.*/\1/p' "$TMP/pp.out")
+		waits=$(sed -n 's/^off-CPU: \([0-9]*\) waits.*/\1/p' "$TMP/pp.out")
+		at=$(sed -n 's/.*stacks taken at \([^ ;]*\).*/\1/p' "$TMP/pp.out")
+		measure perf perf_run
+		perf_busy=$((B_MS - base_busy * WALL_MS / base_wall)) perf_sw=$SW
+		perf_load=$(((LOAD_US - base_load * WALL_MS / base_wall) / 1000))
+		perf_cpu=$(cpu_ms "$TMP/perf.time")
+		printf '%-9s | %6d sw/s, busy %5d ms | %6d sw/s, cpu %5d ms, +%5d ms | %6d sw/s, cpu %5d ms | cpu %s, +busy %s\n' \
+			"$RATE/s" "$base_sw" "$base_busy" "$pp_sw" "$pp_cpu" "$pp_busy" "$perf_sw" "$perf_cpu" \
+			"$(ratio "$pp_cpu" "$perf_cpu")" "$(ratio "$pp_busy" "$perf_busy")"
+		read -r pp_sc pp_sb pp_sw_ms <"$TMP/pp.steady"
+		read -r perf_sc perf_sb perf_sw_ms <"$TMP/perf.steady"
+		[ "$pp_sw_ms" = - ] && pp_sc=0 pp_sb=0 pp_sw_ms=0
+		[ "$perf_sw_ms" = - ] && perf_sc=0 perf_sb=0 perf_sw_ms=0
+		pp_sb=$((pp_sb - base_busy * pp_sw_ms / base_wall))
+		perf_sb=$((perf_sb - base_busy * perf_sw_ms / base_wall))
+		printf '          steady state: pebsprof cpu %s ms/s, +busy %s ms/s; perf cpu %s ms/s, +busy %s ms/s; cpu %s, +busy %s\n' \
+			"$(ratio "$pp_sc" "$pp_sw_ms" %.2f)" "$(ratio "$pp_sb" "$((pp_sw_ms / 1000))" %.1f)" \
+			"$(ratio "$perf_sc" "$perf_sw_ms" %.2f)" "$(ratio "$perf_sb" "$((perf_sw_ms / 1000))" %.1f)" \
+			"$(ratio "$pp_sc" "$perf_sc")" "$(ratio "$pp_sb" "$perf_sb")"
+		printf '          the load'"'"'s own CPU: alone %d ms; beside pebsprof +%d ms, beside perf +%d ms; pebsprof cpu + that: %d ms, perf: %d ms (%s)\n' \
+			"$((base_load / 1000))" "$pp_load" "$perf_load" "$((pp_cpu + pp_load))" \
+			"$((perf_cpu + perf_load))" "$(ratio "$((pp_cpu + pp_load))" "$((perf_cpu + perf_load))")"
+		pp_costs+=("$((pp_cpu + pp_load))") perf_costs+=("$((perf_cpu + perf_load))")
+		echo "          pebsprof: BPF $(ratio "$bpf_ns" "$bpf_runs" %.0f) ns a run over $bpf_runs runs (stacks at ${at:-?}), ${waits:-?} waits recorded, lost ${lost:-?}; perf: +busy $perf_busy ms, $(du -k "$TMP/perf.data" 2>/dev/null | cut -f1) KiB of perf.data"
+		rm -f "$TMP/perf.data" "$TMP/pp.folded"
+	done
+	if [ "$ROUNDS" -gt 1 ]; then
+		pm=$(median "${pp_costs[@]}") fm=$(median "${perf_costs[@]}")
+		echo "          $RATE/s over $ROUNDS rounds: pebsprof cpu + the load's growth ${pp_costs[*]} ms (median $pm), perf ${perf_costs[*]} ms (median $fm): $(ratio "$pm" "$fm")"
+	fi
 done
 echo
 echo "cpu: the process's user + system CPU; +busy: the machine's busy CPU beyond the load alone"
