@@ -405,21 +405,35 @@ static struct row_rule rule_of_row(const struct pp_unwind_row *r)
 				 .flags = r->flags};
 }
 
+/*
+ * A rule is compared and hashed as its 12 bytes, two loads (it has no padding): a large
+ * file's compile asks the rule list once for most of its million rows.
+ */
+_Static_assert(sizeof(struct row_rule) == 12, "struct row_rule has no padding");
+
+static void rule_words(const struct row_rule *r, uint64_t *lo, uint32_t *hi)
+{
+	memcpy(lo, r, sizeof(*lo));
+	memcpy(hi, (const uint8_t *)r + sizeof(*lo), sizeof(*hi));
+}
+
 static bool same_rule(const struct row_rule *a, const struct row_rule *b)
 {
-	return a->cfa_off == b->cfa_off && a->rbp_off == b->rbp_off && a->ra_off == b->ra_off &&
-	       a->cfa_rule == b->cfa_rule && a->rbp_rule == b->rbp_rule &&
-	       a->ra_rule == b->ra_rule && a->flags == b->flags;
+	uint64_t alo, blo;
+	uint32_t ahi, bhi;
+
+	rule_words(a, &alo, &ahi);
+	rule_words(b, &blo, &bhi);
+	return alo == blo && ahi == bhi;
 }
 
 static size_t rule_hash(const struct row_rule *r)
 {
-	uint64_t h = (uint64_t)(uint32_t)r->cfa_off * 0x9e3779b97f4a7c15ull;
+	uint64_t lo, h;
+	uint32_t hi;
 
-	h ^= ((uint64_t)(uint16_t)r->rbp_off << 16 | (uint16_t)r->ra_off) * 0xc2b2ae3d27d4eb4full;
-	h ^= ((uint64_t)r->cfa_rule << 24 | (uint64_t)r->rbp_rule << 16 |
-	      (uint64_t)r->ra_rule << 8 | r->flags) *
-	     0x165667b19e3779f9ull;
+	rule_words(r, &lo, &hi);
+	h = lo * 0x9e3779b97f4a7c15ull ^ (uint64_t)hi * 0xc2b2ae3d27d4eb4full;
 	return (size_t)(h ^ h >> 29);
 }
 
@@ -522,25 +536,31 @@ static void row_at(const struct pp_unwind_table *t, size_t i, struct pp_unwind_r
 	*out = row_of_rule(&t->rules[t->rule_ix[i]], row_pc(t, i));
 }
 
-/* Append a row, merged into the previous one when the rules are the same. */
-static int push(struct pp_unwind_table *t, const struct pp_unwind_row *r)
+/* Append a row of rule rr at pc, merged into the previous one when the rules are the same. */
+static int push_rule(struct pp_unwind_table *t, uint64_t pc, const struct row_rule *rr)
 {
-	struct row_rule rr = rule_of_row(r);
 	uint16_t rule;
 	int err;
 
 	/* most rows repeat the one before: merged without a lookup */
-	if (t->n && row_pc(t, t->n - 1) <= r->pc && same_rule(&t->rules[t->rule_ix[t->n - 1]], &rr))
+	if (t->n && row_pc(t, t->n - 1) <= pc && same_rule(&t->rules[t->rule_ix[t->n - 1]], rr))
 		return 0;
-	err = intern_rule(t, rr, &rule);
+	err = intern_rule(t, *rr, &rule);
 	if (err)
 		return err;
-	if (t->n && row_pc(t, t->n - 1) == r->pc) {
+	if (t->n && row_pc(t, t->n - 1) == pc) {
 		/* an empty range before it: the later rules win */
 		t->rule_ix[t->n - 1] = rule;
 		return 0;
 	}
-	return append(t, r->pc, rule);
+	return append(t, pc, rule);
+}
+
+static int push(struct pp_unwind_table *t, const struct pp_unwind_row *r)
+{
+	struct row_rule rr = rule_of_row(r);
+
+	return push_rule(t, r->pc, &rr);
 }
 
 /* Counts n rows of rule r in the table's stats. */
@@ -693,8 +713,8 @@ static bool same_state(const struct cfi_state *a, const struct cfi_state *b)
 /* Emit the row for [r->loc, to) and move on to `to`. */
 static int advance(struct cfi_run *r, uint64_t to)
 {
-	struct pp_unwind_row row;
 	const struct cfi_state *st = &r->st;
+	struct row_rule rule = {0};
 	int err;
 
 	if (to <= r->loc)
@@ -708,22 +728,19 @@ static int advance(struct cfi_run *r, uint64_t to)
 	}
 	r->last = *st;
 	r->have_last = true;
-	/* Whole-struct zeroing: the tail padding is compared and hashed as bytes. */
-	memset(&row, 0, sizeof(row));
-	row.pc = r->loc;
-	row.cfa_rule = st->cfa_kind;
+	rule.cfa_rule = st->cfa_kind;
 	if (st->cfa_kind == PP_CFA_RSP)
-		row.cfa_rule = st->cfa_reg == REG_RSP	? PP_CFA_RSP
-			       : st->cfa_reg == REG_RBP ? PP_CFA_RBP
-							: PP_CFA_UNSUPPORTED;
+		rule.cfa_rule = st->cfa_reg == REG_RSP	 ? PP_CFA_RSP
+				: st->cfa_reg == REG_RBP ? PP_CFA_RBP
+							 : PP_CFA_UNSUPPORTED;
 	if (st->cfa_off < INT32_MIN || st->cfa_off > INT32_MAX)
-		row.cfa_rule = PP_CFA_UNSUPPORTED;
+		rule.cfa_rule = PP_CFA_UNSUPPORTED;
 	else
-		row.cfa_off = (int32_t)st->cfa_off;
-	to_row(&st->rbp, &row.rbp_rule, &row.rbp_off);
-	to_row(&st->ra, &row.ra_rule, &row.ra_off);
-	row.flags = r->cie->signal ? PP_UNWIND_SIGNAL_FRAME : 0;
-	err = push(r->t, &row);
+		rule.cfa_off = (int32_t)st->cfa_off;
+	to_row(&st->rbp, &rule.rbp_rule, &rule.rbp_off);
+	to_row(&st->ra, &rule.ra_rule, &rule.ra_off);
+	rule.flags = r->cie->signal ? PP_UNWIND_SIGNAL_FRAME : 0;
+	err = push_rule(r->t, r->loc, &rule);
 	r->loc = to;
 	return err;
 }
