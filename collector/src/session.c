@@ -415,6 +415,7 @@ int pp_session_flush(struct pp_session *s)
 {
 	int first_err = 0;
 
+	pp_symloader_kick(s->loader);
 	pp_session_take_walked(
 	    s); /* the walks done: the ones still waiting go to the next window */
 
@@ -465,6 +466,7 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 		    .kernel_image = opts->kallsyms ? opts->kernel_image : NULL,
 		    .max_type_bytes = opts->max_type_bytes,
 		    .type_answers = opts->type_answers,
+		    .kick_by_caller = opts->symbols_kicked_per_turn,
 		};
 
 		s->loader = s->proc_root ? pp_symloader_new(&lo) : NULL;
@@ -1792,8 +1794,9 @@ void pp_session_read_sideband(struct pp_session *s)
 	pp_session_take_walked(s);
 	if (s->opts.sideband)
 		sideband_catch_up(s, UINT64_MAX);
-	/* what this turn's records and reports queued, in one wake-up of the worker */
+	/* what this turn's records and reports queued, in one wake-up of each worker */
 	pp_unwinder_kick(s->opts.unwinder);
+	pp_symloader_kick(s->loader);
 }
 
 /*

@@ -130,6 +130,11 @@ struct pp_session_opts {
 	 */
 	uint64_t symbol_wait_ms;
 	/*
+	 * The symbol loader is woken once per pp_session_read_sideband (and where the session
+	 * waits for it), not once per file asked for: the agent's poll loop sets it.
+	 */
+	bool symbols_kicked_per_turn;
+	/*
 	 * The kernel's side-band (NULL: none). Borrowed. Read before a sample newer than its
 	 * last reading, so a sample's process and mappings are known even when the process is
 	 * gone before the sample is read; execs then come from it, not the shim's task records.
@@ -269,8 +274,8 @@ int pp_session_flush(struct pp_session *s);
 
 /*
  * Reads what the side-band holds (opts.sideband), so its ring does not fill while no sample
- * comes, and hands the unwinder what this turn queued (pp_unwinder_kick): once per poll of
- * the ring buffer.
+ * comes, and hands the unwinder and the symbol loader what this turn queued
+ * (pp_unwinder_kick, pp_symloader_kick): once per poll of the ring buffer.
  */
 void pp_session_read_sideband(struct pp_session *s);
 /*

@@ -353,6 +353,8 @@ void pp_sampler_session_opts(const struct pp_sampler *s, struct pp_session_opts 
 	sess->mem_event = s->events->events[0].mem;
 	sess->unwinder = s->unwinder;
 	sess->sideband = s->sideband;
+	/* the poll loop reads the side-band once per turn: the symbol loader is woken there */
+	sess->symbols_kicked_per_turn = true;
 	/* the processes the shim samples get their lists early: all, or the targets */
 	sess->eager_unwind = s->sideband && s->unwinder && !s->filter_cgroups;
 	if (s->filter_tgids) {

@@ -87,6 +87,8 @@ struct pp_symloader {
 	bool stop, busy;
 	struct request *q; /* ring of max_queued */
 	size_t q_head, q_len;
+	size_t
+	    q_woken; /* of q_len, those the worker may take: all, or those queued before a kick */
 	struct pp_symload_result *res;
 	size_t res_n, res_cap;
 	atomic_size_t ready; /* res_n, for pp_symloader_ready without the lock */
@@ -122,7 +124,11 @@ static int enqueue(struct pp_symloader *l, struct request *r)
 		return -ENOSPC;
 	l->q[(l->q_head + l->q_len) % l->opts.max_queued] = *r;
 	l->q_len++;
-	pthread_cond_signal(&l->work);
+	/* else pp_symloader_kick, once for the caller's batch */
+	if (!l->opts.kick_by_caller) {
+		l->q_woken++;
+		pthread_cond_signal(&l->work);
+	}
 	return 0;
 }
 
@@ -502,7 +508,7 @@ static void *worker_main(void *arg)
 		enum pp_mapped_via via = PP_MAPPED_VIA_NONE;
 		struct request rq;
 
-		while (!l->stop && l->q_len == 0) {
+		while (!l->stop && l->q_woken == 0) {
 			l->busy = false;
 			pthread_cond_broadcast(&l->changed);
 			/*
@@ -524,6 +530,7 @@ static void *worker_main(void *arg)
 		rq = l->q[l->q_head];
 		l->q_head = (l->q_head + 1) % l->opts.max_queued;
 		l->q_len--;
+		l->q_woken--;
 		l->busy = true;
 		pthread_mutex_unlock(&l->lock);
 
@@ -808,6 +815,23 @@ size_t pp_symloader_take(struct pp_symloader *l, struct pp_symload_result *out, 
 	return n;
 }
 
+static void kick_locked(struct pp_symloader *l)
+{
+	if (l->q_woken < l->q_len) {
+		l->q_woken = l->q_len;
+		pthread_cond_signal(&l->work);
+	}
+}
+
+void pp_symloader_kick(struct pp_symloader *l)
+{
+	if (!l || !l->opts.kick_by_caller)
+		return;
+	pthread_mutex_lock(&l->lock);
+	kick_locked(l);
+	pthread_mutex_unlock(&l->lock);
+}
+
 static int wait_until(struct pp_symloader *l, uint64_t timeout_ms, bool for_idle)
 {
 	struct timespec until = pp_deadline_after_ms(CLOCK_MONOTONIC, timeout_ms);
@@ -816,6 +840,7 @@ static int wait_until(struct pp_symloader *l, uint64_t timeout_ms, bool for_idle
 	if (!l)
 		return 0;
 	pthread_mutex_lock(&l->lock);
+	kick_locked(l); /* what the caller waits for may be queued unkicked */
 	while (!err && (for_idle ? (l->q_len || l->busy) : l->res_n == 0))
 		err = pthread_cond_timedwait(&l->changed, &l->lock, &until);
 	pthread_mutex_unlock(&l->lock);

@@ -47,6 +47,12 @@ struct pp_symloader_opts {
 	uint64_t max_type_bytes;
 	/* Answers of a resolver before it is made again; 0: PP_SYMLOADER_DATA_TYPE_ANSWERS. */
 	uint32_t type_answers;
+	/*
+	 * The worker is woken by pp_symloader_kick (and by a wait), once for what a caller's
+	 * turn queued, not once per request: a node starting programs asks for hundreds of
+	 * files a second.
+	 */
+	bool kick_by_caller;
 };
 
 struct pp_symloader_stats {
@@ -161,6 +167,9 @@ int pp_symloader_kernel_image(struct pp_symloader *l, char *why, size_t why_size
 int pp_symloader_submit_debug(struct pp_symloader *l, uint64_t tag, const char *build_id);
 /* Drop the cached tables with this build id (in queue order): their debug file arrived. */
 int pp_symloader_forget_build_id(struct pp_symloader *l, const char *build_id);
+
+/* With opts.kick_by_caller: wakes the worker where requests were queued since the last kick. */
+void pp_symloader_kick(struct pp_symloader *l);
 
 /* Whether results are ready: one atomic load, cheap enough for every sample. */
 int pp_symloader_ready(const struct pp_symloader *l);
