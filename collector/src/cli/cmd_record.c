@@ -1165,7 +1165,7 @@ int pp_cmd_record(int argc, char **argv)
 
 		pp_kallsyms_get_stats(smp.ksyms, &ks);
 		pp_debug("kernel symbols %s: %llu addresses asked of the kernel, %llu answered "
-			 "from kept symbols, %llu it does not know%s",
+			 "from kept symbols, %llu pages it named nothing in%s",
 			 ks.on_demand ? "on demand" : "from the whole kallsyms",
 			 (unsigned long long)ks.queries, (unsigned long long)ks.hits,
 			 (unsigned long long)ks.unresolved,

@@ -447,7 +447,17 @@ struct pp_kallsyms *pp_kallsyms_load(const char *proc_root)
 #define LAZY_NAME 128
 #define ARENA_BLOCK 65536
 
-/* One symbol the kernel named: [lo, hi) answers from here, trimmed so ranges never overlap. */
+/*
+ * Pages of addresses the kernel could not name before the file is read whole for them: code
+ * freed since its sample (a program unloaded, a probe's slot) is named by neither, and the
+ * read costs about as much CPU as a capture's other kernel names together.
+ */
+#define LAZY_UNNAMED_PAGES_BEFORE_FILE 16
+
+/*
+ * One symbol the kernel named: [lo, hi) answers from here, trimmed so ranges never overlap;
+ * name NULL: a page where it named nothing.
+ */
 struct range {
 	uint64_t lo, hi, start;
 	const char *name, *module;
@@ -468,6 +478,7 @@ struct lazy {
 	struct pp_kallsyms_stats stats;
 	struct pp_kallsyms *table; /* the whole file, once the query budget is spent */
 	int table_failed;
+	size_t unnamed_pages; /* pages the kernel named nothing in (LAZY_UNNAMED_PAGES_...) */
 	char *proc_root;
 };
 
@@ -702,9 +713,9 @@ static const struct range *range_add(struct lazy *z, uint64_t addr, const char *
 		z->r = nr;
 		z->cap = ncap;
 	}
-	r.name = arena_strdup(z, name, name_len);
+	r.name = name ? arena_strdup(z, name, name_len) : NULL;
 	r.module = mod_len ? arena_strdup(z, mod, mod_len) : NULL;
-	if (!r.name || (mod_len && !r.module))
+	if ((name && !r.name) || (mod_len && !r.module))
 		return NULL;
 	memmove(&z->r[at + 1], &z->r[at], (z->n - at) * sizeof(*z->r));
 	z->r[at] = r;
@@ -740,6 +751,8 @@ static const char *lazy_lookup(struct lazy *z, uint64_t addr, uint64_t *sym_star
 	if (i < z->n && addr < z->r[i].hi) {
 		z->stats.hits++;
 		r = &z->r[i];
+		if (!r->name)
+			return NULL; /* a page the kernel named nothing in, asked before */
 		goto found;
 	}
 	if (z->stats.queries >= z->max_queries && lazy_table(z))
@@ -758,10 +771,17 @@ static const char *lazy_lookup(struct lazy *z, uint64_t addr, uint64_t *sym_star
 		      &off, &size) ||
 	    off > addr) {
 		/*
-		 * The kernel knows no symbol here, yet the file may name it (ftrace
-		 * trampolines, end markers): the file decides, as it would have alone.
+		 * The kernel knows no symbol here, yet the file may name it (a kprobe's
+		 * instruction slot): the file decides, as it would have alone, once pages like
+		 * this one are many; until then the page is remembered as unnamed.
 		 */
 		z->stats.unresolved++;
+		if (++z->unnamed_pages < LAZY_UNNAMED_PAGES_BEFORE_FILE) {
+			uint64_t page = addr & ~(uint64_t)(PAGE - 1);
+
+			(void)range_add(z, addr, NULL, 0, NULL, 0, addr - page, PAGE);
+			return NULL;
+		}
 		if (lazy_table(z))
 			return pp_kallsyms_lookup(z->table, addr, sym_start, module);
 		return NULL;

@@ -34,8 +34,9 @@ struct pp_kallsyms *pp_kallsyms_load(const char *proc_root);
  * BPF syscall program calling bpf_snprintf "%pS", so kallsyms_lookup's binary search), and
  * the symbol's range is kept, so later addresses in the same function cost nothing. The
  * first max_queries questions (0: 8192, about the CPU of one full read) are answered that
- * way; after them, or when the kernel cannot answer one (no symbol it knows, or a name
- * longer than 480 bytes), <proc_root>/kallsyms is read whole as by pp_kallsyms_load and
+ * way; after them, when the kernel cannot answer one (a name longer than 480 bytes), or when
+ * it has named nothing in 16 pages of addresses asked about (each page then answers "no
+ * symbol" without a question), <proc_root>/kallsyms is read whole as by pp_kallsyms_load and
  * answers from then on. Worth it because a capture needs a few thousand kernel addresses at
  * most, while reading /proc/kallsyms costs the kernel tens of ms of formatting.
  *
@@ -55,7 +56,7 @@ struct pp_kallsyms_stats {
 	int table_loaded;    /* the budget was spent (or the kernel failed): the file was read */
 	uint64_t queries;    /* addresses the kernel was asked about */
 	uint64_t hits;	     /* addresses answered from a kept range */
-	uint64_t unresolved; /* addresses the kernel has no symbol for */
+	uint64_t unresolved; /* addresses the kernel has no symbol for (a page each, asked once) */
 };
 
 /* Counters of the on-demand mode; all zero for a parsed table. */

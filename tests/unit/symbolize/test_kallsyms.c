@@ -484,13 +484,34 @@ TEST(on_demand_falls_back_to_the_file)
 	CHECK_EQ_U64(pp_kallsyms_bad_lines(lz), 1);
 	pp_kallsyms_free(lz);
 
-	/* An address the kernel has no symbol for: the file decides (here: none either). */
+	/*
+	 * Addresses the kernel has no symbol for (user space's, here): each page is asked once and
+	 * answers nothing, the file unread, until 16 such pages; then the file decides.
+	 */
 	lz = open_lazy_or_skip(root, 0, &skip);
 	REQUIRE(lz != NULL);
 	CHECK(pp_kallsyms_lookup(lz, 0x1000, NULL, NULL) == NULL);
+	CHECK(pp_kallsyms_lookup(lz, 0x1ff8, &start, NULL) == NULL);
 	pp_kallsyms_get_stats(lz, &st);
+	CHECK_EQ_U64(st.queries, 1);
 	CHECK_EQ_U64(st.unresolved, 1);
+	CHECK_EQ_U64(st.hits, 1);
+	CHECK(st.table_loaded == 0);
+	for (uint64_t page = 2; page <= 15; page++)
+		CHECK(pp_kallsyms_lookup(lz, page << 12 | 0x10, NULL, NULL) == NULL);
+	pp_kallsyms_get_stats(lz, &st);
+	CHECK_EQ_U64(st.unresolved, 15);
+	CHECK(st.table_loaded == 0);
+	/* a kernel address still asks the kernel, and is named */
+	CHECK(pp_kallsyms_lookup(lz, sched, NULL, NULL) != NULL);
+	pp_kallsyms_get_stats(lz, &st);
+	CHECK(st.table_loaded == 0);
+	/* the 16th page: the file is read, and answers from then on (its modules too) */
+	CHECK(pp_kallsyms_lookup(lz, 0x10010, NULL, NULL) == NULL);
+	pp_kallsyms_get_stats(lz, &st);
+	CHECK_EQ_U64(st.unresolved, 16);
 	CHECK(st.table_loaded == 1);
+	CHECK_STR(pp_kallsyms_lookup(lz, 0xffffffffc0001090ull, &start, &mod), "nft_do_chain");
 	pp_kallsyms_free(lz);
 }
 
