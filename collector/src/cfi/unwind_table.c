@@ -1565,6 +1565,14 @@ uint32_t pp_unwind_table_row_rule(const struct pp_unwind_table *t, size_t i)
 	return t->rule_ix[i];
 }
 
+void pp_unwind_table_get_rows(const struct pp_unwind_table *t, struct pp_unwind_table_rows *out)
+{
+	out->base_pc = t->base_pc;
+	out->pc_offs = t->pc_offs;
+	out->rule_ix = t->rule_ix;
+	out->n = t->n;
+}
+
 bool pp_unwind_table_get(const struct pp_unwind_table *t, size_t i, struct pp_unwind_row *out)
 {
 	if (!t || i >= t->n)

@@ -142,6 +142,17 @@ size_t pp_unwind_table_rule_count(const struct pp_unwind_table *t);
 bool pp_unwind_table_rule_get(const struct pp_unwind_table *t, size_t k, struct pp_unwind_row *out);
 uint64_t pp_unwind_table_row_pc(const struct pp_unwind_table *t, size_t i);
 uint32_t pp_unwind_table_row_rule(const struct pp_unwind_table *t, size_t i);
+/*
+ * The same rows as arrays, for a pass over millions of them (the shim's packing): row i
+ * starts at base_pc + pc_offs[i], ascending, and names rule rule_ix[i]. Valid while t is.
+ */
+struct pp_unwind_table_rows {
+	uint64_t base_pc;
+	const uint32_t *pc_offs;
+	const uint16_t *rule_ix;
+	size_t n;
+};
+void pp_unwind_table_get_rows(const struct pp_unwind_table *t, struct pp_unwind_table_rows *out);
 void pp_unwind_table_get_stats(const struct pp_unwind_table *t, struct pp_unwind_table_stats *out);
 /* The memory the rows take, in bytes. */
 size_t pp_unwind_table_bytes(const struct pp_unwind_table *t);

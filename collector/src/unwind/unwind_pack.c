@@ -224,6 +224,7 @@ int pp_unwind_pack(const struct pp_unwind_table *t, struct pp_unwind_rules *d, u
 		   struct pp_unwind_packed *out)
 {
 	size_t n = pp_unwind_table_count(t), i = 0;
+	struct pp_unwind_table_rows rows;
 	uint64_t span, cap;
 	uint32_t pos, in_effect = 0;
 	struct pp_unwind_row row;
@@ -264,6 +265,7 @@ int pp_unwind_pack(const struct pp_unwind_table *t, struct pp_unwind_rules *d, u
 	}
 	pk->d = d;
 	pk->out = out;
+	pp_unwind_table_get_rows(t, &rows);
 	pos = out->nr_pages + 1;
 	for (uint32_t p = 0; p < out->nr_pages; p++) {
 		uint64_t page_end = ((uint64_t)p + 1) << PP_UW_PAGE_SHIFT;
@@ -271,13 +273,13 @@ int pp_unwind_pack(const struct pp_unwind_table *t, struct pp_unwind_rules *d, u
 
 		out->words[p] = pos;
 		for (; i < n; i++) {
-			uint64_t rel = pp_unwind_table_row_pc(t, i) - out->base_vaddr;
+			uint64_t rel = rows.base_pc + rows.pc_offs[i] - out->base_vaddr;
 			uint32_t lo = (uint32_t)(rel & (PAGE_SIZE_ROWS - 1)), rule, k;
 
 			if (rel >= page_end)
 				break;
 			/* the dictionary is asked once per rule of the table, not once per row */
-			k = pp_unwind_table_row_rule(t, i);
+			k = rows.rule_ix[i];
 			if (local[k] == UNMAPPED) {
 				pp_unwind_table_rule_get(t, k, &row);
 				local[k] = rule_of(pk, &row);
