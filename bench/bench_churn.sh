@@ -5,8 +5,10 @@
 # over, and `record -a` samples the node. The peer is `perf record -a -g` on the same loop in
 # the same run. See bench/README.md.
 #
-# usage: sudo bench/bench_churn.sh [-b BUILD_DIR] [-d SECONDS] [-F HZ,...]
+# usage: sudo bench/bench_churn.sh [-b BUILD_DIR] [-d SECONDS] [-F HZ,...] [-r ROUNDS]
 #   -F  the rates to measure at (default 99,20: the default rate and the fleet's)
+#   -r  rounds at each rate (default 1), each the four captures again: a row per round, then
+#       one of the medians (whole-capture CPU on a 2-CPU VM varies by a quarter from run to run)
 #
 # Per rate: the weight of samples with a frame in no known file ([unknown]), the share of the
 # 150 ms program's samples whose stack is whole, the agent's CPU against perf's (over a whole
@@ -20,13 +22,15 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$SRC/build
 D=20
 RATES=99,20
-while getopts "b:d:F:h" opt; do
+ROUNDS=1
+while getopts "b:d:F:r:h" opt; do
 	case $opt in
 	b) BUILD=$(cd "$OPTARG" && pwd) || exit 1 ;;
 	d) D=$OPTARG ;;
 	F) RATES=$OPTARG ;;
+	r) ROUNDS=$OPTARG ;;
 	*)
-		sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
 		exit 2
 		;;
 	esac
@@ -123,34 +127,45 @@ churn >/dev/null 2>&1 &
 LOOP=$!
 sleep 3
 ROWS=()
+# median N...: the middle one (the lower middle of an even count)
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ratio() { python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
 for HZ in ${RATES//,/ }; do
-	# the first sight of every program: a node's first start of the agent, its table
-	# cache empty; then a restart, every table it compiled kept in that cache
-	out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" -o "$T/pp$HZ.folded")
-	pp_cpu=$(echo "$out" | field cpu_s)
-	pp_rss=$(echo "$out" | field maxrss_kb)
-	procs=$(echo "$out" | sed -n 's/^processes: //p')
-	tables=$(echo "$out" | sed -n 's/^unwind tables: \([0-9]*\) built.*(\([0-9]*\) built again).*/\1 built, \2 built again/p')
-	out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" -o "$T/warm$HZ.folded")
-	warm_cpu=$(echo "$out" | field cpu_s)
-	cached="$(echo "$out" | sed -n 's/^unwind tables: \([0-9]*\) built.*/\1 built/p'), $(echo "$out" | sed -n 's/^unwind table cache: \([0-9]*\) tables read in \([0-9]*\) ms.*/\1 read from the cache in \2 ms/p')"
-	out=$(steady "$HZ" "$D" "$T/steady$HZ.folded" "$T/tables$HZ")
-	st_cpu=$(echo "$out" | field cpu_s)
-	st_rss=$(echo "$out" | field rss_kb)
-	out=$(cpu_of perf record -q -a -g -F "$HZ" -o "$T/perf$HZ.data" -- sleep "$D")
-	perf_cpu=$(echo "$out" | field cpu_s)
-	perf_rss=$(echo "$out" | field maxrss_kb)
-	perf script -i "$T/perf$HZ.data" -F comm,tid,ip,sym,dso >"$T/perf$HZ.txt" 2>/dev/null
-	read -r pu pt < <(python3 "$CHECK" unknown folded "$T/pp$HZ.folded")
-	read -r fu ft < <(python3 "$CHECK" unknown perf "$T/perf$HZ.txt")
-	read -r pw pwt _ < <(python3 "$CHECK" whole folded "$T/pp$HZ.folded" pp_churn_150ms)
-	read -r fw fwt _ < <(python3 "$CHECK" whole perf "$T/perf$HZ.txt" pp_churn_150ms)
-	ratio=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$pp_cpu" "$perf_cpu")
-	st_ratio=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$st_cpu" "$perf_cpu")
-	warm_ratio=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$warm_cpu" "$perf_cpu")
-	ROWS+=("| $HZ Hz | $(pct "$pu" "$pt")% of $pt | $(pct "$fu" "$ft")% of $ft | $(pct "$pw" "$pwt")% of $pwt | $(pct "$fw" "$fwt")% of $fwt | $pp_cpu s ($ratio) | $warm_cpu s ($warm_ratio) | $st_cpu s ($st_ratio) | $perf_cpu s | $((pp_rss / 1024)) MiB | $((st_rss / 1024)) MiB | $((perf_rss / 1024)) MiB |")
-	echo "  $HZ Hz: processes: $procs"
-	echo "  $HZ Hz: unwind tables: $tables; at the restart: $cached"
+	R_FIRST=() R_WARM=() R_STEADY=() R_PERF=()
+	for ((round = 1; round <= ROUNDS; round++)); do
+		# the first sight of every program: a node's first start of the agent, its table
+		# cache empty; then a restart, every table it compiled kept in that cache
+		rm -rf "$T/tables$HZ"
+		out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" -o "$T/pp$HZ.folded")
+		pp_cpu=$(echo "$out" | field cpu_s)
+		pp_rss=$(echo "$out" | field maxrss_kb)
+		procs=$(echo "$out" | sed -n 's/^processes: //p')
+		tables=$(echo "$out" | sed -n 's/^unwind tables: \([0-9]*\) built.*(\([0-9]*\) built again).*/\1 built, \2 built again/p')
+		out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" -o "$T/warm$HZ.folded")
+		warm_cpu=$(echo "$out" | field cpu_s)
+		cached="$(echo "$out" | sed -n 's/^unwind tables: \([0-9]*\) built.*/\1 built/p'), $(echo "$out" | sed -n 's/^unwind table cache: \([0-9]*\) tables read in \([0-9]*\) ms.*/\1 read from the cache in \2 ms/p')"
+		out=$(steady "$HZ" "$D" "$T/steady$HZ.folded" "$T/tables$HZ")
+		st_cpu=$(echo "$out" | field cpu_s)
+		st_rss=$(echo "$out" | field rss_kb)
+		out=$(cpu_of perf record -q -a -g -F "$HZ" -o "$T/perf$HZ.data" -- sleep "$D")
+		perf_cpu=$(echo "$out" | field cpu_s)
+		perf_rss=$(echo "$out" | field maxrss_kb)
+		perf script -i "$T/perf$HZ.data" -F comm,tid,ip,sym,dso >"$T/perf$HZ.txt" 2>/dev/null
+		read -r pu pt < <(python3 "$CHECK" unknown folded "$T/pp$HZ.folded")
+		read -r fu ft < <(python3 "$CHECK" unknown perf "$T/perf$HZ.txt")
+		read -r pw pwt _ < <(python3 "$CHECK" whole folded "$T/pp$HZ.folded" pp_churn_150ms)
+		read -r fw fwt _ < <(python3 "$CHECK" whole perf "$T/perf$HZ.txt" pp_churn_150ms)
+		R_FIRST+=("$pp_cpu") R_WARM+=("$warm_cpu") R_STEADY+=("$st_cpu") R_PERF+=("$perf_cpu")
+		label="$HZ Hz"
+		[ "$ROUNDS" -gt 1 ] && label="$HZ Hz, round $round"
+		ROWS+=("| $label | $(pct "$pu" "$pt")% of $pt | $(pct "$fu" "$ft")% of $ft | $(pct "$pw" "$pwt")% of $pwt | $(pct "$fw" "$fwt")% of $fwt | $pp_cpu s ($(ratio "$pp_cpu" "$perf_cpu")) | $warm_cpu s ($(ratio "$warm_cpu" "$perf_cpu")) | $st_cpu s ($(ratio "$st_cpu" "$perf_cpu")) | $perf_cpu s | $((pp_rss / 1024)) MiB | $((st_rss / 1024)) MiB | $((perf_rss / 1024)) MiB |")
+		echo "  $label: processes: $procs"
+		echo "  $label: unwind tables: $tables; at the restart: $cached"
+	done
+	if [ "$ROUNDS" -gt 1 ]; then
+		mf=$(median "${R_FIRST[@]}") mw=$(median "${R_WARM[@]}") ms=$(median "${R_STEADY[@]}") mp=$(median "${R_PERF[@]}")
+		ROWS+=("| $HZ Hz, medians of $ROUNDS | | | | | $mf s ($(ratio "$mf" "$mp")) | $mw s ($(ratio "$mw" "$mp")) | $ms s ($(ratio "$ms" "$mp")) | $mp s | | | |")
+	fi
 done
 kill $LOOP 2>/dev/null
 wait $LOOP 2>/dev/null
