@@ -76,15 +76,23 @@ static void drain(struct pp_symloader *l, size_t want)
 	CHECK_EQ_U64(take_polled(l, want), want);
 }
 
+/* A loader, and this program's code mapping in *m (NULL: neither; pp_maps_fini(maps) after). */
+static struct pp_symloader *loader_and_code(bool kick_by_caller, struct pp_maps *maps,
+					    const struct pp_map_entry **m)
+{
+	struct pp_symloader_opts o = {
+	    .max_files = 8, .max_bytes = 64u << 20, .kick_by_caller = kick_by_caller};
+
+	*m = own_code(maps);
+	return *m ? pp_symloader_new(&o) : NULL;
+}
+
 TEST(woken_per_request_without_kick_by_caller)
 {
-	struct pp_symloader_opts o = {.max_files = 8, .max_bytes = 64u << 20};
 	struct pp_maps maps = {0};
-	const struct pp_map_entry *m = own_code(&maps);
-	struct pp_symloader *l;
+	const struct pp_map_entry *m;
+	struct pp_symloader *l = loader_and_code(false, &maps, &m);
 
-	REQUIRE(m);
-	l = pp_symloader_new(&o);
 	REQUIRE(l);
 	CHECK_EQ_U64(pp_symloader_submit(l, 1, (uint32_t)getpid(), NULL, m), 0);
 	drain(l, 1);
@@ -94,15 +102,11 @@ TEST(woken_per_request_without_kick_by_caller)
 
 TEST(kicked_by_caller_reads_at_the_kick_or_a_wait)
 {
-	struct pp_symloader_opts o = {
-	    .max_files = 8, .max_bytes = 64u << 20, .kick_by_caller = true};
 	struct pp_symloader_stats st;
 	struct pp_maps maps = {0};
-	const struct pp_map_entry *m = own_code(&maps);
-	struct pp_symloader *l;
+	const struct pp_map_entry *m;
+	struct pp_symloader *l = loader_and_code(true, &maps, &m);
 
-	REQUIRE(m);
-	l = pp_symloader_new(&o);
 	REQUIRE(l);
 	/* a batch queued: nothing read before the kick (the worker sleeps, the queue holds it) */
 	for (uint64_t tag = 1; tag <= 3; tag++)
