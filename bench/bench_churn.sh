@@ -7,16 +7,19 @@
 #
 # usage: sudo bench/bench_churn.sh [-b BUILD_DIR] [-d SECONDS] [-F HZ,...] [-r ROUNDS]
 #   -F  the rates to measure at (default 99,20: the default rate and the fleet's)
-#   -r  rounds at each rate (default 1), each the four captures again: a row per round, then
-#       one of the medians (whole-capture CPU on a 2-CPU VM varies by a quarter from run to run)
+#   -r  rounds at each rate (default 1), each every capture again: a row per round, then one
+#       of the medians (whole-capture CPU on a 2-CPU VM varies by a quarter from run to run)
 #
 # Per rate: the weight of samples with a frame in no known file ([unknown]), the share of the
 # 150 ms program's samples whose stack is whole, the agent's CPU against perf's (over a whole
 # capture, start-up and first sight of every program included; the same capture again, as a
 # restarted agent finds the tables it compiled in its table cache; and over D seconds after a
-# 10 s warm-up, what a long-running agent pays), its RSS, and what churn cost it (processes
-# from the kernel's reports, /proc reads, tables built and built again). Last, the agent's
-# CPU on the idle node at 20 Hz after its warm-up, as a share of one CPU.
+# 10 s warm-up, what a long-running agent pays, against perf's whole capture and perf's own D
+# seconds after 10; and, for what perf leaves to later, the CPU of a perf report of its
+# capture: its stacks symbolized and merged, which the agent does as it samples), its RSS,
+# and what churn cost it (processes from the kernel's reports, /proc reads, tables built and
+# built again). Last, the agent's CPU on the idle node at 20 Hz after its warm-up, as a share
+# of one CPU.
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$SRC/build
@@ -30,7 +33,7 @@ while getopts "b:d:F:r:h" opt; do
 	F) RATES=$OPTARG ;;
 	r) ROUNDS=$OPTARG ;;
 	*)
-		sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
 		exit 2
 		;;
 	esac
@@ -105,21 +108,27 @@ churn() {
 }
 
 field() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p" | tail -1; }
-# steady HZ SECS OUT [CACHE]: the agent's CPU seconds over SECS after a 10 s warm-up (the node's
-# programs' tables built, their files read: what a long-running agent pays), and its RSS
-# then, in KiB: "cpu_s S rss_kb K"
-steady() {
-	local pid t0 t1 rss
-	"$PP" record -a -F "$1" -d $((10 + $2 + 5)) --unwind-table-cache "${4:-none}" -o "$3" >/dev/null 2>&1 &
+# run_ns PID: the nanoseconds PID's threads have run (schedstat: exact, where the ticks of
+# /proc/PID/stat miss a process that runs in short bursts, as perf record does)
+run_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d\n", s }'; }
+# steady_cpu SECS CMD...: CMD's CPU seconds over SECS after a 10 s warm-up (for the agent: the
+# node's programs' tables built, their files read; what a long-running agent pays) and its RSS
+# then, in KiB: "cpu_s S rss_kb K". CMD must run for 10 + SECS seconds and more.
+steady_cpu() {
+	local secs=$1 pid t0 t1 rss
+	shift
+	"$@" >/dev/null 2>&1 &
 	pid=$!
 	sleep 10
-	t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-	sleep "$2"
-	t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	t0=$(run_ns "$pid")
+	sleep "$secs"
+	t1=$(run_ns "$pid")
 	rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
 	wait $pid
-	echo "cpu_s $(python3 -c "import os, sys; print('%.3f' % ((int(sys.argv[2]) - int(sys.argv[1])) / os.sysconf('SC_CLK_TCK')))" "$t0" "$t1") rss_kb $rss"
+	echo "cpu_s $(python3 -c "import sys; print('%.3f' % ((int(sys.argv[2]) - int(sys.argv[1])) / 1e9))" "$t0" "$t1") rss_kb $rss"
 }
+# steady HZ SECS OUT [CACHE]: the agent's steady_cpu
+steady() { steady_cpu "$2" "$PP" record -a -F "$1" -d $((10 + $2 + 5)) --unwind-table-cache "${4:-none}" -o "$3"; }
 pct() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print('%.1f' % (100 * a / b if b else 0))" "$1" "$2"; }
 
 echo "bench_churn: ${D} s per capture, rates $RATES, $(nproc) CPUs, kernel $(uname -r)"
@@ -129,9 +138,9 @@ sleep 3
 ROWS=()
 # median N...: the middle one (the lower middle of an even count)
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-ratio() { python3 -c "import sys; print('%.2f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
+ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print('%.2f' % (a / b) if b else '-')" "$1" "$2"; }
 for HZ in ${RATES//,/ }; do
-	R_FIRST=() R_WARM=() R_STEADY=() R_PERF=()
+	R_FIRST=() R_WARM=() R_STEADY=() R_PERF=() R_PERF_STEADY=() R_REPORT=()
 	for ((round = 1; round <= ROUNDS; round++)); do
 		# the first sight of every program: a node's first start of the agent, its table
 		# cache empty; then a restart, every table it compiled kept in that cache
@@ -150,21 +159,31 @@ for HZ in ${RATES//,/ }; do
 		out=$(cpu_of perf record -q -a -g -F "$HZ" -o "$T/perf$HZ.data" -- sleep "$D")
 		perf_cpu=$(echo "$out" | field cpu_s)
 		perf_rss=$(echo "$out" | field maxrss_kb)
+		# perf's own steady state: its start (the node's processes synthesized) and its
+		# build-id pass at the end left out, as the agent's are
+		out=$(steady_cpu "$D" perf record -q -a -g -F "$HZ" -o "$T/perfst$HZ.data" -- sleep $((10 + D + 5)))
+		perf_st=$(echo "$out" | field cpu_s)
 		perf script -i "$T/perf$HZ.data" -F comm,tid,ip,sym,dso >"$T/perf$HZ.txt" 2>/dev/null
+		# what perf defers to its report: the stacks symbolized and merged into a call graph,
+		# which the agent does as it samples
+		out=$(cpu_of perf report -i "$T/perf$HZ.data" --stdio -g none --sort dso,sym)
+		report_cpu=$(echo "$out" | field cpu_s)
 		read -r pu pt < <(python3 "$CHECK" unknown folded "$T/pp$HZ.folded")
 		read -r fu ft < <(python3 "$CHECK" unknown perf "$T/perf$HZ.txt")
 		read -r pw pwt _ < <(python3 "$CHECK" whole folded "$T/pp$HZ.folded" pp_churn_150ms)
 		read -r fw fwt _ < <(python3 "$CHECK" whole perf "$T/perf$HZ.txt" pp_churn_150ms)
 		R_FIRST+=("$pp_cpu") R_WARM+=("$warm_cpu") R_STEADY+=("$st_cpu") R_PERF+=("$perf_cpu")
+		R_PERF_STEADY+=("$perf_st") R_REPORT+=("$report_cpu")
 		label="$HZ Hz"
 		[ "$ROUNDS" -gt 1 ] && label="$HZ Hz, round $round"
-		ROWS+=("| $label | $(pct "$pu" "$pt")% of $pt | $(pct "$fu" "$ft")% of $ft | $(pct "$pw" "$pwt")% of $pwt | $(pct "$fw" "$fwt")% of $fwt | $pp_cpu s ($(ratio "$pp_cpu" "$perf_cpu")) | $warm_cpu s ($(ratio "$warm_cpu" "$perf_cpu")) | $st_cpu s ($(ratio "$st_cpu" "$perf_cpu")) | $perf_cpu s | $((pp_rss / 1024)) MiB | $((st_rss / 1024)) MiB | $((perf_rss / 1024)) MiB |")
+		ROWS+=("| $label | $(pct "$pu" "$pt")% of $pt | $(pct "$fu" "$ft")% of $ft | $(pct "$pw" "$pwt")% of $pwt | $(pct "$fw" "$fwt")% of $fwt | $pp_cpu s ($(ratio "$pp_cpu" "$perf_cpu")) | $warm_cpu s ($(ratio "$warm_cpu" "$perf_cpu")) | $st_cpu s ($(ratio "$st_cpu" "$perf_cpu"); $(ratio "$st_cpu" "$perf_st")) | $perf_cpu s | $perf_st s | $report_cpu s ($(ratio "$pp_cpu" "$(python3 -c "import sys; print(float(sys.argv[1]) + float(sys.argv[2]))" "$perf_cpu" "$report_cpu")")) | $((pp_rss / 1024)) MiB | $((st_rss / 1024)) MiB | $((perf_rss / 1024)) MiB |")
 		echo "  $label: processes: $procs"
 		echo "  $label: unwind tables: $tables; at the restart: $cached"
 	done
 	if [ "$ROUNDS" -gt 1 ]; then
 		mf=$(median "${R_FIRST[@]}") mw=$(median "${R_WARM[@]}") ms=$(median "${R_STEADY[@]}") mp=$(median "${R_PERF[@]}")
-		ROWS+=("| $HZ Hz, medians of $ROUNDS | | | | | $mf s ($(ratio "$mf" "$mp")) | $mw s ($(ratio "$mw" "$mp")) | $ms s ($(ratio "$ms" "$mp")) | $mp s | | | |")
+		mps=$(median "${R_PERF_STEADY[@]}") mr=$(median "${R_REPORT[@]}")
+		ROWS+=("| $HZ Hz, medians of $ROUNDS | | | | | $mf s ($(ratio "$mf" "$mp")) | $mw s ($(ratio "$mw" "$mp")) | $ms s ($(ratio "$ms" "$mp"); $(ratio "$ms" "$mps")) | $mp s | $mps s | $mr s | | | |")
 	fi
 done
 kill $LOOP 2>/dev/null
@@ -175,8 +194,8 @@ out=$(steady 20 "$D" "$T/idle.folded")
 idle_cpu=$(echo "$out" | field cpu_s)
 
 echo
-echo "| rate | pebsprof [unknown] weight | perf -g [unknown] weight | pebsprof 150 ms program whole | perf -g whole | pebsprof CPU, whole capture (/ perf) | the same, restarted: tables from its cache (/ perf) | pebsprof CPU after 10 s (/ perf) | perf record CPU | pebsprof peak RSS | pebsprof RSS after 10 s | perf peak RSS |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| rate | pebsprof [unknown] weight | perf -g [unknown] weight | pebsprof 150 ms program whole | perf -g whole | pebsprof CPU, whole capture (/ perf) | the same, restarted: tables from its cache (/ perf) | pebsprof CPU after 10 s (/ perf's whole capture; / perf's after 10 s) | perf record CPU | perf CPU after 10 s | perf report CPU (pebsprof's whole capture / perf record + report) | pebsprof peak RSS | pebsprof RSS after 10 s | perf peak RSS |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${ROWS[@]}"
 echo
 echo "idle node, 20 Hz, ${D} s after a 10 s warm-up: pebsprof CPU $idle_cpu s = $(pct "$idle_cpu" "$D")% of one CPU"
