@@ -159,7 +159,9 @@ static int fixture(void)
 /* A chain program spinning for a while; its libraries are mapped once maps show them. */
 static pid_t start(const char *prog)
 {
-	char path[PATH_MAX], maps[64], buf[1 << 16];
+	static char buf[1 << 16], prev[1 << 16];
+	char path[PATH_MAX], maps[64];
+	ssize_t prev_n = -1;
 	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s/%s", g_dir, prog);
@@ -170,7 +172,12 @@ static pid_t start(const char *prog)
 		_exit(127);
 	}
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
-	for (int i = 0; i < 200; i++) { /* until the dynamic loader mapped the libraries */
+	/*
+	 * Until the dynamic loader mapped every library: ours and libc there, and the maps the
+	 * same in two reads 10 ms apart (a loader on a busy machine maps one library at a time,
+	 * and a list taken between two would lack the later ones).
+	 */
+	for (int i = 0; i < 1000; i++) {
 		int fd = open(maps, O_RDONLY | O_CLOEXEC);
 		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 
@@ -178,8 +185,11 @@ static pid_t start(const char *prog)
 			close(fd);
 		if (n > 0) {
 			buf[n] = '\0';
-			if (strstr(buf, "libpp_chain.so"))
+			if (strstr(buf, "libpp_chain.so") && strstr(buf, "libc.so") &&
+			    n == prev_n && !memcmp(buf, prev, (size_t)n))
 				break;
+			memcpy(prev, buf, (size_t)n);
+			prev_n = n;
 		}
 		usleep(10000);
 	}
