@@ -478,7 +478,6 @@ struct lazy {
 	struct pp_kallsyms_stats stats;
 	struct pp_kallsyms *table; /* the whole file, once the query budget is spent */
 	int table_failed;
-	size_t unnamed_pages; /* pages the kernel named nothing in (LAZY_UNNAMED_PAGES_...) */
 	char *proc_root;
 };
 
@@ -775,8 +774,8 @@ static const char *lazy_lookup(struct lazy *z, uint64_t addr, uint64_t *sym_star
 		 * instruction slot): the file decides, as it would have alone, once pages like
 		 * this one are many; until then the page is remembered as unnamed.
 		 */
-		z->stats.unresolved++;
-		if (++z->unnamed_pages < LAZY_UNNAMED_PAGES_BEFORE_FILE) {
+		/* stats.unresolved counts those pages: each is asked once */
+		if (++z->stats.unresolved < LAZY_UNNAMED_PAGES_BEFORE_FILE) {
 			uint64_t page = addr & ~(uint64_t)(PAGE - 1);
 
 			(void)range_add(z, addr, NULL, 0, NULL, 0, addr - page, PAGE);

@@ -87,8 +87,8 @@ struct pp_symloader {
 	bool stop, busy;
 	struct request *q; /* ring of max_queued */
 	size_t q_head, q_len;
-	size_t
-	    q_woken; /* of q_len, those the worker may take: all, or those queued before a kick */
+	/* of q_len, those the worker may take: all, or those queued before a kick */
+	size_t q_woken;
 	struct pp_symload_result *res;
 	size_t res_n, res_cap;
 	atomic_size_t ready; /* res_n, for pp_symloader_ready without the lock */
