@@ -44,9 +44,15 @@ fi
 # frame-pointer walker loses the caller of libc's read and syscall
 whole=
 [ "$(uname -r | awk -F. '{ print $1 * 1000 + $2 }')" -ge 5017 ] && whole=--whole-user
+# a wait whose end no traced switch showed (a kernel may leave a switch untraced: seen on a VM
+# whose own agent's switches no tracepoint reports) is recorded at its wakeup without the
+# kernel stack it waited in, and the summary counts it
+unseen=$(sed -n 's/.* \([0-9][0-9]*\) whose end was not seen ended at their wakeup.*/\1/p' \
+	"$T/main.out" | head -1)
 pp_check "the waits' shares are 50/33/17 +- 5, sleeping, their kernel frames${whole:+, whole stacks}" \
 	$CHECK folded "$T/w.folded" --expect wait_sleep=50,wait_pipe=33,wait_futex=17 --tol 5 \
-	--kernel wait_sleep=nanosleep,wait_pipe=pipe_read,wait_futex=futex_wait $whole
+	--kernel wait_sleep=nanosleep,wait_pipe=pipe_read,wait_futex=futex_wait \
+	--unseen "${unseen:-0}" $whole
 if grep -q '^off-CPU: [1-9][0-9]* waits of 1.0 ms or more' "$T/main.out" &&
 	grep -Eq '; [1-9][0-9]* shorter;' "$T/main.out"; then
 	pp_ok "the summary counts the waits and the shorter ones"
