@@ -983,6 +983,7 @@ int on_sample_unwind_loop(struct bpf_perf_event_data *ctx)
 
 /* ---- off-CPU: where threads wait (pp_shim_config.off_cpu_every) ---- */
 
+#define PP_PF_EXITING 0x00000004 /* task_struct.flags: in do_exit */
 #define PP_PF_KTHREAD 0x00200000 /* task_struct.flags: a kernel thread */
 #define PP_TASK_INTERRUPTIBLE 0x1
 #define PP_TASK_UNINTERRUPTIBLE 0x2
@@ -1729,9 +1730,11 @@ int BPF_PROG(on_switch_deferred, int preempt, struct task_struct *prev, struct t
 	/*
 	 * not on the state: a branch on it makes the verifier walk what follows once for each
 	 * state (ten times the load time); a stopped task's debugger that moves its registers
-	 * costs the record its user stack, and it says so
+	 * costs the record its user stack, and it says so. A thread in its exit never returns to
+	 * user mode (past sched_process_exit nothing would finish a deferred wait): held.
 	 */
-	deferred = task_user_regs_of(prev, &ip, &sp, &bp) == 0 && task_has_rseq(prev);
+	deferred = task_user_regs_of(prev, &ip, &sp, &bp) == 0 && task_has_rseq(prev) &&
+		   !(prev->flags & PP_PF_EXITING);
 	w->held = !deferred;
 	if (w->held) {
 		/* its user stack now; the kernel one as it comes back, if that is long enough */

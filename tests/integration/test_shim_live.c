@@ -1491,13 +1491,14 @@ static void run_off_cpu(uint32_t walk, uint32_t every, enum pp_shim_off_cpu_stac
 	 * and a wait noted then would never end.
 	 */
 	CHECK(pp_shim_remove_target(shim, (uint32_t)getpid()) == 0);
-	pp_shim_detach_all(shim);
 	/*
 	 * pthread_join returns when a thread's tid is cleared, before its exit is done: a thread
-	 * preempted after that (one CPU) has a wait noted that its exit (the shim's on_exit,
-	 * still attached) ends unseen. Its task gone from /proc, that has happened.
+	 * preempted after that (one CPU) has a wait noted that the programs, still attached, end
+	 * at its switch back or its exit. Its task gone from /proc, that has happened; detached
+	 * before, the wait would go with the task's storage, neither ended nor still noted.
 	 */
 	CHECK(wait_threads_gone(c.tids, 3, 5000) == 0);
+	pp_shim_detach_all(shim);
 	/* their life: a wait in a thread's exit, after pthread_join returned, is part of it */
 	lifetime_ns = (uint64_t)ms_since(&wall) * 1000000u + 1000000u;
 	while (pp_shim_poll(shim, 0, on_off_cpu_record, &c) > 0)
