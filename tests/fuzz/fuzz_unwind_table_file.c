@@ -50,11 +50,10 @@ static void one(const uint8_t *data, size_t size)
 		return;
 	memcpy(copy, data, size); /* exactly size bytes: a read past them is a finding */
 	errno = 0;
-	t = pp_unwind_table_decode(copy, size, digest);
+	t = pp_unwind_table_decode(copy, size, digest); /* copy is the table's (or freed) */
 	if (!t) {
 		if (errno != EBADMSG && errno != EPROTO && errno != ENOMEM)
 			__builtin_trap();
-		free(copy);
 		return;
 	}
 	n = pp_unwind_table_count(t);
@@ -70,10 +69,9 @@ static void one(const uint8_t *data, size_t size)
 			__builtin_trap();
 	}
 	if (pp_unwind_table_encode(t, digest, &again, &len) == 0) {
-		if (len != size || memcmp(again, copy, size))
+		if (len != size || memcmp(again, data, size))
 			__builtin_trap();
 		free(again);
 	}
 	pp_unwind_table_free(t);
-	free(copy);
 }

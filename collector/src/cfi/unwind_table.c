@@ -1478,8 +1478,12 @@ void pp_unwind_table_free(struct pp_unwind_table *t)
 {
 	if (!t)
 		return;
-	free(t->pc_offs);
-	free(t->rule_ix);
+	if (t->backing) {
+		free(t->backing);
+	} else {
+		free(t->pc_offs);
+		free(t->rule_ix);
+	}
 	free(t->rules);
 	free(t->rule_slots);
 	free(t);

@@ -36,6 +36,8 @@ struct pp_unwind_table {
 	struct pp_unwind_table_stats stats;
 	struct pp_unwind_load loads[PP_UNWIND_MAX_LOADS];
 	size_t nloads;
+	/* a decoded table's file form, owned: pc_offs and rule_ix point into it, not freed alone */
+	void *backing;
 };
 
 #endif /* PP_COLLECTOR_UNWIND_TABLE_PRIV_H */

@@ -478,10 +478,8 @@ struct pp_unwind_table *pp_table_cache_get(struct pp_table_cache *c,
 		goto out;
 	}
 	buf = read_whole(fd, &len);
-	if (buf) {
-		t = pp_unwind_table_decode(buf, len, held);
-		free(buf);
-	}
+	if (buf)
+		t = pp_unwind_table_decode(buf, len, held); /* buf is its */
 	if (t && memcmp(held, digest, sizeof(held))) {
 		pp_unwind_table_free(t);
 		t = NULL;
