@@ -1221,33 +1221,51 @@ static void finish(struct pp_unwind_table *t)
 	free(rows_of);
 }
 
-static int build(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_shape *shape,
-		 size_t max_rows, struct pp_unwind_table **out)
+/* The three CFI sections of a file, each read or why not (-ENODATA: not there). */
+struct cfi_sections {
+	struct section hdr, eh, df;
+	int err_hdr, err_eh, err_df;
+};
+
+static void cfi_sections_read(Elf *elf, const struct pp_elf_src *src,
+			      const struct pp_elf_shape *shape, struct cfi_sections *s)
+{
+	s->err_hdr = find_section(elf, src, shape, ".eh_frame_hdr", &s->hdr);
+	s->err_eh = find_section(elf, src, shape, ".eh_frame", &s->eh);
+	s->err_df = find_section(elf, src, shape, ".debug_frame", &s->df);
+}
+
+static void cfi_sections_fini(struct cfi_sections *s)
+{
+	section_fini(&s->hdr);
+	section_fini(&s->eh);
+	section_fini(&s->df);
+}
+
+/* The ELF header, where elf is an ELF file: -ENOEXEC otherwise. */
+static int elf_header(Elf *elf, GElf_Ehdr *ehdr)
+{
+	return elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, ehdr) ? 0 : -ENOEXEC;
+}
+
+/* The table of an x86-64 file whose sections s holds (.eh_frame only beside its header). */
+static int build_from(Elf *elf, const GElf_Ehdr *ehdr, const struct cfi_sections *s,
+		      size_t max_rows, struct pp_unwind_table **out)
 {
 	struct cfi_index ix_eh = {0}, ix_dbg = {0};
 	struct fde_refs eh_refs = {0}, dbg_refs = {0};
 	struct pp_unwind_table *t;
-	struct section hdr = {0}, eh = {0}, df = {0};
-	bool have_eh, have_dbg;
-	GElf_Ehdr ehdr;
-	int err, err_eh, err_dbg;
+	int err, err_eh = s->err_hdr ? s->err_hdr : s->err_eh, err_dbg = s->err_df;
+	bool have_eh = !err_eh, have_dbg = !err_dbg;
 
 	*out = NULL;
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr))
-		return -ENOEXEC;
-	if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != EM_X86_64)
+	if (ehdr->e_ident[EI_CLASS] != ELFCLASS64 || ehdr->e_machine != EM_X86_64)
 		return -ENOTSUP;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->max_rows = max_rows ? max_rows : DEFAULT_MAX_ROWS;
 	read_loads(elf, t);
-	err_eh = find_section(elf, src, shape, ".eh_frame_hdr", &hdr);
-	if (!err_eh)
-		err_eh = find_section(elf, src, shape, ".eh_frame", &eh);
-	err_dbg = find_section(elf, src, shape, ".debug_frame", &df);
-	have_eh = !err_eh;
-	have_dbg = !err_dbg;
 	/* a section that is there but refused (too big, sparse) refuses the file */
 	if (err_eh && err_eh != -ENODATA)
 		err = err_eh;
@@ -1256,18 +1274,15 @@ static int build(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_sha
 	else
 		err = have_eh || have_dbg ? 0 : -ENODATA;
 	if (!err && have_eh)
-		err = eh_frame_refs(&ehdr, &hdr, &eh, &ix_eh, &eh_refs);
+		err = eh_frame_refs(ehdr, &s->hdr, &s->eh, &ix_eh, &eh_refs);
 	if (!err && have_dbg)
-		err = debug_frame_refs(&ehdr, &df, &ix_dbg, &dbg_refs);
+		err = debug_frame_refs(ehdr, &s->df, &ix_dbg, &dbg_refs);
 	if (!err)
 		err = compile_all(t, &eh_refs, &dbg_refs);
 	cfi_index_fini(&ix_eh);
 	cfi_index_fini(&ix_dbg);
 	free(eh_refs.v);
 	free(dbg_refs.v);
-	section_fini(&hdr);
-	section_fini(&eh);
-	section_fini(&df);
 	if (err) {
 		pp_unwind_table_free(t);
 		return err;
@@ -1277,36 +1292,103 @@ static int build(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_sha
 	return 0;
 }
 
-struct pp_unwind_table *pp_unwind_table_open_fd(int fd, size_t max_rows)
+static int build(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_shape *shape,
+		 size_t max_rows, struct pp_unwind_table **out)
 {
-	struct pp_unwind_table *t = NULL;
-	struct pp_elf_shape shape;
-	struct pp_elf_src src;
-	Elf *elf;
+	struct cfi_sections s = {0};
+	GElf_Ehdr ehdr;
 	int err;
 
-	err = pp_elf_src_fd(&src, fd);
-	if (err) {
-		errno = fd < 0 ? EBADF : err == -EINVAL ? ENOEXEC : -err;
-		return NULL;
-	}
+	*out = NULL;
+	err = elf_header(elf, &ehdr);
+	if (err)
+		return err;
+	if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != EM_X86_64)
+		return -ENOTSUP;
+	cfi_sections_read(elf, src, shape, &s);
+	err = build_from(elf, &ehdr, &s, max_rows, out);
+	cfi_sections_fini(&s);
+	return err;
+}
+
+/*
+ * A file's CFI read once for both its digest and its compile: the unwinder digests a file it
+ * has not seen to find its table, and compiles it from the same bytes when none is kept.
+ */
+struct pp_cfi_source {
+	struct pp_elf_src src;
+	struct pp_elf_shape shape;
+	Elf *elf;
+	GElf_Ehdr ehdr;
+	struct cfi_sections s;
+};
+
+struct pp_cfi_source *pp_cfi_source_open_fd(int fd)
+{
+	struct pp_cfi_source *cs;
+	int err;
+
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		errno = ENOSYS;
 		return NULL;
 	}
-	err = pp_elf_preflight(&src, &shape);
+	cs = calloc(1, sizeof(*cs));
+	if (!cs) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = pp_elf_src_fd(&cs->src, fd);
+	if (err)
+		err = fd < 0 ? -EBADF : err == -EINVAL ? -ENOEXEC : err;
+	if (!err)
+		err = pp_elf_preflight(&cs->src, &cs->shape);
+	if (!err) {
+		/* ELF_C_READ, not _MMAP: a file truncated under us must not turn into SIGBUS */
+		cs->elf = elf_begin(fd, ELF_C_READ, NULL);
+		err = elf_header(cs->elf, &cs->ehdr);
+	}
+	if (err) {
+		pp_cfi_source_free(cs);
+		errno = -err;
+		return NULL;
+	}
+	cfi_sections_read(cs->elf, &cs->src, &cs->shape, &cs->s);
+	return cs;
+}
+
+void pp_cfi_source_free(struct pp_cfi_source *cs)
+{
+	if (!cs)
+		return;
+	cfi_sections_fini(&cs->s);
+	elf_end(cs->elf);
+	free(cs);
+}
+
+struct pp_unwind_table *pp_cfi_source_compile(const struct pp_cfi_source *cs, size_t max_rows)
+{
+	struct pp_unwind_table *t = NULL;
+	int err = build_from(cs->elf, &cs->ehdr, &cs->s, max_rows, &t);
+
 	if (err) {
 		errno = -err;
 		return NULL;
 	}
-	/* ELF_C_READ, not _MMAP: a file truncated under us must not turn into SIGBUS */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	err = build(elf, &src, &shape, max_rows, &t);
-	elf_end(elf);
-	if (err) {
-		errno = -err;
+	return t;
+}
+
+struct pp_unwind_table *pp_unwind_table_open_fd(int fd, size_t max_rows)
+{
+	struct pp_cfi_source *cs = pp_cfi_source_open_fd(fd);
+	struct pp_unwind_table *t;
+	int err;
+
+	if (!cs)
 		return NULL;
-	}
+	t = pp_cfi_source_compile(cs, max_rows);
+	err = errno;
+	pp_cfi_source_free(cs);
+	errno = err;
 	return t;
 }
 
@@ -1332,56 +1414,46 @@ static void digest_section(struct pp_blake2b *h, const struct section *sec, bool
  * (its source's digest, from the build) goes first, so a compiler that changes names new
  * digests rather than reading tables it would not make.
  */
-int pp_unwind_table_digest_fd(int fd, uint8_t out[PP_UNWIND_DIGEST_SIZE])
+int pp_cfi_source_digest(const struct pp_cfi_source *cs, uint8_t out[PP_UNWIND_DIGEST_SIZE])
 {
-	static const char *const names[] = {".eh_frame_hdr", ".eh_frame", ".debug_frame"};
+	const struct {
+		const struct section *sec;
+		int err;
+	} secs[] = {
+	    {&cs->s.hdr, cs->s.err_hdr}, {&cs->s.eh, cs->s.err_eh}, {&cs->s.df, cs->s.err_df}};
 	struct pp_unwind_table loads = {0};
-	struct pp_elf_shape shape;
-	struct pp_elf_src src;
 	struct pp_blake2b h;
-	GElf_Ehdr ehdr;
-	Elf *elf;
-	int err;
 
-	err = pp_elf_src_fd(&src, fd);
-	if (err)
-		return fd < 0 ? -EBADF : err == -EINVAL ? -ENOEXEC : err;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOSYS;
-	err = pp_elf_preflight(&src, &shape);
-	if (err)
-		return err;
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr)) {
-		elf_end(elf);
-		return -ENOEXEC;
-	}
+	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
+		if (secs[i].err && secs[i].err != -ENODATA)
+			return secs[i].err;
 	pp_blake2b_init(&h, PP_UNWIND_DIGEST_SIZE);
 	pp_blake2b_update(&h, PP_CFI_COMPILER_ID, sizeof(PP_CFI_COMPILER_ID));
-	pp_blake2b_update(&h, ehdr.e_ident, EI_NIDENT);
-	pp_blake2b_update(&h, &ehdr.e_machine, sizeof(ehdr.e_machine));
-	read_loads(elf, &loads);
+	pp_blake2b_update(&h, cs->ehdr.e_ident, EI_NIDENT);
+	pp_blake2b_update(&h, &cs->ehdr.e_machine, sizeof(cs->ehdr.e_machine));
+	read_loads(cs->elf, &loads);
 	for (size_t i = 0; i < loads.nloads; i++) {
 		uint64_t l[4] = {loads.loads[i].vaddr, loads.loads[i].offset, loads.loads[i].filesz,
 				 loads.loads[i].exec};
 
 		pp_blake2b_update(&h, l, sizeof(l));
 	}
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !err; i++) {
-		struct section sec = {0};
-		int found = find_section(elf, &src, &shape, names[i], &sec);
-
-		if (found && found != -ENODATA)
-			err = found;
-		else
-			digest_section(&h, &sec, !found);
-		section_fini(&sec);
-	}
-	elf_end(elf);
-	if (err)
-		return err;
+	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
+		digest_section(&h, secs[i].sec, !secs[i].err);
 	pp_blake2b_final(&h, out);
 	return 0;
+}
+
+int pp_unwind_table_digest_fd(int fd, uint8_t out[PP_UNWIND_DIGEST_SIZE])
+{
+	struct pp_cfi_source *cs = pp_cfi_source_open_fd(fd);
+	int err;
+
+	if (!cs)
+		return -errno;
+	err = pp_cfi_source_digest(cs, out);
+	pp_cfi_source_free(cs);
+	return err;
 }
 
 const char *pp_unwind_compiler_id(void)

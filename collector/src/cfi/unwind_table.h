@@ -98,6 +98,17 @@ void pp_unwind_table_free(struct pp_unwind_table *t);
  */
 #define PP_UNWIND_DIGEST_SIZE 32
 int pp_unwind_table_digest_fd(int fd, uint8_t out[PP_UNWIND_DIGEST_SIZE]);
+/*
+ * The two at once: a file's CFI read once for its digest and, where no table is kept under
+ * that, its compile (each of the two above reads the file's sections itself). Open: NULL with
+ * errno as pp_unwind_table_open_fd's for a file that is no ELF file; the digest and the
+ * compile then fail as the functions above do.
+ */
+struct pp_cfi_source;
+struct pp_cfi_source *pp_cfi_source_open_fd(int fd);
+int pp_cfi_source_digest(const struct pp_cfi_source *cs, uint8_t out[PP_UNWIND_DIGEST_SIZE]);
+struct pp_unwind_table *pp_cfi_source_compile(const struct pp_cfi_source *cs, size_t max_rows);
+void pp_cfi_source_free(struct pp_cfi_source *cs);
 /* The compiler's identity the digests include (its source's digest, from the build). */
 const char *pp_unwind_compiler_id(void);
 /* The digest in lower-case hex, as it names the table (a cache file, a table's key). */

@@ -493,10 +493,16 @@ static void digest_key(const uint8_t digest[PP_UNWIND_DIGEST_SIZE], char *key, s
  * another's build id (a container's, hostile) gets its own. A file the digest refuses (not
  * ELF, CFI over the caps): where it is and when it changed. *digested: digest holds it.
  */
+/*
+ * The key of the file fd opens, its digest where its CFI is read (*digested), and that CFI in
+ * *cs (NULL where fd is no ELF file) for a compile that needs the file's table.
+ */
 static void file_key(int fd, const struct stat *st, char *key, size_t size,
-		     uint8_t digest[PP_UNWIND_DIGEST_SIZE], bool *digested)
+		     uint8_t digest[PP_UNWIND_DIGEST_SIZE], bool *digested,
+		     struct pp_cfi_source **cs)
 {
-	*digested = pp_unwind_table_digest_fd(fd, digest) == 0;
+	*cs = pp_cfi_source_open_fd(fd);
+	*digested = *cs && pp_cfi_source_digest(*cs, digest) == 0;
 	if (*digested) {
 		digest_key(digest, key, size);
 	} else {
@@ -525,10 +531,12 @@ static int pack_with_room(struct pp_unwinder *u, const struct pp_unwind_table *u
 
 /*
  * The file's table: read from the cache when one was kept under its digest (*from_cache),
- * else compiled, and kept there for the next start. digest NULL: the file has none (the
- * cache is not asked). NULL with errno as pp_unwind_table_open_fd's.
+ * else compiled (from cs, its CFI as its digest read it, where given), and kept there for the
+ * next start. digest NULL: the file has none (the cache is not asked). NULL with errno as
+ * pp_unwind_table_open_fd's.
  */
-static struct pp_unwind_table *table_compile(struct pp_unwinder *u, int fd, const uint8_t *digest,
+static struct pp_unwind_table *table_compile(struct pp_unwinder *u, int fd,
+					     const struct pp_cfi_source *cs, const uint8_t *digest,
 					     bool *from_cache)
 {
 	struct pp_unwind_table *ut;
@@ -544,7 +552,7 @@ static struct pp_unwind_table *table_compile(struct pp_unwinder *u, int fd, cons
 			return ut;
 		}
 	}
-	ut = pp_unwind_table_open_fd(fd, 0);
+	ut = cs ? pp_cfi_source_compile(cs, 0) : pp_unwind_table_open_fd(fd, 0);
 	if (ut && u->cache && digest)
 		(void)pp_table_cache_put(u->cache, digest, ut); /* counted by the cache */
 	return ut;
@@ -553,8 +561,8 @@ static struct pp_unwind_table *table_compile(struct pp_unwinder *u, int fd, cons
 /* Compile the file's CFI into a run of rows: 0 (t->nr may be 0: no CFI) or -ENOSPC. */
 #define TRIM_AFTER_WORDS (256u << 10) /* 1 MiB of rows: a few MiB while compiling */
 
-static int table_build(struct pp_unwinder *u, struct table *t, int fd, const char *name,
-		       const uint8_t *digest)
+static int table_build(struct pp_unwinder *u, struct table *t, int fd,
+		       const struct pp_cfi_source *cs, const char *name, const uint8_t *digest)
 {
 	struct pp_unwind_packed *pk = &t->packed;
 	struct pp_unwind_table *ut;
@@ -562,7 +570,7 @@ static int table_build(struct pp_unwinder *u, struct table *t, int fd, const cha
 	bool from_cache = false;
 	int ret = 0;
 
-	ut = table_compile(u, fd, digest, &from_cache);
+	ut = table_compile(u, fd, cs, digest, &from_cache);
 	if (!from_cache)
 		u->st.build_ns += pp_clock_ns(CLOCK_MONOTONIC) - t0;
 	if (!ut) {
@@ -677,6 +685,7 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 {
 	char key[80], id_key[64] = "", stat_key[96];
 	uint8_t digest[PP_UNWIND_DIGEST_SIZE];
+	struct pp_cfi_source *cs = NULL;
 	bool digested;
 	struct stat st;
 	struct table *t;
@@ -720,7 +729,7 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 		digest_key(digest, key, sizeof(key));
 		digested = true;
 	} else {
-		file_key(fd, &st, key, sizeof(key), digest, &digested);
+		file_key(fd, &st, key, sizeof(key), digest, &digested, &cs);
 		if (digested && u->cache)
 			pp_table_cache_note_digest(u->cache, &st, digest);
 	}
@@ -734,12 +743,14 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 			snprintf(t->id_key, sizeof(t->id_key), "%s", id_key);
 			t->id_verified_ms = now_ms();
 		}
+		pp_cfi_source_free(cs);
 		close(fd);
 		return t;
 	}
 	if (!t) {
 		t = table_slot(u);
 		if (!t) {
+			pp_cfi_source_free(cs);
 			close(fd);
 			return NULL;
 		}
@@ -752,7 +763,8 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	}
 	/* new, or evicted before: compile (again) */
 	u->st.tables_rebuilt += t->built_before;
-	(void)table_build(u, t, fd, e->path, digested ? digest : NULL);
+	(void)table_build(u, t, fd, cs, e->path, digested ? digest : NULL);
+	pp_cfi_source_free(cs);
 	t->built_before |= t->nr != 0;
 	snprintf(t->stat_key, sizeof(t->stat_key), "%s", stat_key);
 	if (id_key[0]) {
