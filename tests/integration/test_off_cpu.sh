@@ -14,7 +14,9 @@
 #     off-CPU time beside the event's, each as Pyroscope's ingest rules accept it;
 #  4. a burner in a cgroup with a 10 % CPU quota: its waits in the throttled state are the
 #     time the kernel counts the group throttled, under its burn functions;
-#  5. dd with fsync: waits in the D state (disk) through fsync.
+#  5. dd with fsync: waits in the D state (disk) through fsync;
+#  6. a wait past a process's sched_process_exit (the init of a PID namespace waiting for its
+#     members to be reaped): recorded, 300 ms, with its kernel stack.
 # Needs root, BPF and perf events; exits 77 otherwise.
 
 . "$(dirname "$0")/lib.sh"
@@ -215,5 +217,42 @@ else
 		grep '^dd;' "$T/dd.folded" | cut -c1-300 | head -5 | sed 's/^/    | /'
 	fi
 fi
+
+# --- 6. a wait in a process's exit ----------------------------------------------------------
+# Past its sched_process_exit a process never returns to user mode, yet may still wait: the
+# init of a PID namespace waits in do_exit until its namespace is reaped. record -a (a command's
+# own filter lets go of a process at its exit): the wait, 300 ms, with its kernel stack.
+pp_log "record -a --off-cpu: the init of a PID namespace waits in its exit"
+"$PEBSPROF" record -a --off-cpu --top 0 -d 60 -o "$T/ex.folded" >"$T/ex.out" 2>"$T/ex.err" &
+rec=$!
+# ready once the agent holds its link on sched_switch, the last of the off-CPU programs attached
+ready=
+for ((i = 0; i < 600; i++)); do
+	kill -0 "$rec" 2>/dev/null || break
+	if grep -qs 'tp_name:[[:space:]]*sched_switch' /proc/"$rec"/fdinfo/*; then
+		ready=1
+		break
+	fi
+	sleep 0.1
+done
+if [ -z "$ready" ]; then
+	pp_fail "exit waits: the agent did not attach its off-CPU programs within 60 s"
+	pp_show "$T/ex.err"
+elif ! "$PP_PYTHON" "$PP_SOURCE_DIR/tests/integration/exit_wait.py" 0.3 >"$T/exw.out" 2>&1; then
+	pp_skip_check "exit waits: no PID namespace or ptrace here ($(head -c 200 "$T/exw.out"))"
+else
+	kill -INT "$rec" 2>/dev/null
+	pp_wait_pid "$rec" 60
+	rec=
+	ms=$(awk '/^python3[^;]*;/ && /zap_pid_ns_processes/ && /\[off-CPU: sleeping\]/ { n += $NF } END { print int(n / 1e6) }' \
+		"$T/ex.folded" 2>/dev/null)
+	if [ "$PP_RC" -eq 0 ] && [ "${ms:-0}" -ge 200 ]; then
+		pp_ok "exit waits: the namespace's init waited $ms ms in its exit, its kernel stack through do_exit"
+	else
+		pp_fail "exit waits: ${ms:-no} ms of waiting in zap_pid_ns_processes (want >= 200; exit $PP_RC)"
+		grep 'do_exit' "$T/ex.folded" | cut -c1-300 | head -5 | sed 's/^/    | /'
+	fi
+fi
+[ -n "$rec" ] && kill -INT "$rec" 2>/dev/null && pp_wait_pid "$rec" 60
 
 pp_finish
