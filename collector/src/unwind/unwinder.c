@@ -492,10 +492,8 @@ static void digest_key(const uint8_t digest[PP_UNWIND_DIGEST_SIZE], char *key, s
  * two files share a table only where they compile to the same one: a file that claims
  * another's build id (a container's, hostile) gets its own. A file the digest refuses (not
  * ELF, CFI over the caps): where it is and when it changed. *digested: digest holds it.
- */
-/*
- * The key of the file fd opens, its digest where its CFI is read (*digested), and that CFI in
- * *cs (NULL where fd is no ELF file) for a compile that needs the file's table.
+ * *cs: the CFI as the digest read it, for a compile that needs the file's table (NULL where
+ * fd is no ELF file).
  */
 static void file_key(int fd, const struct stat *st, char *key, size_t size,
 		     uint8_t digest[PP_UNWIND_DIGEST_SIZE], bool *digested,
