@@ -1303,9 +1303,6 @@ static int build(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_sha
 	err = elf_header(elf, &ehdr);
 	if (err)
 		return err;
-	/* build_from says so too; here before the sections are read for nothing */
-	if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != EM_X86_64)
-		return -ENOTSUP;
 	cfi_sections_read(elf, src, shape, &s);
 	err = build_from(elf, &ehdr, &s, max_rows, out);
 	cfi_sections_fini(&s);
