@@ -213,19 +213,20 @@ static bool insns_ok(const uint8_t *p, const uint8_t *end, size_t set_loc_size)
 	return true;
 }
 
-/* The FDE pointer encoding from a CIE's "z..." augmentation, or false if not understood. */
-static bool cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
+/*
+ * The FDE pointer encoding from a CIE's augmentation string a and its "z" data [p, p + size),
+ * or false if not understood.
+ */
+static bool aug_fde_encoding(const char *a, const uint8_t *p, size_t size, uint8_t *enc)
 {
-	const char *a = cie->augmentation;
-	const uint8_t *p = cie->augmentation_data;
 	const uint8_t *end;
 
 	*enc = DW_EH_PE_absptr;
 	if (!a || a[0] != 'z')
 		return a && a[0] == '\0'; /* "": no augmentation, absolute pointers */
-	if (!p && cie->augmentation_data_size)
+	if (!p && size)
 		return false;
-	end = p + cie->augmentation_data_size;
+	end = p + size;
 	for (a++; *a; a++) {
 		switch (*a) {
 		case 'L':
@@ -255,6 +256,12 @@ static bool cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
 		}
 	}
 	return enc_size(*enc) != 0;
+}
+
+static bool cie_fde_encoding(const Dwarf_CIE *cie, uint8_t *enc)
+{
+	return aug_fde_encoding(cie->augmentation, cie->augmentation_data,
+				cie->augmentation_data_size, enc);
 }
 
 static int cie_push(struct cfi_index *ix, const struct cfi_cie *c)
@@ -1025,23 +1032,124 @@ static int32_t rd32(const uint8_t *p, bool big)
 	return (int32_t)v;
 }
 
-static void read_loads(Elf *elf, struct pp_unwind_table *t)
+/* The PT_LOAD segments, at most PP_UNWIND_MAX_LOADS, their number returned. */
+static size_t read_loads(Elf *elf, struct pp_unwind_load *loads)
 {
-	size_t n;
+	size_t n, k = 0;
 
 	if (elf_getphdrnum(elf, &n) != 0)
-		return;
-	for (size_t i = 0; i < n && t->nloads < PP_UNWIND_MAX_LOADS; i++) {
+		return 0;
+	for (size_t i = 0; i < n && k < PP_UNWIND_MAX_LOADS; i++) {
 		GElf_Phdr ph;
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		t->loads[t->nloads].vaddr = ph.p_vaddr;
-		t->loads[t->nloads].offset = ph.p_offset;
-		t->loads[t->nloads].filesz = ph.p_filesz;
-		t->loads[t->nloads].exec = !!(ph.p_flags & PF_X);
-		t->nloads++;
+		loads[k].vaddr = ph.p_vaddr;
+		loads[k].offset = ph.p_offset;
+		loads[k].filesz = ph.p_filesz;
+		loads[k].exec = !!(ph.p_flags & PF_X);
+		k++;
 	}
+	return k;
+}
+
+/*
+ * An .eh_frame entry e of len bytes: its id, and its body after the id in [*p, *end). No
+ * 64-bit lengths (compilers emit none in .eh_frame).
+ */
+static bool entry_body(const uint8_t *e, size_t len, uint32_t *id, const uint8_t **p,
+		       const uint8_t **end)
+{
+	uint32_t n;
+
+	if (len < 8)
+		return false;
+	n = (uint32_t)rd32(e, false);
+	if (n == 0xffffffffu || n < 4 || (size_t)n > len - 4)
+		return false;
+	*id = (uint32_t)rd32(e + 4, false);
+	*p = e + 8;
+	*end = e + 4 + n;
+	return true;
+}
+
+/* A CIE read from its bytes, checked as cfi_index_build checks libdw's: false if refused. */
+static bool cie_parse(const uint8_t *e, size_t len, struct cfi_cie *c)
+{
+	const uint8_t *p, *end, *aug_data = NULL;
+	uint64_t aug_len = 0;
+	const char *aug;
+	uint8_t version;
+	size_t alen;
+	uint32_t id;
+
+	if (!entry_body(e, len, &id, &p, &end) || id != 0 || p >= end)
+		return false;
+	version = *p++;
+	if (version != 1 && version != 3)
+		return false;
+	aug = (const char *)p;
+	alen = strnlen(aug, (size_t)(end - p));
+	if (alen == (size_t)(end - p) || strstr(aug, "eh"))
+		return false; /* unterminated, or gcc 2's "eh" data */
+	p += alen + 1;
+	if (!uleb(&p, end, &c->code_align) || !sleb(&p, end, &c->data_align))
+		return false;
+	if (version == 1) {
+		if (p >= end)
+			return false;
+		c->ra_reg = *p++;
+	} else if (!uleb(&p, end, &c->ra_reg)) {
+		return false;
+	}
+	if (aug[0] == 'z') {
+		if (!uleb(&p, end, &aug_len) || (uint64_t)(end - p) < aug_len)
+			return false;
+		aug_data = p;
+		p += aug_len;
+	}
+	c->z = aug[0] == 'z';
+	c->signal = strchr(aug, 'S') != NULL;
+	c->insns = p;
+	c->insns_end = end;
+	c->ok = c->ra_reg <= MAX_CFI_REG && aug_fde_encoding(aug, aug_data, aug_len, &c->fde_enc) &&
+		insns_ok(p, end, 0);
+	return c->ok;
+}
+
+int pp_cfi_compile_entry(const uint8_t *cie, size_t cie_len, const uint8_t *fde, size_t fde_len,
+			 uint64_t start, uint64_t limit, struct pp_unwind_table *t)
+{
+	struct cfi_cie c = {0};
+	struct cfi_fde f = {0};
+	struct cfi_index ix = {.cies = &c, .ncie = 1, .fdes = &f, .nfde = 1};
+	const uint8_t *p, *end;
+	struct cfi_run *run;
+	uint64_t aug;
+	uint32_t id;
+	size_t es;
+	int err;
+
+	if (limit <= start)
+		return -EINVAL;
+	if (!cie_parse(cie, cie_len, &c) || !entry_body(fde, fde_len, &id, &p, &end) || !id)
+		return -EBADMSG;
+	es = enc_size(c.fde_enc);
+	if ((size_t)(end - p) < 2 * es)
+		return -EBADMSG;
+	f.range = rd_le(p + es, es);
+	p += 2 * es;
+	if ((c.z && !(uleb(&p, end, &aug) && skip(&p, end, aug))) || !insns_ok(p, end, es))
+		return -EBADMSG;
+	f.insns = p;
+	f.insns_end = end;
+	run = calloc(1, sizeof(*run));
+	if (!run)
+		return -ENOMEM;
+	run->t = t;
+	err = compile_fde(run, &ix, &f, start, limit);
+	free(run);
+	return err;
 }
 
 /* The hdr's table entry i: an FDE's initial location and its offset in .eh_frame. */
@@ -1265,7 +1373,7 @@ static int build_from(Elf *elf, const GElf_Ehdr *ehdr, const struct cfi_sections
 	if (!t)
 		return -ENOMEM;
 	t->max_rows = max_rows ? max_rows : DEFAULT_MAX_ROWS;
-	read_loads(elf, t);
+	t->nloads = read_loads(elf, t->loads);
 	/* a section that is there but refused (too big, sparse) refuses the file */
 	if (err_eh && err_eh != -ENODATA)
 		err = err_eh;
@@ -1390,6 +1498,113 @@ struct pp_unwind_table *pp_unwind_table_open_fd(int fd, size_t max_rows)
 	return t;
 }
 
+/* The header of the section named want (or .zdebug's twin of a .debug name): 0 or -ENODATA. */
+static int section_header(Elf *elf, const char *want, GElf_Shdr *out)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return -ENODATA;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, out) || out->sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, out->sh_name);
+		if (name && (!strcmp(name, want) ||
+			     (!strncmp(want, ".debug", 6) && !strncmp(name, ".zdebug", 7) &&
+			      !strcmp(name + 7, want + 6))))
+			return 0;
+	}
+	return -ENODATA;
+}
+
+/* .eh_frame_hdr's header and table checked as eh_frame_refs checks them: 0 or -errno. */
+static int hdr_check(const uint8_t *h, size_t len, uint32_t *nfde)
+{
+	int64_t last = 0;
+
+	if (len < 12)
+		return -EINVAL;
+	if (h[0] != 1)
+		return -ENOTSUP;
+	if ((h[1] & 0x0f) != DW_EH_PE_sdata4 && (h[1] & 0x0f) != DW_EH_PE_udata4)
+		return -ENOTSUP;
+	if (h[2] != DW_EH_PE_udata4 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
+		return -ENOTSUP;
+	*nfde = (uint32_t)rd32(h + 8, false);
+	if ((uint64_t)*nfde * 8 > len - 12)
+		return -EINVAL;
+	for (uint32_t i = 0; i < *nfde; i++) { /* strictly sorted, or the search goes wrong */
+		int64_t loc = rd32(h + 12 + 8 * (size_t)i, false);
+
+		if (i && loc <= last)
+			return -EINVAL;
+		last = loc;
+	}
+	return 0;
+}
+
+int pp_cfi_hdr_read(const struct pp_elf_src *src, struct pp_cfi_hdr *out)
+{
+	struct pp_elf_shape shape;
+	struct section hdr = {0};
+	GElf_Shdr eh, df;
+	GElf_Ehdr ehdr;
+	Elf *elf = NULL;
+	void *copy = NULL;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	err = pp_elf_preflight(src, &shape);
+	if (err)
+		return err;
+	if (src->fd >= 0) {
+		/* ELF_C_READ: nothing mapped (a file truncated under us is no SIGBUS) */
+		elf = elf_begin(src->fd, ELF_C_READ, NULL);
+	} else {
+		copy = malloc(src->size ? src->size : 1);
+		if (!copy)
+			return -ENOMEM;
+		memcpy(copy, src->mem, src->size);
+		elf = elf_memory(copy, src->size);
+	}
+	err = elf_header(elf, &ehdr);
+	if (!err && (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != EM_X86_64 ||
+		     ehdr.e_ident[EI_DATA] != ELFDATA2LSB))
+		err = -ENOTSUP;
+	/* .debug_frame may hold code .eh_frame lacks: such a file is compiled whole */
+	if (!err && section_header(elf, ".debug_frame", &df) == 0)
+		err = -ENOTSUP;
+	if (!err && section_header(elf, ".eh_frame", &eh) != 0)
+		err = -ENODATA;
+	if (!err && (eh.sh_flags & SHF_COMPRESSED))
+		err = -ENOTSUP;
+	if (!err)
+		err = pp_elf_range_check(src, eh.sh_offset, eh.sh_size, MAX_CFI_SECTION_BYTES);
+	if (!err)
+		err = find_section(elf, src, &shape, ".eh_frame_hdr", &hdr);
+	if (!err)
+		err = hdr_check(hdr.buf, hdr.own.d_size, &out->nfde);
+	if (!err) {
+		out->table = hdr.buf;
+		hdr.buf = NULL;
+		out->len = hdr.own.d_size;
+		out->hdr_vaddr = hdr.vaddr;
+		out->eh_offset = eh.sh_offset;
+		out->eh_size = eh.sh_size;
+		out->eh_vaddr = eh.sh_addr;
+		out->nloads = read_loads(elf, out->loads);
+	}
+	section_fini(&hdr);
+	elf_end(elf);
+	free(copy);
+	return err;
+}
+
 #ifndef PP_CFI_COMPILER_ID
 #define PP_CFI_COMPILER_ID "unversioned"
 #endif
@@ -1419,7 +1634,8 @@ int pp_cfi_source_digest(const struct pp_cfi_source *cs, uint8_t out[PP_UNWIND_D
 		int err;
 	} secs[] = {
 	    {&cs->s.hdr, cs->s.err_hdr}, {&cs->s.eh, cs->s.err_eh}, {&cs->s.df, cs->s.err_df}};
-	struct pp_unwind_table loads = {0};
+	struct pp_unwind_load loads[PP_UNWIND_MAX_LOADS];
+	size_t nloads;
 	struct pp_blake2b h;
 
 	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
@@ -1429,10 +1645,9 @@ int pp_cfi_source_digest(const struct pp_cfi_source *cs, uint8_t out[PP_UNWIND_D
 	pp_blake2b_update(&h, PP_CFI_COMPILER_ID, sizeof(PP_CFI_COMPILER_ID));
 	pp_blake2b_update(&h, cs->ehdr.e_ident, EI_NIDENT);
 	pp_blake2b_update(&h, &cs->ehdr.e_machine, sizeof(cs->ehdr.e_machine));
-	read_loads(cs->elf, &loads);
-	for (size_t i = 0; i < loads.nloads; i++) {
-		uint64_t l[4] = {loads.loads[i].vaddr, loads.loads[i].offset, loads.loads[i].filesz,
-				 loads.loads[i].exec};
+	nloads = read_loads(cs->elf, loads);
+	for (size_t i = 0; i < nloads; i++) {
+		uint64_t l[4] = {loads[i].vaddr, loads[i].offset, loads[i].filesz, loads[i].exec};
 
 		pp_blake2b_update(&h, l, sizeof(l));
 	}

@@ -40,4 +40,33 @@ struct pp_unwind_table {
 	void *backing;
 };
 
+/*
+ * For fde_lookup.c: a file's .eh_frame_hdr, read and checked (version, encodings, a strictly
+ * sorted table), and where .eh_frame lies, not read. pp_cfi_hdr_read returns 0; -ENOTSUP for a
+ * file that is not little-endian x86-64, whose hdr is of another form, or that has
+ * .debug_frame (code .eh_frame may lack: compiled whole); -ENODATA without .eh_frame or its
+ * header; the refusals of base/elf_read.
+ */
+struct pp_cfi_hdr {
+	uint8_t *table; /* the section's bytes (owned: free()) */
+	size_t len;
+	uint64_t hdr_vaddr;
+	uint32_t nfde;
+	uint64_t eh_offset, eh_size, eh_vaddr;
+	struct pp_unwind_load loads[PP_UNWIND_MAX_LOADS];
+	size_t nloads;
+};
+
+struct pp_elf_src;
+int pp_cfi_hdr_read(const struct pp_elf_src *src, struct pp_cfi_hdr *out);
+
+/*
+ * One FDE compiled into t, from its bytes and its CIE's (each entry from its length field
+ * on): its rows from start up to limit (the next FDE's start), the gap after its range a
+ * PP_CFA_NONE row, as the whole file's compile makes them. 0, -EBADMSG for an entry refused
+ * (the checks of cfi_index_build), -EINVAL, or -ENOMEM.
+ */
+int pp_cfi_compile_entry(const uint8_t *cie, size_t cie_len, const uint8_t *fde, size_t fde_len,
+			 uint64_t start, uint64_t limit, struct pp_unwind_table *t);
+
 #endif /* PP_COLLECTOR_UNWIND_TABLE_PRIV_H */
