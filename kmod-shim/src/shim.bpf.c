@@ -434,6 +434,7 @@ struct uw_state {
 	struct pp_bpf_unwind_proc *proc;
 	struct pp_counters *cnt;
 	__u32 nk, depth;
+	__u32 keep_raw; /* the sample may carry its stack copy (PP_SF_USTACK_RAW) */
 };
 
 #define UW_CONTINUE 0
@@ -626,6 +627,17 @@ static __always_inline long uw_step_body(__u32 i, struct uw_state *s, const int 
 	}
 	rel = pc - m->base;
 	row = uw_rule(m, rel);
+	if (row && row->cfa_rule == PP_UW_CFA_DEFERRED) {
+		/*
+		 * Code of a partial table that no walk reached before: the copy of the stack goes
+		 * with the sample, for the unwinder to walk once it found the rows (from then on
+		 * they are here); this walk goes on as where no row is.
+		 */
+		if (s->keep_raw && s->r->win_len)
+			s->rec->flags |= PP_SF_USTACK_RAW;
+		s->cnt->v[PP_CNT_UNWIND_DEFERRED]++;
+		row = NULL;
+	}
 	if (!row || row->cfa_rule == PP_UW_CFA_NONE) {
 		/*
 		 * Code the file's table does not cover (V8's builtins in node's .text, hand-written
@@ -735,6 +747,7 @@ static __always_inline __u32 walk_user_tables(struct pp_sample *rec, __u32 nk, _
 	s.r = r;
 	s.cnt = cnt;
 	s.depth = depth > PP_MAX_STACK_DEPTH ? PP_MAX_STACK_DEPTH : depth;
+	s.keep_raw = keep_raw;
 	s.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
 	if (!s.proc) {
 		cnt->v[PP_CNT_UNWIND_NO_PROC]++;

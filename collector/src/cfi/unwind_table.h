@@ -31,6 +31,7 @@ enum pp_cfa_rule {
 	PP_CFA_PLT,	    /* a PLT entry: rsp + 8, + 8 more when (rip & 15) >= cfa_off */
 	PP_CFA_DEREF_RSP,   /* *(rsp + cfa_off): a signal frame (libc's __restore_rt) */
 	PP_CFA_UNSUPPORTED, /* another register or expression: stop */
+	PP_CFA_DEFERRED,    /* not compiled yet (the unwinder's partial tables; never compiled) */
 };
 
 /* Where a caller's register (rbp, the return address) is. */

@@ -57,7 +57,8 @@ static const uint64_t run_keys =
     PP_CONFIG_KEY_BIT(PP_CFG_DEBUGINFOD_CACHE_BYTES) | PP_CONFIG_KEY_BIT(PP_CFG_NO_PERF_MAPS) |
     PP_CONFIG_KEY_BIT(PP_CFG_KERNEL_IMAGE) | PP_CONFIG_KEY_BIT(PP_CFG_OFF_CPU_STACKS) |
     PP_CONFIG_KEY_BIT(PP_CFG_UNWIND_TABLE_CACHE) |
-    PP_CONFIG_KEY_BIT(PP_CFG_UNWIND_TABLE_CACHE_BYTES);
+    PP_CONFIG_KEY_BIT(PP_CFG_UNWIND_TABLE_CACHE_BYTES) |
+    PP_CONFIG_KEY_BIT(PP_CFG_UNWIND_PARTIAL_FDES);
 
 struct record_args {
 	const char *event;
@@ -136,6 +137,9 @@ static void usage(FILE *f)
 	    "      --unwind-table-cache DIR  compiled tables kept across starts (default\n"
 	    "                        " PP_UNWIND_TABLE_CACHE_DIR_DEFAULT ", or none),\n"
 	    "                        --unwind-table-cache-bytes SIZE its bound (64MiB)\n"
+	    "      --unwind-partial-fdes N  a file of N FDEs or more (default 20000) not\n"
+	    "                        compiled before gets rows as samples reach its code\n"
+	    "                        (0: every file compiled whole)\n"
 	    "      --off-cpu         also record where threads wait off the CPU, with their\n"
 	    "                        stacks and state: .svg and .folded show wall clock (on\n"
 	    "                        and off the CPU, in ns), .otlp.pb adds off_cpu profiles\n"
@@ -254,6 +258,7 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	    {"debuginfod-cache-bytes", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"unwind-table-cache", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"unwind-table-cache-bytes", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"unwind-partial-fdes", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"no-perf-maps", no_argument, NULL, OPT_RUN_KEY_BOOL},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"verbose", no_argument, NULL, 'v'},
@@ -698,6 +703,14 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	       (unsigned long long)us.mappings, (unsigned long long)us.mappings_no_table,
 	       (unsigned long long)us.mappings_no_cfi, (unsigned long long)us.mappings_unopened,
 	       (unsigned long long)us.mappings_no_room, (unsigned long long)us.mappings_unplaced);
+	printf("partial unwind tables: %llu files (rows found as walks reach their code: %llu FDEs "
+	       "for %llu frames of stack copies; the shim met code not found yet %llu times), "
+	       "written %llu times (%llu failed), %llu compiled whole since\n",
+	       (unsigned long long)us.tables_partial, (unsigned long long)us.partial_fdes,
+	       (unsigned long long)us.partial_frames, (unsigned long long)c[PP_CNT_UNWIND_DEFERRED],
+	       (unsigned long long)us.partial_writes,
+	       (unsigned long long)(us.partial_write_failed + us.partial_move_failed),
+	       (unsigned long long)us.partial_promoted);
 	if (us.cache_on)
 		printf(
 		    "unwind table cache: %llu tables read in %.0f ms (digests included, %llu "
@@ -995,6 +1008,7 @@ int pp_cmd_record(int argc, char **argv)
 		    .unwind_table_bytes = a.unwind_table_bytes,
 		    .unwind_table_cache = rc.unwind_table_cache,
 		    .unwind_table_cache_bytes = rc.unwind_table_cache_bytes,
+		    .unwind_partial_fdes = rc.unwind_partial_fdes,
 		    .off_cpu_every = a.off_cpu_every,
 		    .off_cpu_min_ns = a.off_cpu_min_ns,
 		    .off_cpu_stacks = (enum pp_shim_off_cpu_stacks)rc.off_cpu_stacks,

@@ -1014,6 +1014,7 @@ static int start_sampling(struct agent *ag)
 	    .unwind_table_bytes = ag->cfg.unwind_table_bytes,
 	    .unwind_table_cache = ag->cfg.unwind_table_cache,
 	    .unwind_table_cache_bytes = ag->cfg.unwind_table_cache_bytes,
+	    .unwind_partial_fdes = ag->cfg.unwind_partial_fdes,
 	    .off_cpu_every = ag->cfg.off_cpu ? (uint32_t)ag->cfg.off_cpu_every : 0,
 	    .off_cpu_min_ns = ag->cfg.off_cpu_threshold_ns,
 	    .off_cpu_stacks = (enum pp_shim_off_cpu_stacks)ag->cfg.off_cpu_stacks,

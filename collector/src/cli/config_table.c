@@ -305,6 +305,18 @@ const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
 					 .metavar = "SIZE",
 					 .help = "bound of that directory; the least recently used "
 						 "go first"},
+    [PP_CFG_UNWIND_PARTIAL_FDES] =
+	{.name = "unwind-partial-fdes",
+	 .env = "PEBSPROF_UNWIND_PARTIAL_FDES",
+	 .type = T_U64,
+	 .offset = OFF(unwind_partial_fdes),
+	 .def = "20000",
+	 .min = 0,
+	 .max = 1000000000,
+	 .metavar = "N",
+	 .help = "a file with N FDEs or more that no earlier start compiled gets its\n"
+		 "unwind rows found as samples reach its code, not compiled whole\n"
+		 "(compiled whole once they pay for it; 0: every file whole)"},
     [PP_CFG_OFF_CPU] = {.name = "off-cpu",
 			.env = "PEBSPROF_OFF_CPU",
 			.type = T_BOOL,

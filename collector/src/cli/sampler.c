@@ -117,6 +117,10 @@ static int open_unwinder(struct pp_sampler *s, const struct pp_sampler_opts *opt
 				   ? opts->unwind_table_cache
 				   : NULL,
 	    .table_cache_bytes = opts->unwind_table_cache_bytes,
+	    .partial_min_fdes = !opts->unwind_partial_fdes ? UINT32_MAX
+				: opts->unwind_partial_fdes >= UINT32_MAX
+				    ? UINT32_MAX - 1
+				    : (uint32_t)opts->unwind_partial_fdes,
 	    .mmap_reports = s->sideband != NULL,
 	    .kick_by_caller = true,
 	    .tables_only = opts->ustack_walk == PP_USTACK_DWARF,

@@ -34,6 +34,7 @@ struct pp_sampler_opts {
 	/* compiled tables kept across starts; NULL or PP_UNWIND_TABLE_CACHE_NONE: none */
 	const char *unwind_table_cache;
 	uint64_t unwind_table_cache_bytes;
+	uint64_t unwind_partial_fdes; /* unwinder.h's partial_min_fdes; 0: none partial */
 	/* off-CPU records (shim_loader.h): 0 none; N, of 1 in N switches; waits from min_ns */
 	uint32_t off_cpu_every;
 	uint64_t off_cpu_min_ns;

@@ -157,6 +157,7 @@ static const char *const counter_names[PP_CNT__MAX] = {
     [PP_CNT_OFF_CPU_UNSEEN_END] = "off_cpu_unseen_end",
     [PP_CNT_OFF_CPU_ENDED_AT_WAKEUP] = "off_cpu_ended_at_wakeup",
     [PP_CNT_USTACK_RAW] = "ustack_raw",
+    [PP_CNT_UNWIND_DEFERRED] = "unwind_deferred",
 };
 
 const char *pp_counter_name(enum pp_counter c)

@@ -31,13 +31,15 @@
 #include "symbolize/elf_symbols.h"
 #include "table_cache.h"
 #include "unwind_pack.h"
+#include "cfi/fde_lookup.h"
 #include "cfi/unwind_table.h"
 
 /* The compiler's rules are the ABI's, value for value. */
 _Static_assert(PP_CFA_NONE == PP_UW_CFA_NONE && PP_CFA_RSP == PP_UW_CFA_RSP &&
 		   PP_CFA_RBP == PP_UW_CFA_RBP && PP_CFA_PLT == PP_UW_CFA_PLT &&
 		   PP_CFA_DEREF_RSP == PP_UW_CFA_DEREF_RSP &&
-		   PP_CFA_UNSUPPORTED == PP_UW_CFA_UNSUPPORTED,
+		   PP_CFA_UNSUPPORTED == PP_UW_CFA_UNSUPPORTED &&
+		   PP_CFA_DEFERRED == PP_UW_CFA_DEFERRED,
 	       "CFA rules");
 _Static_assert(PP_REG_SAME == PP_UW_REG_SAME && PP_REG_UNDEFINED == PP_UW_REG_UNDEFINED &&
 		   PP_REG_AT_CFA == PP_UW_REG_AT_CFA && PP_REG_AT_RSP == PP_UW_REG_AT_RSP &&
@@ -97,6 +99,18 @@ struct table {
 	char id_key[64];
 	uint64_t id_verified_ms; /* when an open last confirmed id_key */
 	uint8_t built_before;	 /* rows were built once: building again is a rebuild */
+	/*
+	 * A partial table: its file's FDEs found one at a time as walks of stack copies reach
+	 * their code (fde_lookup.h), the rows found so far in its run and a deferred row
+	 * (PP_UW_CFA_DEFERRED) over the rest; NULL for a table compiled whole.
+	 */
+	struct pp_fde_lookup *partial;
+	struct pp_unwind_row *prows; /* sorted */
+	size_t nprows, prows_cap;
+	uint64_t partial_misses; /* frames of walks that reached code not found yet */
+	uint32_t partial_short;	 /* ... walks of copies that then ended before the stack did */
+	uint8_t dirty;		 /* rows found since its run was written */
+	uint8_t whole_failed;	 /* compiling it whole failed: partial for good */
 };
 
 struct extent {
@@ -111,6 +125,7 @@ struct proc {
 	uint64_t maps_hash; /* of the /proc/PID/maps text the list was made from */
 	/* the list as installed, for walks of stack copies (nmaps entries, sorted) */
 	struct pp_bpf_unwind_mapping *maps;
+	uint32_t *map_tables; /* each mapping's table: its index + 1, 0 for none */
 	uint32_t nmaps;
 };
 
@@ -171,6 +186,11 @@ struct pp_unwinder {
 	struct pp_unwind_rules *rules; /* the rule array's contents */
 	struct pp_table_cache *cache;  /* NULL: none */
 	uint32_t *walk_words;	       /* a page's rows, read for a walk (1 << PP_UW_PAGE_SHIFT) */
+	uint32_t partial_min_fdes;     /* opts.partial_min_fdes; UINT32_MAX: none partial */
+	uint32_t scratch_tables[PP_UNWIND_MAX_MAPPINGS]; /* an install's, as proc.map_tables */
+	struct pp_unwind_row *fde_rows; /* one FDE's rows, found for a walk (PP_FDE_MAX_ROWS) */
+	bool partial_dirty;		/* a partial table has rows not written yet */
+	uint64_t partial_written_ms;	/* when they were last written */
 	struct pp_unwinder_stats st;
 };
 
@@ -321,6 +341,7 @@ static void proc_del(struct pp_unwinder *u, struct proc *p)
 
 	free(p->tables);
 	free(p->maps);
+	free(p->map_tables);
 	u->procs[hole] = (struct proc){0};
 	for (;;) {
 		uint32_t home;
@@ -411,6 +432,15 @@ static struct table *lru_unused(struct pp_unwinder *u, bool with_rows)
 	return best;
 }
 
+static void partial_forget(struct table *t)
+{
+	pp_fde_lookup_free(t->partial);
+	t->partial = NULL;
+	free(t->prows);
+	t->prows = NULL;
+	t->nprows = t->prows_cap = 0;
+}
+
 static void table_drop_rows(struct pp_unwinder *u, struct table *t)
 {
 	if (t->nr) {
@@ -418,6 +448,11 @@ static void table_drop_rows(struct pp_unwinder *u, struct table *t)
 		t->nr = 0;
 	}
 	pp_unwind_packed_release(&t->packed, u->rules);
+	if (t->partial) {
+		/* its rows are what walks found: the next sight of its file starts it again */
+		partial_forget(t);
+		memset(t, 0, sizeof(*t));
+	}
 }
 
 /* Drop the rows (and rules) of the least recently installed unused table: false if none. */
@@ -427,9 +462,9 @@ static bool evict_one(struct pp_unwinder *u, const char *what)
 
 	if (!victim)
 		return false;
+	pp_debug("unwind: evicting the table of %s to make room for %s", victim->key, what);
 	table_drop_rows(u, victim);
 	u->st.tables_evicted++;
-	pp_debug("unwind: evicted the table of %s to make room for %s", victim->key, what);
 	return true;
 }
 
@@ -651,6 +686,323 @@ out:
 	return ret;
 }
 
+/* --- partial tables (under work) --- */
+
+#define PARTIAL_MIN_FDES 20000 /* opts.partial_min_fdes by default: ~20 ms to compile whole */
+/*
+ * A copied sample walked here costs about what compiling 16 FDEs does (its 4-8 KiB through
+ * the ring, the walk): a partial table whose walks reached code not found yet that often, per
+ * FDE of its file over PARTIAL_PAY, is compiled whole, and its samples walk in the kernel.
+ */
+#define PARTIAL_PAY 16
+/*
+ * Whole stacks first: a partial table whose stack copies came out short this often (deep
+ * stacks, a copy of 4-8 KiB) is compiled whole, its samples walked in the kernel.
+ */
+#define PARTIAL_SHORT_MAX 32
+/* Rows found are written at least this often while walks keep coming (at once when idle). */
+#define PARTIAL_WRITE_MS 200
+
+/* The processes holding t (by their mapping's table) given its run at its new place. */
+static void move_holders(struct pp_unwinder *u, const struct table *t, uint64_t old_base)
+{
+	uint32_t ti = (uint32_t)(t - u->tables) + 1;
+
+	for (uint32_t i = 0; i <= u->procs_mask; i++) {
+		struct proc *p = &u->procs[i];
+		struct pp_bpf_unwind_proc *out = u->scratch;
+		bool moved = false;
+
+		if (!p->tgid || !p->map_tables)
+			continue;
+		for (uint32_t k = 0; k < p->nmaps; k++) {
+			if (p->map_tables[k] != ti)
+				continue;
+			p->maps[k].base = p->maps[k].base - old_base + t->packed.base_vaddr;
+			p->maps[k].first_word = t->first;
+			p->maps[k].nr_pages = t->packed.nr_pages;
+			moved = true;
+		}
+		if (!moved)
+			continue;
+		memset(out, 0, sizeof(*out));
+		out->nr = p->nmaps;
+		memcpy(out->m, p->maps, p->nmaps * sizeof(*p->maps));
+		if (u->sink.set_proc(u->sink.ctx, p->tgid, out))
+			u->st.partial_move_failed++;
+	}
+}
+
+/*
+ * Put t's new run in the place of its old one: the processes holding it moved there, then the
+ * old run's rows and rules let go.
+ */
+static void table_replace_run(struct pp_unwinder *u, struct table *t,
+			      const struct pp_unwind_packed *pk, uint32_t first)
+{
+	struct pp_unwind_packed old = t->packed;
+	uint32_t old_first = t->first, old_nr = t->nr;
+
+	t->packed = *pk;
+	t->first = first;
+	t->nr = pk->nwords;
+	move_holders(u, t, old.base_vaddr);
+	if (old_nr)
+		rows_free(u, old_first, old_nr);
+	pp_unwind_packed_release(&old, u->rules);
+}
+
+/* A partial table's rows found so far written as its run: 0 or -errno. */
+static int partial_write(struct pp_unwinder *u, struct table *t)
+{
+	struct pp_unwind_table *ut = pp_unwind_table_from_rows(t->prows, t->nprows);
+	struct pp_unwind_packed pk = {0};
+	uint32_t first = 0;
+	int ret;
+
+	if (!ut)
+		return -errno;
+	t->users++; /* not evicted while its new run is made */
+	ret = pack_with_room(u, ut, &pk);
+	pp_unwind_table_free(ut);
+	if (!ret) {
+		for (uint32_t i = 0; i < pk.nnew && !ret; i++)
+			ret = u->sink.write_rule(u->sink.ctx, pk.new_rules[i],
+						 pp_unwind_rules_at(u->rules, pk.new_rules[i]));
+		if (!ret)
+			ret = make_room(u, pk.nwords, &first);
+		if (!ret) {
+			ret = u->sink.write_rows(u->sink.ctx, first, pk.words, pk.nwords);
+			if (ret)
+				rows_free(u, first, pk.nwords);
+		}
+		if (ret)
+			pp_unwind_packed_release(&pk, u->rules);
+	}
+	t->users--;
+	t->dirty = 0;
+	if (ret) {
+		u->st.partial_write_failed++;
+		return ret;
+	}
+	free(pk.words);
+	pk.words = NULL;
+	free(pk.new_rules);
+	pk.new_rules = NULL;
+	pk.nnew = 0;
+	table_replace_run(u, t, &pk, first);
+	u->st.partial_writes++;
+	return 0;
+}
+
+/* One FDE's rows n over [start, limit) in place of the deferred row there: 0 or -ENOMEM. */
+static int partial_add(struct table *t, const struct pp_unwind_row *rows, size_t n, uint64_t start,
+		       uint64_t limit)
+{
+	size_t i = 0, j, total;
+	struct pp_unwind_row cover, *nv;
+	bool restore;
+
+	while (i < t->nprows && t->prows[i].pc < start)
+		i++;
+	j = i;
+	while (j < t->nprows && t->prows[j].pc < limit)
+		j++;
+	if (j > i && t->prows[i].pc == start && t->prows[i].cfa_rule != PP_CFA_DEFERRED)
+		return 0; /* found before */
+	/* what held at limit before holds there after */
+	restore = j > 0 && limit != UINT64_MAX && (j == t->nprows || t->prows[j].pc > limit);
+	cover = j > 0 ? t->prows[j - 1] : (struct pp_unwind_row){0};
+	total = i + n + restore + (t->nprows - j);
+	nv = malloc(total * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	memcpy(nv, t->prows, i * sizeof(*nv));
+	memcpy(nv + i, rows, n * sizeof(*nv));
+	if (restore) {
+		cover.pc = limit;
+		nv[i + n] = cover;
+	}
+	memcpy(nv + i + n + restore, t->prows + j, (t->nprows - j) * sizeof(*nv));
+	free(t->prows);
+	t->prows = nv;
+	t->nprows = total;
+	t->dirty = 1;
+	return 0;
+}
+
+/* The row at vaddr among those found so far: NULL where none covers it. */
+static const struct pp_unwind_row *partial_row(const struct table *t, uint64_t vaddr)
+{
+	size_t lo = 0, hi = t->nprows;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->prows[mid].pc <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &t->prows[lo - 1] : NULL;
+}
+
+/* The row at vaddr of t's file, its FDE found and added where not yet: 1, 0 (no CFI), -errno. */
+static int partial_find(struct pp_unwinder *u, struct table *t, uint64_t vaddr,
+			struct pp_unwind_row *out)
+{
+	const struct pp_unwind_row *r = partial_row(t, vaddr);
+	uint64_t start, limit;
+	size_t n;
+	int ret;
+
+	if (r && r->cfa_rule != PP_CFA_DEFERRED) { /* found for a walk before it was written */
+		*out = *r;
+		return r->cfa_rule != PP_CFA_NONE;
+	}
+	if (!u->fde_rows && !(u->fde_rows = malloc(PP_FDE_MAX_ROWS * sizeof(*u->fde_rows))))
+		return -ENOMEM;
+	ret = pp_fde_lookup_rows(t->partial, vaddr, u->fde_rows, &n, &start, &limit);
+	if (ret <= 0)
+		return ret;
+	u->st.partial_fdes++;
+	ret = partial_add(t, u->fde_rows, n, start, limit);
+	if (ret)
+		return ret;
+	u->partial_dirty = true;
+	r = partial_row(t, vaddr);
+	if (!r)
+		return 0;
+	*out = *r;
+	return r->cfa_rule != PP_CFA_NONE && r->cfa_rule != PP_CFA_DEFERRED;
+}
+
+/*
+ * A new partial table's first rows: a deferred row from its first FDE on, and its last FDE's
+ * rows, so that its run's pages reach the end of its code. 0 or -errno.
+ */
+static int partial_start(struct pp_unwinder *u, struct table *t)
+{
+	uint64_t start, limit;
+	size_t n;
+	int ret;
+
+	if (!u->fde_rows && !(u->fde_rows = malloc(PP_FDE_MAX_ROWS * sizeof(*u->fde_rows))))
+		return -ENOMEM;
+	if (pp_fde_lookup_rows(t->partial, 0, u->fde_rows, &n, &start, &limit) != 0 ||
+	    limit == UINT64_MAX)
+		return -ENODATA; /* no FDEs */
+	t->prows = malloc(sizeof(*t->prows));
+	if (!t->prows)
+		return -ENOMEM;
+	t->prows[0] = (struct pp_unwind_row){.pc = limit, .cfa_rule = PP_CFA_DEFERRED};
+	t->nprows = 1;
+	ret = pp_fde_lookup_rows(t->partial, UINT64_MAX - 1, u->fde_rows, &n, &start, &limit);
+	if (ret == 1)
+		ret = partial_add(t, u->fde_rows, n, start, limit);
+	return ret < 0 ? ret : partial_write(u, t);
+}
+
+/*
+ * A file with at least partial_min_fdes FDEs, not compiled at an earlier start: a partial
+ * table, its FDEs found as walks reach them. NULL where the file gets a whole one.
+ */
+static struct table *partial_new(struct pp_unwinder *u, int fd, const struct stat *st,
+				 const char *stat_key)
+{
+	struct pp_fde_lookup *l;
+	struct table *t;
+
+	/* an FDE takes 24 bytes and more (its entry, its search table's): skip what cannot */
+	if (u->partial_min_fdes == UINT32_MAX || st->st_size < (off_t)u->partial_min_fdes * 24)
+		return NULL;
+	l = pp_fde_lookup_open_fd(fd);
+	if (!l || pp_fde_lookup_count(l) < u->partial_min_fdes) {
+		pp_fde_lookup_free(l);
+		return NULL;
+	}
+	t = table_slot(u);
+	if (!t) {
+		pp_fde_lookup_free(l);
+		return NULL;
+	}
+	snprintf(t->key, sizeof(t->key), "p:%016" PRIx64, hash_str(stat_key));
+	t->hash = hash_str(t->key);
+	t->in_use = 1;
+	t->partial = l;
+	t->nloads = (uint32_t)pp_fde_lookup_get_loads(l, t->loads);
+	if (partial_start(u, t) != 0 || !t->nr) {
+		partial_forget(t);
+		memset(t, 0, sizeof(*t));
+		return NULL;
+	}
+	u->st.tables_partial++;
+	return t;
+}
+
+/*
+ * A partial table whose walks paid for its whole compile: compiled (or read from the table
+ * cache), the processes holding it moved to the whole run. Where that fails it stays partial.
+ */
+static void partial_promote(struct pp_unwinder *u, struct table *t)
+{
+	struct table whole = {0};
+	struct pp_cfi_source *cs = NULL;
+	uint8_t digest[PP_UNWIND_DIGEST_SIZE];
+	int fd = pp_fde_lookup_fd(t->partial);
+	char key[80];
+	bool digested;
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		t->whole_failed = 1;
+		return;
+	}
+	file_key(fd, &st, key, sizeof(key), digest, &digested, &cs);
+	if (digested && u->cache)
+		pp_table_cache_note_digest(u->cache, &st, digest);
+	t->users++; /* not evicted while its whole table is made */
+	(void)table_build(u, &whole, fd, cs, key, digested ? digest : NULL);
+	t->users--;
+	pp_cfi_source_free(cs);
+	if (!whole.nr) {
+		t->whole_failed = 1;
+		pp_debug("unwind: %s stays partial: its whole table did not fit or compile",
+			 t->key);
+		return;
+	}
+	t->nloads = whole.nloads;
+	memcpy(t->loads, whole.loads, sizeof(t->loads));
+	table_replace_run(u, t, &whole.packed, whole.first);
+	partial_forget(t);
+	snprintf(t->key, sizeof(t->key), "%s", key);
+	t->hash = hash_str(key);
+	t->has_digest = digested;
+	if (digested)
+		memcpy(t->digest, digest, sizeof(t->digest));
+	t->built_before = 1;
+	u->st.partial_promoted++;
+}
+
+/* Rows found written, and partial tables whose walks paid for it compiled whole. */
+static void partial_flush(struct pp_unwinder *u)
+{
+	for (uint32_t i = 0; i < u->max_tables; i++) {
+		struct table *t = &u->tables[i];
+
+		if (!t->in_use || !t->partial)
+			continue;
+		if (!t->whole_failed &&
+		    (t->partial_misses * PARTIAL_PAY >= pp_fde_lookup_count(t->partial) ||
+		     t->partial_short >= PARTIAL_SHORT_MAX))
+			partial_promote(u, t);
+		if (t->partial && t->dirty)
+			(void)partial_write(u, t); /* counted; the rows stay found for walks */
+	}
+	u->partial_dirty = false;
+	u->partial_written_ms = now_ms();
+}
+
 /*
  * Open the file behind an executable mapping: the very file, checked (mapped_file.h); when
  * the process is gone, through the roots of the processes it came from.
@@ -726,6 +1078,15 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 		/* digested at an earlier start: the file has not changed since */
 		digest_key(digest, key, sizeof(key));
 		digested = true;
+	} else if ((t = partial_new(u, fd, &st, stat_key))) {
+		/* a big file no earlier start compiled: its rows found as walks reach them */
+		snprintf(t->stat_key, sizeof(t->stat_key), "%s", stat_key);
+		if (id_key[0]) {
+			snprintf(t->id_key, sizeof(t->id_key), "%s", id_key);
+			t->id_verified_ms = now_ms();
+		}
+		close(fd);
+		return t;
 	} else {
 		file_key(fd, &st, key, sizeof(key), digest, &digested, &cs);
 		if (digested && u->cache)
@@ -902,6 +1263,7 @@ listed:
 			u->st.mappings_cut++;
 			continue;
 		}
+		u->scratch_tables[out->nr] = 0;
 		m = &out->m[out->nr++];
 		m->start = e->start;
 		m->end = e->end;
@@ -919,6 +1281,7 @@ listed:
 		t->users++;
 		t->last_use = u->tick;
 		held[nheld++] = (uint32_t)(t - u->tables);
+		u->scratch_tables[out->nr - 1] = (uint32_t)(t - u->tables) + 1;
 		/* runtime = vaddr + (start - vaddr of the mapping's offset) */
 		m->base = t->packed.base_vaddr + (e->start - vaddr);
 		m->first_word = t->first;
@@ -943,12 +1306,20 @@ listed:
 	if (u->sink.read_rows) {
 		struct pp_bpf_unwind_mapping *keep =
 		    out->nr ? realloc(p->maps, out->nr * sizeof(*keep)) : NULL;
+		uint32_t *kt = keep ? realloc(p->map_tables, out->nr * sizeof(*kt)) : NULL;
 
-		if (keep)
+		if (keep && kt) {
 			memcpy(keep, out->m, out->nr * sizeof(*keep));
-		else
-			free(p->maps); /* none, or no memory: its walks take frame pointers */
+			memcpy(kt, u->scratch_tables, out->nr * sizeof(*kt));
+		} else {
+			/* none, or no memory: its walks take frame pointers */
+			free(keep ? keep : p->maps);
+			free(kt ? kt : (keep ? NULL : p->map_tables));
+			keep = NULL;
+			kt = NULL;
+		}
 		p->maps = keep;
+		p->map_tables = kt;
 		p->nmaps = keep ? out->nr : 0;
 	}
 	ret = u->sink.set_proc(u->sink.ctx, tgid, out);
@@ -968,7 +1339,8 @@ struct walk_ctx {
 	struct pp_unwinder *u;
 	const struct proc *p;
 	const struct later *w;
-	uint32_t last; /* the mapping of the frame before */
+	uint32_t last;	     /* the mapping of the frame before */
+	uint32_t partial[4]; /* partial tables whose code the walk reached first (index + 1) */
 };
 
 static const struct pp_bpf_unwind_mapping *walk_mapping(struct walk_ctx *c, uint64_t pc)
@@ -1015,6 +1387,33 @@ static bool walk_rule(struct walk_ctx *c, const struct pp_bpf_unwind_mapping *m,
 					  (uint32_t)rel & ((1u << PP_UW_PAGE_SHIFT) - 1), rule);
 }
 
+/* Code of a partial table no walk reached before: its FDE found now (a miss, counted). */
+static int walk_partial(struct walk_ctx *c, const struct pp_bpf_unwind_mapping *m, uint64_t pc,
+			struct pp_unwind_row *row)
+{
+	struct pp_unwinder *u = c->u;
+	uint32_t ti = c->p->map_tables ? c->p->map_tables[m - c->p->maps] : 0;
+	struct table *t = ti && ti <= u->max_tables ? &u->tables[ti - 1] : NULL;
+
+	if (!t || !t->partial)
+		return u->tables_only ? -1 : 0;
+	t->partial_misses++;
+	u->partial_dirty = true;
+	for (size_t i = 0; i < sizeof(c->partial) / sizeof(c->partial[0]); i++) {
+		if (c->partial[i] == ti)
+			break;
+		if (!c->partial[i]) {
+			c->partial[i] = ti;
+			break;
+		}
+	}
+	if (partial_find(u, t, pc - m->base + t->packed.base_vaddr, row) != 1)
+		return u->tables_only ? -1 : 0;
+	u->st.partial_frames++;
+	row->pc = pc;
+	return 1;
+}
+
 static int walk_find_row(void *ctx, uint64_t pc, struct pp_unwind_row *row)
 {
 	struct walk_ctx *c = ctx;
@@ -1027,6 +1426,8 @@ static int walk_find_row(void *ctx, uint64_t pc, struct pp_unwind_row *row)
 	if (!walk_rule(c, m, pc - m->base, &idx) || !(r = pp_unwind_rules_at(c->u->rules, idx)) ||
 	    r->cfa_rule == PP_UW_CFA_NONE)
 		return c->u->tables_only ? -1 : 0; /* code the table does not cover */
+	if (r->cfa_rule == PP_UW_CFA_DEFERRED)
+		return walk_partial(c, m, pc, row);
 	*row = pp_unwind_row_of_rule(r, pc);
 	return 1;
 }
@@ -1057,6 +1458,14 @@ static void do_walk(struct pp_unwinder *u, struct later *w)
 	}
 	w->status = 0;
 	w->npcs = pp_unwind_walk(&w->regs, &ops, w->pcs, u->max_frames, &w->why, &w->st);
+	/*
+	 * A copy that ended before the stack did, taken because the shim met code of a partial
+	 * table: whole tables would have walked on in the kernel. Counted against the tables.
+	 */
+	if (w->why == PP_UNWIND_UNREADABLE)
+		for (size_t i = 0; i < sizeof(c.partial) / sizeof(c.partial[0]) && c.partial[i];
+		     i++)
+			u->tables[c.partial[i] - 1].partial_short++;
 }
 
 int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *w)
@@ -1158,6 +1567,10 @@ static void run_op(struct pp_unwinder *u, const struct queued *q)
 	if (op == OP_WALK) {
 		pthread_mutex_lock(&u->work);
 		do_walk(u, q->walk);
+		/* rows found go to the shim when the walks pause, and at least every 200 ms */
+		if (u->partial_dirty && (!__atomic_load_n(&u->qlen, __ATOMIC_RELAXED) ||
+					 now_ms() - u->partial_written_ms >= PARTIAL_WRITE_MS))
+			partial_flush(u);
 		pthread_mutex_unlock(&u->work);
 		pthread_mutex_lock(&u->lock);
 		q->walk->next = NULL;
@@ -1307,6 +1720,10 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->mmap_reports = opts && opts->mmap_reports;
 	u->kick_by_caller = opts && opts->kick_by_caller;
 	u->tables_only = opts && opts->tables_only;
+	/* partial tables are found by walks of stack copies, which need the rows read back */
+	u->partial_min_fdes = !sink->read_rows		       ? UINT32_MAX
+			      : opts && opts->partial_min_fdes ? opts->partial_min_fdes
+							       : PARTIAL_MIN_FDES;
 	u->max_frames = opts && opts->max_frames && opts->max_frames < PP_MAX_STACK_DEPTH
 			    ? opts->max_frames
 			    : PP_MAX_STACK_DEPTH;
@@ -1388,9 +1805,12 @@ void pp_unwinder_free(struct pp_unwinder *u)
 	for (uint32_t i = 0; u->procs && i <= u->procs_mask; i++) {
 		free(u->procs[i].tables);
 		free(u->procs[i].maps);
+		free(u->procs[i].map_tables);
 	}
-	for (uint32_t i = 0; u->tables && i < u->max_tables; i++)
+	for (uint32_t i = 0; u->tables && i < u->max_tables; i++) {
 		pp_unwind_packed_release(&u->tables[i].packed, NULL);
+		partial_forget(&u->tables[i]);
+	}
 	pp_unwind_rules_free(u->rules);
 	pp_table_cache_free(u->cache);
 	pthread_mutex_destroy(&u->lock);
@@ -1403,6 +1823,7 @@ void pp_unwinder_free(struct pp_unwinder *u)
 	free(u->free_ext);
 	free(u->scratch);
 	free(u->walk_words);
+	free(u->fde_rows);
 	free(u);
 }
 

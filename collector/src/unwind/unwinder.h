@@ -71,6 +71,14 @@ struct pp_unwinder_opts {
 	/* compiled tables kept here across starts (table_cache.h); NULL: compiled at each start */
 	const char *table_cache_dir;
 	uint64_t table_cache_bytes; /* its bound; 0: 64 MiB */
+	/*
+	 * A file with at least this many FDEs that no earlier start compiled gets a partial
+	 * table: a deferred row over its code, where the shim's walks take the sample's stack
+	 * copy, and the rows of each FDE a walk of a copy reaches found then (cfi/fde_lookup.h)
+	 * and written to the shim, until its walks have paid for compiling it whole. 0: 20,000
+	 * (the big libraries whose compile takes 20-100 ms); UINT32_MAX: every file whole.
+	 */
+	uint32_t partial_min_fdes;
 };
 
 struct pp_unwinder_stats {
@@ -113,6 +121,10 @@ struct pp_unwinder_stats {
 	bool cache_on;
 	/* stack copies (pp_unwinder_walk_later): walked, refused (too many waiting) */
 	uint64_t walks_done, walks_refused;
+	/* partial tables: files given one, FDEs found for walks, frames walked by rows found
+	 * then, runs written again, compiled whole since; their failures */
+	uint64_t tables_partial, partial_fdes, partial_frames, partial_writes, partial_promoted;
+	uint64_t partial_write_failed, partial_move_failed;
 };
 
 struct pp_unwinder;

@@ -255,6 +255,8 @@ enum pp_counter {
 	/* samples of a process without tables that carry a copy of their stack (PP_SF_USTACK_RAW)
 	 */
 	PP_CNT_USTACK_RAW,
+	/* frames that met code of a partial table not reached before (PP_UW_CFA_DEFERRED) */
+	PP_CNT_UNWIND_DEFERRED,
 	PP_CNT__MAX,
 };
 
@@ -350,6 +352,12 @@ struct pp_bpf_unwind_rule {
 #define PP_UW_CFA_PLT 3		/* rsp + 8, + 8 when (rip & 15) >= cfa_off */
 #define PP_UW_CFA_DEREF_RSP 4	/* *(rsp + cfa_off): a signal frame */
 #define PP_UW_CFA_UNSUPPORTED 5 /* stop */
+/*
+ * Code of a partial table (the unwinder's: its file's rows made as walks reach them) not
+ * reached yet: a frame-pointer step or a stop as where no row is, and the sample takes its
+ * stack copy (PP_SF_USTACK_RAW) for the unwinder to walk once it found the rows.
+ */
+#define PP_UW_CFA_DEFERRED 6
 #define PP_UW_REG_SAME 0
 #define PP_UW_REG_UNDEFINED 1 /* the return address: the outermost frame */
 #define PP_UW_REG_AT_CFA 2    /* at CFA + off */

@@ -969,6 +969,156 @@ TEST(a_stack_copy_is_walked_once_its_process_has_tables)
 	mem_sink_free(m);
 }
 
+/* The rule the shim finds at pc in mapping mp of the sink's array (NULL: no row). */
+static const struct pp_bpf_unwind_rule *
+shim_rule_at(struct mem_sink *m, const struct pp_bpf_unwind_mapping *mp, uint64_t pc)
+{
+	const uint32_t *run = &m->rows[mp->first_word];
+	uint32_t rule;
+
+	if (!mp->nr_pages || pc < mp->base ||
+	    !pp_unwind_packed_find(run, run[mp->nr_pages], mp->nr_pages, pc - mp->base, &rule))
+		return NULL;
+	return &m->rules[rule];
+}
+
+/*
+ * A partial table (every file here, partial_min_fdes 1): the shim first finds a deferred row
+ * over the file's code (its walks take the sample's copy there); a copy walked in user space
+ * finds the FDEs it reaches and gives the same whole chain, down to main, as whole tables do;
+ * the rows found are written to the shim (deferred no longer at those pcs, still deferred
+ * elsewhere), and a second walk of the same copy reads them from there; the chain's library,
+ * whose 28 frames paid for its whole compile at once, is compiled whole. With
+ * partial_min_fdes above every file's count, none is partial.
+ */
+TEST(partial_tables_find_rows_as_walks_reach_them)
+{
+	struct mem_sink *m = mem_sink_new(1u << 20);
+	char dump[600], prog[600], want[64][64], got[128];
+	const struct pp_bpf_unwind_mapping *libc, *lib;
+	const struct pp_bpf_unwind_proc *p;
+	const struct pp_bpf_unwind_rule *r;
+	struct pp_unwinder_stats st, st2;
+	struct walked_box box = {0};
+	struct pp_chain_dump d = {0};
+	struct pp_unwinder *u;
+	uint8_t *stack = NULL;
+	size_t nwant = 0, libc_frame = 0;
+	uint32_t len;
+	FILE *f;
+	pid_t pid;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL);
+	snprintf(prog, sizeof(prog), "%s/unwind/chain.expected", PP_TEST_DATA_DIR);
+	f = fopen(prog, "r");
+	REQUIRE(f != NULL);
+	while (nwant < 64 && fgets(want[nwant], sizeof(want[0]), f))
+		want[nwant][strcspn(want[nwant], "\n")] = '\0', nwant++;
+	fclose(f);
+	snprintf(dump, sizeof(dump), "%s/partial.dump", g_dir);
+	snprintf(prog, sizeof(prog), "%s/chain", g_dir);
+	unlink(dump);
+	pid = fork();
+	if (pid == 0) {
+		setenv("PP_CHAIN_DUMP", dump, 1);
+		setenv("PP_CHAIN_HOLD", "30", 1);
+		execl(prog, "chain", (char *)NULL);
+		_exit(127);
+	}
+	REQUIRE(pid > 0);
+	for (int i = 0; i < 1000 && !stack; i++) {
+		f = fopen(dump, "rb");
+		if (f && fread(&d, sizeof(d), 1, f) == 1 && d.len && d.len < (1u << 20)) {
+			stack = malloc(d.len);
+			if (stack && fread(stack, 1, d.len, f) != d.len) {
+				free(stack);
+				stack = NULL;
+			}
+		}
+		if (f)
+			fclose(f);
+		if (!stack)
+			usleep(10000);
+	}
+	REQUIRE(stack != NULL);
+	len = (uint32_t)(PP_RAW_USTACK_MAX - (d.rsp & 4095));
+	if (len > d.len)
+		len = (uint32_t)d.len;
+
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){.partial_min_fdes = 1});
+	REQUIRE(u != NULL);
+	REQUIRE(pp_unwinder_install(u, (uint32_t)pid) == 0);
+	pp_unwinder_get_stats(u, &st);
+	CHECK(st.tables_partial >= 3); /* chain, libpp_chain.so, libc and more */
+	CHECK_EQ_U64(st.tables_built, 0);
+	p = mem_proc(m, (uint32_t)pid);
+	REQUIRE(p != NULL);
+	lib = mapping_of(p, pid, "libpp_chain.so");
+	libc = mapping_of(p, pid, "libc.so.6");
+	REQUIRE(lib != NULL && libc != NULL);
+	/* before any walk: deferred over the code, the sample's pc included */
+	r = shim_rule_at(m, lib, d.rip);
+	CHECK(r && r->cfa_rule == PP_UW_CFA_DEFERRED);
+
+	REQUIRE(walk_dump(u, (uint32_t)pid, &d, stack, len, "first") == 0);
+	pp_unwinder_drain(u);
+	CHECK_EQ_U64(pp_unwinder_take_walked(u, keep_walked, &box), 1);
+	CHECK(box.w[0].status == 0 && box.w[0].why == PP_UNWIND_END);
+	CHECK(box.w[0].npcs > nwant);
+	for (size_t i = 0; i < nwant && i < box.w[0].npcs; i++) {
+		function_at(pid, box.w[0].pcs[i] - (i > 0), got, sizeof(got));
+		if (strcmp(got, want[i]))
+			fprintf(stderr, "frame %zu: %s, expected %s\n", i, got, want[i]);
+		CHECK(!strcmp(got, want[i]));
+	}
+	for (size_t i = 1; i < box.w[0].npcs; i++)
+		if (libc->start <= box.w[0].pcs[i] && box.w[0].pcs[i] < libc->end)
+			libc_frame = i;
+	pp_unwinder_get_stats(u, &st);
+	CHECK(st.partial_fdes >= 3 && st.partial_frames >= 3);
+	CHECK(st.partial_writes >= 1);
+	CHECK(st.partial_promoted >= 1); /* libpp_chain.so: 28 misses, a few FDEs */
+
+	/* the rows found are the shim's now: libc's frame has its rule, the rest is deferred */
+	p = mem_proc(m, (uint32_t)pid);
+	REQUIRE(p != NULL);
+	lib = mapping_of(p, pid, "libpp_chain.so");
+	libc = mapping_of(p, pid, "libc.so.6");
+	REQUIRE(lib != NULL && libc != NULL && libc_frame > 0);
+	r = shim_rule_at(m, lib, d.rip);
+	CHECK(r && r->cfa_rule != PP_UW_CFA_DEFERRED && r->cfa_rule != PP_UW_CFA_NONE);
+	r = shim_rule_at(m, libc, box.w[0].pcs[libc_frame] - 1);
+	CHECK(r && r->cfa_rule != PP_UW_CFA_DEFERRED && r->cfa_rule != PP_UW_CFA_NONE);
+	r = shim_rule_at(m, libc, libc->start + (libc->end - libc->start) / 2);
+	CHECK(r && r->cfa_rule == PP_UW_CFA_DEFERRED);
+
+	/* the same copy again: the same chain, read from the shim's rows, no FDE looked up */
+	REQUIRE(walk_dump(u, (uint32_t)pid, &d, stack, len, "second") == 0);
+	pp_unwinder_drain(u);
+	CHECK_EQ_U64(pp_unwinder_take_walked(u, keep_walked, &box), 1);
+	CHECK(box.w[1].status == 0 && box.w[1].why == PP_UNWIND_END);
+	CHECK(box.w[1].npcs == box.w[0].npcs &&
+	      !memcmp(box.w[1].pcs, box.w[0].pcs, box.w[0].npcs * sizeof(uint64_t)));
+	pp_unwinder_get_stats(u, &st2);
+	CHECK_EQ_U64(st2.partial_fdes, st.partial_fdes);
+	CHECK_EQ_U64(st2.partial_frames, st.partial_frames);
+	pp_unwinder_free(u);
+
+	/* a bar above every file's FDEs: all compiled whole */
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){.partial_min_fdes = 1u << 30});
+	REQUIRE(u != NULL);
+	REQUIRE(pp_unwinder_install(u, (uint32_t)pid) == 0);
+	pp_unwinder_get_stats(u, &st);
+	CHECK_EQ_U64(st.tables_partial, 0);
+	CHECK(st.tables_built >= 3);
+	stop(pid);
+	free(stack);
+	pp_unwinder_free(u);
+	mem_sink_free(m);
+}
+
 TEST_LIST = {
     {"a_file_claiming_anothers_build_id_gets_its_own_table",
      a_file_claiming_anothers_build_id_gets_its_own_table},
@@ -984,6 +1134,7 @@ TEST_LIST = {
     {"a_process_read_from_proc_is_not_read_again_where_mappings_are_reported",
      a_process_read_from_proc_is_not_read_again_where_mappings_are_reported},
     {"drain_for_waits_a_bounded_time", drain_for_waits_a_bounded_time},
+    {"partial_tables_find_rows_as_walks_reach_them", partial_tables_find_rows_as_walks_reach_them},
     {"a_stack_copy_is_walked_once_its_process_has_tables",
      a_stack_copy_is_walked_once_its_process_has_tables},
 };
