@@ -12,7 +12,10 @@
 #     run 50 ms each and exit, then resumes it: /proc no longer has them, yet their
 #     samples are theirs (none in no file; "process gone" counts only a few samples of
 #     processes older than the agent) and named, the file found through the root of the
-#     shell that started them, and their stacks whole, walked from their copies.
+#     shell that started them, and their stacks whole, walked from their copies;
+#  3. the churn of 1. with every file's table partial (--unwind-partial-fdes 1: a deferred
+#     row over its code, the FDEs a walk reaches found then): the same named, whole stacks,
+#     from the rows the walks of stack copies found.
 # Needs root, BPF and perf events; exits 77 otherwise.
 
 . "$(dirname "$0")/lib.sh"
@@ -67,12 +70,14 @@ own_perf_link() {
 	grep -Eqs 'link_type:[[:space:]]*(perf|perf_event|7)$' /proc/"$1"/fdinfo/*
 }
 
-# record_all NAME SCRIPT: record -a at 999 Hz, SCRIPT run once the shim is attached (its
-# perf_event links are there: 5.15+, as on the machines the tests run on), then SIGINT
+# record_all NAME SCRIPT [ARG...]: record -a at 999 Hz (and ARGs), SCRIPT run once the shim
+# is attached (its perf_event links are there: 5.15+, as on the machines the tests run on),
+# then SIGINT
 record_all() {
-	local pid i
-	"$PEBSPROF" record -a -e cpu-clock -F 999 -d 300 -o "$T/$1.folded" >"$T/$1.out" \
-		2>"$T/$1.err" &
+	local pid i name=$1 script=$2
+	shift 2
+	"$PEBSPROF" record -a -e cpu-clock -F 999 -d 300 "$@" -o "$T/$name.folded" >"$T/$name.out" \
+		2>"$T/$name.err" &
 	pid=$!
 	for i in $(seq 300); do
 		own_perf_link "$pid" && break
@@ -80,7 +85,7 @@ record_all() {
 	done
 	own_perf_link "$pid" ||
 		pp_fail "record -a: no perf_event link after 30 s (before 5.15 the shim attaches without)"
-	sh "$2"
+	sh "$script"
 	kill -INT "$pid"
 	pp_wait_pid "$pid" 60
 }
@@ -153,4 +158,19 @@ pp_check "gone: files opened through a relative's root (${relative:-?})" test "$
 read -r whole wtotal _ < <($CHECK whole folded "$T/gone.folded" pp_short)
 pp_check "gone: pp_short's stacks whole though it exited before its tables: $whole of $wtotal" \
 	test "$wtotal" -ge 20 -a $((whole * 100)) -ge $((wtotal * 90))
+
+# 3. partial tables: every file's rows found as walks of stack copies reach its code
+# (no table cache: files compiled at an earlier start would be read whole from it)
+record_all partial "$T/churn.sh" --unwind-partial-fdes 1 --unwind-table-cache none
+[ "$PP_RC" -eq 0 ] || pp_fail "partial: record exited $PP_RC"
+grep -E '^(partial unwind tables|unwind tables|stack copies):' "$T/partial.out" | sed 's/^/    /'
+read -r named total < <(share partial pp_short pp_short_work)
+read -r whole wtotal _ < <($CHECK whole folded "$T/partial.folded" pp_short)
+pp_check "partial: pp_short's samples in its function: $named of $total" \
+	test "$total" -ge 100 -a $((named * 100)) -ge $((total * 95))
+pp_check "partial: pp_short's stacks whole: $whole of $wtotal" \
+	test "$wtotal" -ge 100 -a $((whole * 100)) -ge $((wtotal * 95))
+read -r pfiles pfdes pframes pmet < <(sed -n 's/^partial unwind tables: \([0-9]*\) files (rows found as walks reach their code: \([0-9]*\) FDEs for \([0-9]*\) frames of stack copies; the shim met code not found yet \([0-9]*\) times.*/\1 \2 \3 \4/p' "$T/partial.out")
+pp_check "partial: files given partial tables ${pfiles:-?}, FDEs found ${pfdes:-?} for ${pframes:-?} frames, the shim met code not found ${pmet:-?} times" \
+	test "${pfiles:-0}" -ge 2 -a "${pfdes:-0}" -ge 2 -a "${pframes:-0}" -ge 2 -a "${pmet:-0}" -ge 1
 pp_finish
