@@ -385,6 +385,19 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 		family(f, "pebsprof_unwind_tables_rebuilt_total", "counter",
 		       "Tables compiled again after they were evicted.");
 		value(f, "pebsprof_unwind_tables_rebuilt_total", s->unwind_tables_rebuilt);
+		family(f, "pebsprof_unwind_partial_tables_total", "counter",
+		       "Big files given partial tables (their rows found as walks of samples' "
+		       "stack copies reach their code), and of them compiled whole since.");
+		labelled(f, "pebsprof_unwind_partial_tables_total", "event", "started",
+			 s->unwind_partial_tables);
+		labelled(f, "pebsprof_unwind_partial_tables_total", "event", "compiled_whole",
+			 s->unwind_partial_promoted);
+		family(f, "pebsprof_unwind_partial_fdes_total", "counter",
+		       "FDEs found and compiled for walks through partial tables.");
+		value(f, "pebsprof_unwind_partial_fdes_total", s->unwind_partial_fdes);
+		family(f, "pebsprof_unwind_partial_writes_total", "counter",
+		       "Runs of partial tables written again with the rows found.");
+		value(f, "pebsprof_unwind_partial_writes_total", s->unwind_partial_writes);
 		if (s->unwind_cache_on) {
 			family(f, "pebsprof_unwind_tables_from_cache_total", "counter",
 			       "Tables read from the on-disk cache instead of compiled.");

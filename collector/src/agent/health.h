@@ -157,6 +157,9 @@ struct pp_health_snapshot {
 	uint64_t unwind_tables_evicted, unwind_tables_no_room, unwind_tables_too_big;
 	uint64_t unwind_rows_used, unwind_rows_total, unwind_rules_used, unwind_procs_live;
 	uint64_t unwind_tables_rebuilt, unwind_maps_reads, unwind_procs_from_events;
+	/* partial tables (unwinder.h): started, compiled whole since, FDEs found, runs written */
+	uint64_t unwind_partial_tables, unwind_partial_promoted, unwind_partial_fdes;
+	uint64_t unwind_partial_writes;
 	/* the on-disk table cache; unwind_cache_on 0: none (not exported) */
 	uint64_t unwind_cache_on, unwind_tables_from_cache, unwind_cache_stored;
 	uint64_t unwind_cache_refused, unwind_cache_trimmed, unwind_cache_failed,

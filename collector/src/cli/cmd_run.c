@@ -783,6 +783,10 @@ static void health_tick(struct agent *ag, int stopping)
 		pp_unwinder_get_stats(ag->smp.unwinder, &us);
 		snap.unwind_tables_built = us.tables_built;
 		snap.unwind_tables_rebuilt = us.tables_rebuilt;
+		snap.unwind_partial_tables = us.tables_partial;
+		snap.unwind_partial_promoted = us.partial_promoted;
+		snap.unwind_partial_fdes = us.partial_fdes;
+		snap.unwind_partial_writes = us.partial_writes;
 		snap.unwind_cache_on = us.cache_on;
 		snap.unwind_tables_from_cache = us.tables_from_cache;
 		snap.unwind_cache_stored = us.cache_stored;
