@@ -407,6 +407,8 @@ struct uw_regs {
  * where it would (the last page), it is the stack pointer's page only.
  */
 #define UW_WINDOW 8192
+/* A stack copy's bytes above the window (PP_RAW_USTACK_MAX: the two together). */
+#define UW_RAW_ABOVE (PP_RAW_USTACK_MAX - UW_WINDOW)
 
 struct uw_window {
 	__u8 b[UW_WINDOW];
@@ -798,8 +800,8 @@ static __always_inline int task_user_regs(__u64 *ip, __u64 *sp, __u64 *bp)
 
 /*
  * The stack copy of a PP_SF_USTACK_RAW sample after its nk + nu frames: the registers the
- * walk started from and its window (struct pp_raw_ustack). The copy's bytes, or 0 where the
- * flag is not set or is taken back (nothing to copy).
+ * walk started from, its window and the stack above it (struct pp_raw_ustack). The copy's
+ * bytes, or 0 where the flag is not set or is taken back (nothing to copy).
  */
 static __always_inline __u64 attach_raw_ustack(struct pp_sample *rec, __u64 nk, __u64 nu,
 					       struct pp_counters *cnt)
@@ -808,7 +810,8 @@ static __always_inline __u64 attach_raw_ustack(struct pp_sample *rec, __u64 nk, 
 	struct uw_regs *r = bpf_map_lookup_elem(&uw_regs_map, &zero);
 	struct uw_window *win = bpf_map_lookup_elem(&uw_window_map, &zero);
 	struct pp_raw_ustack *h;
-	__u64 len;
+	__u64 len, more = 0, whole;
+	__u8 *above;
 
 	if (!(rec->flags & PP_SF_USTACK_RAW))
 		return 0;
@@ -816,7 +819,8 @@ static __always_inline __u64 attach_raw_ustack(struct pp_sample *rec, __u64 nk, 
 	if (!r || !win || nk > PP_MAX_STACK_DEPTH || nu > PP_MAX_STACK_DEPTH)
 		return 0;
 	len = r->win_len;
-	if (len == 0 || len > PP_RAW_USTACK_MAX)
+	whole = len == UW_WINDOW - (r->win_base & 4095); /* the window reached its second page */
+	if (len == 0 || len > UW_WINDOW)
 		return 0;
 	h = (struct pp_raw_ustack *)&rec->stack[nk + nu];
 	h->ip = r->start_ip;
@@ -826,9 +830,24 @@ static __always_inline __u64 attach_raw_ustack(struct pp_sample *rec, __u64 nk, 
 	h->_pad = 0;
 	if (bpf_probe_read_kernel(h + 1, len, win->b))
 		return 0;
+	/*
+	 * The callers' frames above the window, where the stack goes on: a deep stack (a
+	 * compiler's, an interpreter's) is walked further. Only the samples carrying a copy pay
+	 * for these reads. len is checked again: 5.10's verifier may forget a bound across a call.
+	 */
+	if (whole && len <= UW_WINDOW) {
+		above = (__u8 *)(h + 1) + len;
+		if (!bpf_probe_read_user(above, UW_RAW_ABOVE, (const void *)(r->win_base + len)))
+			more = UW_RAW_ABOVE;
+		else if (!bpf_probe_read_user(above, 4096, (const void *)(r->win_base + len)))
+			more = 4096;
+	}
+	if (len > UW_WINDOW)
+		return 0;
+	h->len = (__u32)(len + more);
 	rec->flags |= PP_SF_USTACK_RAW;
 	count_in(cnt, PP_CNT_USTACK_RAW);
-	return sizeof(*h) + len;
+	return sizeof(*h) + len + more;
 }
 
 /*

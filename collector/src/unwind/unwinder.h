@@ -181,7 +181,7 @@ struct pp_unwind_later {
 /* 0 (queued, copied), -ENOSPC (PP_UNWIND_WALKS_MAX waiting), -EINVAL, -EOPNOTSUPP (no read_rows) */
 int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *w);
 
-#define PP_UNWIND_WALKS_MAX 1024 /* walks queued or done and not taken: 12 MiB at most */
+#define PP_UNWIND_WALKS_MAX 1024 /* walks queued or done and not taken: 20 MiB at most */
 
 struct pp_unwind_walked {
 	const void *blob;
