@@ -5,8 +5,10 @@
 # over, and `record -a` samples the node. The peer is `perf record -a -g` on the same loop in
 # the same run. See bench/README.md.
 #
-# usage: sudo bench/bench_churn.sh [-b BUILD_DIR] [-d SECONDS] [-F HZ,...] [-r ROUNDS]
+# usage: sudo bench/bench_churn.sh [-b BUILD_DIR] [-d SECONDS] [-F HZ,...] [-r ROUNDS] [-a ARGS]
 #   -F  the rates to measure at (default 99,20: the default rate and the fleet's)
+#   -a  more options for the agent's captures (e.g. "--unwind-partial-fdes 0": every file's
+#       table compiled whole, as before partial tables)
 #   -r  rounds at each rate (default 1), each every capture again: a row per round, then one
 #       of the medians (whole-capture CPU on a 2-CPU VM varies by a quarter from run to run)
 #
@@ -26,12 +28,14 @@ BUILD=$SRC/build
 D=20
 RATES=99,20
 ROUNDS=1
-while getopts "b:d:F:r:h" opt; do
+AGENT_ARGS=
+while getopts "b:d:F:r:a:h" opt; do
 	case $opt in
 	b) BUILD=$(cd "$OPTARG" && pwd) || exit 1 ;;
 	d) D=$OPTARG ;;
 	F) RATES=$OPTARG ;;
 	r) ROUNDS=$OPTARG ;;
+	a) AGENT_ARGS=$OPTARG ;;
 	*)
 		sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
 		exit 2
@@ -128,7 +132,8 @@ steady_cpu() {
 	echo "cpu_s $(python3 -c "import sys; print('%.3f' % ((int(sys.argv[2]) - int(sys.argv[1])) / 1e9))" "$t0" "$t1") rss_kb $rss"
 }
 # steady HZ SECS OUT [CACHE]: the agent's steady_cpu
-steady() { steady_cpu "$2" "$PP" record -a -F "$1" -d $((10 + $2 + 5)) --unwind-table-cache "${4:-none}" -o "$3"; }
+# shellcheck disable=SC2086 # AGENT_ARGS: words
+steady() { steady_cpu "$2" "$PP" record -a -F "$1" -d $((10 + $2 + 5)) --unwind-table-cache "${4:-none}" $AGENT_ARGS -o "$3"; }
 pct() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print('%.1f' % (100 * a / b if b else 0))" "$1" "$2"; }
 
 echo "bench_churn: ${D} s per capture, rates $RATES, $(nproc) CPUs, kernel $(uname -r)"
@@ -145,12 +150,13 @@ for HZ in ${RATES//,/ }; do
 		# the first sight of every program: a node's first start of the agent, its table
 		# cache empty; then a restart, every table it compiled kept in that cache
 		rm -rf "$T/tables$HZ"
-		out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" -o "$T/pp$HZ.folded")
+		out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" $AGENT_ARGS -o "$T/pp$HZ.folded")
 		pp_cpu=$(echo "$out" | field cpu_s)
 		pp_rss=$(echo "$out" | field maxrss_kb)
 		procs=$(echo "$out" | sed -n 's/^processes: //p')
 		tables=$(echo "$out" | sed -n 's/^unwind tables: \([0-9]*\) built.*(\([0-9]*\) built again).*/\1 built, \2 built again/p')
-		out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" -o "$T/warm$HZ.folded")
+		partial=$(echo "$out" | sed -n 's/^\(partial unwind tables: .*\)/\1/p')
+		out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" $AGENT_ARGS -o "$T/warm$HZ.folded")
 		warm_cpu=$(echo "$out" | field cpu_s)
 		cached="$(echo "$out" | sed -n 's/^unwind tables: \([0-9]*\) built.*/\1 built/p'), $(echo "$out" | sed -n 's/^unwind table cache: \([0-9]*\) tables read in \([0-9]*\) ms.*/\1 read from the cache in \2 ms/p')"
 		out=$(steady "$HZ" "$D" "$T/steady$HZ.folded" "$T/tables$HZ")
@@ -179,6 +185,15 @@ for HZ in ${RATES//,/ }; do
 		ROWS+=("| $label | $(pct "$pu" "$pt")% of $pt | $(pct "$fu" "$ft")% of $ft | $(pct "$pw" "$pwt")% of $pwt | $(pct "$fw" "$fwt")% of $fwt | $pp_cpu s ($(ratio "$pp_cpu" "$perf_cpu")) | $warm_cpu s ($(ratio "$warm_cpu" "$perf_cpu")) | $st_cpu s ($(ratio "$st_cpu" "$perf_cpu"); $(ratio "$st_cpu" "$perf_st")) | $perf_cpu s | $perf_st s | $report_cpu s ($(ratio "$pp_cpu" "$(python3 -c "import sys; print(float(sys.argv[1]) + float(sys.argv[2]))" "$perf_cpu" "$report_cpu")")) | $((pp_rss / 1024)) MiB | $((st_rss / 1024)) MiB | $((perf_rss / 1024)) MiB |")
 		echo "  $label: processes: $procs"
 		echo "  $label: unwind tables: $tables; at the restart: $cached"
+		echo "  $label: $partial"
+		# deep stacks of the big programs: whole (to _start, a thread's start) against perf
+		whole_of=
+		for prog in clang cc1 node python3.11; do
+			read -r pw pwt _ < <(python3 "$CHECK" whole folded "$T/pp$HZ.folded" $prog)
+			read -r fw fwt _ < <(python3 "$CHECK" whole perf "$T/perf$HZ.txt" $prog)
+			whole_of="$whole_of $prog $pw/$pwt ($fw/$fwt);"
+		done
+		echo "  $label: stacks whole (perf -g):$whole_of"
 	done
 	if [ "$ROUNDS" -gt 1 ]; then
 		mf=$(median "${R_FIRST[@]}") mw=$(median "${R_WARM[@]}") ms=$(median "${R_STEADY[@]}") mp=$(median "${R_PERF[@]}")

@@ -690,14 +690,14 @@ out:
 
 #define PARTIAL_MIN_FDES 20000 /* opts.partial_min_fdes by default: ~20 ms to compile whole */
 /*
- * A copied sample walked here costs about what compiling 16 FDEs does (its 4-8 KiB through
+ * A copied sample walked here costs about what compiling 16 FDEs does (its 8-16 KiB through
  * the ring, the walk): a partial table whose walks reached code not found yet that often, per
  * FDE of its file over PARTIAL_PAY, is compiled whole, and its samples walk in the kernel.
  */
 #define PARTIAL_PAY 16
 /*
- * Whole stacks first: a partial table whose stack copies came out short this often (deep
- * stacks, a copy of 4-8 KiB) is compiled whole, its samples walked in the kernel.
+ * Whole stacks first: a partial table whose stack copies came out short this often (stacks
+ * deeper than a copy's 8-16 KiB) is compiled whole, its samples walked in the kernel.
  */
 #define PARTIAL_SHORT_MAX 32
 /* Rows found are written at least this often while walks keep coming (at once when idle). */
