@@ -188,7 +188,7 @@ for HZ in ${RATES//,/ }; do
 		echo "  $label: $partial"
 		# deep stacks of the big programs: whole (to _start, a thread's start) against perf
 		whole_of=
-		for prog in clang cc1 node python3.11; do
+		for prog in clang cc1 node python3; do
 			read -r pw pwt _ < <(python3 "$CHECK" whole folded "$T/pp$HZ.folded" $prog)
 			read -r fw fwt _ < <(python3 "$CHECK" whole perf "$T/perf$HZ.txt" $prog)
 			whole_of="$whole_of $prog $pw/$pwt ($fw/$fwt);"
