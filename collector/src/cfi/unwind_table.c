@@ -1162,6 +1162,25 @@ static void hdr_entry(const struct section *hdr, const struct section *eh, size_
 	*fde_off = hdr->vaddr + (uint64_t)(int64_t)rd32(p + 4, big) - eh->vaddr;
 }
 
+/*
+ * .eh_frame_hdr's header, the only form linkers write: version 1, eh_frame_ptr sdata4 or
+ * udata4, fde_count udata4, the table datarel sdata4; its count in *nfde, the table inside
+ * len. 0, -ENOTSUP for another form, -EINVAL.
+ */
+static int hdr_header(const uint8_t *h, size_t len, bool big, uint32_t *nfde)
+{
+	if (len < 12)
+		return -EINVAL;
+	if (h[0] != 1)
+		return -ENOTSUP;
+	if ((h[1] & 0x0f) != DW_EH_PE_sdata4 && (h[1] & 0x0f) != DW_EH_PE_udata4)
+		return -ENOTSUP;
+	if (h[2] != DW_EH_PE_udata4 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
+		return -ENOTSUP;
+	*nfde = (uint32_t)rd32(h + 8, big);
+	return (uint64_t)*nfde * 8 > len - 12 ? -EINVAL : 0;
+}
+
 /* One FDE to compile, from either section: where it starts and which index holds it. */
 struct fde_ref {
 	uint64_t pc;
@@ -1192,20 +1211,10 @@ static int eh_frame_refs(const GElf_Ehdr *ehdr, const struct section *hdr, const
 	bool big = ehdr->e_ident[EI_DATA] == ELFDATA2MSB;
 	size_t next = 0;
 	uint32_t nfde;
-	int err;
+	int err = hdr_header(h, hdr->data->d_size, big, &nfde);
 
-	if (hdr->data->d_size < 12)
-		return -EINVAL;
-	/* version 1; eh_frame_ptr sdata4/udata4; fde_count udata4; table datarel sdata4 */
-	if (h[0] != 1)
-		return -ENOTSUP;
-	if ((h[1] & 0x0f) != DW_EH_PE_sdata4 && (h[1] & 0x0f) != DW_EH_PE_udata4)
-		return -ENOTSUP;
-	if (h[2] != DW_EH_PE_udata4 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
-		return -ENOTSUP;
-	nfde = (uint32_t)rd32(h + 8, big);
-	if ((uint64_t)nfde * 8 > hdr->data->d_size - 12)
-		return -EINVAL;
+	if (err)
+		return err;
 	err = cfi_index_build(ix, ehdr->e_ident, eh->data, true);
 	for (uint32_t i = 0; i < nfde && !err; i++) {
 		uint64_t start, off;
@@ -1524,18 +1533,10 @@ static int section_header(Elf *elf, const char *want, GElf_Shdr *out)
 static int hdr_check(const uint8_t *h, size_t len, uint32_t *nfde)
 {
 	int64_t last = 0;
+	int err = hdr_header(h, len, false, nfde);
 
-	if (len < 12)
-		return -EINVAL;
-	if (h[0] != 1)
-		return -ENOTSUP;
-	if ((h[1] & 0x0f) != DW_EH_PE_sdata4 && (h[1] & 0x0f) != DW_EH_PE_udata4)
-		return -ENOTSUP;
-	if (h[2] != DW_EH_PE_udata4 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4))
-		return -ENOTSUP;
-	*nfde = (uint32_t)rd32(h + 8, false);
-	if ((uint64_t)*nfde * 8 > len - 12)
-		return -EINVAL;
+	if (err)
+		return err;
 	for (uint32_t i = 0; i < *nfde; i++) { /* strictly sorted, or the search goes wrong */
 		int64_t loc = rd32(h + 12 + 8 * (size_t)i, false);
 

@@ -1029,6 +1029,16 @@ static struct table *table_find_id(struct pp_unwinder *u, const char *id_key)
 	return NULL;
 }
 
+/* t holds the file of stat_key, as an open just confirmed; id_key: the side-band's name of it. */
+static void table_found_as(struct table *t, const char *stat_key, const char *id_key)
+{
+	snprintf(t->stat_key, sizeof(t->stat_key), "%s", stat_key);
+	if (id_key[0]) {
+		snprintf(t->id_key, sizeof(t->id_key), "%s", id_key);
+		t->id_verified_ms = now_ms();
+	}
+}
+
 /* The table for a mapping, built if new: NULL when the mapping gets none. */
 static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint32_t *relatives,
 			       const struct pp_map_entry *e)
@@ -1080,11 +1090,7 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 		digested = true;
 	} else if ((t = partial_new(u, fd, &st, stat_key))) {
 		/* a big file no earlier start compiled: its rows found as walks reach them */
-		snprintf(t->stat_key, sizeof(t->stat_key), "%s", stat_key);
-		if (id_key[0]) {
-			snprintf(t->id_key, sizeof(t->id_key), "%s", id_key);
-			t->id_verified_ms = now_ms();
-		}
+		table_found_as(t, stat_key, id_key);
 		close(fd);
 		return t;
 	} else {
@@ -1097,11 +1103,7 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	/* built, without CFI, or too big for the rows free when it was tried: not again */
 	if (t && (t->none || t->nr || (t->no_room && t->no_room_frees == u->frees))) {
 		u->st.tables_shared += t->nr != 0;
-		snprintf(t->stat_key, sizeof(t->stat_key), "%s", stat_key);
-		if (id_key[0]) {
-			snprintf(t->id_key, sizeof(t->id_key), "%s", id_key);
-			t->id_verified_ms = now_ms();
-		}
+		table_found_as(t, stat_key, id_key);
 		pp_cfi_source_free(cs);
 		close(fd);
 		return t;
@@ -1125,11 +1127,7 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	(void)table_build(u, t, fd, cs, e->path, digested ? digest : NULL);
 	pp_cfi_source_free(cs);
 	t->built_before |= t->nr != 0;
-	snprintf(t->stat_key, sizeof(t->stat_key), "%s", stat_key);
-	if (id_key[0]) {
-		snprintf(t->id_key, sizeof(t->id_key), "%s", id_key);
-		t->id_verified_ms = now_ms();
-	}
+	table_found_as(t, stat_key, id_key);
 	close(fd);
 	return t;
 }

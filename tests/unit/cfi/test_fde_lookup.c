@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testfs.h"
 #include "testsh.h"
 #include "cfi/fde_lookup.h"
 #include "cfi/unwind_table.h"
@@ -139,26 +140,6 @@ TEST(host_files_agree_with_the_whole_compile)
 	REQUIRE(files >= 2);
 }
 
-static void *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	void *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)n);
-		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-		*len = (size_t)n;
-	}
-	fclose(f);
-	return buf;
-}
-
 /* The file offset and size of section name in an ELF64 image, read from its headers: 0 if none. */
 static long section_offset(const uint8_t *img, size_t len, const char *name, long *size)
 {
@@ -195,7 +176,7 @@ TEST(memory_images_and_what_is_refused)
 	uint8_t *buf;
 
 	REQUIRE(rows != NULL);
-	buf = read_file(libc, &len);
+	buf = (uint8_t *)pp_test_read_file(libc, &len);
 	REQUIRE(buf != NULL);
 	/* the same image from memory */
 	t = pp_unwind_table_open_mem(buf, len, 0);

@@ -844,6 +844,65 @@ static int walk_dump(struct pp_unwinder *u, uint32_t tgid, const struct pp_chain
 					 });
 }
 
+/* The chain program's frames, leaf first, as perf names them (chain.expected): how many. */
+static size_t chain_expected(char want[64][64])
+{
+	char path[600];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/unwind/chain.expected", PP_TEST_DATA_DIR);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (n < 64 && fgets(want[n], sizeof(want[0]), f))
+		want[n][strcspn(want[n], "\n")] = '\0', n++;
+	fclose(f);
+	return n;
+}
+
+/*
+ * The chain program started, holding its deepest frame while its dump (registers and stack,
+ * tagged name) is read: its pid, *stack (malloc'ed, NULL where no dump came), and *len, what
+ * the shim copies of it (from sp to the end of the page after sp's, and the 8 KiB above).
+ */
+static pid_t chain_dumped(const char *name, struct pp_chain_dump *d, uint8_t **stack, uint32_t *len)
+{
+	char dump[600], prog[600];
+	pid_t pid;
+	FILE *f;
+
+	*stack = NULL;
+	snprintf(dump, sizeof(dump), "%s/%s.dump", g_dir, name);
+	snprintf(prog, sizeof(prog), "%s/chain", g_dir);
+	unlink(dump);
+	pid = fork();
+	if (pid == 0) {
+		setenv("PP_CHAIN_DUMP", dump, 1);
+		setenv("PP_CHAIN_HOLD", "30", 1);
+		execl(prog, "chain", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; pid > 0 && i < 1000 && !*stack; i++) { /* whole once its maps are in */
+		f = fopen(dump, "rb");
+		if (f && fread(d, sizeof(*d), 1, f) == 1 && d->len && d->len < (1u << 20)) {
+			*stack = malloc(d->len);
+			if (*stack && fread(*stack, 1, d->len, f) != d->len) {
+				free(*stack);
+				*stack = NULL;
+			}
+		}
+		if (f)
+			fclose(f);
+		if (!*stack)
+			usleep(10000);
+	}
+	*len = (uint32_t)(PP_RAW_USTACK_MAX - (d->rsp & 4095));
+	if (*stack && *len > d->len)
+		*len = (uint32_t)d->len;
+	return pid;
+}
+
 /*
  * A sample of a process without tables carries the top of its stack (PP_SF_USTACK_RAW): the
  * copy is walked behind the process's install with the rows and rules the shim would have
@@ -855,7 +914,7 @@ static int walk_dump(struct pp_unwinder *u, uint32_t tgid, const struct pp_chain
 TEST(a_stack_copy_is_walked_once_its_process_has_tables)
 {
 	struct mem_sink *m = mem_sink_new(1u << 20);
-	char dump[600], prog[600], want[64][64], got[128];
+	char want[64][64], got[128];
 	struct pp_unwinder_stats st;
 	struct walked_box box = {0};
 	struct pp_chain_dump d = {0};
@@ -863,48 +922,14 @@ TEST(a_stack_copy_is_walked_once_its_process_has_tables)
 	uint8_t *stack = NULL;
 	size_t nwant = 0, taken = 0;
 	uint32_t len;
-	FILE *f;
 	pid_t pid;
 
 	if (fixture() != 1)
 		SKIP(g_skip_reason);
 	REQUIRE(m != NULL);
-	snprintf(prog, sizeof(prog), "%s/unwind/chain.expected", PP_TEST_DATA_DIR);
-	f = fopen(prog, "r");
-	REQUIRE(f != NULL);
-	while (nwant < 64 && fgets(want[nwant], sizeof(want[0]), f))
-		want[nwant][strcspn(want[nwant], "\n")] = '\0', nwant++;
-	fclose(f);
-	snprintf(dump, sizeof(dump), "%s/later.dump", g_dir);
-	snprintf(prog, sizeof(prog), "%s/chain", g_dir);
-	unlink(dump);
-	pid = fork();
-	if (pid == 0) {
-		setenv("PP_CHAIN_DUMP", dump, 1);
-		setenv("PP_CHAIN_HOLD", "30", 1);
-		execl(prog, "chain", (char *)NULL);
-		_exit(127);
-	}
-	REQUIRE(pid > 0);
-	for (int i = 0; i < 1000 && !stack; i++) { /* the dump is whole once its maps are in */
-		f = fopen(dump, "rb");
-		if (f && fread(&d, sizeof(d), 1, f) == 1 && d.len && d.len < (1u << 20)) {
-			stack = malloc(d.len);
-			if (stack && fread(stack, 1, d.len, f) != d.len) {
-				free(stack);
-				stack = NULL;
-			}
-		}
-		if (f)
-			fclose(f);
-		if (!stack)
-			usleep(10000);
-	}
-	REQUIRE(stack != NULL);
-	/* what the shim copies: from sp to the end of the page after sp's */
-	len = (uint32_t)(PP_RAW_USTACK_MAX - (d.rsp & 4095));
-	if (len > d.len)
-		len = (uint32_t)d.len;
+	nwant = chain_expected(want);
+	pid = chain_dumped("later", &d, &stack, &len);
+	REQUIRE(pid > 0 && stack != NULL);
 	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){0});
 	REQUIRE(u != NULL);
 	pp_unwinder_note(u, (uint32_t)pid); /* the sample's process: its install comes first */
@@ -994,7 +1019,7 @@ shim_rule_at(struct mem_sink *m, const struct pp_bpf_unwind_mapping *mp, uint64_
 TEST(partial_tables_find_rows_as_walks_reach_them)
 {
 	struct mem_sink *m = mem_sink_new(1u << 20);
-	char dump[600], prog[600], want[64][64], got[128];
+	char want[64][64], got[128];
 	const struct pp_bpf_unwind_mapping *libc, *lib;
 	const struct pp_bpf_unwind_proc *p;
 	const struct pp_bpf_unwind_rule *r;
@@ -1005,47 +1030,14 @@ TEST(partial_tables_find_rows_as_walks_reach_them)
 	uint8_t *stack = NULL;
 	size_t nwant = 0, libc_frame = 0;
 	uint32_t len;
-	FILE *f;
 	pid_t pid;
 
 	if (fixture() != 1)
 		SKIP(g_skip_reason);
 	REQUIRE(m != NULL);
-	snprintf(prog, sizeof(prog), "%s/unwind/chain.expected", PP_TEST_DATA_DIR);
-	f = fopen(prog, "r");
-	REQUIRE(f != NULL);
-	while (nwant < 64 && fgets(want[nwant], sizeof(want[0]), f))
-		want[nwant][strcspn(want[nwant], "\n")] = '\0', nwant++;
-	fclose(f);
-	snprintf(dump, sizeof(dump), "%s/partial.dump", g_dir);
-	snprintf(prog, sizeof(prog), "%s/chain", g_dir);
-	unlink(dump);
-	pid = fork();
-	if (pid == 0) {
-		setenv("PP_CHAIN_DUMP", dump, 1);
-		setenv("PP_CHAIN_HOLD", "30", 1);
-		execl(prog, "chain", (char *)NULL);
-		_exit(127);
-	}
-	REQUIRE(pid > 0);
-	for (int i = 0; i < 1000 && !stack; i++) {
-		f = fopen(dump, "rb");
-		if (f && fread(&d, sizeof(d), 1, f) == 1 && d.len && d.len < (1u << 20)) {
-			stack = malloc(d.len);
-			if (stack && fread(stack, 1, d.len, f) != d.len) {
-				free(stack);
-				stack = NULL;
-			}
-		}
-		if (f)
-			fclose(f);
-		if (!stack)
-			usleep(10000);
-	}
-	REQUIRE(stack != NULL);
-	len = (uint32_t)(PP_RAW_USTACK_MAX - (d.rsp & 4095));
-	if (len > d.len)
-		len = (uint32_t)d.len;
+	nwant = chain_expected(want);
+	pid = chain_dumped("partial", &d, &stack, &len);
+	REQUIRE(pid > 0 && stack != NULL);
 
 	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){.partial_min_fdes = 1});
 	REQUIRE(u != NULL);
