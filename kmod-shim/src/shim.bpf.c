@@ -989,7 +989,9 @@ static __always_inline int handle_sample(struct bpf_perf_event_data *ctx, const 
 		nu = PP_MAX_STACK_DEPTH;
 	rec->nr_kstack = nk;
 	rec->nr_ustack = nu;
-	write_record(rec, cnt, PP_CNT_RB_FULL, PP_CNT_EMITTED, attach_raw_ustack(rec, nk, nu, cnt));
+	/* only the table walks take stack copies: the other variants verify none of it */
+	write_record(rec, cnt, PP_CNT_RB_FULL, PP_CNT_EMITTED,
+		     tables ? attach_raw_ustack(rec, nk, nu, cnt) : 0);
 	return 0; /* 0: no perf output of its own, no perf mmap buffer needed */
 }
 
