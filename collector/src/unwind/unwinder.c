@@ -106,7 +106,7 @@ struct table {
 	 */
 	struct pp_fde_lookup *partial;
 	struct pp_unwind_row *prows; /* sorted */
-	size_t nprows, prows_cap;
+	size_t nprows;
 	uint64_t partial_misses; /* frames of walks that reached code not found yet */
 	uint32_t partial_short;	 /* ... walks of copies that then ended before the stack did */
 	uint8_t dirty;		 /* rows found since its run was written */
@@ -438,7 +438,7 @@ static void partial_forget(struct table *t)
 	t->partial = NULL;
 	free(t->prows);
 	t->prows = NULL;
-	t->nprows = t->prows_cap = 0;
+	t->nprows = 0;
 }
 
 static void table_drop_rows(struct pp_unwinder *u, struct table *t)
@@ -591,6 +591,43 @@ static struct pp_unwind_table *table_compile(struct pp_unwinder *u, int fd,
 	return ut;
 }
 
+/*
+ * A packed table's run written to the shim: the rules it adds, room for its words (unused
+ * tables evicted for it), the words, at *first. Then its words are let go and its rules stay
+ * held; on failure all it held is let go. 0, -ENOSPC with *no_room (no room for the rows even
+ * after evicting), or the sink's -errno.
+ */
+static int run_write(struct pp_unwinder *u, struct pp_unwind_packed *pk, uint32_t *first,
+		     bool *no_room)
+{
+	int ret = 0;
+
+	*no_room = false;
+	for (uint32_t i = 0; i < pk->nnew && !ret; i++)
+		ret = u->sink.write_rule(u->sink.ctx, pk->new_rules[i],
+					 pp_unwind_rules_at(u->rules, pk->new_rules[i]));
+	if (!ret) {
+		ret = make_room(u, pk->nwords, first);
+		*no_room = ret != 0;
+	}
+	if (!ret) {
+		ret = u->sink.write_rows(u->sink.ctx, *first, pk->words, pk->nwords);
+		if (ret)
+			rows_free(u, *first, pk->nwords);
+	}
+	if (ret) {
+		pp_unwind_packed_release(pk, u->rules);
+		return ret;
+	}
+	/* the rows are in the kernel now; the rules held stay with the table */
+	free(pk->words);
+	pk->words = NULL;
+	free(pk->new_rules);
+	pk->new_rules = NULL;
+	pk->nnew = 0;
+	return 0;
+}
+
 /* Compile the file's CFI into a run of rows: 0 (t->nr may be 0: no CFI) or -ENOSPC. */
 #define TRIM_AFTER_WORDS (256u << 10) /* 1 MiB of rows: a few MiB while compiling */
 
@@ -600,7 +637,8 @@ static int table_build(struct pp_unwinder *u, struct table *t, int fd,
 	struct pp_unwind_packed *pk = &t->packed;
 	struct pp_unwind_table *ut;
 	uint64_t t0 = pp_clock_ns(CLOCK_MONOTONIC);
-	bool from_cache = false;
+	bool from_cache = false, no_room = false;
+	uint32_t nwords;
 	int ret = 0;
 
 	ut = table_compile(u, fd, cs, digest, &from_cache);
@@ -646,35 +684,18 @@ static int table_build(struct pp_unwinder *u, struct table *t, int fd,
 	}
 	if (ret)
 		goto out;
-	for (uint32_t i = 0; i < pk->nnew && !ret; i++)
-		ret = u->sink.write_rule(u->sink.ctx, pk->new_rules[i],
-					 pp_unwind_rules_at(u->rules, pk->new_rules[i]));
-	if (!ret) {
-		ret = make_room(u, pk->nwords, &t->first);
-		t->no_room = ret != 0;
+	nwords = pk->nwords; /* a failed write lets pk go */
+	ret = run_write(u, pk, &t->first, &no_room);
+	if (!ret || no_room) {
+		t->no_room = no_room;
 		t->no_room_frees = u->frees;
-		if (ret) {
-			u->st.tables_no_room++;
-			pp_debug("unwind: no room for the %u rows of %s", pk->nwords, t->key);
-		}
 	}
-	if (!ret) {
-		ret = u->sink.write_rows(u->sink.ctx, t->first, pk->words, pk->nwords);
-		if (ret)
-			rows_free(u, t->first, pk->nwords);
-		else
-			t->nr = pk->nwords;
+	if (no_room) {
+		u->st.tables_no_room++;
+		pp_debug("unwind: no room for the %u rows of %s", nwords, t->key);
 	}
-	if (ret) {
-		pp_unwind_packed_release(pk, u->rules);
-		goto out;
-	}
-	/* the rows are in the kernel now; the rules held stay with the table */
-	free(pk->words);
-	pk->words = NULL;
-	free(pk->new_rules);
-	pk->new_rules = NULL;
-	pk->nnew = 0;
+	if (!ret)
+		t->nr = nwords;
 out:
 	pp_unwind_table_free(ut);
 	/*
@@ -758,6 +779,7 @@ static int partial_write(struct pp_unwinder *u, struct table *t)
 	struct pp_unwind_table *ut = pp_unwind_table_from_rows(t->prows, t->nprows);
 	struct pp_unwind_packed pk = {0};
 	uint32_t first = 0;
+	bool no_room;
 	int ret;
 
 	if (!ut)
@@ -765,31 +787,14 @@ static int partial_write(struct pp_unwinder *u, struct table *t)
 	t->users++; /* not evicted while its new run is made */
 	ret = pack_with_room(u, ut, &pk);
 	pp_unwind_table_free(ut);
-	if (!ret) {
-		for (uint32_t i = 0; i < pk.nnew && !ret; i++)
-			ret = u->sink.write_rule(u->sink.ctx, pk.new_rules[i],
-						 pp_unwind_rules_at(u->rules, pk.new_rules[i]));
-		if (!ret)
-			ret = make_room(u, pk.nwords, &first);
-		if (!ret) {
-			ret = u->sink.write_rows(u->sink.ctx, first, pk.words, pk.nwords);
-			if (ret)
-				rows_free(u, first, pk.nwords);
-		}
-		if (ret)
-			pp_unwind_packed_release(&pk, u->rules);
-	}
+	if (!ret)
+		ret = run_write(u, &pk, &first, &no_room);
 	t->users--;
 	t->dirty = 0;
 	if (ret) {
 		u->st.partial_write_failed++;
 		return ret;
 	}
-	free(pk.words);
-	pk.words = NULL;
-	free(pk.new_rules);
-	pk.new_rules = NULL;
-	pk.nnew = 0;
 	table_replace_run(u, t, &pk, first);
 	u->st.partial_writes++;
 	return 0;
@@ -831,6 +836,14 @@ static int partial_add(struct table *t, const struct pp_unwind_row *rows, size_t
 	return 0;
 }
 
+/* The buffer one FDE's rows are found into, made at the first lookup: false without memory. */
+static bool fde_rows_ready(struct pp_unwinder *u)
+{
+	if (!u->fde_rows)
+		u->fde_rows = malloc(PP_FDE_MAX_ROWS * sizeof(*u->fde_rows));
+	return u->fde_rows != NULL;
+}
+
 /* The row at vaddr among those found so far: NULL where none covers it. */
 static const struct pp_unwind_row *partial_row(const struct table *t, uint64_t vaddr)
 {
@@ -860,7 +873,7 @@ static int partial_find(struct pp_unwinder *u, struct table *t, uint64_t vaddr,
 		*out = *r;
 		return r->cfa_rule != PP_CFA_NONE;
 	}
-	if (!u->fde_rows && !(u->fde_rows = malloc(PP_FDE_MAX_ROWS * sizeof(*u->fde_rows))))
+	if (!fde_rows_ready(u))
 		return -ENOMEM;
 	ret = pp_fde_lookup_rows(t->partial, vaddr, u->fde_rows, &n, &start, &limit);
 	if (ret <= 0)
@@ -869,7 +882,6 @@ static int partial_find(struct pp_unwinder *u, struct table *t, uint64_t vaddr,
 	ret = partial_add(t, u->fde_rows, n, start, limit);
 	if (ret)
 		return ret;
-	u->partial_dirty = true;
 	r = partial_row(t, vaddr);
 	if (!r)
 		return 0;
@@ -887,7 +899,7 @@ static int partial_start(struct pp_unwinder *u, struct table *t)
 	size_t n;
 	int ret;
 
-	if (!u->fde_rows && !(u->fde_rows = malloc(PP_FDE_MAX_ROWS * sizeof(*u->fde_rows))))
+	if (!fde_rows_ready(u))
 		return -ENOMEM;
 	if (pp_fde_lookup_rows(t->partial, 0, u->fde_rows, &n, &start, &limit) != 0 ||
 	    limit == UINT64_MAX)
@@ -931,7 +943,7 @@ static struct table *partial_new(struct pp_unwinder *u, int fd, const struct sta
 	t->in_use = 1;
 	t->partial = l;
 	t->nloads = (uint32_t)pp_fde_lookup_get_loads(l, t->loads);
-	if (partial_start(u, t) != 0 || !t->nr) {
+	if (partial_start(u, t) != 0) {
 		partial_forget(t);
 		memset(t, 0, sizeof(*t));
 		return NULL;
@@ -1304,21 +1316,22 @@ listed:
 	if (u->sink.read_rows) {
 		struct pp_bpf_unwind_mapping *keep =
 		    out->nr ? realloc(p->maps, out->nr * sizeof(*keep)) : NULL;
-		uint32_t *kt = keep ? realloc(p->map_tables, out->nr * sizeof(*kt)) : NULL;
+		uint32_t *kt = out->nr ? realloc(p->map_tables, out->nr * sizeof(*kt)) : NULL;
 
+		p->maps = keep ? keep : p->maps;
+		p->map_tables = kt ? kt : p->map_tables;
 		if (keep && kt) {
-			memcpy(keep, out->m, out->nr * sizeof(*keep));
-			memcpy(kt, u->scratch_tables, out->nr * sizeof(*kt));
+			memcpy(p->maps, out->m, out->nr * sizeof(*keep));
+			memcpy(p->map_tables, u->scratch_tables, out->nr * sizeof(*kt));
+			p->nmaps = out->nr;
 		} else {
 			/* none, or no memory: its walks take frame pointers */
-			free(keep ? keep : p->maps);
-			free(kt ? kt : (keep ? NULL : p->map_tables));
-			keep = NULL;
-			kt = NULL;
+			free(p->maps);
+			free(p->map_tables);
+			p->maps = NULL;
+			p->map_tables = NULL;
+			p->nmaps = 0;
 		}
-		p->maps = keep;
-		p->map_tables = kt;
-		p->nmaps = keep ? out->nr : 0;
 	}
 	ret = u->sink.set_proc(u->sink.ctx, tgid, out);
 	if (ret) {
