@@ -1427,6 +1427,36 @@ static int build(Elf *elf, const struct pp_elf_src *src, const struct pp_elf_sha
 }
 
 /*
+ * libelf on src, its headers checked first (pp_elf_preflight, into *shape): a file read with
+ * pread (ELF_C_READ, not _MMAP: a file truncated under us must not turn into SIGBUS), an image
+ * in memory from a copy libelf may write (*copy, the caller's to free after elf_end). 0 with
+ * *elf (NULL where libelf failed), or -errno.
+ */
+static int elf_open(const struct pp_elf_src *src, struct pp_elf_shape *shape, Elf **elf,
+		    void **copy)
+{
+	int err;
+
+	*elf = NULL;
+	*copy = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	err = pp_elf_preflight(src, shape);
+	if (err)
+		return err;
+	if (src->fd >= 0) {
+		*elf = elf_begin(src->fd, ELF_C_READ, NULL);
+		return 0;
+	}
+	*copy = malloc(src->size ? src->size : 1);
+	if (!*copy)
+		return -ENOMEM;
+	memcpy(*copy, src->mem, src->size);
+	*elf = elf_memory(*copy, src->size);
+	return 0;
+}
+
+/*
  * A file's CFI read once for both its digest and its compile: the unwinder digests a file it
  * has not seen to find its table, and compiles it from the same bytes when none is kept.
  */
@@ -1440,14 +1470,10 @@ struct pp_cfi_source {
 
 struct pp_cfi_source *pp_cfi_source_open_fd(int fd)
 {
-	struct pp_cfi_source *cs;
+	struct pp_cfi_source *cs = calloc(1, sizeof(*cs));
+	void *copy; /* none: a file */
 	int err;
 
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		errno = ENOSYS;
-		return NULL;
-	}
-	cs = calloc(1, sizeof(*cs));
 	if (!cs) {
 		errno = ENOMEM;
 		return NULL;
@@ -1456,12 +1482,9 @@ struct pp_cfi_source *pp_cfi_source_open_fd(int fd)
 	if (err)
 		err = fd < 0 ? -EBADF : err == -EINVAL ? -ENOEXEC : err;
 	if (!err)
-		err = pp_elf_preflight(&cs->src, &cs->shape);
-	if (!err) {
-		/* ELF_C_READ, not _MMAP: a file truncated under us must not turn into SIGBUS */
-		cs->elf = elf_begin(fd, ELF_C_READ, NULL);
+		err = elf_open(&cs->src, &cs->shape, &cs->elf, &copy);
+	if (!err)
 		err = elf_header(cs->elf, &cs->ehdr);
-	}
 	if (err) {
 		pp_cfi_source_free(cs);
 		errno = -err;
@@ -1553,26 +1576,14 @@ int pp_cfi_hdr_read(const struct pp_elf_src *src, struct pp_cfi_hdr *out)
 	struct section hdr = {0};
 	GElf_Shdr eh, df;
 	GElf_Ehdr ehdr;
-	Elf *elf = NULL;
-	void *copy = NULL;
+	Elf *elf;
+	void *copy;
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOSYS;
-	err = pp_elf_preflight(src, &shape);
+	err = elf_open(src, &shape, &elf, &copy);
 	if (err)
 		return err;
-	if (src->fd >= 0) {
-		/* ELF_C_READ: nothing mapped (a file truncated under us is no SIGBUS) */
-		elf = elf_begin(src->fd, ELF_C_READ, NULL);
-	} else {
-		copy = malloc(src->size ? src->size : 1);
-		if (!copy)
-			return -ENOMEM;
-		memcpy(copy, src->mem, src->size);
-		elf = elf_memory(copy, src->size);
-	}
 	err = elf_header(elf, &ehdr);
 	if (!err && (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_machine != EM_X86_64 ||
 		     ehdr.e_ident[EI_DATA] != ELFDATA2LSB))
@@ -1692,7 +1703,7 @@ struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, si
 	struct pp_unwind_table *t = NULL;
 	struct pp_elf_shape shape;
 	struct pp_elf_src src;
-	char *copy;
+	void *copy;
 	Elf *elf;
 	int err;
 
@@ -1700,23 +1711,12 @@ struct pp_unwind_table *pp_unwind_table_open_mem(const void *buf, size_t len, si
 		errno = ENOEXEC;
 		return NULL;
 	}
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		errno = ENOSYS;
-		return NULL;
-	}
 	pp_elf_src_mem(&src, buf, len);
-	err = pp_elf_preflight(&src, &shape);
+	err = elf_open(&src, &shape, &elf, &copy);
 	if (err) {
 		errno = -err;
 		return NULL;
 	}
-	copy = malloc(len);
-	if (!copy) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	memcpy(copy, buf, len);
-	elf = elf_memory(copy, len);
 	err = build(elf, &src, &shape, max_rows, &t);
 	elf_end(elf);
 	free(copy);
