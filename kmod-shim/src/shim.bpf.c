@@ -826,14 +826,14 @@ static __always_inline __u64 attach_raw_ustack(struct pp_sample *rec, __u64 nk, 
 	h->ip = r->start_ip;
 	h->sp = r->win_base;
 	h->bp = r->start_bp;
-	h->len = (__u32)len;
 	h->_pad = 0;
 	if (bpf_probe_read_kernel(h + 1, len, win->b))
 		return 0;
 	/*
 	 * The callers' frames above the window, where the stack goes on: a deep stack (a
 	 * compiler's, an interpreter's) is walked further. Only the samples carrying a copy pay
-	 * for these reads. len is checked again: 5.10's verifier may forget a bound across a call.
+	 * for these reads. len is checked again: 5.10's verifier may forget a bound across a call
+	 * (write_record bounds what is returned).
 	 */
 	if (whole && len <= UW_WINDOW) {
 		above = (__u8 *)(h + 1) + len;
@@ -842,8 +842,6 @@ static __always_inline __u64 attach_raw_ustack(struct pp_sample *rec, __u64 nk, 
 		else if (!bpf_probe_read_user(above, 4096, (const void *)(r->win_base + len)))
 			more = 4096;
 	}
-	if (len > UW_WINDOW)
-		return 0;
 	h->len = (__u32)(len + more);
 	rec->flags |= PP_SF_USTACK_RAW;
 	count_in(cnt, PP_CNT_USTACK_RAW);
