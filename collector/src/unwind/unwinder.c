@@ -721,15 +721,25 @@ out:
  * deeper than a copy's 8-16 KiB) is compiled whole, its samples walked in the kernel.
  */
 #define PARTIAL_SHORT_MAX 32
-/* Rows found are written at least this often while walks keep coming (at once when idle). */
-#define PARTIAL_WRITE_MS 200
+/*
+ * Rows found are written at most this often, all tables' at once, and this long after the
+ * first found since the last write: each write makes a table's run again and moves its
+ * holders, and under churn walks find an FDE every few ms. Samples meeting code found but not
+ * written meanwhile take copies, walked as before (their stacks whole, their cost the ring's).
+ */
+#define PARTIAL_WRITE_MS 500
 
-/* The processes holding t (by their mapping's table) given its run at its new place. */
-static void move_holders(struct pp_unwinder *u, const struct table *t, uint64_t old_base)
+/*
+ * The processes holding t (by their mapping's table) given its run at its new place: holders
+ * is how many mappings hold it, the search over the processes ending once they are all moved
+ * (under churn most runs are rewritten while one process, or none, holds them).
+ */
+static void move_holders(struct pp_unwinder *u, const struct table *t, uint64_t old_base,
+			 uint32_t holders)
 {
 	uint32_t ti = (uint32_t)(t - u->tables) + 1;
 
-	for (uint32_t i = 0; i <= u->procs_mask; i++) {
+	for (uint32_t i = 0; holders && i <= u->procs_mask; i++) {
 		struct proc *p = &u->procs[i];
 		struct pp_bpf_unwind_proc *out = u->scratch;
 		bool moved = false;
@@ -743,6 +753,7 @@ static void move_holders(struct pp_unwinder *u, const struct table *t, uint64_t 
 			p->maps[k].first_word = t->first;
 			p->maps[k].nr_pages = t->packed.nr_pages;
 			moved = true;
+			holders -= holders > 0;
 		}
 		if (!moved)
 			continue;
@@ -756,7 +767,7 @@ static void move_holders(struct pp_unwinder *u, const struct table *t, uint64_t 
 
 /*
  * Put t's new run in the place of its old one: the processes holding it moved there, then the
- * old run's rows and rules let go.
+ * old run's rows and rules let go. The caller holds t (users counts it once more).
  */
 static void table_replace_run(struct pp_unwinder *u, struct table *t,
 			      const struct pp_unwind_packed *pk, uint32_t first)
@@ -767,7 +778,7 @@ static void table_replace_run(struct pp_unwinder *u, struct table *t,
 	t->packed = *pk;
 	t->first = first;
 	t->nr = pk->nwords;
-	move_holders(u, t, old.base_vaddr);
+	move_holders(u, t, old.base_vaddr, t->users - 1);
 	if (old_nr)
 		rows_free(u, old_first, old_nr);
 	pp_unwind_packed_release(&old, u->rules);
@@ -789,13 +800,14 @@ static int partial_write(struct pp_unwinder *u, struct table *t)
 	pp_unwind_table_free(ut);
 	if (!ret)
 		ret = run_write(u, &pk, &first, &no_room);
-	t->users--;
 	t->dirty = 0;
 	if (ret) {
+		t->users--;
 		u->st.partial_write_failed++;
 		return ret;
 	}
 	table_replace_run(u, t, &pk, first);
+	t->users--;
 	u->st.partial_writes++;
 	return 0;
 }
@@ -975,9 +987,9 @@ static void partial_promote(struct pp_unwinder *u, struct table *t)
 		pp_table_cache_note_digest(u->cache, &st, digest);
 	t->users++; /* not evicted while its whole table is made */
 	(void)table_build(u, &whole, fd, cs, key, digested ? digest : NULL);
-	t->users--;
 	pp_cfi_source_free(cs);
 	if (!whole.nr) {
+		t->users--;
 		t->whole_failed = 1;
 		pp_debug("unwind: %s stays partial: its whole table did not fit or compile",
 			 t->key);
@@ -986,6 +998,7 @@ static void partial_promote(struct pp_unwinder *u, struct table *t)
 	t->nloads = whole.nloads;
 	memcpy(t->loads, whole.loads, sizeof(t->loads));
 	table_replace_run(u, t, &whole.packed, whole.first);
+	t->users--;
 	partial_forget(t);
 	snprintf(t->key, sizeof(t->key), "%s", key);
 	t->hash = hash_str(key);
@@ -1571,6 +1584,12 @@ uint32_t pp_unwinder_walks_waiting(struct pp_unwinder *u)
 	return n;
 }
 
+/* Rows found waiting for their write, and PARTIAL_WRITE_MS since the last (under work). */
+static bool partial_due(struct pp_unwinder *u)
+{
+	return u->partial_dirty && now_ms() - u->partial_written_ms >= PARTIAL_WRITE_MS;
+}
+
 static void run_op(struct pp_unwinder *u, const struct queued *q)
 {
 	uint32_t tgid = q->tgid, op = q->op;
@@ -1578,9 +1597,7 @@ static void run_op(struct pp_unwinder *u, const struct queued *q)
 	if (op == OP_WALK) {
 		pthread_mutex_lock(&u->work);
 		do_walk(u, q->walk);
-		/* rows found go to the shim when the walks pause, and at least every 200 ms */
-		if (u->partial_dirty && (!__atomic_load_n(&u->qlen, __ATOMIC_RELAXED) ||
-					 now_ms() - u->partial_written_ms >= PARTIAL_WRITE_MS))
+		if (partial_due(u))
 			partial_flush(u);
 		pthread_mutex_unlock(&u->work);
 		pthread_mutex_lock(&u->lock);
@@ -1674,7 +1691,20 @@ static void *worker(void *arg)
 
 		while (!u->stop && !u->qlen) {
 			struct timespec until;
+			uint64_t wait_ms = SWEEP_MS;
 
+			/*
+			 * Rows found are written once due, and before a drain's sweep: only the
+			 * worker runs walks, so partial_dirty is its own to read.
+			 */
+			if (u->partial_dirty && (u->sweep_wanted || partial_due(u))) {
+				pthread_mutex_unlock(&u->lock);
+				pthread_mutex_lock(&u->work);
+				partial_flush(u);
+				pthread_mutex_unlock(&u->work);
+				pthread_mutex_lock(&u->lock);
+				continue;
+			}
 			if (u->sweep_wanted || now_ms() - last_sweep >= SWEEP_MS) {
 				pthread_mutex_unlock(&u->lock);
 				sweep(u);
@@ -1684,8 +1714,12 @@ static void *worker(void *arg)
 			}
 			u->busy = false;
 			pthread_cond_broadcast(&u->idle);
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += SWEEP_MS / 1000;
+			if (u->partial_dirty) { /* not due yet: woken when it is */
+				uint64_t since = now_ms() - u->partial_written_ms;
+
+				wait_ms = since < PARTIAL_WRITE_MS ? PARTIAL_WRITE_MS - since : 0;
+			}
+			until = pp_deadline_after_ms(CLOCK_REALTIME, wait_ms);
 			pthread_cond_timedwait(&u->cond, &u->lock, &until);
 		}
 		if (u->stop)
@@ -2065,6 +2099,13 @@ int pp_unwinder_drain_for(struct pp_unwinder *u, uint64_t timeout_ms)
 		while (dequeue(u, &q)) {
 			pthread_mutex_unlock(&u->lock);
 			run_op(u, &q);
+			pthread_mutex_lock(&u->lock);
+		}
+		if (u->partial_dirty) {
+			pthread_mutex_unlock(&u->lock);
+			pthread_mutex_lock(&u->work);
+			partial_flush(u);
+			pthread_mutex_unlock(&u->work);
 			pthread_mutex_lock(&u->lock);
 		}
 	}
