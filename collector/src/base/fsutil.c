@@ -105,3 +105,20 @@ int pp_mkdir_parents(const char *dir, mode_t mode)
 		return -errno;
 	return 0;
 }
+
+int pp_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}

@@ -32,6 +32,9 @@ ssize_t pp_read_small_file(const char *path, char *buf, size_t size);
  */
 int pp_read_fd_whole(int fd, uint64_t max, void **out, size_t *len);
 
+/* All len bytes of buf written to fd: 0, or write's -errno (-EIO for none written). */
+int pp_write_all(int fd, const void *buf, size_t len);
+
 /*
  * mkdir -p: dir and each missing directory above it, made with mode (an existing one is left
  * as it is). 0, -ENAMETOOLONG for "" or a path of 4 KiB or more, or mkdir's -errno.

@@ -1,18 +1,16 @@
 /*
- * The on-disk table cache (table_cache.h): DIGEST.uwt files in one directory, written under a
- * temporary name and renamed into place (a reader sees a whole file or none), their mtime the
- * last use. The directory is opened once and every file reached relative to it without
- * following links.
+ * The on-disk table cache (table_cache.h): DIGEST.uwt files in a file store (base/file_store.h:
+ * whole files or none, their mtime the last use, bounded), and the identities file beside them.
  */
 #include "table_cache.h"
 
 #include "base/deadline.h"
+#include "base/file_store.h"
 #include "base/fsutil.h"
 #include "base/le.h"
 #include "base/log.h"
 #include "cfi/unwind_table_file.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -28,9 +26,6 @@
 /* The largest table (PP_UW_MAX_TABLE_WORDS rows of 6 bytes, 65535 rules) is under this. */
 #define MAX_FILE_BYTES (40u << 20)
 #define SUFFIX ".uwt"
-#define TMP_PREFIX "tmp."
-/* A temporary file this old was left by an agent that died while writing it. */
-#define STALE_TMP_S 600
 
 #define IDENTITIES "identities"
 #define IDENTITIES_MAGIC "PPUWID01"
@@ -43,10 +38,9 @@
 	 2ull * PP_TABLE_IDENTITIES_MAX * PP_TABLE_IDENTITY_RECORD_SIZE)
 
 struct pp_table_cache {
-	int dirfd;
-	char dir[256];
-	uint64_t max_bytes;
-	uint64_t seq; /* temporary names */
+	struct pp_file_store *store;
+	int dirfd; /* the store's */
+	const char *dir;
 	struct pp_table_cache_stats st;
 	/* identities: idfd -1 when not kept (no boot id, the file could not be opened) */
 	int idfd;
@@ -62,106 +56,6 @@ static void name_of(const uint8_t digest[PP_UNWIND_DIGEST_SIZE], char *out, size
 
 	pp_unwind_digest_hex(digest, hex);
 	snprintf(out, size, "%s" SUFFIX, hex);
-}
-
-static bool is_table_name(const char *name)
-{
-	size_t n = strlen(name);
-
-	if (n != 2 * PP_UNWIND_DIGEST_SIZE + strlen(SUFFIX) || strcmp(name + n - 4, SUFFIX))
-		return false;
-	for (size_t i = 0; i < 2 * PP_UNWIND_DIGEST_SIZE; i++)
-		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
-			return false;
-	return true;
-}
-
-struct entry {
-	char name[2 * PP_UNWIND_DIGEST_SIZE + 8];
-	int64_t mtime_ns;
-	uint64_t bytes;
-};
-
-static int by_age(const void *a, const void *b)
-{
-	const struct entry *x = a, *y = b;
-
-	return x->mtime_ns < y->mtime_ns ? -1 : x->mtime_ns > y->mtime_ns;
-}
-
-/*
- * The directory's tables (oldest first in *out when out is given) and their bytes; stale
- * temporary files removed on the way.
- */
-static uint64_t scan(struct pp_table_cache *c, struct entry **out, size_t *nout)
-{
-	struct entry *v = NULL;
-	size_t n = 0, cap = 0;
-	uint64_t bytes = 0;
-	struct dirent *de;
-	int fd = dup(c->dirfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		goto out;
-	}
-	rewinddir(d);
-	while ((de = readdir(d))) {
-		struct stat st;
-
-		if (fstatat(c->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
-			continue;
-		if (!strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX))) {
-			if (time(NULL) - st.st_mtim.tv_sec > STALE_TMP_S)
-				unlinkat(c->dirfd, de->d_name, 0);
-			continue;
-		}
-		if (!is_table_name(de->d_name))
-			continue;
-		bytes += (uint64_t)st.st_size;
-		if (!out)
-			continue;
-		if (n == cap) {
-			struct entry *nv = realloc(v, (cap ? cap * 2 : 64) * sizeof(*v));
-
-			if (!nv)
-				continue;
-			v = nv;
-			cap = cap ? cap * 2 : 64;
-		}
-		snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
-		v[n].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-		v[n].bytes = (uint64_t)st.st_size;
-		n++;
-	}
-	closedir(d);
-out:
-	if (out) {
-		if (n)
-			qsort(v, n, sizeof(*v), by_age);
-		*out = v;
-		*nout = n;
-	}
-	return bytes;
-}
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
 }
 
 void pp_table_identity_encode(const struct pp_table_identity *id, uint8_t *out)
@@ -276,7 +170,7 @@ static void identities_restart(struct pp_table_cache *c)
 	memset(c->slots, 0, IDENTITY_SLOTS * sizeof(*c->slots));
 	memcpy(head, IDENTITIES_MAGIC, 8);
 	memcpy(head + 8, c->stamp, PP_TABLE_IDENTITY_STAMP_SIZE);
-	if (ftruncate(c->idfd, 0) || write_all(c->idfd, head, sizeof(head))) {
+	if (ftruncate(c->idfd, 0) || pp_write_all(c->idfd, head, sizeof(head))) {
 		pp_warn("unwind table cache: %s/" IDENTITIES ": %s; identities not kept", c->dir,
 			strerror(errno));
 		close(c->idfd);
@@ -377,45 +271,39 @@ void pp_table_cache_note_digest(struct pp_table_cache *c, const struct stat *st,
 	}
 	pp_table_identity_encode(&id, rec);
 	/* one write of O_APPEND: two agents on one directory interleave whole records */
-	if (write_all(c->idfd, rec, sizeof(rec)))
+	if (pp_write_all(c->idfd, rec, sizeof(rec)))
 		c->st.failed++;
 }
 
 struct pp_table_cache *pp_table_cache_new(const struct pp_table_cache_opts *opts)
 {
 	struct pp_table_cache *c;
-	struct stat st;
-	int fd, ret;
 
-	if (!opts || !opts->dir || !opts->dir[0] || strlen(opts->dir) >= sizeof(c->dir)) {
+	if (!opts || !opts->dir) {
 		errno = EINVAL;
 		return NULL;
 	}
-	/* its parents too: /var/lib/pebsprof on a new node */
-	ret = pp_mkdir_parents(opts->dir, 0700);
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
-	fd = open(opts->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	c = calloc(1, sizeof(*c));
+	if (!c)
 		return NULL;
 	/* tables others could write would be walked by the shim in every process: ours alone */
-	if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 022)) {
-		close(fd);
-		errno = EPERM;
+	c->store = pp_file_store_new(&(struct pp_file_store_opts){
+	    .dir = opts->dir,
+	    .suffix = SUFFIX,
+	    .name_hex = 2 * PP_UNWIND_DIGEST_SIZE,
+	    .max_bytes = opts->max_bytes ? opts->max_bytes : DEFAULT_MAX_BYTES,
+	    .max_file_bytes = MAX_FILE_BYTES,
+	    .what = "unwind table cache",
+	});
+	if (!c->store) {
+		int err = errno;
+
+		free(c);
+		errno = err;
 		return NULL;
 	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		close(fd);
-		errno = ENOMEM;
-		return NULL;
-	}
-	c->dirfd = fd;
-	snprintf(c->dir, sizeof(c->dir), "%s", opts->dir);
-	c->max_bytes = opts->max_bytes ? opts->max_bytes : DEFAULT_MAX_BYTES;
-	c->st.bytes = scan(c, NULL, NULL);
+	c->dirfd = pp_file_store_dirfd(c->store);
+	c->dir = pp_file_store_dir(c->store);
 	identities_open(c, opts->boot_id);
 	return c;
 }
@@ -428,34 +316,8 @@ void pp_table_cache_free(struct pp_table_cache *c)
 		close(c->idfd);
 	free(c->ids);
 	free(c->slots);
-	close(c->dirfd);
+	pp_file_store_free(c->store);
 	free(c);
-}
-
-static void refuse(struct pp_table_cache *c, const char *name, const char *why)
-{
-	struct stat st;
-
-	/* a link or a special file in its place goes too (unlinkat does not follow) */
-	if (!fstatat(c->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st.st_mode) &&
-	    !unlinkat(c->dirfd, name, 0) && S_ISREG(st.st_mode))
-		c->st.bytes -=
-		    c->st.bytes >= (uint64_t)st.st_size ? (uint64_t)st.st_size : c->st.bytes;
-	c->st.refused++;
-	pp_warn("unwind table cache: removed %s/%s: %s", c->dir, name, why);
-}
-
-/* The file whole; NULL with errno ENOMEM, or EBADMSG for one empty, too big or torn */
-static void *read_whole(int fd, size_t *len)
-{
-	void *buf = NULL;
-	int err = pp_read_fd_whole(fd, MAX_FILE_BYTES, &buf, len);
-
-	if (!err && *len)
-		return buf;
-	free(buf);
-	errno = err == -ENOMEM ? ENOMEM : EBADMSG;
-	return NULL;
 }
 
 struct pp_unwind_table *pp_table_cache_get(struct pp_table_cache *c,
@@ -467,104 +329,57 @@ struct pp_unwind_table *pp_table_cache_get(struct pp_table_cache *c,
 	char name[96];
 	size_t len = 0;
 	void *buf;
-	int fd;
+	int err;
 
 	name_of(digest, name, sizeof(name));
-	fd = openat(c->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		c->st.misses++;
-		if (errno == ELOOP)
-			refuse(c, name, "not a regular file");
+	err = pp_file_store_read(c->store, name, &buf, &len);
+	if (err) { /* none, no memory, or refused by the store */
+		c->st.misses += err != -EBADMSG;
 		goto out;
 	}
-	buf = read_whole(fd, &len);
-	if (buf)
-		t = pp_unwind_table_decode(buf, len, held); /* buf is its */
+	t = pp_unwind_table_decode(buf, len, held); /* buf is its */
 	if (t && memcmp(held, digest, sizeof(held))) {
 		pp_unwind_table_free(t);
 		t = NULL;
 		errno = EXDEV;
 	}
 	if (!t) {
-		int err = errno;
-
-		close(fd);
+		err = errno;
 		if (err == ENOMEM) {
 			c->st.misses++;
 			goto out;
 		}
-		refuse(c, name,
-		       err == EPROTO  ? "another format version"
-		       : err == EXDEV ? "it holds the table of another digest"
-				      : "does not decode (torn or altered)");
+		pp_file_store_refuse(c->store, name,
+				     err == EPROTO  ? "another format version"
+				     : err == EXDEV ? "it holds the table of another digest"
+						    : "does not decode (torn or altered)");
 		goto out;
 	}
-	futimens(fd, NULL); /* its use: the bound removes the least recently used first */
-	close(fd);
+	pp_file_store_touch(c->store, name);
 	c->st.hits++;
 out:
 	c->st.read_ns += pp_clock_ns(CLOCK_MONOTONIC) - t0;
 	return t;
 }
 
-/* Remove the least recently used tables until the directory holds at most max_bytes. */
-static void trim(struct pp_table_cache *c, const char *keep)
-{
-	struct entry *v;
-	size_t n;
-
-	c->st.bytes = scan(c, &v, &n);
-	for (size_t i = 0; i < n && c->st.bytes > c->max_bytes; i++) {
-		if (!strcmp(v[i].name, keep) || unlinkat(c->dirfd, v[i].name, 0))
-			continue;
-		c->st.bytes -= v[i].bytes;
-		c->st.trimmed++;
-	}
-	free(v);
-}
-
 int pp_table_cache_put(struct pp_table_cache *c, const uint8_t digest[PP_UNWIND_DIGEST_SIZE],
 		       const struct pp_unwind_table *t)
 {
 	uint64_t t0 = pp_clock_ns(CLOCK_MONOTONIC);
-	char name[96], tmp[64];
+	char name[96];
 	size_t len;
 	void *buf;
-	int fd, err;
+	int err;
 
 	err = pp_unwind_table_encode(t, digest, &buf, &len);
-	if (err)
-		goto out;
-	if (len > c->max_bytes / 2) {
-		/* it would push out most of what is kept: compiled again at each start */
+	if (!err) {
+		/* over half the bound it would push out most of what is kept (-EFBIG) */
+		name_of(digest, name, sizeof(name));
+		err = pp_file_store_put(c->store, name, buf, len);
 		free(buf);
-		err = -EFBIG;
-		goto out;
 	}
-	name_of(digest, name, sizeof(name));
-	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%d.%llu", (int)getpid(),
-		 (unsigned long long)c->seq++);
-	fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		err = -errno;
-		free(buf);
-		goto out;
-	}
-	err = write_all(fd, buf, len);
-	free(buf);
-	if (close(fd) && !err)
-		err = -errno;
-	if (!err && renameat(c->dirfd, tmp, c->dirfd, name))
-		err = -errno;
-	if (err) {
-		unlinkat(c->dirfd, tmp, 0);
-		goto out;
-	}
-	c->st.stored++;
-	c->st.bytes += len;
-	if (c->st.bytes > c->max_bytes)
-		trim(c, name);
-out:
+	if (!err)
+		c->st.stored++;
 	if (err && err != -EFBIG)
 		c->st.failed++;
 	c->st.write_ns += pp_clock_ns(CLOCK_MONOTONIC) - t0;
@@ -574,7 +389,13 @@ out:
 void pp_table_cache_get_stats(const struct pp_table_cache *c, struct pp_table_cache_stats *out)
 {
 	if (c) {
+		struct pp_file_store_stats fs;
+
+		pp_file_store_get_stats(c->store, &fs);
 		*out = c->st;
+		out->refused = fs.refused;
+		out->trimmed = fs.trimmed;
+		out->bytes = fs.bytes;
 		out->identities = c->nids;
 	} else {
 		memset(out, 0, sizeof(*out));

@@ -1,0 +1,61 @@
+/*
+ * A directory of files the agent keeps across its restarts (what it compiled or built from
+ * the node's files): one directory, this user's alone, opened once and every file reached
+ * relative to it without following links; each file written under a temporary name and
+ * renamed into place (a reader sees a whole file or none); its mtime its last use; the
+ * directory bounded in bytes, least recently used first out. What a file holds is its
+ * owner's to check: one that does not decode is refused (removed, counted, said once).
+ *
+ * One thread uses a store; two agents may share a directory.
+ */
+#ifndef PP_COLLECTOR_FILE_STORE_H
+#define PP_COLLECTOR_FILE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pp_file_store_opts {
+	const char *dir;	 /* created (0700, parents too) if missing */
+	const char *suffix;	 /* of the store's files, e.g. ".uwt" */
+	size_t name_hex;	 /* their names: this many lower-case hex digits, then suffix */
+	uint64_t max_bytes;	 /* the directory's bound */
+	uint64_t max_file_bytes; /* a file larger is not read (refused) */
+	const char *what;	 /* for messages: "unwind table cache" */
+};
+
+struct pp_file_store_stats {
+	uint64_t refused; /* files removed as their owner could not use them */
+	uint64_t trimmed; /* files removed to keep the bound */
+	uint64_t bytes;	  /* in the directory now, as this store counts them */
+};
+
+struct pp_file_store;
+
+/* The store in opts->dir: NULL with errno (ENOTDIR; EPERM for a directory others may write). */
+struct pp_file_store *pp_file_store_new(const struct pp_file_store_opts *opts);
+void pp_file_store_free(struct pp_file_store *s);
+
+/* The directory, opened: for files of the owner's beside the store's (not counted). */
+int pp_file_store_dirfd(const struct pp_file_store *s);
+const char *pp_file_store_dir(const struct pp_file_store *s);
+
+/*
+ * The bytes of the file name (the store's name form): 0 with *buf (the caller's to free) and
+ * *len; -ENOENT for none; -ENOMEM; -EBADMSG for one empty, over max_file_bytes or not a
+ * regular file, which is refused.
+ */
+int pp_file_store_read(struct pp_file_store *s, const char *name, void **buf, size_t *len);
+/* name used now: the bound removes the least recently used first. */
+void pp_file_store_touch(struct pp_file_store *s, const char *name);
+/* Remove name, which its owner could not use, why said once as a warning. */
+void pp_file_store_refuse(struct pp_file_store *s, const char *name, const char *why);
+/*
+ * Keep len bytes as name, in place of any file of that name: 0, or -errno with nothing
+ * half-written left; -EFBIG for more than half the bound (it would push out most of what is
+ * kept). Files least recently used go while the directory is over its bound.
+ */
+int pp_file_store_put(struct pp_file_store *s, const char *name, const void *buf, size_t len);
+
+void pp_file_store_get_stats(const struct pp_file_store *s, struct pp_file_store_stats *out);
+
+#endif /* PP_COLLECTOR_FILE_STORE_H */
