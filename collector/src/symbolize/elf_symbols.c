@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/elf_read.h"
+#include "base/le.h"
 #include "base/radix_sort.h"
 #include "base/vec.h"
 #include "go_pclntab.h"
@@ -1320,4 +1321,261 @@ int pp_elf_symbols_adopt(struct pp_elf_symbols *dst, struct pp_elf_symbols *debu
 	debug->names = NULL;
 	pp_elf_symbols_free(debug);
 	return 0;
+}
+
+/* --- the symbol table cache's form of a table --- */
+
+#define FILE_MAGIC "PPSYMT01"
+#define FILE_SYM_BYTES 24 /* start, end, name offset */
+#define FILE_SEG_BYTES 36 /* vaddr, memsz, offset, filesz, flags */
+/* magic, source, class, type, flags, debuglink CRC, build id and debuglink lengths, counts */
+#define FILE_HEAD_BYTES (8 + 5 * 4 + 1 + 2 + 4 * 8)
+
+static uint8_t *put_syms(uint8_t *p, const struct pp_elf_symbol *v, size_t n, const char *names)
+{
+	for (size_t i = 0; i < n; i++) {
+		p = pp_le_put(p, v[i].start, 8);
+		p = pp_le_put(p, v[i].end, 8);
+		p = pp_le_put(p, (uint64_t)(v[i].name - names), 8);
+	}
+	return p;
+}
+
+static bool names_own(const struct pp_elf_symbols *s, const struct pp_elf_symbol *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!s->names || v[i].name < s->names || v[i].name >= s->names + s->names_len)
+			return false;
+	return true;
+}
+
+/*
+ * The names come first, so that a table read back keeps its file's bytes up to their end as
+ * its names, and lets the rest go (pp_elf_symbols_decode with an owner).
+ */
+int pp_elf_symbols_encode(const struct pp_elf_symbols *s, void **out, size_t *len)
+{
+	size_t idlen = strlen(s->build_id), linklen = strlen(s->debuglink), n;
+	uint8_t *buf, *p;
+
+	if (!names_own(s, s->funcs, s->nfuncs) || !names_own(s, s->data, s->ndata))
+		return -EINVAL;
+	n = FILE_HEAD_BYTES + idlen + linklen + s->names_len +
+	    (s->nfuncs + s->ndata) * FILE_SYM_BYTES + s->nsegs * FILE_SEG_BYTES;
+	buf = malloc(n);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, FILE_MAGIC, 8);
+	p = buf + 8;
+	p = pp_le_put(p, (uint64_t)s->source, 4);
+	p = pp_le_put(p, (uint64_t)s->elf_class, 4);
+	p = pp_le_put(p, (uint64_t)s->elf_type, 4);
+	p = pp_le_put(p, (s->has_symtab ? 1u : 0u) | (s->has_debuglink_crc ? 2u : 0u), 4);
+	p = pp_le_put(p, s->debuglink_crc, 4);
+	p = pp_le_put(p, idlen, 1);
+	p = pp_le_put(p, linklen, 2);
+	p = pp_le_put(p, s->nfuncs, 8);
+	p = pp_le_put(p, s->ndata, 8);
+	p = pp_le_put(p, s->nsegs, 8);
+	p = pp_le_put(p, s->names_len, 8);
+	memcpy(p, s->build_id, idlen);
+	p += idlen;
+	memcpy(p, s->debuglink, linklen);
+	p += linklen;
+	if (s->names_len)
+		memcpy(p, s->names, s->names_len);
+	p += s->names_len;
+	p = put_syms(p, s->funcs, s->nfuncs, s->names);
+	p = put_syms(p, s->data, s->ndata, s->names);
+	for (size_t i = 0; i < s->nsegs; i++) {
+		p = pp_le_put(p, s->segs[i].vaddr, 8);
+		p = pp_le_put(p, s->segs[i].memsz, 8);
+		p = pp_le_put(p, s->segs[i].offset, 8);
+		p = pp_le_put(p, s->segs[i].filesz, 8);
+		p = pp_le_put(p, s->segs[i].flags, 4);
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+/* The little-endian u64 at p: the hot loop of a table read back (pp_le_get goes by bytes). */
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
+}
+
+/* n symbols at p into v, named in names (names_len bytes, the last a NUL): false if bad. */
+static bool get_syms(const uint8_t *p, struct pp_elf_symbol *v, size_t n, const char *names,
+		     uint64_t names_len)
+{
+	for (size_t i = 0; i < n; i++, p += FILE_SYM_BYTES) {
+		uint64_t start = get_u64(p), end = get_u64(p + 8), off = get_u64(p + 16);
+
+		/* lookups search by start and look back over ends: both in order */
+		if (end < start || off >= names_len || (i && start < v[i - 1].start))
+			return false;
+		v[i] = (struct pp_elf_symbol){.start = start, .end = end, .name = names + off};
+	}
+	return true;
+}
+
+static bool is_hex(const uint8_t *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* What a table's header says, checked against the bytes there are. */
+struct file_head {
+	uint64_t source, cls, type, flags, crc, idlen, linklen, nf, nd, ns, names_len;
+	const uint8_t *id, *link, *names, *syms, *segs;
+};
+
+static int read_head(const uint8_t *b, size_t len, struct file_head *h)
+{
+	const uint8_t *p = b + 8;
+	uint64_t left;
+
+	if (len < 8 || memcmp(b, FILE_MAGIC, 8))
+		return len >= 8 && !memcmp(b, FILE_MAGIC, 6) ? -EPROTO : -EBADMSG;
+	if (len < FILE_HEAD_BYTES)
+		return -EBADMSG;
+	h->source = pp_le_get(&p, 4);
+	h->cls = pp_le_get(&p, 4);
+	h->type = pp_le_get(&p, 4);
+	h->flags = pp_le_get(&p, 4);
+	h->crc = pp_le_get(&p, 4);
+	h->idlen = pp_le_get(&p, 1);
+	h->linklen = pp_le_get(&p, 2);
+	h->nf = pp_le_get(&p, 8);
+	h->nd = pp_le_get(&p, 8);
+	h->ns = pp_le_get(&p, 8);
+	h->names_len = pp_le_get(&p, 8);
+	left = len - FILE_HEAD_BYTES;
+	/* each count bounded by the bytes left first: no product below can overflow */
+	if (h->source > PP_SYMBOLS_GOPCLNTAB || (h->cls != 1 && h->cls != 2) || h->type > 0xffff ||
+	    h->flags > 3 || h->idlen >= PP_BUILD_ID_HEX_SIZE || h->linklen >= 256 || h->nf > left ||
+	    h->nd > left || h->ns > left || h->names_len > left ||
+	    h->idlen + h->linklen + h->names_len + (h->nf + h->nd) * FILE_SYM_BYTES +
+		    h->ns * FILE_SEG_BYTES !=
+		left)
+		return -EBADMSG;
+	h->id = p;
+	h->link = h->id + h->idlen;
+	h->names = h->link + h->linklen;
+	h->syms = h->names + h->names_len;
+	h->segs = h->syms + (h->nf + h->nd) * FILE_SYM_BYTES;
+	/* names end in a NUL, so each one found by an offset inside ends there at the latest */
+	if (((h->nf || h->nd) && (!h->names_len || h->names[h->names_len - 1] != '\0')) ||
+	    !is_hex(h->id, h->idlen) || memchr(h->link, '/', h->linklen) ||
+	    memchr(h->link, '\0', h->linklen))
+		return -EBADMSG;
+	return 0;
+}
+
+static int get_segs(const uint8_t *p, struct pp_elf_segment *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++, p += FILE_SEG_BYTES) {
+		const uint8_t *q = p + 32;
+		struct pp_elf_segment *g = &v[i];
+
+		g->vaddr = get_u64(p);
+		g->memsz = get_u64(p + 8);
+		g->offset = get_u64(p + 16);
+		g->filesz = get_u64(p + 24);
+		g->flags = (uint32_t)pp_le_get(&q, 4);
+		if (g->flags > (PP_ELF_SEG_X | PP_ELF_SEG_W | PP_ELF_SEG_R) ||
+		    g->offset + g->filesz < g->offset || g->vaddr + g->memsz < g->vaddr)
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+struct pp_elf_symbols *pp_elf_symbols_decode(const void *buf, size_t len, size_t max_bytes,
+					     void *owner)
+{
+	const uint8_t *b = buf;
+	struct file_head h;
+	struct pp_elf_symbols *s = NULL;
+	size_t names_at = 0, tail_len;
+	uint8_t *tail = NULL;
+	const char *names;
+	int err = -read_head(b, len, &h);
+
+	if (err)
+		goto fail;
+	if (owner)
+		names_at = (size_t)(h.names - (const uint8_t *)owner);
+	if (max_bytes && sizeof(*s) + (h.nf + h.nd) * sizeof(struct pp_elf_symbol) +
+				 h.ns * sizeof(struct pp_elf_segment) + names_at + h.names_len >
+			     max_bytes) {
+		err = EFBIG;
+		goto fail;
+	}
+	err = ENOMEM;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		goto fail;
+	atomic_init(&s->refs, 1);
+	s->source = (enum pp_symbol_source)h.source;
+	s->elf_class = (int)h.cls;
+	s->elf_type = (int)h.type;
+	s->has_symtab = h.flags & 1;
+	s->has_debuglink_crc = (h.flags & 2) != 0;
+	s->debuglink_crc = (uint32_t)h.crc;
+	memcpy(s->build_id, h.id, h.idlen);
+	memcpy(s->debuglink, h.link, h.linklen);
+	s->funcs = h.nf ? malloc(h.nf * sizeof(*s->funcs)) : NULL;
+	s->data = h.nd ? malloc(h.nd * sizeof(*s->data)) : NULL;
+	s->segs = h.ns ? malloc(h.ns * sizeof(*s->segs)) : NULL;
+	tail_len = (size_t)(b + len - h.syms);
+	if (owner) /* the symbols and segments after the names, kept while owner is cut */
+		tail = tail_len ? malloc(tail_len) : NULL;
+	else
+		s->names = h.names_len ? malloc(h.names_len) : NULL;
+	if ((h.nf && !s->funcs) || (h.nd && !s->data) || (h.ns && !s->segs) ||
+	    (owner && tail_len && !tail) || (!owner && h.names_len && !s->names))
+		goto fail;
+	if (owner) {
+		char *cut;
+
+		if (tail_len)
+			memcpy(tail, h.syms, tail_len);
+		cut = realloc(owner, names_at + h.names_len); /* only shrinks: NULL keeps it */
+		s->names = cut ? cut : owner;
+		s->names_len = names_at + h.names_len;
+		owner = NULL; /* the table's now */
+		names = s->names + names_at;
+	} else {
+		if (h.names_len)
+			memcpy(s->names, h.names, h.names_len);
+		s->names_len = h.names_len;
+		names = s->names;
+	}
+	err = EBADMSG;
+	{
+		const uint8_t *t = tail ? tail : h.syms;
+
+		if (!get_syms(t, s->funcs, h.nf, names, h.names_len) ||
+		    !get_syms(t + h.nf * FILE_SYM_BYTES, s->data, h.nd, names, h.names_len) ||
+		    get_segs(t + (h.nf + h.nd) * FILE_SYM_BYTES, s->segs, h.ns))
+			goto fail;
+	}
+	s->nfuncs = h.nf;
+	s->ndata = h.nd;
+	s->nsegs = h.ns;
+	free(tail);
+	return s;
+fail:
+	free(tail);
+	free(owner); /* NULL once the table took it */
+	pp_elf_symbols_free(s);
+	errno = err;
+	return NULL;
 }

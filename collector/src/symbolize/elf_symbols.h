@@ -185,4 +185,23 @@ bool pp_elf_symbols_same(const struct pp_elf_symbols *a, const struct pp_elf_sym
 int pp_elf_symbols_adopt(struct pp_elf_symbols *dst, struct pp_elf_symbols *debug,
 			 enum pp_symbol_source source);
 
+/*
+ * A table as bytes, for the symbol table cache (symbol_store.h): *out (malloc'ed, the
+ * caller's) of *len bytes. 0, -ENOMEM, or -EINVAL for a table whose names are not all its own
+ * (none built here is such). The format is little-endian; only the agent writes it, in its
+ * own directory, so it is checked for sense when read back, not sealed.
+ */
+int pp_elf_symbols_encode(const struct pp_elf_symbols *s, void **out, size_t *len);
+/*
+ * The table of pp_elf_symbols_encode's bytes, checked whole: its size what its counts say,
+ * every name inside the table's own and ended there, each symbol's extent ordered and the
+ * symbols sorted, the build id hex. NULL with errno EPROTO (another format), EBADMSG (torn,
+ * altered or inconsistent), EFBIG (over max_bytes of pp_elf_symbols_bytes; 0: no bound) or
+ * ENOMEM. With owner (the malloc'ed block holding buf), decoding takes owner whatever comes
+ * of it: the table's names stay where they lie (no copy), owner cut after them (the bytes
+ * before them counted as the table's); freed on failure. Without (NULL), names are copied.
+ */
+struct pp_elf_symbols *pp_elf_symbols_decode(const void *buf, size_t len, size_t max_bytes,
+					     void *owner);
+
 #endif /* PP_COLLECTOR_ELF_SYMBOLS_H */
