@@ -1,0 +1,262 @@
+/*
+ * The symbol table cache on disk (symbol_store.h): one file per table in a file store, named
+ * by a hash of its file's identity, holding a stamp (the reader's build and the boot), that
+ * identity in full and the table's own sealed form (pp_elf_symbols_encode).
+ */
+#include "symbol_store.h"
+
+#include "base/deadline.h"
+#include "base/file_store.h"
+#include "base/fsutil.h"
+#include "base/le.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef PP_SYMBOLS_BUILDER_ID
+#define PP_SYMBOLS_BUILDER_ID "unversioned"
+#endif
+
+#define DEFAULT_MAX_BYTES (128ull << 20)
+/* pp_elf_symbols' bound by default (256 MiB of table) as encoded, and the header */
+#define MAX_FILE_BYTES (320ull << 20)
+#define SUFFIX ".sym"
+#define NAME_HEX 32
+#define MAGIC "PPSYMS01"
+#define STAMP_SIZE 112
+/* magic, stamp, dev, ino, ctime s and ns, size, when built */
+#define HEAD_BYTES (8 + STAMP_SIZE + 6 * 8)
+#define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
+
+struct identity {
+	uint64_t dev, ino, ctime_s, ctime_ns, size;
+};
+
+struct pp_symbol_store {
+	struct pp_file_store *files;
+	char stamp[STAMP_SIZE]; /* NUL-padded */
+	struct pp_symbol_store_stats st;
+};
+
+static struct identity identity_of(const struct stat *st)
+{
+	return (struct identity){.dev = (uint64_t)st->st_dev,
+				 .ino = (uint64_t)st->st_ino,
+				 .ctime_s = (uint64_t)st->st_ctim.tv_sec,
+				 .ctime_ns = (uint64_t)st->st_ctim.tv_nsec,
+				 .size = (uint64_t)st->st_size};
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ h >> 33;
+}
+
+/* Its file's name: a hash of the identity (the identity in full is inside, checked). */
+static void name_of(const struct identity *id, char *out, size_t size)
+{
+	uint64_t a = mix(mix(0, id->dev), id->ino);
+	uint64_t b = mix(mix(mix(a, id->ctime_s), id->ctime_ns), id->size);
+
+	snprintf(out, size, "%016llx%016llx" SUFFIX, (unsigned long long)a, (unsigned long long)b);
+}
+
+struct pp_symbol_store *pp_symbol_store_new(const struct pp_symbol_store_opts *opts)
+{
+	struct pp_symbol_store *s;
+	char boot[64] = "";
+	int err;
+
+	if (!opts || !opts->dir) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (opts->boot_id)
+		snprintf(boot, sizeof(boot), "%s", opts->boot_id);
+	else if (pp_read_small_file(BOOT_ID_PATH, boot, sizeof(boot)) <= 0)
+		boot[0] = '\0';
+	boot[strcspn(boot, "\n")] = '\0';
+	if (!boot[0]) { /* identities of no known boot could be another boot's */
+		errno = ENOENT;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	snprintf(s->stamp, sizeof(s->stamp), "%s %s", PP_SYMBOLS_BUILDER_ID, boot);
+	s->files = pp_file_store_new(&(struct pp_file_store_opts){
+	    .dir = opts->dir,
+	    .suffix = SUFFIX,
+	    .name_hex = NAME_HEX,
+	    .max_bytes = opts->max_bytes ? opts->max_bytes : DEFAULT_MAX_BYTES,
+	    .max_file_bytes = MAX_FILE_BYTES,
+	    .what = "symbol table cache",
+	});
+	if (!s->files) {
+		err = errno;
+		free(s);
+		errno = err;
+		return NULL;
+	}
+	return s;
+}
+
+void pp_symbol_store_free(struct pp_symbol_store *s)
+{
+	if (!s)
+		return;
+	pp_file_store_free(s->files);
+	free(s);
+}
+
+/*
+ * The table in a file's bytes, if its header is this store's and id's: NULL with errno and
+ * *why. buf is taken either way (the table keeps it, cut after its names, or it is freed).
+ */
+static struct pp_elf_symbols *decode(const struct pp_symbol_store *s, uint8_t *buf, size_t len,
+				     const struct identity *id, size_t max_bytes, const char **why)
+{
+	const uint8_t *p = buf + 8 + STAMP_SIZE;
+	struct identity held;
+	uint64_t built_s;
+	struct pp_elf_symbols *syms;
+	int err;
+
+	if (len < HEAD_BYTES || memcmp(buf, MAGIC, 8)) {
+		*why = "not a symbol table of this format";
+		err = EPROTO;
+		goto fail;
+	}
+	if (memcmp(buf + 8, s->stamp, STAMP_SIZE)) {
+		*why = "built by another reader, or in another boot";
+		err = EPROTO;
+		goto fail;
+	}
+	held.dev = pp_le_get(&p, 8);
+	held.ino = pp_le_get(&p, 8);
+	held.ctime_s = pp_le_get(&p, 8);
+	held.ctime_ns = pp_le_get(&p, 8);
+	held.size = pp_le_get(&p, 8);
+	built_s = pp_le_get(&p, 8);
+	if (memcmp(&held, id, sizeof(held))) {
+		*why = "it holds the table of another file";
+		err = EXDEV;
+		goto fail;
+	}
+	if (built_s < held.ctime_s + PP_SYMBOL_STORE_SETTLED_S) {
+		*why = "built while its file could still change unseen";
+		err = EBADMSG;
+		goto fail;
+	}
+	syms = pp_elf_symbols_decode(p, len - HEAD_BYTES, max_bytes, buf);
+	if (!syms)
+		*why = errno == EPROTO ? "another format version"
+				       : "does not decode (torn or altered)";
+	return syms;
+fail:
+	free(buf);
+	errno = err;
+	return NULL;
+}
+
+struct pp_elf_symbols *pp_symbol_store_get(struct pp_symbol_store *s, const struct stat *st,
+					   size_t max_bytes)
+{
+	uint64_t t0 = pp_clock_ns(CLOCK_MONOTONIC);
+	struct identity id = identity_of(st);
+	struct pp_elf_symbols *syms = NULL;
+	const char *why = NULL;
+	char name[64];
+	size_t len;
+	void *buf;
+	int err;
+
+	name_of(&id, name, sizeof(name));
+	err = pp_file_store_read(s->files, name, &buf, &len);
+	if (err) { /* none, no memory, or refused by the store */
+		s->st.misses += err != -EBADMSG;
+		goto out;
+	}
+	syms = decode(s, buf, len, &id, max_bytes, &why); /* buf is its */
+	if (!syms) {
+		/* over the caller's bound, or no memory now: kept for a later start */
+		if (errno == EFBIG || errno == ENOMEM)
+			s->st.misses++;
+		else
+			pp_file_store_refuse(s->files, name, why);
+		goto out;
+	}
+	pp_file_store_touch(s->files, name);
+	s->st.hits++;
+out:
+	s->st.read_ns += pp_clock_ns(CLOCK_MONOTONIC) - t0;
+	return syms;
+}
+
+int pp_symbol_store_put(struct pp_symbol_store *s, const struct stat *st,
+			const struct pp_elf_symbols *syms)
+{
+	uint64_t t0 = pp_clock_ns(CLOCK_MONOTONIC);
+	struct identity id = identity_of(st);
+	struct timespec now;
+	void *table = NULL;
+	uint8_t *buf = NULL, *p;
+	size_t len;
+	char name[64];
+	int err;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if ((uint64_t)now.tv_sec < id.ctime_s + PP_SYMBOL_STORE_SETTLED_S) {
+		s->st.unsettled++;
+		return -EAGAIN;
+	}
+	err = pp_elf_symbols_encode(syms, &table, &len);
+	if (!err) {
+		buf = malloc(HEAD_BYTES + len);
+		err = buf ? 0 : -ENOMEM;
+	}
+	if (!err) {
+		memcpy(buf, MAGIC, 8);
+		memcpy(buf + 8, s->stamp, STAMP_SIZE);
+		p = buf + 8 + STAMP_SIZE;
+		p = pp_le_put(p, id.dev, 8);
+		p = pp_le_put(p, id.ino, 8);
+		p = pp_le_put(p, id.ctime_s, 8);
+		p = pp_le_put(p, id.ctime_ns, 8);
+		p = pp_le_put(p, id.size, 8);
+		p = pp_le_put(p, (uint64_t)now.tv_sec, 8);
+		memcpy(p, table, len);
+		name_of(&id, name, sizeof(name));
+		/* over half the bound it would push out most of what is kept (-EFBIG) */
+		err = pp_file_store_put(s->files, name, buf, HEAD_BYTES + len);
+	}
+	free(table);
+	free(buf);
+	if (!err)
+		s->st.stored++;
+	else if (err != -EFBIG)
+		s->st.failed++;
+	s->st.write_ns += pp_clock_ns(CLOCK_MONOTONIC) - t0;
+	return err;
+}
+
+void pp_symbol_store_get_stats(const struct pp_symbol_store *s, struct pp_symbol_store_stats *out)
+{
+	struct pp_file_store_stats fs;
+
+	if (!s) {
+		memset(out, 0, sizeof(*out));
+		return;
+	}
+	pp_file_store_get_stats(s->files, &fs);
+	*out = s->st;
+	out->refused = fs.refused;
+	out->trimmed = fs.trimmed;
+	out->bytes = fs.bytes;
+}
