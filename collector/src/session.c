@@ -467,6 +467,8 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 		    .max_type_bytes = opts->max_type_bytes,
 		    .type_answers = opts->type_answers,
 		    .kick_by_caller = opts->symbols_kicked_per_turn,
+		    .store_dir = opts->symbol_table_cache,
+		    .store_bytes = opts->symbol_table_cache_bytes,
 		};
 
 		s->loader = s->proc_root ? pp_symloader_new(&lo) : NULL;
@@ -597,6 +599,16 @@ void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *o
 		out->symbol_queue_full = ls.queue_full;
 		out->symbol_pending = ls.pending;
 		out->debug_files = ls.cache.debug_files;
+		out->symbol_store_on = ls.store_on;
+		out->symbol_store_err = ls.store_err;
+		out->symbol_store_hits = ls.store.hits;
+		out->symbol_store_stored = ls.store.stored;
+		out->symbol_store_unsettled = ls.store.unsettled;
+		out->symbol_store_refused = ls.store.refused;
+		out->symbol_store_trimmed = ls.store.trimmed;
+		out->symbol_store_failed = ls.store.failed;
+		out->symbol_store_bytes = ls.store.bytes;
+		out->symbol_store_read_ns = ls.store.read_ns;
 	}
 	if (s->perf_maps) {
 		struct pp_perf_maps_stats ms;

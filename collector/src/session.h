@@ -51,7 +51,10 @@ struct pp_session_opts {
 	size_t max_symbol_files;  /* symbol cache bound; 0: 512 */
 	size_t max_symbol_bytes;  /* symbol cache bound in bytes; 0: 24 MiB */
 	size_t max_process_bytes; /* process cache bound in bytes; 0: 16 MiB */
-	size_t max_cached_frames; /* (pid, address) -> location cache bound; 0: 1 << 16 */
+	/* files' symbol tables kept across starts (symbol_store.h); NULL: not kept */
+	const char *symbol_table_cache;
+	uint64_t symbol_table_cache_bytes; /* its bound; 0: 128 MiB */
+	size_t max_cached_frames;	   /* (pid, address) -> location cache bound; 0: 1 << 16 */
 	/* CLOCK_REALTIME - CLOCK_MONOTONIC, to turn record times into wall-clock times. */
 	int64_t mono_to_wall_ns;
 	/* The events are precise: the record's ip replaces the first callchain entry (PMI ip). */
@@ -222,9 +225,15 @@ struct pp_session_stats {
 	uint64_t symbol_via_identity; /* not opened: known by the side-band's identity */
 	uint64_t symbol_not_mapped_file, symbol_open_failed;
 	uint64_t symbol_queue_full; /* loader requests refused: its queue was full (asked again) */
-	uint64_t symbol_pending;    /* gauge: files queued or being read now */
-	uint64_t frames_pending;    /* frames made while their file was read: placeholders... */
-	uint64_t frames_resolved;   /* ... of which the table's arrival named or placed */
+	/* the symbol table cache on disk: whether used (its -errno when it could not be) */
+	bool symbol_store_on;
+	int symbol_store_err;
+	uint64_t symbol_store_hits, symbol_store_stored, symbol_store_unsettled;
+	uint64_t symbol_store_refused, symbol_store_trimmed, symbol_store_failed;
+	uint64_t symbol_store_bytes, symbol_store_read_ns;
+	uint64_t symbol_pending;  /* gauge: files queued or being read now */
+	uint64_t frames_pending;  /* frames made while their file was read: placeholders... */
+	uint64_t frames_resolved; /* ... of which the table's arrival named or placed */
 	/* Memory events (opts.mem_event). */
 	uint64_t mem_samples;	      /* samples with at least one real memory field */
 	uint64_t mem_no_fields;	      /* PP_SF_MEM_FIELDS set, but the kernel filled none */

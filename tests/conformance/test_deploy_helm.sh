@@ -130,7 +130,7 @@ const ok = vol?.emptyDir?.sizeLimit === "2Gi" && /^kernel-image = debuginfod$/m.
   /^debuginfod = http:\/\/debuginfod.infra:8002$/m.test(conf);
 if (!ok) console.log("FAIL kernelImage debuginfod: state volume " + JSON.stringify(vol) + ", config:\n" + conf);
 process.exit(ok ? 0 : 1);' "$tmp/kimage.yaml" || fail "kernelImage debuginfod not rendered as set"
-grep -q 'sizeLimit: 320Mi' "$tmp/default.yaml" || fail "the default state volume is not 320Mi"
+grep -q 'sizeLimit: 448Mi' "$tmp/default.yaml" || fail "the default state volume is not 448Mi"
 if render --set kernelImage=debuginfod >/dev/null 2>"$tmp/err"; then
 	fail "kernelImage debuginfod without servers rendered"
 else
@@ -154,7 +154,9 @@ const ds = docs.find((o) => o.kind === "DaemonSet"), conf = docs.find((o) => o.k
 const vol = ds.spec.template.spec.volumes.find((v) => v.name === "profiles");
 const ok = vol?.hostPath?.path === "/var/lib/pebsprof" && vol.hostPath.type === "DirectoryOrCreate" &&
   !vol.emptyDir && /^unwind-table-cache = \/var\/lib\/pebsprof\/unwind-tables$/m.test(conf) &&
-  /^unwind-table-cache-bytes = 64MiB$/m.test(conf);
+  /^unwind-table-cache-bytes = 64MiB$/m.test(conf) &&
+  /^symbol-table-cache = \/var\/lib\/pebsprof\/symbol-tables$/m.test(conf) &&
+  /^symbol-table-cache-bytes = 128MiB$/m.test(conf);
 if (!ok) console.log("FAIL stateHostPath: state volume " + JSON.stringify(vol) + ", config:\n" + conf);
 process.exit(ok ? 0 : 1);' "$tmp/state.yaml" || fail "stateHostPath not rendered as set"
 for bad in /etc /var/lib/../etc /; do

@@ -18,9 +18,11 @@ PP_PYTHON=${PP_PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
 
 PP_TMP=$(mktemp -d /tmp/pp-it.XXXXXX)
 chmod 755 "$PP_TMP"
-# Each test compiles its programs' unwind tables as a new node does, in a table cache of its
-# own (the machine's /var/lib/pebsprof is not the tests'); test_table_cache restarts with one.
+# Each test compiles its programs' unwind tables and reads their symbols as a new node does,
+# in caches of its own (the machine's /var/lib/pebsprof is not the tests'); test_table_cache
+# restarts with them.
 export PEBSPROF_UNWIND_TABLE_CACHE=${PEBSPROF_UNWIND_TABLE_CACHE-$PP_TMP/unwind-tables}
+export PEBSPROF_SYMBOL_TABLE_CACHE=${PEBSPROF_SYMBOL_TABLE_CACHE-$PP_TMP/symbol-tables}
 pp_cleanup() {
 	local pid procs
 	for pid in ${PP_BG_PIDS:-}; do

@@ -9,8 +9,9 @@
 #  2. a command started by record: its first samples may walk frame pointers, then tables;
 #  3. churn: 300 short-lived processes under record: those installed before they ended are
 #     released on exit, the files they share compiled once, nothing left live at the end;
-#  4. restarts: a second start reads every table the first compiled from the table cache and
-#     compiles none, the chains as whole; altered cache files are refused and compiled again.
+#  4. restarts: a second start reads every table the first compiled from the table cache, and
+#     symbol tables from the symbol table cache, and compiles none, the chains as whole;
+#     altered cache files are refused and compiled again.
 # Needs root, BPF and perf events; exits 77 otherwise.
 
 . "$(dirname "$0")/lib.sh"
@@ -132,8 +133,11 @@ for run in cold warm altered; do
 	[ "$run" = altered ] && for f in "$T/restart-cache"/*.uwt; do
 		printf X | dd of="$f" bs=1 seek=100 conv=notrunc 2>/dev/null
 	done
-	PEBSPROF_UNWIND_TABLE_CACHE=$T/restart-cache record_chain "restart-$run" chain "" 1
-	grep '^unwind table' "$T/restart-$run.out" | sed 's/^/    /'
+	PEBSPROF_UNWIND_TABLE_CACHE=$T/restart-cache PEBSPROF_SYMBOL_TABLE_CACHE=$T/restart-symbols \
+		record_chain "restart-$run" chain "" 1
+	grep '^unwind table\|^symbol table' "$T/restart-$run.out" | sed 's/^/    /'
+	sym_read=$(sed -n 's/^symbol table cache: \([0-9]*\) tables read.*/\1/p' "$T/restart-$run.out")
+	sym_stored=$(sed -n 's/^symbol table cache: .* ms, \([0-9]*\) stored.*/\1/p' "$T/restart-$run.out")
 	built=$(sed -n 's/^unwind tables: \([0-9]*\) built.*/\1/p' "$T/restart-$run.out")
 	read_n=$(cnum 'tables read' "$T/restart-$run.out")
 	stored=$(cnum stored "$T/restart-$run.out")
@@ -141,9 +145,14 @@ for run in cold warm altered; do
 	case $run in
 	cold) cold_built=${built:-0}
 		pp_check "restart: the first start compiles its ${built:-?} tables and keeps them (stored ${stored:-?})" \
-			[ "${built:-0}" -ge 3 -a "${stored:-0}" -eq "${built:-0}" -a "${read_n:-1}" -eq 0 ] ;;
+			[ "${built:-0}" -ge 3 -a "${stored:-0}" -eq "${built:-0}" -a "${read_n:-1}" -eq 0 ]
+		# the chain's own files were built a moment ago: kept once their ctime settles
+		pp_check "restart: the first start keeps the symbol tables of the files it read (${sym_stored:-?}, libc's among them)" \
+			[ "${sym_stored:-0}" -ge 1 -a "${sym_read:-1}" -eq 0 ] ;;
 	warm) pp_check "restart: the second start compiles none (${built:-?}) and reads ${read_n:-?} of ${cold_built} from the cache" \
-			[ "${built:-1}" -eq 0 -a "${read_n:-0}" -eq "$cold_built" ] ;;
+			[ "${built:-1}" -eq 0 -a "${read_n:-0}" -eq "$cold_built" ]
+		pp_check "restart: the second start reads symbol tables back (${sym_read:-?}), its frames named as the first's" \
+			[ "${sym_read:-0}" -ge 1 ] ;;
 	altered) pp_check "restart: altered files are refused (${refused:-?}) and compiled again (${built:-?})" \
 			[ "${refused:-0}" -eq "$cold_built" -a "${built:-0}" -eq "$cold_built" -a "${read_n:-1}" -eq 0 ] ;;
 	esac

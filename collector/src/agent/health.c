@@ -488,6 +488,30 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 	       "Symbol tables larger than symbol-cache-bytes alone: not kept, their frames "
 	       "unnamed.");
 	value(f, "pebsprof_symbol_cache_too_big_total", s->symbol_too_big);
+	if (s->symbol_store_on) {
+		family(f, "pebsprof_symbol_tables_from_disk_total", "counter",
+		       "Symbol tables read back from the on-disk symbol table cache instead of "
+		       "read from their files.");
+		value(f, "pebsprof_symbol_tables_from_disk_total", s->symbol_store_hits);
+		family(f, "pebsprof_symbol_disk_files_total", "counter",
+		       "Files of the on-disk symbol table cache, by what happened to them: stored, "
+		       "unsettled (not stored: the file changed under 2 s before), refused (torn, "
+		       "altered, of another boot or version: removed), trimmed (the bound) or "
+		       "failed (a write that did not complete).");
+		labelled(f, "pebsprof_symbol_disk_files_total", "event", "stored",
+			 s->symbol_store_stored);
+		labelled(f, "pebsprof_symbol_disk_files_total", "event", "unsettled",
+			 s->symbol_store_unsettled);
+		labelled(f, "pebsprof_symbol_disk_files_total", "event", "refused",
+			 s->symbol_store_refused);
+		labelled(f, "pebsprof_symbol_disk_files_total", "event", "trimmed",
+			 s->symbol_store_trimmed);
+		labelled(f, "pebsprof_symbol_disk_files_total", "event", "failed",
+			 s->symbol_store_failed);
+		family(f, "pebsprof_symbol_disk_bytes", "gauge",
+		       "Bytes of the on-disk symbol table cache.");
+		value(f, "pebsprof_symbol_disk_bytes", s->symbol_store_bytes);
+	}
 	family(f, "pebsprof_files_refused_total", "counter",
 	       "Files other processes mapped that were not read, by reason: sparse (tables "
 	       "claimed where the file has a hole), not_the_mapped_file (the path led elsewhere), "

@@ -173,6 +173,10 @@ struct pp_health_snapshot {
 	uint64_t process_cache_bytes, symbol_cache_bytes, frame_cache_bytes, raw_stack_bytes;
 	uint64_t mem_obj_cache_bytes;
 	uint64_t symbol_evictions, symbol_too_big;
+	/* the symbol table cache on disk; symbol_store_on 0: none (not exported) */
+	uint64_t symbol_store_on, symbol_store_hits, symbol_store_stored, symbol_store_unsettled;
+	uint64_t symbol_store_refused, symbol_store_trimmed, symbol_store_failed,
+	    symbol_store_bytes;
 	/* Files refused for symbols: claiming bytes a sparse file lacks, a path leading to
 	 * another file than the one mapped, unreachable; tables refused for unwinding. */
 	uint64_t symbol_refused_sparse, symbol_not_mapped_file, symbol_unreachable;

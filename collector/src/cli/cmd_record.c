@@ -32,6 +32,7 @@
 #include "sampler.h"
 #include "session.h"
 #include "sampling/shim_loader.h"
+#include "symbolize/symbol_store.h"
 #include "unwind/table_cache.h"
 
 #define MAX_OUTPUTS 16
@@ -58,7 +59,8 @@ static const uint64_t run_keys =
     PP_CONFIG_KEY_BIT(PP_CFG_KERNEL_IMAGE) | PP_CONFIG_KEY_BIT(PP_CFG_OFF_CPU_STACKS) |
     PP_CONFIG_KEY_BIT(PP_CFG_UNWIND_TABLE_CACHE) |
     PP_CONFIG_KEY_BIT(PP_CFG_UNWIND_TABLE_CACHE_BYTES) |
-    PP_CONFIG_KEY_BIT(PP_CFG_UNWIND_PARTIAL_FDES);
+    PP_CONFIG_KEY_BIT(PP_CFG_UNWIND_PARTIAL_FDES) | PP_CONFIG_KEY_BIT(PP_CFG_SYMBOL_TABLE_CACHE) |
+    PP_CONFIG_KEY_BIT(PP_CFG_SYMBOL_TABLE_CACHE_BYTES);
 
 struct record_args {
 	const char *event;
@@ -140,6 +142,10 @@ static void usage(FILE *f)
 	    "      --unwind-partial-fdes N  a file of N FDEs or more (default 20000) not\n"
 	    "                        compiled before gets rows as samples reach its code\n"
 	    "                        (0: every file compiled whole)\n"
+	    "      --symbol-table-cache DIR  files' symbol tables kept across starts\n"
+	    "                        (default " PP_SYMBOL_STORE_DIR_DEFAULT ",\n"
+	    "                        or none), --symbol-table-cache-bytes SIZE its bound\n"
+	    "                        (128MiB)\n"
 	    "      --off-cpu         also record where threads wait off the CPU, with their\n"
 	    "                        stacks and state: .svg and .folded show wall clock (on\n"
 	    "                        and off the CPU, in ns), .otlp.pb adds off_cpu profiles\n"
@@ -259,6 +265,8 @@ static int parse_args(int argc, char **argv, struct record_args *a)
 	    {"unwind-table-cache", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"unwind-table-cache-bytes", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"unwind-partial-fdes", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"symbol-table-cache", required_argument, NULL, OPT_RUN_KEY_ARG},
+	    {"symbol-table-cache-bytes", required_argument, NULL, OPT_RUN_KEY_ARG},
 	    {"no-perf-maps", no_argument, NULL, OPT_RUN_KEY_BOOL},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"verbose", no_argument, NULL, 'v'},
@@ -869,6 +877,22 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 		       (unsigned long long)st->symbol_open_failed,
 		       (unsigned long long)st->frames_pending,
 		       (unsigned long long)st->frames_resolved);
+		if (st->symbol_store_on)
+			printf("symbol table cache: %llu tables read in %llu ms, %llu stored "
+			       "(%llu not: their files changed under %d s before), %llu refused, "
+			       "%llu trimmed, %llu failed; %.1f MiB kept\n",
+			       (unsigned long long)st->symbol_store_hits,
+			       (unsigned long long)(st->symbol_store_read_ns / 1000000),
+			       (unsigned long long)st->symbol_store_stored,
+			       (unsigned long long)st->symbol_store_unsettled,
+			       PP_SYMBOL_STORE_SETTLED_S,
+			       (unsigned long long)st->symbol_store_refused,
+			       (unsigned long long)st->symbol_store_trimmed,
+			       (unsigned long long)st->symbol_store_failed,
+			       (double)st->symbol_store_bytes / (1 << 20));
+		else if (st->symbol_store_err)
+			printf("symbol table cache: not used (%s): symbols read at each start\n",
+			       strerror(-st->symbol_store_err));
 	}
 	printf("processes: %llu images from the kernel's reports (exec, fork) with %llu "
 	       "mappings; %llu read from /proc, %llu maps rereads; process events %llu "
@@ -1023,6 +1047,8 @@ int pp_cmd_record(int argc, char **argv)
 		struct pp_session_opts sess = {
 		    .proc_root = a.proc_root,
 		    .raw_stack_entries = 1 << 16,
+		    .symbol_table_cache = pp_symbol_store_dir_of(rc.symbol_table_cache),
+		    .symbol_table_cache_bytes = rc.symbol_table_cache_bytes,
 		};
 
 		co.k8s.no_thread = 1; /* a bounded capture fetches when it chooses to */

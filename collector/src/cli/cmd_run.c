@@ -39,6 +39,7 @@
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "metadata/host_name.h"
+#include "symbolize/symbol_store.h"
 #include "sampler.h"
 #include "session.h"
 
@@ -765,6 +766,14 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.symbol_cache_files = (int64_t)ss.symbol_files_cached;
 	snap.process_cache_bytes = ss.process_cache_bytes;
 	snap.symbol_cache_bytes = ss.symbol_cache_bytes;
+	snap.symbol_store_on = ss.symbol_store_on;
+	snap.symbol_store_hits = ss.symbol_store_hits;
+	snap.symbol_store_stored = ss.symbol_store_stored;
+	snap.symbol_store_unsettled = ss.symbol_store_unsettled;
+	snap.symbol_store_refused = ss.symbol_store_refused;
+	snap.symbol_store_trimmed = ss.symbol_store_trimmed;
+	snap.symbol_store_failed = ss.symbol_store_failed;
+	snap.symbol_store_bytes = ss.symbol_store_bytes;
 	snap.frame_cache_bytes = ss.frame_cache_bytes;
 	snap.raw_stack_bytes = ss.raw_stack_bytes;
 	snap.mem_obj_cache_bytes = ss.mem_obj_cache_bytes;
@@ -1023,11 +1032,14 @@ static int start_sampling(struct agent *ag)
 	    .off_cpu_min_ns = ag->cfg.off_cpu_threshold_ns,
 	    .off_cpu_stacks = (enum pp_shim_off_cpu_stacks)ag->cfg.off_cpu_stacks,
 	};
-	struct pp_session_opts sess = {.proc_root = ag->cfg.proc_root,
-				       .raw_stack_entries = 1 << 16,
-				       .per_cpu = !!(ag->cfg.sample_labels & PP_SAMPLE_LABEL_CPU),
-				       .drop = session_drop(ag->cfg.sample_labels),
-				       .max_symbol_bytes = (size_t)ag->cfg.symbol_cache_bytes};
+	struct pp_session_opts sess = {
+	    .proc_root = ag->cfg.proc_root,
+	    .raw_stack_entries = 1 << 16,
+	    .per_cpu = !!(ag->cfg.sample_labels & PP_SAMPLE_LABEL_CPU),
+	    .drop = session_drop(ag->cfg.sample_labels),
+	    .max_symbol_bytes = (size_t)ag->cfg.symbol_cache_bytes,
+	    .symbol_table_cache = pp_symbol_store_dir_of(ag->cfg.symbol_table_cache),
+	    .symbol_table_cache_bytes = ag->cfg.symbol_table_cache_bytes};
 	struct pp_containers_filter wanted = filter_of(ag);
 	char err[512];
 	int ret;

@@ -51,6 +51,8 @@ enum pp_config_key {
 	PP_CFG_UNWIND_TABLE_CACHE,
 	PP_CFG_UNWIND_TABLE_CACHE_BYTES,
 	PP_CFG_UNWIND_PARTIAL_FDES,
+	PP_CFG_SYMBOL_TABLE_CACHE,
+	PP_CFG_SYMBOL_TABLE_CACHE_BYTES,
 	PP_CFG_OFF_CPU,
 	PP_CFG_OFF_CPU_THRESHOLD,
 	PP_CFG_OFF_CPU_EVERY,
@@ -162,7 +164,9 @@ struct pp_run_config {
 	uint64_t unwind_table_bytes;
 	char *unwind_table_cache; /* compiled tables kept across starts; "none" = none */
 	uint64_t unwind_table_cache_bytes;
-	uint64_t unwind_partial_fdes;  /* files with this many FDEs get partial tables; 0: none */
+	uint64_t unwind_partial_fdes; /* files with this many FDEs get partial tables; 0: none */
+	char *symbol_table_cache;     /* files' symbol tables kept across starts; "none" = none */
+	uint64_t symbol_table_cache_bytes;
 	int off_cpu;		       /* off-CPU profiles too */
 	uint64_t off_cpu_threshold_ns; /* shortest wait recorded */
 	uint64_t off_cpu_every;	       /* 1 in N switches */

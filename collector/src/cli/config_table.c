@@ -23,6 +23,7 @@
 #include "sampling/shim_loader.h"
 #include "symbolize/debug_file.h"
 #include "symbolize/debuginfod_fetch.h"
+#include "symbolize/symbol_store.h"
 #include "unwind/table_cache.h"
 
 #include "config_internal.h"
@@ -317,6 +318,26 @@ const struct option_def pp_cfg_table[PP_CFG_NKEYS] = {
 	 .help = "a file with N FDEs or more that no earlier start compiled gets its\n"
 		 "unwind rows found as samples reach its code, not compiled whole\n"
 		 "(compiled whole once they pay for it; 0: every file whole)"},
+    [PP_CFG_SYMBOL_TABLE_CACHE] =
+	{.name = "symbol-table-cache",
+	 .env = "PEBSPROF_SYMBOL_TABLE_CACHE",
+	 .type = T_PATH,
+	 .offset = OFF(symbol_table_cache),
+	 .def = PP_SYMBOL_STORE_DIR_DEFAULT,
+	 .metavar = "DIR",
+	 .help = "where the symbol tables read from files are kept across starts,\n"
+		 "found by each file's identity while it is unchanged (none: read\n"
+		 "at each start)"},
+    [PP_CFG_SYMBOL_TABLE_CACHE_BYTES] = {.name = "symbol-table-cache-bytes",
+					 .env = "PEBSPROF_SYMBOL_TABLE_CACHE_BYTES",
+					 .type = T_SIZE,
+					 .offset = OFF(symbol_table_cache_bytes),
+					 .def = "128MiB",
+					 .min = 1 * MIB,
+					 .max = 64 * GIB,
+					 .metavar = "SIZE",
+					 .help = "bound of that directory; the least recently used "
+						 "go first"},
     [PP_CFG_OFF_CPU] = {.name = "off-cpu",
 			.env = "PEBSPROF_OFF_CPU",
 			.type = T_BOOL,

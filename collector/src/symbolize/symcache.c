@@ -76,6 +76,7 @@ struct pp_symcache {
 	uint64_t negative_ttl_ns;
 	unsigned int open_flags;
 	const struct pp_debug_dirs *debug_dirs;
+	struct pp_symbol_store *store;
 	pp_debug_fetch_fn debug_fetch;
 	void *debug_fetch_ctx;
 	struct pp_symcache_stats stats;
@@ -396,6 +397,27 @@ static void note_refusal(struct pp_symcache *c, const char *name, int err)
 }
 
 /* Read the file behind fd for a miss: an entry holding its table, or NULL with errno set. */
+/*
+ * The table of the file behind fd itself: from the store while the file is unchanged, else
+ * built (and kept there). NULL with errno as pp_elf_symbols_open_fd_limited.
+ */
+static struct pp_elf_symbols *own_table(struct pp_symcache *c, int fd)
+{
+	size_t bound = c->max_bytes - sizeof(struct table);
+	struct pp_elf_symbols *syms;
+	struct stat st;
+	bool stored = c->store && !c->open_flags && !fstat(fd, &st) && S_ISREG(st.st_mode);
+
+	if (stored && (syms = pp_symbol_store_get(c->store, &st, bound))) {
+		c->stats.from_store++;
+		return syms;
+	}
+	syms = pp_elf_symbols_open_fd_limited(fd, c->open_flags, bound);
+	if (syms && stored)
+		(void)pp_symbol_store_put(c->store, &st, syms); /* counted there */
+	return syms;
+}
+
 static struct entry *load(struct pp_symcache *c, int fd, const char *root, const char *name,
 			  const struct file_key *key, uint64_t now)
 {
@@ -409,8 +431,7 @@ static struct entry *load(struct pp_symcache *c, int fd, const char *root, const
 	err = -pp_elf_read_build_id_fd(fd, id, sizeof(id));
 	if (err)
 		goto out_fail;
-	syms =
-	    pp_elf_symbols_open_fd_limited(fd, c->open_flags, c->max_bytes - sizeof(struct table));
+	syms = own_table(c, fd);
 	if (!syms) {
 		err = errno;
 		goto out_fail;
@@ -532,6 +553,12 @@ const struct pp_elf_symbols *pp_symcache_get_fd(struct pp_symcache *c, int fd, c
 		return NULL;
 	}
 	return e->tab->syms;
+}
+
+void pp_symcache_set_store(struct pp_symcache *c, struct pp_symbol_store *store)
+{
+	if (c)
+		c->store = store;
 }
 
 void pp_symcache_set_debug_dirs(struct pp_symcache *c, const struct pp_debug_dirs *dirs)

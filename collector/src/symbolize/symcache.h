@@ -13,6 +13,7 @@
 
 #include "debug_file.h"
 #include "elf_symbols.h"
+#include "symbol_store.h"
 
 /* How long a failure to open or parse a file is remembered, unless changed. */
 #define PP_SYMCACHE_NEGATIVE_TTL_MS_DEFAULT 10000u
@@ -20,7 +21,8 @@
 struct pp_symcache_stats {
 	uint64_t hits;		     /* answered from a cached entry (positive or negative) */
 	uint64_t misses;	     /* no entry for the file: it had to be opened */
-	uint64_t opens;		     /* symbol tables built from a file */
+	uint64_t opens;		     /* symbol tables built from a file (or read back) */
+	uint64_t from_store;	     /* of opens, tables read back from the store on disk */
 	uint64_t open_failures;	     /* files that could not be opened or parsed */
 	uint64_t negative_hits;	     /* of hits, those that repeated a remembered failure */
 	uint64_t shared_by_build_id; /* misses read and found to name alike a table cached under
@@ -77,6 +79,13 @@ void pp_symcache_set_debug_fetch(struct pp_symcache *c, pp_debug_fetch_fn fn, vo
  * segments only, for --symbolize none; no debug file is looked for then).
  */
 void pp_symcache_set_open_flags(struct pp_symcache *c, unsigned int flags);
+
+/*
+ * Where the tables built from files are kept across the agent's restarts (symbol_store.h;
+ * borrowed; NULL: nowhere, the default): a file's own table is read back from there while the
+ * file is unchanged, and kept there when built. Not with PP_ELF_OPEN_* flags.
+ */
+void pp_symcache_set_store(struct pp_symcache *c, struct pp_symbol_store *store);
 
 /*
  * Drop every entry whose table has this build id, so the next get reads the file again (its

@@ -78,7 +78,8 @@ struct type_file {
 struct pp_symloader {
 	struct pp_symloader_opts opts;
 	char proc_root[256];
-	struct pp_symcache *cache; /* the worker's */
+	struct pp_symcache *cache;     /* the worker's */
+	struct pp_symbol_store *store; /* the worker's, through cache */
 	pthread_t thread;
 	bool started;
 	pthread_mutex_t lock;
@@ -571,6 +572,7 @@ static void *worker_main(void *arg)
 		l->st.data_types += rq.kind == REQ_DATA_TYPE || rq.kind == REQ_KERNEL_DATA_TYPE ||
 				    rq.kind == REQ_KMOD_DATA_TYPE;
 		pp_symcache_get_stats(l->cache, &l->st.cache);
+		pp_symbol_store_get_stats(l->store, &l->st.store);
 		l->st.cache_files = pp_symcache_size(l->cache);
 		l->st.cache_bytes = pp_symcache_bytes(l->cache);
 	}
@@ -604,6 +606,14 @@ struct pp_symloader *pp_symloader_new(const struct pp_symloader_opts *opts)
 	pp_symcache_set_debug_dirs(l->cache, opts->debug_dirs);
 	pp_symcache_set_debug_fetch(l->cache, opts->debug_fetch, opts->debug_fetch_ctx);
 	pp_symcache_set_open_flags(l->cache, opts->open_flags);
+	if (opts->store_dir && !opts->open_flags) {
+		l->store = pp_symbol_store_new(&(struct pp_symbol_store_opts){
+		    .dir = opts->store_dir, .max_bytes = opts->store_bytes});
+		/* without it symbols are read at each start: the caller says so (store_err) */
+		l->st.store_err = l->store ? 0 : -errno;
+		pp_symcache_set_store(l->cache, l->store);
+		l->st.store_on = l->store != NULL;
+	}
 	l->q = calloc(l->opts.max_queued, sizeof(*l->q));
 	if (!l->q)
 		goto fail;
@@ -631,6 +641,7 @@ struct pp_symloader *pp_symloader_new(const struct pp_symloader_opts *opts)
 fail:
 	if (l) {
 		pp_symcache_free(l->cache);
+		pp_symbol_store_free(l->store);
 		free(l->q);
 		free(l);
 	}
@@ -666,6 +677,7 @@ void pp_symloader_free(struct pp_symloader *l)
 	if (l->kimage.fd >= 0)
 		close(l->kimage.fd);
 	pp_symcache_free(l->cache);
+	pp_symbol_store_free(l->store);
 	free(l);
 }
 

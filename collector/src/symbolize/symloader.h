@@ -53,10 +53,20 @@ struct pp_symloader_opts {
 	 * files a second.
 	 */
 	bool kick_by_caller;
+	/*
+	 * Where files' own symbol tables are kept across restarts (symbol_store.h; NULL: not
+	 * kept), within store_bytes (0: its default). One that cannot be used is said once and
+	 * not used (store_err).
+	 */
+	const char *store_dir;
+	uint64_t store_bytes;
 };
 
 struct pp_symloader_stats {
 	struct pp_symcache_stats cache;
+	struct pp_symbol_store_stats store;
+	int store_err;			   /* 0, or why the store could not be used (-errno) */
+	bool store_on;			   /* tables are kept across restarts */
 	uint64_t cache_files, cache_bytes; /* gauges: what the cache holds now */
 	uint64_t requests;		   /* mapping requests taken */
 	uint64_t queue_full;		   /* requests refused: the queue was full */

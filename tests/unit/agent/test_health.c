@@ -697,6 +697,27 @@ TEST(metrics_table_cache_only_with_a_cache)
 		"\n# TYPE pebsprof_unwind_cache_bytes gauge\npebsprof_unwind_cache_bytes 4096\n") !=
 	    NULL);
 	free(got);
+	/* the symbol table cache on disk: absent while off, then each figure in its place */
+	REQUIRE(pp_metrics_render(&s, &lim, S(100), &got, &len) == 0);
+	CHECK(strstr(got, "pebsprof_symbol_disk_") == NULL);
+	free(got);
+	s.symbol_store_on = 1;
+	s.symbol_store_hits = 22;
+	s.symbol_store_stored = 5;
+	s.symbol_store_unsettled = 6;
+	s.symbol_store_refused = 8;
+	s.symbol_store_trimmed = 9;
+	s.symbol_store_failed = 10;
+	s.symbol_store_bytes = 1 << 20;
+	REQUIRE(pp_metrics_render(&s, &lim, S(100), &got, &len) == 0);
+	CHECK(strstr(got, "\npebsprof_symbol_tables_from_disk_total 22\n") != NULL);
+	CHECK(strstr(got, "\npebsprof_symbol_disk_files_total{event=\"stored\"} 5\n") != NULL);
+	CHECK(strstr(got, "\npebsprof_symbol_disk_files_total{event=\"unsettled\"} 6\n") != NULL);
+	CHECK(strstr(got, "\npebsprof_symbol_disk_files_total{event=\"refused\"} 8\n") != NULL);
+	CHECK(strstr(got, "\npebsprof_symbol_disk_files_total{event=\"trimmed\"} 9\n") != NULL);
+	CHECK(strstr(got, "\npebsprof_symbol_disk_files_total{event=\"failed\"} 10\n") != NULL);
+	CHECK(strstr(got, "\npebsprof_symbol_disk_bytes 1048576\n") != NULL);
+	free(got);
 }
 
 /* Format 0.0.4 structure: every sample line belongs to the family announced just before. */

@@ -195,6 +195,8 @@ static const struct layers rows[] = {
     {"unwind-table-cache", "/u1", "/u2", "/u3", "/u1", "/u2", "/u3", NULL},
     {"unwind-table-cache-bytes", "2MiB", "8MiB", "1GiB", "2MiB", "8MiB", "1GiB", NULL},
     {"unwind-partial-fdes", "1", "500", "0", "1", "500", "0", NULL},
+    {"symbol-table-cache", "/s1", "/s2", "/s3", "/s1", "/s2", "/s3", NULL},
+    {"symbol-table-cache-bytes", "2MiB", "8MiB", "1GiB", "2MiB", "8MiB", "1GiB", NULL},
     {"off-cpu", "yes", "on", NULL, "true", "true", "true", NULL},
     {"off-cpu-threshold", "2ms", "500us", "0", "2ms", "500us", "0", NULL},
     {"off-cpu-every", "1", "4", "100", "1", "4", "100", NULL},

@@ -1,7 +1,8 @@
 /*
  * Tests of the symbol table cache with real ELF files built at test time: a file found again
  * by inode (hard link, /proc/self/root path), copies shared by build id, LRU eviction, refusal
- * of a binary whose build id differs from the expected one (ESTALE), and remembered failures.
+ * of a binary whose build id differs from the expected one (ESTALE), remembered failures, and
+ * tables read back from the store on disk at the next start.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 #include "check.h"
 #include "testsh.h"
 #include "symbolize/debug_file.h"
+#include "symbolize/symbol_store.h"
 #include "symbolize/symcache.h"
 
 static char g_dir[512];
@@ -120,6 +123,65 @@ TEST(same_file_by_inode)
 	CHECK_EQ_U64(pp_symcache_size(c), 1);
 	pp_symcache_free(c);
 	pp_symcache_free(NULL);
+}
+
+/*
+ * With a store, a file's table built at one start is read back at the next (a new cache, as
+ * a restarted agent has) and names alike; the fixture's files, written a moment ago, are not
+ * kept until their ctime settles.
+ */
+TEST(tables_are_read_back_from_the_store_at_the_next_start)
+{
+	static const char *const libc_paths[] = {"/usr/lib/x86_64-linux-gnu/libc.so.6",
+						 "/usr/lib/aarch64-linux-gnu/libc.so.6"};
+	char dir[PATH_MAX], a[PATH_MAX];
+	const struct pp_elf_symbols *s1, *s2;
+	struct pp_symbol_store *store;
+	struct pp_symcache *c;
+	const char *libc = NULL;
+	struct stat st;
+
+	NEED_FIXTURE();
+	for (size_t i = 0; i < sizeof(libc_paths) / sizeof(libc_paths[0]) && !libc; i++)
+		if (!stat(libc_paths[i], &st) && time(NULL) > st.st_ctim.tv_sec + 3)
+			libc = libc_paths[i];
+	if (!libc)
+		SKIP("no libc.so.6 unchanged for 3 s where it is looked for");
+	path_of(dir, sizeof(dir), "symbol-tables");
+	path_of(a, sizeof(a), "a");
+	store = pp_symbol_store_new(&(struct pp_symbol_store_opts){.dir = dir, .boot_id = "b"});
+	REQUIRE(store != NULL);
+	c = pp_symcache_new(8, 64u << 20);
+	REQUIRE(c != NULL);
+	pp_symcache_set_store(c, store);
+	s1 = pp_symcache_get_file(c, libc, NULL);
+	REQUIRE(s1 != NULL && pp_symcache_get_file(c, a, NULL) != NULL);
+	CHECK_EQ_U64(stats(c).from_store, 0);
+	pp_symcache_free(c);
+	{
+		struct pp_symbol_store_stats ss;
+
+		pp_symbol_store_get_stats(store, &ss);
+		CHECK_EQ_U64(ss.stored, 1);    /* libc */
+		CHECK_EQ_U64(ss.unsettled, 1); /* the fixture's a, just built */
+	}
+
+	c = pp_symcache_new(8, 64u << 20);
+	REQUIRE(c != NULL);
+	pp_symcache_set_store(c, store);
+	s2 = pp_symcache_get_file(c, libc, NULL);
+	REQUIRE(s2 != NULL);
+	CHECK_EQ_U64(stats(c).from_store, 1);
+	CHECK_EQ_U64(stats(c).opens, 1);
+	{
+		struct pp_elf_symbols *built = pp_elf_symbols_open_path(libc);
+
+		REQUIRE(built != NULL);
+		CHECK(pp_elf_symbols_same(built, s2));
+		pp_elf_symbols_free(built);
+	}
+	pp_symcache_free(c);
+	pp_symbol_store_free(store);
 }
 
 TEST(copies_share_a_table_by_build_id)
@@ -442,6 +504,8 @@ TEST(a_claimed_build_id_shares_no_names)
 TEST_LIST = {
     {"a_claimed_build_id_shares_no_names", a_claimed_build_id_shares_no_names},
     {"same_file_by_inode", same_file_by_inode},
+    {"tables_are_read_back_from_the_store_at_the_next_start",
+     tables_are_read_back_from_the_store_at_the_next_start},
     {"copies_share_a_table_by_build_id", copies_share_a_table_by_build_id},
     {"build_id_mismatch_is_estale", build_id_mismatch_is_estale},
     {"lru_eviction", lru_eviction},
