@@ -9,6 +9,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "elf_symbols.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -1331,12 +1332,20 @@ int pp_elf_symbols_adopt(struct pp_elf_symbols *dst, struct pp_elf_symbols *debu
 /* magic, source, class, type, flags, debuglink CRC, build id and debuglink lengths, counts */
 #define FILE_HEAD_BYTES (8 + 5 * 4 + 1 + 2 + 4 * 8)
 
+/* The little-endian u64 v at p (the hot loop of a table written: pp_le_put goes by bytes). */
+static uint8_t *put_u64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, sizeof(v));
+	return p + sizeof(v);
+}
+
 static uint8_t *put_syms(uint8_t *p, const struct pp_elf_symbol *v, size_t n, const char *names)
 {
 	for (size_t i = 0; i < n; i++) {
-		p = pp_le_put(p, v[i].start, 8);
-		p = pp_le_put(p, v[i].end, 8);
-		p = pp_le_put(p, (uint64_t)(v[i].name - names), 8);
+		p = put_u64(p, v[i].start);
+		p = put_u64(p, v[i].end);
+		p = put_u64(p, (uint64_t)(v[i].name - names));
 	}
 	return p;
 }
@@ -1353,20 +1362,20 @@ static bool names_own(const struct pp_elf_symbols *s, const struct pp_elf_symbol
  * The names come first, so that a table read back keeps its file's bytes up to their end as
  * its names, and lets the rest go (pp_elf_symbols_decode with an owner).
  */
-int pp_elf_symbols_encode(const struct pp_elf_symbols *s, void **out, size_t *len)
+int pp_elf_symbols_encode(const struct pp_elf_symbols *s, size_t head_room, void **out, size_t *len)
 {
 	size_t idlen = strlen(s->build_id), linklen = strlen(s->debuglink), n;
 	uint8_t *buf, *p;
 
 	if (!names_own(s, s->funcs, s->nfuncs) || !names_own(s, s->data, s->ndata))
 		return -EINVAL;
-	n = FILE_HEAD_BYTES + idlen + linklen + s->names_len +
+	n = head_room + FILE_HEAD_BYTES + idlen + linklen + s->names_len +
 	    (s->nfuncs + s->ndata) * FILE_SYM_BYTES + s->nsegs * FILE_SEG_BYTES;
 	buf = malloc(n);
 	if (!buf)
 		return -ENOMEM;
-	memcpy(buf, FILE_MAGIC, 8);
-	p = buf + 8;
+	memcpy(buf + head_room, FILE_MAGIC, 8);
+	p = buf + head_room + 8;
 	p = pp_le_put(p, (uint64_t)s->source, 4);
 	p = pp_le_put(p, (uint64_t)s->elf_class, 4);
 	p = pp_le_put(p, (uint64_t)s->elf_type, 4);

@@ -11,6 +11,7 @@
 #include "base/le.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 /* magic, stamp, dev, ino, ctime s and ns, size, when built */
 #define HEAD_BYTES (8 + STAMP_SIZE + 6 * 8)
 #define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
+#define TRIM_AFTER_BYTES (4u << 20)
 
 struct identity {
 	uint64_t dev, ino, ctime_s, ctime_ns, size;
@@ -205,9 +207,8 @@ int pp_symbol_store_put(struct pp_symbol_store *s, const struct stat *st,
 	uint64_t t0 = pp_clock_ns(CLOCK_MONOTONIC);
 	struct identity id = identity_of(st);
 	struct timespec now;
-	void *table = NULL;
 	uint8_t *buf = NULL, *p;
-	size_t len;
+	size_t len = 0;
 	char name[64];
 	int err;
 
@@ -216,11 +217,8 @@ int pp_symbol_store_put(struct pp_symbol_store *s, const struct stat *st,
 		s->st.unsettled++;
 		return -EAGAIN;
 	}
-	err = pp_elf_symbols_encode(syms, &table, &len);
-	if (!err) {
-		buf = malloc(HEAD_BYTES + len);
-		err = buf ? 0 : -ENOMEM;
-	}
+	/* the header in the room left before the table's bytes: one buffer, one copy */
+	err = pp_elf_symbols_encode(syms, HEAD_BYTES, (void **)&buf, &len);
 	if (!err) {
 		memcpy(buf, MAGIC, 8);
 		memcpy(buf + 8, s->stamp, STAMP_SIZE);
@@ -230,14 +228,18 @@ int pp_symbol_store_put(struct pp_symbol_store *s, const struct stat *st,
 		p = pp_le_put(p, id.ctime_s, 8);
 		p = pp_le_put(p, id.ctime_ns, 8);
 		p = pp_le_put(p, id.size, 8);
-		p = pp_le_put(p, (uint64_t)now.tv_sec, 8);
-		memcpy(p, table, len);
+		pp_le_put(p, (uint64_t)now.tv_sec, 8);
 		name_of(&id, name, sizeof(name));
 		/* over half the bound it would push out most of what is kept (-EFBIG) */
-		err = pp_file_store_put(s->files, name, buf, HEAD_BYTES + len);
+		err = pp_file_store_put(s->files, name, buf, len);
 	}
-	free(table);
 	free(buf);
+	/*
+	 * A big table's bytes (node's: 10 MiB) in the loader's malloc arena, which keeps what is
+	 * freed: handed back, the agent's memory is its caches'.
+	 */
+	if (len > TRIM_AFTER_BYTES)
+		malloc_trim(0);
 	if (!err)
 		s->st.stored++;
 	else if (err != -EFBIG)
