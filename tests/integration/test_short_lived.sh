@@ -15,7 +15,9 @@
 #     shell that started them, and their stacks whole, walked from their copies;
 #  3. the churn of 1. with every file's table partial (--unwind-partial-fdes 1: a deferred
 #     row over its code, the FDEs a walk reaches found then): the same named, whole stacks,
-#     from the rows the walks of stack copies found.
+#     from the rows the walks of stack copies found; then twice with a table cache: the
+#     first keeps the FDEs its walks found, the second looks them up again at its start,
+#     its stacks as whole.
 # Needs root, BPF and perf events; exits 77 otherwise.
 
 . "$(dirname "$0")/lib.sh"
@@ -170,7 +172,26 @@ pp_check "partial: pp_short's samples in its function: $named of $total" \
 	test "$total" -ge 100 -a $((named * 100)) -ge $((total * 95))
 pp_check "partial: pp_short's stacks whole: $whole of $wtotal" \
 	test "$wtotal" -ge 100 -a $((whole * 100)) -ge $((wtotal * 95))
-read -r pfiles pfdes pframes pmet < <(sed -n 's/^partial unwind tables: \([0-9]*\) files (rows found as walks reach their code: \([0-9]*\) FDEs for \([0-9]*\) frames of stack copies; the shim met code not found yet \([0-9]*\) times.*/\1 \2 \3 \4/p' "$T/partial.out")
+# partial_line NAME: files, FDEs found at an earlier start, FDEs found, frames, meetings
+partial_line() {
+	sed -n 's/^partial unwind tables: \([0-9]*\) files (\([0-9]*\) FDEs found at an earlier start, looked up again at once; rows found as walks reach their code: \([0-9]*\) FDEs for \([0-9]*\) frames of stack copies; the shim met code not found yet \([0-9]*\) times.*/\1 \2 \3 \4 \5/p' "$T/$1.out"
+}
+read -r pfiles _ pfdes pframes pmet < <(partial_line partial)
 pp_check "partial: files given partial tables ${pfiles:-?}, FDEs found ${pfdes:-?} for ${pframes:-?} frames, the shim met code not found ${pmet:-?} times" \
 	test "${pfiles:-0}" -ge 2 -a "${pfdes:-0}" -ge 2 -a "${pframes:-0}" -ge 2 -a "${pmet:-0}" -ge 1
+
+# ... kept for the next start: libc's FDEs among them (the programs built here a moment ago
+# are not kept: their ctime has not settled)
+for run in keep again; do
+	record_all "partial-$run" "$T/churn.sh" --unwind-partial-fdes 1 --unwind-table-cache "$T/pcache"
+	[ "$PP_RC" -eq 0 ] || pp_fail "partial-$run: record exited $PP_RC"
+	grep -E '^partial unwind tables:' "$T/partial-$run.out" | sed 's/^/    /'
+done
+kept=$(find "$T/pcache" -name '*.fdes' | wc -l)
+read -r _ again _ _ _ < <(partial_line partial-again)
+read -r whole wtotal _ < <($CHECK whole folded "$T/partial-again.folded" pp_short)
+pp_check "partial: the FDEs found kept for $kept files, ${again:-?} looked up again at the next start" \
+	test "$kept" -ge 1 -a "${again:-0}" -ge 1
+pp_check "partial, the next start: pp_short's stacks whole: $whole of $wtotal" \
+	test "$wtotal" -ge 100 -a $((whole * 100)) -ge $((wtotal * 95))
 pp_finish

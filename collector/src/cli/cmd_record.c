@@ -711,12 +711,13 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	       (unsigned long long)us.mappings, (unsigned long long)us.mappings_no_table,
 	       (unsigned long long)us.mappings_no_cfi, (unsigned long long)us.mappings_unopened,
 	       (unsigned long long)us.mappings_no_room, (unsigned long long)us.mappings_unplaced);
-	printf("partial unwind tables: %llu files (rows found as walks reach their code: %llu FDEs "
+	printf("partial unwind tables: %llu files (%llu FDEs found at an earlier start, looked up "
+	       "again at once; rows found as walks reach their code: %llu FDEs "
 	       "for %llu frames of stack copies; the shim met code not found yet %llu times), "
 	       "written %llu times (%llu failed), %llu compiled whole since\n",
-	       (unsigned long long)us.tables_partial, (unsigned long long)us.partial_fdes,
-	       (unsigned long long)us.partial_frames, (unsigned long long)c[PP_CNT_UNWIND_DEFERRED],
-	       (unsigned long long)us.partial_writes,
+	       (unsigned long long)us.tables_partial, (unsigned long long)us.partial_fdes_again,
+	       (unsigned long long)us.partial_fdes, (unsigned long long)us.partial_frames,
+	       (unsigned long long)c[PP_CNT_UNWIND_DEFERRED], (unsigned long long)us.partial_writes,
 	       (unsigned long long)(us.partial_write_failed + us.partial_move_failed),
 	       (unsigned long long)us.partial_promoted);
 	if (us.cache_on)

@@ -26,6 +26,12 @@
 /* The largest table (PP_UW_MAX_TABLE_WORDS rows of 6 bytes, 65535 rules) is under this. */
 #define MAX_FILE_BYTES (40u << 20)
 #define SUFFIX ".uwt"
+#define FOUND_SUFFIX ".fdes"
+#define FOUND_MAGIC "PPFDES01"
+/* magic, stamp, dev, ino, ctime s and ns, size, count */
+#define FOUND_HEAD_BYTES (8 + PP_TABLE_IDENTITY_STAMP_SIZE + 6 * 8)
+/* a few big files' worth: 500 FDEs found in each is 4 KiB */
+#define FOUND_MAX_BYTES (4ull << 20)
 
 #define IDENTITIES "identities"
 #define IDENTITIES_MAGIC "PPUWID01"
@@ -39,7 +45,8 @@
 
 struct pp_table_cache {
 	struct pp_file_store *store;
-	int dirfd; /* the store's */
+	struct pp_file_store *found; /* the FDEs partial tables found; NULL: not kept */
+	int dirfd;		     /* the store's */
 	const char *dir;
 	struct pp_table_cache_stats st;
 	/* identities: idfd -1 when not kept (no boot id, the file could not be opened) */
@@ -305,6 +312,16 @@ struct pp_table_cache *pp_table_cache_new(const struct pp_table_cache_opts *opts
 	c->dirfd = pp_file_store_dirfd(c->store);
 	c->dir = pp_file_store_dir(c->store);
 	identities_open(c, opts->boot_id);
+	/* what partial tables found: only under a boot known (the stamp), as the identities */
+	if (c->idfd >= 0)
+		c->found = pp_file_store_new(&(struct pp_file_store_opts){
+		    .dir = opts->dir,
+		    .suffix = FOUND_SUFFIX,
+		    .name_hex = 32,
+		    .max_bytes = FOUND_MAX_BYTES,
+		    .max_file_bytes = FOUND_HEAD_BYTES + PP_TABLE_FOUND_MAX * 8,
+		    .what = "unwind table cache",
+		});
 	return c;
 }
 
@@ -316,6 +333,7 @@ void pp_table_cache_free(struct pp_table_cache *c)
 		close(c->idfd);
 	free(c->ids);
 	free(c->slots);
+	pp_file_store_free(c->found);
 	pp_file_store_free(c->store);
 	free(c);
 }
@@ -383,6 +401,124 @@ int pp_table_cache_put(struct pp_table_cache *c, const uint8_t digest[PP_UNWIND_
 	if (err && err != -EFBIG)
 		c->st.failed++;
 	c->st.write_ns += pp_clock_ns(CLOCK_MONOTONIC) - t0;
+	return err;
+}
+
+/* A found-FDEs file's name: a hash of its file's identity (the identity in full is inside). */
+static void found_name(const struct pp_table_identity *id, char *out, size_t size)
+{
+	uint64_t a = id->dev * 0x9e3779b97f4a7c15ull ^ id->ino * 0xc2b2ae3d27d4eb4full;
+	uint64_t b = a ^ (uint64_t)id->ctime_s * 0x165667b19e3779f9ull ^
+		     (uint64_t)id->ctime_ns * 0xff51afd7ed558ccdull ^ (uint64_t)id->size;
+
+	a ^= a >> 29;
+	b ^= b >> 31;
+	snprintf(out, size, "%016llx%016llx" FOUND_SUFFIX, (unsigned long long)a,
+		 (unsigned long long)b);
+}
+
+int pp_table_found_parse(const void *buf, size_t len,
+			 const char stamp[PP_TABLE_IDENTITY_STAMP_SIZE], const struct stat *st,
+			 uint64_t *out, size_t *n)
+{
+	const uint8_t *p = buf;
+	struct pp_table_identity want = identity_of(st), held = {0};
+	uint64_t count;
+
+	*n = 0;
+	if (len < FOUND_HEAD_BYTES || memcmp(p, FOUND_MAGIC, 8))
+		return len >= 8 && !memcmp(p, FOUND_MAGIC, 6) ? -EPROTO
+		       : len < FOUND_HEAD_BYTES		      ? -EBADMSG
+							      : -EPROTO;
+	if (memcmp(p + 8, stamp, PP_TABLE_IDENTITY_STAMP_SIZE))
+		return -EPROTO;
+	p += 8 + PP_TABLE_IDENTITY_STAMP_SIZE;
+	held.dev = pp_le_get(&p, 8);
+	held.ino = pp_le_get(&p, 8);
+	held.ctime_s = (int64_t)pp_le_get(&p, 8);
+	held.ctime_ns = (int64_t)pp_le_get(&p, 8);
+	held.size = (int64_t)pp_le_get(&p, 8);
+	count = pp_le_get(&p, 8);
+	if (!same_identity(&held, &want))
+		return -EPROTO;
+	if (count > PP_TABLE_FOUND_MAX || len != FOUND_HEAD_BYTES + count * 8)
+		return -EBADMSG;
+	for (uint64_t i = 0; i < count; i++)
+		out[i] = pp_le_get(&p, 8);
+	*n = (size_t)count;
+	return 0;
+}
+
+int pp_table_cache_get_found(struct pp_table_cache *c, const struct stat *st, uint64_t **pcs,
+			     size_t *n)
+{
+	struct pp_table_identity id = identity_of(st);
+	char name[64];
+	uint64_t *out;
+	size_t len;
+	void *buf;
+	int err;
+
+	*pcs = NULL;
+	*n = 0;
+	if (!c || !c->found)
+		return -ENOENT;
+	found_name(&id, name, sizeof(name));
+	err = pp_file_store_read(c->found, name, &buf, &len);
+	if (err)
+		return err == -ENOMEM ? -ENOMEM : -ENOENT;
+	out = malloc(PP_TABLE_FOUND_MAX * sizeof(*out));
+	if (!out) {
+		free(buf);
+		return -ENOMEM;
+	}
+	err = pp_table_found_parse(buf, len, c->stamp, st, out, n);
+	free(buf);
+	if (err) {
+		free(out);
+		pp_file_store_refuse(c->found, name,
+				     err == -EPROTO ? "another format, file, boot or compiler"
+						    : "does not decode (torn or altered)");
+		return -ENOENT;
+	}
+	pp_file_store_touch(c->found, name);
+	*pcs = out;
+	return 0;
+}
+
+int pp_table_cache_put_found(struct pp_table_cache *c, const struct stat *st, const uint64_t *pcs,
+			     size_t n)
+{
+	struct pp_table_identity id = identity_of(st);
+	uint8_t *buf, *p;
+	char name[64];
+	int err;
+
+	if (!c || !c->found)
+		return -ENOENT;
+	if (time(NULL) < id.ctime_s + PP_TABLE_IDENTITY_SETTLED_S)
+		return -EAGAIN;
+	if (n > PP_TABLE_FOUND_MAX)
+		n = PP_TABLE_FOUND_MAX;
+	buf = malloc(FOUND_HEAD_BYTES + n * 8);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, FOUND_MAGIC, 8);
+	memcpy(buf + 8, c->stamp, PP_TABLE_IDENTITY_STAMP_SIZE);
+	p = buf + 8 + PP_TABLE_IDENTITY_STAMP_SIZE;
+	p = pp_le_put(p, id.dev, 8);
+	p = pp_le_put(p, id.ino, 8);
+	p = pp_le_put(p, (uint64_t)id.ctime_s, 8);
+	p = pp_le_put(p, (uint64_t)id.ctime_ns, 8);
+	p = pp_le_put(p, (uint64_t)id.size, 8);
+	p = pp_le_put(p, n, 8);
+	for (size_t i = 0; i < n; i++)
+		p = pp_le_put(p, pcs[i], 8);
+	found_name(&id, name, sizeof(name));
+	err = pp_file_store_put(c->found, name, buf, FOUND_HEAD_BYTES + n * 8);
+	free(buf);
+	if (err && err != -EFBIG)
+		c->st.failed++;
 	return err;
 }
 

@@ -100,6 +100,30 @@ int pp_table_identities_parse(const void *buf, size_t len,
 /* The bytes of one record (PP_TABLE_IDENTITY_RECORD_SIZE), its CRC included. */
 void pp_table_identity_encode(const struct pp_table_identity *id, uint8_t *out);
 
+/*
+ * The FDEs a partial table found (unwinder.h: each by the address of its first row), kept by
+ * its file's identity as above, for the boot and the compiler: a restarted agent looks them up
+ * again at once instead of waiting for walks to reach them. Kept only for a file unchanged for
+ * PP_TABLE_IDENTITY_SETTLED_S, at most PP_TABLE_FOUND_MAX addresses. An address is only a
+ * hint: the FDE it names is looked up and checked as any.
+ */
+#define PP_TABLE_FOUND_MAX 65536
+/* The addresses kept for the file st describes: 0 with *pcs (the caller frees) and *n, or
+ * -ENOENT (none, of another file, boot or compiler: those removed), -ENOMEM. */
+int pp_table_cache_get_found(struct pp_table_cache *c, const struct stat *st, uint64_t **pcs,
+			     size_t *n);
+/* Keep them: 0, -EAGAIN for a file changed too recently, or -errno. */
+int pp_table_cache_put_found(struct pp_table_cache *c, const struct stat *st, const uint64_t *pcs,
+			     size_t n);
+/*
+ * A found-FDEs file's parser: its addresses in out (room for PP_TABLE_FOUND_MAX), in *n, when
+ * its header holds stamp and the identity of st. 0, -EPROTO for another format, boot, compiler
+ * or file, -EBADMSG for a size its count does not give.
+ */
+int pp_table_found_parse(const void *buf, size_t len,
+			 const char stamp[PP_TABLE_IDENTITY_STAMP_SIZE], const struct stat *st,
+			 uint64_t *out, size_t *n);
+
 void pp_table_cache_get_stats(const struct pp_table_cache *c, struct pp_table_cache_stats *out);
 
 #endif /* PP_COLLECTOR_TABLE_CACHE_H */

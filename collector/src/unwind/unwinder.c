@@ -107,6 +107,8 @@ struct table {
 	struct pp_fde_lookup *partial;
 	struct pp_unwind_row *prows; /* sorted */
 	size_t nprows;
+	uint64_t *found; /* the address of each FDE found, kept for a restart (table cache) */
+	size_t nfound, found_cap;
 	uint64_t partial_misses; /* frames of walks that reached code not found yet */
 	uint32_t partial_short;	 /* ... walks of copies that then ended before the stack did */
 	uint8_t dirty;		 /* rows found since its run was written */
@@ -439,6 +441,9 @@ static void partial_forget(struct table *t)
 	free(t->prows);
 	t->prows = NULL;
 	t->nprows = 0;
+	free(t->found);
+	t->found = NULL;
+	t->nfound = t->found_cap = 0;
 }
 
 static void table_drop_rows(struct pp_unwinder *u, struct table *t)
@@ -856,6 +861,22 @@ static bool fde_rows_ready(struct pp_unwinder *u)
 	return u->fde_rows != NULL;
 }
 
+/* start, where an FDE was found, kept for the next start (memory short: not kept). */
+static void note_found(struct table *t, uint64_t start)
+{
+	if (t->nfound == t->found_cap) {
+		size_t cap = t->found_cap ? 2 * t->found_cap : 64;
+		uint64_t *nv =
+		    cap <= PP_TABLE_FOUND_MAX ? realloc(t->found, cap * sizeof(*nv)) : NULL;
+
+		if (!nv)
+			return;
+		t->found = nv;
+		t->found_cap = cap;
+	}
+	t->found[t->nfound++] = start;
+}
+
 /* The row at vaddr among those found so far: NULL where none covers it. */
 static const struct pp_unwind_row *partial_row(const struct table *t, uint64_t vaddr)
 {
@@ -894,6 +915,7 @@ static int partial_find(struct pp_unwinder *u, struct table *t, uint64_t vaddr,
 	ret = partial_add(t, u->fde_rows, n, start, limit);
 	if (ret)
 		return ret;
+	note_found(t, start);
 	r = partial_row(t, vaddr);
 	if (!r)
 		return 0;
@@ -905,10 +927,10 @@ static int partial_find(struct pp_unwinder *u, struct table *t, uint64_t vaddr,
  * A new partial table's first rows: a deferred row from its first FDE on, and its last FDE's
  * rows, so that its run's pages reach the end of its code. 0 or -errno.
  */
-static int partial_start(struct pp_unwinder *u, struct table *t)
+static int partial_start(struct pp_unwinder *u, struct table *t, const struct stat *st)
 {
-	uint64_t start, limit;
-	size_t n;
+	uint64_t start, limit, *hints;
+	size_t n, nhints;
 	int ret;
 
 	if (!fde_rows_ready(u))
@@ -924,7 +946,37 @@ static int partial_start(struct pp_unwinder *u, struct table *t)
 	ret = pp_fde_lookup_rows(t->partial, UINT64_MAX - 1, u->fde_rows, &n, &start, &limit);
 	if (ret == 1)
 		ret = partial_add(t, u->fde_rows, n, start, limit);
+	/*
+	 * The FDEs an earlier start's walks found in this very file: looked up again now (each
+	 * one checked as any), so that its samples walk in the kernel from the first.
+	 */
+	if (ret >= 0 && pp_table_cache_get_found(u->cache, st, &hints, &nhints) == 0) {
+		for (size_t i = 0; i < nhints; i++) {
+			const struct pp_unwind_row *r = partial_row(t, hints[i]);
+
+			if ((r && r->cfa_rule != PP_CFA_DEFERRED && r->pc <= hints[i]) ||
+			    pp_fde_lookup_rows(t->partial, hints[i], u->fde_rows, &n, &start,
+					       &limit) != 1 ||
+			    partial_add(t, u->fde_rows, n, start, limit) != 0)
+				continue;
+			note_found(t, start);
+			u->st.partial_fdes_again++;
+		}
+		free(hints);
+	}
 	return ret < 0 ? ret : partial_write(u, t);
+}
+
+/* What t's walks found, kept for the agent's next start (the file unchanged). */
+static void partial_keep_found(struct pp_unwinder *u, const struct table *t)
+{
+	struct stat st;
+	int fd = pp_fde_lookup_fd(t->partial);
+
+	if (!u->cache || !t->nfound || fd < 0 || fstat(fd, &st))
+		return;
+	if (pp_table_cache_put_found(u->cache, &st, t->found, t->nfound) == 0)
+		u->st.partial_found_kept++;
 }
 
 /*
@@ -955,7 +1007,7 @@ static struct table *partial_new(struct pp_unwinder *u, int fd, const struct sta
 	t->in_use = 1;
 	t->partial = l;
 	t->nloads = (uint32_t)pp_fde_lookup_get_loads(l, t->loads);
-	if (partial_start(u, t) != 0) {
+	if (partial_start(u, t, st) != 0) {
 		partial_forget(t);
 		memset(t, 0, sizeof(*t));
 		return NULL;
@@ -1853,6 +1905,8 @@ void pp_unwinder_free(struct pp_unwinder *u)
 		free(u->procs[i].map_tables);
 	}
 	for (uint32_t i = 0; u->tables && i < u->max_tables; i++) {
+		if (u->tables[i].in_use && u->tables[i].partial)
+			partial_keep_found(u, &u->tables[i]);
 		pp_unwind_packed_release(&u->tables[i].packed, NULL);
 		partial_forget(&u->tables[i]);
 	}

@@ -124,6 +124,9 @@ struct pp_unwinder_stats {
 	/* partial tables: files given one, FDEs found for walks, frames walked by rows found
 	 * then, runs written again, compiled whole since; their failures */
 	uint64_t tables_partial, partial_fdes, partial_frames, partial_writes, partial_promoted;
+	/* FDEs an earlier start found, looked up again at once; partial tables whose found FDEs
+	 * were kept for the next start (in the table cache, at the end) */
+	uint64_t partial_fdes_again, partial_found_kept;
 	uint64_t partial_write_failed, partial_move_failed;
 };
 

@@ -347,7 +347,54 @@ TEST(identities_are_bounded)
 	pp_table_cache_free(c);
 }
 
+/*
+ * The FDEs a partial table found, kept at one start, come back at the next for the very file
+ * (same boot, same compiler); another file, a file changed too recently, another boot or
+ * damaged bytes give none, and what cannot be used is removed.
+ */
+TEST(found_fdes_come_back_for_the_same_file)
+{
+	char root[512], dir[600];
+	struct pp_table_cache *c;
+	struct stat old = file_stat(0x801, 4242, 65536, 3600), fresh = file_stat(0x801, 77, 100, 0);
+	struct stat other = old;
+	uint64_t pcs[3] = {0x1000, 0x2345, 0xffffffff00}, *got;
+	size_t n;
+
+	REQUIRE(pp_test_scratch_dir(root, sizeof(root), "pp-table-found") == 0);
+	snprintf(dir, sizeof(dir), "%s/tables", root);
+	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir, .boot_id = "boot-a"});
+	REQUIRE(c != NULL);
+	CHECK(pp_table_cache_get_found(c, &old, &got, &n) == -ENOENT);
+	CHECK(pp_table_cache_put_found(c, &old, pcs, 3) == 0);
+	CHECK(pp_table_cache_put_found(c, &fresh, pcs, 3) == -EAGAIN);
+	pp_table_cache_free(c);
+
+	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir, .boot_id = "boot-a"});
+	REQUIRE(c != NULL);
+	REQUIRE(pp_table_cache_get_found(c, &old, &got, &n) == 0);
+	CHECK(n == 3 && !memcmp(got, pcs, sizeof(pcs)));
+	free(got);
+	other.st_ctim.tv_nsec++;
+	CHECK(pp_table_cache_get_found(c, &other, &got, &n) == -ENOENT);
+	CHECK(pp_table_cache_get_found(c, &fresh, &got, &n) == -ENOENT);
+	pp_table_cache_free(c);
+
+	/* another boot: the file is of no use, removed */
+	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir, .boot_id = "boot-b"});
+	REQUIRE(c != NULL);
+	CHECK(pp_table_cache_get_found(c, &old, &got, &n) == -ENOENT);
+	CHECK(pp_test_sh("ls '%s' | grep -q 'fdes$'", dir) != 0);
+	/* damaged: a count its size does not give */
+	CHECK(pp_table_cache_put_found(c, &old, pcs, 3) == 0);
+	REQUIRE(pp_test_sh("cd '%s' && f=$(ls *.fdes) && printf X >>\"$f\"", dir) == 0);
+	CHECK(pp_table_cache_get_found(c, &old, &got, &n) == -ENOENT);
+	CHECK(pp_test_sh("ls '%s' | grep -q 'fdes$'", dir) != 0);
+	pp_table_cache_free(c);
+}
+
 TEST_LIST = {
+    {"found_fdes_come_back_for_the_same_file", found_fdes_come_back_for_the_same_file},
     {"identities_give_digests_back_at_the_next_start",
      identities_give_digests_back_at_the_next_start},
     {"identities_are_bounded", identities_are_bounded},
