@@ -15,7 +15,8 @@
 # Per rate: the weight of samples with a frame in no known file ([unknown]), the share of the
 # 150 ms program's samples whose stack is whole, the agent's CPU against perf's (over a whole
 # capture, start-up and first sight of every program included; the same capture again, as a
-# restarted agent finds the tables it compiled in its table cache; and over D seconds after a
+# restarted agent finds the tables it compiled and the symbol tables it read in its caches on
+# disk; and over D seconds after a
 # 10 s warm-up, what a long-running agent pays, against perf's whole capture and perf's own D
 # seconds after 10; and, for what perf leaves to later, the CPU of a perf report of its
 # capture: its stacks symbolized and merged, which the agent does as it samples), its RSS,
@@ -133,7 +134,7 @@ steady_cpu() {
 }
 # steady HZ SECS OUT [CACHE]: the agent's steady_cpu
 # shellcheck disable=SC2086 # AGENT_ARGS: words
-steady() { steady_cpu "$2" "$PP" record -a -F "$1" -d $((10 + $2 + 5)) --unwind-table-cache "${4:-none}" $AGENT_ARGS -o "$3"; }
+steady() { steady_cpu "$2" "$PP" record -a -F "$1" -d $((10 + $2 + 5)) --unwind-table-cache "${4:-none}" --symbol-table-cache "${5:-none}" $AGENT_ARGS -o "$3"; }
 pct() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print('%.1f' % (100 * a / b if b else 0))" "$1" "$2"; }
 
 echo "bench_churn: ${D} s per capture, rates $RATES, $(nproc) CPUs, kernel $(uname -r)"
@@ -149,17 +150,17 @@ for HZ in ${RATES//,/ }; do
 	for ((round = 1; round <= ROUNDS; round++)); do
 		# the first sight of every program: a node's first start of the agent, its table
 		# cache empty; then a restart, every table it compiled kept in that cache
-		rm -rf "$T/tables$HZ"
-		out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" $AGENT_ARGS -o "$T/pp$HZ.folded")
+		rm -rf "$T/tables$HZ" "$T/symbols$HZ"
+		out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" --symbol-table-cache "$T/symbols$HZ" $AGENT_ARGS -o "$T/pp$HZ.folded")
 		pp_cpu=$(echo "$out" | field cpu_s)
 		pp_rss=$(echo "$out" | field maxrss_kb)
 		procs=$(echo "$out" | sed -n 's/^processes: //p')
 		tables=$(echo "$out" | sed -n 's/^unwind tables: \([0-9]*\) built.*(\([0-9]*\) built again).*/\1 built, \2 built again/p')
 		partial=$(echo "$out" | sed -n 's/^\(partial unwind tables: .*\)/\1/p')
-		out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" $AGENT_ARGS -o "$T/warm$HZ.folded")
+		out=$(cpu_of "$PP" record -a -F "$HZ" -d "$D" --unwind-table-cache "$T/tables$HZ" --symbol-table-cache "$T/symbols$HZ" $AGENT_ARGS -o "$T/warm$HZ.folded")
 		warm_cpu=$(echo "$out" | field cpu_s)
-		cached="$(echo "$out" | sed -n 's/^unwind tables: \([0-9]*\) built.*/\1 built/p'), $(echo "$out" | sed -n 's/^unwind table cache: \([0-9]*\) tables read in \([0-9]*\) ms.*/\1 read from the cache in \2 ms/p')"
-		out=$(steady "$HZ" "$D" "$T/steady$HZ.folded" "$T/tables$HZ")
+		cached="$(echo "$out" | sed -n 's/^unwind tables: \([0-9]*\) built.*/\1 built/p'), $(echo "$out" | sed -n 's/^unwind table cache: \([0-9]*\) tables read in \([0-9]*\) ms.*/\1 read from the cache in \2 ms/p'); symbol tables: $(echo "$out" | sed -n 's/^symbol table cache: \([0-9]*\) tables read in \([0-9]*\) ms.*/\1 read from the cache in \2 ms/p')"
+		out=$(steady "$HZ" "$D" "$T/steady$HZ.folded" "$T/tables$HZ" "$T/symbols$HZ")
 		st_cpu=$(echo "$out" | field cpu_s)
 		st_rss=$(echo "$out" | field rss_kb)
 		out=$(cpu_of perf record -q -a -g -F "$HZ" -o "$T/perf$HZ.data" -- sleep "$D")
@@ -214,4 +215,4 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${ROWS[@]}"
 echo
 echo "idle node, 20 Hz, ${D} s after a 10 s warm-up: pebsprof CPU $idle_cpu s = $(pct "$idle_cpu" "$D")% of one CPU"
-echo "commands: $PP record -a -F HZ -d $D --unwind-table-cache DIR (a new DIR, then again); perf record -a -g -F HZ -- sleep $D"
+echo "commands: $PP record -a -F HZ -d $D --unwind-table-cache DIR --symbol-table-cache DIR2 (new DIRs, then again); perf record -a -g -F HZ -- sleep $D"
