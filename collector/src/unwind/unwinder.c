@@ -109,6 +109,7 @@ struct table {
 	size_t nprows;
 	uint64_t *found; /* the address of each FDE found, kept for a restart (table cache) */
 	size_t nfound, found_cap;
+	size_t nfound_kept;	 /* ... of which kept so far */
 	uint64_t partial_misses; /* frames of walks that reached code not found yet */
 	uint32_t partial_short;	 /* ... walks of copies that then ended before the stack did */
 	uint8_t dirty;		 /* rows found since its run was written */
@@ -193,6 +194,7 @@ struct pp_unwinder {
 	struct pp_unwind_row *fde_rows; /* one FDE's rows, found for a walk (PP_FDE_MAX_ROWS) */
 	bool partial_dirty;		/* a partial table has rows not written yet */
 	uint64_t partial_written_ms;	/* when they were last written */
+	uint64_t found_kept_ms;		/* ... and what they found last kept (table cache) */
 	struct pp_unwinder_stats st;
 };
 
@@ -443,7 +445,7 @@ static void partial_forget(struct table *t)
 	t->nprows = 0;
 	free(t->found);
 	t->found = NULL;
-	t->nfound = t->found_cap = 0;
+	t->nfound = t->found_cap = t->nfound_kept = 0;
 }
 
 static void table_drop_rows(struct pp_unwinder *u, struct table *t)
@@ -733,6 +735,7 @@ out:
  * written meanwhile take copies, walked as before (their stacks whole, their cost the ring's).
  */
 #define PARTIAL_WRITE_MS 500
+#define PARTIAL_KEEP_MS 300000
 
 /*
  * The processes holding t (by their mapping's table) given its run at its new place: holders
@@ -968,15 +971,17 @@ static int partial_start(struct pp_unwinder *u, struct table *t, const struct st
 }
 
 /* What t's walks found, kept for the agent's next start (the file unchanged). */
-static void partial_keep_found(struct pp_unwinder *u, const struct table *t)
+static void partial_keep_found(struct pp_unwinder *u, struct table *t)
 {
 	struct stat st;
 	int fd = pp_fde_lookup_fd(t->partial);
 
-	if (!u->cache || !t->nfound || fd < 0 || fstat(fd, &st))
+	if (!u->cache || t->nfound == t->nfound_kept || fd < 0 || fstat(fd, &st))
 		return;
-	if (pp_table_cache_put_found(u->cache, &st, t->found, t->nfound) == 0)
+	if (pp_table_cache_put_found(u->cache, &st, t->found, t->nfound) == 0) {
 		u->st.partial_found_kept++;
+		t->nfound_kept = t->nfound;
+	}
 }
 
 /*
@@ -1061,9 +1066,15 @@ static void partial_promote(struct pp_unwinder *u, struct table *t)
 	u->st.partial_promoted++;
 }
 
-/* Rows found written, and partial tables whose walks paid for it compiled whole. */
+/*
+ * Rows found written, and partial tables whose walks paid for it compiled whole; every
+ * PARTIAL_KEEP_MS what they found kept for a restart too (an agent killed keeps what it had
+ * found until then, not only one that ends).
+ */
 static void partial_flush(struct pp_unwinder *u)
 {
+	bool keep = u->cache && now_ms() - u->found_kept_ms >= PARTIAL_KEEP_MS;
+
 	for (uint32_t i = 0; i < u->max_tables; i++) {
 		struct table *t = &u->tables[i];
 
@@ -1075,9 +1086,13 @@ static void partial_flush(struct pp_unwinder *u)
 			partial_promote(u, t);
 		if (t->partial && t->dirty)
 			(void)partial_write(u, t); /* counted; the rows stay found for walks */
+		if (t->partial && keep)
+			partial_keep_found(u, t);
 	}
 	u->partial_dirty = false;
 	u->partial_written_ms = now_ms();
+	if (keep)
+		u->found_kept_ms = u->partial_written_ms;
 }
 
 /*
@@ -1814,6 +1829,7 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->max_procs = opts && opts->max_procs ? opts->max_procs : PP_UNWIND_MAX_PROCS;
 	u->max_tables = opts && opts->max_tables ? opts->max_tables : 4096;
 	u->rescan_ms = opts && opts->rescan_ms ? opts->rescan_ms : 2000;
+	u->found_kept_ms = now_ms(); /* what is found is kept PARTIAL_KEEP_MS on, and at the end */
 	u->mmap_reports = opts && opts->mmap_reports;
 	u->kick_by_caller = opts && opts->kick_by_caller;
 	u->tables_only = opts && opts->tables_only;
