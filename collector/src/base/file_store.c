@@ -6,6 +6,7 @@
 #include "file_store.h"
 
 #include "fsutil.h"
+#include "le.h"
 #include "log.h"
 
 #include <dirent.h>
@@ -278,4 +279,48 @@ void pp_file_store_get_stats(const struct pp_file_store *s, struct pp_file_store
 		*out = s->st;
 	else
 		memset(out, 0, sizeof(*out));
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ h >> 33;
+}
+
+void pp_file_identity_name(const struct stat *st, const char *suffix, char *out, size_t size)
+{
+	uint64_t a = mix(mix(0, (uint64_t)st->st_dev), (uint64_t)st->st_ino);
+	uint64_t b = mix(mix(mix(a, (uint64_t)st->st_ctim.tv_sec), (uint64_t)st->st_ctim.tv_nsec),
+			 (uint64_t)st->st_size);
+
+	snprintf(out, size, "%016llx%016llx%s", (unsigned long long)a, (unsigned long long)b,
+		 suffix);
+}
+
+uint8_t *pp_file_identity_put(uint8_t *p, const struct stat *st)
+{
+	p = pp_le_put(p, (uint64_t)st->st_dev, 8);
+	p = pp_le_put(p, (uint64_t)st->st_ino, 8);
+	p = pp_le_put(p, (uint64_t)st->st_ctim.tv_sec, 8);
+	p = pp_le_put(p, (uint64_t)st->st_ctim.tv_nsec, 8);
+	return pp_le_put(p, (uint64_t)st->st_size, 8);
+}
+
+bool pp_file_identity_is(const uint8_t *p, const struct stat *st)
+{
+	uint8_t want[PP_FILE_IDENTITY_BYTES];
+
+	pp_file_identity_put(want, st);
+	return !memcmp(p, want, sizeof(want));
+}
+
+int pp_boot_id(const char *given, char *out, size_t size)
+{
+	if (given)
+		snprintf(out, size, "%s", given);
+	else if (pp_read_small_file("/proc/sys/kernel/random/boot_id", out, size) <= 0)
+		out[0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	return out[0] ? 0 : -ENOENT;
 }

@@ -11,8 +11,10 @@
 #ifndef PP_COLLECTOR_FILE_STORE_H
 #define PP_COLLECTOR_FILE_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 struct pp_file_store_opts {
 	const char *dir;	 /* created (0700, parents too) if missing */
@@ -57,5 +59,24 @@ void pp_file_store_refuse(struct pp_file_store *s, const char *name, const char 
 int pp_file_store_put(struct pp_file_store *s, const char *name, const void *buf, size_t len);
 
 void pp_file_store_get_stats(const struct pp_file_store *s, struct pp_file_store_stats *out);
+
+/*
+ * What a kept file is found by where it stands for a file of the node: that file's identity
+ * while it is unchanged (device, inode, ctime to the ns, size). Device numbers and inodes are
+ * reused across boots, so such files are kept under a boot's id, and only for files unchanged
+ * for a while (a change within the timestamps' granularity of the one before keeps the ctime);
+ * no one but the kernel sets a ctime.
+ */
+#define PP_FILE_IDENTITY_BYTES 40 /* as pp_file_identity_put writes it */
+#define PP_FILE_IDENTITY_NAME_HEX 32
+/* The store's name for st's file: PP_FILE_IDENTITY_NAME_HEX hex digits hashing its identity,
+ * then suffix (the identity in full goes inside, and is checked there). */
+void pp_file_identity_name(const struct stat *st, const char *suffix, char *out, size_t size);
+/* st's identity at p (PP_FILE_IDENTITY_BYTES, little-endian): the byte after it. */
+uint8_t *pp_file_identity_put(uint8_t *p, const struct stat *st);
+/* Whether the identity at p (PP_FILE_IDENTITY_BYTES) is st's. */
+bool pp_file_identity_is(const uint8_t *p, const struct stat *st);
+/* The boot's id: given (NULL: /proc/sys/kernel/random/boot_id) in out, 0, or -ENOENT. */
+int pp_boot_id(const char *given, char *out, size_t size);
 
 #endif /* PP_COLLECTOR_FILE_STORE_H */

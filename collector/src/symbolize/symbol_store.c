@@ -7,7 +7,6 @@
 
 #include "base/deadline.h"
 #include "base/file_store.h"
-#include "base/fsutil.h"
 #include "base/le.h"
 
 #include <errno.h>
@@ -26,48 +25,17 @@
 /* pp_elf_symbols' bound by default (256 MiB of table) as encoded, and the header */
 #define MAX_FILE_BYTES (320ull << 20)
 #define SUFFIX ".sym"
-#define NAME_HEX 32
 #define MAGIC "PPSYMS01"
 #define STAMP_SIZE 112
-/* magic, stamp, dev, ino, ctime s and ns, size, when built */
-#define HEAD_BYTES (8 + STAMP_SIZE + 6 * 8)
-#define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
+/* magic, stamp, the file's identity, when built */
+#define HEAD_BYTES (8 + STAMP_SIZE + PP_FILE_IDENTITY_BYTES + 8)
 #define TRIM_AFTER_BYTES (4u << 20)
-
-struct identity {
-	uint64_t dev, ino, ctime_s, ctime_ns, size;
-};
 
 struct pp_symbol_store {
 	struct pp_file_store *files;
 	char stamp[STAMP_SIZE]; /* NUL-padded */
 	struct pp_symbol_store_stats st;
 };
-
-static struct identity identity_of(const struct stat *st)
-{
-	return (struct identity){.dev = (uint64_t)st->st_dev,
-				 .ino = (uint64_t)st->st_ino,
-				 .ctime_s = (uint64_t)st->st_ctim.tv_sec,
-				 .ctime_ns = (uint64_t)st->st_ctim.tv_nsec,
-				 .size = (uint64_t)st->st_size};
-}
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	h *= 0xff51afd7ed558ccdull;
-	return h ^ h >> 33;
-}
-
-/* Its file's name: a hash of the identity (the identity in full is inside, checked). */
-static void name_of(const struct identity *id, char *out, size_t size)
-{
-	uint64_t a = mix(mix(0, id->dev), id->ino);
-	uint64_t b = mix(mix(mix(a, id->ctime_s), id->ctime_ns), id->size);
-
-	snprintf(out, size, "%016llx%016llx" SUFFIX, (unsigned long long)a, (unsigned long long)b);
-}
 
 struct pp_symbol_store *pp_symbol_store_new(const struct pp_symbol_store_opts *opts)
 {
@@ -79,12 +47,8 @@ struct pp_symbol_store *pp_symbol_store_new(const struct pp_symbol_store_opts *o
 		errno = EINVAL;
 		return NULL;
 	}
-	if (opts->boot_id)
-		snprintf(boot, sizeof(boot), "%s", opts->boot_id);
-	else if (pp_read_small_file(BOOT_ID_PATH, boot, sizeof(boot)) <= 0)
-		boot[0] = '\0';
-	boot[strcspn(boot, "\n")] = '\0';
-	if (!boot[0]) { /* identities of no known boot could be another boot's */
+	if (pp_boot_id(opts->boot_id, boot, sizeof(boot))) {
+		/* identities of no known boot could be another boot's */
 		errno = ENOENT;
 		return NULL;
 	}
@@ -95,7 +59,7 @@ struct pp_symbol_store *pp_symbol_store_new(const struct pp_symbol_store_opts *o
 	s->files = pp_file_store_new(&(struct pp_file_store_opts){
 	    .dir = opts->dir,
 	    .suffix = SUFFIX,
-	    .name_hex = NAME_HEX,
+	    .name_hex = PP_FILE_IDENTITY_NAME_HEX,
 	    .max_bytes = opts->max_bytes ? opts->max_bytes : DEFAULT_MAX_BYTES,
 	    .max_file_bytes = MAX_FILE_BYTES,
 	    .what = "symbol table cache",
@@ -118,14 +82,13 @@ void pp_symbol_store_free(struct pp_symbol_store *s)
 }
 
 /*
- * The table in a file's bytes, if its header is this store's and id's: NULL with errno and
+ * The table in a file's bytes, if its header is this store's and st's: NULL with errno and
  * *why. buf is taken either way (the table keeps it, cut after its names, or it is freed).
  */
 static struct pp_elf_symbols *decode(const struct pp_symbol_store *s, uint8_t *buf, size_t len,
-				     const struct identity *id, size_t max_bytes, const char **why)
+				     const struct stat *st, size_t max_bytes, const char **why)
 {
 	const uint8_t *p = buf + 8 + STAMP_SIZE;
-	struct identity held;
 	uint64_t built_s;
 	struct pp_elf_symbols *syms;
 	int err;
@@ -140,18 +103,14 @@ static struct pp_elf_symbols *decode(const struct pp_symbol_store *s, uint8_t *b
 		err = EPROTO;
 		goto fail;
 	}
-	held.dev = pp_le_get(&p, 8);
-	held.ino = pp_le_get(&p, 8);
-	held.ctime_s = pp_le_get(&p, 8);
-	held.ctime_ns = pp_le_get(&p, 8);
-	held.size = pp_le_get(&p, 8);
-	built_s = pp_le_get(&p, 8);
-	if (memcmp(&held, id, sizeof(held))) {
+	if (!pp_file_identity_is(p, st)) {
 		*why = "it holds the table of another file";
 		err = EXDEV;
 		goto fail;
 	}
-	if (built_s < held.ctime_s + PP_SYMBOL_STORE_SETTLED_S) {
+	p += PP_FILE_IDENTITY_BYTES;
+	built_s = pp_le_get(&p, 8);
+	if (built_s < (uint64_t)st->st_ctim.tv_sec + PP_SYMBOL_STORE_SETTLED_S) {
 		*why = "built while its file could still change unseen";
 		err = EBADMSG;
 		goto fail;
@@ -171,7 +130,6 @@ struct pp_elf_symbols *pp_symbol_store_get(struct pp_symbol_store *s, const stru
 					   size_t max_bytes)
 {
 	uint64_t t0 = pp_clock_ns(CLOCK_MONOTONIC);
-	struct identity id = identity_of(st);
 	struct pp_elf_symbols *syms = NULL;
 	const char *why = NULL;
 	char name[64];
@@ -179,13 +137,13 @@ struct pp_elf_symbols *pp_symbol_store_get(struct pp_symbol_store *s, const stru
 	void *buf;
 	int err;
 
-	name_of(&id, name, sizeof(name));
+	pp_file_identity_name(st, SUFFIX, name, sizeof(name));
 	err = pp_file_store_read(s->files, name, &buf, &len);
 	if (err) { /* none, no memory, or refused by the store */
 		s->st.misses += err != -EBADMSG;
 		goto out;
 	}
-	syms = decode(s, buf, len, &id, max_bytes, &why); /* buf is its */
+	syms = decode(s, buf, len, st, max_bytes, &why); /* buf is its */
 	if (!syms) {
 		/* over the caller's bound, or no memory now: kept for a later start */
 		if (errno == EFBIG || errno == ENOMEM)
@@ -205,7 +163,6 @@ int pp_symbol_store_put(struct pp_symbol_store *s, const struct stat *st,
 			const struct pp_elf_symbols *syms)
 {
 	uint64_t t0 = pp_clock_ns(CLOCK_MONOTONIC);
-	struct identity id = identity_of(st);
 	struct timespec now;
 	uint8_t *buf = NULL, *p;
 	size_t len = 0;
@@ -213,7 +170,7 @@ int pp_symbol_store_put(struct pp_symbol_store *s, const struct stat *st,
 	int err;
 
 	clock_gettime(CLOCK_REALTIME, &now);
-	if ((uint64_t)now.tv_sec < id.ctime_s + PP_SYMBOL_STORE_SETTLED_S) {
+	if (now.tv_sec < st->st_ctim.tv_sec + PP_SYMBOL_STORE_SETTLED_S) {
 		s->st.unsettled++;
 		return -EAGAIN;
 	}
@@ -223,13 +180,9 @@ int pp_symbol_store_put(struct pp_symbol_store *s, const struct stat *st,
 		memcpy(buf, MAGIC, 8);
 		memcpy(buf + 8, s->stamp, STAMP_SIZE);
 		p = buf + 8 + STAMP_SIZE;
-		p = pp_le_put(p, id.dev, 8);
-		p = pp_le_put(p, id.ino, 8);
-		p = pp_le_put(p, id.ctime_s, 8);
-		p = pp_le_put(p, id.ctime_ns, 8);
-		p = pp_le_put(p, id.size, 8);
+		p = pp_file_identity_put(p, st);
 		pp_le_put(p, (uint64_t)now.tv_sec, 8);
-		name_of(&id, name, sizeof(name));
+		pp_file_identity_name(st, SUFFIX, name, sizeof(name));
 		/* over half the bound it would push out most of what is kept (-EFBIG) */
 		err = pp_file_store_put(s->files, name, buf, len);
 	}

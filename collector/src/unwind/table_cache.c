@@ -28,14 +28,13 @@
 #define SUFFIX ".uwt"
 #define FOUND_SUFFIX ".fdes"
 #define FOUND_MAGIC "PPFDES01"
-/* magic, stamp, dev, ino, ctime s and ns, size, count */
-#define FOUND_HEAD_BYTES (8 + PP_TABLE_IDENTITY_STAMP_SIZE + 6 * 8)
+/* magic, stamp, the file's identity, count */
+#define FOUND_HEAD_BYTES (8 + PP_TABLE_IDENTITY_STAMP_SIZE + PP_FILE_IDENTITY_BYTES + 8)
 /* a few big files' worth: 500 FDEs found in each is 4 KiB */
 #define FOUND_MAX_BYTES (4ull << 20)
 
 #define IDENTITIES "identities"
 #define IDENTITIES_MAGIC "PPUWID01"
-#define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
 /* open addressing at most half full */
 #define IDENTITY_SLOTS (2 * PP_TABLE_IDENTITIES_MAX)
 /* a file with twice the records the memory holds (repeats) is started again */
@@ -195,12 +194,7 @@ static void identities_open(struct pp_table_cache *c, const char *boot_id)
 	int err;
 
 	c->idfd = -1;
-	if (boot_id)
-		snprintf(boot, sizeof(boot), "%s", boot_id);
-	else if (pp_read_small_file(BOOT_ID_PATH, boot, sizeof(boot)) <= 0)
-		return;
-	boot[strcspn(boot, "\n")] = '\0';
-	if (!boot[0])
+	if (pp_boot_id(boot_id, boot, sizeof(boot)))
 		return;
 	c->ids = calloc(PP_TABLE_IDENTITIES_MAX, sizeof(*c->ids));
 	c->slots = calloc(IDENTITY_SLOTS, sizeof(*c->slots));
@@ -317,7 +311,7 @@ struct pp_table_cache *pp_table_cache_new(const struct pp_table_cache_opts *opts
 		c->found = pp_file_store_new(&(struct pp_file_store_opts){
 		    .dir = opts->dir,
 		    .suffix = FOUND_SUFFIX,
-		    .name_hex = 32,
+		    .name_hex = PP_FILE_IDENTITY_NAME_HEX,
 		    .max_bytes = FOUND_MAX_BYTES,
 		    .max_file_bytes = FOUND_HEAD_BYTES + PP_TABLE_FOUND_MAX * 8,
 		    .what = "unwind table cache",
@@ -404,25 +398,11 @@ int pp_table_cache_put(struct pp_table_cache *c, const uint8_t digest[PP_UNWIND_
 	return err;
 }
 
-/* A found-FDEs file's name: a hash of its file's identity (the identity in full is inside). */
-static void found_name(const struct pp_table_identity *id, char *out, size_t size)
-{
-	uint64_t a = id->dev * 0x9e3779b97f4a7c15ull ^ id->ino * 0xc2b2ae3d27d4eb4full;
-	uint64_t b = a ^ (uint64_t)id->ctime_s * 0x165667b19e3779f9ull ^
-		     (uint64_t)id->ctime_ns * 0xff51afd7ed558ccdull ^ (uint64_t)id->size;
-
-	a ^= a >> 29;
-	b ^= b >> 31;
-	snprintf(out, size, "%016llx%016llx" FOUND_SUFFIX, (unsigned long long)a,
-		 (unsigned long long)b);
-}
-
 int pp_table_found_parse(const void *buf, size_t len,
 			 const char stamp[PP_TABLE_IDENTITY_STAMP_SIZE], const struct stat *st,
 			 uint64_t *out, size_t *n)
 {
 	const uint8_t *p = buf;
-	struct pp_table_identity want = identity_of(st), held = {0};
 	uint64_t count;
 
 	*n = 0;
@@ -433,14 +413,10 @@ int pp_table_found_parse(const void *buf, size_t len,
 	if (memcmp(p + 8, stamp, PP_TABLE_IDENTITY_STAMP_SIZE))
 		return -EPROTO;
 	p += 8 + PP_TABLE_IDENTITY_STAMP_SIZE;
-	held.dev = pp_le_get(&p, 8);
-	held.ino = pp_le_get(&p, 8);
-	held.ctime_s = (int64_t)pp_le_get(&p, 8);
-	held.ctime_ns = (int64_t)pp_le_get(&p, 8);
-	held.size = (int64_t)pp_le_get(&p, 8);
-	count = pp_le_get(&p, 8);
-	if (!same_identity(&held, &want))
+	if (!pp_file_identity_is(p, st))
 		return -EPROTO;
+	p += PP_FILE_IDENTITY_BYTES;
+	count = pp_le_get(&p, 8);
 	if (count > PP_TABLE_FOUND_MAX || len != FOUND_HEAD_BYTES + count * 8)
 		return -EBADMSG;
 	for (uint64_t i = 0; i < count; i++)
@@ -452,7 +428,6 @@ int pp_table_found_parse(const void *buf, size_t len,
 int pp_table_cache_get_found(struct pp_table_cache *c, const struct stat *st, uint64_t **pcs,
 			     size_t *n)
 {
-	struct pp_table_identity id = identity_of(st);
 	char name[64];
 	uint64_t *out;
 	size_t len;
@@ -463,7 +438,7 @@ int pp_table_cache_get_found(struct pp_table_cache *c, const struct stat *st, ui
 	*n = 0;
 	if (!c || !c->found)
 		return -ENOENT;
-	found_name(&id, name, sizeof(name));
+	pp_file_identity_name(st, FOUND_SUFFIX, name, sizeof(name));
 	err = pp_file_store_read(c->found, name, &buf, &len);
 	if (err)
 		return err == -ENOMEM ? -ENOMEM : -ENOENT;
@@ -489,14 +464,13 @@ int pp_table_cache_get_found(struct pp_table_cache *c, const struct stat *st, ui
 int pp_table_cache_put_found(struct pp_table_cache *c, const struct stat *st, const uint64_t *pcs,
 			     size_t n)
 {
-	struct pp_table_identity id = identity_of(st);
 	uint8_t *buf, *p;
 	char name[64];
 	int err;
 
 	if (!c || !c->found)
 		return -ENOENT;
-	if (time(NULL) < id.ctime_s + PP_TABLE_IDENTITY_SETTLED_S)
+	if (time(NULL) < st->st_ctim.tv_sec + PP_TABLE_IDENTITY_SETTLED_S)
 		return -EAGAIN;
 	if (n > PP_TABLE_FOUND_MAX)
 		n = PP_TABLE_FOUND_MAX;
@@ -505,16 +479,11 @@ int pp_table_cache_put_found(struct pp_table_cache *c, const struct stat *st, co
 		return -ENOMEM;
 	memcpy(buf, FOUND_MAGIC, 8);
 	memcpy(buf + 8, c->stamp, PP_TABLE_IDENTITY_STAMP_SIZE);
-	p = buf + 8 + PP_TABLE_IDENTITY_STAMP_SIZE;
-	p = pp_le_put(p, id.dev, 8);
-	p = pp_le_put(p, id.ino, 8);
-	p = pp_le_put(p, (uint64_t)id.ctime_s, 8);
-	p = pp_le_put(p, (uint64_t)id.ctime_ns, 8);
-	p = pp_le_put(p, (uint64_t)id.size, 8);
+	p = pp_file_identity_put(buf + 8 + PP_TABLE_IDENTITY_STAMP_SIZE, st);
 	p = pp_le_put(p, n, 8);
 	for (size_t i = 0; i < n; i++)
 		p = pp_le_put(p, pcs[i], 8);
-	found_name(&id, name, sizeof(name));
+	pp_file_identity_name(st, FOUND_SUFFIX, name, sizeof(name));
 	err = pp_file_store_put(c->found, name, buf, FOUND_HEAD_BYTES + n * 8);
 	free(buf);
 	if (err && err != -EFBIG)
