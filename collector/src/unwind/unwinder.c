@@ -896,29 +896,43 @@ static const struct pp_unwind_row *partial_row(const struct table *t, uint64_t v
 	return lo ? &t->prows[lo - 1] : NULL;
 }
 
+/*
+ * The FDE covering vaddr, looked up in t's file and its rows added (its start noted for the
+ * next start): 1, 0 where none covers vaddr, or -errno.
+ */
+static int partial_lookup(struct pp_unwinder *u, struct table *t, uint64_t vaddr)
+{
+	uint64_t start, limit;
+	size_t n;
+	int ret;
+
+	if (!fde_rows_ready(u))
+		return -ENOMEM;
+	ret = pp_fde_lookup_rows(t->partial, vaddr, u->fde_rows, &n, &start, &limit);
+	if (ret <= 0)
+		return ret;
+	ret = partial_add(t, u->fde_rows, n, start, limit);
+	if (ret)
+		return ret;
+	note_found(t, start);
+	return 1;
+}
+
 /* The row at vaddr of t's file, its FDE found and added where not yet: 1, 0 (no CFI), -errno. */
 static int partial_find(struct pp_unwinder *u, struct table *t, uint64_t vaddr,
 			struct pp_unwind_row *out)
 {
 	const struct pp_unwind_row *r = partial_row(t, vaddr);
-	uint64_t start, limit;
-	size_t n;
 	int ret;
 
 	if (r && r->cfa_rule != PP_CFA_DEFERRED) { /* found for a walk before it was written */
 		*out = *r;
 		return r->cfa_rule != PP_CFA_NONE;
 	}
-	if (!fde_rows_ready(u))
-		return -ENOMEM;
-	ret = pp_fde_lookup_rows(t->partial, vaddr, u->fde_rows, &n, &start, &limit);
+	ret = partial_lookup(u, t, vaddr);
 	if (ret <= 0)
 		return ret;
 	u->st.partial_fdes++;
-	ret = partial_add(t, u->fde_rows, n, start, limit);
-	if (ret)
-		return ret;
-	note_found(t, start);
 	r = partial_row(t, vaddr);
 	if (!r)
 		return 0;
@@ -957,13 +971,9 @@ static int partial_start(struct pp_unwinder *u, struct table *t, const struct st
 		for (size_t i = 0; i < nhints; i++) {
 			const struct pp_unwind_row *r = partial_row(t, hints[i]);
 
-			if ((r && r->cfa_rule != PP_CFA_DEFERRED && r->pc <= hints[i]) ||
-			    pp_fde_lookup_rows(t->partial, hints[i], u->fde_rows, &n, &start,
-					       &limit) != 1 ||
-			    partial_add(t, u->fde_rows, n, start, limit) != 0)
-				continue;
-			note_found(t, start);
-			u->st.partial_fdes_again++;
+			if ((!r || r->cfa_rule == PP_CFA_DEFERRED) &&
+			    partial_lookup(u, t, hints[i]) == 1)
+				u->st.partial_fdes_again++;
 		}
 		free(hints);
 	}
@@ -1657,6 +1667,16 @@ static bool partial_due(struct pp_unwinder *u)
 	return u->partial_dirty && now_ms() - u->partial_written_ms >= PARTIAL_WRITE_MS;
 }
 
+/* partial_flush for a caller holding u->lock (the worker's wait, a drain): done under work. */
+static void partial_flush_from_lock(struct pp_unwinder *u)
+{
+	pthread_mutex_unlock(&u->lock);
+	pthread_mutex_lock(&u->work);
+	partial_flush(u);
+	pthread_mutex_unlock(&u->work);
+	pthread_mutex_lock(&u->lock);
+}
+
 static void run_op(struct pp_unwinder *u, const struct queued *q)
 {
 	uint32_t tgid = q->tgid, op = q->op;
@@ -1765,11 +1785,7 @@ static void *worker(void *arg)
 			 * worker runs walks, so partial_dirty is its own to read.
 			 */
 			if (u->partial_dirty && (u->sweep_wanted || partial_due(u))) {
-				pthread_mutex_unlock(&u->lock);
-				pthread_mutex_lock(&u->work);
-				partial_flush(u);
-				pthread_mutex_unlock(&u->work);
-				pthread_mutex_lock(&u->lock);
+				partial_flush_from_lock(u);
 				continue;
 			}
 			if (u->sweep_wanted || now_ms() - last_sweep >= SWEEP_MS) {
@@ -2171,13 +2187,8 @@ int pp_unwinder_drain_for(struct pp_unwinder *u, uint64_t timeout_ms)
 			run_op(u, &q);
 			pthread_mutex_lock(&u->lock);
 		}
-		if (u->partial_dirty) {
-			pthread_mutex_unlock(&u->lock);
-			pthread_mutex_lock(&u->work);
-			partial_flush(u);
-			pthread_mutex_unlock(&u->work);
-			pthread_mutex_lock(&u->lock);
-		}
+		if (u->partial_dirty)
+			partial_flush_from_lock(u);
 	}
 	pthread_mutex_unlock(&u->lock);
 	return ret;
