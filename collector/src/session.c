@@ -601,14 +601,7 @@ void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *o
 		out->debug_files = ls.cache.debug_files;
 		out->symbol_store_on = ls.store_on;
 		out->symbol_store_err = ls.store_err;
-		out->symbol_store_hits = ls.store.hits;
-		out->symbol_store_stored = ls.store.stored;
-		out->symbol_store_unsettled = ls.store.unsettled;
-		out->symbol_store_refused = ls.store.refused;
-		out->symbol_store_trimmed = ls.store.trimmed;
-		out->symbol_store_failed = ls.store.failed;
-		out->symbol_store_bytes = ls.store.bytes;
-		out->symbol_store_read_ns = ls.store.read_ns;
+		out->symbol_store = ls.store;
 	}
 	if (s->perf_maps) {
 		struct pp_perf_maps_stats ms;

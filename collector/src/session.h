@@ -19,6 +19,7 @@
 #include "symbolize/debug_file.h"
 #include "symbolize/debuginfod_fetch.h"
 #include "symbolize/kernel_image.h"
+#include "symbolize/symbol_store.h"
 
 /* The symbol cache's default bound: with the process cache's 16 MiB and the fixed tables,
  * the agent's caches stay within 64 MiB. */
@@ -228,9 +229,7 @@ struct pp_session_stats {
 	/* the symbol table cache on disk: whether used (its -errno when it could not be) */
 	bool symbol_store_on;
 	int symbol_store_err;
-	uint64_t symbol_store_hits, symbol_store_stored, symbol_store_unsettled;
-	uint64_t symbol_store_refused, symbol_store_trimmed, symbol_store_failed;
-	uint64_t symbol_store_bytes, symbol_store_read_ns;
+	struct pp_symbol_store_stats symbol_store;
 	uint64_t symbol_pending;  /* gauge: files queued or being read now */
 	uint64_t frames_pending;  /* frames made while their file was read: placeholders... */
 	uint64_t frames_resolved; /* ... of which the table's arrival named or placed */

@@ -882,15 +882,15 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 			printf("symbol table cache: %llu tables read in %llu ms, %llu stored "
 			       "(%llu not: their files changed under %d s before), %llu refused, "
 			       "%llu trimmed, %llu failed; %.1f MiB kept\n",
-			       (unsigned long long)st->symbol_store_hits,
-			       (unsigned long long)(st->symbol_store_read_ns / 1000000),
-			       (unsigned long long)st->symbol_store_stored,
-			       (unsigned long long)st->symbol_store_unsettled,
+			       (unsigned long long)st->symbol_store.hits,
+			       (unsigned long long)(st->symbol_store.read_ns / 1000000),
+			       (unsigned long long)st->symbol_store.stored,
+			       (unsigned long long)st->symbol_store.unsettled,
 			       PP_SYMBOL_STORE_SETTLED_S,
-			       (unsigned long long)st->symbol_store_refused,
-			       (unsigned long long)st->symbol_store_trimmed,
-			       (unsigned long long)st->symbol_store_failed,
-			       (double)st->symbol_store_bytes / (1 << 20));
+			       (unsigned long long)st->symbol_store.refused,
+			       (unsigned long long)st->symbol_store.trimmed,
+			       (unsigned long long)st->symbol_store.failed,
+			       (double)st->symbol_store.bytes / (1 << 20));
 		else if (st->symbol_store_err)
 			printf("symbol table cache: not used (%s): symbols read at each start\n",
 			       strerror(-st->symbol_store_err));
