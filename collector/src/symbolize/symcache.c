@@ -398,28 +398,28 @@ static void note_refusal(struct pp_symcache *c, const char *name, int err)
 
 /* Read the file behind fd for a miss: an entry holding its table, or NULL with errno set. */
 /*
- * The table of the file behind fd itself: from the store while the file is unchanged, else
- * built (and kept there). NULL with errno as pp_elf_symbols_open_fd_limited.
+ * The table of the file behind fd itself (st: its fstat, a regular file): from the store while
+ * the file is unchanged, else built (and kept there). NULL with errno as
+ * pp_elf_symbols_open_fd_limited.
  */
-static struct pp_elf_symbols *own_table(struct pp_symcache *c, int fd)
+static struct pp_elf_symbols *own_table(struct pp_symcache *c, int fd, const struct stat *st)
 {
 	size_t bound = c->max_bytes - sizeof(struct table);
 	struct pp_elf_symbols *syms;
-	struct stat st;
-	bool stored = c->store && !c->open_flags && !fstat(fd, &st) && S_ISREG(st.st_mode);
+	bool stored = c->store && !c->open_flags;
 
-	if (stored && (syms = pp_symbol_store_get(c->store, &st, bound))) {
+	if (stored && (syms = pp_symbol_store_get(c->store, st, bound))) {
 		c->stats.from_store++;
 		return syms;
 	}
 	syms = pp_elf_symbols_open_fd_limited(fd, c->open_flags, bound);
 	if (syms && stored)
-		(void)pp_symbol_store_put(c->store, &st, syms); /* counted there */
+		(void)pp_symbol_store_put(c->store, st, syms); /* counted there */
 	return syms;
 }
 
-static struct entry *load(struct pp_symcache *c, int fd, const char *root, const char *name,
-			  const struct file_key *key, uint64_t now)
+static struct entry *load(struct pp_symcache *c, int fd, const struct stat *st, const char *root,
+			  const char *name, const struct file_key *key, uint64_t now)
 {
 	char id[PP_BUILD_ID_HEX_SIZE];
 	struct pp_elf_symbols *syms;
@@ -431,7 +431,7 @@ static struct entry *load(struct pp_symcache *c, int fd, const char *root, const
 	err = -pp_elf_read_build_id_fd(fd, id, sizeof(id));
 	if (err)
 		goto out_fail;
-	syms = own_table(c, fd);
+	syms = own_table(c, fd, st);
 	if (!syms) {
 		err = errno;
 		goto out_fail;
@@ -542,7 +542,7 @@ const struct pp_elf_symbols *pp_symcache_get_fd(struct pp_symcache *c, int fd, c
 		}
 	} else {
 		c->stats.misses++;
-		e = load(c, fd, root, name, &key, now);
+		e = load(c, fd, &st, root, name, &key, now);
 		if (!e)
 			return NULL;
 	}
