@@ -34,6 +34,12 @@ enum req_kind {
 
 /* While debuginfod fetches the kernel's image, its search (a few opens) runs this often. */
 #define KERNEL_IMAGE_RETRY_NS 1000000000ull
+/*
+ * Tables read (built or from the store) since the loader last handed its arena's free memory
+ * back: below this, what a read leaves behind is reused by the next, and a trim (madvise over
+ * every arena, a TLB shootdown on each CPU) would cost more than it returns.
+ */
+#define TRIM_AFTER_READ_BYTES (4u << 20)
 
 struct request {
 	enum req_kind kind;
@@ -501,7 +507,7 @@ static void load_kmod_data_type(struct pp_symloader *l, const struct request *rq
 static void *worker_main(void *arg)
 {
 	struct pp_symloader *l = arg;
-	bool read_since_trim = false;
+	uint64_t read_since_trim = 0;
 
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
@@ -517,8 +523,8 @@ static void *worker_main(void *arg)
 			 * strings as read, a sort's buffer): this thread's malloc arena holds on
 			 * to it unless handed back, once the queue is empty.
 			 */
-			if (read_since_trim) {
-				read_since_trim = false;
+			if (read_since_trim > TRIM_AFTER_READ_BYTES) {
+				read_since_trim = 0;
 				pthread_mutex_unlock(&l->lock);
 				malloc_trim(0);
 				pthread_mutex_lock(&l->lock);
@@ -538,8 +544,13 @@ static void *worker_main(void *arg)
 		out.tag = rq.tag;
 		if (rq.kind == REQ_MAPPING) {
 			out.kind = PP_SYMLOAD_MAPPING;
+			struct pp_symcache_stats before, after;
+
+			pp_symcache_get_stats(l->cache, &before);
 			load_mapping(l, &rq, &out, &via);
-			read_since_trim |= via != PP_MAPPED_VIA_IDENTITY && out.syms;
+			pp_symcache_get_stats(l->cache, &after);
+			if (out.syms && after.opens != before.opens)
+				read_since_trim += pp_elf_symbols_bytes(out.syms);
 		} else if (rq.kind == REQ_DEBUG) {
 			out.kind = PP_SYMLOAD_DEBUG;
 			load_debug(l, &rq, &out);
