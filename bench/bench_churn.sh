@@ -59,15 +59,7 @@ LOOP=
 trap '[ -n "$LOOP" ] && kill $LOOP 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 
 # cpu_of CMD...: runs CMD; its output, then "cpu_s S maxrss_kb K" (its and its children's)
-cpu_of() {
-	python3 -c '
-import resource, subprocess, sys
-p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
-sys.stdout.write(p.stdout + p.stderr)
-u = resource.getrusage(resource.RUSAGE_CHILDREN)
-print("cpu_s %.3f maxrss_kb %d" % (u.ru_utime + u.ru_stime, u.ru_maxrss))
-' "$@"
-}
+cpu_of() { python3 "$SRC/bench/cpu_of.py" "$@"; }
 
 cat >"$T/spin.c" <<'SRC'
 #include <stdlib.h>

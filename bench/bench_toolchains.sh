@@ -55,16 +55,8 @@ chmod 755 "$T"
 # Go's own build cache (a fresh one would compile the standard library again, minutes)
 export GOPATH=$T/gopath HOME=${HOME:-$T}
 
-# cpu_of CMD...: runs CMD; its output, then "cpu_s S" (its and its children's user + system)
-cpu_of() {
-	"$PY" -c '
-import resource, subprocess, sys
-p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
-sys.stdout.write(p.stdout + p.stderr)
-u = resource.getrusage(resource.RUSAGE_CHILDREN)
-print("cpu_s %.3f" % (u.ru_utime + u.ru_stime))
-' "$@"
-}
+# cpu_of CMD...: runs CMD; its output, then "cpu_s S maxrss_kb K" (its and its children's)
+cpu_of() { "$PY" "$SRC/bench/cpu_of.py" "$@"; }
 
 # --- the workloads: one process each, living through the three captures -----------------------
 LIFE=$((3 * D + 20))

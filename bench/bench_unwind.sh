@@ -76,16 +76,8 @@ PP_CHAIN_SPIN=100000 "$SHIM_TOOL" -x tables -d "$SECS" -F "$HZ" -r "$ROUNDS" -w 
 echo "-- the chains without frame pointers: B gives the whole stack, A what frame pointers can"
 PP_CHAIN_SPIN=100000 "$SHIM_TOOL" -x tables -d "$SECS" -F "$HZ" -r "$ROUNDS" -w "$T/nofp/chain"
 
-# CPU seconds (user + system) of a command and its children: "cpu_s" on the last line
-cpu_of() {
-	"$PY" -c '
-import resource, subprocess, sys
-r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-u = resource.getrusage(resource.RUSAGE_CHILDREN)
-sys.stdout.write(r.stdout)
-print("cpu_s %.3f" % (u.ru_utime + u.ru_stime))
-' "$@"
-}
+# cpu_of CMD...: runs CMD; its output, then "cpu_s S maxrss_kb K" (its and its children's)
+cpu_of() { "$PY" "$SRC/bench/cpu_of.py" "$@"; }
 
 # share of pp_spin samples holding the whole chain: folded stacks (pebsprof) or perf script
 SHARE=$SRC/tests/integration/chain_share.py
