@@ -105,9 +105,14 @@ dbgd=$(ldconfig -p | awk '$1 == "libdebuginfod.so.1" && $NF ~ /x86-64|^\// && !f
 cs=$(ldconfig -p | awk '$1 == "libcapstone.so.4" && $NF ~ /x86-64|^\// && !found { found = $NF }
 	END { if (found) print found }')
 [ -f "$cs" ] || { echo "build-rootfs: libcapstone.so.4 not found (Debian libcapstone4)" >&2; exit 1; }
+# and libcurl, at the first HTTP request: exports, the kubelet, debuginfod (libcurl_loader.c).
+curl=$(ldconfig -p | awk '$1 == "libcurl.so.4" && $NF ~ /x86-64|^\// && !found { found = $NF }
+	END { if (found) print found }')
+[ -f "$curl" ] || { echo "build-rootfs: libcurl.so.4 not found (Debian libcurl4)" >&2; exit 1; }
 libs=$( (ldd "$bin"; echo "	$(basename "$cxxrt") => $cxxrt (0)"; ldd "$cxxrt"
 	echo "	$(basename "$dbgd") => $dbgd (0)"; ldd "$dbgd"
-	echo "	$(basename "$cs") => $cs (0)"; ldd "$cs") |
+	echo "	$(basename "$cs") => $cs (0)"; ldd "$cs"
+	echo "	$(basename "$curl") => $curl (0)"; ldd "$curl") |
 	awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u)
 [ -n "$libs" ] || { echo "build-rootfs: ldd found no libraries for $bin" >&2; exit 1; }
 for lib in $libs; do

@@ -66,22 +66,18 @@ list=$("$loader" --library-path "$stage/lib/x86_64-linux-gnu" --list "$stage/usr
 	fail "the staged loader cannot list the binary: $list"
 outside=$(printf '%s\n' "$list" | awk -v s="$stage/" '$2 == "=>" && index($3, s) != 1')
 [ -z "$outside" ] || fail "libraries resolved outside the stage: $outside"
-# The C++ runtime the agent dlopens to demangle names, and what it needs, count as used.
-cxxlist=$("$loader" --library-path "$stage/lib/x86_64-linux-gnu" --list "$stage/lib/x86_64-linux-gnu/libstdc++.so.6" 2>&1) ||
-	fail "the C++ runtime (dlopened for demangling) is not in the stage or does not resolve: $cxxlist"
-# So does libdebuginfod, dlopened for --debuginfod.
-dbgdlist=$("$loader" --library-path "$stage/lib/x86_64-linux-gnu" --list "$stage/lib/x86_64-linux-gnu/libdebuginfod.so.1" 2>&1) ||
-	fail "libdebuginfod (dlopened for --debuginfod) is not in the stage or does not resolve: $dbgdlist"
-outside=$(printf '%s\n' "$dbgdlist" | awk -v s="$stage/" '$2 == "=>" && index($3, s) != 1')
-[ -z "$outside" ] || fail "libdebuginfod's libraries resolved outside the stage: $outside"
-# And libcapstone, dlopened for memory events' data types.
-cslist=$("$loader" --library-path "$stage/lib/x86_64-linux-gnu" --list "$stage/lib/x86_64-linux-gnu/libcapstone.so.4" 2>&1) ||
-	fail "libcapstone (dlopened for data types) is not in the stage or does not resolve: $cslist"
-outside=$(printf '%s\n' "$cslist" | awk -v s="$stage/" '$2 == "=>" && index($3, s) != 1')
-[ -z "$outside" ] || fail "libcapstone's libraries resolved outside the stage: $outside"
-used=$(printf '%s\n%s\n%s\n%s\n\tlibstdc++.so.6 => x/libstdc++.so.6\n\tlibdebuginfod.so.1 => x/libdebuginfod.so.1\n\tlibcapstone.so.4 => x/libcapstone.so.4\n' \
-	"$list" "$cxxlist" "$dbgdlist" "$cslist" |
-	awk '$2 == "=>" && $3 !~ /ld-linux/ { print $3 }' | xargs -n1 basename | sort -u)
+# The libraries the agent dlopens, and what they need, count as used: the C++ runtime to
+# demangle names, libdebuginfod for --debuginfod, libcapstone for memory events' data types,
+# libcurl at the first HTTP request.
+lists=$list
+for so in libstdc++.so.6 libdebuginfod.so.1 libcapstone.so.4 libcurl.so.4; do
+	solist=$("$loader" --library-path "$stage/lib/x86_64-linux-gnu" --list "$stage/lib/x86_64-linux-gnu/$so" 2>&1) ||
+		fail "$so (dlopened) is not in the stage or does not resolve: $solist"
+	outside=$(printf '%s\n' "$solist" | awk -v s="$stage/" '$2 == "=>" && index($3, s) != 1')
+	[ -z "$outside" ] || fail "$so's libraries resolved outside the stage: $outside"
+	lists=$(printf '%s\n%s\n\t%s => x/%s\n' "$lists" "$solist" "$so" "$so")
+done
+used=$(printf '%s\n' "$lists" | awk '$2 == "=>" && $3 !~ /ld-linux/ { print $3 }' | xargs -n1 basename | sort -u)
 staged=$(ls "$stage/lib/x86_64-linux-gnu" | sort)
 [ "$used" = "$staged" ] || fail "staged libraries differ from the resolved ones: $(diff <(echo "$used") <(echo "$staged") | grep '^[<>]' | tr '\n' ' ')"
 echo "libraries: $(printf '%s\n' "$staged" | wc -l), all resolved in the stage"
