@@ -107,7 +107,7 @@ churn() {
 field() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p" | tail -1; }
 # run_ns PID: the nanoseconds PID's threads have run (schedstat: exact, where the ticks of
 # /proc/PID/stat miss a process that runs in short bursts, as perf record does)
-run_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d\n", s }'; }
+run_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 # steady_cpu SECS CMD...: CMD's CPU seconds over SECS after a 10 s warm-up (for the agent: the
 # node's programs' tables built, their files read; what a long-running agent pays) and its RSS
 # then, in KiB: "cpu_s S rss_kb K". CMD must run for 10 + SECS seconds and more.

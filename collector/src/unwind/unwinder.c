@@ -106,7 +106,7 @@ struct table {
 	 */
 	struct pp_fde_lookup *partial;
 	struct pp_unwind_row *prows; /* sorted */
-	size_t nprows;
+	size_t nprows, prows_cap;
 	uint64_t *found; /* the address of each FDE found, kept for a restart (table cache) */
 	size_t nfound, found_cap;
 	size_t nfound_kept;	 /* ... of which kept so far */
@@ -145,6 +145,12 @@ struct pp_unwinder {
 	struct pp_unwinder_sink sink;
 	char proc_root[256];
 	uint32_t max_procs, max_tables, rescan_ms;
+	/*
+	 * Slots below this were ever taken: new files take the lowest free slot, so the tables
+	 * lie there, and lookups and walks over them stop here, not at max_tables (a 4,096-slot
+	 * scan was 3 MiB of memory per lookup, of which a node uses a few dozen slots).
+	 */
+	uint32_t tables_hwm;
 	bool mmap_reports;   /* opts.mmap_reports */
 	bool tables_only;    /* opts.tables_only */
 	uint32_t max_frames; /* opts.max_frames, at most PP_MAX_STACK_DEPTH */
@@ -425,7 +431,7 @@ static struct table *lru_unused(struct pp_unwinder *u, bool with_rows)
 {
 	struct table *best = NULL;
 
-	for (uint32_t i = 0; i < u->max_tables; i++) {
+	for (uint32_t i = 0; i < u->tables_hwm; i++) {
 		struct table *t = &u->tables[i];
 
 		if (!t->in_use || t->users || (with_rows && !t->nr))
@@ -442,7 +448,7 @@ static void partial_forget(struct table *t)
 	t->partial = NULL;
 	free(t->prows);
 	t->prows = NULL;
-	t->nprows = 0;
+	t->nprows = t->prows_cap = 0;
 	free(t->found);
 	t->found = NULL;
 	t->nfound = t->found_cap = t->nfound_kept = 0;
@@ -486,7 +492,7 @@ static int make_room(struct pp_unwinder *u, uint32_t n, uint32_t *first)
 
 static struct table *table_find(struct pp_unwinder *u, const char *key, uint64_t h)
 {
-	for (uint32_t i = 0; i < u->max_tables; i++)
+	for (uint32_t i = 0; i < u->tables_hwm; i++)
 		if (u->tables[i].in_use && u->tables[i].hash == h && !strcmp(u->tables[i].key, key))
 			return &u->tables[i];
 	return NULL;
@@ -498,8 +504,11 @@ static struct table *table_slot(struct pp_unwinder *u)
 	struct table *t = NULL;
 
 	for (uint32_t i = 0; i < u->max_tables && !t; i++)
-		if (!u->tables[i].in_use)
+		if (!u->tables[i].in_use) {
 			t = &u->tables[i];
+			if (i >= u->tables_hwm)
+				u->tables_hwm = i + 1;
+		}
 	if (!t) {
 		t = lru_unused(u, false);
 		if (!t)
@@ -514,7 +523,7 @@ static struct table *table_slot(struct pp_unwinder *u)
 
 static struct table *table_find_stat(struct pp_unwinder *u, const char *stat_key)
 {
-	for (uint32_t i = 0; i < u->max_tables; i++)
+	for (uint32_t i = 0; i < u->tables_hwm; i++)
 		if (u->tables[i].in_use && !strcmp(u->tables[i].stat_key, stat_key))
 			return &u->tables[i];
 	return NULL;
@@ -821,11 +830,33 @@ static int partial_write(struct pp_unwinder *u, struct table *t)
 }
 
 /* One FDE's rows n over [start, limit) in place of the deferred row there: 0 or -ENOMEM. */
+/* Room for n more rows in t's found rows (grown by half again): false without memory. */
+static bool prows_room(struct table *t, size_t n)
+{
+	size_t cap = t->prows_cap;
+	struct pp_unwind_row *nv;
+
+	if (t->nprows + n <= cap)
+		return true;
+	cap = cap + cap / 2 > t->nprows + n ? cap + cap / 2 : t->nprows + n + 64;
+	nv = realloc(t->prows, cap * sizeof(*nv));
+	if (!nv)
+		return false;
+	t->prows = nv;
+	t->prows_cap = cap;
+	return true;
+}
+
+/*
+ * An FDE's rows over [start, limit) put in place among t's found rows, in the array as it
+ * is: what held at limit before holds there after. Its tail moves, nothing is copied anew (a
+ * fresh array per FDE was a third of the worker's time under churn).
+ */
 static int partial_add(struct table *t, const struct pp_unwind_row *rows, size_t n, uint64_t start,
 		       uint64_t limit)
 {
-	size_t i = 0, j, total;
-	struct pp_unwind_row cover, *nv;
+	size_t i = 0, j, keep;
+	struct pp_unwind_row cover;
 	bool restore;
 
 	while (i < t->nprows && t->prows[i].pc < start)
@@ -838,20 +869,16 @@ static int partial_add(struct table *t, const struct pp_unwind_row *rows, size_t
 	/* what held at limit before holds there after */
 	restore = j > 0 && limit != UINT64_MAX && (j == t->nprows || t->prows[j].pc > limit);
 	cover = j > 0 ? t->prows[j - 1] : (struct pp_unwind_row){0};
-	total = i + n + restore + (t->nprows - j);
-	nv = malloc(total * sizeof(*nv));
-	if (!nv)
+	keep = i + n + restore;
+	if (keep > j && !prows_room(t, keep - j))
 		return -ENOMEM;
-	memcpy(nv, t->prows, i * sizeof(*nv));
-	memcpy(nv + i, rows, n * sizeof(*nv));
+	memmove(t->prows + keep, t->prows + j, (t->nprows - j) * sizeof(*t->prows));
+	memcpy(t->prows + i, rows, n * sizeof(*rows));
 	if (restore) {
 		cover.pc = limit;
-		nv[i + n] = cover;
+		t->prows[i + n] = cover;
 	}
-	memcpy(nv + i + n + restore, t->prows + j, (t->nprows - j) * sizeof(*nv));
-	free(t->prows);
-	t->prows = nv;
-	t->nprows = total;
+	t->nprows = keep + (t->nprows - j);
 	t->dirty = 1;
 	return 0;
 }
@@ -940,6 +967,91 @@ static int partial_find(struct pp_unwinder *u, struct table *t, uint64_t vaddr,
 	return r->cfa_rule != PP_CFA_NONE && r->cfa_rule != PP_CFA_DEFERRED;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The FDEs covering hints (ascending, as an earlier start found them) looked up and their
+ * rows added in one pass over t's rows, each as partial_add would add it: thousands of
+ * FDEs added one at a time moved the rows after each one, seconds of a start. 0 or -errno.
+ */
+static int partial_add_found(struct pp_unwinder *u, struct table *t, const uint64_t *hints,
+			     size_t nhints)
+{
+	struct pp_unwind_row *old = t->prows, *out, last = {0};
+	size_t nold = t->nprows, k = 0, nout = 0, cap = nold + 64;
+	uint64_t done_until = 0;
+	bool have_last = false;
+
+	out = malloc(cap * sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	for (size_t h = 0; h < nhints; h++) {
+		const struct pp_unwind_row *r;
+		uint64_t start, limit;
+		struct pp_unwind_row cover;
+		bool had_cover;
+		size_t n;
+
+		if (hints[h] < done_until) /* in an FDE this pass added */
+			continue;
+		r = partial_row(t, hints[h]); /* t's rows are still the old ones */
+		if ((r && r->cfa_rule != PP_CFA_DEFERRED) ||
+		    pp_fde_lookup_rows(t->partial, hints[h], u->fde_rows, &n, &start, &limit) !=
+			1 ||
+		    start < done_until)
+			continue;
+		for (; k < nold && old[k].pc < start; k++)
+			out[nout++] = last = old[k], have_last = true;
+		/* found before: a row of its own already starts it */
+		if ((nout && out[nout - 1].pc == start &&
+		     out[nout - 1].cfa_rule != PP_CFA_DEFERRED && start < limit) ||
+		    (k < nold && old[k].pc == start && old[k].pc < limit &&
+		     old[k].cfa_rule != PP_CFA_DEFERRED))
+			continue;
+		for (; k < nold && old[k].pc < limit; k++)
+			last = old[k], have_last = true;
+		cover = last;
+		had_cover = have_last;
+		/* the rows so far, this FDE's, a restored row, and the old rows yet to come */
+		if (nout + n + 1 + (nold - k) > cap) {
+			size_t ncap = 2 * cap + n + 1;
+			struct pp_unwind_row *nv = realloc(out, ncap * sizeof(*nv));
+
+			if (!nv)
+				break; /* what was added so far is kept: the rest found by walks */
+			out = nv;
+			cap = ncap;
+		}
+		memcpy(out + nout, u->fde_rows, n * sizeof(*out));
+		nout += n;
+		if (had_cover && limit != UINT64_MAX && (k == nold || old[k].pc > limit)) {
+			cover.pc = limit;
+			out[nout++] = cover;
+		}
+		if (nout) {
+			last = out[nout - 1];
+			have_last = true;
+		}
+		done_until = limit;
+		note_found(t, start);
+		u->st.partial_fdes_again++;
+	}
+	/* room for them always: nout + nold - k never passes cap */
+	memcpy(out + nout, old + k, (nold - k) * sizeof(*out));
+	nout += nold - k;
+	free(old);
+	t->prows = out;
+	t->nprows = nout;
+	t->prows_cap = cap;
+	t->dirty = 1;
+	return 0;
+}
+
 /*
  * A new partial table's first rows: a deferred row from its first FDE on, and its last FDE's
  * rows, so that its run's pages reach the end of its code. 0 or -errno.
@@ -955,8 +1067,7 @@ static int partial_start(struct pp_unwinder *u, struct table *t, const struct st
 	if (pp_fde_lookup_rows(t->partial, 0, u->fde_rows, &n, &start, &limit) != 0 ||
 	    limit == UINT64_MAX)
 		return -ENODATA; /* no FDEs */
-	t->prows = malloc(sizeof(*t->prows));
-	if (!t->prows)
+	if (!prows_room(t, 1))
 		return -ENOMEM;
 	t->prows[0] = (struct pp_unwind_row){.pc = limit, .cfa_rule = PP_CFA_DEFERRED};
 	t->nprows = 1;
@@ -968,13 +1079,9 @@ static int partial_start(struct pp_unwinder *u, struct table *t, const struct st
 	 * one checked as any), so that its samples walk in the kernel from the first.
 	 */
 	if (ret >= 0 && pp_table_cache_get_found(u->cache, st, &hints, &nhints) == 0) {
-		for (size_t i = 0; i < nhints; i++) {
-			const struct pp_unwind_row *r = partial_row(t, hints[i]);
-
-			if ((!r || r->cfa_rule == PP_CFA_DEFERRED) &&
-			    partial_lookup(u, t, hints[i]) == 1)
-				u->st.partial_fdes_again++;
-		}
+		qsort(hints, nhints, sizeof(*hints), cmp_u64);
+		/* without memory for them now, walks find them again as they reach their code */
+		(void)partial_add_found(u, t, hints, nhints);
 		free(hints);
 	}
 	return ret < 0 ? ret : partial_write(u, t);
@@ -1085,7 +1192,7 @@ static void partial_flush(struct pp_unwinder *u)
 {
 	bool keep = u->cache && now_ms() - u->found_kept_ms >= PARTIAL_KEEP_MS;
 
-	for (uint32_t i = 0; i < u->max_tables; i++) {
+	for (uint32_t i = 0; i < u->tables_hwm; i++) {
 		struct table *t = &u->tables[i];
 
 		if (!t->in_use || !t->partial)
@@ -1125,7 +1232,7 @@ static int open_mapped(struct pp_unwinder *u, uint32_t tgid, const uint32_t *rel
 
 static struct table *table_find_id(struct pp_unwinder *u, const char *id_key)
 {
-	for (uint32_t i = 0; i < u->max_tables; i++)
+	for (uint32_t i = 0; i < u->tables_hwm; i++)
 		if (u->tables[i].in_use && !strcmp(u->tables[i].id_key, id_key))
 			return &u->tables[i];
 	return NULL;
@@ -1936,7 +2043,7 @@ void pp_unwinder_free(struct pp_unwinder *u)
 		free(u->procs[i].maps);
 		free(u->procs[i].map_tables);
 	}
-	for (uint32_t i = 0; u->tables && i < u->max_tables; i++) {
+	for (uint32_t i = 0; u->tables && i < u->tables_hwm; i++) {
 		if (u->tables[i].in_use && u->tables[i].partial)
 			partial_keep_found(u, &u->tables[i]);
 		pp_unwind_packed_release(&u->tables[i].packed, NULL);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include "unwind/unwind_pack.h"
 #include "cfi/unwind_table.h"
 #include "process/proc_cache.h"
+#include "unwind/table_cache.h"
 #include "unwind/unwinder.h"
 #include "unwind_rows.h"
 #include "../../data/unwind/chain.h"
@@ -1111,7 +1113,99 @@ TEST(partial_tables_find_rows_as_walks_reach_them)
 	mem_sink_free(m);
 }
 
+/* libc's executable mapping in pid: its bounds, file offset and path; false where not found. */
+static bool libc_text(pid_t pid, unsigned long *lo, unsigned long *hi, unsigned long *off,
+		      char *path, size_t size)
+{
+	char maps[64], line[768], file[512];
+	bool found = false;
+	FILE *f;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	f = fopen(maps, "r");
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, "libc.so.6") && strstr(line, " r-xp ") &&
+			sscanf(line, "%lx-%lx %*s %lx %*s %*s %511s", lo, hi, off, file) == 4;
+	if (f)
+		fclose(f);
+	if (found)
+		snprintf(path, size, "%s", file);
+	return found;
+}
+
+/*
+ * The FDEs an earlier start found in a partial table come back at the next start, all looked
+ * up at once, in one pass over the rows: hundreds of them here, every 64th byte of the first
+ * half of libc's code. The shim then finds at each of those addresses the rule libc's whole
+ * table gives there, and the second half of libc is still deferred to walks.
+ */
+TEST(an_earlier_starts_fdes_are_looked_up_at_once)
+{
+	struct mem_sink *whole = mem_sink_new(1u << 22), *part = mem_sink_new(1u << 22);
+	struct pp_unwinder_opts o = {.partial_min_fdes = 1u << 30};
+	const struct pp_bpf_unwind_mapping *mw, *mp;
+	const struct pp_bpf_unwind_rule *rw, *rp;
+	unsigned long lo, hi, off;
+	struct pp_unwinder_stats st;
+	struct pp_table_cache *c;
+	size_t nhints = 0, same = 0, failed = 0;
+	uint64_t *hints;
+	char dir[600], path[512];
+	struct stat sb;
+	pid_t pid;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(whole && part);
+	snprintf(dir, sizeof(dir), "%s/found-cache", g_dir);
+	pid = start("chain");
+	REQUIRE(libc_text(pid, &lo, &hi, &off, path, sizeof(path)));
+	REQUIRE(stat(path, &sb) == 0);
+	/* runtime pc - lo + off is the file's address where the text is mapped as it lies */
+	hints = malloc(((hi - lo) / 2 / 64 + 1) * sizeof(*hints));
+	REQUIRE(hints != NULL);
+	for (unsigned long pc = lo; pc < lo + (hi - lo) / 2; pc += 64)
+		hints[nhints++] = pc - lo + off;
+	c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir});
+	REQUIRE(c != NULL);
+	CHECK(pp_table_cache_put_found(c, &sb, hints, nhints) == 0);
+	pp_table_cache_free(c);
+
+	agent_start(whole, &o, pid, &st); /* libc's whole table: what the rules must be */
+	CHECK_EQ_U64(st.tables_partial, 0);
+	o.partial_min_fdes = 1;
+	o.table_cache_dir = dir;
+	agent_start(part, &o, pid, &st);
+	CHECK(st.tables_partial >= 1);
+	CHECK(st.partial_fdes_again > 100);
+	mw = mapping_of(mem_proc(whole, (uint32_t)pid), pid, "libc.so.6");
+	mp = mapping_of(mem_proc(part, (uint32_t)pid), pid, "libc.so.6");
+	REQUIRE(mw && mp);
+	for (size_t i = 0; i < nhints; i++) {
+		uint64_t pc = hints[i] - off + lo;
+
+		rw = shim_rule_at(whole, mw, pc);
+		rp = shim_rule_at(part, mp, pc);
+		if (!rw || rw->cfa_rule == PP_UW_CFA_NONE)
+			continue; /* no FDE there (padding between functions) */
+		if (rp && !memcmp(rw, rp, sizeof(*rw)))
+			same++;
+		else if (++failed <= 5)
+			fprintf(stderr, "libc+0x%lx: the partial table's rule differs\n",
+				(unsigned long)hints[i]);
+	}
+	CHECK(same > nhints / 2);
+	CHECK_EQ_U64(failed, 0);
+	rp = shim_rule_at(part, mp, lo + (hi - lo) * 3 / 4);
+	CHECK(rp && rp->cfa_rule == PP_UW_CFA_DEFERRED);
+	free(hints);
+	stop(pid);
+	mem_sink_free(whole);
+	mem_sink_free(part);
+}
+
 TEST_LIST = {
+    {"an_earlier_starts_fdes_are_looked_up_at_once", an_earlier_starts_fdes_are_looked_up_at_once},
     {"a_file_claiming_anothers_build_id_gets_its_own_table",
      a_file_claiming_anothers_build_id_gets_its_own_table},
     {"a_second_start_reads_the_tables_from_the_cache",
