@@ -352,8 +352,11 @@ void pp_debuginfod_free(struct pp_debuginfod *d)
 	}
 	for (size_t i = 0; d->known && i < d->max_known; i++)
 		free(d->known[i].path);
-	if (d->lib.handle)
-		dlclose(d->lib.handle);
+	/*
+	 * The library stays loaded: its constructor set up libcurl and the TLS library under it
+	 * (global state that cannot be torn down), which dlclose would unload with what they
+	 * allocated still held.
+	 */
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->wake);
 	pthread_cond_destroy(&d->idle);
