@@ -201,6 +201,7 @@ struct pp_unwinder {
 	bool partial_dirty;		/* a partial table has rows not written yet */
 	uint64_t partial_written_ms;	/* when they were last written */
 	uint64_t found_kept_ms;		/* ... and what they found last kept (table cache) */
+	uint64_t found_keep_ms;		/* opts.found_keep_ms, PARTIAL_KEEP_MS by default */
 	struct pp_unwinder_stats st;
 };
 
@@ -1185,12 +1186,12 @@ static void partial_promote(struct pp_unwinder *u, struct table *t)
 
 /*
  * Rows found written, and partial tables whose walks paid for it compiled whole; every
- * PARTIAL_KEEP_MS what they found kept for a restart too (an agent killed keeps what it had
+ * found_keep_ms what they found kept for a restart too (an agent killed keeps what it had
  * found until then, not only one that ends).
  */
 static void partial_flush(struct pp_unwinder *u)
 {
-	bool keep = u->cache && now_ms() - u->found_kept_ms >= PARTIAL_KEEP_MS;
+	bool keep = u->cache && now_ms() - u->found_kept_ms >= u->found_keep_ms;
 
 	for (uint32_t i = 0; i < u->tables_hwm; i++) {
 		struct table *t = &u->tables[i];
@@ -1952,7 +1953,8 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->max_procs = opts && opts->max_procs ? opts->max_procs : PP_UNWIND_MAX_PROCS;
 	u->max_tables = opts && opts->max_tables ? opts->max_tables : 4096;
 	u->rescan_ms = opts && opts->rescan_ms ? opts->rescan_ms : 2000;
-	u->found_kept_ms = now_ms(); /* what is found is kept PARTIAL_KEEP_MS on, and at the end */
+	u->found_kept_ms = now_ms(); /* what is found is kept found_keep_ms on, and at the end */
+	u->found_keep_ms = opts && opts->found_keep_ms ? opts->found_keep_ms : PARTIAL_KEEP_MS;
 	u->mmap_reports = opts && opts->mmap_reports;
 	u->kick_by_caller = opts && opts->kick_by_caller;
 	u->tables_only = opts && opts->tables_only;

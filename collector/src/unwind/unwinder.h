@@ -79,6 +79,12 @@ struct pp_unwinder_opts {
 	 * (the big libraries whose compile takes 20-100 ms); UINT32_MAX: every file whole.
 	 */
 	uint32_t partial_min_fdes;
+	/*
+	 * How often what partial tables' walks found is kept in the table cache while the agent
+	 * runs (it is kept at the end too: an agent killed keeps what it had found until then).
+	 * 0: every 5 minutes.
+	 */
+	uint64_t found_keep_ms;
 };
 
 struct pp_unwinder_stats {

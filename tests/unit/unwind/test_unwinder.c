@@ -1204,7 +1204,80 @@ TEST(an_earlier_starts_fdes_are_looked_up_at_once)
 	mem_sink_free(part);
 }
 
+/*
+ * What partial tables' walks found is kept for a restart while the agent runs, not only at its
+ * end (an agent killed keeps what it had found): by default not within the first 5 minutes,
+ * so libc's found FDEs are on disk only once the unwinder is freed; with the period at 1 ms,
+ * the drain after the walk keeps them while it runs.
+ */
+TEST(found_fdes_are_kept_while_the_agent_runs)
+{
+	struct mem_sink *m = mem_sink_new(1u << 22);
+	struct pp_unwinder_opts o = {.partial_min_fdes = 1};
+	struct walked_box box = {0};
+	struct pp_chain_dump d = {0};
+	struct pp_unwinder_stats st;
+	struct pp_table_cache *c;
+	struct pp_unwinder *u;
+	unsigned long lo, hi, off;
+	char dir[600], path[512];
+	uint8_t *stack = NULL;
+	uint64_t *got = NULL;
+	struct stat sb;
+	uint32_t len;
+	size_t n = 0;
+	pid_t pid;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL);
+	snprintf(dir, sizeof(dir), "%s/found-kept", g_dir);
+	o.table_cache_dir = dir;
+	pid = chain_dumped("kept", &d, &stack, &len);
+	REQUIRE(pid > 0 && stack != NULL);
+	REQUIRE(libc_text(pid, &lo, &hi, &off, path, sizeof(path)) && stat(path, &sb) == 0);
+
+	for (int period = 0; period < 2; period++) {
+		o.found_keep_ms = period ? 1 : 0;
+		REQUIRE(pp_test_sh("rm -f '%s'/*.fdes", dir) == 0);
+		u = pp_unwinder_new(&m->sink, &o);
+		REQUIRE(u != NULL);
+		REQUIRE(pp_unwinder_install(u, (uint32_t)pid) == 0);
+		usleep(2000); /* the 1 ms period past */
+		REQUIRE(walk_dump(u, (uint32_t)pid, &d, stack, len, "kept") == 0);
+		pp_unwinder_drain(u);
+		box.n = 0;
+		CHECK_EQ_U64(pp_unwinder_take_walked(u, keep_walked, &box), 1);
+		pp_unwinder_get_stats(u, &st);
+		CHECK(st.partial_fdes >= 1);
+		c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir});
+		REQUIRE(c != NULL);
+		if (period) {
+			CHECK(pp_table_cache_get_found(c, &sb, &got, &n) == 0 && n >= 1);
+			CHECK(st.partial_found_kept >= 1);
+		} else {
+			CHECK(pp_table_cache_get_found(c, &sb, &got, &n) == -ENOENT);
+			CHECK_EQ_U64(st.partial_found_kept, 0);
+		}
+		free(got);
+		got = NULL;
+		pp_table_cache_free(c);
+		pp_unwinder_free(u);
+		/* kept at the end either way */
+		c = pp_table_cache_new(&(struct pp_table_cache_opts){.dir = dir});
+		REQUIRE(c != NULL);
+		CHECK(pp_table_cache_get_found(c, &sb, &got, &n) == 0 && n >= 1);
+		free(got);
+		got = NULL;
+		pp_table_cache_free(c);
+	}
+	stop(pid);
+	free(stack);
+	mem_sink_free(m);
+}
+
 TEST_LIST = {
+    {"found_fdes_are_kept_while_the_agent_runs", found_fdes_are_kept_while_the_agent_runs},
     {"an_earlier_starts_fdes_are_looked_up_at_once", an_earlier_starts_fdes_are_looked_up_at_once},
     {"a_file_claiming_anothers_build_id_gets_its_own_table",
      a_file_claiming_anothers_build_id_gets_its_own_table},
