@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -714,6 +715,34 @@ static int __attribute__((noinline)) live_marker(int x)
 	return x + 7;
 }
 
+/* Whether pid's maps show an executable mapping of a path ending in suffix. */
+static bool maps_have_exec(pid_t pid, const char *suffix)
+{
+	char path[64], line[PATH_MAX + 128];
+	size_t sl = strlen(suffix);
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		size_t n = strcspn(line, "\n");
+		char *perms = strchr(line, ' ');
+
+		line[n] = '\0';
+		found = perms && perms[3] == 'x' && n >= sl && strcmp(line + n - sl, suffix) == 0;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * Waits until pid has exec'd a file whose path ends in suffix and mapped it: the kernel
+ * points /proc/PID/exe at the new file before it maps its segments, so exe alone can be
+ * seen while the maps still lack them.
+ */
 static int wait_exe_endswith(pid_t pid, const char *suffix)
 {
 	char path[64], buf[PATH_MAX];
@@ -726,7 +755,8 @@ static int wait_exe_endswith(pid_t pid, const char *suffix)
 			size_t sl = strlen(suffix);
 
 			buf[n] = '\0';
-			if ((size_t)n >= sl && strcmp(buf + n - sl, suffix) == 0)
+			if ((size_t)n >= sl && strcmp(buf + n - sl, suffix) == 0 &&
+			    maps_have_exec(pid, suffix))
 				return 0;
 		}
 		usleep(10000);
