@@ -2337,23 +2337,25 @@ void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out)
 /* --- the shim's maps --- */
 
 /*
- * A table's run goes in through an mmap of just its pages of the row array, memcpy, munmap:
- * a mapping of the whole array would put all of it in the agent's RSS (the kernel maps every
- * page at mmap time), and BPF_MAP_UPDATE_BATCH costs the kernel a copy and an update per row
- * (70 ms of system time for 240k rows here). Batches remain for a kernel that refuses the
- * mmap.
+ * The row array is read and written through mappings of 64 KiB pieces of it, kept between
+ * calls and unmapped least recently used first, never the whole array: the kernel maps every
+ * page of an array at mmap time, so all of it would be in the agent's RSS.
+ * - Reads (the walks of stack copies) meet the same tables' pages again and again (libc's,
+ *   the interpreter's). An mmap and munmap per read was a tenth of the agent's CPU under
+ *   churn.
+ * - An munmap costs more than its mmap: the kernel flushes the TLB of every CPU the agent's
+ *   threads ran on, by interrupt (200 us on a 2-CPU VM). A churning node's walks and partial
+ *   tables' writes meet 30-60 pieces in 20 s: 64 keep them all mapped (4 MiB at most), where
+ *   16 for reads and a mapping per write unmapped 15 times a second.
+ * - A write of up to two pieces goes through them (the partial tables' runs, rewritten every
+ *   500 ms). A larger one (a whole table's run) maps its own pages once.
+ * BPF_MAP_UPDATE_BATCH costs the kernel a copy and an update per row (70 ms of system time
+ * for 240k rows here): it remains for a kernel that refuses the mmap.
  */
 #define BATCH_ROWS 4096 /* pairs of rows */
-
-/*
- * Reads (the walks of stack copies) go through a few mappings of 64 KiB pieces of the row
- * array kept between reads, least recently used unmapped first: a walk reads the same
- * tables' pages again and again (libc's, the interpreter's), an mmap and munmap each time was
- * a tenth of the agent's CPU under churn, and 16 pieces keep at most 1 MiB mapped. A piece
- * sees the rows written since: the same pages.
- */
 #define READ_PIECE (64u << 10)
-#define READ_PIECES 16
+#define READ_PIECES 64
+#define WRITE_THROUGH_PIECES 2
 
 struct bpf_sink {
 	struct pp_unwinder_sink sink;
@@ -2368,6 +2370,15 @@ struct bpf_sink {
 	uint64_t reads;
 };
 
+static uint8_t *map_piece(struct bpf_sink *b, uint64_t off, uint64_t *piece_off,
+			  uint64_t *piece_len);
+
+/* Whether the pieces holding [off, end) of the row array are few enough to write through. */
+static bool write_through_pieces(uint64_t off, uint64_t end)
+{
+	return end - (off & ~(uint64_t)(READ_PIECE - 1)) <= WRITE_THROUGH_PIECES * READ_PIECE;
+}
+
 static int write_rows_mmap(struct bpf_sink *b, uint32_t first, const uint32_t *words, uint32_t n)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -2375,8 +2386,24 @@ static int write_rows_mmap(struct bpf_sink *b, uint32_t first, const uint32_t *w
 	uint64_t start = off & ~(uint64_t)(page - 1);
 	uint64_t end = off + (uint64_t)n * sizeof(*words);
 	size_t len = (size_t)((end - start + page - 1) & ~(uint64_t)(page - 1));
-	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->rows_fd, (off_t)start);
+	const uint8_t *src = (const uint8_t *)words;
+	uint8_t *m;
 
+	if (write_through_pieces(off, end)) {
+		while (off < end) {
+			uint64_t poff, plen, take;
+			uint8_t *piece = map_piece(b, off, &poff, &plen);
+
+			if (!piece)
+				return -errno;
+			take = poff + plen - off < end - off ? poff + plen - off : end - off;
+			memcpy(piece + (off - poff), src, (size_t)take);
+			src += take;
+			off += take;
+		}
+		return 0;
+	}
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->rows_fd, (off_t)start);
 	if (m == MAP_FAILED)
 		return -errno;
 	memcpy(m + (off - start), words, (size_t)n * sizeof(*words));
@@ -2450,8 +2477,8 @@ static int bpf_write_rows(void *ctx, uint32_t first, const uint32_t *words, uint
 }
 
 /* The mapped piece holding byte off of the row array, mapped if need be; NULL: no mmap. */
-static const uint8_t *read_piece(struct bpf_sink *b, uint64_t off, uint64_t *piece_off,
-				 uint64_t *piece_len)
+static uint8_t *map_piece(struct bpf_sink *b, uint64_t off, uint64_t *piece_off,
+			  uint64_t *piece_len)
 {
 	uint64_t start = off & ~(uint64_t)(READ_PIECE - 1);
 	uint64_t total = (uint64_t)b->sink.nr_rows * sizeof(uint32_t);
@@ -2473,7 +2500,7 @@ static const uint8_t *read_piece(struct bpf_sink *b, uint64_t off, uint64_t *pie
 			break;
 	}
 	len = (len + page - 1) & ~(uint64_t)(page - 1);
-	m = mmap(NULL, len, PROT_READ, MAP_SHARED, b->rows_fd, (off_t)start);
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->rows_fd, (off_t)start);
 	if (m == MAP_FAILED)
 		return NULL;
 	if (b->pieces[victim].m)
@@ -2498,7 +2525,7 @@ static int bpf_read_rows(void *ctx, uint32_t first, uint32_t n, uint32_t *out)
 		return -ERANGE;
 	while (!b->no_mmap && off < end) {
 		uint64_t poff, plen, take;
-		const uint8_t *m = read_piece(b, off, &poff, &plen);
+		const uint8_t *m = map_piece(b, off, &poff, &plen);
 
 		if (!m)
 			break;

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "check.h"
 #include "testsh.h"
 #include "symbolize/elf_symbols.h"
@@ -1276,7 +1278,74 @@ TEST(found_fdes_are_kept_while_the_agent_runs)
 	mem_sink_free(m);
 }
 
+/* xorshift64: the sink test's writes and reads, the same every run */
+static uint64_t sink_rand(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/*
+ * The sink over a real BPF array: small writes through its kept mappings, large ones through
+ * a mapping of their own, reads across pieces and after the kept ones were replaced; what it
+ * reads back and what the kernel's array holds are what was written.
+ */
+TEST(the_bpf_sink_reads_what_it_wrote)
+{
+	const uint32_t nr_rows = 80u << 14; /* 80 pieces of 64 KiB: more than it keeps mapped */
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+	struct pp_unwinder_sink *sink;
+	uint32_t *mirror, *buf;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "pp_test_rows", 4, 8, nr_rows / 2, &opts);
+
+	if (fd < 0 && (errno == EPERM || errno == EACCES))
+		SKIP("cannot create BPF maps here: needs root or CAP_BPF");
+	REQUIRE(fd >= 0);
+	sink = pp_unwinder_bpf_sink_new(fd, nr_rows, fd, fd);
+	mirror = calloc(nr_rows, sizeof(*mirror));
+	buf = malloc(nr_rows * sizeof(*buf));
+	REQUIRE(sink && mirror && buf);
+	for (int round = 0; round < 400; round++) {
+		/* one write in ten large (up to 4 MiB), the rest up to 80 KiB, anywhere */
+		uint32_t n = (uint32_t)(round % 10 == 9 ? sink_rand(&x) % (1u << 20)
+							: sink_rand(&x) % 20000) +
+			     1;
+		uint32_t first = (uint32_t)(sink_rand(&x) % (nr_rows - n + 1));
+
+		for (uint32_t i = 0; i < n; i++)
+			buf[i] = (uint32_t)sink_rand(&x);
+		REQUIRE(sink->write_rows(sink->ctx, first, buf, n) == 0);
+		memcpy(mirror + first, buf, n * sizeof(*buf));
+		for (int r = 0; r < 4; r++) {
+			uint32_t rn = (uint32_t)(sink_rand(&x) % 3000) + 1;
+			uint32_t rfirst = (uint32_t)(sink_rand(&x) % (nr_rows - rn + 1));
+
+			REQUIRE(sink->read_rows(sink->ctx, rfirst, rn, buf) == 0);
+			CHECK(memcmp(buf, mirror + rfirst, rn * sizeof(*buf)) == 0);
+		}
+	}
+	CHECK(sink->write_rows(sink->ctx, nr_rows - 1, buf, 2) == -ERANGE);
+	CHECK(sink->read_rows(sink->ctx, nr_rows - 1, 2, buf) == -ERANGE);
+	REQUIRE(sink->read_rows(sink->ctx, 0, nr_rows, buf) == 0);
+	CHECK(memcmp(buf, mirror, nr_rows * sizeof(*buf)) == 0);
+	/* The kernel's array itself, pair by pair, at a sample of its keys */
+	for (uint32_t k = 0; k < nr_rows / 2; k += 997) {
+		uint64_t v = 0;
+
+		REQUIRE(bpf_map_lookup_elem(fd, &k, &v) == 0);
+		CHECK(memcmp(&v, mirror + 2 * k, sizeof(v)) == 0);
+	}
+	pp_unwinder_bpf_sink_free(sink);
+	free(mirror);
+	free(buf);
+	close(fd);
+}
+
 TEST_LIST = {
+    {"the_bpf_sink_reads_what_it_wrote", the_bpf_sink_reads_what_it_wrote},
     {"found_fdes_are_kept_while_the_agent_runs", found_fdes_are_kept_while_the_agent_runs},
     {"an_earlier_starts_fdes_are_looked_up_at_once", an_earlier_starts_fdes_are_looked_up_at_once},
     {"a_file_claiming_anothers_build_id_gets_its_own_table",
