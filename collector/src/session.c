@@ -253,9 +253,16 @@ static uint32_t raw_cpu(const struct pp_session *s, const struct pp_decoded *d)
 	return s->opts.per_cpu ? d->sample.cpu : 0;
 }
 
+/* The record's cgroup as the container lookup takes it: a key of v1 and v2 is marked. */
+static uint64_t cgroup_key(const struct pp_sample *rec)
+{
+	return (rec->flags & PP_SF_CGROUP_V1) ? rec->cgroup_id | PP_CONTAINER_KEY_V1
+					      : rec->cgroup_id;
+}
+
 static uint64_t raw_cgroup(const struct pp_session *s, const struct pp_decoded *d)
 {
-	return s->opts.containers ? d->sample.cgroup_id : 0;
+	return s->opts.containers ? cgroup_key(&d->sample) : 0;
 }
 
 /* An off-CPU record's state as the profile names it (pp_wait_state); 0 for a sample. */
@@ -1678,7 +1685,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	if (raw) {
 		/* Resolve the container now, while its cgroup exists; the flush finds it cached. */
 		if (s->opts.containers)
-			pp_container_meta_lookup(s->opts.containers, rec->cgroup_id, rec->tgid,
+			pp_container_meta_lookup(s->opts.containers, cgroup_key(rec), rec->tgid,
 						 proc ? proc->generation : 0);
 		ret = raw_store(s, raw, d, hash, proc ? proc->generation : 0, &si, &mi);
 		if (ret == 0) {
@@ -1691,7 +1698,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		si.nlabels = pp_mem_labels_from_key(mi.label_key, &ml);
 		si.labels = ml.labels;
 	}
-	si.resource_id = resource_of(s, rec->cgroup_id, rec->tgid, proc ? proc->generation : 0);
+	si.resource_id = resource_of(s, cgroup_key(rec), rec->tgid, proc ? proc->generation : 0);
 	if (si.resource_id)
 		s->stats.container_samples++;
 	pp_session_drop_dimensions(s->opts.drop, &si, ml.labels);

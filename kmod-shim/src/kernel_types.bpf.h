@@ -78,7 +78,13 @@ struct cgroup {
 	struct kernfs_node *kn;
 };
 
+struct cgroup_subsys_state {
+	struct cgroup *cgroup;
+};
+
 struct css_set {
+	/* CGROUP_SUBSYS_COUNT entries, a number of the kernel's config: read by its size */
+	struct cgroup_subsys_state *subsys[1];
 	struct cgroup *dfl_cgrp;
 };
 

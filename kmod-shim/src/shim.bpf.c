@@ -195,6 +195,51 @@ static __always_inline int cgroup_selected(void)
 }
 
 /*
+ * The id of the current task's cgroup in the v1 hierarchy of subsystem subsys: on a host
+ * with v1 hierarchies they tell containers apart, and the v2 cgroup mostly does not (the root,
+ * or the runtime's service, for every container). 0 where the task has none.
+ */
+static __always_inline __u64 current_v1_cgroup_id(__u32 subsys)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	__u32 n = bpf_core_field_size(struct css_set, subsys) / sizeof(void *);
+	struct cgroup_subsys_state *css = NULL;
+	struct css_set *cs = BPF_CORE_READ(t, cgroups);
+
+	if (!cs || subsys >= n || subsys >= 64)
+		return 0;
+	if (bpf_probe_read_kernel(&css, sizeof(css),
+				  (char *)cs + bpf_core_field_offset(struct css_set, subsys) +
+				      subsys * sizeof(void *)) ||
+	    !css)
+		return 0;
+	return BPF_CORE_READ(css, cgroup, kn, id);
+}
+
+/*
+ * The sample's cgroup: its v2 id, or, where the loader asked for v1 (cgroup_v1_subsys), one
+ * key of its v1 and v2 cgroups together (PP_SF_CGROUP_V1): the collector reads a container's
+ * /proc/PID/cgroup once per key, not once per process, and names by it the samples of
+ * processes gone before their files could be read.
+ */
+static __always_inline __u64 sample_cgroup(__u16 *flags)
+{
+	__u64 v2 = bpf_get_current_cgroup_id(), v1, h;
+
+	if (!shim_config.cgroup_v1_subsys)
+		return v2;
+	v1 = current_v1_cgroup_id(shim_config.cgroup_v1_subsys - 1);
+	if (!v1)
+		return v2;
+	*flags |= PP_SF_CGROUP_V1;
+	/* splitmix64's finalizer: distinct pairs give distinct keys but by a 2^-62 chance */
+	h = v1 * 0x9e3779b97f4a7c15ull ^ v2;
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+	return (h ^ (h >> 31)) & PP_CGROUP_KEY_MASK;
+}
+
+/*
  * x86 marks a skid-free ip with PERF_EFLAGS_EXACT in the sample registers' flags (a reserved
  * EFLAGS bit, so an interrupted context never has it set by hardware). Plain ctx load: the
  * registers are the uapi part of the context.
@@ -919,7 +964,6 @@ static __always_inline int handle_sample(struct bpf_perf_event_data *ctx, const 
 	rec->tgid = tgid;
 	rec->tid = (__u32)pid_tgid;
 	rec->time_ns = bpf_ktime_get_ns();
-	rec->cgroup_id = bpf_get_current_cgroup_id();
 	rec->ip = PT_REGS_IP(&ctx->regs);
 	rec->period = ctx->sample_period;
 	rec->addr = 0;
@@ -930,6 +974,7 @@ static __always_inline int handle_sample(struct bpf_perf_event_data *ctx, const 
 	rec->cpu = bpf_get_smp_processor_id();
 	rec->event_cookie = shim_config.use_attach_cookie ? (__u32)bpf_get_attach_cookie(ctx) : 0;
 	rec->flags = ((__s64)rec->ip < 0 ? PP_SF_KERNEL_IP : 0) | exact_ip_flag(ctx);
+	rec->cgroup_id = sample_cgroup(&rec->flags);
 	rec->_pad0 = 0;
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 

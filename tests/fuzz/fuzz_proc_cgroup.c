@@ -1,13 +1,15 @@
 /*
  * Fuzz target for the /proc/PID/cgroup parser: any bytes give
  * -EINVAL, 0 or 1 without reading past the buffer, and a container found has a 64-lowercase-hex id,
- * as a cgroup path would.
+ * as a cgroup path would. The same bytes as /proc/cgroups text: -EINVAL, 0, or a subsystem's
+ * index + 1, no more than the lines there are.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "metadata/cgroup_ids.h"
 #include "metadata/container_meta.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -32,6 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			      (ref.id[i] >= 'a' && ref.id[i] <= 'f')))
 				abort();
 	}
+	rc = pp_proc_cgroups_v1_key_subsys(copy, size);
+	if ((rc < 0 && rc != -EINVAL) || (rc > 0 && (size_t)rc > size / 8 + 1))
+		abort();
 	free(copy);
 	return 0;
 }

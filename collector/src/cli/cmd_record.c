@@ -801,6 +801,18 @@ static void print_data_types(struct pp_session *session, const struct pp_profile
 	pp_report_print_data_types(profile, stdout, 15);
 }
 
+/* What naming the samples' containers cost: /proc reads, per process or per cgroup. */
+static void print_containers(const struct pp_container_meta *meta)
+{
+	struct pp_container_meta_stats cs;
+
+	pp_container_meta_get_stats(meta, &cs);
+	printf("containers: %llu lookups (%llu by a key of v1 and v2 cgroups); %llu cgroup files "
+	       "read from /proc, %llu unresolved\n",
+	       (unsigned long long)cs.lookups, (unsigned long long)cs.v1_lookups,
+	       (unsigned long long)cs.proc_reads, (unsigned long long)cs.unresolved);
+}
+
 static void print_summary(const struct record_args *a, const struct pp_profile *profile,
 			  const uint64_t counters[PP_CNT__MAX], const struct pp_session_stats *st,
 			  double seconds, const char *off_cpu_at, struct pp_session *session)
@@ -1230,6 +1242,8 @@ int pp_cmd_record(int argc, char **argv)
 	print_summary(&a, profile, counters, &st,
 		      (double)pp_profile_get_desc(profile)->duration_ns / 1e9,
 		      pp_shim_switch_in_at(smp.shim), session);
+	if (!a.quiet && containers.meta)
+		print_containers(containers.meta);
 	if (ret)
 		status = PP_EXIT_RUNTIME;
 	else

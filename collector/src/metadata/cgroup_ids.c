@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -165,6 +166,49 @@ int pp_mountinfo_has_cgroup1(const char *buf, size_t len)
 		p = eol + (eol < end);
 	}
 	return 0;
+}
+
+int pp_proc_cgroups_v1_key_subsys(const char *buf, size_t len)
+{
+	/* Container runtimes make a cgroup per container in each: the first ones in any case */
+	static const char *const preferred[] = {"memory", "pids",    "cpu",    "cpuacct",
+						"blkio",  "devices", "freezer"};
+	const size_t npref = sizeof(preferred) / sizeof(preferred[0]);
+	const char *p = buf, *end = buf ? buf + len : NULL;
+	size_t best_rank = npref + 1;
+	int index = 0, best = 0;
+
+	if (!buf && len)
+		return -EINVAL;
+	while (p && p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		char name[64];
+		unsigned long hierarchy, ncgroups, enabled;
+		char line[256];
+		size_t n, rank;
+
+		if (!eol)
+			eol = end;
+		n = (size_t)(eol - p);
+		if (n && *p != '#') {
+			if (n >= sizeof(line))
+				return -EINVAL;
+			memcpy(line, p, n);
+			line[n] = '\0';
+			if (sscanf(line, "%63s %lu %lu %lu", name, &hierarchy, &ncgroups,
+				   &enabled) != 4)
+				return -EINVAL;
+			for (rank = 0; rank < npref && strcmp(name, preferred[rank]) != 0; rank++)
+				;
+			if (hierarchy && enabled && rank < best_rank) {
+				best_rank = rank;
+				best = index + 1;
+			}
+			index++;
+		}
+		p = eol + (eol < end);
+	}
+	return best;
 }
 
 int pp_mountinfo_find_cgroup2(const char *buf, size_t len, char *out, size_t outlen)

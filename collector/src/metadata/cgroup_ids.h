@@ -30,6 +30,15 @@ int pp_mountinfo_find_cgroup2(const char *buf, size_t len, char *out, size_t out
  */
 int pp_mountinfo_has_cgroup1(const char *buf, size_t len);
 
+/*
+ * From the text of /proc/cgroups (one line per subsystem the kernel has, in the order of its
+ * enum cgroup_subsys_id: "name hierarchy num_cgroups enabled"), the subsystem whose v1
+ * hierarchy best tells containers apart: memory, else pids, cpu, cpuacct, blkio, devices,
+ * freezer, else the first other one, among those enabled and mounted in a v1 hierarchy (not
+ * 0). Returns its index + 1, 0 when none is, -EINVAL for a line that is not of that form.
+ */
+int pp_proc_cgroups_v1_key_subsys(const char *buf, size_t len);
+
 /* Reads <proc_root>/self/mountinfo (proc_root NULL: "/proc") into a malloc'ed, NUL-terminated
  * *out the caller frees. Returns its length, or -errno (*out is then NULL). */
 ssize_t pp_mountinfo_read(const char *proc_root, char **out);

@@ -27,7 +27,7 @@ static uint64_t pid_key(uint32_t pid, uint64_t generation)
 #define NO_SLOT UINT32_MAX
 
 struct cm_entry {
-	uint64_t key; /* cgroup id, or pid | PID_KEY_FLAG */
+	uint64_t key; /* cgroup id, v1 and v2 key | PP_CONTAINER_KEY_V1, or pid | PID_KEY_FLAG */
 	uint64_t generation;
 	bool used;
 	bool enriched;
@@ -195,11 +195,15 @@ int pp_proc_cgroup_parse(const char *buf, size_t len, struct pp_container_ref *o
 	return 0;
 }
 
-/* Returns false when the cgroup or process could not be found (info says "no container"). */
+/*
+ * Returns false when the cgroup or process could not be found (info says "no container");
+ * *gone tells that the process no longer exists.
+ */
 static bool resolve_cgroup(struct pp_container_meta *m, bool per_process, uint64_t cgroup_id,
-			   uint32_t pid, struct pp_container_info *info)
+			   uint32_t pid, struct pp_container_info *info, bool *gone)
 {
 	memset(info, 0, sizeof(*info));
+	*gone = false;
 	if (!per_process) {
 		/* Rate-limited inside: a new cgroup is found by the next walk, not every miss. */
 		const char *path = pp_cgroup_ids_lookup(m->ids, cgroup_id);
@@ -214,11 +218,28 @@ static bool resolve_cgroup(struct pp_container_meta *m, bool per_process, uint64
 
 		pp_pathf(fname, sizeof(fname), "%s/%u/cgroup", m->proc_root, pid);
 		n = pp_read_small_file(fname, buf, sizeof(buf));
+		m->stats.proc_reads++;
 		if (n > 0 && pp_proc_cgroup_parse(buf, (size_t)n, &info->ref) >= 0)
 			return true;
+		*gone = n == -ENOENT || n == -ESRCH;
 	}
 	m->stats.unresolved++;
 	return false;
+}
+
+/*
+ * Whether an entry is settled: resolved, or a process's own entry whose process is gone (its
+ * pid and generation never come back: asking /proc again at each of its samples would only
+ * fail again). A cgroup's entry is asked again: the next process met in it may be alive.
+ */
+static bool settle(struct pp_container_meta *m, uint64_t key, bool per_process, uint64_t cgroup_id,
+		   uint32_t pid, struct pp_container_info *info)
+{
+	bool gone;
+
+	if (resolve_cgroup(m, per_process, cgroup_id, pid, info, &gone))
+		return true;
+	return gone && (key & PID_KEY_FLAG);
 }
 
 static bool enrich(struct pp_container_meta *m, struct pp_container_info *info)
@@ -250,7 +271,7 @@ static const struct pp_container_info *lookup_key(struct pp_container_meta *m, u
 
 		m->stats.hits++;
 		if (!e->resolved &&
-		    (e->resolved = resolve_cgroup(m, per_process, cgroup_id, pid, &e->info))) {
+		    (e->resolved = settle(m, key, per_process, cgroup_id, pid, &e->info))) {
 			e->enriched = enrich(m, &e->info);
 			e->generation = gen;
 		} else if (e->generation != gen && !e->enriched) {
@@ -265,13 +286,13 @@ static const struct pp_container_info *lookup_key(struct pp_container_meta *m, u
 	m->stats.misses++;
 	i = take_slot(m);
 	if (i == NO_SLOT) {
-		resolve_cgroup(m, per_process, cgroup_id, pid, &m->scratch);
+		settle(m, key, per_process, cgroup_id, pid, &m->scratch);
 		enrich(m, &m->scratch);
 		return &m->scratch;
 	}
 	struct cm_entry *e = &m->entries[i];
 
-	e->resolved = resolve_cgroup(m, per_process, cgroup_id, pid, &e->info);
+	e->resolved = settle(m, key, per_process, cgroup_id, pid, &e->info);
 	e->enriched = enrich(m, &e->info);
 	e->generation = gen;
 	e->key = key;
@@ -291,6 +312,13 @@ const struct pp_container_info *pp_container_meta_lookup(struct pp_container_met
 {
 	const struct pp_container_info *info;
 
+	if (cgroup_id & PP_CONTAINER_KEY_V1) {
+		m->stats.v1_lookups++;
+		/* the bit alone: no key for the task; its own file is asked then */
+		if (cgroup_id & ~PP_CONTAINER_KEY_V1)
+			return lookup_key(m, cgroup_id, true, cgroup_id, pid);
+		return lookup_key(m, pid_key(pid, pid_generation), true, cgroup_id, pid);
+	}
 	if (!m->ids)
 		return lookup_key(m, pid_key(pid, pid_generation), true, cgroup_id, pid);
 	info = lookup_key(m, cgroup_id, false, cgroup_id, pid);

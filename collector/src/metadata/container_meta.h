@@ -2,9 +2,9 @@
  * Where a sample ran: the shim's cgroup id (or, on hosts without cgroup v2, the process's
  * /proc/PID/cgroup) turned into the container, its runtime and pod, and, when a pod metadata
  * source is plugged in, the pod's name, namespace, container name, workload and service name.
- * Answers are cached per cgroup (per process on v1 hosts) in a bounded table, so the sample
- * path costs a hash lookup; a miss costs one cgroup lookup (itself cached and rate-limited)
- * and one in-memory metadata lookup, never an API call.
+ * Answers are cached per cgroup (per v1 cgroup, or per process, on hosts without cgroup v2)
+ * in a bounded table, so the sample path costs a hash lookup; a miss costs one cgroup lookup
+ * (itself cached and rate-limited) and one in-memory metadata lookup, never an API call.
  */
 #ifndef PP_COLLECTOR_CONTAINER_META_H
 #define PP_COLLECTOR_CONTAINER_META_H
@@ -56,6 +56,8 @@ struct pp_container_meta_stats {
 	uint64_t misses;
 	uint64_t evictions;
 	uint64_t unresolved; /* cgroup or process not found: answered "no container" */
+	uint64_t proc_reads; /* /proc/PID/cgroup files read (per process, or per v1 cgroup) */
+	uint64_t v1_lookups; /* lookups by a key of v1 and v2 cgroups (PP_CONTAINER_KEY_V1) */
 	uint64_t enriched;   /* answers with pod metadata */
 	uint64_t entries;
 	int per_process; /* 1 when answers come from /proc/PID/cgroup */
@@ -64,17 +66,25 @@ struct pp_container_meta_stats {
 
 struct pp_container_meta;
 
+/*
+ * A cgroup_id with this bit is a key of the task's cgroups in one v1 hierarchy and in v2
+ * (PP_SF_CGROUP_V1), on a host with v1 hierarchies: what the /proc/PID/cgroup of the first
+ * live process met with that key says holds for all of its processes, read once, and for
+ * those gone before they could be read. The bit alone: the task's own file is read.
+ */
+#define PP_CONTAINER_KEY_V1 (1ull << 62)
+
 /* Returns NULL with errno set (ENOMEM; EINVAL for bad options). Without cgroup v2 it works
  * per process. */
 struct pp_container_meta *pp_container_meta_new(const struct pp_container_meta_opts *opts);
 void pp_container_meta_free(struct pp_container_meta *m);
 
 /*
- * Where the sample of process pid with cgroup v2 id cgroup_id ran. pid_generation tells a
- * reused pid from its predecessor (per-process mode keys on both; the caller's process cache
- * has such a number). Never NULL; the pointer stays valid until the next call on m. A sample
- * in no container gets an info whose ref.id is "" (its pod fields may still be set for a
- * pod's own cgroups).
+ * Where the sample of process pid with cgroup v2 id cgroup_id (or a key of its v1 and v2
+ * cgroups with PP_CONTAINER_KEY_V1) ran. pid_generation tells a reused pid from its predecessor
+ * (per-process mode keys on both; the caller's process cache has such a number). Never NULL; the
+ * pointer stays valid until the next call on m. A sample in no container gets an info whose ref.id
+ * is "" (its pod fields may still be set for a pod's own cgroups).
  */
 const struct pp_container_info *pp_container_meta_lookup(struct pp_container_meta *m,
 							 uint64_t cgroup_id, uint32_t pid,

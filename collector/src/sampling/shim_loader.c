@@ -445,6 +445,7 @@ static void set_config(struct pp_shim_config *cfg, const struct pp_shim_opts *op
 	cfg->ustack_walk = opts->ustack_walk;
 	cfg->off_cpu_every = opts->off_cpu_every;
 	cfg->off_cpu_min_ns = opts->off_cpu_min_ns;
+	cfg->cgroup_v1_subsys = opts->cgroup_v1_subsys;
 }
 
 /*

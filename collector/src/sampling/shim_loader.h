@@ -79,6 +79,11 @@ struct pp_shim_opts {
 	/* Filter cgroups in user space even where the kernel could (tests, comparisons). */
 	int cgroup_filter_in_user_space;
 	const char *cgroup2_root; /* for user-space filtering; NULL: from /proc/self/mountinfo */
+	/*
+	 * 0: samples carry the task's cgroup v2 id. N: the id of its cgroup in the v1 hierarchy
+	 * of subsystem N - 1 (pp_shim_config.cgroup_v1_subsys), for hosts without cgroup2.
+	 */
+	uint32_t cgroup_v1_subsys;
 	/* PP_IP_FILTER_*: user-only or kernel-only sampling done in the shim (IBS) */
 	uint32_t ip_filter;
 	/*

@@ -62,6 +62,14 @@
  * the shim's own walk of it (frame pointers), kept where the later walk cannot be done.
  */
 #define PP_SF_USTACK_RAW (1u << 11)
+/*
+ * cgroup_id is a key of the task's cgroup in one cgroup v1 hierarchy
+ * (pp_shim_config.cgroup_v1_subsys) and its v2 cgroup together, below PP_CGROUP_KEY_MASK, not
+ * its v2 id: on a host with v1 hierarchies containers are told apart there (a hybrid host's
+ * cgroup2 holds no controllers; without a cgroup2 mount every v2 cgroup is the root).
+ */
+#define PP_SF_CGROUP_V1 (1u << 12)
+#define PP_CGROUP_KEY_MASK ((1ull << 62) - 1)
 
 /*
  * pp_shim_config.off_cpu_stacks_at: where the stacks of a wait are taken. A task's stacks are
@@ -296,6 +304,13 @@ struct pp_shim_config {
 	/* PP_OFF_CPU_AT_*: where the stacks of a wait are taken */
 	__u32 off_cpu_stacks_at;
 	__u64 off_cpu_min_ns; /* shorter waits make no record */
+	/*
+	 * 0: samples carry the task's cgroup v2 id. N: a key of its cgroup in the v1 hierarchy
+	 * of the subsystem with index N - 1 (the kernel's enum cgroup_subsys_id, the order of
+	 * /proc/cgroups) and its v2 cgroup, and PP_SF_CGROUP_V1.
+	 */
+	__u32 cgroup_v1_subsys;
+	__u32 _pad1;
 };
 
 /*
@@ -391,7 +406,7 @@ _Static_assert(sizeof(struct pp_bpf_unwind_mapping) == 32, "pp_bpf_unwind_mappin
 #define PP_IP_FILTER_USER_ONLY 1   /* drop samples whose ip is a kernel address */
 #define PP_IP_FILTER_KERNEL_ONLY 2 /* drop samples whose ip is a user address */
 
-_Static_assert(sizeof(struct pp_shim_config) == 64, "pp_shim_config layout");
+_Static_assert(sizeof(struct pp_shim_config) == 72, "pp_shim_config layout");
 _Static_assert(__builtin_offsetof(struct pp_shim_config, filter_cgroups) == 32,
 	       "pp_shim_config.filter_cgroups offset");
 

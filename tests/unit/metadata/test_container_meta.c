@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "testfs.h"
+#include "metadata/cgroup_ids.h"
 #include "metadata/container_meta.h"
 
 #define CID_A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -325,7 +326,83 @@ TEST(hybrid_host_asks_the_process)
 	pp_test_rm_tree(tree);
 }
 
+/*
+ * Keys of v1 and v2 cgroups (PP_CONTAINER_KEY_V1): the first live process met with a key is
+ * read, and its answer holds for the key's other processes, the gone ones too, without
+ * reading theirs; a key whose first process was gone is asked again with the next one. A
+ * process's own entry (the bit alone) whose process is gone is not asked again.
+ */
+TEST(v1_keys_read_a_cgroup_once)
+{
+	struct pp_container_meta_opts o = {.per_process = 1, .max_entries = 16};
+	struct pp_container_meta_stats st;
+	struct pp_container_meta *m;
+	const uint64_t key_a = PP_CONTAINER_KEY_V1 | 0x1234, key_b = PP_CONTAINER_KEY_V1 | 0x5678;
+
+	snprintf(tree, sizeof(tree), "/tmp/pp_test_cm_v1_%d", (int)getpid());
+	pp_test_mkdirs(tree, "800");
+	pp_test_mkdirs(tree, "900");
+	write_file("800/cgroup", "5:memory:/docker/" CID_A "\n0::/\n");
+	write_file("900/cgroup", "5:memory:/kubepods/burstable/pod" POD_UID "/" CID_B "\n0::/\n");
+	o.proc_root = tree;
+	m = pp_container_meta_new(&o);
+	REQUIRE(m);
+	CHECK_STR(pp_container_meta_lookup(m, key_a, 800, 0)->ref.id, CID_A);
+	/* 801 and 802 have no file (gone): the key's answer is theirs */
+	CHECK_STR(pp_container_meta_lookup(m, key_a, 801, 0)->ref.id, CID_A);
+	CHECK_STR(pp_container_meta_lookup(m, key_a, 802, 3)->ref.id, CID_A);
+	pp_container_meta_get_stats(m, &st);
+	CHECK_EQ_U64(st.proc_reads, 1);
+	CHECK_EQ_U64(st.v1_lookups, 3);
+	/* key_b met first with a gone process: unresolved, then its live one answers */
+	CHECK_STR(pp_container_meta_lookup(m, key_b, 901, 0)->ref.id, "");
+	CHECK_STR(pp_container_meta_lookup(m, key_b, 900, 0)->ref.id, CID_B);
+	CHECK_STR(pp_container_meta_lookup(m, key_b, 900, 0)->ref.pod_uid, POD_UID);
+	CHECK_STR(pp_container_meta_lookup(m, key_b, 902, 0)->ref.id, CID_B);
+	pp_container_meta_get_stats(m, &st);
+	CHECK_EQ_U64(st.proc_reads, 3);
+	/* the bit alone: the process's own file, once even when it is gone */
+	CHECK_STR(pp_container_meta_lookup(m, PP_CONTAINER_KEY_V1, 900, 0)->ref.id, CID_B);
+	CHECK_STR(pp_container_meta_lookup(m, PP_CONTAINER_KEY_V1, 903, 0)->ref.id, "");
+	CHECK_STR(pp_container_meta_lookup(m, PP_CONTAINER_KEY_V1, 903, 0)->ref.id, "");
+	CHECK_STR(pp_container_meta_lookup(m, 1, 903, 0)->ref.id, "");
+	pp_container_meta_get_stats(m, &st);
+	CHECK_EQ_U64(st.proc_reads, 5);
+	pp_container_meta_free(m);
+	pp_test_rm_tree(tree);
+}
+
+/* Which v1 hierarchy keys the samples, from /proc/cgroups as kernels write it. */
+TEST(v1_key_subsystem_from_proc_cgroups)
+{
+	/* a hybrid host's (cgroup2 holds net_cls and the others with hierarchy 0) */
+	static const char hybrid[] = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
+				     "cpuset\t3\t3\t1\ncpu\t1\t3\t1\ncpuacct\t2\t3\t1\n"
+				     "blkio\t7\t3\t1\nmemory\t4\t10\t1\ndevices\t5\t3\t1\n"
+				     "freezer\t6\t3\t1\nnet_cls\t0\t2\t1\nperf_event\t0\t2\t1\n"
+				     "net_prio\t0\t2\t1\nhugetlb\t0\t2\t1\npids\t8\t3\t1\n";
+	/* memory disabled (cgroup_disable=memory): pids, the next choice */
+	static const char no_memory[] = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
+					"cpuset\t2\t1\t1\ncpu\t3\t1\t1\nmemory\t0\t1\t0\n"
+					"pids\t4\t1\t1\n";
+	/* cgroup2 only: every hierarchy 0 */
+	static const char v2[] = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
+				 "cpuset\t0\t80\t1\ncpu\t0\t80\t1\nmemory\t0\t80\t1\n";
+	static const char only_other[] = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
+					 "cpuset\t0\t1\t1\nnet_cls\t2\t1\t1";
+
+	CHECK(pp_proc_cgroups_v1_key_subsys(hybrid, strlen(hybrid)) == 5);
+	CHECK(pp_proc_cgroups_v1_key_subsys(no_memory, strlen(no_memory)) == 4);
+	CHECK(pp_proc_cgroups_v1_key_subsys(v2, strlen(v2)) == 0);
+	CHECK(pp_proc_cgroups_v1_key_subsys(only_other, strlen(only_other)) == 2);
+	CHECK(pp_proc_cgroups_v1_key_subsys("", 0) == 0);
+	CHECK(pp_proc_cgroups_v1_key_subsys("memory 4 10\n", 12) == -EINVAL);
+	CHECK(pp_proc_cgroups_v1_key_subsys(NULL, 3) == -EINVAL);
+}
+
 TEST_LIST = {
+    {"v1_keys_read_a_cgroup_once", v1_keys_read_a_cgroup_once},
+    {"v1_key_subsystem_from_proc_cgroups", v1_key_subsystem_from_proc_cgroups},
     {"proc_cgroup_v2", proc_cgroup_v2},
     {"proc_cgroup_v1_and_hybrid", proc_cgroup_v1_and_hybrid},
     {"proc_cgroup_garbage", proc_cgroup_garbage},
