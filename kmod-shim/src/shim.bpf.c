@@ -224,7 +224,7 @@ static __always_inline __u64 current_v1_cgroup_id(__u32 subsys)
  */
 static __always_inline __u64 sample_cgroup(__u16 *flags)
 {
-	__u64 v2 = bpf_get_current_cgroup_id(), v1, h;
+	__u64 v2 = bpf_get_current_cgroup_id(), v1;
 
 	if (!shim_config.cgroup_v1_subsys)
 		return v2;
@@ -232,11 +232,7 @@ static __always_inline __u64 sample_cgroup(__u16 *flags)
 	if (!v1)
 		return v2;
 	*flags |= PP_SF_CGROUP_V1;
-	/* splitmix64's finalizer: distinct pairs give distinct keys but by a 2^-62 chance */
-	h = v1 * 0x9e3779b97f4a7c15ull ^ v2;
-	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
-	h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
-	return (h ^ (h >> 31)) & PP_CGROUP_KEY_MASK;
+	return pp_cgroup_key(v1, shim_config.cgroup_v1_with_v2 ? v2 : 0);
 }
 
 /*

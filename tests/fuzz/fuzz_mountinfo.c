@@ -2,7 +2,8 @@
  * Fuzz target for the mountinfo cgroup2 finder: any bytes give 0, -ENOENT or -ENAMETOOLONG
  * without reading past the buffer; a found path is NUL-terminated within outlen, and the
  * answer does not depend on the output size as long as the path fits (exactly-fitting and
- * one-byte-short buffers are tried too).
+ * one-byte-short buffers are tried too). The v1 finder walks the same lines, the super
+ * block's options too: the same answers, a path NUL-terminated.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -50,6 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (pp_mountinfo_find_cgroup2(copy, size, one, sizeof(one)) != -ENOENT)
 			abort();
 	}
+	rc = pp_mountinfo_find_cgroup1(copy, size, "memory", big, sizeof(big));
+	if ((rc != 0 && rc != -ENOENT && rc != -ENAMETOOLONG) ||
+	    (rc == 0 && strnlen(big, sizeof(big)) >= sizeof(big)))
+		abort();
 	free(copy);
 	return 0;
 }

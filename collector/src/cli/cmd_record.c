@@ -808,9 +808,11 @@ static void print_containers(const struct pp_container_meta *meta)
 
 	pp_container_meta_get_stats(meta, &cs);
 	printf("containers: %llu lookups (%llu by a key of v1 and v2 cgroups); %llu cgroup files "
-	       "read from /proc, %llu unresolved\n",
+	       "read from /proc (%llu of processes no longer in the cgroups of their key), "
+	       "%llu unresolved\n",
 	       (unsigned long long)cs.lookups, (unsigned long long)cs.v1_lookups,
-	       (unsigned long long)cs.proc_reads, (unsigned long long)cs.unresolved);
+	       (unsigned long long)cs.proc_reads, (unsigned long long)cs.key_mismatches,
+	       (unsigned long long)cs.unresolved);
 }
 
 static void print_summary(const struct record_args *a, const struct pp_profile *profile,

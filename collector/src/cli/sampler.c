@@ -2,8 +2,6 @@
 #include "sampler.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <linux/perf_event.h>
 #include <string.h>
@@ -15,32 +13,7 @@
 #include "cli_util.h"
 #include "base/deadline.h"
 #include "base/log.h"
-#include "base/fsutil.h"
 #include "metadata/cgroup_ids.h"
-
-/*
- * On a host with cgroup v1 hierarchies (alone, or hybrid: cgroup2 beside them without
- * controllers) the v1 hierarchies tell containers apart, and a task's v2 cgroup mostly does
- * not: the shim says the task's cgroup in one v1 hierarchy instead (0: none mounted), so that
- * the container of a sample is read once per cgroup, not once per process, and found for
- * processes gone before their files could be read.
- */
-static uint32_t cgroup_v1_key_subsys(const char *proc_root)
-{
-	char *mi = NULL, path[PATH_MAX], buf[4096];
-	ssize_t n = pp_mountinfo_read(proc_root, &mi);
-	bool v1 = n > 0 && pp_mountinfo_has_cgroup1(mi, (size_t)n);
-	int subsys = 0;
-
-	free(mi);
-	if (!v1)
-		return 0;
-	pp_pathf(path, sizeof(path), "%s/cgroups", proc_root);
-	n = pp_read_small_file(path, buf, sizeof(buf));
-	if (n > 0)
-		subsys = pp_proc_cgroups_v1_key_subsys(buf, (size_t)n);
-	return subsys > 0 ? (uint32_t)subsys : 0;
-}
 
 /* The CPUs the events were opened on, ascending, once each (malloc'ed; NULL: no memory). */
 static int *event_cpus(const struct pp_event_set *set, size_t *nr)
@@ -268,8 +241,21 @@ int pp_sampler_open(const struct pp_sampler_opts *opts, struct pp_sampler *s)
 	s->off_cpu_every = opts->off_cpu_every;
 	sopts.off_cpu_min_ns = opts->off_cpu_min_ns;
 	sopts.off_cpu_stacks = opts->off_cpu_stacks;
-	/* the user-space cgroup filter compares v2 ids */
-	sopts.cgroup_v1_subsys = opts->filter_cgroups ? 0 : cgroup_v1_key_subsys(proc_root);
+	/*
+	 * Where v1 hierarchies are mounted (alone, or hybrid: cgroup2 beside them without
+	 * controllers) they tell containers apart, and the v2 cgroup mostly does not: samples are
+	 * keyed by both, so that a container's /proc/PID/cgroup is read once per cgroup, not
+	 * once per process, and its processes gone before theirs could be read are named too.
+	 * Not with the user-space cgroup filter: it compares v2 ids.
+	 */
+	if (!opts->filter_cgroups) {
+		struct pp_cgroup_v1_key key;
+
+		if (pp_cgroup_v1_key_choose(proc_root, &key) == 0 && key.subsys) {
+			sopts.cgroup_v1_subsys = key.subsys;
+			sopts.cgroup_v1_with_v2 = key.with_v2;
+		}
+	}
 	/* without bpf_loop (before 5.17) the loader takes the bounded-loop table walker */
 	s->ustack_walk = sopts.ustack_walk;
 	/* Events that cannot exclude a mode in the PMU (IBS) exclude it in the shim. */

@@ -109,33 +109,38 @@ static bool has_nul(const char *f, size_t n)
 
 /* The fields of one mountinfo line the collector needs; NULL/0 when the line lacks them. */
 struct mountinfo_line {
-	const char *root, *mp, *fstype;
-	size_t root_n, mp_n, fstype_n;
+	const char *root, *mp, *fstype, *super;
+	size_t root_n, mp_n, fstype_n, super_n;
 };
 
-/* Splits [p, eol): field 4 is the mount root, 5 the mount point, and the filesystem type is
- * the first field after the lone "-" that ends the optional fields. */
+/* Splits [p, eol): field 4 is the mount root, 5 the mount point; after the lone "-" that ends
+ * the optional fields come the filesystem type, the source and the super block's options. */
 static void mountinfo_fields(const char *p, const char *eol, struct mountinfo_line *l)
 {
 	const char *f;
 	size_t n;
-	int idx = 0;
-	bool sep = false;
+	int idx = 0, after = -1; /* fields after the "-" */
 
 	memset(l, 0, sizeof(*l));
 	while ((n = next_field(&p, eol, &f)) > 0) {
-		if (idx == 3) {
+		if (after >= 0) {
+			after++;
+			if (after == 1) {
+				l->fstype = f;
+				l->fstype_n = n;
+			} else if (after == 3) {
+				l->super = f;
+				l->super_n = n;
+				return;
+			}
+		} else if (idx == 3) {
 			l->root = f;
 			l->root_n = n;
 		} else if (idx == 4) {
 			l->mp = f;
 			l->mp_n = n;
-		} else if (idx >= 6 && !sep && n == 1 && f[0] == '-') {
-			sep = true;
-		} else if (sep) {
-			l->fstype = f;
-			l->fstype_n = n;
-			return;
+		} else if (idx >= 6 && n == 1 && f[0] == '-') {
+			after = 0;
 		}
 		idx++;
 	}
@@ -168,7 +173,83 @@ int pp_mountinfo_has_cgroup1(const char *buf, size_t len)
 	return 0;
 }
 
+/* Whether a comma-separated option list [opts, opts + n) holds word. */
+static bool options_have(const char *opts, size_t n, const char *word)
+{
+	size_t wn = strlen(word);
+
+	for (const char *p = opts, *end = opts + n; p < end;) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		size_t len = (size_t)((comma ? comma : end) - p);
+
+		if (len == wn && memcmp(p, word, wn) == 0)
+			return true;
+		p += len + 1;
+	}
+	return false;
+}
+
+int pp_mountinfo_find_cgroup1(const char *buf, size_t len, const char *subsys, char *out,
+			      size_t outlen)
+{
+	const char *p = buf, *end = buf ? buf + len : NULL;
+
+	if ((!buf && len) || !subsys || !out || outlen == 0)
+		return -EINVAL;
+	while (p && p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		struct mountinfo_line l;
+
+		if (!eol)
+			eol = end;
+		mountinfo_fields(p, eol, &l);
+		/* the whole hierarchy (mount root "/"): a bind of a subtree names paths otherwise
+		 */
+		if (fstype_is(&l, "cgroup") && l.super &&
+		    options_have(l.super, l.super_n, subsys) && l.mp && !has_nul(l.mp, l.mp_n) &&
+		    l.root_n == 1 && l.root[0] == '/')
+			return unescape(l.mp, l.mp_n, out, outlen);
+		p = eol + (eol < end);
+	}
+	return -ENOENT;
+}
+
+int pp_cgroup_v1_key_choose(const char *proc_root, struct pp_cgroup_v1_key *out)
+{
+	char *mi = NULL, path[PATH_MAX], buf[4096];
+	ssize_t n;
+	int subsys, ret;
+
+	memset(out, 0, sizeof(*out));
+	n = pp_mountinfo_read(proc_root, &mi);
+	if (n <= 0 || !pp_mountinfo_has_cgroup1(mi, (size_t)n)) {
+		free(mi);
+		return n < 0 ? (int)n : 0;
+	}
+	pp_pathf(path, sizeof(path), "%s/cgroups", proc_root ? proc_root : "/proc");
+	ret = (int)pp_read_small_file(path, buf, sizeof(buf));
+	subsys =
+	    ret > 0 ? pp_proc_cgroups_subsys(buf, (size_t)ret, out->name, sizeof(out->name)) : ret;
+	if (subsys > 0)
+		ret = pp_mountinfo_find_cgroup1(mi, (size_t)n, out->name, out->v1_root,
+						sizeof(out->v1_root));
+	if (subsys > 0 && ret == 0) {
+		out->subsys = (uint32_t)subsys;
+		out->with_v2 = pp_mountinfo_find_cgroup2(mi, (size_t)n, out->v2_root,
+							 sizeof(out->v2_root)) == 0;
+	}
+	free(mi);
+	return subsys < 0 ? subsys : 0;
+}
+
 int pp_proc_cgroups_v1_key_subsys(const char *buf, size_t len)
+{
+	char name[32];
+
+	return pp_proc_cgroups_subsys(buf, len, name, sizeof(name));
+}
+
+int pp_proc_cgroups_subsys(const char *buf, size_t len, char *name_out, size_t name_len)
 {
 	/* Container runtimes make a cgroup per container in each: the first ones in any case */
 	static const char *const preferred[] = {"memory", "pids",    "cpu",    "cpuacct",
@@ -203,6 +284,8 @@ int pp_proc_cgroups_v1_key_subsys(const char *buf, size_t len)
 			if (hierarchy && enabled && rank < best_rank) {
 				best_rank = rank;
 				best = index + 1;
+				if (name_out && name_len)
+					snprintf(name_out, name_len, "%s", name);
 			}
 			index++;
 		}

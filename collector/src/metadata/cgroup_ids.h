@@ -8,6 +8,7 @@
 #ifndef PP_COLLECTOR_CGROUP_IDS_H
 #define PP_COLLECTOR_CGROUP_IDS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +39,35 @@ int pp_mountinfo_has_cgroup1(const char *buf, size_t len);
  * 0). Returns its index + 1, 0 when none is, -EINVAL for a line that is not of that form.
  */
 int pp_proc_cgroups_v1_key_subsys(const char *buf, size_t len);
+/* The same, with the subsystem's name in name_out (cut to name_len). */
+int pp_proc_cgroups_subsys(const char *buf, size_t len, char *name_out, size_t name_len);
+
+/*
+ * The mount point of the whole cgroup v1 hierarchy of subsystem subsys (filesystem "cgroup",
+ * the subsystem among its super block's options, mount root "/") in mountinfo text. Returns 0,
+ * -ENOENT, -ENAMETOOLONG or -EINVAL as pp_mountinfo_find_cgroup2.
+ */
+int pp_mountinfo_find_cgroup1(const char *buf, size_t len, const char *subsys, char *out,
+			      size_t outlen);
+
+/*
+ * How samples are keyed by cgroup on this host (PP_SF_CGROUP_V1): the v1 hierarchy chosen, where
+ * it and cgroup2 are mounted. subsys 0: by the v2 id alone (no v1 hierarchy to use).
+ */
+struct pp_cgroup_v1_key {
+	uint32_t subsys; /* index + 1 in /proc/cgroups, the kernel's enum cgroup_subsys_id */
+	char name[32];	 /* "memory", ... */
+	char v1_root[PATH_MAX];
+	bool with_v2; /* cgroup2 is mounted (hybrid): the key holds the v2 cgroup too */
+	char v2_root[PATH_MAX];
+};
+
+/*
+ * Chooses from <proc_root>/self/mountinfo and <proc_root>/cgroups (proc_root NULL: "/proc").
+ * The shim's loader and the container lookup each choose, and choose alike. Returns 0
+ * (out->subsys 0 where v1 is not to be used) or -errno.
+ */
+int pp_cgroup_v1_key_choose(const char *proc_root, struct pp_cgroup_v1_key *out);
 
 /* Reads <proc_root>/self/mountinfo (proc_root NULL: "/proc") into a malloc'ed, NUL-terminated
  * *out the caller frees. Returns its length, or -errno (*out is then NULL). */

@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <pebsprof/record.h>
 
 #include "cgroup_ids.h"
 #include "container_meta.h"
@@ -49,6 +52,7 @@ struct pp_container_meta {
 	uint32_t free_hint;
 	struct pp_container_info scratch; /* answer when the table cannot hold one */
 	struct pp_container_meta_stats stats;
+	struct pp_cgroup_v1_key v1key; /* how the shim keys samples here (subsys 0: unknown) */
 };
 
 static uint64_t hash_key(uint64_t k)
@@ -195,6 +199,65 @@ int pp_proc_cgroup_parse(const char *buf, size_t len, struct pp_container_ref *o
 	return 0;
 }
 
+/* The inode of <root>/<path>, the cgroup's kernfs id; 0 where it cannot be seen. */
+static uint64_t cgroup_ino(const char *root, const char *path, size_t n)
+{
+	char full[PATH_MAX + 512];
+	struct stat st;
+
+	if (snprintf(full, sizeof(full), "%s%.*s", root, (int)n, path) >= (int)sizeof(full) ||
+	    stat(full, &st) != 0)
+		return 0;
+	return (uint64_t)st.st_ino;
+}
+
+/*
+ * Whether the cgroups /proc/PID/cgroup text buf names make key (PP_CONTAINER_KEY_V1): a
+ * process read for a key may have moved since its sample (a runtime's init joins its
+ * container's cgroup before it execs), and its answer would then be the key's for all of its
+ * processes. Where a cgroup's directory cannot be seen (another cgroup namespace, unknown
+ * mounts) nothing is known against the answer, and it stands.
+ */
+static bool key_matches(struct pp_container_meta *m, const char *buf, size_t len, uint64_t key)
+{
+	const struct pp_cgroup_v1_key *k = &m->v1key;
+	uint64_t v1 = 0, v2 = 0;
+	bool v2_seen = !k->with_v2;
+
+	if (!k->subsys)
+		return true;
+	for (const char *p = buf, *end = buf + len; p < end;) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *c1, *c2;
+
+		if (!eol)
+			eol = end;
+		c1 = memchr(p, ':', (size_t)(eol - p));
+		c2 = c1 ? memchr(c1 + 1, ':', (size_t)(eol - c1 - 1)) : NULL;
+		if (c2 && c2 == c1 + 1 && k->with_v2) { /* "0::/path": the unified hierarchy */
+			v2 = cgroup_ino(k->v2_root, c2 + 1, (size_t)(eol - c2 - 1));
+			v2_seen = true;
+		} else if (c2) {
+			for (const char *q = c1 + 1;
+			     q < c2;) { /* "N:memory:/path", "N:cpu,cpuacct:/" */
+				const char *comma = memchr(q, ',', (size_t)(c2 - q));
+				size_t wn = (size_t)((comma ? comma : c2) - q);
+
+				if (wn == strlen(k->name) && memcmp(q, k->name, wn) == 0)
+					v1 = cgroup_ino(k->v1_root, c2 + 1, (size_t)(eol - c2 - 1));
+				q += wn + 1;
+			}
+		}
+		p = eol + 1;
+	}
+	if (!v1 || !v2_seen || (k->with_v2 && !v2))
+		return true;
+	if (pp_cgroup_key(v1, v2) == (key & PP_CGROUP_KEY_MASK))
+		return true;
+	m->stats.key_mismatches++;
+	return false;
+}
+
 /*
  * Returns false when the cgroup or process could not be found (info says "no container");
  * *gone tells that the process no longer exists.
@@ -219,8 +282,12 @@ static bool resolve_cgroup(struct pp_container_meta *m, bool per_process, uint64
 		pp_pathf(fname, sizeof(fname), "%s/%u/cgroup", m->proc_root, pid);
 		n = pp_read_small_file(fname, buf, sizeof(buf));
 		m->stats.proc_reads++;
-		if (n > 0 && pp_proc_cgroup_parse(buf, (size_t)n, &info->ref) >= 0)
+		if (n > 0 &&
+		    (!(cgroup_id & PP_CONTAINER_KEY_V1) || cgroup_id == PP_CONTAINER_KEY_V1 ||
+		     key_matches(m, buf, (size_t)n, cgroup_id)) &&
+		    pp_proc_cgroup_parse(buf, (size_t)n, &info->ref) >= 0)
 			return true;
+		memset(info, 0, sizeof(*info));
 		*gone = n == -ENOENT || n == -ESRCH;
 	}
 	m->stats.unresolved++;
@@ -372,6 +439,8 @@ struct pp_container_meta *pp_container_meta_new(const struct pp_container_meta_o
 		goto fail;
 	memset(m->buckets, 0xff, m->nbuckets * sizeof(*m->buckets));
 	m->lru_head = m->lru_tail = NO_SLOT;
+	/* as the shim's loader chose: keys it made are checked against what processes say */
+	(void)pp_cgroup_v1_key_choose(proc_root, &m->v1key);
 	if (!opts || !opts->per_process) {
 		struct pp_cgroup_ids_opts io = {
 		    .cgroup2_root = opts ? opts->cgroup2_root : NULL,

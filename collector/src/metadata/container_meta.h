@@ -55,10 +55,11 @@ struct pp_container_meta_stats {
 	uint64_t hits;
 	uint64_t misses;
 	uint64_t evictions;
-	uint64_t unresolved; /* cgroup or process not found: answered "no container" */
-	uint64_t proc_reads; /* /proc/PID/cgroup files read (per process, or per v1 cgroup) */
-	uint64_t v1_lookups; /* lookups by a key of v1 and v2 cgroups (PP_CONTAINER_KEY_V1) */
-	uint64_t enriched;   /* answers with pod metadata */
+	uint64_t unresolved;	 /* cgroup or process not found: answered "no container" */
+	uint64_t proc_reads;	 /* /proc/PID/cgroup files read (per process, or per v1 cgroup) */
+	uint64_t v1_lookups;	 /* lookups by a key of v1 and v2 cgroups (PP_CONTAINER_KEY_V1) */
+	uint64_t key_mismatches; /* processes read for a key whose cgroups no longer made it */
+	uint64_t enriched;	 /* answers with pod metadata */
 	uint64_t entries;
 	int per_process; /* 1 when answers come from /proc/PID/cgroup */
 	int hybrid;	 /* 1 when v1 hierarchies are mounted beside cgroup2 */

@@ -446,6 +446,7 @@ static void set_config(struct pp_shim_config *cfg, const struct pp_shim_opts *op
 	cfg->off_cpu_every = opts->off_cpu_every;
 	cfg->off_cpu_min_ns = opts->off_cpu_min_ns;
 	cfg->cgroup_v1_subsys = opts->cgroup_v1_subsys;
+	cfg->cgroup_v1_with_v2 = !!opts->cgroup_v1_with_v2;
 }
 
 /*

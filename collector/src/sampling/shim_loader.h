@@ -84,6 +84,7 @@ struct pp_shim_opts {
 	 * of subsystem N - 1 (pp_shim_config.cgroup_v1_subsys), for hosts without cgroup2.
 	 */
 	uint32_t cgroup_v1_subsys;
+	int cgroup_v1_with_v2; /* the key holds the v2 cgroup too (cgroup2 is mounted) */
 	/* PP_IP_FILTER_*: user-only or kernel-only sampling done in the shim (IBS) */
 	uint32_t ip_filter;
 	/*

@@ -72,6 +72,20 @@
 #define PP_CGROUP_KEY_MASK ((1ull << 62) - 1)
 
 /*
+ * The key of PP_SF_CGROUP_V1 from the v1 cgroup's id and the v2 cgroup's (0 where the loader
+ * left v2 out): the shim's and the collector's, which checks a key against the cgroups a
+ * process is in. splitmix64's finalizer: two pairs share a key by a 2^-62 chance.
+ */
+static inline __attribute__((always_inline)) __u64 pp_cgroup_key(__u64 v1, __u64 v2)
+{
+	__u64 h = v1 * 0x9e3779b97f4a7c15ull ^ v2;
+
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+	return (h ^ (h >> 31)) & PP_CGROUP_KEY_MASK;
+}
+
+/*
  * pp_shim_config.off_cpu_stacks_at: where the stacks of a wait are taken. A task's stacks are
  * the same as it leaves the CPU and as it resumes, so a probe that runs as it resumes, in its
  * context, walks them only for waits long enough to record; without one every switch walks
@@ -305,12 +319,12 @@ struct pp_shim_config {
 	__u32 off_cpu_stacks_at;
 	__u64 off_cpu_min_ns; /* shorter waits make no record */
 	/*
-	 * 0: samples carry the task's cgroup v2 id. N: a key of its cgroup in the v1 hierarchy
-	 * of the subsystem with index N - 1 (the kernel's enum cgroup_subsys_id, the order of
-	 * /proc/cgroups) and its v2 cgroup, and PP_SF_CGROUP_V1.
+	 * 0: samples carry the task's cgroup v2 id. N: pp_cgroup_key of its cgroup in the v1
+	 * hierarchy of the subsystem with index N - 1 (the kernel's enum cgroup_subsys_id, the
+	 * order of /proc/cgroups) and, with cgroup_v1_with_v2, its v2 cgroup; and PP_SF_CGROUP_V1.
 	 */
 	__u32 cgroup_v1_subsys;
-	__u32 _pad1;
+	__u32 cgroup_v1_with_v2;
 };
 
 /*

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pebsprof/record.h>
+
 #include "check.h"
 #include "testfs.h"
 #include "metadata/cgroup_ids.h"
@@ -400,7 +402,64 @@ TEST(v1_key_subsystem_from_proc_cgroups)
 	CHECK(pp_proc_cgroups_v1_key_subsys(NULL, 3) == -EINVAL);
 }
 
+/*
+ * A key checked against the cgroups the process read for it is in now: one that moved since
+ * its sample (as a runtime's init does) does not answer for the key; the next one does.
+ */
+TEST(v1_keys_are_checked_against_the_process)
+{
+	struct pp_container_meta_opts o = {.per_process = 1, .max_entries = 16};
+	struct pp_container_meta_stats st;
+	struct pp_container_meta *m;
+	char text[1024];
+	struct stat s1, s2;
+	uint64_t key;
+
+	snprintf(tree, sizeof(tree), "/tmp/pp_test_cm_vk_%d", (int)getpid());
+	pp_test_mkdirs(tree, "mem/docker/" CID_A);
+	pp_test_mkdirs(tree, "mem/system.slice");
+	pp_test_mkdirs(tree, "cg2/system.slice/docker.service");
+	pp_test_mkdirs(tree, "proc/self");
+	pp_test_mkdirs(tree, "proc/800");
+	pp_test_mkdirs(tree, "proc/801");
+	snprintf(text, sizeof(text),
+		 "25 30 0:22 / /sys/fs/cgroup rw - tmpfs tmpfs ro,mode=755\n"
+		 "26 25 0:23 / %s/cg2 rw shared:9 - cgroup2 cgroup2 rw\n"
+		 "27 25 0:24 / %s/mem rw shared:10 - cgroup cgroup rw,memory\n",
+		 tree, tree);
+	write_file("proc/self/mountinfo", text);
+	write_file("proc/cgroups", "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
+				   "cpuset\t3\t3\t1\nmemory\t4\t10\t1\n");
+	write_file("proc/800/cgroup", "4:memory:/docker/" CID_A "\n1:cpuset:/\n"
+				      "0::/system.slice/docker.service\n");
+	write_file("proc/801/cgroup", "4:memory:/system.slice\n0::/system.slice/docker.service\n");
+	snprintf(text, sizeof(text), "%s/mem/docker/" CID_A, tree);
+	REQUIRE(stat(text, &s1) == 0);
+	snprintf(text, sizeof(text), "%s/cg2/system.slice/docker.service", tree);
+	REQUIRE(stat(text, &s2) == 0);
+	key = PP_CONTAINER_KEY_V1 | pp_cgroup_key(s1.st_ino, s2.st_ino);
+	snprintf(text, sizeof(text), "%s/proc", tree);
+	o.proc_root = text;
+	m = pp_container_meta_new(&o);
+	REQUIRE(m);
+	/* 801 left the container's cgroups after its sample: no answer for the key */
+	CHECK_STR(pp_container_meta_lookup(m, key, 801, 0)->ref.id, "");
+	CHECK_STR(pp_container_meta_lookup(m, key, 800, 0)->ref.id, CID_A);
+	CHECK_STR(pp_container_meta_lookup(m, key, 801, 0)->ref.id, CID_A);
+	pp_container_meta_get_stats(m, &st);
+	CHECK_EQ_U64(st.key_mismatches, 1);
+	CHECK_EQ_U64(st.proc_reads, 2);
+	/* without the v2 part (a key made without cgroup2) 800 no longer makes it */
+	CHECK_STR(
+	    pp_container_meta_lookup(m, PP_CONTAINER_KEY_V1 | pp_cgroup_key(s1.st_ino, 0), 800, 0)
+		->ref.id,
+	    "");
+	pp_container_meta_free(m);
+	pp_test_rm_tree(tree);
+}
+
 TEST_LIST = {
+    {"v1_keys_are_checked_against_the_process", v1_keys_are_checked_against_the_process},
     {"v1_keys_read_a_cgroup_once", v1_keys_read_a_cgroup_once},
     {"v1_key_subsystem_from_proc_cgroups", v1_key_subsystem_from_proc_cgroups},
     {"proc_cgroup_v2", proc_cgroup_v2},
