@@ -1260,6 +1260,7 @@ struct off_cpu_collected {
 	struct off_cpu_wait {
 		uint64_t start_ns, end_ns;
 		uint32_t state;
+		bool unseen; /* its end went untraced: the shim estimated it (kernel stack lost) */
 	} sleeper[256];
 	unsigned long sleeper_waits; /* of them in sleeper[] (more are counted, not kept) */
 	unsigned long not_multiple;  /* records whose value is not a multiple of 1 in N */
@@ -1320,6 +1321,7 @@ static int on_off_cpu_record(void *ctx, const void *data, size_t len)
 			w->start_ns =
 			    d.sample.time_ns - (d.sample.period + d.sample.addr) / c->every;
 			w->state = d.sample.weight;
+			w->unseen = d.sample.nr_kstack == 0 && (d.sample.flags & PP_SF_KSTACK_ERR);
 		}
 		c->sleeper_waits += i == 0;
 	}
@@ -1367,11 +1369,12 @@ static int wait_threads_gone(const pid_t *tids, int n, long ms)
 
 /* what the sleeper's records say of its sleeps, matched by time */
 struct sleeper_match {
-	unsigned long outside;	/* sleeping records in none of its sleeps */
-	unsigned long early;	/* sleeping records that end before the sleep could */
-	unsigned long recorded; /* sleeps with a record in them */
-	unsigned long sleeping; /* sleeps with a sleeping record in them */
-	uint64_t most_late_ns;	/* the longest from a sleep's start to its record's */
+	unsigned long outside;	    /* sleeping records in none of its sleeps */
+	unsigned long early;	    /* sleeping records that end before the sleep could */
+	unsigned long early_unseen; /* of those, ends the shim estimated (the switch untraced) */
+	unsigned long recorded;	    /* sleeps with a record in them */
+	unsigned long sleeping;	    /* sleeps with a sleeping record in them */
+	uint64_t most_late_ns;	    /* the longest from a sleep's start to its record's */
 };
 
 /*
@@ -1412,7 +1415,10 @@ static struct sleeper_match match_sleeper(const struct off_cpu_collected *c,
 			continue;
 		}
 		recorded[in] = sleeping[in] = 1;
-		m.early += w->end_ns + tolerance_ns < t->began_ns[in] + sleep_ns;
+		if (w->end_ns + tolerance_ns < t->began_ns[in] + sleep_ns) {
+			m.early += !w->unseen;
+			m.early_unseen += w->unseen;
+		}
 		if (w->start_ns > t->began_ns[in] && w->start_ns - t->began_ns[in] > m.most_late_ns)
 			m.most_late_ns = w->start_ns - t->began_ns[in];
 	}
@@ -1560,12 +1566,19 @@ static void run_off_cpu(uint32_t walk, uint32_t every, enum pp_shim_off_cpu_stac
 	m = match_sleeper(&c, &th[0]);
 	fprintf(stderr,
 		"  sleeper: %lu records, %lu of %d sleeps recorded, %lu sleeping; %lu sleeping "
-		"records outside its sleeps, %lu ending early; latest start %llu us into a sleep\n",
+		"records outside its sleeps, %lu ending early (%lu more of ends estimated); latest "
+		"start %llu us into a sleep\n",
 		c.sleeper_waits, m.recorded, th[0].waits, m.sleeping, m.outside, m.early,
-		(unsigned long long)(m.most_late_ns / 1000));
+		m.early_unseen, (unsigned long long)(m.most_late_ns / 1000));
 	CHECK(c.sleeper_waits <= sizeof(c.sleeper) / sizeof(c.sleeper[0]));
 	CHECK(m.outside == 0);
+	/*
+	 * A wait whose end went untraced ends where the shim estimates it (seen once: 2 ms early
+	 * of a 10 ms sleep, in the sched_switch+rseq_update mode); those are counted above, at most
+	 * the waits ended unseen.
+	 */
 	CHECK(m.early == 0);
+	CHECK(m.early_unseen <= c.kstack_said_lost[0]);
 	CHECK(counters[PP_CNT_OFF_CPU_EMITTED] >= 1);
 	/*
 	 * Every wait noted is accounted for: short, recorded, lost, ended unseen (a kernel may
