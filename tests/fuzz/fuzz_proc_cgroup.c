@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			      (ref.id[i] >= 'a' && ref.id[i] <= 'f')))
 				abort();
 	}
-	rc = pp_proc_cgroups_v1_key_subsys(copy, size);
+	rc = pp_proc_cgroups_subsys(copy, size, NULL, 0);
 	if ((rc < 0 && rc != -EINVAL) || (rc > 0 && (size_t)rc > size / 8 + 1))
 		abort();
 	free(copy);

@@ -173,8 +173,7 @@ int pp_mountinfo_has_cgroup1(const char *buf, size_t len)
 	return 0;
 }
 
-/* Whether a comma-separated option list [opts, opts + n) holds word. */
-static bool options_have(const char *opts, size_t n, const char *word)
+bool pp_cgroup_list_has(const char *opts, size_t n, const char *word)
 {
 	size_t wn = strlen(word);
 
@@ -206,8 +205,8 @@ int pp_mountinfo_find_cgroup1(const char *buf, size_t len, const char *subsys, c
 		/* the whole hierarchy (mount root "/"): a bind of a subtree names paths otherwise
 		 */
 		if (fstype_is(&l, "cgroup") && l.super &&
-		    options_have(l.super, l.super_n, subsys) && l.mp && !has_nul(l.mp, l.mp_n) &&
-		    l.root_n == 1 && l.root[0] == '/')
+		    pp_cgroup_list_has(l.super, l.super_n, subsys) && l.mp &&
+		    !has_nul(l.mp, l.mp_n) && l.root_n == 1 && l.root[0] == '/')
 			return unescape(l.mp, l.mp_n, out, outlen);
 		p = eol + (eol < end);
 	}
@@ -240,13 +239,6 @@ int pp_cgroup_v1_key_choose(const char *proc_root, struct pp_cgroup_v1_key *out)
 	}
 	free(mi);
 	return subsys < 0 ? subsys : 0;
-}
-
-int pp_proc_cgroups_v1_key_subsys(const char *buf, size_t len)
-{
-	char name[32];
-
-	return pp_proc_cgroups_subsys(buf, len, name, sizeof(name));
 }
 
 int pp_proc_cgroups_subsys(const char *buf, size_t len, char *name_out, size_t name_len)

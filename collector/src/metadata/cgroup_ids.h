@@ -36,11 +36,16 @@ int pp_mountinfo_has_cgroup1(const char *buf, size_t len);
  * enum cgroup_subsys_id: "name hierarchy num_cgroups enabled"), the subsystem whose v1
  * hierarchy best tells containers apart: memory, else pids, cpu, cpuacct, blkio, devices,
  * freezer, else the first other one, among those enabled and mounted in a v1 hierarchy (not
- * 0). Returns its index + 1, 0 when none is, -EINVAL for a line that is not of that form.
+ * 0). Returns its index + 1, 0 when none is, -EINVAL for a line that is not of that form;
+ * its name goes to name_out (cut to name_len) unless that is NULL.
  */
-int pp_proc_cgroups_v1_key_subsys(const char *buf, size_t len);
-/* The same, with the subsystem's name in name_out (cut to name_len). */
 int pp_proc_cgroups_subsys(const char *buf, size_t len, char *name_out, size_t name_len);
+
+/*
+ * Whether the comma-separated list [list, list + n) holds word: a mount's super block
+ * options, the controllers of a /proc/PID/cgroup line ("cpu,cpuacct").
+ */
+bool pp_cgroup_list_has(const char *list, size_t n, const char *word);
 
 /*
  * The mount point of the whole cgroup v1 hierarchy of subsystem subsys (filesystem "cgroup",

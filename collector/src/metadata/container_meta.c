@@ -237,16 +237,9 @@ static bool key_matches(struct pp_container_meta *m, const char *buf, size_t len
 		if (c2 && c2 == c1 + 1 && k->with_v2) { /* "0::/path": the unified hierarchy */
 			v2 = cgroup_ino(k->v2_root, c2 + 1, (size_t)(eol - c2 - 1));
 			v2_seen = true;
-		} else if (c2) {
-			for (const char *q = c1 + 1;
-			     q < c2;) { /* "N:memory:/path", "N:cpu,cpuacct:/" */
-				const char *comma = memchr(q, ',', (size_t)(c2 - q));
-				size_t wn = (size_t)((comma ? comma : c2) - q);
-
-				if (wn == strlen(k->name) && memcmp(q, k->name, wn) == 0)
-					v1 = cgroup_ino(k->v1_root, c2 + 1, (size_t)(eol - c2 - 1));
-				q += wn + 1;
-			}
+		} else if (c2 && pp_cgroup_list_has(c1 + 1, (size_t)(c2 - c1 - 1), k->name)) {
+			/* "N:memory:/path", "N:cpu,cpuacct:/path" */
+			v1 = cgroup_ino(k->v1_root, c2 + 1, (size_t)(eol - c2 - 1));
 		}
 		p = eol + 1;
 	}

@@ -393,13 +393,13 @@ TEST(v1_key_subsystem_from_proc_cgroups)
 	static const char only_other[] = "#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
 					 "cpuset\t0\t1\t1\nnet_cls\t2\t1\t1";
 
-	CHECK(pp_proc_cgroups_v1_key_subsys(hybrid, strlen(hybrid)) == 5);
-	CHECK(pp_proc_cgroups_v1_key_subsys(no_memory, strlen(no_memory)) == 4);
-	CHECK(pp_proc_cgroups_v1_key_subsys(v2, strlen(v2)) == 0);
-	CHECK(pp_proc_cgroups_v1_key_subsys(only_other, strlen(only_other)) == 2);
-	CHECK(pp_proc_cgroups_v1_key_subsys("", 0) == 0);
-	CHECK(pp_proc_cgroups_v1_key_subsys("memory 4 10\n", 12) == -EINVAL);
-	CHECK(pp_proc_cgroups_v1_key_subsys(NULL, 3) == -EINVAL);
+	CHECK(pp_proc_cgroups_subsys(hybrid, strlen(hybrid), NULL, 0) == 5);
+	CHECK(pp_proc_cgroups_subsys(no_memory, strlen(no_memory), NULL, 0) == 4);
+	CHECK(pp_proc_cgroups_subsys(v2, strlen(v2), NULL, 0) == 0);
+	CHECK(pp_proc_cgroups_subsys(only_other, strlen(only_other), NULL, 0) == 2);
+	CHECK(pp_proc_cgroups_subsys("", 0, NULL, 0) == 0);
+	CHECK(pp_proc_cgroups_subsys("memory 4 10\n", 12, NULL, 0) == -EINVAL);
+	CHECK(pp_proc_cgroups_subsys(NULL, 3, NULL, 0) == -EINVAL);
 }
 
 /*
