@@ -3,13 +3,16 @@
  * bytes give a table or NULL with EBADMSG, EPROTO or ENOMEM, never a read past them; a table
  * given has its symbols sorted, each extent in order and each name a string inside the table,
  * and encodes back to the very bytes it came from (the form has one encoding, so nothing
- * unchecked rides along). Each input is decoded twice: names copied, and left in the block
- * (which the table takes, cut after them), as the store reads its files.
+ * unchecked rides along). Each input is decoded twice: names copied, and left in a read-only
+ * mapping (which the table takes), as the store reads its files; the input ends where the
+ * mapping does, so a read past it faults.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "symbolize/elf_symbols.h"
 
@@ -51,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(copy, data, size); /* exactly size bytes: a read past them is a finding */
 	errno = 0;
-	s = pp_elf_symbols_decode(copy, size, 0, NULL);
+	s = pp_elf_symbols_decode(copy, size, 0, NULL, 0);
 	if (!s) {
 		if (errno != EBADMSG && errno != EPROTO && errno != ENOMEM)
 			__builtin_trap();
@@ -64,8 +67,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		pp_elf_symbols_free(s);
 	}
-	errno = 0;
-	s = pp_elf_symbols_decode(copy, size, 0, copy); /* copy is its, whatever comes */
+	free(copy);
+	{ /* the input at the end of a mapping, as the store maps a file */
+		size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		size_t map_len = (size / page + 2) * page;
+		uint8_t *map =
+		    mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint8_t *at;
+
+		if (map == MAP_FAILED)
+			return 0;
+		at = map + map_len - page - size;
+		/* the page after the input is none of its: a read there faults */
+		munmap(map + map_len - page, page);
+		map_len -= page;
+		memcpy(at, data, size);
+		mprotect(map, map_len, PROT_READ);
+		errno = 0;
+		s = pp_elf_symbols_decode(at, size, 0, map, map_len); /* map is its */
+	}
 	if (!s) {
 		if (errno != EBADMSG && errno != EPROTO && errno != ENOMEM)
 			__builtin_trap();

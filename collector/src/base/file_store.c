@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -194,27 +195,23 @@ void pp_file_store_refuse(struct pp_file_store *s, const char *name, const char 
 	pp_warn("%s: removed %s/%s: %s", s->what, s->dir, name, why);
 }
 
-int pp_file_store_read(struct pp_file_store *s, const char *name, void **buf, size_t *len)
+/* name opened for reading: the fd, or -ENOENT, -ENOMEM, or -EBADMSG for a link (refused). */
+static int open_kept(struct pp_file_store *s, const char *name)
 {
 	int fd = openat(s->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	int err;
 
-	*buf = NULL;
-	*len = 0;
-	if (fd < 0) {
-		err = errno;
-		if (err == ELOOP) {
-			pp_file_store_refuse(s, name, "not a regular file");
-			return -EBADMSG;
-		}
-		return err == ENOMEM ? -ENOMEM : -ENOENT;
+	if (fd >= 0)
+		return fd;
+	if (errno == ELOOP) {
+		pp_file_store_refuse(s, name, "not a regular file");
+		return -EBADMSG;
 	}
-	err = pp_read_fd_whole(fd, s->max_file_bytes, buf, len);
-	close(fd);
-	if (!err && *len)
-		return 0;
-	free(*buf);
-	*buf = NULL;
+	return errno == ENOMEM ? -ENOMEM : -ENOENT;
+}
+
+/* The answer to a read or map of name that failed with err (0: the file was empty). */
+static int refuse_unread(struct pp_file_store *s, const char *name, int err)
+{
 	if (err == -ENOMEM)
 		return -ENOMEM;
 	pp_file_store_refuse(s, name,
@@ -223,6 +220,55 @@ int pp_file_store_read(struct pp_file_store *s, const char *name, void **buf, si
 			     : !err	      ? "empty"
 					      : "unreadable (torn)");
 	return -EBADMSG;
+}
+
+int pp_file_store_read(struct pp_file_store *s, const char *name, void **buf, size_t *len)
+{
+	int fd = open_kept(s, name);
+	int err;
+
+	*buf = NULL;
+	*len = 0;
+	if (fd < 0)
+		return fd;
+	err = pp_read_fd_whole(fd, s->max_file_bytes, buf, len);
+	close(fd);
+	if (!err && *len)
+		return 0;
+	free(*buf);
+	*buf = NULL;
+	return refuse_unread(s, name, err);
+}
+
+int pp_file_store_map(struct pp_file_store *s, const char *name, void **map, size_t *len)
+{
+	int fd = open_kept(s, name);
+	struct stat st;
+	void *m;
+	int err = 0;
+
+	*map = NULL;
+	*len = 0;
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st))
+		err = -EIO;
+	else if (!S_ISREG(st.st_mode))
+		err = -EINVAL;
+	else if ((uint64_t)st.st_size > s->max_file_bytes)
+		err = -EFBIG;
+	if (err || !st.st_size) {
+		close(fd);
+		return refuse_unread(s, name, err);
+	}
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	err = m == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (err)
+		return err == -ENOMEM ? -ENOMEM : refuse_unread(s, name, -EIO);
+	*map = m;
+	*len = (size_t)st.st_size;
+	return 0;
 }
 
 void pp_file_store_touch(struct pp_file_store *s, const char *name)

@@ -47,6 +47,14 @@ const char *pp_file_store_dir(const struct pp_file_store *s);
  * regular file, which is refused.
  */
 int pp_file_store_read(struct pp_file_store *s, const char *name, void **buf, size_t *len);
+/*
+ * The same file mapped read-only (private) instead of read: 0 with *map (the caller's to
+ * munmap, *len bytes) or the errors of pp_file_store_read. Nothing is copied and only the
+ * pages touched are read, which suits a big file of which a part is used. The store's files
+ * are only ever replaced by a rename or removed, never rewritten in place, so a mapping keeps
+ * the bytes it was given.
+ */
+int pp_file_store_map(struct pp_file_store *s, const char *name, void **map, size_t *len);
 /* name used now: the bound removes the least recently used first. */
 void pp_file_store_touch(struct pp_file_store *s, const char *name);
 /* Remove name, which its owner could not use, why said once as a warning. */

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,6 +55,9 @@ struct pp_elf_symbols {
 	size_t nsegs;
 	char *names; /* owns every symbol name */
 	size_t names_len;
+	/* a table read back from the cache keeps its file mapped: names is then map's start */
+	void *map;
+	size_t map_len;
 };
 
 /* Per-section facts the symbol filters need, indexed by section number. */
@@ -863,7 +867,9 @@ static int build_tables(struct reader *r, struct pp_elf_symbols *s)
 	}
 	if (!err)
 		err = finish_table(r, &data, &s->data, &s->ndata);
-	if (!err && s->nfuncs * sizeof(*s->funcs) + s->ndata * sizeof(*s->data) + r->arena_len >
+	/* what pp_elf_symbols_bytes will say, which the symbol cache bounds */
+	if (!err && sizeof(*s) + s->nfuncs * sizeof(*s->funcs) + s->ndata * sizeof(*s->data) +
+			    s->nsegs * sizeof(*s->segs) + r->arena_len >
 			r->max_bytes)
 		err = -EFBIG;
 	if (!err) {
@@ -1114,6 +1120,17 @@ bool pp_elf_symbols_same(const struct pp_elf_symbols *a, const struct pp_elf_sym
 	       same_symbols(a->data, b->data, a->ndata);
 }
 
+/* The names a table holds, malloc'ed or mapped. */
+static void release_names(struct pp_elf_symbols *s)
+{
+	if (s->map)
+		munmap(s->map, s->map_len);
+	else
+		free(s->names);
+	s->names = NULL;
+	s->map = NULL;
+}
+
 void pp_elf_symbols_free(struct pp_elf_symbols *s)
 {
 	if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
@@ -1121,7 +1138,7 @@ void pp_elf_symbols_free(struct pp_elf_symbols *s)
 	free(s->funcs);
 	free(s->data);
 	free(s->segs);
-	free(s->names);
+	release_names(s);
 	free(s);
 }
 
@@ -1308,18 +1325,21 @@ int pp_elf_symbols_adopt(struct pp_elf_symbols *dst, struct pp_elf_symbols *debu
 		return -ENOENT;
 	free(dst->funcs);
 	free(dst->data);
-	free(dst->names);
+	release_names(dst);
 	dst->funcs = debug->funcs;
 	dst->nfuncs = debug->nfuncs;
 	dst->data = debug->data;
 	dst->ndata = debug->ndata;
 	dst->names = debug->names;
 	dst->names_len = debug->names_len;
+	dst->map = debug->map;
+	dst->map_len = debug->map_len;
 	dst->has_symtab = 1;
 	dst->source = source;
 	debug->funcs = NULL;
 	debug->data = NULL;
 	debug->names = NULL;
+	debug->map = NULL;
 	pp_elf_symbols_free(debug);
 	return 0;
 }
@@ -1360,7 +1380,7 @@ static bool names_own(const struct pp_elf_symbols *s, const struct pp_elf_symbol
 
 /*
  * The names come first, so that a table read back keeps its file's bytes up to their end as
- * its names, and lets the rest go (pp_elf_symbols_decode with an owner).
+ * its names, mapped (pp_elf_symbols_decode with a mapping).
  */
 int pp_elf_symbols_encode(const struct pp_elf_symbols *s, size_t head_room, void **out, size_t *len)
 {
@@ -1507,20 +1527,19 @@ static int get_segs(const uint8_t *p, struct pp_elf_segment *v, size_t n)
 }
 
 struct pp_elf_symbols *pp_elf_symbols_decode(const void *buf, size_t len, size_t max_bytes,
-					     void *owner)
+					     void *map, size_t map_len)
 {
 	const uint8_t *b = buf;
 	struct file_head h;
 	struct pp_elf_symbols *s = NULL;
-	size_t names_at = 0, tail_len;
-	uint8_t *tail = NULL;
+	size_t names_at = 0;
 	const char *names;
 	int err = -read_head(b, len, &h);
 
 	if (err)
 		goto fail;
-	if (owner)
-		names_at = (size_t)(h.names - (const uint8_t *)owner);
+	if (map)
+		names_at = (size_t)(h.names - (const uint8_t *)map);
 	if (max_bytes && sizeof(*s) + (h.nf + h.nd) * sizeof(struct pp_elf_symbol) +
 				 h.ns * sizeof(struct pp_elf_segment) + names_at + h.names_len >
 			     max_bytes) {
@@ -1543,23 +1562,18 @@ struct pp_elf_symbols *pp_elf_symbols_decode(const void *buf, size_t len, size_t
 	s->funcs = h.nf ? malloc(h.nf * sizeof(*s->funcs)) : NULL;
 	s->data = h.nd ? malloc(h.nd * sizeof(*s->data)) : NULL;
 	s->segs = h.ns ? malloc(h.ns * sizeof(*s->segs)) : NULL;
-	tail_len = (size_t)(b + len - h.syms);
-	if (owner) /* the symbols and segments after the names, kept while owner is cut */
-		tail = tail_len ? malloc(tail_len) : NULL;
-	else
+	if (!map)
 		s->names = h.names_len ? malloc(h.names_len) : NULL;
 	if ((h.nf && !s->funcs) || (h.nd && !s->data) || (h.ns && !s->segs) ||
-	    (owner && tail_len && !tail) || (!owner && h.names_len && !s->names))
+	    (!map && h.names_len && !s->names))
 		goto fail;
-	if (owner) {
-		char *cut;
-
-		if (tail_len)
-			memcpy(tail, h.syms, tail_len);
-		cut = realloc(owner, names_at + h.names_len); /* only shrinks: NULL keeps it */
-		s->names = cut ? cut : owner;
+	if (map) {
+		/* the bytes before the names are counted as the table's, as they are mapped */
+		s->map = map;
+		s->map_len = map_len;
+		map = NULL; /* the table's now */
+		s->names = s->map;
 		s->names_len = names_at + h.names_len;
-		owner = NULL; /* the table's now */
 		names = s->names + names_at;
 	} else {
 		if (h.names_len)
@@ -1568,22 +1582,17 @@ struct pp_elf_symbols *pp_elf_symbols_decode(const void *buf, size_t len, size_t
 		names = s->names;
 	}
 	err = EBADMSG;
-	{
-		const uint8_t *t = tail ? tail : h.syms;
-
-		if (!get_syms(t, s->funcs, h.nf, names, h.names_len) ||
-		    !get_syms(t + h.nf * FILE_SYM_BYTES, s->data, h.nd, names, h.names_len) ||
-		    get_segs(t + (h.nf + h.nd) * FILE_SYM_BYTES, s->segs, h.ns))
-			goto fail;
-	}
+	if (!get_syms(h.syms, s->funcs, h.nf, names, h.names_len) ||
+	    !get_syms(h.syms + h.nf * FILE_SYM_BYTES, s->data, h.nd, names, h.names_len) ||
+	    get_segs(h.syms + (h.nf + h.nd) * FILE_SYM_BYTES, s->segs, h.ns))
+		goto fail;
 	s->nfuncs = h.nf;
 	s->ndata = h.nd;
 	s->nsegs = h.ns;
-	free(tail);
 	return s;
 fail:
-	free(tail);
-	free(owner); /* NULL once the table took it */
+	if (map) /* NULL once the table took it */
+		munmap(map, map_len);
 	pp_elf_symbols_free(s);
 	errno = err;
 	return NULL;

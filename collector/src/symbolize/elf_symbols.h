@@ -199,11 +199,13 @@ int pp_elf_symbols_encode(const struct pp_elf_symbols *s, size_t head_room, void
  * every name inside the table's own and ended there, each symbol's extent ordered and the
  * symbols sorted, the build id hex. NULL with errno EPROTO (another format), EBADMSG (torn,
  * altered or inconsistent), EFBIG (over max_bytes of pp_elf_symbols_bytes; 0: no bound) or
- * ENOMEM. With owner (the malloc'ed block holding buf), decoding takes owner whatever comes
- * of it: the table's names stay where they lie (no copy), owner cut after them (the bytes
- * before them counted as the table's); freed on failure. Without (NULL), names are copied.
+ * ENOMEM. With map (the read-only mapping of map_len bytes that holds buf), decoding takes
+ * map whatever comes of it: the table's names stay where they lie (no copy, and only the
+ * pages of names asked for are read), the mapping unmapped when the table is freed (the bytes
+ * before its names counted as the table's); unmapped on failure. Without (NULL), names are
+ * copied.
  */
 struct pp_elf_symbols *pp_elf_symbols_decode(const void *buf, size_t len, size_t max_bytes,
-					     void *owner);
+					     void *map, size_t map_len);
 
 #endif /* PP_COLLECTOR_ELF_SYMBOLS_H */

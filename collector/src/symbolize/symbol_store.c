@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #ifndef PP_SYMBOLS_BUILDER_ID
@@ -83,7 +84,8 @@ void pp_symbol_store_free(struct pp_symbol_store *s)
 
 /*
  * The table in a file's bytes, if its header is this store's and st's: NULL with errno and
- * *why. buf is taken either way (the table keeps it, cut after its names, or it is freed).
+ * *why. The mapping buf is taken either way (the table keeps it for its names, or it is
+ * unmapped).
  */
 static struct pp_elf_symbols *decode(const struct pp_symbol_store *s, uint8_t *buf, size_t len,
 				     const struct stat *st, size_t max_bytes, const char **why)
@@ -115,13 +117,13 @@ static struct pp_elf_symbols *decode(const struct pp_symbol_store *s, uint8_t *b
 		err = EBADMSG;
 		goto fail;
 	}
-	syms = pp_elf_symbols_decode(p, len - HEAD_BYTES, max_bytes, buf);
+	syms = pp_elf_symbols_decode(p, len - HEAD_BYTES, max_bytes, buf, len);
 	if (!syms)
 		*why = errno == EPROTO ? "another format version"
 				       : "does not decode (torn or altered)";
 	return syms;
 fail:
-	free(buf);
+	munmap(buf, len);
 	errno = err;
 	return NULL;
 }
@@ -138,7 +140,8 @@ struct pp_elf_symbols *pp_symbol_store_get(struct pp_symbol_store *s, const stru
 	int err;
 
 	pp_file_identity_name(st, SUFFIX, name, sizeof(name));
-	err = pp_file_store_read(s->files, name, &buf, &len);
+	/* mapped: a table's names are most of it, and a profile names few of them */
+	err = pp_file_store_map(s->files, name, &buf, &len);
 	if (err) { /* none, no memory, or refused by the store */
 		s->st.misses += err != -EBADMSG;
 		goto out;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,6 +50,18 @@ static const char *real_library(int *fd, struct pp_elf_symbols **built)
 }
 
 /* a and b name every address alike: each symbol's extent and name, the segments, the id. */
+/* len bytes in a read-only mapping of their own, as the symbol store maps its files. */
+static void *mapped_copy(const void *bytes, size_t len)
+{
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return NULL;
+	memcpy(m, bytes, len);
+	mprotect(m, len, PROT_READ);
+	return m;
+}
+
 static void check_same(const struct pp_elf_symbols *a, const struct pp_elf_symbols *b)
 {
 	size_t n = pp_elf_symbols_count(a), bad = 0;
@@ -76,7 +89,7 @@ TEST(a_table_read_back_names_every_address_as_the_file_does)
 {
 	struct pp_elf_symbols *built, *copied, *kept;
 	const char *lib;
-	void *bytes, *owned;
+	void *bytes;
 	size_t len;
 	int fd;
 
@@ -85,7 +98,7 @@ TEST(a_table_read_back_names_every_address_as_the_file_does)
 		SKIP("none of the libraries with symbols is installed");
 	close(fd);
 	REQUIRE(pp_elf_symbols_encode(built, 0, &bytes, &len) == 0);
-	copied = pp_elf_symbols_decode(bytes, len, 0, NULL);
+	copied = pp_elf_symbols_decode(bytes, len, 0, NULL, 0);
 	REQUIRE(copied != NULL);
 	check_same(built, copied);
 	CHECK_EQ_U64(pp_elf_symbols_bytes(copied), pp_elf_symbols_bytes(built));
@@ -97,21 +110,30 @@ TEST(a_table_read_back_names_every_address_as_the_file_does)
 		CHECK(n2 == len && !memcmp(again, bytes, len));
 		free(again);
 	}
-	/* the names left where they lie: the table takes the block, cut after them */
-	owned = malloc(len);
-	REQUIRE(owned != NULL);
-	memcpy(owned, bytes, len);
-	kept = pp_elf_symbols_decode(owned, len, 0, owned);
-	REQUIRE(kept != NULL);
-	check_same(built, kept);
-	CHECK(pp_elf_symbols_bytes(kept) < pp_elf_symbols_bytes(built) + 256);
-	/* a bound under the table's size: refused, as building it would be */
-	owned = malloc(len);
-	REQUIRE(owned != NULL);
-	memcpy(owned, bytes, len);
-	errno = 0;
-	CHECK(pp_elf_symbols_decode(owned, len, pp_elf_symbols_bytes(built) / 2, owned) == NULL);
-	CHECK(errno == EFBIG);
+	/* the names left where they lie: the table takes the mapping */
+	{
+		void *m = mapped_copy(bytes, len);
+		const char *name;
+
+		REQUIRE(m != NULL);
+		kept = pp_elf_symbols_decode(m, len, 0, m, len);
+		REQUIRE(kept != NULL);
+		check_same(built, kept);
+		CHECK(pp_elf_symbols_bytes(kept) < pp_elf_symbols_bytes(built) + 256);
+		name = pp_elf_symbols_get(kept, 0)->name; /* the mapping's bytes, not a copy */
+		CHECK(name > (const char *)m && name < (const char *)m + len);
+	}
+	/* a bound under the table's size: refused, as building it would be, and unmapped */
+	{
+		void *m = mapped_copy(bytes, len);
+
+		REQUIRE(m != NULL);
+		errno = 0;
+		CHECK(pp_elf_symbols_decode(m, len, pp_elf_symbols_bytes(built) / 2, m, len) ==
+		      NULL);
+		CHECK(errno == EFBIG);
+		CHECK(msync(m, len, MS_ASYNC) == -1 && errno == ENOMEM); /* no longer mapped */
+	}
 	fprintf(stderr, "  %s: %zu symbols, %zu bytes as a file\n", lib,
 		pp_elf_symbols_count(built), len);
 	pp_elf_symbols_free(kept);
@@ -133,7 +155,7 @@ static struct pp_elf_symbols *decode_changed(const void *bytes, size_t len, size
 	if (with)
 		memcpy(copy + at, with, n);
 	errno = 0;
-	s = pp_elf_symbols_decode(copy, len, 0, NULL);
+	s = pp_elf_symbols_decode(copy, len, 0, NULL, 0);
 	*err = errno;
 	free(copy);
 	return s;
@@ -154,7 +176,7 @@ TEST(bytes_cut_out_of_order_or_pointing_outside_are_refused)
 	/* every length short of the whole, and one byte more */
 	for (size_t n = 0; n < len; n += n < 4096 ? 1 : 4093) {
 		errno = 0;
-		s = pp_elf_symbols_decode(bytes, n, 0, NULL);
+		s = pp_elf_symbols_decode(bytes, n, 0, NULL, 0);
 		cut_bad += s != NULL || (errno != EBADMSG && errno != EPROTO);
 		pp_elf_symbols_free(s);
 	}
