@@ -292,9 +292,11 @@ static void trim(struct pp_file_store *s, const char *keep)
 	free(v);
 }
 
-int pp_file_store_put(struct pp_file_store *s, const char *name, const void *buf, size_t len)
+int pp_file_store_put_by(struct pp_file_store *s, const char *name, size_t len,
+			 int (*write_to)(int fd, void *arg), void *arg)
 {
 	char tmp[64];
+	struct stat st;
 	int fd, err;
 
 	if (len > s->max_bytes / 2)
@@ -304,7 +306,10 @@ int pp_file_store_put(struct pp_file_store *s, const char *name, const void *buf
 	fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	err = pp_write_all(fd, buf, len);
+	err = write_to(fd, arg);
+	/* a writer that said len and wrote otherwise would throw the directory's count off */
+	if (!err && (fstat(fd, &st) || (uint64_t)st.st_size != len))
+		err = -EIO;
 	if (close(fd) && !err)
 		err = -errno;
 	if (!err && renameat(s->dirfd, tmp, s->dirfd, name))
@@ -317,6 +322,23 @@ int pp_file_store_put(struct pp_file_store *s, const char *name, const void *buf
 	if (s->st.bytes > s->max_bytes)
 		trim(s, name);
 	return 0;
+}
+
+struct bytes {
+	const void *buf;
+	size_t len;
+};
+
+static int write_bytes(int fd, void *arg)
+{
+	const struct bytes *b = arg;
+
+	return pp_write_all(fd, b->buf, b->len);
+}
+
+int pp_file_store_put(struct pp_file_store *s, const char *name, const void *buf, size_t len)
+{
+	return pp_file_store_put_by(s, name, len, write_bytes, &(struct bytes){buf, len});
 }
 
 void pp_file_store_get_stats(const struct pp_file_store *s, struct pp_file_store_stats *out)

@@ -65,6 +65,12 @@ void pp_file_store_refuse(struct pp_file_store *s, const char *name, const char 
  * kept). Files least recently used go while the directory is over its bound.
  */
 int pp_file_store_put(struct pp_file_store *s, const char *name, const void *buf, size_t len);
+/*
+ * The same for a file of len bytes that write_to(fd, arg) writes (0 or -errno), for bytes
+ * that are not in one buffer: a file of another length than len is not kept (-EIO).
+ */
+int pp_file_store_put_by(struct pp_file_store *s, const char *name, size_t len,
+			 int (*write_to)(int fd, void *arg), void *arg);
 
 void pp_file_store_get_stats(const struct pp_file_store *s, struct pp_file_store_stats *out);
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "base/elf_read.h"
+#include "base/fsutil.h"
 #include "base/le.h"
 #include "base/radix_sort.h"
 #include "base/vec.h"
@@ -1360,16 +1361,6 @@ static uint8_t *put_u64(uint8_t *p, uint64_t v)
 	return p + sizeof(v);
 }
 
-static uint8_t *put_syms(uint8_t *p, const struct pp_elf_symbol *v, size_t n, const char *names)
-{
-	for (size_t i = 0; i < n; i++) {
-		p = put_u64(p, v[i].start);
-		p = put_u64(p, v[i].end);
-		p = put_u64(p, (uint64_t)(v[i].name - names));
-	}
-	return p;
-}
-
 static bool names_own(const struct pp_elf_symbols *s, const struct pp_elf_symbol *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -1379,23 +1370,70 @@ static bool names_own(const struct pp_elf_symbols *s, const struct pp_elf_symbol
 }
 
 /*
+ * Where a table's form goes: a buffer of its size, or a file through a chunk, so that a big
+ * table is written without a second copy of it in memory (its names go from where they lie).
+ */
+struct sink {
+	uint8_t *mem; /* NULL: to fd */
+	int fd;
+	uint8_t *chunk; /* SINK_CHUNK bytes */
+	size_t used;
+	int err;
+};
+
+#define SINK_CHUNK ((size_t)64 << 10)
+
+static void sink_flush(struct sink *k)
+{
+	if (k->used && !k->err)
+		k->err = pp_write_all(k->fd, k->chunk, k->used);
+	k->used = 0;
+}
+
+static void sink_put(struct sink *k, const void *p, size_t n)
+{
+	if (k->mem) {
+		if (n)
+			memcpy(k->mem, p, n);
+		k->mem += n;
+		return;
+	}
+	if (n > SINK_CHUNK - k->used) {
+		sink_flush(k);
+		if (n >= SINK_CHUNK) {
+			if (!k->err)
+				k->err = pp_write_all(k->fd, p, n);
+			return;
+		}
+	}
+	memcpy(k->chunk + k->used, p, n);
+	k->used += n;
+}
+
+static void sink_syms(struct sink *k, const struct pp_elf_symbol *v, size_t n, const char *names)
+{
+	uint8_t rec[FILE_SYM_BYTES];
+
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *p = put_u64(rec, v[i].start);
+
+		p = put_u64(p, v[i].end);
+		put_u64(p, (uint64_t)(v[i].name - names));
+		sink_put(k, rec, sizeof(rec));
+	}
+}
+
+/*
  * The names come first, so that a table read back keeps its file's bytes up to their end as
  * its names, mapped (pp_elf_symbols_decode with a mapping).
  */
-int pp_elf_symbols_encode(const struct pp_elf_symbols *s, size_t head_room, void **out, size_t *len)
+static void emit(const struct pp_elf_symbols *s, struct sink *k)
 {
-	size_t idlen = strlen(s->build_id), linklen = strlen(s->debuglink), n;
-	uint8_t *buf, *p;
+	size_t idlen = strlen(s->build_id), linklen = strlen(s->debuglink);
+	uint8_t head[FILE_HEAD_BYTES], *p;
 
-	if (!names_own(s, s->funcs, s->nfuncs) || !names_own(s, s->data, s->ndata))
-		return -EINVAL;
-	n = head_room + FILE_HEAD_BYTES + idlen + linklen + s->names_len +
-	    (s->nfuncs + s->ndata) * FILE_SYM_BYTES + s->nsegs * FILE_SEG_BYTES;
-	buf = malloc(n);
-	if (!buf)
-		return -ENOMEM;
-	memcpy(buf + head_room, FILE_MAGIC, 8);
-	p = buf + head_room + 8;
+	memcpy(head, FILE_MAGIC, 8);
+	p = head + 8;
 	p = pp_le_put(p, (uint64_t)s->source, 4);
 	p = pp_le_put(p, (uint64_t)s->elf_class, 4);
 	p = pp_le_put(p, (uint64_t)s->elf_type, 4);
@@ -1406,26 +1444,62 @@ int pp_elf_symbols_encode(const struct pp_elf_symbols *s, size_t head_room, void
 	p = pp_le_put(p, s->nfuncs, 8);
 	p = pp_le_put(p, s->ndata, 8);
 	p = pp_le_put(p, s->nsegs, 8);
-	p = pp_le_put(p, s->names_len, 8);
-	memcpy(p, s->build_id, idlen);
-	p += idlen;
-	memcpy(p, s->debuglink, linklen);
-	p += linklen;
-	if (s->names_len)
-		memcpy(p, s->names, s->names_len);
-	p += s->names_len;
-	p = put_syms(p, s->funcs, s->nfuncs, s->names);
-	p = put_syms(p, s->data, s->ndata, s->names);
+	pp_le_put(p, s->names_len, 8);
+	sink_put(k, head, sizeof(head));
+	sink_put(k, s->build_id, idlen);
+	sink_put(k, s->debuglink, linklen);
+	sink_put(k, s->names, s->names_len);
+	sink_syms(k, s->funcs, s->nfuncs, s->names);
+	sink_syms(k, s->data, s->ndata, s->names);
 	for (size_t i = 0; i < s->nsegs; i++) {
-		p = pp_le_put(p, s->segs[i].vaddr, 8);
+		uint8_t seg[FILE_SEG_BYTES];
+
+		p = pp_le_put(seg, s->segs[i].vaddr, 8);
 		p = pp_le_put(p, s->segs[i].memsz, 8);
 		p = pp_le_put(p, s->segs[i].offset, 8);
 		p = pp_le_put(p, s->segs[i].filesz, 8);
-		p = pp_le_put(p, s->segs[i].flags, 4);
+		pp_le_put(p, s->segs[i].flags, 4);
+		sink_put(k, seg, sizeof(seg));
 	}
+}
+
+size_t pp_elf_symbols_encoded_len(const struct pp_elf_symbols *s)
+{
+	if (!names_own(s, s->funcs, s->nfuncs) || !names_own(s, s->data, s->ndata))
+		return 0;
+	return FILE_HEAD_BYTES + strlen(s->build_id) + strlen(s->debuglink) + s->names_len +
+	       (s->nfuncs + s->ndata) * FILE_SYM_BYTES + s->nsegs * FILE_SEG_BYTES;
+}
+
+int pp_elf_symbols_encode(const struct pp_elf_symbols *s, size_t head_room, void **out, size_t *len)
+{
+	size_t n = pp_elf_symbols_encoded_len(s);
+	uint8_t *buf;
+
+	if (!n)
+		return -EINVAL;
+	buf = malloc(head_room + n);
+	if (!buf)
+		return -ENOMEM;
+	emit(s, &(struct sink){.mem = buf + head_room});
 	*out = buf;
-	*len = n;
+	*len = head_room + n;
 	return 0;
+}
+
+int pp_elf_symbols_write(const struct pp_elf_symbols *s, int fd)
+{
+	struct sink k = {.fd = fd};
+
+	if (!pp_elf_symbols_encoded_len(s))
+		return -EINVAL;
+	k.chunk = malloc(SINK_CHUNK);
+	if (!k.chunk)
+		return -ENOMEM;
+	emit(s, &k);
+	sink_flush(&k);
+	free(k.chunk);
+	return k.err;
 }
 
 /* The little-endian u64 at p: the hot loop of a table read back (pp_le_get goes by bytes). */

@@ -186,14 +186,24 @@ int pp_elf_symbols_adopt(struct pp_elf_symbols *dst, struct pp_elf_symbols *debu
 			 enum pp_symbol_source source);
 
 /*
- * A table as bytes, for the symbol table cache (symbol_store.h): *out (malloc'ed, the
- * caller's) of *len bytes, of which the first head_room are left for the caller's header (the
- * table's bytes after them). 0, -ENOMEM, or -EINVAL for a table whose names are not all its
- * own (none built here is such). The format is little-endian; only the agent writes it, in its
- * own directory, so it is checked for sense when read back, not sealed.
+ * A table as bytes, for the symbol table cache (symbol_store.h). The format is little-endian;
+ * only the agent writes it, in its own directory, so it is checked for sense when read back,
+ * not sealed. pp_elf_symbols_encoded_len: its length, 0 for a table whose names are not all
+ * its own (none built here is such).
+ */
+size_t pp_elf_symbols_encoded_len(const struct pp_elf_symbols *s);
+/*
+ * The bytes in *out (malloc'ed, the caller's) of *len bytes, of which the first head_room are
+ * left for the caller's header (the table's bytes after them). 0, -ENOMEM, or -EINVAL (see
+ * above).
  */
 int pp_elf_symbols_encode(const struct pp_elf_symbols *s, size_t head_room, void **out,
 			  size_t *len);
+/*
+ * The same bytes written to fd, without a copy of the table in memory: 0, -EINVAL (see
+ * above), -ENOMEM or the write's -errno (fd then holds part of them).
+ */
+int pp_elf_symbols_write(const struct pp_elf_symbols *s, int fd);
 /*
  * The table of pp_elf_symbols_encode's bytes, checked whole: its size what its counts say,
  * every name inside the table's own and ended there, each symbol's extent ordered and the

@@ -7,10 +7,10 @@
 
 #include "base/deadline.h"
 #include "base/file_store.h"
+#include "base/fsutil.h"
 #include "base/le.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +30,6 @@
 #define STAMP_SIZE 112
 /* magic, stamp, the file's identity, when built */
 #define HEAD_BYTES (8 + STAMP_SIZE + PP_FILE_IDENTITY_BYTES + 8)
-#define TRIM_AFTER_BYTES (4u << 20)
 
 struct pp_symbol_store {
 	struct pp_file_store *files;
@@ -162,14 +161,29 @@ out:
 	return syms;
 }
 
+/* A store's file: its header, then the table's bytes. */
+struct table_file {
+	uint8_t head[HEAD_BYTES];
+	const struct pp_elf_symbols *syms;
+};
+
+static int write_table_file(int fd, void *arg)
+{
+	const struct table_file *f = arg;
+	int err = pp_write_all(fd, f->head, sizeof(f->head));
+
+	return err ? err : pp_elf_symbols_write(f->syms, fd);
+}
+
 int pp_symbol_store_put(struct pp_symbol_store *s, const struct stat *st,
 			const struct pp_elf_symbols *syms)
 {
 	uint64_t t0 = pp_clock_ns(CLOCK_MONOTONIC);
+	size_t len = pp_elf_symbols_encoded_len(syms);
+	struct table_file f = {.syms = syms};
 	struct timespec now;
-	uint8_t *buf = NULL, *p;
-	size_t len = 0;
 	char name[64];
+	uint8_t *p;
 	int err;
 
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -177,25 +191,21 @@ int pp_symbol_store_put(struct pp_symbol_store *s, const struct stat *st,
 		s->st.unsettled++;
 		return -EAGAIN;
 	}
-	/* the header in the room left before the table's bytes: one buffer, one copy */
-	err = pp_elf_symbols_encode(syms, HEAD_BYTES, (void **)&buf, &len);
-	if (!err) {
-		memcpy(buf, MAGIC, 8);
-		memcpy(buf + 8, s->stamp, STAMP_SIZE);
-		p = buf + 8 + STAMP_SIZE;
-		p = pp_file_identity_put(p, st);
+	if (!len) {
+		err = -EINVAL;
+	} else {
+		memcpy(f.head, MAGIC, 8);
+		memcpy(f.head + 8, s->stamp, STAMP_SIZE);
+		p = pp_file_identity_put(f.head + 8 + STAMP_SIZE, st);
 		pp_le_put(p, (uint64_t)now.tv_sec, 8);
 		pp_file_identity_name(st, SUFFIX, name, sizeof(name));
-		/* over half the bound it would push out most of what is kept (-EFBIG) */
-		err = pp_file_store_put(s->files, name, buf, len);
+		/*
+		 * Written from the table where it lies: a big table (node's: 10 MiB) encoded in
+		 * memory first would cost as much again in fresh pages. Over half the bound it
+		 * would push out most of what is kept (-EFBIG).
+		 */
+		err = pp_file_store_put_by(s->files, name, HEAD_BYTES + len, write_table_file, &f);
 	}
-	free(buf);
-	/*
-	 * A big table's bytes (node's: 10 MiB) in the loader's malloc arena, which keeps what is
-	 * freed: handed back, the agent's memory is its caches'.
-	 */
-	if (len > TRIM_AFTER_BYTES)
-		malloc_trim(0);
 	if (!err)
 		s->st.stored++;
 	else if (err != -EFBIG)

@@ -6,8 +6,11 @@
  * file's identity, its boot and a settled ctime, removes what it cannot use, and refuses a
  * directory others may write.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +112,21 @@ TEST(a_table_read_back_names_every_address_as_the_file_does)
 		REQUIRE(pp_elf_symbols_encode(copied, 0, &again, &n2) == 0);
 		CHECK(n2 == len && !memcmp(again, bytes, len));
 		free(again);
+	}
+	{ /* written to a file through its chunks: the same bytes */
+		FILE *tf = tmpfile();
+		int mfd = tf ? fileno(tf) : -1;
+		uint8_t *back = malloc(len + 1);
+		ssize_t got;
+
+		REQUIRE(mfd >= 0 && back != NULL);
+		CHECK(len > 65536); /* more than one chunk of the writer's */
+		CHECK_EQ_U64(pp_elf_symbols_encoded_len(built), len);
+		CHECK(pp_elf_symbols_write(built, mfd) == 0);
+		got = pread(mfd, back, len + 1, 0);
+		CHECK(got == (ssize_t)len && !memcmp(back, bytes, len));
+		free(back);
+		fclose(tf);
 	}
 	/* the names left where they lie: the table takes the mapping */
 	{
@@ -244,6 +262,42 @@ static size_t files_in(const char *sub)
 	return n;
 }
 
+/* Whether the one table file in sub is longer than len bytes (a header) and ends with them. */
+static bool kept_file_ends_with(const char *sub, const void *bytes, size_t len)
+{
+	char path[1024];
+	struct dirent *de;
+	bool ok = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/%s", g_dir, sub);
+	d = opendir(path);
+	while (d && (de = readdir(d)))
+		if (strstr(de->d_name, ".sym")) {
+			char file[1400];
+			struct stat fs;
+			uint8_t *back;
+			int fd;
+
+			snprintf(file, sizeof(file), "%s/%s", path, de->d_name);
+			fd = open(file, O_RDONLY | O_CLOEXEC);
+			if (fd < 0 || fstat(fd, &fs) || (size_t)fs.st_size <= len ||
+			    !(back = malloc((size_t)fs.st_size))) {
+				if (fd >= 0)
+					close(fd);
+				break;
+			}
+			ok = pread(fd, back, (size_t)fs.st_size, 0) == fs.st_size &&
+			     !memcmp(back + fs.st_size - len, bytes, len);
+			free(back);
+			close(fd);
+			break;
+		}
+	if (d)
+		closedir(d);
+	return ok;
+}
+
 TEST(the_store_finds_a_table_only_under_its_files_identity_and_boot)
 {
 	struct pp_elf_symbols *built, *got;
@@ -272,6 +326,15 @@ TEST(the_store_finds_a_table_only_under_its_files_identity_and_boot)
 	REQUIRE(got != NULL);
 	check_same(built, got);
 	pp_elf_symbols_free(got);
+	CHECK_EQ_U64(files_in("s"), 1);
+	{ /* the file: the store's header, then the table's own form, as encoded */
+		void *bytes;
+		size_t len;
+
+		REQUIRE(pp_elf_symbols_encode(built, 0, &bytes, &len) == 0);
+		CHECK(kept_file_ends_with("s", bytes, len));
+		free(bytes);
+	}
 	/* a bound it is over: not given, still kept */
 	CHECK(pp_symbol_store_get(st, &sb, 4096) == NULL);
 	CHECK_EQ_U64(files_in("s"), 1);
