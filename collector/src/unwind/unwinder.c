@@ -130,6 +130,7 @@ struct proc {
 	struct pp_bpf_unwind_mapping *maps;
 	uint32_t *map_tables; /* each mapping's table: its index + 1, 0 for none */
 	uint32_t nmaps;
+	uint32_t live_at; /* its place in live_tgids */
 };
 
 /* The sample path's view: processes queued or installed, and when their maps were read. */
@@ -191,6 +192,12 @@ struct pp_unwinder {
 	uint32_t nfree, free_cap;
 	struct proc *procs; /* open addressing like seen */
 	uint32_t procs_mask;
+	/*
+	 * The procs' tgids, dense: what visits every process (a partial table's holders moved)
+	 * visits the few live ones, not the slots of a hash sized for the most there may be.
+	 */
+	uint32_t *live_tgids;
+	uint32_t nlive;
 	struct pp_bpf_unwind_proc *scratch;
 	struct pp_unwind_rules *rules; /* the rule array's contents */
 	struct pp_table_cache *cache;  /* NULL: none */
@@ -342,14 +349,19 @@ static struct proc *proc_find(struct pp_unwinder *u, uint32_t tgid, bool add)
 			return &u->procs[i];
 	if (!add)
 		return NULL;
-	u->procs[i] = (struct proc){.tgid = tgid};
+	u->procs[i] = (struct proc){.tgid = tgid, .live_at = u->nlive};
+	u->live_tgids[u->nlive++] = tgid;
 	return &u->procs[i];
 }
 
 static void proc_del(struct pp_unwinder *u, struct proc *p)
 {
-	uint32_t hole = (uint32_t)(p - u->procs), i = hole;
+	uint32_t hole = (uint32_t)(p - u->procs), i = hole, last = u->live_tgids[--u->nlive];
 
+	if (last != p->tgid) { /* the last one takes its place in the dense list */
+		u->live_tgids[p->live_at] = last;
+		proc_find(u, last, false)->live_at = p->live_at;
+	}
 	free(p->tables);
 	free(p->maps);
 	free(p->map_tables);
@@ -757,8 +769,8 @@ static void move_holders(struct pp_unwinder *u, const struct table *t, uint64_t 
 {
 	uint32_t ti = (uint32_t)(t - u->tables) + 1;
 
-	for (uint32_t i = 0; holders && i <= u->procs_mask; i++) {
-		struct proc *p = &u->procs[i];
+	for (uint32_t i = 0; holders && i < u->nlive; i++) {
+		struct proc *p = proc_find(u, u->live_tgids[i], false);
 		struct pp_bpf_unwind_proc *out = u->scratch;
 		bool moved = false;
 
@@ -1969,6 +1981,7 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	slots = pow2_at_least(2 * u->max_procs);
 	u->seen = calloc(slots, sizeof(*u->seen));
 	u->procs = calloc(slots, sizeof(*u->procs));
+	u->live_tgids = malloc(slots * sizeof(*u->live_tgids));
 	u->seen_mask = u->procs_mask = slots - 1;
 	u->tables = calloc(u->max_tables, sizeof(*u->tables));
 	u->free_cap = 64;
@@ -1981,8 +1994,8 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	pthread_mutex_init(&u->work, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	pthread_cond_init(&u->idle, NULL);
-	if (!u->seen || !u->procs || !u->tables || !u->free_ext || !u->scratch || !u->rules ||
-	    (sink->read_rows && !u->walk_words)) {
+	if (!u->seen || !u->procs || !u->live_tgids || !u->tables || !u->free_ext || !u->scratch ||
+	    !u->rules || (sink->read_rows && !u->walk_words)) {
 		pp_unwinder_free(u);
 		errno = ENOMEM;
 		return NULL;
@@ -2059,6 +2072,7 @@ void pp_unwinder_free(struct pp_unwinder *u)
 	pthread_cond_destroy(&u->idle);
 	free(u->seen);
 	free(u->procs);
+	free(u->live_tgids);
 	free(u->tables);
 	free(u->free_ext);
 	free(u->scratch);

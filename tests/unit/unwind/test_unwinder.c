@@ -1029,12 +1029,12 @@ TEST(partial_tables_find_rows_as_walks_reach_them)
 	const struct pp_bpf_unwind_rule *r;
 	struct pp_unwinder_stats st, st2;
 	struct walked_box box = {0};
-	struct pp_chain_dump d = {0};
+	struct pp_chain_dump d = {0}, dx = {0};
 	struct pp_unwinder *u;
-	uint8_t *stack = NULL;
+	uint8_t *stack = NULL, *sa = NULL, *sb = NULL;
 	size_t nwant = 0, libc_frame = 0;
-	uint32_t len;
-	pid_t pid;
+	uint32_t len, lx;
+	pid_t pid, other_a, other_b;
 
 	if (fixture() != 1)
 		SKIP(g_skip_reason);
@@ -1042,10 +1042,21 @@ TEST(partial_tables_find_rows_as_walks_reach_them)
 	nwant = chain_expected(want);
 	pid = chain_dumped("partial", &d, &stack, &len);
 	REQUIRE(pid > 0 && stack != NULL);
+	/*
+	 * Two more processes of the program, one let go before the walks: a new run's holders
+	 * are found among the live processes whichever place each holds there.
+	 */
+	other_a = chain_dumped("partial-a", &dx, &sa, &lx);
+	other_b = chain_dumped("partial-b", &dx, &sb, &lx);
+	REQUIRE(other_a > 0 && sa != NULL && other_b > 0 && sb != NULL);
 
 	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){.partial_min_fdes = 1});
 	REQUIRE(u != NULL);
+	REQUIRE(pp_unwinder_install(u, (uint32_t)other_a) == 0);
 	REQUIRE(pp_unwinder_install(u, (uint32_t)pid) == 0);
+	REQUIRE(pp_unwinder_install(u, (uint32_t)other_b) == 0);
+	pp_unwinder_release(u, (uint32_t)other_a);
+	pp_unwinder_drain(u);
 	pp_unwinder_get_stats(u, &st);
 	CHECK(st.tables_partial >= 3); /* chain, libpp_chain.so, libc and more */
 	CHECK_EQ_U64(st.tables_built, 0);
@@ -1089,6 +1100,16 @@ TEST(partial_tables_find_rows_as_walks_reach_them)
 	CHECK(r && r->cfa_rule != PP_UW_CFA_DEFERRED && r->cfa_rule != PP_UW_CFA_NONE);
 	r = shim_rule_at(m, libc, libc->start + (libc->end - libc->start) / 2);
 	CHECK(r && r->cfa_rule == PP_UW_CFA_DEFERRED);
+	{ /* the other live process, which shares libc's table, was moved to the new run too */
+		const struct pp_bpf_unwind_proc *pb = mem_proc(m, (uint32_t)other_b);
+		const struct pp_bpf_unwind_mapping *libc_b =
+		    pb ? mapping_of(pb, other_b, "libc.so.6") : NULL;
+
+		REQUIRE(libc_b != NULL);
+		r = shim_rule_at(m, libc_b,
+				 libc_b->start + (box.w[0].pcs[libc_frame] - 1 - libc->start));
+		CHECK(r && r->cfa_rule != PP_UW_CFA_DEFERRED && r->cfa_rule != PP_UW_CFA_NONE);
+	}
 
 	/* the same copy again: the same chain, read from the shim's rows, no FDE looked up */
 	REQUIRE(walk_dump(u, (uint32_t)pid, &d, stack, len, "second") == 0);
@@ -1110,7 +1131,11 @@ TEST(partial_tables_find_rows_as_walks_reach_them)
 	CHECK_EQ_U64(st.tables_partial, 0);
 	CHECK(st.tables_built >= 3);
 	stop(pid);
+	stop(other_a);
+	stop(other_b);
 	free(stack);
+	free(sa);
+	free(sb);
 	pp_unwinder_free(u);
 	mem_sink_free(m);
 }
