@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 	} else {
 		check_table(s);
-		if (pp_elf_symbols_encode(s, 0, &again, &len) == 0) {
+		if (pp_elf_symbols_encode(s, &again, &len) == 0) {
 			if (len != size || memcmp(again, data, size))
 				__builtin_trap();
 			free(again);

@@ -1471,19 +1471,19 @@ size_t pp_elf_symbols_encoded_len(const struct pp_elf_symbols *s)
 	       (s->nfuncs + s->ndata) * FILE_SYM_BYTES + s->nsegs * FILE_SEG_BYTES;
 }
 
-int pp_elf_symbols_encode(const struct pp_elf_symbols *s, size_t head_room, void **out, size_t *len)
+int pp_elf_symbols_encode(const struct pp_elf_symbols *s, void **out, size_t *len)
 {
 	size_t n = pp_elf_symbols_encoded_len(s);
 	uint8_t *buf;
 
 	if (!n)
 		return -EINVAL;
-	buf = malloc(head_room + n);
+	buf = malloc(n);
 	if (!buf)
 		return -ENOMEM;
-	emit(s, &(struct sink){.mem = buf + head_room});
+	emit(s, &(struct sink){.mem = buf});
 	*out = buf;
-	*len = head_room + n;
+	*len = n;
 	return 0;
 }
 

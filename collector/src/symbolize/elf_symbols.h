@@ -192,13 +192,8 @@ int pp_elf_symbols_adopt(struct pp_elf_symbols *dst, struct pp_elf_symbols *debu
  * its own (none built here is such).
  */
 size_t pp_elf_symbols_encoded_len(const struct pp_elf_symbols *s);
-/*
- * The bytes in *out (malloc'ed, the caller's) of *len bytes, of which the first head_room are
- * left for the caller's header (the table's bytes after them). 0, -ENOMEM, or -EINVAL (see
- * above).
- */
-int pp_elf_symbols_encode(const struct pp_elf_symbols *s, size_t head_room, void **out,
-			  size_t *len);
+/* The bytes in *out (malloc'ed, the caller's) of *len bytes: 0, -ENOMEM, or -EINVAL (see above). */
+int pp_elf_symbols_encode(const struct pp_elf_symbols *s, void **out, size_t *len);
 /*
  * The same bytes written to fd, without a copy of the table in memory: 0, -EINVAL (see
  * above), -ENOMEM or the write's -errno (fd then holds part of them).

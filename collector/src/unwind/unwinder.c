@@ -774,7 +774,7 @@ static void move_holders(struct pp_unwinder *u, const struct table *t, uint64_t 
 		struct pp_bpf_unwind_proc *out = u->scratch;
 		bool moved = false;
 
-		if (!p->tgid || !p->map_tables)
+		if (!p->map_tables)
 			continue;
 		for (uint32_t k = 0; k < p->nmaps; k++) {
 			if (p->map_tables[k] != ti)

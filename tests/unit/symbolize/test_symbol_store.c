@@ -100,7 +100,7 @@ TEST(a_table_read_back_names_every_address_as_the_file_does)
 	if (!lib)
 		SKIP("none of the libraries with symbols is installed");
 	close(fd);
-	REQUIRE(pp_elf_symbols_encode(built, 0, &bytes, &len) == 0);
+	REQUIRE(pp_elf_symbols_encode(built, &bytes, &len) == 0);
 	copied = pp_elf_symbols_decode(bytes, len, 0, NULL, 0);
 	REQUIRE(copied != NULL);
 	check_same(built, copied);
@@ -109,7 +109,7 @@ TEST(a_table_read_back_names_every_address_as_the_file_does)
 		void *again;
 		size_t n2;
 
-		REQUIRE(pp_elf_symbols_encode(copied, 0, &again, &n2) == 0);
+		REQUIRE(pp_elf_symbols_encode(copied, &again, &n2) == 0);
 		CHECK(n2 == len && !memcmp(again, bytes, len));
 		free(again);
 	}
@@ -189,7 +189,7 @@ TEST(bytes_cut_out_of_order_or_pointing_outside_are_refused)
 	if (!real_library(&fd, &built))
 		SKIP("none of the libraries with symbols is installed");
 	close(fd);
-	REQUIRE(pp_elf_symbols_encode(built, 0, (void **)&bytes, &len) == 0);
+	REQUIRE(pp_elf_symbols_encode(built, (void **)&bytes, &len) == 0);
 	nfuncs = pp_elf_symbols_count(built);
 	/* every length short of the whole, and one byte more */
 	for (size_t n = 0; n < len; n += n < 4096 ? 1 : 4093) {
@@ -331,7 +331,7 @@ TEST(the_store_finds_a_table_only_under_its_files_identity_and_boot)
 		void *bytes;
 		size_t len;
 
-		REQUIRE(pp_elf_symbols_encode(built, 0, &bytes, &len) == 0);
+		REQUIRE(pp_elf_symbols_encode(built, &bytes, &len) == 0);
 		CHECK(kept_file_ends_with("s", bytes, len));
 		free(bytes);
 	}
