@@ -1634,11 +1634,16 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 	}
 	for (uint32_t i = 0; i < nu; i++) {
 		uint64_t addr = pp_decoded_frame(d, nk + i);
-		int leaf = i == 0 && !in_kernel;
 
-		if (leaf && s->opts.precise_ip && rec->ip)
+		if (i == 0 && !in_kernel && s->opts.precise_ip && rec->ip)
 			addr = rec->ip;
-		if (!leaf && addr)
+		/*
+		 * The first user frame is where user code was stopped (its saved registers' ip),
+		 * not a return address, also under a kernel stack: a fault at a function's first
+		 * instruction is that function's, and a system call's ip is past its instruction,
+		 * in the same function.
+		 */
+		if (i > 0 && addr)
 			addr -= 1;
 		locs[n] = user_location(s, proc, addr);
 		s->stats.frames++;

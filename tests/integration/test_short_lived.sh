@@ -104,6 +104,20 @@ share() {
 	} END { print h + 0, t + 0 }' "$T/$1.folded"
 }
 
+# in_function NAME: the check that pp_short's samples are in pp_short_work. Those that
+# are not are its start-up (the kernel's exec, ld.so), its exit and main's strtod: 2.6% of
+# them on an idle machine, 5.8% in a CI run with the suite and the kernel matrix beside it,
+# so the share of all has a floor, and those under main (where a misnamed frame would show)
+# are held to 98%
+in_function() {
+	local named total main
+	read -r named total < <(share "$1" pp_short pp_short_work)
+	read -r main _ < <(share "$1" pp_short ";main;")
+	pp_check "$1: pp_short's samples in its function: $named of $total, of $main under main" \
+		test "$total" -ge 100 -a $((named * 100)) -ge $((total * 90)) -a \
+		$((named * 100)) -ge $((main * 98))
+}
+
 # 1. churn
 cat >"$T/churn.sh" <<SH
 for i in \$(seq 30); do "$T/pp_short" 0.15; "$T/pp_short_strip" 0.03; done
@@ -111,11 +125,9 @@ SH
 record_all churn "$T/churn.sh"
 [ "$PP_RC" -eq 0 ] || pp_fail "churn: record exited $PP_RC"
 grep -E '^(processes|unwind tables|symbol files):' "$T/churn.out" | sed 's/^/    /'
-read -r named total < <(share churn pp_short pp_short_work)
 read -r whole wtotal _ < <($CHECK whole folded "$T/churn.folded" pp_short)
 read -r sfile stotal < <(share churn pp_short_strip "pp_short_strip+0x")
-pp_check "churn: pp_short's samples in its function: $named of $total" \
-	test "$total" -ge 100 -a $((named * 100)) -ge $((total * 95))
+in_function churn
 # frame pointers alone: about a quarter. Samples taken before the process's tables were in
 # carry the top of its stack, walked once they are: whole too, busy machine or not
 pp_check "churn: pp_short's stacks whole from its first samples: $whole of $wtotal" \
@@ -171,11 +183,8 @@ pp_check "gone: pp_short's stacks whole though it exited before its tables: $who
 record_all partial "$T/churn.sh" --unwind-partial-fdes 1 --unwind-table-cache none
 [ "$PP_RC" -eq 0 ] || pp_fail "partial: record exited $PP_RC"
 grep -E '^(partial unwind tables|unwind tables|stack copies):' "$T/partial.out" | sed 's/^/    /'
-read -r named total < <(share partial pp_short pp_short_work)
 read -r whole wtotal _ < <($CHECK whole folded "$T/partial.folded" pp_short)
-# the rest is its start-up (exec, ld.so), attributed there: 3.5-5.1% in CI runs
-pp_check "partial: pp_short's samples in its function: $named of $total" \
-	test "$total" -ge 100 -a $((named * 100)) -ge $((total * 93))
+in_function partial
 pp_check "partial: pp_short's stacks whole: $whole of $wtotal" \
 	test "$wtotal" -ge 100 -a $((whole * 100)) -ge $((wtotal * 95))
 # partial_line NAME: files, FDEs found at an earlier start, FDEs found, frames, meetings

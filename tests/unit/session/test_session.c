@@ -481,6 +481,8 @@ TEST(kernel_frames_resolve_through_kallsyms)
 	CHECK(k1->kind == PP_FRAME_KERNEL);
 	CHECK(u0->kind == PP_FRAME_NATIVE);
 	CHECK_EQ_U64(k0->address, kf[0]);
+	/* the user frame under a kernel stack is where user code stopped: not adjusted */
+	CHECK_EQ_U64(u0->address, uf[0] - load_bias());
 	REQUIRE(k0->mapping_id && k0->mapping_id == k1->mapping_id);
 	CHECK(u0->mapping_id != k0->mapping_id);
 	const struct pp_mapping_info *km = pp_profile_get_mapping(f.prof, k0->mapping_id);
@@ -494,6 +496,14 @@ TEST(kernel_frames_resolve_through_kallsyms)
 	CHECK_EQ_U64(st.frames_cached, 3);
 	CHECK_EQ_U64(sample_of_tid(f.prof, 10)->count, 2);
 	CHECK_EQ_U64(pp_profile_location_count(f.prof), 3);
+
+	/* A fault at a function's first instruction (a process's first touch of _start's page) */
+	uint64_t uf_fault[1] = {FN_ADDR(sess_leaf_beta)};
+	make_sample(&r, own_pid(), 12, 1, kf, 2, uf_fault, 1);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, 12);
+	REQUIRE(si && si->nlocations == 3);
+	CHECK_STR(loc_name(f.prof, si->locations[2]), "sess_leaf_beta");
 
 	/* Below the first symbol: no name, a placeholder and a count. */
 	uint64_t kf2[1] = {K_STEXT - 0x100000};
