@@ -663,6 +663,17 @@ static __always_inline long uw_step_body(__u32 i, struct uw_state *s, const int 
 				s->r->last_mapping = m - s->proc->m;
 		}
 	}
+	if (!m && s->proc && (s->proc->flags & PP_UW_PROC_ALL_MAPPINGS)) {
+		/*
+		 * Code outside a list of every executable mapping was mapped since it was
+		 * written (ld.so loads a library before the collector has read of it). The copy
+		 * goes with the sample, to be walked behind the list that has it; this walk goes
+		 * on with frame pointers.
+		 */
+		if (s->keep_raw && s->r->win_len)
+			s->rec->flags |= PP_SF_USTACK_RAW;
+		s->cnt->v[PP_CNT_UNWIND_UNLISTED]++;
+	}
 	if (!m || !m->nr_pages) {
 		if (shim_config.ustack_walk == PP_USTACK_DWARF)
 			return uw_stop(s, PP_CNT_UNWIND_STOP_NO_CFI);
@@ -1905,7 +1916,16 @@ static __always_inline void emit_task_event(__u32 tgid, __u32 kind)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *task)
 {
-	emit_task_event(task->tgid, PP_TASK_EXEC);
+	__u32 tgid = task->tgid;
+
+	/*
+	 * The process's list of mappings is the old image's (or, in a forked child, its
+	 * parent's) until the collector writes the new one: its samples carry stack copies
+	 * meanwhile, where the old list would send the new image's walks through tables at the
+	 * wrong addresses or frame pointers its code does not keep.
+	 */
+	bpf_map_delete_elem(&unwind_procs, &tgid);
+	emit_task_event(tgid, PP_TASK_EXEC);
 	return 0;
 }
 

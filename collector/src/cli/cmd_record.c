@@ -669,12 +669,13 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 		return;
 	pp_unwinder_get_stats(u, &us);
 	printf("unwinding: %llu frames by table, %llu by frame pointer; %llu samples before "
-	       "their process had tables; walks stopped early %llu (by table: no CFI %llu, "
-	       "unreadable %llu, CFA not up %llu, unsupported %llu, implausible %llu; by frame "
-	       "pointer %llu)\n",
+	       "their process had tables, %llu frames in code mapped since its list; walks "
+	       "stopped early %llu (by table: no CFI %llu, unreadable %llu, CFA not up %llu, "
+	       "unsupported %llu, implausible %llu; by frame pointer %llu)\n",
 	       (unsigned long long)c[PP_CNT_UNWIND_TABLE_FRAMES],
 	       (unsigned long long)c[PP_CNT_UNWIND_FP_FRAMES],
-	       (unsigned long long)c[PP_CNT_UNWIND_NO_PROC], (unsigned long long)stops,
+	       (unsigned long long)c[PP_CNT_UNWIND_NO_PROC],
+	       (unsigned long long)c[PP_CNT_UNWIND_UNLISTED], (unsigned long long)stops,
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_NO_CFI],
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_UNREADABLE],
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_NOT_UP],

@@ -143,8 +143,9 @@ static int open_unwinder(struct pp_sampler *s, const struct pp_sampler_opts *opt
 		return PP_EXIT_RUNTIME;
 	}
 	/*
-	 * The agent is not installed (its samples walk frame pointers): an empty list tells the
-	 * shim so, which otherwise takes it for a new process and copies its stacks.
+	 * The agent is not installed (its samples walk frame pointers): an empty list, not of
+	 * all its mappings, tells the shim so, which otherwise takes it for a new process and
+	 * copies its stacks.
 	 */
 	none = calloc(1, sizeof(*none));
 	if (none)

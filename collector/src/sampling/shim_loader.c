@@ -158,6 +158,7 @@ static const char *const counter_names[PP_CNT__MAX] = {
     [PP_CNT_OFF_CPU_ENDED_AT_WAKEUP] = "off_cpu_ended_at_wakeup",
     [PP_CNT_USTACK_RAW] = "ustack_raw",
     [PP_CNT_UNWIND_DEFERRED] = "unwind_deferred",
+    [PP_CNT_UNWIND_UNLISTED] = "unwind_unlisted",
 };
 
 const char *pp_counter_name(enum pp_counter c)

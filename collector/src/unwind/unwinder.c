@@ -130,7 +130,8 @@ struct proc {
 	struct pp_bpf_unwind_mapping *maps;
 	uint32_t *map_tables; /* each mapping's table: its index + 1, 0 for none */
 	uint32_t nmaps;
-	uint32_t live_at; /* its place in live_tgids */
+	uint32_t list_flags; /* PP_UW_PROC_* of the list as installed */
+	uint32_t live_at;    /* its place in live_tgids */
 };
 
 /* The sample path's view: processes queued or installed, and when their maps were read. */
@@ -789,6 +790,7 @@ static void move_holders(struct pp_unwinder *u, const struct table *t, uint64_t 
 			continue;
 		memset(out, 0, sizeof(*out));
 		out->nr = p->nmaps;
+		out->flags = p->list_flags;
 		memcpy(out->m, p->maps, p->nmaps * sizeof(*p->maps));
 		if (u->sink.set_proc(u->sink.ctx, p->tgid, out))
 			u->st.partial_move_failed++;
@@ -1422,7 +1424,8 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid, const struct pp_maps
 {
 	uint64_t maps_hash = 0;
 	struct pp_bpf_unwind_proc *out = u->scratch;
-	uint32_t *held = NULL, nheld = 0;
+	uint32_t *held = NULL, nheld = 0, files_left = 0;
+	bool all = true; /* every executable mapping listed */
 	struct pp_maps maps;
 	char path[300];
 	size_t len = 0;
@@ -1471,16 +1474,38 @@ listed:
 	}
 	memset(out, 0, sizeof(*out));
 	u->tick++;
+	for (size_t i = 0; i < maps.n; i++)
+		files_left += (maps.entries[i].perms & PP_MAP_EXEC) &&
+			      maps.entries[i].kind == PP_MAP_KIND_FILE;
 	for (size_t i = 0; i < maps.n; i++) {
 		const struct pp_map_entry *e = &maps.entries[i];
 		struct pp_bpf_unwind_mapping *m;
 		struct table *t;
 		uint64_t vaddr;
 
-		if (!(e->perms & PP_MAP_EXEC) || e->kind != PP_MAP_KIND_FILE)
+		if (!(e->perms & PP_MAP_EXEC))
 			continue;
+		/*
+		 * Code of no file (the vdso, JIT code) is listed too, without a table (frame
+		 * pointers there), so that code outside the list is code mapped since: the shim
+		 * copies the stacks that meet it. Files' mappings keep their room first.
+		 */
+		if (e->kind != PP_MAP_KIND_FILE) {
+			if (out->nr + files_left < PP_UNWIND_MAX_MAPPINGS) {
+				u->scratch_tables[out->nr] = 0;
+				out->m[out->nr++] = (struct pp_bpf_unwind_mapping){
+				    .start = e->start,
+				    .end = e->end,
+				};
+			} else {
+				all = false;
+			}
+			continue;
+		}
+		files_left--;
 		if (out->nr == PP_UNWIND_MAX_MAPPINGS) {
 			u->st.mappings_cut++;
+			all = false;
 			continue;
 		}
 		u->scratch_tables[out->nr] = 0;
@@ -1543,6 +1568,9 @@ listed:
 			p->nmaps = 0;
 		}
 	}
+	/* the copies of walks meeting code outside the list are walked with the list kept */
+	out->flags = all && p->nmaps ? PP_UW_PROC_ALL_MAPPINGS : 0;
+	p->list_flags = out->flags;
 	ret = u->sink.set_proc(u->sink.ctx, tgid, out);
 	if (ret) {
 		unhold(u, p);
@@ -2131,7 +2159,7 @@ static uint64_t proc_version(const struct pp_proc *p)
 	return (p->generation << 32 | p->maps_version) + 1;
 }
 
-/* p's executable file mappings, copied for the worker: NULL when out of memory. */
+/* p's executable mappings, copied for the worker: NULL when out of memory. */
 static struct pp_maps *exec_mappings(const struct pp_proc *p)
 {
 	struct pp_maps view = {0}, *out = calloc(1, sizeof(*out));
@@ -2141,8 +2169,7 @@ static struct pp_maps *exec_mappings(const struct pp_proc *p)
 		goto fail;
 	view.entries = ents;
 	for (size_t i = 0; i < p->maps.n; i++)
-		if ((p->maps.entries[i].perms & PP_MAP_EXEC) &&
-		    p->maps.entries[i].kind == PP_MAP_KIND_FILE)
+		if (p->maps.entries[i].perms & PP_MAP_EXEC)
 			ents[view.n++] = p->maps.entries[i];
 	if (pp_maps_copy(out, &view))
 		goto fail;

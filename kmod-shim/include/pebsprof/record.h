@@ -280,6 +280,11 @@ enum pp_counter {
 	PP_CNT_USTACK_RAW,
 	/* frames that met code of a partial table not reached before (PP_UW_CFA_DEFERRED) */
 	PP_CNT_UNWIND_DEFERRED,
+	/*
+	 * frames in code outside every mapping of their process's list: mapped since the list
+	 * was written (a library the dynamic loader just mapped); the sample carries its copy
+	 */
+	PP_CNT_UNWIND_UNLISTED,
 	PP_CNT__MAX,
 };
 
@@ -407,9 +412,17 @@ struct pp_bpf_unwind_mapping {
 #define PP_UNWIND_MAX_PROCS 8192	      /* processes in unwind_procs */
 #define PP_UNWIND_MAX_PROCS_PREALLOC 1024     /* ... before 5.13 (preallocated: 8 MiB) */
 
+/*
+ * The list holds every executable mapping its process had when it was written (files with
+ * a table or without, the vdso, JIT code): code outside it was mapped since, and a walk that
+ * meets it takes the stack copy (PP_SF_USTACK_RAW). Without it (a list cut short, the agent's
+ * own empty one) code outside the list is walked by frame pointers only.
+ */
+#define PP_UW_PROC_ALL_MAPPINGS 0x1
+
 struct pp_bpf_unwind_proc {
 	__u32 nr;
-	__u32 _pad;
+	__u32 flags; /* PP_UW_PROC_* */
 	struct pp_bpf_unwind_mapping m[PP_UNWIND_MAX_MAPPINGS];
 };
 

@@ -237,7 +237,7 @@ TEST(a_process_gets_its_mappings_and_tables)
 	struct pp_unwinder *u;
 	struct pp_unwinder_stats st;
 	const struct pp_bpf_unwind_proc *p;
-	const struct pp_bpf_unwind_mapping *lib, *libc;
+	const struct pp_bpf_unwind_mapping *lib, *libc, *vdso;
 	struct pp_unwind_table *t;
 	char path[PATH_MAX];
 	pid_t pid;
@@ -259,6 +259,11 @@ TEST(a_process_gets_its_mappings_and_tables)
 	libc = mapping_of(p, pid, "libc.so.6");
 	REQUIRE(lib != NULL && libc != NULL);
 	CHECK(lib->nr_pages >= 1 && libc->nr_pages > 10);
+	/* code of no file is listed too, without a table: code outside the list is new */
+	vdso = mapping_of(p, pid, "[vdso]");
+	REQUIRE(vdso != NULL);
+	CHECK_EQ_U64(vdso->nr_pages, 0);
+	CHECK_EQ_U64(p->flags, PP_UW_PROC_ALL_MAPPINGS);
 	CHECK(m->rows[libc->first_word + libc->nr_pages] > 10000); /* libc's run: its rows */
 
 	/*
@@ -547,6 +552,87 @@ TEST(a_process_read_from_proc_is_not_read_again_where_mappings_are_reported)
 		pp_unwinder_drain(u);
 		pp_unwinder_free(u);
 	}
+	stop(a);
+	pp_proc_cache_free(pc);
+	mem_sink_free(m);
+}
+
+/*
+ * A process with more executable mappings than a list holds (JIT code in hundreds of
+ * regions): its files' mappings keep their room, in the order of addresses, and the code of
+ * no file takes what is left.
+ */
+TEST(files_keep_their_room_in_a_full_list)
+{
+	struct pp_proc_cache *pc = pp_proc_cache_new(&(struct pp_proc_cache_opts){.capacity = 8});
+	struct mem_sink *m = mem_sink_new(1u << 20);
+	const struct pp_bpf_unwind_proc *bp;
+	struct pp_unwinder_stats st;
+	const struct pp_proc *p;
+	struct pp_unwinder *u;
+	struct pp_proc big;
+	struct pp_maps maps;
+	char *text;
+	size_t len = 0, files = 0, anon = 0;
+	pid_t a;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL && pc != NULL);
+	a = start("chain");
+	p = pp_proc_cache_get(pc, (uint32_t)a);
+	REQUIRE(p != NULL && p->maps.n > 0);
+	/* 300 regions of anonymous code below the files, then the process's own lines */
+	text = malloc(1 << 20);
+	REQUIRE(text != NULL);
+	for (int i = 0; i < 300; i++)
+		len += (size_t)snprintf(text + len, 128, "%lx-%lx r-xp 00000000 00:00 0\n",
+					0x10000000ul + i * 0x2000ul, 0x10001000ul + i * 0x2000ul);
+	{
+		char path[64];
+		int fd;
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/maps", a);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		REQUIRE(fd >= 0);
+		while ((n = read(fd, text + len, (1 << 20) - 1 - len)) > 0)
+			len += (size_t)n;
+		close(fd);
+	}
+	REQUIRE(pp_maps_parse(text, len, &maps) == 0);
+	for (size_t i = 0; i < maps.n; i++)
+		if (maps.entries[i].perms & PP_MAP_EXEC)
+			maps.entries[i].kind == PP_MAP_KIND_FILE ? files++ : anon++;
+	REQUIRE(files >= 3 && anon > 300);
+	big = *p;
+	big.maps = maps;
+	big.flags |= PP_PROC_F_EVENTS;
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){.mmap_reports = true});
+	REQUIRE(u != NULL);
+	pp_unwinder_note_proc(u, &big);
+	pp_unwinder_drain(u);
+	bp = mem_proc(m, (uint32_t)a);
+	REQUIRE(bp != NULL);
+	CHECK_EQ_U64(bp->nr, PP_UNWIND_MAX_MAPPINGS);
+	CHECK(mapping_of(bp, a, "libc.so.6") != NULL);
+	CHECK(mapping_of(bp, a, "libpp_chain.so") != NULL);
+	CHECK(mapping_of(bp, a, "libc.so.6")->nr_pages > 10);
+	/* the anonymous regions first (lowest), as many as leave room for every file */
+	CHECK_EQ_U64(bp->m[0].start, 0x10000000);
+	CHECK_EQ_U64(bp->m[0].nr_pages, 0);
+	CHECK_EQ_U64(bp->m[PP_UNWIND_MAX_MAPPINGS - files - 1].start,
+		     0x10000000 + (PP_UNWIND_MAX_MAPPINGS - files - 1) * 0x2000ul);
+	for (uint32_t i = 1; i < bp->nr; i++)
+		CHECK(bp->m[i - 1].end <= bp->m[i].start);
+	/* not all of them: code outside the list is not taken for new (no stack copies) */
+	CHECK_EQ_U64(bp->flags, 0);
+	pp_unwinder_get_stats(u, &st);
+	CHECK_EQ_U64(st.mappings_cut, 0);
+	CHECK_EQ_U64(st.mappings, files);
+	pp_unwinder_free(u);
+	pp_maps_fini(&maps);
+	free(text);
 	stop(a);
 	pp_proc_cache_free(pc);
 	mem_sink_free(m);
@@ -1387,6 +1473,7 @@ TEST_LIST = {
     {"a_process_read_from_proc_is_not_read_again_where_mappings_are_reported",
      a_process_read_from_proc_is_not_read_again_where_mappings_are_reported},
     {"drain_for_waits_a_bounded_time", drain_for_waits_a_bounded_time},
+    {"files_keep_their_room_in_a_full_list", files_keep_their_room_in_a_full_list},
     {"partial_tables_find_rows_as_walks_reach_them", partial_tables_find_rows_as_walks_reach_them},
     {"a_stack_copy_is_walked_once_its_process_has_tables",
      a_stack_copy_is_walked_once_its_process_has_tables},
