@@ -5,6 +5,7 @@ toolchain benchmark.
 usage: stack_checks.py whole KIND FILE [COMM]       "WHOLE TOTAL MEDIAN_DEPTH"
        stack_checks.py unknown KIND FILE            "UNKNOWN TOTAL" (a frame in no known file)
        stack_checks.py orphans folded FILE COMM     "ORPHANS TOTAL" (samples without their process)
+       stack_checks.py short folded FILE COMM       "SHORT TOTAL" (not whole, outside exec and exit)
        stack_checks.py edges KIND FILE CALLER->CALLEE...   "INVENTED TOTAL"
        stack_checks.py jit KIND FILE PERF_MAP       "NAMED JIT" (leaf frames of anonymous code)
 
@@ -20,7 +21,10 @@ holds (pebsprof's "[unknown]", perf's [unknown] dso). orphans counts, of the sam
 processes named COMM, those whose user frames are all "[unknown]": a sample without its
 process (one walked by frame pointers through code without them may end in one "[unknown]":
 that is the walk's, not the process's; one taken inside its execve has the registers of the
-image it leaves, and is not counted).
+image it leaves, and is not counted). short counts, of the samples of processes named COMM,
+those whose stacks are not whole, less those that cannot be: taken in its exec (the user
+frames the image it leaves: all "[unknown]") or in its exit (the outermost user frame _exit:
+its memory is being torn down, nothing but the registers is left to read).
 """
 import statistics
 import sys
@@ -151,12 +155,32 @@ def orphans(path, comm):
     return o, t
 
 
+def short(path, comm):
+    s = t = 0
+    for line in open(path, errors="replace"):
+        stack, _, n = line.rstrip("\n").rpartition(" ")
+        parts = stack.split(";")
+        if parts[0] != comm:
+            continue
+        t += int(n)
+        user = [f for f in parts[1:] if not f.endswith("_[k]")]  # root first
+        if any(strip(f) in ROOTS for f in parts[1:]):
+            continue
+        if not user or all(f == "[unknown]" for f in user) or user[0] == "_exit":
+            continue
+        s += int(n)
+    return s, t
+
+
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     cmd, kind, path = sys.argv[1:4]
     if cmd == "orphans" and kind == "folded" and len(sys.argv) == 5:
         print("%d %d" % orphans(path, sys.argv[4]))
+        return
+    if cmd == "short" and kind == "folded" and len(sys.argv) == 5:
+        print("%d %d" % short(path, sys.argv[4]))
         return
     stacks = load(kind, path)
     if cmd == "whole":
