@@ -22,6 +22,7 @@
 #include "process/proc_cache.h"
 #include "symbolize/perf_map.h"
 #include "symbolize/symloader.h"
+#include "symbolize/vdso.h"
 #include "unwind/unwinder.h"
 
 #define DEFAULT_MAX_PROCESSES 4096
@@ -163,6 +164,7 @@ struct pp_session {
 	struct pp_profile *profile;
 	struct pp_proc_cache *procs;
 	struct pp_symloader *loader;
+	struct pp_vdso vdso; /* the agent's own: names every 64-bit process's vdso frames */
 	uint64_t next_tag;
 	struct pending_loc *pending;
 	size_t npending, pending_cap;
@@ -522,6 +524,8 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 		}
 		s->raw_cap = rc;
 	}
+	/* none (no vdso, or unreadable): its frames stay "[vdso]" */
+	(void)pp_vdso_open_own(&s->vdso, "/proc/self/maps");
 	s->profile = profile;
 	return s;
 }
@@ -534,6 +538,7 @@ void pp_session_free(struct pp_session *s)
 	free(s->raw);
 	pp_proc_cache_free(s->procs);
 	pp_symloader_free(s->loader); /* first: the worker may still read a file */
+	pp_vdso_fini(&s->vdso);
 	for (size_t i = 0; i < MAPSYM_SLOTS; i++)
 		pp_elf_symbols_free(s->mapsyms[i].syms);
 	free(s->pending);
@@ -957,6 +962,11 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 		vaddr = loc.address;
 		if (!loc.unnamed)
 			pending = 0;
+	} else if (m->kind == PP_MAP_KIND_VDSO && pp_vdso_serves(&s->vdso, m->start, m->end)) {
+		file_frame(s, s->vdso.syms, addr, m, p, &loc, placeholder, sizeof(placeholder),
+			   demangled, sizeof(demangled), 0);
+		name = loc.function;
+		vaddr = loc.address;
 	} else {
 		if (m->kind == PP_MAP_KIND_ANON || m->kind == PP_MAP_KIND_HEAP)
 			name = jit_name(s, p, addr, demangled, sizeof(demangled), &loc.system_name);

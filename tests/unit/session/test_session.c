@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "testfs.h"
 #include "symbolize/demangle.h"
 #include "symbolize/kallsyms.h"
+#include "symbolize/vdso.h"
 #include "session.h"
 
 /*
@@ -455,6 +457,51 @@ TEST(mapping_is_the_test_binary_with_its_build_id)
 	if (have)
 		CHECK(strlen(m->build_id) >= 16);
 	fixture_fini(&f);
+}
+
+/*
+ * A frame in the process's vdso is named from the agent's own vdso (the same image in every
+ * 64-bit process), its mapping "[vdso]" with the image's build id, where it was "[vdso]".
+ */
+TEST(vdso_frames_are_named)
+{
+	struct pp_session_opts opts = {0};
+	uint64_t base = getauxval(AT_SYSINFO_EHDR), at = 0;
+	const struct pp_location_info *l;
+	const struct pp_mapping_info *mi;
+	const struct pp_sample_info *si;
+	struct sess_fixture f;
+	struct pp_vdso v;
+	struct rec r;
+
+	if (!base)
+		SKIP("no vdso in this process (AT_SYSINFO_EHDR is 0)");
+	REQUIRE(pp_vdso_open_own(&v, "/proc/self/maps") == 0);
+	for (size_t i = 0; i < pp_elf_symbols_count(v.syms) && !at; i++) {
+		const struct pp_elf_symbol *sym = pp_elf_symbols_get(v.syms, i);
+
+		if (sym->name && strstr(sym->name, "clock_gettime"))
+			at = sym->start;
+	}
+	REQUIRE(at != 0);
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	/* the vdso is linked at 0: its symbols' addresses are offsets into the mapping */
+	uint64_t uf[2] = {base + at + 4, FN_ADDR(sess_mid_gamma) + 8};
+	make_sample(&r, own_pid(), 30, 1, NULL, 0, uf, 2);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, 30);
+	REQUIRE(si && si->nlocations == 2);
+	l = pp_profile_get_location(f.prof, si->locations[0]);
+	REQUIRE(l && l->function);
+	CHECK(strstr(l->function, "clock_gettime") != NULL);
+	CHECK_EQ_U64(l->address, at + 4);
+	mi = pp_profile_get_mapping(f.prof, l->mapping_id);
+	REQUIRE(mi != NULL);
+	CHECK_STR(mi->filename, "[vdso]");
+	CHECK_STR(mi->build_id, pp_elf_symbols_build_id(v.syms));
+	CHECK_STR(loc_name(f.prof, si->locations[1]), "sess_mid_gamma");
+	fixture_fini(&f);
+	pp_vdso_fini(&v);
 }
 
 TEST(kernel_frames_resolve_through_kallsyms)
@@ -1690,6 +1737,7 @@ TEST_LIST = {
     {"return_address_resolves_to_caller", return_address_resolves_to_caller},
     {"identical_stacks_aggregate_tids_stay_apart", identical_stacks_aggregate_tids_stay_apart},
     {"mapping_is_the_test_binary_with_its_build_id", mapping_is_the_test_binary_with_its_build_id},
+    {"vdso_frames_are_named", vdso_frames_are_named},
     {"kernel_frames_resolve_through_kallsyms", kernel_frames_resolve_through_kallsyms},
     {"kernel_frames_without_kallsyms_are_placeholders",
      kernel_frames_without_kallsyms_are_placeholders},
