@@ -141,34 +141,33 @@ def unknown(stacks):
     return u, t
 
 
-def orphans(path, comm):
-    o = t = 0
+def of_comm(path, comm):
+    """(the folded line's stack, its frames root first, its user frames, count) of comm's."""
     for line in open(path, errors="replace"):
         stack, _, n = line.rstrip("\n").rpartition(" ")
         parts = stack.split(";")
-        if parts[0] != comm:
-            continue
-        t += int(n)
-        user = [f for f in parts[1:] if not f.endswith("_[k]")]
+        if parts[0] == comm:
+            yield stack, parts[1:], [f for f in parts[1:] if not f.endswith("_[k]")], int(n)
+
+
+def orphans(path, comm):
+    o = t = 0
+    for stack, _, user, n in of_comm(path, comm):
+        t += n
         if "execve" not in stack and user and all(f == "[unknown]" for f in user):
-            o += int(n)
+            o += n
     return o, t
 
 
 def short(path, comm):
     s = t = 0
-    for line in open(path, errors="replace"):
-        stack, _, n = line.rstrip("\n").rpartition(" ")
-        parts = stack.split(";")
-        if parts[0] != comm:
-            continue
-        t += int(n)
-        user = [f for f in parts[1:] if not f.endswith("_[k]")]  # root first
-        if any(strip(f) in ROOTS for f in parts[1:]):
+    for _, frames, user, n in of_comm(path, comm):
+        t += n
+        if any(strip(f) in ROOTS for f in frames):
             continue
         if not user or all(f == "[unknown]" for f in user) or user[0] == "_exit":
             continue
-        s += int(n)
+        s += n
     return s, t
 
 
