@@ -1370,6 +1370,7 @@ static __always_inline void off_cpu_unseen_end(struct task_struct *t, __u32 tid,
 	}
 	end.delay_ns = woken_delay_ns(old->time_ns, old->wake_ns, end_ns);
 	off_cpu_value(rec, end_ns, off_ns, &end);
+	rec->flags |= PP_SF_OFF_CPU_END_ESTIMATED;
 	write_record(rec, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED, 0);
 	bpf_map_delete_elem(&off_cpu_records, &tid);
 }
@@ -1721,7 +1722,7 @@ static __always_inline void off_cpu_task_finish(void *ctx, struct task_struct *t
 				return;
 			}
 			/* its kernel stack was to be taken as it came back */
-			held->flags |= PP_SF_KSTACK_ERR;
+			held->flags |= PP_SF_KSTACK_ERR | PP_SF_OFF_CPU_END_ESTIMATED;
 			count_in(cnt, PP_CNT_KSTACK_ERR);
 			off_cpu_value(held, end_ns, off_ns, &end);
 			write_record(held, cnt, PP_CNT_OFF_CPU_RB_FULL, PP_CNT_OFF_CPU_EMITTED, 0);
@@ -1732,7 +1733,7 @@ static __always_inline void off_cpu_task_finish(void *ctx, struct task_struct *t
 		rec = off_cpu_record_of(ctx, cnt, 1, 0, 0);
 		if (!rec)
 			return;
-		rec->flags |= PP_SF_KSTACK_ERR;
+		rec->flags |= PP_SF_KSTACK_ERR | PP_SF_OFF_CPU_END_ESTIMATED;
 		count_in(cnt, PP_CNT_KSTACK_ERR);
 		if (!same_call) {
 			rec->nr_ustack = 0;

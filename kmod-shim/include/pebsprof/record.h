@@ -70,6 +70,12 @@
  */
 #define PP_SF_CGROUP_V1 (1u << 12)
 #define PP_CGROUP_KEY_MASK ((1ull << 62) - 1)
+/*
+ * An off-CPU record whose end the shim did not see (the kernel left the switch back
+ * untraced, PP_CNT_OFF_CPU_ENDED_AT_WAKEUP): it ends where the shim estimated, at the wakeup
+ * it saw plus the run-queue wait since, or from the thread's runtime since.
+ */
+#define PP_SF_OFF_CPU_END_ESTIMATED (1u << 13)
 
 /*
  * The key of PP_SF_CGROUP_V1 from the v1 cgroup's id and the v2 cgroup's (0 where the loader
