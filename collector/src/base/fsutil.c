@@ -57,6 +57,44 @@ int pp_read_fd_whole(int fd, uint64_t max, void **out, size_t *len)
 	return 0;
 }
 
+int pp_read_text_whole(const char *path, size_t max, char **out, size_t *len)
+{
+	size_t cap = 64 * 1024, n = 0;
+	char *buf = malloc(cap);
+	int fd, err;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		free(buf);
+		return err;
+	}
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			char *nb = cap < max ? realloc(buf, cap * 2) : NULL;
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
 ssize_t pp_read_small_file(const char *path, char *buf, size_t size)
 {
 	ssize_t n, total = 0;

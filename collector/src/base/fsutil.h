@@ -32,6 +32,13 @@ ssize_t pp_read_small_file(const char *path, char *buf, size_t size);
  */
 int pp_read_fd_whole(int fd, uint64_t max, void **out, size_t *len);
 
+/*
+ * A file whose size stat does not tell (a /proc file: maps, mountinfo), read to its end while
+ * under max bytes (one larger is cut there): 0 with *out (malloc'ed, the caller frees; not
+ * NUL-terminated) and *len, or open's -errno, -ENOMEM. Retries EINTR.
+ */
+int pp_read_text_whole(const char *path, size_t max, char **out, size_t *len);
+
 /* All len bytes of buf written to fd: 0, or write's -errno (-EIO for none written). */
 int pp_write_all(int fd, const void *buf, size_t len);
 

@@ -2,11 +2,11 @@
 #include "mount_fs.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "base/fsutil.h"
 
 #define MAX_MOUNTINFO_BYTES (4u << 20)
 #define MAX_FIELD 4096
@@ -107,39 +107,14 @@ int pp_fstype_is_fuse(const char *t)
 
 int pp_proc_path_on_fuse(const char *proc_root, uint32_t pid, const char *path)
 {
-	char name[256], type[64];
-	size_t cap = 64 * 1024, n = 0;
-	char *buf = malloc(cap);
-	int fd, ret;
+	char name[256], type[64], *buf;
+	size_t n = 0;
+	int ret;
 
-	if (!buf)
-		return -ENOMEM;
 	snprintf(name, sizeof(name), "%s/%u/mountinfo", proc_root ? proc_root : "/proc", pid);
-	fd = open(name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		free(buf);
+	ret = pp_read_text_whole(name, MAX_MOUNTINFO_BYTES, &buf, &n);
+	if (ret)
 		return ret;
-	}
-	for (;;) {
-		ssize_t r;
-
-		if (n == cap) {
-			char *nb = cap < MAX_MOUNTINFO_BYTES ? realloc(buf, cap * 2) : NULL;
-
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
-		r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
 	ret = pp_mountinfo_fstype(buf, n, path, type, sizeof(type));
 	free(buf);
 	return ret == 0 ? pp_fstype_is_fuse(type) : ret;

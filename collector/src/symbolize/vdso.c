@@ -4,58 +4,57 @@
 #include "vdso.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 
+#include "base/fsutil.h"
+#include "process/procmaps.h"
+
 /* The 64-bit image lies above 4 GiB; a 32-bit (ia32, x32) process's lies below. */
 #define LOW_4G 0x100000000ull
+/* the agent's own maps: a few hundred lines */
+#define MAX_OWN_MAPS_BYTES (1u << 20)
 
-/* The [vdso] line's range in a maps file: 0, or -ENOENT. */
-static int own_vdso_range(const char *maps_path, uint64_t *start, uint64_t *end)
+/* The length of the [vdso] mapping at base in a maps file: 0, or -errno. */
+static int own_vdso_len(const char *maps_path, uint64_t base, uint64_t *vdso_len)
 {
-	char line[512];
-	FILE *f = fopen(maps_path, "re");
-	int ret = -ENOENT;
+	const struct pp_map_entry *e;
+	struct pp_maps maps;
+	size_t len = 0;
+	char *text;
+	int ret = pp_read_text_whole(maps_path, MAX_OWN_MAPS_BYTES, &text, &len);
 
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		uint64_t lo, hi;
-		size_t n = strlen(line);
-
-		while (n && (line[n - 1] == '\n' || line[n - 1] == ' '))
-			line[--n] = '\0';
-		if (n < 6 || strcmp(line + n - 6, "[vdso]") != 0 ||
-		    sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) != 2 || hi <= lo)
-			continue;
-		*start = lo;
-		*end = hi;
-		ret = 0;
-		break;
-	}
-	fclose(f);
+	if (ret)
+		return ret;
+	ret = pp_maps_parse(text, len, &maps);
+	free(text);
+	if (ret)
+		return ret;
+	/* where the kernel put it: not moved (mremap) since */
+	e = pp_maps_find(&maps, base);
+	ret = e && e->kind == PP_MAP_KIND_VDSO && e->start == base ? 0 : -ENOENT;
+	if (!ret)
+		*vdso_len = e->end - e->start;
+	pp_maps_fini(&maps);
 	return ret;
 }
 
 int pp_vdso_open_own(struct pp_vdso *v, const char *maps_path)
 {
-	uint64_t start = 0, end = 0, base = getauxval(AT_SYSINFO_EHDR);
+	uint64_t len = 0, base = getauxval(AT_SYSINFO_EHDR);
 	int ret;
 
 	memset(v, 0, sizeof(*v));
 	if (!base)
 		return -ENOENT;
-	ret = own_vdso_range(maps_path, &start, &end);
+	ret = own_vdso_len(maps_path, base, &len);
 	if (ret)
 		return ret;
-	if (base != start)
-		return -ENOENT; /* moved (mremap) since the kernel told where it was */
-	v->syms = pp_elf_symbols_open_mem((const void *)(uintptr_t)start, end - start);
+	v->syms = pp_elf_symbols_open_mem((const void *)(uintptr_t)base, len);
 	if (!v->syms)
 		return -ENOEXEC;
-	v->len = end - start;
+	v->len = len;
 	return 0;
 }
 

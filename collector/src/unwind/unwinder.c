@@ -26,6 +26,7 @@
 #include "base/deadline.h"
 #include "base/log.h"
 #include "base/elf_read.h"
+#include "base/fsutil.h"
 #include "process/mapped_file.h"
 #include "process/procmaps.h"
 #include "symbolize/elf_symbols.h"
@@ -1356,39 +1357,6 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	return t;
 }
 
-static char *read_maps(const char *path, size_t *len)
-{
-	size_t cap = 64 * 1024, n = 0;
-	char *buf = malloc(cap);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0 || !buf) {
-		if (fd >= 0)
-			close(fd);
-		free(buf);
-		return NULL;
-	}
-	for (;;) {
-		ssize_t r;
-
-		if (n == cap) {
-			char *nb = cap < MAX_MAPS_BYTES ? realloc(buf, cap * 2) : NULL;
-
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
-		r = read(fd, buf + n, cap - n);
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	*len = n;
-	return buf;
-}
-
 static void unhold(struct pp_unwinder *u, struct proc *p)
 {
 	for (uint32_t i = 0; i < p->ntables; i++) {
@@ -1439,7 +1407,8 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid, const struct pp_maps
 		goto listed;
 	}
 	snprintf(path, sizeof(path), "%s/%u/maps", u->proc_root, tgid);
-	text = read_maps(path, &len);
+	if (pp_read_text_whole(path, MAX_MAPS_BYTES, &text, &len))
+		text = NULL;
 	if (!text || !len) {
 		free(text);
 		u->st.procs_failed++;

@@ -178,7 +178,36 @@ TEST(read_fd_whole_bounds_and_refuses)
 	remove_file(path);
 }
 
+/*
+ * A file stat gives no size for (/proc/self/maps) is read to its end, past the first 64 KiB
+ * buffer; one over max is cut at the first buffer size at or past it; a missing one is -ENOENT.
+ */
+TEST(read_text_whole_reads_to_the_end_within_max)
+{
+	static char data[200 * 1024];
+	char path[128], *out = NULL;
+	size_t len = 0;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char)('a' + i % 26);
+	REQUIRE(make_file("text", data, sizeof(data), path, sizeof(path)) == 0);
+	REQUIRE(pp_read_text_whole(path, 1 << 20, &out, &len) == 0);
+	CHECK(len == sizeof(data) && !memcmp(out, data, len));
+	free(out);
+	REQUIRE(pp_read_text_whole(path, 100 * 1024, &out, &len) == 0);
+	CHECK_EQ_U64(len, 128 * 1024); /* 64 KiB doubled once: at or past max, no more */
+	CHECK(!memcmp(out, data, len));
+	free(out);
+	remove_file(path);
+	CHECK(pp_read_text_whole(path, 1 << 20, &out, &len) == -ENOENT);
+	if (pp_read_text_whole("/proc/self/maps", 1 << 20, &out, &len) == 0) {
+		CHECK(len > 0 && memchr(out, '\n', len) != NULL);
+		free(out);
+	}
+}
+
 TEST_LIST = {
+    {"read_text_whole_reads_to_the_end_within_max", read_text_whole_reads_to_the_end_within_max},
     {"read_fd_whole_bounds_and_refuses", read_fd_whole_bounds_and_refuses},
     {"mkdir_parents_makes_the_missing_ones", mkdir_parents_makes_the_missing_ones},
     {"pathf_formats_and_truncates_to_empty", pathf_formats_and_truncates_to_empty},

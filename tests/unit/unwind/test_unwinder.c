@@ -25,7 +25,9 @@
 #include "symbolize/elf_symbols.h"
 #include "unwind/unwind_pack.h"
 #include "cfi/unwind_table.h"
+#include "base/fsutil.h"
 #include "process/proc_cache.h"
+#include "process/procmaps.h"
 #include "unwind/table_cache.h"
 #include "unwind/unwinder.h"
 #include "unwind_rows.h"
@@ -572,8 +574,8 @@ TEST(files_keep_their_room_in_a_full_list)
 	struct pp_unwinder *u;
 	struct pp_proc big;
 	struct pp_maps maps;
-	char *text;
-	size_t len = 0, files = 0, anon = 0;
+	char path[64], *text, *own;
+	size_t len = 0, own_len = 0, files = 0, anon = 0;
 	pid_t a;
 
 	if (fixture() != 1)
@@ -583,23 +585,16 @@ TEST(files_keep_their_room_in_a_full_list)
 	p = pp_proc_cache_get(pc, (uint32_t)a);
 	REQUIRE(p != NULL && p->maps.n > 0);
 	/* 300 regions of anonymous code below the files, then the process's own lines */
-	text = malloc(1 << 20);
+	snprintf(path, sizeof(path), "/proc/%d/maps", a);
+	REQUIRE(pp_read_text_whole(path, 1 << 20, &own, &own_len) == 0);
+	text = malloc(300 * 64 + own_len);
 	REQUIRE(text != NULL);
 	for (int i = 0; i < 300; i++)
-		len += (size_t)snprintf(text + len, 128, "%lx-%lx r-xp 00000000 00:00 0\n",
+		len += (size_t)snprintf(text + len, 64, "%lx-%lx r-xp 00000000 00:00 0\n",
 					0x10000000ul + i * 0x2000ul, 0x10001000ul + i * 0x2000ul);
-	{
-		char path[64];
-		int fd;
-		ssize_t n;
-
-		snprintf(path, sizeof(path), "/proc/%d/maps", a);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		REQUIRE(fd >= 0);
-		while ((n = read(fd, text + len, (1 << 20) - 1 - len)) > 0)
-			len += (size_t)n;
-		close(fd);
-	}
+	memcpy(text + len, own, own_len);
+	len += own_len;
+	free(own);
 	REQUIRE(pp_maps_parse(text, len, &maps) == 0);
 	for (size_t i = 0; i < maps.n; i++)
 		if (maps.entries[i].perms & PP_MAP_EXEC)
