@@ -904,7 +904,7 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	char placeholder[300], demangled[1024];
 	uint64_t vaddr = addr, pending = 0;
 	const char *name = NULL;
-	int not_code = 0, jit_unnamed = 0;
+	int not_code = 0, jit_unnamed = 0, file_unread = 0;
 	uint64_t file_key = 0, file_off = 0;
 	uint32_t id;
 
@@ -954,8 +954,10 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	} else if (m->kind == PP_MAP_KIND_FILE) {
 		const struct pp_elf_symbols *syms = mapping_symbols(s, p, m, &pending);
 
-		if (!syms && !pending)
+		if (!syms && !pending) {
 			s->stats.frames_no_file++;
+			file_unread = 1;
+		}
 		file_frame(s, syms, addr, m, p, &loc, placeholder, sizeof(placeholder), demangled,
 			   sizeof(demangled), 0);
 		name = loc.function;
@@ -1010,7 +1012,13 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 		/* find_map may have reloaded the maps; the slot pointer is still ours. */
 		frame_cache_put(s, frame_slot(s, p->pid, p->generation, addr), p->pid,
 				p->generation, addr, id);
-		if (file_key && !pending)
+		/*
+		 * Not for a file this process could not open (gone, its root unreachable): the
+		 * frame is the same in every process only when it was named from the file, and a
+		 * placeholder kept here would stand for the frame in every later process that maps
+		 * the file, where its symbols can be read.
+		 */
+		if (file_key && !pending && !file_unread)
 			frame_cache_put(s, frame_slot(s, FILE_FRAME_PID, file_key, file_off),
 					FILE_FRAME_PID, file_key, file_off, id);
 	}
@@ -1735,9 +1743,8 @@ static int seen_earlier(const uint32_t *pids, size_t n, uint32_t pid)
 	return 0;
 }
 
-static void on_sideband(void *ctx, const struct pp_sb_event *ev)
+void pp_session_handle_sideband(struct pp_session *s, const struct pp_sb_event *ev)
 {
-	struct pp_session *s = ctx;
 	struct pp_map_entry e = {0};
 
 	switch (ev->kind) {
@@ -1781,6 +1788,11 @@ static void on_sideband(void *ctx, const struct pp_sb_event *ev)
 	case PP_SB_LOST:
 		break;
 	}
+}
+
+static void on_sideband(void *ctx, const struct pp_sb_event *ev)
+{
+	pp_session_handle_sideband(ctx, ev);
 }
 
 /*

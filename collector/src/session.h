@@ -332,6 +332,11 @@ void pp_session_skip_launcher(struct pp_session *s, uint32_t tgid, uint64_t mono
 int pp_session_record_cb(void *ctx, const void *data, size_t len);
 /* Handles one decoded record (tests feed synthetic records here). */
 int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d);
+/*
+ * Handles one side-band event, as opts.sideband's drain does before each newer sample (tests
+ * feed the kernel's reports of processes and mappings here).
+ */
+void pp_session_handle_sideband(struct pp_session *s, const struct pp_sb_event *ev);
 
 void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *out);
 /*

@@ -161,13 +161,18 @@ def orphans(path, comm):
 
 def short(path, comm):
     s = t = 0
-    for _, frames, user, n in of_comm(path, comm):
+    heaviest = []
+    for stack, frames, user, n in of_comm(path, comm):
         t += n
         if any(strip(f) in ROOTS for f in frames):
             continue
         if not user or all(f == "[unknown]" for f in user) or user[0] == "_exit":
             continue
         s += n
+        heaviest.append((n, stack))
+    # what a failed check shows: the heaviest short stacks, on stderr
+    for n, stack in sorted(heaviest, reverse=True)[:3]:
+        print("short: %d %s" % (n, stack), file=sys.stderr)
     return s, t
 
 

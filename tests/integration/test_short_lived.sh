@@ -154,9 +154,10 @@ pp_check "churn: pp_short_strip's samples in its file: $sfile of $stotal, $sstar
 # first samples walked the list of the process it was forked from, or its list from before
 # ld.so mapped libc (the walk stopped in libc's clock_gettime), 0.3% since
 for prog in pp_short pp_short_strip; do
-	read -r short stotal < <($CHECK short folded "$T/churn.folded" "$prog")
+	read -r short stotal < <($CHECK short folded "$T/churn.folded" "$prog" 2>"$T/short-$prog")
 	pp_check "churn: $prog's stacks short outside its exec and exit: $short of $stotal" \
 		test "$stotal" -ge 30 -a $((short * 100)) -le $((stotal * 2))
+	[ "$stotal" -ge 30 ] && [ $((short * 100)) -le $((stotal * 2)) ] || sed 's/^/    /' "$T/short-$prog"
 done
 images=$(sed -n 's/^processes: \([0-9]*\) images.*/\1/p' "$T/churn.out")
 pp_check "churn: the processes came from the kernel's reports ($images images)" \

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/mman.h>
 #include <sys/auxv.h>
@@ -24,6 +25,8 @@
 #include "testfs.h"
 #include "symbolize/demangle.h"
 #include "symbolize/kallsyms.h"
+#include "base/fsutil.h"
+#include "process/procmaps.h"
 #include "symbolize/vdso.h"
 #include "session.h"
 
@@ -674,6 +677,98 @@ TEST(sample_of_vanished_process_is_kept)
 	pp_session_get_stats(f.s, &st);
 	CHECK_EQ_U64(st.samples_no_process, 1);
 	CHECK_EQ_U64(st.samples, 1);
+	fixture_fini(&f);
+}
+
+/* The kernel's report of an exec of pid (comm) and of its mapping of this test's code at addr. */
+static void sideband_exec_and_map(struct pp_session *s, uint32_t pid, const char *comm,
+				  const struct pp_map_entry *code, const char *path,
+				  const struct stat *st)
+{
+	struct pp_sb_event ev = {.kind = PP_SB_COMM, .pid = pid, .tid = pid, .exec = true};
+	char name[PATH_MAX];
+
+	ev.time_ns = TIME_NS - 1000;
+	snprintf(ev.comm, sizeof(ev.comm), "%s", comm);
+	pp_session_handle_sideband(s, &ev);
+	snprintf(name, sizeof(name), "%s", path);
+	ev = (struct pp_sb_event){
+	    .kind = PP_SB_MMAP,
+	    .pid = pid,
+	    .tid = pid,
+	    .time_ns = TIME_NS - 500,
+	    .start = code->start,
+	    .len = code->end - code->start,
+	    .pgoff = code->offset,
+	    .dev_major = major(st->st_dev),
+	    .dev_minor = minor(st->st_dev),
+	    .inode = st->st_ino,
+	    .prot = PROT_READ | PROT_EXEC,
+	    .flags = MAP_PRIVATE,
+	    .path = name,
+	};
+	pp_session_handle_sideband(s, &ev);
+}
+
+/*
+ * A frame in a file the kernel reported is the same in every process that maps the file, and
+ * is kept once for all of them; but not when the process it was first seen in had exited and
+ * its file could not be opened for it: the next process mapping the file, alive, has its
+ * frame named (a CI run's stripped program lost every stack's libc names so).
+ */
+TEST(a_file_unopened_for_a_gone_process_is_named_for_the_next)
+{
+	struct pp_session_opts opts = {0};
+	const struct pp_map_entry *code;
+	const struct pp_sample_info *si;
+	struct pp_session_stats st;
+	struct sess_fixture f;
+	struct pp_maps maps = {0};
+	char exe[PATH_MAX], *text = NULL;
+	uint64_t uf[1] = {FN_ADDR(sess_leaf_alpha) + 4};
+	struct stat sb;
+	size_t len;
+	struct rec r;
+
+	if (kill((pid_t)NO_SUCH_PID, 0) == 0 || errno != ESRCH)
+		SKIP("pid 0x3ffffff0 exists on this machine");
+	REQUIRE(exe_path(exe, sizeof(exe)) == 0);
+	REQUIRE(stat(exe, &sb) == 0);
+	REQUIRE(pp_read_text_whole("/proc/self/maps", 1 << 24, &text, &len) == 0);
+	REQUIRE(pp_maps_parse(text, len, &maps) == 0);
+	free(text);
+	code = pp_maps_find(&maps, uf[0]);
+	REQUIRE(code && code->inode == sb.st_ino);
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+
+	/* gone before its file was opened: no map_files, no root to open it through */
+	sideband_exec_and_map(f.s, NO_SUCH_PID, "sess-gone", code, exe, &sb);
+	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID, 1, NULL, 0, uf, 1);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, NO_SUCH_PID);
+	REQUIRE(si && si->nlocations == 1);
+	CHECK(strstr(loc_name(f.prof, si->locations[0]), "+0x") != NULL);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.frames_no_file, 1);
+
+	/* this process, the same file at the same place: named */
+	sideband_exec_and_map(f.s, own_pid(), "sess-alive", code, exe, &sb);
+	make_sample(&r, own_pid(), own_tid(), 1, NULL, 0, uf, 1);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, own_tid());
+	REQUIRE(si && si->nlocations == 1);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_leaf_alpha");
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.frames_no_file, 1);
+
+	/* and a third process's frame there is the named one, from the files' frames */
+	sideband_exec_and_map(f.s, NO_SUCH_PID - 1, "sess-third", code, exe, &sb);
+	make_sample(&r, NO_SUCH_PID - 1, NO_SUCH_PID - 1, 1, NULL, 0, uf, 1);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, NO_SUCH_PID - 1);
+	REQUIRE(si && si->nlocations == 1);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_leaf_alpha");
+	pp_maps_fini(&maps);
 	fixture_fini(&f);
 }
 
@@ -1738,6 +1833,8 @@ TEST_LIST = {
     {"identical_stacks_aggregate_tids_stay_apart", identical_stacks_aggregate_tids_stay_apart},
     {"mapping_is_the_test_binary_with_its_build_id", mapping_is_the_test_binary_with_its_build_id},
     {"vdso_frames_are_named", vdso_frames_are_named},
+    {"a_file_unopened_for_a_gone_process_is_named_for_the_next",
+     a_file_unopened_for_a_gone_process_is_named_for_the_next},
     {"kernel_frames_resolve_through_kallsyms", kernel_frames_resolve_through_kallsyms},
     {"kernel_frames_without_kallsyms_are_placeholders",
      kernel_frames_without_kallsyms_are_placeholders},
