@@ -126,6 +126,7 @@ struct mapsym_slot {
 #define MAX_PENDING_LOCATIONS 65536
 struct pending_loc {
 	uint64_t tag, addr, start, end, offset;
+	uint64_t file_key; /* its file's frames' key (see FILE_FRAME_PID), 0: none */
 	uint32_t location;
 };
 
@@ -837,9 +838,18 @@ static void file_frame(struct pp_session *s, const struct pp_elf_symbols *syms, 
 	loc->function = name;
 }
 
+/*
+ * Frames of files the side-band named are also cached by file: under this pid (no process
+ * has it), keyed by the file's identity and the frame's file offset. The identity stands for
+ * the file for an epoch of FILE_FRAME_EPOCH_NS (an inode number reused by another file
+ * misleads it no longer), as in the symbol cache.
+ */
+#define FILE_FRAME_PID UINT32_MAX
+#define FILE_FRAME_EPOCH_NS (30 * 1000000000ull)
+
 /* Remember a placeholder to finish when its file's table comes (MAX_PENDING_LOCATIONS). */
 static void note_pending(struct pp_session *s, uint64_t tag, uint32_t location, uint64_t addr,
-			 const struct pp_map_entry *m)
+			 const struct pp_map_entry *m, uint64_t file_key)
 {
 	s->stats.frames_pending++;
 	if (s->npending == MAX_PENDING_LOCATIONS ||
@@ -851,6 +861,7 @@ static void note_pending(struct pp_session *s, uint64_t tag, uint32_t location, 
 							 .start = m->start,
 							 .end = m->end,
 							 .offset = m->offset,
+							 .file_key = file_key,
 							 .location = location};
 }
 
@@ -876,18 +887,19 @@ static void finish_pending(struct pp_session *s, const struct pending_loc *pl,
 	s->stats.unnamed--; /* counted again, as what it is now */
 	file_frame(s, syms, pl->addr, &m, NULL, &loc, placeholder, sizeof(placeholder), demangled,
 		   sizeof(demangled), old->mapping_id);
-	if (loc.mapping_id && pp_profile_resolve_location(s->profile, pl->location, &loc) == 0)
-		s->stats.frames_resolved++;
+	if (!loc.mapping_id || pp_profile_resolve_location(s->profile, pl->location, &loc) != 0)
+		return;
+	s->stats.frames_resolved++;
+	/*
+	 * Named from its file: the frame of every process that maps the file there, found without
+	 * a symbol request of their own (under churn most frames are first made this way).
+	 */
+	if (syms && pl->file_key)
+		frame_cache_put(
+		    s,
+		    frame_slot(s, FILE_FRAME_PID, pl->file_key, pp_map_file_offset(&m, pl->addr)),
+		    FILE_FRAME_PID, pl->file_key, pp_map_file_offset(&m, pl->addr), pl->location);
 }
-
-/*
- * Frames of files the side-band named are also cached by file: under this pid (no process
- * has it), keyed by the file's identity and the frame's file offset. The identity stands for
- * the file for an epoch of FILE_FRAME_EPOCH_NS (an inode number reused by another file
- * misleads it no longer), as in the symbol cache.
- */
-#define FILE_FRAME_PID UINT32_MAX
-#define FILE_FRAME_EPOCH_NS (30 * 1000000000ull)
 
 static uint64_t file_frame_key(const struct pp_session *s, const struct pp_map_entry *m)
 {
@@ -1003,7 +1015,7 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	if (id && not_code)
 		s->not_code_loc = id;
 	if (id && pending)
-		note_pending(s, pending, id, addr, m);
+		note_pending(s, pending, id, addr, m, file_key);
 	if (id && jit_unnamed && s->njit < MAX_JIT_UNNAMED &&
 	    !pp_vec_reserve((void **)&s->jit, &s->jit_cap, s->njit, sizeof(*s->jit), 64,
 			    MAX_JIT_UNNAMED))

@@ -772,6 +772,63 @@ TEST(a_file_unopened_for_a_gone_process_is_named_for_the_next)
 	fixture_fini(&f);
 }
 
+/*
+ * A frame made while its file was read is, once named, the frame of every process that maps
+ * the file there: the next process's sample finds it named at once, with no request of its
+ * own (under churn most frames were made so, and each process asked for its files again).
+ */
+TEST(frames_finished_from_a_file_serve_the_next_process)
+{
+	struct pp_session_opts opts = {.symbols_kicked_per_turn = true};
+	const struct pp_map_entry *code;
+	const struct pp_sample_info *si;
+	struct pp_session_stats st;
+	struct sess_fixture f;
+	struct pp_maps maps = {0};
+	char exe[PATH_MAX], *text = NULL;
+	uint64_t uf[2] = {FN_ADDR(sess_leaf_alpha) + 4, FN_ADDR(sess_mid_gamma) + 8};
+	struct stat sb;
+	size_t len;
+	struct rec r;
+
+	if (kill((pid_t)NO_SUCH_PID, 0) == 0 || errno != ESRCH)
+		SKIP("pid 0x3ffffff0 exists on this machine");
+	REQUIRE(exe_path(exe, sizeof(exe)) == 0);
+	REQUIRE(stat(exe, &sb) == 0);
+	REQUIRE(pp_read_text_whole("/proc/self/maps", 1 << 24, &text, &len) == 0);
+	REQUIRE(pp_maps_parse(text, len, &maps) == 0);
+	free(text);
+	code = pp_maps_find(&maps, uf[0]);
+	REQUIRE(code && code->inode == sb.st_ino && pp_maps_find(&maps, uf[1]) == code);
+	g_async = 1;
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	g_async = 0;
+
+	sideband_exec_and_map(f.s, own_pid(), "sess-first", code, exe, &sb);
+	make_sample(&r, own_pid(), own_tid(), 1, NULL, 0, uf, 2);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.frames_pending, 2);
+	CHECK(pp_session_wait_symbols(f.s, 10000) == 0);
+	si = sample_of_tid(f.prof, own_tid());
+	REQUIRE(si && si->nlocations == 2);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_leaf_alpha");
+
+	/* another process, gone already: its frames named at once, nothing asked or waited for */
+	sideband_exec_and_map(f.s, NO_SUCH_PID, "sess-next", code, exe, &sb);
+	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID, 1, NULL, 0, uf, 2);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, NO_SUCH_PID);
+	REQUIRE(si && si->nlocations == 2);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_leaf_alpha");
+	CHECK_STR(loc_name(f.prof, si->locations[1]), "sess_mid_gamma");
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.frames_pending, 2);
+	CHECK_EQ_U64(st.frames_no_file, 0);
+	pp_maps_fini(&maps);
+	fixture_fini(&f);
+}
+
 TEST(unmapped_address_is_unknown)
 {
 	struct pp_session_opts opts = {0};
@@ -1835,6 +1892,8 @@ TEST_LIST = {
     {"vdso_frames_are_named", vdso_frames_are_named},
     {"a_file_unopened_for_a_gone_process_is_named_for_the_next",
      a_file_unopened_for_a_gone_process_is_named_for_the_next},
+    {"frames_finished_from_a_file_serve_the_next_process",
+     frames_finished_from_a_file_serve_the_next_process},
     {"kernel_frames_resolve_through_kallsyms", kernel_frames_resolve_through_kallsyms},
     {"kernel_frames_without_kallsyms_are_placeholders",
      kernel_frames_without_kallsyms_are_placeholders},
