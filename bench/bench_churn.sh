@@ -61,48 +61,9 @@ trap '[ -n "$LOOP" ] && kill $LOOP 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' E
 # cpu_of CMD...: runs CMD; its output, then "cpu_s S maxrss_kb K" (its and its children's)
 cpu_of() { python3 "$SRC/bench/cpu_of.py" "$@"; }
 
-cat >"$T/spin.c" <<'SRC'
-#include <stdlib.h>
-#include <time.h>
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-__attribute__((noinline)) static unsigned long pp_churn_work(double secs)
-{
-	volatile unsigned long x = 0;
-	double end = now() + secs;
-	while (now() < end)
-		for (int i = 0; i < 10000; i++)
-			x += i;
-	return x;
-}
-int main(int argc, char **argv)
-{
-	return (int)(pp_churn_work(argc > 1 ? atof(argv[1]) : 0.15) & 1);
-}
-SRC
-gcc -O2 -fomit-frame-pointer -o "$T/pp_churn_150ms" "$T/spin.c" || die "cannot build the workload"
-gcc -O2 -fomit-frame-pointer -s -o "$T/pp_churn_30ms" "$T/spin.c" || die "cannot build the workload"
-printf 'int f(int x) { return x * 3 + 1; }\n' >"$T/small.c"
-python3 -c 'import random; r = random.Random(7)
-print("\n".join(str(r.randrange(10**9)) for _ in range(100000)))' >"$T/text"
-
-churn() {
-	while :; do
-		python3 -c 'sum(i * i for i in range(200000))'
-		perl -e '$s = 0; $s += $_ * $_ for 1 .. 300000'
-		gcc -O2 -c "$T/small.c" -o "$T/small.o"
-		clang -O2 -c "$T/small.c" -o "$T/small.o"
-		node -e 'let s = 0; for (let i = 0; i < 3e6; i++) s += i * i'
-		sort "$T/text" >/dev/null
-		sh -c 'i=0; while [ $i -lt 3000 ]; do i=$((i + 1)); done'
-		"$T/pp_churn_150ms" 0.15
-		"$T/pp_churn_30ms" 0.03
-	done
-}
+# shellcheck source=bench/churn_loop.sh
+. "$SRC/bench/churn_loop.sh"
+churn_setup "$T" || die "cannot build the workload"
 
 field() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p" | tail -1; }
 # run_ns PID: the nanoseconds PID's threads have run (schedstat: exact, where the ticks of
@@ -130,7 +91,7 @@ steady() { steady_cpu "$2" "$PP" record -a -F "$1" -d $((10 + $2 + 5)) --unwind-
 pct() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print('%.1f' % (100 * a / b if b else 0))" "$1" "$2"; }
 
 echo "bench_churn: ${D} s per capture, rates $RATES, $(nproc) CPUs, kernel $(uname -r)"
-churn >/dev/null 2>&1 &
+churn_loop "$T" >/dev/null 2>&1 &
 LOOP=$!
 sleep 3
 ROWS=()

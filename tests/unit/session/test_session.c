@@ -680,6 +680,28 @@ TEST(sample_of_vanished_process_is_kept)
 	fixture_fini(&f);
 }
 
+/*
+ * This test's executable: its path, stat and the mapping of /proc/self/maps holding addr (in
+ * maps, which the caller finishes): 0, or -1 where they cannot be read.
+ */
+static int own_code(uint64_t addr, char exe[PATH_MAX], struct stat *sb, struct pp_maps *maps,
+		    const struct pp_map_entry **code)
+{
+	char *text = NULL;
+	size_t len;
+	int ret;
+
+	if (exe_path(exe, PATH_MAX) || stat(exe, sb) ||
+	    pp_read_text_whole("/proc/self/maps", 1 << 24, &text, &len))
+		return -1;
+	ret = pp_maps_parse(text, len, maps);
+	free(text);
+	if (ret)
+		return -1;
+	*code = pp_maps_find(maps, addr);
+	return *code && (*code)->inode == sb->st_ino ? 0 : -1;
+}
+
 /* The kernel's report of an exec of pid (comm) and of its mapping of this test's code at addr. */
 static void sideband_exec_and_map(struct pp_session *s, uint32_t pid, const char *comm,
 				  const struct pp_map_entry *code, const char *path,
@@ -724,21 +746,14 @@ TEST(a_file_unopened_for_a_gone_process_is_named_for_the_next)
 	struct pp_session_stats st;
 	struct sess_fixture f;
 	struct pp_maps maps = {0};
-	char exe[PATH_MAX], *text = NULL;
+	char exe[PATH_MAX];
 	uint64_t uf[1] = {FN_ADDR(sess_leaf_alpha) + 4};
 	struct stat sb;
-	size_t len;
 	struct rec r;
 
 	if (kill((pid_t)NO_SUCH_PID, 0) == 0 || errno != ESRCH)
 		SKIP("pid 0x3ffffff0 exists on this machine");
-	REQUIRE(exe_path(exe, sizeof(exe)) == 0);
-	REQUIRE(stat(exe, &sb) == 0);
-	REQUIRE(pp_read_text_whole("/proc/self/maps", 1 << 24, &text, &len) == 0);
-	REQUIRE(pp_maps_parse(text, len, &maps) == 0);
-	free(text);
-	code = pp_maps_find(&maps, uf[0]);
-	REQUIRE(code && code->inode == sb.st_ino);
+	REQUIRE(own_code(uf[0], exe, &sb, &maps, &code) == 0);
 	REQUIRE(fixture_init(&f, &opts, 0) == 0);
 
 	/* gone before its file was opened: no map_files, no root to open it through */
@@ -785,21 +800,15 @@ TEST(frames_finished_from_a_file_serve_the_next_process)
 	struct pp_session_stats st;
 	struct sess_fixture f;
 	struct pp_maps maps = {0};
-	char exe[PATH_MAX], *text = NULL;
+	char exe[PATH_MAX];
 	uint64_t uf[2] = {FN_ADDR(sess_leaf_alpha) + 4, FN_ADDR(sess_mid_gamma) + 8};
 	struct stat sb;
-	size_t len;
 	struct rec r;
 
 	if (kill((pid_t)NO_SUCH_PID, 0) == 0 || errno != ESRCH)
 		SKIP("pid 0x3ffffff0 exists on this machine");
-	REQUIRE(exe_path(exe, sizeof(exe)) == 0);
-	REQUIRE(stat(exe, &sb) == 0);
-	REQUIRE(pp_read_text_whole("/proc/self/maps", 1 << 24, &text, &len) == 0);
-	REQUIRE(pp_maps_parse(text, len, &maps) == 0);
-	free(text);
-	code = pp_maps_find(&maps, uf[0]);
-	REQUIRE(code && code->inode == sb.st_ino && pp_maps_find(&maps, uf[1]) == code);
+	REQUIRE(own_code(uf[0], exe, &sb, &maps, &code) == 0);
+	REQUIRE(pp_maps_find(&maps, uf[1]) == code);
 	g_async = 1;
 	REQUIRE(fixture_init(&f, &opts, 0) == 0);
 	g_async = 0;

@@ -1,0 +1,53 @@
+#!/bin/bash
+# The churn loop of bench_churn.sh and ab_churn.sh, sourced: a node that never stops starting
+# programs. churn_setup DIR builds its two programs of our own (150 ms and 30 ms of work, no
+# frame pointers, the second stripped) and its inputs in DIR (0, or 1 when they could not be
+# built); churn_loop DIR starts python3, perl, gcc, clang, node, sort, sh and the two over and
+# over, about 200 programs a second on 2 CPUs, until killed.
+
+churn_setup() {
+	local T=$1
+	cat >"$T/spin.c" <<'SRC'
+#include <stdlib.h>
+#include <time.h>
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+__attribute__((noinline)) static unsigned long pp_churn_work(double secs)
+{
+	volatile unsigned long x = 0;
+	double end = now() + secs;
+	while (now() < end)
+		for (int i = 0; i < 10000; i++)
+			x += i;
+	return x;
+}
+int main(int argc, char **argv)
+{
+	return (int)(pp_churn_work(argc > 1 ? atof(argv[1]) : 0.15) & 1);
+}
+SRC
+	gcc -O2 -fomit-frame-pointer -o "$T/pp_churn_150ms" "$T/spin.c" || return 1
+	gcc -O2 -fomit-frame-pointer -s -o "$T/pp_churn_30ms" "$T/spin.c" || return 1
+	printf 'int f(int x) { return x * 3 + 1; }\n' >"$T/small.c"
+	python3 -c 'import random; r = random.Random(7)
+print("\n".join(str(r.randrange(10**9)) for _ in range(100000)))' >"$T/text"
+}
+
+churn_loop() {
+	local T=$1
+	while :; do
+		python3 -c 'sum(i * i for i in range(200000))'
+		perl -e '$s = 0; $s += $_ * $_ for 1 .. 300000'
+		gcc -O2 -c "$T/small.c" -o "$T/small.o"
+		clang -O2 -c "$T/small.c" -o "$T/small.o"
+		node -e 'let s = 0; for (let i = 0; i < 3e6; i++) s += i * i'
+		sort "$T/text" >/dev/null
+		sh -c 'i=0; while [ $i -lt 3000 ]; do i=$((i + 1)); done'
+		"$T/pp_churn_150ms" 0.15
+		"$T/pp_churn_30ms" 0.03
+	done
+}
