@@ -50,8 +50,6 @@ trap '[ -n "$LOOP" ] && kill $LOOP 2>/dev/null; wait 2>/dev/null; [ $KEEP = 1 ] 
 # shellcheck source=bench/churn_loop.sh
 . "$SRC/bench/churn_loop.sh"
 churn_setup "$T" || die "cannot build the workload"
-run_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
-median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "ab_churn: $ROUNDS rounds, $HZ Hz, $D s after 10 s, $(nproc) CPUs, kernel $(uname -r)"
 churn_loop "$T" >/dev/null 2>&1 &

@@ -66,9 +66,6 @@ cpu_of() { python3 "$SRC/bench/cpu_of.py" "$@"; }
 churn_setup "$T" || die "cannot build the workload"
 
 field() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p" | tail -1; }
-# run_ns PID: the nanoseconds PID's threads have run (schedstat: exact, where the ticks of
-# /proc/PID/stat miss a process that runs in short bursts, as perf record does)
-run_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 # steady_cpu SECS CMD...: CMD's CPU seconds over SECS after a 10 s warm-up (for the agent: the
 # node's programs' tables built, their files read; what a long-running agent pays) and its RSS
 # then, in KiB: "cpu_s S rss_kb K". CMD must run for 10 + SECS seconds and more.
@@ -95,8 +92,6 @@ churn_loop "$T" >/dev/null 2>&1 &
 LOOP=$!
 sleep 3
 ROWS=()
-# median N...: the middle one (the lower middle of an even count)
-median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print('%.2f' % (a / b) if b else '-')" "$1" "$2"; }
 for HZ in ${RATES//,/ }; do
 	R_FIRST=() R_WARM=() R_STEADY=() R_PERF=() R_PERF_STEADY=() R_REPORT=()

@@ -847,6 +847,13 @@ static void file_frame(struct pp_session *s, const struct pp_elf_symbols *syms, 
 #define FILE_FRAME_PID UINT32_MAX
 #define FILE_FRAME_EPOCH_NS (30 * 1000000000ull)
 
+/* location as the frame at file offset off of the file whose frames' key is file_key */
+static void file_frame_put(struct pp_session *s, uint64_t file_key, uint64_t off, uint32_t location)
+{
+	frame_cache_put(s, frame_slot(s, FILE_FRAME_PID, file_key, off), FILE_FRAME_PID, file_key,
+			off, location);
+}
+
 /* Remember a placeholder to finish when its file's table comes (MAX_PENDING_LOCATIONS). */
 static void note_pending(struct pp_session *s, uint64_t tag, uint32_t location, uint64_t addr,
 			 const struct pp_map_entry *m, uint64_t file_key)
@@ -895,10 +902,7 @@ static void finish_pending(struct pp_session *s, const struct pending_loc *pl,
 	 * a symbol request of their own (under churn most frames are first made this way).
 	 */
 	if (syms && pl->file_key)
-		frame_cache_put(
-		    s,
-		    frame_slot(s, FILE_FRAME_PID, pl->file_key, pp_map_file_offset(&m, pl->addr)),
-		    FILE_FRAME_PID, pl->file_key, pp_map_file_offset(&m, pl->addr), pl->location);
+		file_frame_put(s, pl->file_key, pp_map_file_offset(&m, pl->addr), pl->location);
 }
 
 static uint64_t file_frame_key(const struct pp_session *s, const struct pp_map_entry *m)
@@ -916,7 +920,7 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	char placeholder[300], demangled[1024];
 	uint64_t vaddr = addr, pending = 0;
 	const char *name = NULL;
-	int not_code = 0, jit_unnamed = 0, file_unread = 0;
+	int not_code = 0, jit_unnamed = 0;
 	uint64_t file_key = 0, file_off = 0;
 	uint32_t id;
 
@@ -966,9 +970,15 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 	} else if (m->kind == PP_MAP_KIND_FILE) {
 		const struct pp_elf_symbols *syms = mapping_symbols(s, p, m, &pending);
 
+		/*
+		 * A file this process could not open (gone, its root unreachable): its frame is
+		 * not kept by file. It is the same in every process only when named from the
+		 * file, and a placeholder kept so would stand for the frame in every later process
+		 * that maps the file, where its symbols can be read.
+		 */
 		if (!syms && !pending) {
 			s->stats.frames_no_file++;
-			file_unread = 1;
+			file_key = 0;
 		}
 		file_frame(s, syms, addr, m, p, &loc, placeholder, sizeof(placeholder), demangled,
 			   sizeof(demangled), 0);
@@ -1024,15 +1034,8 @@ static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uin
 		/* find_map may have reloaded the maps; the slot pointer is still ours. */
 		frame_cache_put(s, frame_slot(s, p->pid, p->generation, addr), p->pid,
 				p->generation, addr, id);
-		/*
-		 * Not for a file this process could not open (gone, its root unreachable): the
-		 * frame is the same in every process only when it was named from the file, and a
-		 * placeholder kept here would stand for the frame in every later process that maps
-		 * the file, where its symbols can be read.
-		 */
-		if (file_key && !pending && !file_unread)
-			frame_cache_put(s, frame_slot(s, FILE_FRAME_PID, file_key, file_off),
-					FILE_FRAME_PID, file_key, file_off, id);
+		if (file_key && !pending)
+			file_frame_put(s, file_key, file_off, id);
 	}
 	return id;
 }

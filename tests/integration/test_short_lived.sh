@@ -155,9 +155,13 @@ pp_check "churn: pp_short_strip's samples in its file: $sfile of $stotal, $sstar
 # ld.so mapped libc (the walk stopped in libc's clock_gettime), 0.3% since
 for prog in pp_short pp_short_strip; do
 	read -r short stotal < <($CHECK short folded "$T/churn.folded" "$prog" 2>"$T/short-$prog")
-	pp_check "churn: $prog's stacks short outside its exec and exit: $short of $stotal" \
-		test "$stotal" -ge 30 -a $((short * 100)) -le $((stotal * 2))
-	[ "$stotal" -ge 30 ] && [ $((short * 100)) -le $((stotal * 2)) ] || sed 's/^/    /' "$T/short-$prog"
+	what="churn: $prog's stacks short outside its exec and exit: $short of $stotal"
+	if [ "$stotal" -ge 30 ] && [ $((short * 100)) -le $((stotal * 2)) ]; then
+		pp_ok "$what"
+	else
+		pp_fail "$what"
+		sed 's/^/    /' "$T/short-$prog"
+	fi
 done
 images=$(sed -n 's/^processes: \([0-9]*\) images.*/\1/p' "$T/churn.out")
 pp_check "churn: the processes came from the kernel's reports ($images images)" \
