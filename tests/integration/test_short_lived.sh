@@ -126,7 +126,7 @@ for i in \$(seq 30); do "$T/pp_short" 0.15; "$T/pp_short_strip" 0.03; done
 SH
 record_all churn "$T/churn.sh"
 [ "$PP_RC" -eq 0 ] || pp_fail "churn: record exited $PP_RC"
-grep -E '^(processes|unwind tables|symbol files):' "$T/churn.out" | sed 's/^/    /'
+grep -E '^(processes|unwind tables|symbol files|stack copies of those samples):' "$T/churn.out" | sed 's/^/    /'
 read -r whole wtotal _ < <($CHECK whole folded "$T/churn.folded" pp_short)
 read -r sfile stotal < <(share churn pp_short_strip "pp_short_strip+0x")
 in_function churn

@@ -181,6 +181,7 @@ struct pp_unwinder {
 	bool busy, stop, sweep_wanted;
 	struct later *done_head, *done_tail; /* walks done, not taken */
 	uint32_t walks;			     /* walks queued or done, not taken */
+	uint32_t walks_queued;		     /* of those, not walked yet */
 	uint64_t walks_done, walks_refused;
 	uint64_t swept; /* processes released because /proc no longer had them */
 	pthread_t thread;
@@ -1686,6 +1687,13 @@ static void do_walk(struct pp_unwinder *u, struct later *w)
 			u->tables[c.partial[i] - 1].partial_short++;
 }
 
+/* Room for one more copy (u->lock held): under both bounds, and in the queue. */
+static bool walk_room(const struct pp_unwinder *u)
+{
+	return u->walks_queued < PP_UNWIND_WALKS_MAX &&
+	       u->walks - u->walks_queued < PP_UNWIND_WALKED_MAX && u->qlen < QUEUE_SIZE;
+}
+
 int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *w)
 {
 	struct later *l;
@@ -1697,7 +1705,7 @@ int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *
 	if (!u->sink.read_rows)
 		return -EOPNOTSUPP;
 	pthread_mutex_lock(&u->lock);
-	if (u->walks >= PP_UNWIND_WALKS_MAX || u->qlen == QUEUE_SIZE) {
+	if (!walk_room(u)) {
 		u->walks_refused++;
 		pthread_mutex_unlock(&u->lock);
 		return -ENOSPC;
@@ -1716,9 +1724,10 @@ int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *
 	if (w->blob_len)
 		memcpy(l->data + w->stack_len, w->blob, w->blob_len);
 	pthread_mutex_lock(&u->lock);
-	if (u->walks < PP_UNWIND_WALKS_MAX && enqueue(u, w->tgid, OP_WALK)) {
+	if (walk_room(u) && enqueue(u, w->tgid, OP_WALK)) {
 		u->queue[(u->qhead + u->qlen - 1) % QUEUE_SIZE].walk = l;
 		u->walks++;
+		u->walks_queued++;
 		queued = true;
 	} else {
 		u->walks_refused++;
@@ -1794,24 +1803,39 @@ static void partial_flush_from_lock(struct pp_unwinder *u)
 	pthread_mutex_lock(&u->lock);
 }
 
+/* A walk done: its copy of the stack dropped, the sample behind it moved down. */
+static struct later *walked_shrink(struct later *l)
+{
+	struct later *small;
+
+	memmove(l->data, l->data + l->stack_len, l->blob_len);
+	l->stack_len = 0;
+	small = realloc(l, sizeof(*l) + l->blob_len);
+	return small ? small : l;
+}
+
 static void run_op(struct pp_unwinder *u, const struct queued *q)
 {
 	uint32_t tgid = q->tgid, op = q->op;
 
 	if (op == OP_WALK) {
+		struct later *l;
+
 		pthread_mutex_lock(&u->work);
 		do_walk(u, q->walk);
 		if (partial_due(u))
 			partial_flush(u);
 		pthread_mutex_unlock(&u->work);
+		l = walked_shrink(q->walk);
 		pthread_mutex_lock(&u->lock);
-		q->walk->next = NULL;
+		l->next = NULL;
 		if (u->done_tail)
-			u->done_tail->next = q->walk;
+			u->done_tail->next = l;
 		else
-			u->done_head = q->walk;
-		u->done_tail = q->walk;
+			u->done_head = l;
+		u->done_tail = l;
 		u->walks_done++;
+		u->walks_queued--;
 		pthread_mutex_unlock(&u->lock);
 		return;
 	}

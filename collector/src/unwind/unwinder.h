@@ -187,10 +187,19 @@ struct pp_unwind_later {
 	size_t blob_len;    /* at most PP_SAMPLE_MAX_SIZE */
 };
 
-/* 0 (queued, copied), -ENOSPC (PP_UNWIND_WALKS_MAX waiting), -EINVAL, -EOPNOTSUPP (no read_rows) */
+/*
+ * 0 (queued, copied), -ENOSPC (PP_UNWIND_WALKS_MAX copies waiting for their walk, or
+ * PP_UNWIND_WALKED_MAX walks done and not taken), -EINVAL, -EOPNOTSUPP (no read_rows)
+ */
 int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *w);
 
-#define PP_UNWIND_WALKS_MAX 1024 /* walks queued or done and not taken: 20 MiB at most */
+#define PP_UNWIND_WALKS_MAX 1024 /* copies waiting for their walk: 17 MiB at most */
+/*
+ * Walks done and not taken yet. A walk done keeps its frames and the sample, not the copy, so
+ * a collector short of CPU, whose worker walks while its loop waits to take them, holds these
+ * at a tenth of a copy's memory rather than refusing the copies behind them.
+ */
+#define PP_UNWIND_WALKED_MAX 8192
 
 struct pp_unwind_walked {
 	const void *blob;

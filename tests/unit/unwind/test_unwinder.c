@@ -1055,11 +1055,36 @@ TEST(a_stack_copy_is_walked_once_its_process_has_tables)
 	CHECK(walk_dump(u, (uint32_t)pid, &d, stack, len, "") == -ENOSPC);
 	CHECK(walk_dump(u, (uint32_t)pid, &d, stack, PP_RAW_USTACK_MAX + 1, "") == -EINVAL);
 	pp_unwinder_drain(u);
-	CHECK_EQ_U64(pp_unwinder_take_walked(u, count_walked, &taken), PP_UNWIND_WALKS_MAX);
-	CHECK_EQ_U64(taken, PP_UNWIND_WALKS_MAX);
+	/*
+	 * Walked and not taken (a loop short of CPU): they hold their frames and sample, not the
+	 * copies, and leave room for as many copies again, up to PP_UNWIND_WALKED_MAX of them
+	 */
+	for (int i = 0; i < PP_UNWIND_WALKS_MAX; i++)
+		REQUIRE(walk_dump(u, (uint32_t)pid, &d, stack, len, "") == 0);
+	CHECK(walk_dump(u, (uint32_t)pid, &d, stack, len, "") == -ENOSPC);
+	pp_unwinder_drain(u);
+	for (int i = 2 * PP_UNWIND_WALKS_MAX; i < PP_UNWIND_WALKED_MAX; i++) {
+		REQUIRE(walk_dump(u, (uint32_t)pid, &d, stack, len, "") == 0);
+		if (i % PP_UNWIND_WALKS_MAX == PP_UNWIND_WALKS_MAX - 1)
+			pp_unwinder_drain(u);
+	}
+	pp_unwinder_drain(u);
+	CHECK_EQ_U64(pp_unwinder_walks_waiting(u), PP_UNWIND_WALKED_MAX);
+	CHECK(walk_dump(u, (uint32_t)pid, &d, stack, len, "") == -ENOSPC);
+	box.n = 0;
+	CHECK_EQ_U64(pp_unwinder_take_walked(u, keep_walked, &box), PP_UNWIND_WALKED_MAX);
+	/* the first of each run, in queue order: the sample behind each walk as it was given */
+	CHECK(box.w[0].status == 0 && box.w[0].npcs >= 1 && !strcmp(box.w[0].blob, ""));
+	CHECK_EQ_U64(pp_unwinder_take_walked(u, count_walked, &taken), 0);
+	REQUIRE(walk_dump(u, (uint32_t)pid, &d, stack, len, "after") == 0);
+	pp_unwinder_drain(u);
+	box.n = 0;
+	CHECK_EQ_U64(pp_unwinder_take_walked(u, keep_walked, &box), 1);
+	CHECK(box.w[0].status == 0 && !strcmp(box.w[0].blob, "after"));
+	CHECK(box.w[0].npcs >= 1);
 	pp_unwinder_get_stats(u, &st);
-	CHECK_EQ_U64(st.walks_done, PP_UNWIND_WALKS_MAX + 3);
-	CHECK_EQ_U64(st.walks_refused, 1);
+	CHECK_EQ_U64(st.walks_done, PP_UNWIND_WALKED_MAX + 4);
+	CHECK_EQ_U64(st.walks_refused, 3);
 	pp_unwinder_free(u);
 
 	/* the shim's user stack depth (record's --max-stack) bounds the walk as it bounds its own
