@@ -193,13 +193,13 @@ struct pp_unwind_later {
  */
 int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *w);
 
-#define PP_UNWIND_WALKS_MAX 1024 /* copies waiting for their walk: 17 MiB at most */
+#define PP_UNWIND_WALKS_MAX 1024 /* copies waiting for their walk: 19 MiB at most */
 /*
- * Walks done and not taken yet. A walk done keeps its frames and the sample, not the copy, so
- * a collector short of CPU, whose worker walks while its loop waits to take them, holds these
- * at a tenth of a copy's memory rather than refusing the copies behind them.
+ * Walks done and not taken yet: 13 MiB at most. A walk done keeps its frames and the sample,
+ * not the copy (a sixth of the memory at most), so a collector short of CPU, whose worker
+ * walks while its loop waits to take them, holds them rather than refusing the copies behind.
  */
-#define PP_UNWIND_WALKED_MAX 8192
+#define PP_UNWIND_WALKED_MAX 4096
 
 struct pp_unwind_walked {
 	const void *blob;
