@@ -1073,7 +1073,7 @@ TEST(a_stack_copy_is_walked_once_its_process_has_tables)
 	CHECK(walk_dump(u, (uint32_t)pid, &d, stack, len, "") == -ENOSPC);
 	box.n = 0;
 	CHECK_EQ_U64(pp_unwinder_take_walked(u, keep_walked, &box), PP_UNWIND_WALKED_MAX);
-	/* the first of each run, in queue order: the sample behind each walk as it was given */
+	/* in queue order, each with its frames and its sample as given (box keeps the first) */
 	CHECK(box.w[0].status == 0 && box.w[0].npcs >= 1 && !strcmp(box.w[0].blob, ""));
 	CHECK_EQ_U64(pp_unwinder_take_walked(u, count_walked, &taken), 0);
 	REQUIRE(walk_dump(u, (uint32_t)pid, &d, stack, len, "after") == 0);
