@@ -1687,11 +1687,14 @@ static void do_walk(struct pp_unwinder *u, struct later *w)
 			u->tables[c.partial[i] - 1].partial_short++;
 }
 
-/* Room for one more copy (u->lock held): under both bounds, and in the queue. */
+/*
+ * Room for one more copy (u->lock held): under both bounds, and in the queue. Every copy
+ * queued becomes a walk done, so the walks done are bounded by all the walks held.
+ */
 static bool walk_room(const struct pp_unwinder *u)
 {
-	return u->walks_queued < PP_UNWIND_WALKS_MAX &&
-	       u->walks - u->walks_queued < PP_UNWIND_WALKED_MAX && u->qlen < QUEUE_SIZE;
+	return u->walks_queued < PP_UNWIND_WALKS_MAX && u->walks < PP_UNWIND_WALKED_MAX &&
+	       u->qlen < QUEUE_SIZE;
 }
 
 int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *w)
