@@ -50,7 +50,7 @@ static void one(const uint8_t *data, size_t size)
 		return;
 	memcpy(copy, data, size); /* exactly size bytes: a read past them is a finding */
 	errno = 0;
-	t = pp_unwind_table_decode(copy, size, digest); /* copy is the table's (or freed) */
+	t = pp_unwind_table_decode(copy, size, 0, digest); /* copy is the table's (or freed) */
 	if (!t) {
 		if (errno != EBADMSG && errno != EPROTO && errno != ENOMEM)
 			__builtin_trap();

@@ -1765,7 +1765,7 @@ void pp_unwind_table_free(struct pp_unwind_table *t)
 	if (!t)
 		return;
 	if (t->backing) {
-		free(t->backing);
+		pp_unwind_backing_release(t->backing, t->backing_map_len);
 	} else {
 		free(t->pc_offs);
 		free(t->rule_ix);

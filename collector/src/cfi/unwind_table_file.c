@@ -122,16 +122,16 @@ static bool rule_known(const struct row_rule *r)
 }
 
 /* t let go, and buf with it (t owns buf once it is made); NULL with errno err. */
-static struct pp_unwind_table *fail(struct pp_unwind_table *t, void *buf, int err)
+static struct pp_unwind_table *fail(struct pp_unwind_table *t, void *buf, size_t map_len, int err)
 {
 	if (!t)
-		free(buf);
+		pp_unwind_backing_release(buf, map_len);
 	pp_unwind_table_free(t);
 	errno = err;
 	return NULL;
 }
 
-struct pp_unwind_table *pp_unwind_table_decode(void *buf, size_t len,
+struct pp_unwind_table *pp_unwind_table_decode(void *buf, size_t len, size_t map_len,
 					       uint8_t digest_out[PP_UNWIND_DIGEST_SIZE])
 {
 	const uint8_t *p = buf;
@@ -139,17 +139,18 @@ struct pp_unwind_table *pp_unwind_table_decode(void *buf, size_t len,
 	struct pp_unwind_table *t;
 
 	if (!buf || len < HEADER_BYTES + CRC_BYTES || memcmp(p, MAGIC, 8) != 0)
-		return fail(NULL, buf, EBADMSG);
+		return fail(NULL, buf, map_len, EBADMSG);
 	p += 8;
 	if (pp_le_get(&p, 4) != VERSION)
-		return fail(NULL, buf, EPROTO);
+		return fail(NULL, buf, map_len, EPROTO);
 	nloads = pp_le_get(&p, 4);
 	memcpy(digest_out, p, PP_UNWIND_DIGEST_SIZE);
 	p += PP_UNWIND_DIGEST_SIZE;
 	t = calloc(1, sizeof(*t));
 	if (!t)
-		return fail(NULL, buf, ENOMEM);
+		return fail(NULL, buf, map_len, ENOMEM);
 	t->backing = buf;
+	t->backing_map_len = map_len;
 	t->base_pc = pp_le_get(&p, 8);
 	nrows = pp_le_get(&p, 8);
 	nrules = pp_le_get(&p, 4);
@@ -157,12 +158,12 @@ struct pp_unwind_table *pp_unwind_table_decode(void *buf, size_t len,
 	if (nloads > PP_UNWIND_MAX_LOADS || !nrows || nrows > DEFAULT_MAX_ROWS || !nrules ||
 	    nrules > MAX_TABLE_RULES || pp_le_get(&p, 4) != 0 ||
 	    len != file_bytes(nloads, nrules, nrows))
-		return fail(t, buf, EBADMSG);
+		return fail(t, buf, map_len, EBADMSG);
 	{
 		const uint8_t *end = (const uint8_t *)buf + len - CRC_BYTES, *q = end;
 
 		if (pp_le_get(&q, 4) != crc32(0, buf, (uInt)(len - CRC_BYTES)))
-			return fail(t, buf, EBADMSG);
+			return fail(t, buf, map_len, EBADMSG);
 	}
 	for (int i = 0; i < NSTATS; i++)
 		stats[i] = pp_le_get(&p, 8);
@@ -174,12 +175,12 @@ struct pp_unwind_table *pp_unwind_table_decode(void *buf, size_t len,
 		t->loads[i].filesz = pp_le_get(&p, 8);
 		exec = pp_le_get(&p, 8);
 		if (exec > 1)
-			return fail(t, buf, EBADMSG);
+			return fail(t, buf, map_len, EBADMSG);
 		t->loads[i].exec = (uint32_t)exec;
 	}
 	t->rules = malloc(nrules * sizeof(*t->rules));
 	if (!t->rules)
-		return fail(t, buf, ENOMEM);
+		return fail(t, buf, map_len, ENOMEM);
 	t->nrules = t->rules_cap = nrules;
 	t->n = t->cap = t->max_rows = nrows;
 	for (size_t i = 0; i < nrules; i++) {
@@ -193,18 +194,21 @@ struct pp_unwind_table *pp_unwind_table_decode(void *buf, size_t len,
 		r->ra_rule = *p++;
 		r->flags = *p++;
 		if (!rule_known(r))
-			return fail(t, buf, EBADMSG);
+			return fail(t, buf, map_len, EBADMSG);
 	}
 	/*
 	 * The rows where they lie, as they are laid out in memory (little-endian hosts; swapped
 	 * in place on others), then checked: the header, 152 bytes, the segments, 32 each, and
-	 * the rules, 12 each, keep the pc offsets 4-aligned in malloc's buffer, the indexes 2.
+	 * the rules, 12 each, keep the pc offsets 4-aligned in malloc's buffer or a mapping,
+	 * the indexes 2. A mapping is private: the swaps in place stay this process's.
 	 */
 	_Static_assert(HEADER_BYTES % 4 == 0 && LOAD_BYTES % 4 == 0 && RULE_BYTES % 4 == 0,
 		       "the rows are aligned in the file form");
 	t->pc_offs = (uint32_t *)(void *)((uint8_t *)buf + (p - (const uint8_t *)buf));
 	t->rule_ix = (uint16_t *)(void *)(t->pc_offs + nrows);
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	if (map_len && mprotect(buf, map_len, PROT_READ | PROT_WRITE))
+		return fail(t, buf, map_len, ENOMEM);
 	for (size_t i = 0; i < nrows; i++) {
 		t->pc_offs[i] = __builtin_bswap32(t->pc_offs[i]);
 		t->rule_ix[i] = __builtin_bswap16(t->rule_ix[i]);
@@ -212,16 +216,16 @@ struct pp_unwind_table *pp_unwind_table_decode(void *buf, size_t len,
 #endif
 	/* the first row is at the base, the others in order, each naming a rule it has */
 	if (t->pc_offs[0] != 0 || t->rule_ix[0] >= nrules)
-		return fail(t, buf, EBADMSG);
+		return fail(t, buf, map_len, EBADMSG);
 	{
 		bool bad = false;
 
 		for (size_t i = 1; i < nrows; i++)
 			bad |= (t->pc_offs[i] < t->pc_offs[i - 1]) | (t->rule_ix[i] >= nrules);
 		if (bad)
-			return fail(t, buf, EBADMSG);
+			return fail(t, buf, map_len, EBADMSG);
 	}
 	if (t->base_pc + t->pc_offs[nrows - 1] < t->base_pc)
-		return fail(t, buf, EBADMSG);
+		return fail(t, buf, map_len, EBADMSG);
 	return t;
 }

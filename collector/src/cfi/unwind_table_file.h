@@ -17,14 +17,16 @@
 int pp_unwind_table_encode(const struct pp_unwind_table *t,
 			   const uint8_t digest[PP_UNWIND_DIGEST_SIZE], void **buf, size_t *len);
 /*
- * The table len bytes at buf hold, and its digest in digest_out. buf, from malloc, is the
- * table's from here on, failed or not: its rows are read where they lie, not copied (a
- * restarted agent reads back tens of MiB of them). NULL with errno set:
+ * The table len bytes at buf hold, and its digest in digest_out. buf is the table's from here
+ * on, failed or not: its rows are read where they lie, not copied (a restarted agent reads back
+ * tens of MiB of them). map_len 0: buf is from malloc; else buf is a private mapping of
+ * map_len bytes (a file mapped whole: its pages are the page cache's, neither copied nor held
+ * twice), unmapped with the table. NULL with errno set:
  *   EBADMSG  not such bytes, or a checksum, size or content that does not hold;
  *   EPROTO   another version of the format;
  *   ENOMEM.
  */
-struct pp_unwind_table *pp_unwind_table_decode(void *buf, size_t len,
+struct pp_unwind_table *pp_unwind_table_decode(void *buf, size_t len, size_t map_len,
 					       uint8_t digest_out[PP_UNWIND_DIGEST_SIZE]);
 
 #endif /* PP_COLLECTOR_UNWIND_TABLE_FILE_H */

@@ -7,6 +7,9 @@
 
 #include "unwind_table.h"
 
+#include <stdlib.h>
+#include <sys/mman.h>
+
 /* A row's rules: a file's rows repeat a few thousand of them a million times. */
 struct row_rule {
 	int32_t cfa_off;
@@ -36,9 +39,22 @@ struct pp_unwind_table {
 	struct pp_unwind_table_stats stats;
 	struct pp_unwind_load loads[PP_UNWIND_MAX_LOADS];
 	size_t nloads;
-	/* a decoded table's file form, owned: pc_offs and rule_ix point into it, not freed alone */
+	/*
+	 * a decoded table's file form, owned: pc_offs and rule_ix point into it, not freed alone;
+	 * a mapping of backing_map_len bytes where that is not 0, else from malloc
+	 */
 	void *backing;
+	size_t backing_map_len;
 };
+
+/* A decoded table's file form let go: unmapped, or freed. */
+static inline void pp_unwind_backing_release(void *backing, size_t map_len)
+{
+	if (map_len)
+		munmap(backing, map_len);
+	else
+		free(backing);
+}
 
 /*
  * For fde_lookup.c: a file's .eh_frame_hdr, read and checked (version, encodings, a strictly

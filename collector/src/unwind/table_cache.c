@@ -344,12 +344,13 @@ struct pp_unwind_table *pp_table_cache_get(struct pp_table_cache *c,
 	int err;
 
 	name_of(digest, name, sizeof(name));
-	err = pp_file_store_read(c->store, name, &buf, &len);
+	/* mapped: the rows go on as the page cache holds them, neither copied nor held twice */
+	err = pp_file_store_map(c->store, name, &buf, &len);
 	if (err) { /* none, no memory, or refused by the store */
 		c->st.misses += err != -EBADMSG;
 		goto out;
 	}
-	t = pp_unwind_table_decode(buf, len, held); /* buf is its */
+	t = pp_unwind_table_decode(buf, len, len, held); /* the mapping is its */
 	if (t && memcmp(held, digest, sizeof(held))) {
 		pp_unwind_table_free(t);
 		t = NULL;

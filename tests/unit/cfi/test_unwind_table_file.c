@@ -3,7 +3,8 @@
  * test's own executable: a table read back is the compiled one row for row; the digest follows
  * the CFI bytes and not the file's name, build id or code; and every damage to a file
  * (truncation, a flipped byte, another version, rows out of order, a rule index or kind out of
- * range, counts that lie) is refused with its error, never a table.
+ * range, counts that lie) is refused with its error, never a table. A table decoded from a
+ * mapping of its file is the same, and lets the mapping go with it, refused or not.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -94,14 +96,14 @@ static struct pp_unwind_table *decode_copy(const void *buf, size_t len,
 	void *c;
 
 	if (!buf)
-		return pp_unwind_table_decode(NULL, len, held);
+		return pp_unwind_table_decode(NULL, len, 0, held);
 	c = malloc(len ? len : 1);
 	if (!c) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	memcpy(c, buf, len);
-	return pp_unwind_table_decode(c, len, held);
+	return pp_unwind_table_decode(c, len, 0, held);
 }
 
 TEST(a_table_read_back_is_the_compiled_one)
@@ -133,6 +135,72 @@ TEST(a_table_read_back_is_the_compiled_one)
 		pp_unwind_table_free(t);
 		free(buf);
 	}
+}
+
+/* Whether this process maps a file whose path ends in name. */
+static bool maps_file(const char *name)
+{
+	char line[PATH_MAX + 128];
+	FILE *f = fopen("/proc/self/maps", "re");
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, name) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* path's len bytes mapped privately, as the table cache maps its files; NULL if not. */
+static void *map_whole(const char *path, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	void *m = fd < 0 ? MAP_FAILED : mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+
+	if (fd >= 0)
+		close(fd);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+TEST(a_table_decoded_from_a_mapping_is_the_same_and_unmaps_it)
+{
+	uint8_t digest[PP_UNWIND_DIGEST_SIZE] = {7}, held[PP_UNWIND_DIGEST_SIZE];
+	struct pp_unwind_table *t = table_of("/proc/self/exe"), *back;
+	char path[] = "/tmp/pp-test-uwt-XXXXXX";
+	int fd = mkstemp(path);
+	const char *name = strrchr(path, '/') + 1;
+	uint8_t *buf, *m;
+	size_t len;
+
+	REQUIRE(t != NULL);
+	REQUIRE(fd >= 0);
+	REQUIRE(pp_unwind_table_encode(t, digest, (void **)&buf, &len) == 0);
+	REQUIRE(write(fd, buf, len) == (ssize_t)len);
+	close(fd);
+	m = map_whole(path, len);
+	REQUIRE(m != NULL);
+	back = pp_unwind_table_decode(m, len, len, held);
+	REQUIRE(back != NULL);
+	CHECK(same_table(t, back));
+	CHECK(!memcmp(held, digest, sizeof(held)));
+	CHECK(maps_file(name)); /* the rows are read where the file lies */
+	pp_unwind_table_free(back);
+	CHECK(!maps_file(name));
+	/* a damaged file is refused, and its mapping let go all the same */
+	buf[len / 2] ^= 0x20;
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	REQUIRE(fd >= 0);
+	REQUIRE(write(fd, buf, len) == (ssize_t)len);
+	close(fd);
+	m = map_whole(path, len);
+	REQUIRE(m != NULL);
+	errno = 0;
+	CHECK(pp_unwind_table_decode(m, len, len, held) == NULL);
+	CHECK(errno == EBADMSG);
+	CHECK(!maps_file(name));
+	unlink(path);
+	free(buf);
+	pp_unwind_table_free(t);
 }
 
 /* The file offset and size of section name in path: 0 or -1. */
@@ -338,5 +406,7 @@ TEST_LIST = {
     {"a_table_read_back_is_the_compiled_one", a_table_read_back_is_the_compiled_one},
     {"the_digest_follows_the_cfi_bytes", the_digest_follows_the_cfi_bytes},
     {"damage_is_refused", damage_is_refused},
+    {"a_table_decoded_from_a_mapping_is_the_same_and_unmaps_it",
+     a_table_decoded_from_a_mapping_is_the_same_and_unmaps_it},
 };
 TEST_MAIN()
