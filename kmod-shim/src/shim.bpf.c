@@ -888,11 +888,20 @@ static __always_inline __u64 attach_raw_ustack(struct pp_sample *rec, __u64 nk, 
 	 * (write_record bounds what is returned).
 	 */
 	if (whole && len <= UW_WINDOW) {
+		const __u8 *from = (const __u8 *)(r->win_base + len);
+
 		above = (__u8 *)(h + 1) + len;
-		if (!bpf_probe_read_user(above, UW_RAW_ABOVE, (const void *)(r->win_base + len)))
+		if (!bpf_probe_read_user(above, UW_RAW_ABOVE, from)) {
 			more = UW_RAW_ABOVE;
-		else if (!bpf_probe_read_user(above, 4096, (const void *)(r->win_base + len)))
-			more = 4096;
+		} else {
+			/* the stack's mapping ends sooner: its pages up to there, one at a time */
+#pragma unroll
+			for (int i = 0; i < UW_RAW_ABOVE / 4096 - 1; i++) {
+				if (bpf_probe_read_user(above + i * 4096, 4096, from + i * 4096))
+					break;
+				more += 4096;
+			}
+		}
 	}
 	h->len = (__u32)(len + more);
 	rec->flags |= PP_SF_USTACK_RAW;

@@ -743,14 +743,14 @@ out:
 
 #define PARTIAL_MIN_FDES 20000 /* opts.partial_min_fdes by default: ~20 ms to compile whole */
 /*
- * A copied sample walked here costs about what compiling 16 FDEs does (its 8-16 KiB through
+ * A copied sample walked here costs about what compiling 16 FDEs does (its 8-28 KiB through
  * the ring, the walk): a partial table whose walks reached code not found yet that often, per
  * FDE of its file over PARTIAL_PAY, is compiled whole, and its samples walk in the kernel.
  */
 #define PARTIAL_PAY 16
 /*
  * Whole stacks first: a partial table whose stack copies came out short this often (stacks
- * deeper than a copy's 8-16 KiB) is compiled whole, its samples walked in the kernel.
+ * deeper than a copy's 8-28 KiB) is compiled whole, its samples walked in the kernel.
  */
 #define PARTIAL_SHORT_MAX 32
 /*

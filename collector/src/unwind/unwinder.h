@@ -193,7 +193,7 @@ struct pp_unwind_later {
  */
 int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *w);
 
-#define PP_UNWIND_WALKS_MAX 1024 /* copies waiting for their walk: 19 MiB at most */
+#define PP_UNWIND_WALKS_MAX 640 /* copies waiting for their walk (30 KiB each): 19 MiB at most */
 /*
  * Walks done and not taken yet: 13 MiB at most. A walk done keeps its frames and the sample,
  * not the copy (a sixth of the memory at most), so a collector short of CPU, whose worker

@@ -207,7 +207,7 @@ _Static_assert(sizeof(struct pp_task_event) == 24, "pp_task_event layout");
  * The stack copy of a PP_SF_USTACK_RAW sample, after its stack tail: the user registers the
  * walk starts from, and len bytes of user memory from sp (the shim's window: from sp to the
  * end of the page after sp's, or sp's page alone where the next cannot be read; then, where
- * the stack goes on, the 8 KiB above it, or the 4 KiB there are).
+ * the stack goes on, the 20 KiB above it, or the pages of them that are mapped).
  */
 struct pp_raw_ustack {
 	__u64 ip, sp, bp;
@@ -217,10 +217,12 @@ struct pp_raw_ustack {
 
 _Static_assert(sizeof(struct pp_raw_ustack) == 32, "pp_raw_ustack layout");
 
-#define PP_RAW_USTACK_MAX 16384
+/* 28 KiB: the record under construction (a per-CPU array's value) stays under 32 KiB */
+#define PP_RAW_USTACK_MAX 28672
 /* Largest record the shim writes. */
 #define PP_SAMPLE_RAW_MAX_SIZE                                                                     \
 	(PP_SAMPLE_MAX_SIZE + sizeof(struct pp_raw_ustack) + PP_RAW_USTACK_MAX)
+_Static_assert(PP_SAMPLE_RAW_MAX_SIZE <= 32768, "a per-CPU array's value is 32 KiB at most");
 
 /* Indexes of the per-CPU counter array map "counters". Never renumber; append only. */
 enum pp_counter {
