@@ -1094,6 +1094,159 @@ TEST(user_walk_follows_a_stack_switch)
 #endif
 }
 
+/* ---- stack copies: as far as the stack goes ---- */
+
+#if defined(__x86_64__)
+#define COPY_STACK_BYTES (64 * 1024)
+/*
+ * Two stacks, each followed by an unreadable page, mapped before the fork so that the test
+ * knows where they end; filled with a pattern, so that copied bytes are told from the zeros
+ * of a read that failed.
+ */
+static char *copy_stack_deep, *copy_stack_near_end;
+#define COPY_PATTERN 0xa5
+
+static char *map_copy_stack(void)
+{
+	char *m = mmap(NULL, COPY_STACK_BYTES + 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return NULL;
+	memset(m, COPY_PATTERN, COPY_STACK_BYTES);
+	if (mprotect(m + COPY_STACK_BYTES, 4096, PROT_NONE)) {
+		munmap(m, COPY_STACK_BYTES + 4096);
+		return NULL;
+	}
+	return m;
+}
+
+static __attribute__((noinline)) void spin_for_copies(void *x)
+{
+	spin((volatile unsigned long *)x);
+}
+
+/* 40 KiB below the end: more stack above the window than a copy holds */
+static void run_copy_deep(void)
+{
+	volatile unsigned long x = 0;
+
+	call_on_stack(copy_stack_deep + COPY_STACK_BYTES - 40 * 1024, spin_for_copies, (void *)&x);
+}
+
+/* 22 KiB below the end: 12 KiB above the window, then the unreadable page */
+static void run_copy_near_end(void)
+{
+	volatile unsigned long x = 0;
+
+	call_on_stack(copy_stack_near_end + COPY_STACK_BYTES - 22 * 1024, spin_for_copies,
+		      (void *)&x);
+}
+
+struct copies_seen {
+	uint32_t tgid[2];
+	const char *top[2];
+	unsigned long copies[2], full[2], to_end[2], pattern_ok[2], other;
+};
+
+static int on_copy_record(void *ctx, const void *data, size_t len)
+{
+	struct copies_seen *c = ctx;
+	struct pp_decode_stats st = {0};
+	struct pp_decoded d;
+
+	if (pp_record_decode(data, len, &d, &st) || d.kind != PP_DECODED_SAMPLE ||
+	    !(d.sample.flags & PP_SF_USTACK_RAW))
+		return 0;
+	for (int k = 0; k < 2; k++) {
+		uint64_t top = (uint64_t)(uintptr_t)c->top[k];
+
+		if (d.sample.tgid != c->tgid[k])
+			continue;
+		/* a sample before the switch to the stack (the child's first microseconds) */
+		if (d.raw.sp >= top || d.raw.sp < top - COPY_STACK_BYTES)
+			break;
+		c->copies[k]++;
+		/* the window (sp's page and the next) and the 20 KiB above it */
+		c->full[k] += d.raw.len == PP_RAW_USTACK_MAX - (d.raw.sp & 4095);
+		c->to_end[k] += d.raw.sp + d.raw.len == top;
+		/* the copy's last bytes are the stack's, not a failed read's zeros */
+		c->pattern_ok[k] += d.raw.len >= 64 && d.raw_bytes[d.raw.len - 1] == COPY_PATTERN &&
+				    d.raw_bytes[d.raw.len - 64] == COPY_PATTERN;
+		return 0;
+	}
+	c->other++;
+	return 0;
+}
+#endif
+
+/*
+ * A process without tables yet has its samples carry a copy of their stack: the window the
+ * shim walked and the 20 KiB above it where the stack goes on, or, where the stack's mapping
+ * ends sooner, every page up to that end (12 KiB here: neither the whole 20 KiB nor the
+ * 8 or 4 KiB that copies held before).
+ */
+TEST(stack_copies_reach_as_far_as_the_stack_goes)
+{
+#if defined(__x86_64__)
+	struct pp_shim_opts opts = {
+	    .kstack_depth = PP_MAX_STACK_DEPTH,
+	    .ustack_depth = PP_MAX_STACK_DEPTH,
+	    .filter_tgids = 1,
+	    .ringbuf_bytes = 4 << 20,
+	    .ustack_walk = PP_USTACK_AUTO,
+	    .unwind_table_bytes = 16 << 20,
+	    .unwind_bounded_loop = !kernel_has_bpf_loop(),
+	};
+	struct copies_seen c = {0};
+	uint64_t counters[PP_CNT__MAX];
+	char err[512] = "";
+	struct pp_shim *shim;
+	pid_t pid[2];
+
+	if (!can_run())
+		SKIP("needs root, BPF and BTF");
+	copy_stack_deep = map_copy_stack();
+	copy_stack_near_end = map_copy_stack();
+	REQUIRE(copy_stack_deep && copy_stack_near_end);
+	c.top[0] = copy_stack_deep + COPY_STACK_BYTES;
+	c.top[1] = copy_stack_near_end + COPY_STACK_BYTES;
+	shim = pp_shim_load(&opts, err, sizeof(err));
+	if (!shim)
+		fprintf(stderr, "  load failed: %s\n", err);
+	REQUIRE(shim != NULL);
+	pid[0] = spawn(run_copy_deep);
+	pid[1] = spawn(run_copy_near_end);
+	REQUIRE(pid[0] > 0 && pid[1] > 0);
+	for (int k = 0; k < 2; k++) {
+		c.tgid[k] = (uint32_t)pid[k];
+		CHECK(pp_shim_add_target(shim, (uint32_t)pid[k]) == 0);
+	}
+	/* no tables installed for either: every user sample of theirs takes a copy */
+	capture_300ms(shim, on_copy_record, &c, counters, &c.copies[1], 100);
+	for (int k = 0; k < 2; k++) {
+		kill(pid[k], SIGKILL);
+		waitpid(pid[k], NULL, 0);
+	}
+	pp_shim_free(shim);
+	fprintf(stderr,
+		"  deep: %lu copies, %lu of %d bytes less sp's page offset, %lu with the stack's "
+		"bytes last; near the end: %lu copies, %lu ending at the mapping's end, %lu with "
+		"the stack's bytes last; raw copies counted %llu\n",
+		c.copies[0], c.full[0], PP_RAW_USTACK_MAX, c.pattern_ok[0], c.copies[1],
+		c.to_end[1], c.pattern_ok[1], (unsigned long long)counters[PP_CNT_USTACK_RAW]);
+	CHECK(c.copies[0] >= 50 && c.copies[1] >= 50);
+	CHECK(c.full[0] == c.copies[0]);
+	CHECK(c.to_end[0] == 0);
+	CHECK(c.to_end[1] == c.copies[1]);
+	CHECK(c.pattern_ok[0] == c.copies[0] && c.pattern_ok[1] == c.copies[1]);
+	munmap(copy_stack_deep, COPY_STACK_BYTES + 4096);
+	munmap(copy_stack_near_end, COPY_STACK_BYTES + 4096);
+#else
+	SKIP("the stack switch is written in x86-64 assembly");
+#endif
+}
+
 /* ---- one ring buffer per CPU ---- */
 
 struct cpu_records {
@@ -1884,6 +2037,7 @@ TEST_LIST = {
     {"user_walkers_agree", user_walkers_agree},
     {"user_walk_stops_on_cyclic_frame", user_walk_stops_on_cyclic_frame},
     {"user_walk_follows_a_stack_switch", user_walk_follows_a_stack_switch},
+    {"stack_copies_reach_as_far_as_the_stack_goes", stack_copies_reach_as_far_as_the_stack_goes},
     {"ip_filter_live", ip_filter_live},
     {"kctx_variants", kctx_variants},
     {"core_variants", core_variants},
