@@ -1898,9 +1898,12 @@ static bool from_launcher(const struct pp_session *s, const struct pp_sample *re
 /*
  * A sample whose stack the shim copied (its process had no tables yet): the sample less the
  * copy goes to the unwinder, behind its process's install, and comes back walked
- * (pp_session_take_walked). 0, or -errno where it goes on as the shim walked it.
+ * (pp_session_take_walked). 0, or -errno where it goes on as the shim walked it: -ESTALE for
+ * a sample of an image its process replaced by an exec since (a wrapper's: env, a shell
+ * before the program it starts). The unwinder holds one list a process, its current image's,
+ * so the copy would be walked by another image's mappings: left as the shim walked it.
  */
-static int walk_later(struct pp_session *s, const struct pp_decoded *d)
+static int walk_later(struct pp_session *s, const struct pp_decoded *d, const struct pp_proc *proc)
 {
 	uint32_t frames = (uint32_t)d->sample.nr_kstack + d->sample.nr_ustack;
 	uint8_t blob[PP_SAMPLE_MAX_SIZE];
@@ -1909,13 +1912,14 @@ static int walk_later(struct pp_session *s, const struct pp_decoded *d)
 
 	if (frames > 2 * PP_MAX_STACK_DEPTH)
 		return -EINVAL;
+	if (proc && (proc->flags & PP_PROC_F_REPLACED))
+		return -ESTALE;
 	head.flags &= (uint16_t)~PP_SF_USTACK_RAW;
 	head.hdr.size = (uint32_t)(sizeof(head) + frames * sizeof(uint64_t));
 	memcpy(blob, &head, sizeof(head));
 	memcpy(blob + sizeof(head), d->stack_bytes, frames * sizeof(uint64_t));
 	/* its install first, so that the walk queued after it finds the tables */
-	note_unwinder(s, pp_proc_cache_get_at(s->procs, d->sample.tgid, d->sample.time_ns),
-		      d->sample.tgid);
+	note_unwinder(s, proc, d->sample.tgid);
 	ret = pp_unwinder_walk_later(
 	    s->opts.unwinder, &(struct pp_unwind_later){
 				  .tgid = d->sample.tgid,
@@ -2026,10 +2030,19 @@ int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 	if ((d->sample.flags & PP_SF_OFF_CPU) && d->sample.addr)
 		return handle_woken_wait(s, d);
 	if (d->raw_bytes) {
+		int ret = -EOPNOTSUPP;
+
+		if (s->opts.unwinder)
+			ret = walk_later(
+			    s, d,
+			    pp_proc_cache_get_at(s->procs, d->sample.tgid, d->sample.time_ns));
 		s->stats.ustack_copies++;
-		if (s->opts.unwinder && walk_later(s, d) == 0)
+		if (ret == 0)
 			return 0;
-		s->stats.copies_refused++;
+		if (ret == -ESTALE)
+			s->stats.copies_replaced++;
+		else
+			s->stats.copies_refused++;
 	}
 	return handle_sample(s, d);
 }

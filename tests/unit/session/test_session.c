@@ -29,6 +29,7 @@
 #include "process/procmaps.h"
 #include "symbolize/vdso.h"
 #include "session.h"
+#include "unwind/unwinder.h"
 
 /*
  * Functions whose addresses the records carry. noipa keeps GCC from cloning (foo.isra.0),
@@ -1883,7 +1884,112 @@ TEST(jit_frames_of_an_exited_process_are_not_asked_again)
 	close(to_child[1]);
 }
 
+/* An unwinder whose sink takes every write and reads no row: its copies wait, unwalked. */
+static int sink_take_rows(void *ctx, uint32_t first, const uint32_t *words, uint32_t n)
+{
+	(void)ctx, (void)first, (void)words, (void)n;
+	return 0;
+}
+
+static int sink_take_rule(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule *rule)
+{
+	(void)ctx, (void)i, (void)rule;
+	return 0;
+}
+
+static int sink_take_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_proc *p)
+{
+	(void)ctx, (void)tgid, (void)p;
+	return 0;
+}
+
+static void sink_drop_proc(void *ctx, uint32_t tgid)
+{
+	(void)ctx, (void)tgid;
+}
+
+static int sink_read_none(void *ctx, uint32_t first, uint32_t n, uint32_t *out)
+{
+	(void)ctx, (void)first, (void)n, (void)out;
+	return -EIO;
+}
+
+/* A sample of tgid at time_ns whose stack the shim copied: 64 bytes from sp. */
+static void make_copied_sample(struct rec *r, uint32_t tgid, uint64_t time_ns, uint64_t ip,
+			       const unsigned char *copy)
+{
+	make_sample(r, tgid, tgid, 1, NULL, 0, &ip, 1);
+	r->d.sample.time_ns = time_ns;
+	r->d.sample.flags |= PP_SF_USTACK_RAW;
+	r->d.raw = (struct pp_raw_ustack){.ip = ip, .sp = 0x7ffd0000f000ull, .bp = 0, .len = 64};
+	r->d.raw_bytes = copy;
+}
+
+/*
+ * A copy taken in an image its process has replaced by an exec since (a wrapper's, a shell's
+ * before the program it starts) is not handed to the unwinder, which holds the current
+ * image's list only: it stays as the shim walked it, counted apart. The new image's copies
+ * go to the unwinder.
+ */
+TEST(copies_of_an_image_replaced_by_exec_are_not_walked_with_the_next_ones_list)
+{
+	const struct pp_unwinder_sink taker = {.write_rows = sink_take_rows,
+					       .write_rule = sink_take_rule,
+					       .set_proc = sink_take_proc,
+					       .del_proc = sink_drop_proc,
+					       .read_rows = sink_read_none,
+					       .nr_rows = 1024};
+	struct pp_unwinder *u = pp_unwinder_new(&taker, &(struct pp_unwinder_opts){0});
+	struct pp_session_opts opts = {.unwinder = u};
+	uint64_t uf[1] = {FN_ADDR(sess_leaf_alpha) + 4};
+	unsigned char copy[64] = {0};
+	const struct pp_map_entry *code;
+	struct pp_session_stats st;
+	struct pp_maps maps = {0};
+	struct sess_fixture f;
+	char exe[PATH_MAX];
+	struct stat sb;
+	struct rec r;
+
+	if (kill((pid_t)NO_SUCH_PID, 0) == 0 || errno != ESRCH)
+		SKIP("pid 0x3ffffff0 exists on this machine");
+	REQUIRE(u != NULL);
+	REQUIRE(own_code(uf[0], exe, &sb, &maps, &code) == 0);
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	/* the wrapper's image, then its exec of the program */
+	sideband_exec_and_map(f.s, NO_SUCH_PID, "sess-wrapper", code, exe, &sb);
+	pp_session_handle_sideband(f.s, &(struct pp_sb_event){.kind = PP_SB_COMM,
+							      .pid = NO_SUCH_PID,
+							      .tid = NO_SUCH_PID,
+							      .exec = true,
+							      .time_ns = TIME_NS + 1000,
+							      .comm = "sess-program"});
+	/* a copy the wrapper's image took, come after the exec */
+	make_copied_sample(&r, NO_SUCH_PID, TIME_NS, uf[0], copy);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.ustack_copies, 1);
+	CHECK_EQ_U64(st.copies_replaced, 1);
+	CHECK_EQ_U64(st.copies_refused, 0);
+	/* it went on as the shim walked it: in the profile, as the wrapper's */
+	CHECK(pp_profile_sample_count(f.prof) == 1);
+	CHECK_EQ_U64(pp_unwinder_walks_waiting(u), 0);
+	/* the program's own copy goes to the unwinder */
+	make_copied_sample(&r, NO_SUCH_PID, TIME_NS + 2000, uf[0], copy);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.ustack_copies, 2);
+	CHECK_EQ_U64(st.copies_replaced, 1);
+	CHECK_EQ_U64(st.copies_refused, 0);
+	CHECK_EQ_U64(pp_unwinder_walks_waiting(u), 1);
+	pp_maps_fini(&maps);
+	fixture_fini(&f);
+	pp_unwinder_free(u);
+}
+
 TEST_LIST = {
+    {"copies_of_an_image_replaced_by_exec_are_not_walked_with_the_next_ones_list",
+     copies_of_an_image_replaced_by_exec_are_not_walked_with_the_next_ones_list},
     {"jit_frames_of_an_exited_process_are_not_asked_again",
      jit_frames_of_an_exited_process_are_not_asked_again},
     {"the_launchers_records_before_the_exec_are_left_out",
