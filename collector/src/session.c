@@ -1898,28 +1898,34 @@ static bool from_launcher(const struct pp_session *s, const struct pp_sample *re
 /*
  * A sample whose stack the shim copied (its process had no tables yet): the sample less the
  * copy goes to the unwinder, behind its process's install, and comes back walked
- * (pp_session_take_walked). 0, or -errno where it goes on as the shim walked it: -ESTALE for
- * a sample of an image its process replaced by an exec since (a wrapper's: env, a shell
- * before the program it starts). The unwinder holds one list a process, its current image's,
- * so the copy would be walked by another image's mappings: left as the shim walked it.
+ * (pp_session_take_walked). 0, or -errno where it goes on as the shim walked it. A sample of
+ * an image its process replaced by an exec since (a wrapper's: env, a shell before the
+ * program it starts) is walked with a list of that image's mappings, not its process's,
+ * which is the next image's; -ESTALE where those are not known (read from /proc, not
+ * reported by the kernel).
  */
 static int walk_later(struct pp_session *s, const struct pp_decoded *d, const struct pp_proc *proc)
 {
 	uint32_t frames = (uint32_t)d->sample.nr_kstack + d->sample.nr_ustack;
 	uint8_t blob[PP_SAMPLE_MAX_SIZE];
 	struct pp_sample head = d->sample;
+	const struct pp_proc *image = NULL;
 	int ret;
 
 	if (frames > 2 * PP_MAX_STACK_DEPTH)
 		return -EINVAL;
-	if (proc && (proc->flags & PP_PROC_F_REPLACED))
-		return -ESTALE;
+	if (proc && (proc->flags & PP_PROC_F_REPLACED)) {
+		if (!(proc->flags & PP_PROC_F_EVENTS) || !proc->maps.n)
+			return -ESTALE;
+		image = proc;
+	}
 	head.flags &= (uint16_t)~PP_SF_USTACK_RAW;
 	head.hdr.size = (uint32_t)(sizeof(head) + frames * sizeof(uint64_t));
 	memcpy(blob, &head, sizeof(head));
 	memcpy(blob + sizeof(head), d->stack_bytes, frames * sizeof(uint64_t));
 	/* its install first, so that the walk queued after it finds the tables */
-	note_unwinder(s, proc, d->sample.tgid);
+	if (!image)
+		note_unwinder(s, proc, d->sample.tgid);
 	ret = pp_unwinder_walk_later(
 	    s->opts.unwinder, &(struct pp_unwind_later){
 				  .tgid = d->sample.tgid,
@@ -1929,7 +1935,10 @@ static int walk_later(struct pp_session *s, const struct pp_decoded *d, const st
 				  .stack_len = d->raw.len,
 				  .blob = blob,
 				  .blob_len = head.hdr.size,
+				  .image = image,
 			      });
+	if (!ret && image)
+		s->stats.copies_of_replaced_images++;
 	return ret;
 }
 
@@ -2039,10 +2048,7 @@ int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 		s->stats.ustack_copies++;
 		if (ret == 0)
 			return 0;
-		if (ret == -ESTALE)
-			s->stats.copies_replaced++;
-		else
-			s->stats.copies_refused++;
+		s->stats.copies_refused++;
 	}
 	return handle_sample(s, d);
 }

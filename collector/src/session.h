@@ -183,13 +183,14 @@ struct pp_session_stats {
 	 * Samples of a process whose tables the shim did not have yet, with a copy of their stack
 	 * (PP_SF_USTACK_RAW), walked when the tables were in: with the tables (of them whole,
 	 * and short by why: the copy ended, no CFI at a pc, another stop), or left as the shim
-	 * walked them (frame pointers): no table for any of its frames, an image its process
-	 * replaced by an exec before the copy came (its list is gone), or the walk refused (too
-	 * many waiting, or no unwinder).
+	 * walked them (frame pointers): no table for any of its frames, or the walk refused (too
+	 * many waiting, no unwinder, or an image replaced by exec whose mappings are not known).
+	 * Of the copies queued, those of an image its process replaced by an exec since, walked
+	 * with that image's mappings.
 	 */
 	uint64_t ustack_copies, copies_walked, copies_whole;
 	uint64_t copies_short_copy_ended, copies_short_no_cfi, copies_short_other;
-	uint64_t copies_no_tables, copies_replaced, copies_refused;
+	uint64_t copies_no_tables, copies_refused, copies_of_replaced_images;
 	/* Processes: images the side-band made (exec, fork) and the mappings it reported;
 	 * /proc reads (a process's first, and rereads for an address no mapping held). */
 	uint64_t process_images_reported, process_mappings_reported;

@@ -329,15 +329,17 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 	    "Samples of a process whose unwind tables the shim did not have yet, which carried a "
 	    "copy of their stack, by what its walk once the tables were in gave: whole, short "
 	    "(the copy ended, no CFI, another stop), or left as the shim walked them (no_tables, "
-	    "replaced: an image its process replaced by an exec before the copy came, "
 	    "not_walked).");
 	labelled(f, copies, "result", "whole", s->copies_whole);
 	labelled(f, copies, "result", "short_copy_ended", s->copies_short_copy_ended);
 	labelled(f, copies, "result", "short_no_cfi", s->copies_short_no_cfi);
 	labelled(f, copies, "result", "short_other", s->copies_short_other);
 	labelled(f, copies, "result", "no_tables", s->copies_no_tables);
-	labelled(f, copies, "result", "replaced", s->copies_replaced);
 	labelled(f, copies, "result", "not_walked", s->copies_refused);
+	family(f, "pebsprof_stack_copies_of_replaced_images_total", "counter",
+	       "Of those, copies taken in an image its process replaced by an exec since (a "
+	       "wrapper's), walked with that image's mappings.");
+	value(f, "pebsprof_stack_copies_of_replaced_images_total", s->copies_of_replaced_images);
 	family(f, "pebsprof_frames_total", "counter", "Frames symbolized, cache hits included.");
 	value(f, "pebsprof_frames_total", s->frames);
 	family(f, unres, "counter",

@@ -137,8 +137,9 @@ struct pp_health_snapshot {
 	uint64_t samples_no_process; /* kept, without process metadata */
 	/* stack copies (pp_session_stats): walked whole, short by why, left as the shim's */
 	uint64_t copies_whole, copies_short_copy_ended, copies_short_no_cfi, copies_short_other;
-	uint64_t copies_no_tables, copies_replaced, copies_refused;
-	uint64_t add_errors; /* samples the profile refused (memory) */
+	uint64_t copies_no_tables, copies_refused;
+	uint64_t copies_of_replaced_images; /* ... of which an image replaced by exec since */
+	uint64_t add_errors;		    /* samples the profile refused (memory) */
 	uint64_t frames, frames_unmapped, frames_no_symbol, frames_no_file;
 	uint64_t frames_not_code; /* user walks ended at a return address outside code */
 	/* Locations named, by source ("symtab", "perf_map", ...: names[i] says), and unnamed. */

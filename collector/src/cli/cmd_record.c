@@ -682,16 +682,16 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_UNSUPPORTED],
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_IMPLAUSIBLE],
 	       (unsigned long long)c[PP_CNT_UNWIND_STOP_FP]);
-	printf("stack copies of those samples: %llu, walked once their tables were in %llu (whole "
-	       "%llu; short: the copy ended %llu, no CFI %llu, other %llu); left as the shim "
-	       "walked them: no table for their frames %llu, an image replaced by exec since %llu, "
-	       "not walked %llu\n",
-	       (unsigned long long)st->ustack_copies, (unsigned long long)st->copies_walked,
-	       (unsigned long long)st->copies_whole,
-	       (unsigned long long)st->copies_short_copy_ended,
-	       (unsigned long long)st->copies_short_no_cfi,
-	       (unsigned long long)st->copies_short_other, (unsigned long long)st->copies_no_tables,
-	       (unsigned long long)st->copies_replaced, (unsigned long long)st->copies_refused);
+	printf(
+	    "stack copies of those samples: %llu, walked once their tables were in %llu (whole "
+	    "%llu; short: the copy ended %llu, no CFI %llu, other %llu); left as the shim "
+	    "walked them: no table for their frames %llu, not walked %llu; taken in an image "
+	    "replaced by exec since, walked with its own mappings %llu\n",
+	    (unsigned long long)st->ustack_copies, (unsigned long long)st->copies_walked,
+	    (unsigned long long)st->copies_whole, (unsigned long long)st->copies_short_copy_ended,
+	    (unsigned long long)st->copies_short_no_cfi, (unsigned long long)st->copies_short_other,
+	    (unsigned long long)st->copies_no_tables, (unsigned long long)st->copies_refused,
+	    (unsigned long long)st->copies_of_replaced_images);
 	printf("unwind tables: %llu built in %.0f ms, %llu shared, %llu files without CFI "
 	       "(%llu refused), %llu too big, %llu evicted (%llu built again), %llu did not fit; "
 	       "%llu of %llu rows (%.1f MiB) and %llu rules in use; %llu process installs (%llu "

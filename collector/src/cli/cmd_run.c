@@ -836,7 +836,7 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.copies_short_no_cfi = ss.copies_short_no_cfi;
 	snap.copies_short_other = ss.copies_short_other;
 	snap.copies_no_tables = ss.copies_no_tables;
-	snap.copies_replaced = ss.copies_replaced;
+	snap.copies_of_replaced_images = ss.copies_of_replaced_images;
 	snap.copies_refused = ss.copies_refused;
 	snap.process_images_reported = ss.process_images_reported;
 	snap.process_reads = ss.process_reads;

@@ -174,7 +174,8 @@ struct pp_unwinder {
 		 * files when the process is gone; NULL maps: read /proc/PID/maps */
 		struct pp_maps *maps;
 		uint32_t relatives[PP_PROC_RELATIVES];
-		struct later *walk; /* OP_WALK (owned) */
+		/* OP_WALK (owned); with maps: those of the image the copy was taken in */
+		struct later *walk;
 	} queue[QUEUE_SIZE];
 	uint32_t qhead, qlen;
 	uint32_t releases_queued; /* since the worker was last woken (RELEASE_BATCH) */
@@ -1358,15 +1359,21 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	return t;
 }
 
-static void unhold(struct pp_unwinder *u, struct proc *p)
+/* The n tables held (their indexes, from make_list) let go, and the array freed. */
+static void let_go(struct pp_unwinder *u, uint32_t *held, uint32_t n)
 {
-	for (uint32_t i = 0; i < p->ntables; i++) {
-		struct table *t = &u->tables[p->tables[i]];
+	for (uint32_t i = 0; i < n; i++) {
+		struct table *t = &u->tables[held[i]];
 
 		if (t->users)
 			t->users--;
 	}
-	free(p->tables);
+	free(held);
+}
+
+static void unhold(struct pp_unwinder *u, struct proc *p)
+{
+	let_go(u, p->tables, p->ntables);
 	p->tables = NULL;
 	p->ntables = 0;
 }
@@ -1385,6 +1392,87 @@ static void do_release(struct pp_unwinder *u, uint32_t tgid)
 }
 
 /*
+ * The list of maps' executable mappings in u->scratch, each mapping's table in
+ * u->scratch_tables (index + 1, 0 for none), for a process's list (shim: counted as the
+ * lists written) or one walk's: the tables held (their indexes, *nheld of them; the caller
+ * lets them go), or NULL without memory. *all: every executable mapping listed.
+ */
+static uint32_t *make_list(struct pp_unwinder *u, uint32_t tgid, const struct pp_maps *maps,
+			   const uint32_t *relatives, bool shim, uint32_t *nheld, bool *all)
+{
+	struct pp_bpf_unwind_proc *out = u->scratch;
+	uint32_t *held = calloc(maps->n ? maps->n : 1, sizeof(*held)), files_left = 0;
+
+	*nheld = 0;
+	*all = true;
+	if (!held)
+		return NULL;
+	memset(out, 0, sizeof(*out));
+	u->tick++;
+	for (size_t i = 0; i < maps->n; i++)
+		files_left += (maps->entries[i].perms & PP_MAP_EXEC) &&
+			      maps->entries[i].kind == PP_MAP_KIND_FILE;
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct pp_map_entry *e = &maps->entries[i];
+		struct pp_bpf_unwind_mapping *m;
+		struct table *t;
+		uint64_t vaddr;
+
+		if (!(e->perms & PP_MAP_EXEC))
+			continue;
+		/*
+		 * Code of no file (the vdso, JIT code) is listed too, without a table (frame
+		 * pointers there), so that code outside the list is code mapped since: the shim
+		 * copies the stacks that meet it. Files' mappings keep their room first.
+		 */
+		if (e->kind != PP_MAP_KIND_FILE) {
+			if (out->nr + files_left < PP_UNWIND_MAX_MAPPINGS) {
+				u->scratch_tables[out->nr] = 0;
+				out->m[out->nr++] = (struct pp_bpf_unwind_mapping){
+				    .start = e->start,
+				    .end = e->end,
+				};
+			} else {
+				*all = false;
+			}
+			continue;
+		}
+		files_left--;
+		if (out->nr == PP_UNWIND_MAX_MAPPINGS) {
+			u->st.mappings_cut += shim;
+			*all = false;
+			continue;
+		}
+		u->scratch_tables[out->nr] = 0;
+		m = &out->m[out->nr++];
+		m->start = e->start;
+		m->end = e->end;
+		u->st.mappings += shim;
+		t = table_for(u, tgid, relatives, e);
+		if (!t || !t->nr ||
+		    pp_unwind_vaddr_of(t->loads, t->nloads, e->offset, 1, &vaddr) != 0) {
+			if (shim) {
+				u->st.mappings_no_table++;
+				u->st.mappings_unopened += !t;
+				u->st.mappings_no_cfi += t && !t->nr && !t->no_room;
+				u->st.mappings_no_room += t && !t->nr && t->no_room;
+				u->st.mappings_unplaced += t && t->nr;
+			}
+			continue;
+		}
+		t->users++;
+		t->last_use = u->tick;
+		held[(*nheld)++] = (uint32_t)(t - u->tables);
+		u->scratch_tables[out->nr - 1] = (uint32_t)(t - u->tables) + 1;
+		/* runtime = vaddr + (start - vaddr of the mapping's offset) */
+		m->base = t->packed.base_vaddr + (e->start - vaddr);
+		m->first_word = t->first;
+		m->nr_pages = t->packed.nr_pages;
+	}
+	return held;
+}
+
+/*
  * Install tgid's list: from given (the side-band's mappings; relatives where its files are
  * found when it is gone), or else from /proc/PID/maps.
  */
@@ -1393,7 +1481,7 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid, const struct pp_maps
 {
 	uint64_t maps_hash = 0;
 	struct pp_bpf_unwind_proc *out = u->scratch;
-	uint32_t *held = NULL, nheld = 0, files_left = 0;
+	uint32_t *held = NULL, nheld = 0;
 	bool all = true; /* every executable mapping listed */
 	struct pp_maps maps;
 	char path[300];
@@ -1436,77 +1524,17 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid, const struct pp_maps
 	}
 	u->st.maps_reads++;
 listed:
-	held = calloc(maps.n ? maps.n : 1, sizeof(*held));
+	held = make_list(u, tgid, &maps, given ? relatives : NULL, true, &nheld, &all);
 	if (!held) {
 		if (!given)
 			pp_maps_fini(&maps);
 		return -ENOMEM;
 	}
-	memset(out, 0, sizeof(*out));
-	u->tick++;
-	for (size_t i = 0; i < maps.n; i++)
-		files_left += (maps.entries[i].perms & PP_MAP_EXEC) &&
-			      maps.entries[i].kind == PP_MAP_KIND_FILE;
-	for (size_t i = 0; i < maps.n; i++) {
-		const struct pp_map_entry *e = &maps.entries[i];
-		struct pp_bpf_unwind_mapping *m;
-		struct table *t;
-		uint64_t vaddr;
-
-		if (!(e->perms & PP_MAP_EXEC))
-			continue;
-		/*
-		 * Code of no file (the vdso, JIT code) is listed too, without a table (frame
-		 * pointers there), so that code outside the list is code mapped since: the shim
-		 * copies the stacks that meet it. Files' mappings keep their room first.
-		 */
-		if (e->kind != PP_MAP_KIND_FILE) {
-			if (out->nr + files_left < PP_UNWIND_MAX_MAPPINGS) {
-				u->scratch_tables[out->nr] = 0;
-				out->m[out->nr++] = (struct pp_bpf_unwind_mapping){
-				    .start = e->start,
-				    .end = e->end,
-				};
-			} else {
-				all = false;
-			}
-			continue;
-		}
-		files_left--;
-		if (out->nr == PP_UNWIND_MAX_MAPPINGS) {
-			u->st.mappings_cut++;
-			all = false;
-			continue;
-		}
-		u->scratch_tables[out->nr] = 0;
-		m = &out->m[out->nr++];
-		m->start = e->start;
-		m->end = e->end;
-		u->st.mappings++;
-		t = table_for(u, tgid, given ? relatives : NULL, e);
-		if (!t || !t->nr ||
-		    pp_unwind_vaddr_of(t->loads, t->nloads, e->offset, 1, &vaddr) != 0) {
-			u->st.mappings_no_table++;
-			u->st.mappings_unopened += !t;
-			u->st.mappings_no_cfi += t && !t->nr && !t->no_room;
-			u->st.mappings_no_room += t && !t->nr && t->no_room;
-			u->st.mappings_unplaced += t && t->nr;
-			continue;
-		}
-		t->users++;
-		t->last_use = u->tick;
-		held[nheld++] = (uint32_t)(t - u->tables);
-		u->scratch_tables[out->nr - 1] = (uint32_t)(t - u->tables) + 1;
-		/* runtime = vaddr + (start - vaddr of the mapping's offset) */
-		m->base = t->packed.base_vaddr + (e->start - vaddr);
-		m->first_word = t->first;
-		m->nr_pages = t->packed.nr_pages;
-	}
 	if (!given)
 		pp_maps_fini(&maps);
 	p = proc_find(u, tgid, false);
 	if (!p && u->st.procs_live >= u->procs_mask / 2) { /* the hash stays half empty */
-		free(held);
+		let_go(u, held, nheld);
 		u->st.procs_dropped++;
 		return -ENOSPC;
 	}
@@ -1664,9 +1692,42 @@ static int walk_read(void *ctx, uint64_t addr, uint64_t *out)
 	return 0;
 }
 
+static void walk_with(struct pp_unwinder *u, const struct proc *p, struct later *w);
+
+/*
+ * The copy w walked with the list of the image it was taken in, one its process has replaced
+ * by an exec since (maps: that image's executable mappings, relatives where its files are
+ * found): a list of its own for this walk, never written to the shim, its tables held for the
+ * walk alone.
+ */
+static void do_walk_image(struct pp_unwinder *u, struct later *w, const struct pp_maps *maps,
+			  const uint32_t *relatives)
+{
+	const struct pp_bpf_unwind_proc *out = u->scratch;
+	struct proc image = {.tgid = w->tgid};
+	bool all;
+
+	image.tables = make_list(u, w->tgid, maps, relatives, false, &image.ntables, &all);
+	w->npcs = 0;
+	w->status = -ENOMEM;
+	if (!image.tables)
+		return;
+	image.maps = (struct pp_bpf_unwind_mapping *)out->m;
+	image.map_tables = u->scratch_tables;
+	image.nmaps = out->nr;
+	image.list_flags = all && out->nr ? PP_UW_PROC_ALL_MAPPINGS : 0;
+	walk_with(u, &image, w);
+	u->st.walks_of_images++;
+	unhold(u, &image);
+}
+
 static void do_walk(struct pp_unwinder *u, struct later *w)
 {
-	const struct proc *p = proc_find(u, w->tgid, false);
+	walk_with(u, proc_find(u, w->tgid, false), w);
+}
+
+static void walk_with(struct pp_unwinder *u, const struct proc *p, struct later *w)
+{
 	struct walk_ctx c = {.u = u, .p = p, .w = w};
 	struct pp_unwind_ops ops = {.find_row = walk_find_row, .read_u64 = walk_read, .ctx = &c};
 
@@ -1697,8 +1758,19 @@ static bool walk_room(const struct pp_unwinder *u)
 	       u->qlen < QUEUE_SIZE;
 }
 
+static struct pp_maps *exec_mappings(const struct pp_proc *p);
+
+static void drop_maps(struct pp_maps *maps)
+{
+	if (maps) {
+		pp_maps_fini(maps);
+		free(maps);
+	}
+}
+
 int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *w)
 {
+	struct pp_maps *image_maps = NULL;
 	struct later *l;
 	bool queued = false;
 
@@ -1714,9 +1786,13 @@ int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *
 		return -ENOSPC;
 	}
 	pthread_mutex_unlock(&u->lock);
-	l = malloc(sizeof(*l) + w->stack_len + w->blob_len);
-	if (!l)
+	if (w->image && !(image_maps = exec_mappings(w->image)))
 		return -ENOMEM;
+	l = malloc(sizeof(*l) + w->stack_len + w->blob_len);
+	if (!l) {
+		drop_maps(image_maps);
+		return -ENOMEM;
+	}
 	memset(l, 0, sizeof(*l));
 	l->tgid = w->tgid;
 	l->regs = w->regs;
@@ -1727,7 +1803,8 @@ int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *
 	if (w->blob_len)
 		memcpy(l->data + w->stack_len, w->blob, w->blob_len);
 	pthread_mutex_lock(&u->lock);
-	if (walk_room(u) && enqueue(u, w->tgid, OP_WALK)) {
+	if (walk_room(u) &&
+	    enqueue_maps(u, w->tgid, OP_WALK, image_maps, w->image ? w->image->relatives : NULL)) {
 		u->queue[(u->qhead + u->qlen - 1) % QUEUE_SIZE].walk = l;
 		u->walks++;
 		u->walks_queued++;
@@ -1738,6 +1815,7 @@ int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *
 	pthread_mutex_unlock(&u->lock);
 	if (!queued) {
 		free(l);
+		drop_maps(image_maps);
 		return -ENOSPC;
 	}
 	return 0;
@@ -1825,10 +1903,14 @@ static void run_op(struct pp_unwinder *u, const struct queued *q)
 		struct later *l;
 
 		pthread_mutex_lock(&u->work);
-		do_walk(u, q->walk);
+		if (q->maps)
+			do_walk_image(u, q->walk, q->maps, q->relatives);
+		else
+			do_walk(u, q->walk);
 		if (partial_due(u))
 			partial_flush(u);
 		pthread_mutex_unlock(&u->work);
+		drop_maps(q->maps);
 		l = walked_shrink(q->walk);
 		pthread_mutex_lock(&u->lock);
 		l->next = NULL;

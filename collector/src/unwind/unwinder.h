@@ -125,8 +125,9 @@ struct pp_unwinder_stats {
 	uint64_t cache_bytes;	      /* in its directory now */
 	uint64_t cache_read_ns;	      /* digesting files, reading and decoding tables */
 	bool cache_on;
-	/* stack copies (pp_unwinder_walk_later): walked, refused (too many waiting) */
-	uint64_t walks_done, walks_refused;
+	/* stack copies (pp_unwinder_walk_later): walked, refused (too many waiting); walked
+	 * with a list of the image they were taken in (pp_unwind_later.image) */
+	uint64_t walks_done, walks_refused, walks_of_images;
 	/* partial tables: files given one, FDEs found for walks, frames walked by rows found
 	 * then, runs written again, compiled whole since; their failures */
 	uint64_t tables_partial, partial_fdes, partial_frames, partial_writes, partial_promoted;
@@ -185,6 +186,13 @@ struct pp_unwind_later {
 	uint32_t stack_len; /* at most PP_RAW_USTACK_MAX */
 	const void *blob;   /* the caller's, copied, given back with the walk */
 	size_t blob_len;    /* at most PP_SAMPLE_MAX_SIZE */
+	/*
+	 * NULL: the copy is walked with its process's list. Else the image it was taken in, one
+	 * its process has replaced by an exec since (PP_PROC_F_REPLACED; a wrapper's: env, a
+	 * shell before the program it starts): walked with a list of that image's mappings
+	 * (copied here), made for this walk alone and never written to the shim.
+	 */
+	const struct pp_proc *image;
 };
 
 /*

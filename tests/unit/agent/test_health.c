@@ -275,7 +275,7 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.copies_short_other = 35;
 	s.copies_no_tables = 36;
 	s.copies_refused = 37;
-	s.copies_replaced = 38;
+	s.copies_of_replaced_images = 38;
 	s.frames = 5000;
 	s.frames_unmapped = 8;
 	s.frames_no_symbol = 9;
@@ -400,16 +400,18 @@ static const char metrics_tail[] =
     "# HELP pebsprof_stack_copies_total Samples of a process whose unwind tables the shim did not "
     "have yet, which carried a copy of their stack, by what its walk once the tables were in "
     "gave: whole, short (the copy ended, no CFI, another stop), or left as the shim walked them "
-    "(no_tables, replaced: an image its process replaced by an exec before the copy came, "
-    "not_walked).\n"
+    "(no_tables, not_walked).\n"
     "# TYPE pebsprof_stack_copies_total counter\n"
     "pebsprof_stack_copies_total{result=\"whole\"} 32\n"
     "pebsprof_stack_copies_total{result=\"short_copy_ended\"} 33\n"
     "pebsprof_stack_copies_total{result=\"short_no_cfi\"} 34\n"
     "pebsprof_stack_copies_total{result=\"short_other\"} 35\n"
     "pebsprof_stack_copies_total{result=\"no_tables\"} 36\n"
-    "pebsprof_stack_copies_total{result=\"replaced\"} 38\n"
     "pebsprof_stack_copies_total{result=\"not_walked\"} 37\n"
+    "# HELP pebsprof_stack_copies_of_replaced_images_total Of those, copies taken in an image "
+    "its process replaced by an exec since (a wrapper's), walked with that image's mappings.\n"
+    "# TYPE pebsprof_stack_copies_of_replaced_images_total counter\n"
+    "pebsprof_stack_copies_of_replaced_images_total 38\n"
     "# HELP pebsprof_frames_total Frames symbolized, cache hits included.\n"
     "# TYPE pebsprof_frames_total counter\n"
     "pebsprof_frames_total 5000\n"

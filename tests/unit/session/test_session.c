@@ -1927,11 +1927,11 @@ static void make_copied_sample(struct rec *r, uint32_t tgid, uint64_t time_ns, u
 
 /*
  * A copy taken in an image its process has replaced by an exec since (a wrapper's, a shell's
- * before the program it starts) is not handed to the unwinder, which holds the current
- * image's list only: it stays as the shim walked it, counted apart. The new image's copies
- * go to the unwinder.
+ * before the program it starts) goes to the unwinder with that image's mappings, not to be
+ * walked with its process's list, which is the next image's; the new image's copies go with
+ * none.
  */
-TEST(copies_of_an_image_replaced_by_exec_are_not_walked_with_the_next_ones_list)
+TEST(copies_of_an_image_replaced_by_exec_go_with_that_images_mappings)
 {
 	const struct pp_unwinder_sink taker = {.write_rows = sink_take_rows,
 					       .write_rule = sink_take_rule,
@@ -1944,6 +1944,7 @@ TEST(copies_of_an_image_replaced_by_exec_are_not_walked_with_the_next_ones_list)
 	uint64_t uf[1] = {FN_ADDR(sess_leaf_alpha) + 4};
 	unsigned char copy[64] = {0};
 	const struct pp_map_entry *code;
+	struct pp_unwinder_stats ust;
 	struct pp_session_stats st;
 	struct pp_maps maps = {0};
 	struct sess_fixture f;
@@ -1969,27 +1970,28 @@ TEST(copies_of_an_image_replaced_by_exec_are_not_walked_with_the_next_ones_list)
 	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
 	pp_session_get_stats(f.s, &st);
 	CHECK_EQ_U64(st.ustack_copies, 1);
-	CHECK_EQ_U64(st.copies_replaced, 1);
+	CHECK_EQ_U64(st.copies_of_replaced_images, 1);
 	CHECK_EQ_U64(st.copies_refused, 0);
-	/* it went on as the shim walked it: in the profile, as the wrapper's */
-	CHECK(pp_profile_sample_count(f.prof) == 1);
-	CHECK_EQ_U64(pp_unwinder_walks_waiting(u), 0);
-	/* the program's own copy goes to the unwinder */
+	CHECK_EQ_U64(pp_unwinder_walks_waiting(u), 1);
+	/* the program's own copy goes with none */
 	make_copied_sample(&r, NO_SUCH_PID, TIME_NS + 2000, uf[0], copy);
 	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
 	pp_session_get_stats(f.s, &st);
 	CHECK_EQ_U64(st.ustack_copies, 2);
-	CHECK_EQ_U64(st.copies_replaced, 1);
-	CHECK_EQ_U64(st.copies_refused, 0);
-	CHECK_EQ_U64(pp_unwinder_walks_waiting(u), 1);
+	CHECK_EQ_U64(st.copies_of_replaced_images, 1);
+	CHECK_EQ_U64(pp_unwinder_walks_waiting(u), 2);
+	pp_unwinder_drain(u);
+	pp_unwinder_get_stats(u, &ust);
+	CHECK_EQ_U64(ust.walks_done, 2);
+	CHECK_EQ_U64(ust.walks_of_images, 1);
 	pp_maps_fini(&maps);
 	fixture_fini(&f);
 	pp_unwinder_free(u);
 }
 
 TEST_LIST = {
-    {"copies_of_an_image_replaced_by_exec_are_not_walked_with_the_next_ones_list",
-     copies_of_an_image_replaced_by_exec_are_not_walked_with_the_next_ones_list},
+    {"copies_of_an_image_replaced_by_exec_go_with_that_images_mappings",
+     copies_of_an_image_replaced_by_exec_go_with_that_images_mappings},
     {"jit_frames_of_an_exited_process_are_not_asked_again",
      jit_frames_of_an_exited_process_are_not_asked_again},
     {"the_launchers_records_before_the_exec_are_left_out",

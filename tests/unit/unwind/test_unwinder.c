@@ -1108,6 +1108,97 @@ TEST(a_stack_copy_is_walked_once_its_process_has_tables)
 	mem_sink_free(m);
 }
 
+/*
+ * A copy taken in an image its process has replaced by an exec since (a wrapper's) is walked
+ * with a list of that image's mappings, made for the walk and never written to the shim: the
+ * whole chain, as its process's own list gives it, where that process's list now belongs to
+ * another image (here: none, and then one of no mapping at all). Its tables are held for the
+ * walk alone: a process installed after it still finds them, and they can go.
+ */
+TEST(a_copy_of_an_image_replaced_by_exec_is_walked_with_that_images_mappings)
+{
+	struct mem_sink *m = mem_sink_new(1u << 20), *m2 = mem_sink_new(1u << 20);
+	struct pp_proc image = {.flags = PP_PROC_F_EVENTS | PP_PROC_F_REPLACED};
+	struct pp_unwinder_stats st;
+	struct walked_box box = {0};
+	struct pp_chain_dump d = {0};
+	struct pp_unwinder *u;
+	uint8_t *stack = NULL;
+	char path[64], *text = NULL;
+	size_t tlen = 0;
+	uint32_t len;
+	pid_t pid;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL && m2 != NULL);
+	pid = chain_dumped("image", &d, &stack, &len);
+	REQUIRE(pid > 0 && stack != NULL);
+	/* the image as the side-band reported it: the chain's mappings */
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	REQUIRE(pp_read_text_whole(path, 1 << 20, &text, &tlen) == 0);
+	REQUIRE(pp_maps_parse(text, tlen, &image.maps) == 0);
+	free(text);
+	image.pid = (uint32_t)pid;
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){0});
+	REQUIRE(u != NULL);
+	/* the reference: the process's own list */
+	pp_unwinder_note(u, (uint32_t)pid);
+	REQUIRE(walk_dump(u, (uint32_t)pid, &d, stack, len, "own") == 0);
+	pp_unwinder_drain(u);
+	REQUIRE(pp_unwinder_take_walked(u, keep_walked, &box) == 1);
+	REQUIRE(box.w[0].status == 0 && box.w[0].why == PP_UNWIND_END);
+	pp_unwinder_free(u);
+
+	/* a fresh unwinder and shim, the process never noted: no list for it */
+	u = pp_unwinder_new(&m2->sink, &(struct pp_unwinder_opts){0});
+	REQUIRE(u != NULL);
+	REQUIRE(pp_unwinder_walk_later(u, &(struct pp_unwind_later){
+					      .tgid = (uint32_t)pid,
+					      .regs = {.rip = d.rip, .rsp = d.rsp, .rbp = d.rbp},
+					      .stack = stack,
+					      .stack_base = d.rsp,
+					      .stack_len = len,
+					      .blob = "image",
+					      .blob_len = 5,
+					      .image = &image,
+					  }) == 0);
+	REQUIRE(walk_dump(u, (uint32_t)pid, &d, stack, len, "plain") == 0);
+	pp_unwinder_drain(u);
+	REQUIRE(pp_unwinder_take_walked(u, keep_walked, &box) == 2);
+	CHECK(!strcmp(box.w[1].blob, "image") && !strcmp(box.w[2].blob, "plain"));
+	/* the same frames as the process's own list gave, every one */
+	CHECK(box.w[1].status == 0);
+	CHECK(box.w[1].why == PP_UNWIND_END);
+	CHECK(box.w[1].table_frames == box.w[0].table_frames && box.w[1].table_frames > 0);
+	CHECK_EQ_U64(box.w[1].npcs, box.w[0].npcs);
+	CHECK(!memcmp(box.w[1].pcs, box.w[0].pcs, box.w[0].npcs * sizeof(uint64_t)));
+	/* the plain copy, with no list of its process: not walked */
+	CHECK(box.w[2].status == -ESRCH);
+	/* no list was written for the process */
+	CHECK(mem_proc(m2, (uint32_t)pid) == NULL);
+	pp_unwinder_get_stats(u, &st);
+	CHECK_EQ_U64(st.walks_of_images, 1);
+	CHECK_EQ_U64(st.procs_installed, 0);
+	/* its tables were let go: a process installed now shares them, none built again */
+	{
+		uint64_t built = st.tables_built;
+
+		pp_unwinder_note(u, (uint32_t)pid);
+		pp_unwinder_drain(u);
+		pp_unwinder_get_stats(u, &st);
+		CHECK_EQ_U64(st.procs_installed, 1);
+		CHECK_EQ_U64(st.tables_built, built);
+		CHECK(mem_proc(m2, (uint32_t)pid) != NULL);
+	}
+	stop(pid);
+	free(stack);
+	pp_maps_fini(&image.maps);
+	pp_unwinder_free(u);
+	mem_sink_free(m);
+	mem_sink_free(m2);
+}
+
 /* The rule the shim finds at pc in mapping mp of the sink's array (NULL: no row). */
 static const struct pp_bpf_unwind_rule *
 shim_rule_at(struct mem_sink *m, const struct pp_bpf_unwind_mapping *mp, uint64_t pc)
@@ -1499,6 +1590,8 @@ TEST_LIST = {
     {"drain_for_waits_a_bounded_time", drain_for_waits_a_bounded_time},
     {"files_keep_their_room_in_a_full_list", files_keep_their_room_in_a_full_list},
     {"partial_tables_find_rows_as_walks_reach_them", partial_tables_find_rows_as_walks_reach_them},
+    {"a_copy_of_an_image_replaced_by_exec_is_walked_with_that_images_mappings",
+     a_copy_of_an_image_replaced_by_exec_is_walked_with_that_images_mappings},
     {"a_stack_copy_is_walked_once_its_process_has_tables",
      a_stack_copy_is_walked_once_its_process_has_tables},
 };
