@@ -311,6 +311,15 @@ static void seen_del(struct pp_unwinder *u, struct seen *e)
 	}
 }
 
+/* A queued op's mappings (exec_mappings' copy) let go; NULL is fine. */
+static void drop_maps(struct pp_maps *maps)
+{
+	if (maps) {
+		pp_maps_fini(maps);
+		free(maps);
+	}
+}
+
 static bool enqueue_maps(struct pp_unwinder *u, uint32_t tgid, enum op op, struct pp_maps *maps,
 			 const uint32_t *relatives)
 {
@@ -1525,13 +1534,10 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid, const struct pp_maps
 	u->st.maps_reads++;
 listed:
 	held = make_list(u, tgid, &maps, given ? relatives : NULL, true, &nheld, &all);
-	if (!held) {
-		if (!given)
-			pp_maps_fini(&maps);
-		return -ENOMEM;
-	}
 	if (!given)
 		pp_maps_fini(&maps);
+	if (!held)
+		return -ENOMEM;
 	p = proc_find(u, tgid, false);
 	if (!p && u->st.procs_live >= u->procs_mask / 2) { /* the hash stays half empty */
 		let_go(u, held, nheld);
@@ -1760,14 +1766,6 @@ static bool walk_room(const struct pp_unwinder *u)
 
 static struct pp_maps *exec_mappings(const struct pp_proc *p);
 
-static void drop_maps(struct pp_maps *maps)
-{
-	if (maps) {
-		pp_maps_fini(maps);
-		free(maps);
-	}
-}
-
 int pp_unwinder_walk_later(struct pp_unwinder *u, const struct pp_unwind_later *w)
 {
 	struct pp_maps *image_maps = NULL;
@@ -1931,10 +1929,7 @@ static void run_op(struct pp_unwinder *u, const struct queued *q)
 		(void)do_install(u, tgid, q->maps, q->relatives);
 	}
 	pthread_mutex_unlock(&u->work);
-	if (q->maps) {
-		pp_maps_fini(q->maps);
-		free(q->maps);
-	}
+	drop_maps(q->maps);
 	if (op == OP_INSTALL) {
 		struct seen *e;
 
@@ -2147,10 +2142,7 @@ void pp_unwinder_free(struct pp_unwinder *u)
 		pthread_join(u->thread, NULL);
 	}
 	for (uint32_t i = 0; i < u->qlen; i++) {
-		struct pp_maps *m = u->queue[(u->qhead + i) % QUEUE_SIZE].maps;
-
-		pp_maps_fini(m);
-		free(m);
+		drop_maps(u->queue[(u->qhead + i) % QUEUE_SIZE].maps);
 		free(u->queue[(u->qhead + i) % QUEUE_SIZE].walk);
 	}
 	while (u->done_head) {
@@ -2305,10 +2297,7 @@ void pp_unwinder_note_proc(struct pp_unwinder *u, const struct pp_proc *p)
 		u->st.procs_dropped++;
 		u->sweep_wanted = true;
 		pthread_mutex_unlock(&u->lock);
-		if (maps) {
-			pp_maps_fini(maps);
-			free(maps);
-		}
+		drop_maps(maps);
 		return;
 	}
 	e->version = version;
