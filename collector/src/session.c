@@ -585,6 +585,7 @@ void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *o
 		pp_proc_cache_get_stats(s->procs, &ps);
 		out->process_images_reported = ps.sb_images;
 		out->process_mappings_reported = ps.sb_mmaps;
+		out->process_mappings_late = ps.sb_mmaps_late;
 		out->process_reads = ps.loads;
 		out->process_map_rereads = ps.reloads_for_unplaced_addr;
 		pp_sideband_get_stats(s->opts.sideband, &sbs);
@@ -1602,12 +1603,18 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		proc = pp_proc_cache_get_at(s->procs, rec->tgid, rec->time_ns);
 		if (!proc && (errno == EACCES || errno == EPERM))
 			s->stats.samples_unreadable++; /* there, but not ours to read */
+		else if (!proc && errno == ESTALE)
+			s->stats.samples_of_images_not_kept++;
 		else if (!proc)
 			s->stats.samples_no_process++;
 		else if ((proc->flags & (PP_PROC_F_NO_MAPS | PP_PROC_F_NO_EXE)) &&
 			 !(proc->flags & PP_PROC_F_KTHREAD))
 			s->stats.samples_unreadable++;
-		note_unwinder(s, proc, rec->tgid);
+		/* an image no longer kept (ESTALE) needs nothing of the process it became */
+		if (proc || errno != ESTALE)
+			note_unwinder(s, proc, rec->tgid);
+		if (proc && (proc->flags & PP_PROC_F_REPLACED))
+			s->stats.samples_of_replaced_images++;
 	}
 	if (s->objs && (rec->flags & PP_SF_MEM_FIELDS))
 		mem_prepare(s, proc, rec, &mi);
@@ -2041,10 +2048,13 @@ int pp_session_handle_decoded(struct pp_session *s, const struct pp_decoded *d)
 	if (d->raw_bytes) {
 		int ret = -EOPNOTSUPP;
 
-		if (s->opts.unwinder)
-			ret = walk_later(
-			    s, d,
-			    pp_proc_cache_get_at(s->procs, d->sample.tgid, d->sample.time_ns));
+		if (s->opts.unwinder) {
+			const struct pp_proc *proc =
+			    pp_proc_cache_get_at(s->procs, d->sample.tgid, d->sample.time_ns);
+
+			/* an image no longer kept: the process's list is another program's */
+			ret = proc || errno != ESTALE ? walk_later(s, d, proc) : -ESTALE;
+		}
 		s->stats.ustack_copies++;
 		if (ret == 0)
 			return 0;

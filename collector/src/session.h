@@ -195,6 +195,13 @@ struct pp_session_stats {
 	 * /proc reads (a process's first, and rereads for an address no mapping held). */
 	uint64_t process_images_reported, process_mappings_reported;
 	uint64_t process_reads, process_map_rereads;
+	/*
+	 * Samples taken in an image an exec replaced before they were read: named with that
+	 * image's mappings, or, where it is no longer kept (more execs since than kept), left
+	 * without a process rather than given another program's; mappings reported after an
+	 * exec of their image read earlier, given to that image.
+	 */
+	uint64_t samples_of_replaced_images, samples_of_images_not_kept, process_mappings_late;
 	uint64_t sideband_records, sideband_lost, sideband_reads;
 	/*
 	 * ... whose process's maps or executable could not be read although it is there (no

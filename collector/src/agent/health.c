@@ -324,6 +324,14 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 	family(f, "pebsprof_samples_without_process_total", "counter",
 	       "Samples kept without process metadata (the process was gone).");
 	value(f, "pebsprof_samples_without_process_total", s->samples_no_process);
+	family(f, "pebsprof_samples_of_replaced_images_total", "counter",
+	       "Samples taken in an image its process replaced by an exec before they were read, "
+	       "by whether that image was still kept (kept: named with its own mappings; "
+	       "not_kept: more execs since than kept, left without a process).");
+	labelled(f, "pebsprof_samples_of_replaced_images_total", "image", "kept",
+		 s->samples_of_replaced_images);
+	labelled(f, "pebsprof_samples_of_replaced_images_total", "image", "not_kept",
+		 s->samples_of_images_not_kept);
 	family(
 	    f, copies, "counter",
 	    "Samples of a process whose unwind tables the shim did not have yet, which carried a "

@@ -135,6 +135,8 @@ struct pp_health_snapshot {
 	uint64_t shim[PP_CNT__MAX];
 	struct pp_decode_stats decode;
 	uint64_t samples_no_process; /* kept, without process metadata */
+	/* taken in an image an exec replaced before they were read: kept, or no longer */
+	uint64_t samples_of_replaced_images, samples_of_images_not_kept;
 	/* stack copies (pp_session_stats): walked whole, short by why, left as the shim's */
 	uint64_t copies_whole, copies_short_copy_ended, copies_short_no_cfi, copies_short_other;
 	uint64_t copies_no_tables, copies_refused;

@@ -831,6 +831,8 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.unreadable_pct = ag->unreadable_pct;
 	snap.decode = ss.decode;
 	snap.samples_no_process = ss.samples_no_process;
+	snap.samples_of_replaced_images = ss.samples_of_replaced_images;
+	snap.samples_of_images_not_kept = ss.samples_of_images_not_kept;
 	snap.copies_whole = ss.copies_whole;
 	snap.copies_short_copy_ended = ss.copies_short_copy_ended;
 	snap.copies_short_no_cfi = ss.copies_short_no_cfi;

@@ -42,13 +42,27 @@ struct node {
 	size_t bytes;	     /* what the entry holds, as counted in the cache's bytes */
 	uint64_t exited_ns;  /* cache clock when it was marked exited */
 	/*
-	 * Side-band entries: the image before the last exec, for samples taken before it that
-	 * arrive after it (NULL: none), and the sample clock of the fork or exec that made the
-	 * current image (records older than it describe an earlier one).
+	 * Side-band entries: the images before the last exec, newest first, for samples taken
+	 * before it that arrive after it (NULL: none), and the sample clock of the fork or exec
+	 * that made the current image (records older than it describe an earlier one).
 	 */
-	struct pp_proc *prev;
+	struct image *prev;
 	uint64_t born_ns;
 };
+
+/*
+ * An image a side-band exec replaced, from born_ns (0: since before the agent looked) to the
+ * birth of the image after it. A wrapper chain (a shell, env, a version manager's shims, the
+ * program) execs up to six times within one read of the side-band, and each image's samples
+ * need their own.
+ */
+struct image {
+	struct pp_proc proc;
+	uint64_t born_ns;
+	struct image *older;
+};
+
+#define PREV_IMAGES_MAX 8
 
 struct neg_slot {
 	uint32_t pid;
@@ -157,13 +171,34 @@ static void proc_release(struct pp_proc *p)
 	pp_maps_fini(&p->maps);
 }
 
+/* Lets go of the images older than *link, and sets *link NULL. */
+static void drop_images(struct image **link)
+{
+	struct image *img = *link;
+
+	*link = NULL;
+	while (img) {
+		struct image *older = img->older;
+
+		proc_release(&img->proc);
+		free(img);
+		img = older;
+	}
+}
+
 static void drop_prev(struct node *n)
 {
-	if (n->prev) {
-		proc_release(n->prev);
-		free(n->prev);
-		n->prev = NULL;
-	}
+	drop_images(&n->prev);
+}
+
+/* The replaced image of n a record at time_ns belongs to, or NULL: older than every one kept. */
+static struct image *image_at(struct node *n, uint64_t time_ns)
+{
+	struct image *img = n->prev;
+
+	while (img && time_ns < img->born_ns)
+		img = img->older;
+	return img;
 }
 
 static void node_remove(struct pp_proc_cache *c, struct node *n)
@@ -188,9 +223,9 @@ static size_t node_bytes(const struct node *n)
 	size_t b = sizeof(*n) + (n->proc.exe ? strlen(n->proc.exe) + 1 : 0);
 
 	b += pp_maps_bytes(&n->proc.maps);
-	if (n->prev)
-		b += sizeof(*n->prev) + (n->prev->exe ? strlen(n->prev->exe) + 1 : 0) +
-		     pp_maps_bytes(&n->prev->maps);
+	for (const struct image *img = n->prev; img; img = img->older)
+		b += sizeof(*img) + (img->proc.exe ? strlen(img->proc.exe) + 1 : 0) +
+		     pp_maps_bytes(&img->proc.maps);
 	return b;
 }
 
@@ -653,12 +688,22 @@ const struct pp_proc *pp_proc_cache_get_at(struct pp_proc_cache *c, uint32_t pid
 	}
 	n = lookup(c, pid);
 	if (n && n->prev && sample_ns) {
-		/* a side-band entry keeps the image before an exec for samples taken before it */
+		/* a side-band entry keeps the images before an exec for samples taken before it */
 		if (sample_ns < n->exec_ns) {
+			struct image *img = image_at(n, sample_ns);
+
+			touch(c, n);
+			if (!img) {
+				/* any image kept would be another program's: none is this one's */
+				c->st.pre_image_misses++;
+				errno = ESTALE;
+				return NULL;
+			}
 			c->st.hits++;
 			c->st.pre_exec_hits++;
-			touch(c, n);
-			return n->prev;
+			if (img != n->prev)
+				c->st.older_image_hits++;
+			return &img->proc;
 		}
 		if (sample_ns - n->exec_ns > PREV_IMAGE_NS) {
 			drop_prev(n);
@@ -853,15 +898,27 @@ static void sb_replace(struct pp_proc_cache *c, uint32_t pid, struct pp_proc *fr
 			n->born_ns = born_ns;
 		return;
 	}
-	drop_prev(n);
 	/* a stale image (read from /proc when sampled) describes nothing a sample could use */
 	if (keep_prev && !(n->proc.flags & (PP_PROC_F_EXITED | PP_PROC_F_STALE))) {
-		n->prev = malloc(sizeof(*n->prev));
-		if (n->prev) {
-			*n->prev = n->proc;
-			n->prev->flags |= PP_PROC_F_REPLACED;
+		struct image *img = malloc(sizeof(*img)), **link = &n->prev;
+
+		if (img) {
+			img->proc = n->proc;
+			img->proc.flags |= PP_PROC_F_REPLACED;
+			img->born_ns = n->born_ns;
+			img->older = n->prev;
+			n->prev = img;
 			memset(&n->proc, 0, sizeof(n->proc));
+			/* the oldest go: a chain longer than a wrapper's is not one exec's */
+			for (int kept = 1; *link && kept < PREV_IMAGES_MAX; kept++)
+				link = &(*link)->older;
+			if (*link)
+				drop_images(&(*link)->older);
+		} else {
+			drop_prev(n);
 		}
+	} else {
+		drop_prev(n);
 	}
 	proc_release(&n->proc);
 	n->proc = *fresh;
@@ -968,27 +1025,38 @@ void pp_proc_cache_on_sb_mmap(struct pp_proc_cache *c, uint32_t pid, uint64_t ti
 			      const struct pp_map_entry *e)
 {
 	struct node *n = c && e ? lookup(c, pid) : NULL;
+	struct pp_proc *p = n ? &n->proc : NULL;
 
-	if (!n || time_ns < n->born_ns || (n->proc.flags & PP_PROC_F_EXITED)) {
+	if (n && time_ns < n->born_ns) {
+		/*
+		 * Made before the exec that replaced its image: one CPU's record read after
+		 * another CPU's exec, in the next read of the rings. It belongs to that image.
+		 */
+		struct image *img = image_at(n, time_ns);
+
+		p = img ? &img->proc : NULL;
+		if (p)
+			c->st.sb_mmaps_late++;
+	}
+	if (!p || (p->flags & PP_PROC_F_EXITED)) {
 		if (c)
 			c->st.sb_mmaps_unused++;
 		return;
 	}
-	if (pp_maps_insert(&n->proc.maps, e))
+	if (pp_maps_insert(&p->maps, e))
 		return;
 	c->st.sb_mmaps++;
 	if (e->perms & PP_MAP_EXEC)
-		n->proc.maps_version++;
+		p->maps_version++;
 	/* an exec'd image's first file mapping is its executable (or a script's interpreter) */
-	if ((n->proc.flags & PP_PROC_F_EVENTS) && n->proc.exe && !n->proc.exe[0] &&
-	    e->kind == PP_MAP_KIND_FILE) {
+	if ((p->flags & PP_PROC_F_EVENTS) && p->exe && !p->exe[0] && e->kind == PP_MAP_KIND_FILE) {
 		char *exe = strdup(e->path);
 
 		if (exe) {
-			free(n->proc.exe);
-			n->proc.exe = exe;
+			free(p->exe);
+			p->exe = exe;
 			if (e->deleted)
-				n->proc.flags |= PP_PROC_F_EXE_DELETED;
+				p->flags |= PP_PROC_F_EXE_DELETED;
 		}
 	}
 	account(c, n);

@@ -50,9 +50,11 @@ struct pp_proc {
 };
 
 struct pp_proc_cache_stats {
-	uint64_t hits;		/* gets answered by a cached entry */
-	uint64_t pre_exec_hits; /* ... a stale one, for a sample taken before the exec */
-	uint64_t misses;	/* gets for a pid not cached (and not negatively cached) */
+	uint64_t hits;		   /* gets answered by a cached entry */
+	uint64_t pre_exec_hits;	   /* ... a stale one, for a sample taken before the exec */
+	uint64_t older_image_hits; /* ... an image before the last one replaced (a wrapper's) */
+	uint64_t pre_image_misses; /* samples older than every image of their pid kept: ESTALE */
+	uint64_t misses;	   /* gets for a pid not cached (and not negatively cached) */
 	uint64_t loads; /* full reads of a process from the proc root (first load or reload) */
 	uint64_t reloads_for_unplaced_addr; /* maps rereads because an address was not mapped */
 	uint64_t reloads_suppressed;	    /* ... skipped by the per-process rate limit */
@@ -61,12 +63,15 @@ struct pp_proc_cache_stats {
 	uint64_t gone;			    /* loads that found the process gone (ESRCH) */
 	uint64_t negative_hits;		    /* gets answered ESRCH from the negative cache */
 	uint64_t negative_evictions;	    /* live negative entries overwritten */
-	uint64_t pid_reuse;	  /* reloads that found a different process under the same pid */
-	uint64_t load_errors;	  /* loads failed for other reasons (permissions, memory) */
-	uint64_t maps_bad_lines;  /* malformed maps lines skipped, summed over loads */
-	uint64_t sb_images;	  /* images made from side-band execs and forks (no /proc read) */
-	uint64_t sb_mmaps;	  /* mappings the side-band reported, applied to cached entries */
-	uint64_t sb_mmaps_unused; /* ... of processes not cached (read from /proc when sampled) */
+	uint64_t pid_reuse;	 /* reloads that found a different process under the same pid */
+	uint64_t load_errors;	 /* loads failed for other reasons (permissions, memory) */
+	uint64_t maps_bad_lines; /* malformed maps lines skipped, summed over loads */
+	uint64_t sb_images;	 /* images made from side-band execs and forks (no /proc read) */
+	uint64_t sb_mmaps;	 /* mappings the side-band reported, applied to cached entries */
+	/* ... of processes not cached (read from /proc when sampled), or older than every image */
+	uint64_t sb_mmaps_unused;
+	uint64_t
+	    sb_mmaps_late; /* applied, made before an exec read earlier: to the image it ended */
 };
 
 struct pp_proc_cache_opts {
@@ -103,7 +108,8 @@ const struct pp_proc *pp_proc_cache_get(struct pp_proc_cache *c, uint32_t pid);
 /*
  * The same for a sample taken at sample_ns (the clock of pp_proc_cache_on_exec_at; 0: now): a
  * sample taken before the exec that made the entry stale gets the entry as it is, the image it
- * ran in, instead of a reload.
+ * ran in, instead of a reload; one taken before a side-band exec gets the replaced image it
+ * ran in, or NULL with errno ESTALE where that one is no longer kept.
  */
 const struct pp_proc *pp_proc_cache_get_at(struct pp_proc_cache *c, uint32_t pid,
 					   uint64_t sample_ns);
@@ -134,12 +140,13 @@ void pp_proc_cache_on_fork(struct pp_proc_cache *c, uint32_t pid);
 
 /*
  * The kernel's side-band (sampling/sideband.h), applied as it is read, times on the samples'
- * clock. An exec starts a new image of pid (the one before is kept a while for samples taken
- * before the exec); a fork starts the child with a copy of its parent's image, when the
- * parent is cached; a mapping is added to its process's image, replacing what it covers. A
- * process known this way is never read from /proc, except to place an address none of its
+ * clock. An exec starts a new image of pid (the last eight before it are kept a while, each
+ * for the samples taken while it ran); a fork starts the child with a copy of its parent's
+ * image, when the parent is cached; a mapping is added to the image that made it, replacing
+ * what it covers: one older than the current image goes to the replaced image of its time.
+ * A process known this way is never read from /proc, except to place an address none of its
  * reported mappings holds (a heap address of a memory sample, or records the kernel lost).
- * Records older than the image they would change are ignored.
+ * Records older than every image kept are ignored.
  */
 void pp_proc_cache_on_sb_exec(struct pp_proc_cache *c, uint32_t pid, const char *comm,
 			      uint64_t time_ns);

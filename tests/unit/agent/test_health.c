@@ -268,6 +268,8 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.decode.bad_stack = 5;
 	s.add_errors = 6;
 	s.samples_no_process = 7;
+	s.samples_of_replaced_images = 39;
+	s.samples_of_images_not_kept = 40;
 	s.decode.bad_raw = 31;
 	s.copies_whole = 32;
 	s.copies_short_copy_ended = 33;
@@ -397,6 +399,13 @@ static const char metrics_tail[] =
     "process was gone).\n"
     "# TYPE pebsprof_samples_without_process_total counter\n"
     "pebsprof_samples_without_process_total 7\n"
+    "# HELP pebsprof_samples_of_replaced_images_total Samples taken in an image its process "
+    "replaced by an exec before they were read, by whether that image was still kept (kept: "
+    "named with its own mappings; not_kept: more execs since than kept, left without a "
+    "process).\n"
+    "# TYPE pebsprof_samples_of_replaced_images_total counter\n"
+    "pebsprof_samples_of_replaced_images_total{image=\"kept\"} 39\n"
+    "pebsprof_samples_of_replaced_images_total{image=\"not_kept\"} 40\n"
     "# HELP pebsprof_stack_copies_total Samples of a process whose unwind tables the shim did not "
     "have yet, which carried a copy of their stack, by what its walk once the tables were in "
     "gave: whole, short (the copy ended, no CFI, another stop), or left as the shim walked them "

@@ -947,8 +947,9 @@ TEST(sideband_exec_and_mmaps_make_the_image)
 
 /*
  * Exec, fork and late records: a sample taken before an exec gets the image it ran in; a
- * child starts with a copy of its parent's mappings and knows where it came from; records
- * older than the image they would change are ignored.
+ * child starts with a copy of its parent's mappings and knows where it came from; a mapping
+ * made before an exec and read after it goes to the image that made it; records older than
+ * every image they could change are ignored.
  */
 TEST(sideband_exec_fork_and_late_records)
 {
@@ -974,9 +975,10 @@ TEST(sideband_exec_fork_and_late_records)
 	pp_proc_cache_on_sb_exec(c, 11, "cc", 300);
 	e = sb_map(0x5000, 0x9000, 0, 2, "/usr/bin/cc");
 	pp_proc_cache_on_sb_mmap(c, 11, 301, &e);
-	/* a record from before the exec, read late, is the old image's: ignored */
+	/* a record from before the exec, read late (another CPU's ring): the old image's */
 	e = sb_map(0x20000, 0x21000, 0, 3, "/lib/old.so");
 	pp_proc_cache_on_sb_mmap(c, 11, 290, &e);
+	CHECK_EQ_U64(stats(c).sb_mmaps_late, 1);
 	p = pp_proc_cache_get_at(c, 11, 320);
 	REQUIRE(p != NULL);
 	CHECK_STR(p->exe, "/usr/bin/cc");
@@ -990,8 +992,18 @@ TEST(sideband_exec_fork_and_late_records)
 	CHECK(p->flags & PP_PROC_F_REPLACED);
 	CHECK_STR(p->exe, "/bin/sh");
 	CHECK(pp_proc_cache_find_map(c, p, 0x1800) != NULL);
+	CHECK(pp_proc_cache_find_map(c, p, 0x20800) != NULL);
 	CHECK(pp_proc_cache_find_map(c, p, 0x5800) == NULL);
+	CHECK_EQ_U64(p->maps.n, 2);
 	CHECK_EQ_U64(stats(c).pre_exec_hits, 1);
+	/* older than the fork that made pid 11: no image of it was this process */
+	errno = 0;
+	CHECK(pp_proc_cache_get_at(c, 11, 150) == NULL);
+	CHECK_EQ_U64(errno, ESTALE);
+	e = sb_map(0x30000, 0x31000, 0, 5, "/lib/older.so");
+	pp_proc_cache_on_sb_mmap(c, 11, 180, &e);
+	CHECK_EQ_U64(stats(c).sb_mmaps_late, 1);
+	CHECK_EQ_U64(stats(c).sb_mmaps_unused, 1);
 	/* a fork record older than the image: ignored, the image stays */
 	pp_proc_cache_on_sb_fork(c, 11, 10, 150);
 	p = pp_proc_cache_get_at(c, 11, 400);
@@ -1015,6 +1027,93 @@ TEST(sideband_exec_fork_and_late_records)
 	root_fini(&r, NULL, 0);
 }
 
+/*
+ * A wrapper chain: a shell forks, the child execs env, env execs bash, bash execs python,
+ * all before the side-band is read. The samples of each image, read after the last exec,
+ * get the image they were taken in: its name and its mappings, never the next one's. Past
+ * the images kept, a sample gets no process rather than another program's.
+ */
+TEST(samples_of_a_wrapper_chain_get_the_image_they_ran_in)
+{
+	static const char *const progs[] = {"env",     "bash", "pyenv", "pyenv-exec", "bash",
+					    "python3", "cc1",  "as",	"collect2",   "ld"};
+	struct fake_clock clk = {.now = 1000 * MS};
+	struct fixture_root r;
+	struct pp_proc_cache *c;
+	const struct pp_proc *p;
+	struct pp_map_entry e;
+	char paths[10][32];
+	size_t bytes_before;
+
+	REQUIRE(root_init(&r) == 0);
+	c = cache_new(r.dir, 16, &clk);
+	REQUIRE(c != NULL);
+	pp_proc_cache_on_sb_exec(c, 10, "sh", 100);
+	e = sb_map(0x1000, 0x2000, 0, 1, "/bin/sh");
+	pp_proc_cache_on_sb_mmap(c, 10, 101, &e);
+	pp_proc_cache_on_sb_fork(c, 20, 10, 200);
+	/* exec i at 300 + 100 i, its program mapped at 0x10000 (i + 1): each image its own */
+	for (int i = 0; i < 3; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "/usr/bin/%s", progs[i]);
+		pp_proc_cache_on_sb_exec(c, 20, progs[i], 300 + 100 * (uint64_t)i);
+		e = sb_map(0x10000 * (uint64_t)(i + 1), 0x10000 * (uint64_t)(i + 1) + 0x1000, 0,
+			   10 + (uint64_t)i, paths[i]);
+		pp_proc_cache_on_sb_mmap(c, 20, 301 + 100 * (uint64_t)i, &e);
+	}
+	/* the forked shell's sample, then each program's */
+	p = pp_proc_cache_get_at(c, 20, 250);
+	REQUIRE(p != NULL);
+	CHECK(p->flags & PP_PROC_F_REPLACED);
+	CHECK_STR(p->comm, "sh");
+	CHECK(pp_proc_cache_find_map(c, p, 0x1800) != NULL);
+	CHECK(pp_proc_cache_find_map(c, p, 0x10800) == NULL);
+	for (int i = 0; i < 3; i++) {
+		uint64_t in = 0x10000 * (uint64_t)(i + 1) + 0x800;
+
+		p = pp_proc_cache_get_at(c, 20, 350 + 100 * (uint64_t)i);
+		REQUIRE(p != NULL);
+		CHECK_STR(p->comm, progs[i]);
+		CHECK_STR(p->exe, paths[i]);
+		CHECK_EQ_U64(p->maps.n, 1);
+		CHECK(pp_proc_cache_find_map(c, p, in) != NULL);
+		CHECK(p->flags & PP_PROC_F_REPLACED ? i < 2 : i == 2);
+	}
+	CHECK_EQ_U64(stats(c).pre_exec_hits, 3);
+	CHECK_EQ_U64(stats(c).older_image_hits, 2);
+	/* seven execs more: the forked shell's image and env's are no longer kept */
+	bytes_before = pp_proc_cache_bytes(c);
+	for (int i = 3; i < 10; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "/usr/bin/%s", progs[i]);
+		pp_proc_cache_on_sb_exec(c, 20, progs[i], 300 + 100 * (uint64_t)i);
+	}
+	CHECK(pp_proc_cache_bytes(c) > bytes_before);
+	errno = 0;
+	CHECK(pp_proc_cache_get_at(c, 20, 250) == NULL);
+	CHECK_EQ_U64(errno, ESTALE);
+	errno = 0;
+	CHECK(pp_proc_cache_get_at(c, 20, 350) == NULL);
+	CHECK_EQ_U64(errno, ESTALE);
+	CHECK_EQ_U64(stats(c).pre_image_misses, 2);
+	p = pp_proc_cache_get_at(c, 20, 450);
+	REQUIRE(p != NULL);
+	CHECK_STR(p->comm, "bash");
+	p = pp_proc_cache_get_at(c, 20, 1150);
+	REQUIRE(p != NULL);
+	CHECK_STR(p->comm, "collect2");
+	CHECK(p->flags & PP_PROC_F_REPLACED);
+	p = pp_proc_cache_get_at(c, 20, 1250);
+	REQUIRE(p != NULL);
+	CHECK_STR(p->comm, "ld");
+	CHECK(!(p->flags & PP_PROC_F_REPLACED));
+	/* long after the last exec no sample of the replaced images is in flight */
+	p = pp_proc_cache_get_at(c, 20, 1250 + 6000 * MS);
+	REQUIRE(p != NULL);
+	CHECK(pp_proc_cache_get_at(c, 20, 450) != NULL);
+	CHECK_STR(pp_proc_cache_get_at(c, 20, 450)->comm, "ld");
+	pp_proc_cache_free(c);
+	root_fini(&r, NULL, 0);
+}
+
 TEST_LIST = {
     {"stat_parse", stat_parse},
     {"loads_fixture_process", loads_fixture_process},
@@ -1034,5 +1133,7 @@ TEST_LIST = {
     {"live_exec_of_deleted_binary", live_exec_of_deleted_binary},
     {"sideband_exec_and_mmaps_make_the_image", sideband_exec_and_mmaps_make_the_image},
     {"sideband_exec_fork_and_late_records", sideband_exec_fork_and_late_records},
+    {"samples_of_a_wrapper_chain_get_the_image_they_ran_in",
+     samples_of_a_wrapper_chain_get_the_image_they_ran_in},
 };
 TEST_MAIN()

@@ -704,22 +704,29 @@ static int own_code(uint64_t addr, char exe[PATH_MAX], struct stat *sb, struct p
 }
 
 /* The kernel's report of an exec of pid (comm) and of its mapping of this test's code at addr. */
-static void sideband_exec_and_map(struct pp_session *s, uint32_t pid, const char *comm,
-				  const struct pp_map_entry *code, const char *path,
-				  const struct stat *st)
+/* The kernel's report of pid's exec at time_ns. */
+static void sideband_exec(struct pp_session *s, uint32_t pid, uint64_t time_ns, const char *comm)
 {
-	struct pp_sb_event ev = {.kind = PP_SB_COMM, .pid = pid, .tid = pid, .exec = true};
-	char name[PATH_MAX];
+	struct pp_sb_event ev = {
+	    .kind = PP_SB_COMM, .pid = pid, .tid = pid, .exec = true, .time_ns = time_ns};
 
-	ev.time_ns = TIME_NS - 1000;
 	snprintf(ev.comm, sizeof(ev.comm), "%s", comm);
 	pp_session_handle_sideband(s, &ev);
+}
+
+/* ... of pid's mapping of code (from path) at time_ns. */
+static void sideband_map(struct pp_session *s, uint32_t pid, uint64_t time_ns,
+			 const struct pp_map_entry *code, const char *path, const struct stat *st)
+{
+	struct pp_sb_event ev;
+	char name[PATH_MAX];
+
 	snprintf(name, sizeof(name), "%s", path);
 	ev = (struct pp_sb_event){
 	    .kind = PP_SB_MMAP,
 	    .pid = pid,
 	    .tid = pid,
-	    .time_ns = TIME_NS - 500,
+	    .time_ns = time_ns,
 	    .start = code->start,
 	    .len = code->end - code->start,
 	    .pgoff = code->offset,
@@ -731,6 +738,14 @@ static void sideband_exec_and_map(struct pp_session *s, uint32_t pid, const char
 	    .path = name,
 	};
 	pp_session_handle_sideband(s, &ev);
+}
+
+static void sideband_exec_and_map(struct pp_session *s, uint32_t pid, const char *comm,
+				  const struct pp_map_entry *code, const char *path,
+				  const struct stat *st)
+{
+	sideband_exec(s, pid, TIME_NS - 1000, comm);
+	sideband_map(s, pid, TIME_NS - 500, code, path, st);
 }
 
 /*
@@ -1926,6 +1941,78 @@ static void make_copied_sample(struct rec *r, uint32_t tgid, uint64_t time_ns, u
 }
 
 /*
+ * A wrapper chain (a shell, env, a version manager's shims) execs several times before the
+ * kernel's reports are read: each sample is given the image it was taken in, its name and
+ * its mappings, never the next one's; past the images kept, a sample is left without a
+ * process rather than given another program's.
+ */
+TEST(samples_of_a_wrapper_chain_are_given_the_image_they_ran_in)
+{
+	struct pp_session_opts opts = {0};
+	uint64_t uf[1] = {FN_ADDR(sess_leaf_alpha) + 4};
+	const struct pp_location_info *loc;
+	const struct pp_map_entry *code;
+	const struct pp_sample_info *si;
+	struct pp_session_stats st;
+	struct pp_maps maps = {0};
+	struct sess_fixture f;
+	char exe[PATH_MAX];
+	struct stat sb;
+	struct rec r;
+
+	if (kill((pid_t)NO_SUCH_PID, 0) == 0 || errno != ESRCH)
+		SKIP("pid 0x3ffffff0 exists on this machine");
+	REQUIRE(own_code(uf[0], exe, &sb, &maps, &code) == 0);
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	/* the wrapper maps its code; the program and the next exec, nothing yet */
+	sideband_exec_and_map(f.s, NO_SUCH_PID, "sess-wrapper", code, exe, &sb);
+	sideband_exec(f.s, NO_SUCH_PID, TIME_NS + 1000, "sess-program");
+	sideband_exec(f.s, NO_SUCH_PID, TIME_NS + 3000, "sess-next");
+	/* a thread of each image, sampled in it, read after the last exec */
+	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 1, 1, NULL, 0, uf, 1);
+	r.d.sample.time_ns = TIME_NS;
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 2, 1, NULL, 0, uf, 1);
+	r.d.sample.time_ns = TIME_NS + 2500;
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 3, 1, NULL, 0, uf, 1);
+	r.d.sample.time_ns = TIME_NS + 3500;
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, NO_SUCH_PID + 1);
+	REQUIRE(si && si->nlocations == 1);
+	CHECK_STR(si->process_name, strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe);
+	loc = pp_profile_get_location(f.prof, si->locations[0]);
+	REQUIRE(loc != NULL);
+	CHECK(loc->mapping_id != 0); /* placed in the wrapper's file */
+	si = sample_of_tid(f.prof, NO_SUCH_PID + 2);
+	REQUIRE(si && si->nlocations == 1);
+	CHECK_STR(si->process_name, "[sess-program]");
+	CHECK_EQ_U64(pp_profile_get_location(f.prof, si->locations[0])->mapping_id, 0);
+	si = sample_of_tid(f.prof, NO_SUCH_PID + 3);
+	REQUIRE(si != NULL);
+	CHECK_STR(si->process_name, "[sess-next]");
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.samples_of_replaced_images, 2);
+	CHECK_EQ_U64(st.samples_of_images_not_kept, 0);
+	/* eight execs more: the wrapper's image is no longer kept */
+	for (uint64_t i = 0; i < 8; i++)
+		sideband_exec(f.s, NO_SUCH_PID, TIME_NS + 4000 + 100 * i, "sess-shim");
+	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 4, 1, NULL, 0, uf, 1);
+	r.d.sample.time_ns = TIME_NS;
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, NO_SUCH_PID + 4);
+	REQUIRE(si && si->nlocations == 1);
+	CHECK(strcmp(si->process_name, "[sess-shim]") != 0);
+	CHECK(strcmp(si->process_name, "[sess-next]") != 0);
+	CHECK_EQ_U64(pp_profile_get_location(f.prof, si->locations[0])->mapping_id, 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.samples_of_images_not_kept, 1);
+	CHECK_EQ_U64(st.samples_of_replaced_images, 2);
+	pp_maps_fini(&maps);
+	fixture_fini(&f);
+}
+
+/*
  * A copy taken in an image its process has replaced by an exec since (a wrapper's, a shell's
  * before the program it starts) goes to the unwinder with that image's mappings, not to be
  * walked with its process's list, which is the next image's; the new image's copies go with
@@ -1959,12 +2046,7 @@ TEST(copies_of_an_image_replaced_by_exec_go_with_that_images_mappings)
 	REQUIRE(fixture_init(&f, &opts, 0) == 0);
 	/* the wrapper's image, then its exec of the program */
 	sideband_exec_and_map(f.s, NO_SUCH_PID, "sess-wrapper", code, exe, &sb);
-	pp_session_handle_sideband(f.s, &(struct pp_sb_event){.kind = PP_SB_COMM,
-							      .pid = NO_SUCH_PID,
-							      .tid = NO_SUCH_PID,
-							      .exec = true,
-							      .time_ns = TIME_NS + 1000,
-							      .comm = "sess-program"});
+	sideband_exec(f.s, NO_SUCH_PID, TIME_NS + 1000, "sess-program");
 	/* a copy the wrapper's image took, come after the exec */
 	make_copied_sample(&r, NO_SUCH_PID, TIME_NS, uf[0], copy);
 	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
@@ -1984,12 +2066,46 @@ TEST(copies_of_an_image_replaced_by_exec_go_with_that_images_mappings)
 	pp_unwinder_get_stats(u, &ust);
 	CHECK_EQ_U64(ust.walks_done, 2);
 	CHECK_EQ_U64(ust.walks_of_images, 1);
+	/*
+	 * The program maps its code and execs again, and the wrapper's and the program's
+	 * copies come after: each goes with its own image's mappings (the program's was taken
+	 * for the wrapper's, the image before the last exec, and walked with none).
+	 */
+	sideband_map(f.s, NO_SUCH_PID, TIME_NS + 1500, code, exe, &sb);
+	sideband_exec(f.s, NO_SUCH_PID, TIME_NS + 3000, "sess-next");
+	make_copied_sample(&r, NO_SUCH_PID, TIME_NS + 2500, uf[0], copy);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	make_copied_sample(&r, NO_SUCH_PID, TIME_NS, uf[0], copy);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.copies_of_replaced_images, 3);
+	CHECK_EQ_U64(st.copies_refused, 0);
+	CHECK_EQ_U64(pp_unwinder_walks_waiting(u), 4); /* two walked, not taken back */
+	pp_unwinder_drain(u);
+	pp_unwinder_get_stats(u, &ust);
+	CHECK_EQ_U64(ust.walks_of_images, 3);
+	CHECK_EQ_U64(ust.walks_done, 4);
+	/*
+	 * Eight execs more: the wrapper's image is no longer kept. Its copy is not walked with
+	 * another program's mappings, and its sample is kept without a process.
+	 */
+	for (uint64_t i = 0; i < 8; i++)
+		sideband_exec(f.s, NO_SUCH_PID, TIME_NS + 4000 + 100 * i, "sess-shim");
+	make_copied_sample(&r, NO_SUCH_PID, TIME_NS, uf[0], copy);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.copies_refused, 1);
+	CHECK_EQ_U64(st.copies_of_replaced_images, 3);
+	CHECK_EQ_U64(st.samples_of_images_not_kept, 1);
+	CHECK_EQ_U64(pp_unwinder_walks_waiting(u), 4);
 	pp_maps_fini(&maps);
 	fixture_fini(&f);
 	pp_unwinder_free(u);
 }
 
 TEST_LIST = {
+    {"samples_of_a_wrapper_chain_are_given_the_image_they_ran_in",
+     samples_of_a_wrapper_chain_are_given_the_image_they_ran_in},
     {"copies_of_an_image_replaced_by_exec_go_with_that_images_mappings",
      copies_of_an_image_replaced_by_exec_go_with_that_images_mappings},
     {"jit_frames_of_an_exited_process_are_not_asked_again",
