@@ -12,6 +12,7 @@
 #   -r  rounds (default 5): a line each, then the medians and NEW / OLD of each round
 #   -a  more options for both agents' captures
 #   -k  keep the captures and each round's summaries (a<N>.out: OLD's, b<N>.out: NEW's)
+# Each round's line also gives both captures' [unknown] weight (bench_churn.sh's measure).
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 D=20
@@ -47,6 +48,11 @@ done
 T=$(mktemp -d /tmp/pp-ab-churn.XXXXXX)
 LOOP=
 trap '[ -n "$LOOP" ] && kill $LOOP 2>/dev/null; wait 2>/dev/null; [ $KEEP = 1 ] && echo "kept in $T" || rm -rf "$T"' EXIT
+# the weight of samples with a frame in no known file, of a capture's folded stacks
+unknown_pct() {
+	python3 "$SRC/tests/integration/stack_checks.py" unknown folded "$1" |
+		awk '{ printf "%.1f%%", $2 ? 100 * $1 / $2 : 0 }'
+}
 # shellcheck source=bench/churn_loop.sh
 . "$SRC/bench/churn_loop.sh"
 churn_setup "$T" || die "cannot build the workload"
@@ -65,11 +71,11 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	{ cp -a "$T/warm" "$T/a" && cp -a "$T/warm" "$T/b"; } || die "cannot copy the cache"
 	# shellcheck disable=SC2086
 	"$OLD" record -a -F "$HZ" -d $((10 + D + 5)) --unwind-table-cache "$T/a/t" \
-		--symbol-table-cache "$T/a/s" $AGENT_ARGS -o "$T/a.pb.gz" >"$T/a$r.out" 2>&1 &
+		--symbol-table-cache "$T/a/s" $AGENT_ARGS -o "$T/a.pb.gz" -o "$T/a$r.folded" >"$T/a$r.out" 2>&1 &
 	pa=$!
 	# shellcheck disable=SC2086
 	"$NEW" record -a -F "$HZ" -d $((10 + D + 5)) --unwind-table-cache "$T/b/t" \
-		--symbol-table-cache "$T/b/s" $AGENT_ARGS -o "$T/b.pb.gz" >"$T/b$r.out" 2>&1 &
+		--symbol-table-cache "$T/b/s" $AGENT_ARGS -o "$T/b.pb.gz" -o "$T/b$r.folded" >"$T/b$r.out" 2>&1 &
 	pb=$!
 	sleep 10
 	a0=$(run_ns $pa) b0=$(run_ns $pb)
@@ -78,7 +84,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	wait $pa $pb
 	old_ms=$(((a1 - a0) / 1000000)) new_ms=$(((b1 - b0) / 1000000))
 	ratio=$(python3 -c "import sys; print('%.2f' % (int(sys.argv[2]) / int(sys.argv[1])))" "$old_ms" "$new_ms")
-	echo "round $r: OLD $old_ms ms, NEW $new_ms ms (NEW / OLD $ratio)"
+	echo "round $r: OLD $old_ms ms, NEW $new_ms ms (NEW / OLD $ratio); [unknown] weight OLD $(unknown_pct "$T/a$r.folded"), NEW $(unknown_pct "$T/b$r.folded")"
 	R_OLD+=("$old_ms") R_NEW+=("$new_ms") R_RATIO+=("$ratio")
 done
 echo "medians: OLD $(median "${R_OLD[@]}") ms, NEW $(median "${R_NEW[@]}") ms; NEW / OLD of a round: median $(median "${R_RATIO[@]}"), $(printf '%s\n' "${R_RATIO[@]}" | sort -n | tr '\n' ' ')"
