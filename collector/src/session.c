@@ -1581,13 +1581,38 @@ static void note_unwinder(struct pp_session *s, const struct pp_proc *proc, uint
 		pp_unwinder_note(s->opts.unwinder, tgid);
 }
 
+/*
+ * The image whose mappings name a sample's user frames: its process's, but for a sample taken
+ * in an exec, in the kernel after the exec was reported and before the new image ran. Its
+ * user registers are still those of the image that called exec, while its memory is already
+ * the new image's: its pc is named in that image, and the frames above it, read from the new
+ * memory, are dropped (*nu 1).
+ */
+static const struct pp_proc *exec_caller(struct pp_session *s, const struct pp_decoded *d,
+					 const struct pp_proc *proc, uint32_t *nu)
+{
+	const struct pp_proc *before;
+	uint64_t pc;
+
+	if (!proc || !*nu || !(d->sample.flags & PP_SF_KERNEL_IP))
+		return proc;
+	pc = pp_decoded_frame(d, d->sample.nr_kstack);
+	if (pp_maps_find(&proc->maps, pc) ||
+	    !(before = pp_proc_cache_image_before(s->procs, proc)) ||
+	    !pp_maps_find(&before->maps, pc))
+		return proc;
+	*nu = 1;
+	s->stats.samples_in_exec++;
+	return before;
+}
+
 static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 {
 	const struct pp_sample *rec = &d->sample;
 	uint32_t locs[MAX_FRAMES], n = 0, first_kernel;
 	uint32_t nk = rec->nr_kstack, nu = rec->nr_ustack;
 	int in_kernel = !!(rec->flags & PP_SF_KERNEL_IP);
-	const struct pp_proc *proc = NULL;
+	const struct pp_proc *proc = NULL, *uproc;
 	struct raw_stack **raw = NULL;
 	uint64_t hash = 0;
 	struct pp_sample_info si = {0};
@@ -1672,6 +1697,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 			n++;
 		s->stats.frames++;
 	}
+	uproc = exec_caller(s, d, proc, &nu);
 	for (uint32_t i = 0; i < nu; i++) {
 		uint64_t addr = pp_decoded_frame(d, nk + i);
 
@@ -1685,7 +1711,7 @@ static int handle_sample(struct pp_session *s, const struct pp_decoded *d)
 		 */
 		if (i > 0 && addr)
 			addr -= 1;
-		locs[n] = user_location(s, proc, addr);
+		locs[n] = user_location(s, uproc, addr);
 		s->stats.frames++;
 		/* the marker is interned once per window, so its id tells it apart */
 		if (locs[n] && locs[n] == s->not_code_loc) {

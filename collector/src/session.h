@@ -202,6 +202,8 @@ struct pp_session_stats {
 	 * exec of their image read earlier, given to that image.
 	 */
 	uint64_t samples_of_replaced_images, samples_of_images_not_kept, process_mappings_late;
+	/* ... taken in an exec before the new image ran: user frame named in the exec's caller */
+	uint64_t samples_in_exec;
 	uint64_t sideband_records, sideband_lost, sideband_reads;
 	/*
 	 * ... whose process's maps or executable could not be read although it is there (no

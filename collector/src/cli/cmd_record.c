@@ -915,14 +915,17 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 	printf("processes: %llu images from the kernel's reports (exec, fork) with %llu "
 	       "mappings (%llu read after their image's exec); %llu read from /proc, %llu maps "
 	       "rereads; process events %llu (lost %llu); samples of an image replaced by exec "
-	       "before they were read %llu (%llu of one no longer kept, left without a process)\n",
+	       "before they were read %llu (%llu of one no longer kept, left without a process); "
+	       "samples in an exec before the new image ran, their user frame named in the image "
+	       "that called it %llu\n",
 	       (unsigned long long)st->process_images_reported,
 	       (unsigned long long)st->process_mappings_reported,
 	       (unsigned long long)st->process_mappings_late, (unsigned long long)st->process_reads,
 	       (unsigned long long)st->process_map_rereads,
 	       (unsigned long long)st->sideband_records, (unsigned long long)st->sideband_lost,
 	       (unsigned long long)st->samples_of_replaced_images,
-	       (unsigned long long)st->samples_of_images_not_kept);
+	       (unsigned long long)st->samples_of_images_not_kept,
+	       (unsigned long long)st->samples_in_exec);
 	printf("caches: processes %.1f MiB (%llu), symbols %.1f MiB (%llu files), frames %.1f MiB, "
 	       "raw stacks %.1f MiB\n",
 	       (double)st->process_cache_bytes / (1 << 20),

@@ -1013,6 +1013,17 @@ const struct pp_proc *pp_proc_cache_peek(struct pp_proc_cache *c, uint32_t pid)
 	return n ? &n->proc : NULL;
 }
 
+const struct pp_proc *pp_proc_cache_image_before(struct pp_proc_cache *c,
+						 const struct pp_proc *proc)
+{
+	const struct node *n;
+
+	if (!c || !proc || (proc->flags & PP_PROC_F_REPLACED))
+		return NULL;
+	n = node_of_proc(proc);
+	return n->prev ? &n->prev->proc : NULL;
+}
+
 void pp_proc_cache_on_sb_comm(struct pp_proc_cache *c, uint32_t pid, const char *comm)
 {
 	struct node *n = c && comm ? lookup(c, pid) : NULL;

@@ -152,6 +152,13 @@ void pp_proc_cache_on_sb_exec(struct pp_proc_cache *c, uint32_t pid, const char 
 			      uint64_t time_ns);
 void pp_proc_cache_on_sb_fork(struct pp_proc_cache *c, uint32_t pid, uint32_t ppid,
 			      uint64_t time_ns);
+/*
+ * The image the exec that made proc (a current image, from get) replaced, the newest kept, or
+ * NULL: a sample taken in that exec, in the kernel before the new image ran, still has that
+ * image's user registers. Valid as for get.
+ */
+const struct pp_proc *pp_proc_cache_image_before(struct pp_proc_cache *c,
+						 const struct pp_proc *proc);
 /* The cached image of pid now, without reading /proc (NULL: none); valid as for get. */
 const struct pp_proc *pp_proc_cache_peek(struct pp_proc_cache *c, uint32_t pid);
 void pp_proc_cache_on_sb_comm(struct pp_proc_cache *c, uint32_t pid, const char *comm);

@@ -2013,6 +2013,73 @@ TEST(samples_of_a_wrapper_chain_are_given_the_image_they_ran_in)
 }
 
 /*
+ * A sample taken in an exec, in the kernel after the exec was reported and before the new
+ * program ran (loading it): its user registers are still the image's that called exec, while
+ * its memory is the new one's. Its user pc is named in the image that called exec, and the
+ * frames above it, read from the new memory, are not kept; once the program runs, its pcs are
+ * its own.
+ */
+TEST(a_sample_in_an_exec_names_its_user_frame_in_the_image_that_called_it)
+{
+	struct pp_session_opts opts = {0};
+	uint64_t kf[1] = {K_ALPHA + 0x10};
+	uint64_t uf[3] = {FN_ADDR(sess_leaf_alpha) + 4, FN_ADDR(sess_mid_gamma) + 8,
+			  FN_ADDR(sess_root_delta) + 8};
+	const struct pp_location_info *u0;
+	const struct pp_map_entry *code;
+	const struct pp_sample_info *si;
+	struct pp_session_stats st;
+	struct pp_maps maps = {0};
+	struct sess_fixture f;
+	char exe[PATH_MAX];
+	struct stat sb;
+	struct rec r;
+
+	if (kill((pid_t)NO_SUCH_PID, 0) == 0 || errno != ESRCH)
+		SKIP("pid 0x3ffffff0 exists on this machine");
+	REQUIRE(own_code(uf[0], exe, &sb, &maps, &code) == 0);
+	REQUIRE(fixture_init(&f, &opts, 1) == 0);
+	sideband_exec_and_map(f.s, NO_SUCH_PID, "sess-caller", code, exe, &sb);
+	sideband_exec(f.s, NO_SUCH_PID, TIME_NS + 1000, "sess-program");
+	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 1, 1, kf, 1, uf, 3);
+	r.d.sample.time_ns = TIME_NS + 1500;
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, NO_SUCH_PID + 1);
+	REQUIRE(si && si->nlocations == 2);
+	CHECK_STR(si->process_name, "[sess-program]");
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_kfunc_alpha");
+	u0 = pp_profile_get_location(f.prof, si->locations[1]);
+	REQUIRE(u0 != NULL);
+	CHECK(u0->kind == PP_FRAME_NATIVE);
+	CHECK(u0->mapping_id != 0); /* placed in the caller's file */
+	CHECK_EQ_U64(u0->address, uf[0] - load_bias());
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.samples_in_exec, 1);
+	/* the program runs, mapped where the caller was: its own pcs, its whole stack */
+	sideband_map(f.s, NO_SUCH_PID, TIME_NS + 1700, code, exe, &sb);
+	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 2, 1, kf, 1, uf, 3);
+	r.d.sample.time_ns = TIME_NS + 2000;
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, NO_SUCH_PID + 2);
+	REQUIRE(si && si->nlocations == 4);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.samples_in_exec, 1);
+	/* a user pc in neither image: as it was, unplaced, the stack kept */
+	uf[0] = 0x10000;
+	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 3, 1, kf, 1, uf, 3);
+	r.d.sample.time_ns = TIME_NS + 2000;
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, NO_SUCH_PID + 3);
+	REQUIRE(si != NULL);
+	CHECK(si->nlocations >= 2);
+	CHECK_EQ_U64(pp_profile_get_location(f.prof, si->locations[1])->mapping_id, 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.samples_in_exec, 1);
+	pp_maps_fini(&maps);
+	fixture_fini(&f);
+}
+
+/*
  * A copy taken in an image its process has replaced by an exec since (a wrapper's, a shell's
  * before the program it starts) goes to the unwinder with that image's mappings, not to be
  * walked with its process's list, which is the next image's; the new image's copies go with
@@ -2106,6 +2173,8 @@ TEST(copies_of_an_image_replaced_by_exec_go_with_that_images_mappings)
 TEST_LIST = {
     {"samples_of_a_wrapper_chain_are_given_the_image_they_ran_in",
      samples_of_a_wrapper_chain_are_given_the_image_they_ran_in},
+    {"a_sample_in_an_exec_names_its_user_frame_in_the_image_that_called_it",
+     a_sample_in_an_exec_names_its_user_frame_in_the_image_that_called_it},
     {"copies_of_an_image_replaced_by_exec_go_with_that_images_mappings",
      copies_of_an_image_replaced_by_exec_go_with_that_images_mappings},
     {"jit_frames_of_an_exited_process_are_not_asked_again",
