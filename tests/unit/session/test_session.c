@@ -740,6 +740,20 @@ static void sideband_map(struct pp_session *s, uint32_t pid, uint64_t time_ns,
 	pp_session_handle_sideband(s, &ev);
 }
 
+/* A sample of tid in process NO_SUCH_PID taken at time_ns, handled: its aggregate, or NULL. */
+static const struct pp_sample_info *gone_sample_at(struct sess_fixture *f, uint32_t tid,
+						   uint64_t time_ns, const uint64_t *kf,
+						   uint16_t nk, const uint64_t *uf, uint16_t nu)
+{
+	struct rec r;
+
+	make_sample(&r, NO_SUCH_PID, tid, 1, kf, nk, uf, nu);
+	r.d.sample.time_ns = time_ns;
+	if (pp_session_handle_decoded(f->s, &r.d))
+		return NULL;
+	return sample_of_tid(f->prof, tid);
+}
+
 static void sideband_exec_and_map(struct pp_session *s, uint32_t pid, const char *comm,
 				  const struct pp_map_entry *code, const char *path,
 				  const struct stat *st)
@@ -1958,7 +1972,6 @@ TEST(samples_of_a_wrapper_chain_are_given_the_image_they_ran_in)
 	struct sess_fixture f;
 	char exe[PATH_MAX];
 	struct stat sb;
-	struct rec r;
 
 	if (kill((pid_t)NO_SUCH_PID, 0) == 0 || errno != ESRCH)
 		SKIP("pid 0x3ffffff0 exists on this machine");
@@ -1969,26 +1982,17 @@ TEST(samples_of_a_wrapper_chain_are_given_the_image_they_ran_in)
 	sideband_exec(f.s, NO_SUCH_PID, TIME_NS + 1000, "sess-program");
 	sideband_exec(f.s, NO_SUCH_PID, TIME_NS + 3000, "sess-next");
 	/* a thread of each image, sampled in it, read after the last exec */
-	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 1, 1, NULL, 0, uf, 1);
-	r.d.sample.time_ns = TIME_NS;
-	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
-	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 2, 1, NULL, 0, uf, 1);
-	r.d.sample.time_ns = TIME_NS + 2500;
-	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
-	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 3, 1, NULL, 0, uf, 1);
-	r.d.sample.time_ns = TIME_NS + 3500;
-	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
-	si = sample_of_tid(f.prof, NO_SUCH_PID + 1);
+	si = gone_sample_at(&f, NO_SUCH_PID + 1, TIME_NS, NULL, 0, uf, 1);
 	REQUIRE(si && si->nlocations == 1);
 	CHECK_STR(si->process_name, strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe);
 	loc = pp_profile_get_location(f.prof, si->locations[0]);
 	REQUIRE(loc != NULL);
 	CHECK(loc->mapping_id != 0); /* placed in the wrapper's file */
-	si = sample_of_tid(f.prof, NO_SUCH_PID + 2);
+	si = gone_sample_at(&f, NO_SUCH_PID + 2, TIME_NS + 2500, NULL, 0, uf, 1);
 	REQUIRE(si && si->nlocations == 1);
 	CHECK_STR(si->process_name, "[sess-program]");
 	CHECK_EQ_U64(pp_profile_get_location(f.prof, si->locations[0])->mapping_id, 0);
-	si = sample_of_tid(f.prof, NO_SUCH_PID + 3);
+	si = gone_sample_at(&f, NO_SUCH_PID + 3, TIME_NS + 3500, NULL, 0, uf, 1);
 	REQUIRE(si != NULL);
 	CHECK_STR(si->process_name, "[sess-next]");
 	pp_session_get_stats(f.s, &st);
@@ -1997,10 +2001,7 @@ TEST(samples_of_a_wrapper_chain_are_given_the_image_they_ran_in)
 	/* eight execs more: the wrapper's image is no longer kept */
 	for (uint64_t i = 0; i < 8; i++)
 		sideband_exec(f.s, NO_SUCH_PID, TIME_NS + 4000 + 100 * i, "sess-shim");
-	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 4, 1, NULL, 0, uf, 1);
-	r.d.sample.time_ns = TIME_NS;
-	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
-	si = sample_of_tid(f.prof, NO_SUCH_PID + 4);
+	si = gone_sample_at(&f, NO_SUCH_PID + 4, TIME_NS, NULL, 0, uf, 1);
 	REQUIRE(si && si->nlocations == 1);
 	CHECK(strcmp(si->process_name, "[sess-shim]") != 0);
 	CHECK(strcmp(si->process_name, "[sess-next]") != 0);
@@ -2033,7 +2034,6 @@ TEST(a_sample_in_an_exec_names_its_user_frame_in_the_image_that_called_it)
 	struct sess_fixture f;
 	char exe[PATH_MAX];
 	struct stat sb;
-	struct rec r;
 
 	if (kill((pid_t)NO_SUCH_PID, 0) == 0 || errno != ESRCH)
 		SKIP("pid 0x3ffffff0 exists on this machine");
@@ -2041,10 +2041,7 @@ TEST(a_sample_in_an_exec_names_its_user_frame_in_the_image_that_called_it)
 	REQUIRE(fixture_init(&f, &opts, 1) == 0);
 	sideband_exec_and_map(f.s, NO_SUCH_PID, "sess-caller", code, exe, &sb);
 	sideband_exec(f.s, NO_SUCH_PID, TIME_NS + 1000, "sess-program");
-	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 1, 1, kf, 1, uf, 3);
-	r.d.sample.time_ns = TIME_NS + 1500;
-	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
-	si = sample_of_tid(f.prof, NO_SUCH_PID + 1);
+	si = gone_sample_at(&f, NO_SUCH_PID + 1, TIME_NS + 1500, kf, 1, uf, 3);
 	REQUIRE(si && si->nlocations == 2);
 	CHECK_STR(si->process_name, "[sess-program]");
 	CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_kfunc_alpha");
@@ -2057,19 +2054,13 @@ TEST(a_sample_in_an_exec_names_its_user_frame_in_the_image_that_called_it)
 	CHECK_EQ_U64(st.samples_in_exec, 1);
 	/* the program runs, mapped where the caller was: its own pcs, its whole stack */
 	sideband_map(f.s, NO_SUCH_PID, TIME_NS + 1700, code, exe, &sb);
-	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 2, 1, kf, 1, uf, 3);
-	r.d.sample.time_ns = TIME_NS + 2000;
-	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
-	si = sample_of_tid(f.prof, NO_SUCH_PID + 2);
+	si = gone_sample_at(&f, NO_SUCH_PID + 2, TIME_NS + 2000, kf, 1, uf, 3);
 	REQUIRE(si && si->nlocations == 4);
 	pp_session_get_stats(f.s, &st);
 	CHECK_EQ_U64(st.samples_in_exec, 1);
 	/* a user pc in neither image: as it was, unplaced, the stack kept */
 	uf[0] = 0x10000;
-	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID + 3, 1, kf, 1, uf, 3);
-	r.d.sample.time_ns = TIME_NS + 2000;
-	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
-	si = sample_of_tid(f.prof, NO_SUCH_PID + 3);
+	si = gone_sample_at(&f, NO_SUCH_PID + 3, TIME_NS + 2000, kf, 1, uf, 3);
 	REQUIRE(si != NULL);
 	CHECK(si->nlocations >= 2);
 	CHECK_EQ_U64(pp_profile_get_location(f.prof, si->locations[1])->mapping_id, 0);
