@@ -168,6 +168,9 @@ def short(path, comm):
             continue
         if not user or all(f == "[unknown]" for f in user) or user[0] == "_exit":
             continue
+        # in its exec: the user frame is the caller's execve, nothing above it is there
+        if user == ["execve"] and any(strip(f).endswith("sys_execve") for f in frames):
+            continue
         s += n
         heaviest.append((n, stack))
     # what a failed check shows: the heaviest short stacks, on stderr
