@@ -890,6 +890,7 @@ static void sb_replace(struct pp_proc_cache *c, uint32_t pid, struct pp_proc *fr
 		       uint64_t born_ns, int keep_prev)
 {
 	struct node *n = lookup(c, pid);
+	struct image *img;
 
 	c->st.sb_images++;
 	if (!n) {
@@ -899,24 +900,23 @@ static void sb_replace(struct pp_proc_cache *c, uint32_t pid, struct pp_proc *fr
 		return;
 	}
 	/* a stale image (read from /proc when sampled) describes nothing a sample could use */
-	if (keep_prev && !(n->proc.flags & (PP_PROC_F_EXITED | PP_PROC_F_STALE))) {
-		struct image *img = malloc(sizeof(*img)), **link = &n->prev;
+	img = keep_prev && !(n->proc.flags & (PP_PROC_F_EXITED | PP_PROC_F_STALE))
+		  ? malloc(sizeof(*img))
+		  : NULL;
+	if (img) {
+		struct image **link = &n->prev;
 
-		if (img) {
-			img->proc = n->proc;
-			img->proc.flags |= PP_PROC_F_REPLACED;
-			img->born_ns = n->born_ns;
-			img->older = n->prev;
-			n->prev = img;
-			memset(&n->proc, 0, sizeof(n->proc));
-			/* the oldest go: a chain longer than a wrapper's is not one exec's */
-			for (int kept = 1; *link && kept < PREV_IMAGES_MAX; kept++)
-				link = &(*link)->older;
-			if (*link)
-				drop_images(&(*link)->older);
-		} else {
-			drop_prev(n);
-		}
+		img->proc = n->proc;
+		img->proc.flags |= PP_PROC_F_REPLACED;
+		img->born_ns = n->born_ns;
+		img->older = n->prev;
+		n->prev = img;
+		memset(&n->proc, 0, sizeof(n->proc));
+		/* the oldest go: a chain longer than a wrapper's is not one exec's */
+		for (int kept = 1; *link && kept < PREV_IMAGES_MAX; kept++)
+			link = &(*link)->older;
+		if (*link)
+			drop_images(&(*link)->older);
 	} else {
 		drop_prev(n);
 	}

@@ -70,8 +70,8 @@ struct pp_proc_cache_stats {
 	uint64_t sb_mmaps;	 /* mappings the side-band reported, applied to cached entries */
 	/* ... of processes not cached (read from /proc when sampled), or older than every image */
 	uint64_t sb_mmaps_unused;
-	uint64_t
-	    sb_mmaps_late; /* applied, made before an exec read earlier: to the image it ended */
+	/* ... applied, made before an exec read earlier: given to the image that exec ended */
+	uint64_t sb_mmaps_late;
 };
 
 struct pp_proc_cache_opts {
