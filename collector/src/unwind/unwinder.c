@@ -30,6 +30,7 @@
 #include "process/mapped_file.h"
 #include "process/procmaps.h"
 #include "symbolize/elf_symbols.h"
+#include "file_ids.h"
 #include "table_cache.h"
 #include "unwind_pack.h"
 #include "cfi/fde_lookup.h"
@@ -78,9 +79,8 @@ struct table {
 	/* "c:" the digest of what its table is compiled from, or "i:" dev, inode, size, mtime
 	 * for a file whose CFI cannot be read */
 	char key[80];
-	/* "s:" the device, inode, ctime and size of the file last found to hold key: the same
-	 * four again are the same bytes (no write leaves ctime), so its digest is not redone */
-	char stat_key[96];
+	/* another file in the slot has another: a name of a file (file_ids.h) holds for this one */
+	uint32_t serial;
 	/* the digest key spells (has_digest: a "c:" key), for the table cache */
 	uint8_t digest[PP_UNWIND_DIGEST_SIZE];
 	uint8_t has_digest;
@@ -95,11 +95,7 @@ struct table {
 	uint8_t none;	 /* the file has no usable CFI: remembered, not retried */
 	uint8_t no_room; /* did not fit: tried again only once rows were freed since */
 	uint64_t no_room_frees;
-	/* "d:" device, inode, inode generation, as the side-band names the file: found again
-	 * without opening it ("" until it was reached through such a mapping) */
-	char id_key[64];
-	uint64_t id_verified_ms; /* when an open last confirmed id_key */
-	uint8_t built_before;	 /* rows were built once: building again is a rebuild */
+	uint8_t built_before; /* rows were built once: building again is a rebuild */
 	/*
 	 * A partial table: its file's FDEs found one at a time as walks of stack copies reach
 	 * their code (fde_lookup.h), the rows found so far in its run and a deferred row
@@ -154,6 +150,12 @@ struct pp_unwinder {
 	 * scan was 3 MiB of memory per lookup, of which a node uses a few dozen slots).
 	 */
 	uint32_t tables_hwm;
+	uint32_t table_serial; /* the last slot's serial given */
+	/*
+	 * The names files were found under (a stat of the opened file, the side-band's identity,
+	 * a maps line), each the table of its file: found again without an open or a digest.
+	 */
+	struct pp_file_ids *file_ids;
 	bool mmap_reports;   /* opts.mmap_reports */
 	bool tables_only;    /* opts.tables_only */
 	uint32_t max_frames; /* opts.max_frames, at most PP_MAX_STACK_DEPTH */
@@ -544,15 +546,23 @@ static struct table *table_slot(struct pp_unwinder *u)
 		table_drop_rows(u, t);
 	}
 	memset(t, 0, sizeof(*t));
+	t->serial = ++u->table_serial;
 	return t;
 }
 
-static struct table *table_find_stat(struct pp_unwinder *u, const char *stat_key)
+/* The table a name stands for: confirmed by an open within max_age_ms (0: however long ago). */
+static struct table *table_named(struct pp_unwinder *u, const char *name, uint64_t max_age_ms)
 {
-	for (uint32_t i = 0; i < u->tables_hwm; i++)
-		if (u->tables[i].in_use && !strcmp(u->tables[i].stat_key, stat_key))
-			return &u->tables[i];
-	return NULL;
+	struct pp_file_id id;
+	struct table *t;
+
+	if (!name[0] || !pp_file_ids_find(u->file_ids, name, &id) || id.table >= u->tables_hwm)
+		return NULL;
+	t = &u->tables[id.table];
+	if (!t->in_use || t->serial != id.serial ||
+	    (max_age_ms && now_ms() - id.confirmed_ms > max_age_ms))
+		return NULL;
+	return t;
 }
 
 /* The key of a table by its digest (file_key's, and an identity's from an earlier start). */
@@ -1257,29 +1267,46 @@ static int open_mapped(struct pp_unwinder *u, uint32_t tgid, const uint32_t *rel
 
 #define IDENTITY_TTL_MS 30000
 
-static struct table *table_find_id(struct pp_unwinder *u, const char *id_key)
+/*
+ * t holds the file of stat_key, as an open just confirmed; id_key: the mapping's name of it.
+ * The file's stat names it with no time limit: the same device, inode, ctime and size again
+ * are the same bytes (no write leaves ctime), so its digest is not redone.
+ */
+static void table_found_as(struct pp_unwinder *u, struct table *t, const char *stat_key,
+			   const char *id_key)
 {
-	for (uint32_t i = 0; i < u->tables_hwm; i++)
-		if (u->tables[i].in_use && !strcmp(u->tables[i].id_key, id_key))
-			return &u->tables[i];
-	return NULL;
+	struct pp_file_id id = {
+	    .table = (uint32_t)(t - u->tables), .serial = t->serial, .confirmed_ms = now_ms()};
+
+	pp_file_ids_note(u->file_ids, stat_key, &id);
+	pp_file_ids_note(u->file_ids, id_key, &id);
 }
 
-/* t holds the file of stat_key, as an open just confirmed; id_key: the side-band's name of it. */
-static void table_found_as(struct table *t, const char *stat_key, const char *id_key)
+/*
+ * How a mapping names its file without an open: "d:" the side-band's device, inode and inode
+ * generation, as perf names its files; "m:" a maps line's device, inode and path, for a
+ * process read from /proc and its forks (no generation there: a name a later file could take
+ * once this one is deleted, so never for a deleted one, and only while an open confirmed it
+ * lately, as for "d:"). "" where it has none.
+ */
+static void mapping_name(const struct pp_map_entry *e, char *out, size_t size)
 {
-	snprintf(t->stat_key, sizeof(t->stat_key), "%s", stat_key);
-	if (id_key[0]) {
-		snprintf(t->id_key, sizeof(t->id_key), "%s", id_key);
-		t->id_verified_ms = now_ms();
-	}
+	out[0] = '\0';
+	if (!e->inode)
+		return;
+	if (e->from_sideband)
+		snprintf(out, size, "d:%x:%x:%" PRIu64 ":%" PRIu64, e->dev_major, e->dev_minor,
+			 e->inode, e->ino_generation);
+	else if (!e->deleted && e->path)
+		snprintf(out, size, "m:%x:%x:%" PRIu64 ":%016" PRIx64, e->dev_major, e->dev_minor,
+			 e->inode, hash_str(e->path));
 }
 
 /* The table for a mapping, built if new: NULL when the mapping gets none. */
 static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint32_t *relatives,
 			       const struct pp_map_entry *e)
 {
-	char key[80], id_key[64] = "", stat_key[96];
+	char key[80], id_key[PP_FILE_ID_KEY_MAX], stat_key[PP_FILE_ID_KEY_MAX];
 	uint8_t digest[PP_UNWIND_DIGEST_SIZE];
 	struct pp_cfi_source *cs = NULL;
 	bool digested;
@@ -1289,20 +1316,16 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	int fd;
 
 	/*
-	 * A file the side-band named by device, inode and inode generation, as perf names its
-	 * files: a table reached that way before is that file's, without opening it again (an
-	 * exec of a program the node runs all the time costs no open).
+	 * A file the mapping names as it named a file an open confirmed lately: that file's
+	 * table, without opening it again (an exec of a program the node runs all the time, a
+	 * fork of a process read from /proc, cost no open).
 	 */
-	if (e->from_sideband && e->inode) {
-		snprintf(id_key, sizeof(id_key), "d:%x:%x:%" PRIu64 ":%" PRIu64, e->dev_major,
-			 e->dev_minor, e->inode, e->ino_generation);
-		t = table_find_id(u, id_key);
-		/* an identity stands for its file while an open confirmed it lately (symcache.c) */
-		if (t && (t->none || t->nr) && now_ms() - t->id_verified_ms <= IDENTITY_TTL_MS) {
-			u->st.tables_shared += t->nr != 0;
-			u->st.tables_by_identity++;
-			return t;
-		}
+	mapping_name(e, id_key, sizeof(id_key));
+	t = table_named(u, id_key, IDENTITY_TTL_MS);
+	if (t && (t->none || t->nr)) {
+		u->st.tables_shared += t->nr != 0;
+		u->st.tables_by_identity++;
+		return t;
 	}
 	fd = open_mapped(u, tgid, relatives, e);
 	if (fd < 0)
@@ -1314,7 +1337,7 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	snprintf(stat_key, sizeof(stat_key), "s:%" PRIx64 ":%" PRIu64 ":%" PRId64 ".%09ld:%" PRId64,
 		 (uint64_t)st.st_dev, (uint64_t)st.st_ino, (int64_t)st.st_ctim.tv_sec,
 		 st.st_ctim.tv_nsec, (int64_t)st.st_size);
-	t = table_find_stat(u, stat_key);
+	t = table_named(u, stat_key, 0);
 	if (t) {
 		snprintf(key, sizeof(key), "%s", t->key);
 		digested = t->has_digest;
@@ -1326,7 +1349,7 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 		digested = true;
 	} else if ((t = partial_new(u, fd, &st, stat_key))) {
 		/* a big file no earlier start compiled: its rows found as walks reach them */
-		table_found_as(t, stat_key, id_key);
+		table_found_as(u, t, stat_key, id_key);
 		close(fd);
 		return t;
 	} else {
@@ -1339,7 +1362,7 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	/* built, without CFI, or too big for the rows free when it was tried: not again */
 	if (t && (t->none || t->nr || (t->no_room && t->no_room_frees == u->frees))) {
 		u->st.tables_shared += t->nr != 0;
-		table_found_as(t, stat_key, id_key);
+		table_found_as(u, t, stat_key, id_key);
 		pp_cfi_source_free(cs);
 		close(fd);
 		return t;
@@ -1363,7 +1386,7 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	(void)table_build(u, t, fd, cs, e->path, digested ? digest : NULL);
 	pp_cfi_source_free(cs);
 	t->built_before |= t->nr != 0;
-	table_found_as(t, stat_key, id_key);
+	table_found_as(u, t, stat_key, id_key);
 	close(fd);
 	return t;
 }
@@ -2085,6 +2108,7 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->live_tgids = malloc(slots * sizeof(*u->live_tgids));
 	u->seen_mask = u->procs_mask = slots - 1;
 	u->tables = calloc(u->max_tables, sizeof(*u->tables));
+	u->file_ids = pp_file_ids_new(2 * u->max_tables);
 	u->free_cap = 64;
 	u->free_ext = malloc(u->free_cap * sizeof(*u->free_ext));
 	u->scratch = malloc(sizeof(*u->scratch));
@@ -2095,8 +2119,8 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	pthread_mutex_init(&u->work, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	pthread_cond_init(&u->idle, NULL);
-	if (!u->seen || !u->procs || !u->live_tgids || !u->tables || !u->free_ext || !u->scratch ||
-	    !u->rules || (sink->read_rows && !u->walk_words)) {
+	if (!u->seen || !u->procs || !u->live_tgids || !u->tables || !u->file_ids || !u->free_ext ||
+	    !u->scratch || !u->rules || (sink->read_rows && !u->walk_words)) {
 		pp_unwinder_free(u);
 		errno = ENOMEM;
 		return NULL;
@@ -2172,6 +2196,7 @@ void pp_unwinder_free(struct pp_unwinder *u)
 	free(u->procs);
 	free(u->live_tgids);
 	free(u->tables);
+	pp_file_ids_free(u->file_ids);
 	free(u->free_ext);
 	free(u->scratch);
 	free(u->walk_words);

@@ -559,6 +559,100 @@ TEST(a_process_read_from_proc_is_not_read_again_where_mappings_are_reported)
 	mem_sink_free(m);
 }
 
+/* The executable mappings of files in pid's maps: what an install asks a table for. */
+static unsigned exec_file_mappings(const struct pp_proc *p)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < p->maps.n; i++) {
+		const struct pp_map_entry *e = &p->maps.entries[i];
+
+		n += e->kind == PP_MAP_KIND_FILE && (e->perms & PP_MAP_EXEC) && e->inode &&
+		     !e->deleted;
+	}
+	return n;
+}
+
+static uint64_t installed_by_identity(struct pp_unwinder *u, const struct pp_proc *p)
+{
+	struct pp_unwinder_stats before, after;
+
+	pp_unwinder_get_stats(u, &before);
+	((struct pp_proc *)p)->maps_version++; /* a library mapped since: installed again */
+	pp_unwinder_note_proc(u, p);
+	pp_unwinder_drain(u);
+	pp_unwinder_get_stats(u, &after);
+	return after.tables_by_identity - before.tables_by_identity;
+}
+
+/*
+ * Each file is found again by its own name, without an open: a copy of a program (the same
+ * CFI, one table for both) as the side-band names it, one process after the other, and a
+ * second process of a program read from /proc (a fork of a process older than the agent maps
+ * what its parent did). Before, a table kept one name: the copy and the original took it in
+ * turn, and every install of either opened its file again.
+ */
+TEST(files_sharing_a_table_are_each_found_again_without_an_open)
+{
+	struct pp_proc_cache *pc = pp_proc_cache_new(&(struct pp_proc_cache_opts){.capacity = 8});
+	struct mem_sink *m = mem_sink_new(1u << 20);
+	const struct pp_proc *pa, *pb, *pc2;
+	struct pp_unwinder *u;
+	unsigned na, nb;
+	pid_t a, b, c;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL && pc != NULL);
+	REQUIRE(pp_test_sh("cp '%s/chain' '%s/chain_copy'", g_dir, g_dir) == 0);
+	a = start("chain");
+	b = start("chain_copy");
+	c = start("chain");
+	pa = pp_proc_cache_get(pc, (uint32_t)a);
+	pb = pp_proc_cache_get(pc, (uint32_t)b);
+	pc2 = pp_proc_cache_get(pc, (uint32_t)c);
+	REQUIRE(pa != NULL && pb != NULL && pc2 != NULL);
+	na = exec_file_mappings(pa);
+	nb = exec_file_mappings(pb);
+	REQUIRE(na >= 3 && nb == na); /* the program, libpp_chain, libpp_chain_fp, libc, ld.so */
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){.mmap_reports = true});
+	REQUIRE(u != NULL);
+
+	/* read from /proc: a's files opened once, c's (the same files) found by a's names */
+	CHECK_EQ_U64(installed_by_identity(u, pa), 0);
+	CHECK_EQ_U64(installed_by_identity(u, pc2), na);
+
+	/* named by the side-band: each file's name found again, the copy's and the original's */
+	for (size_t i = 0; i < pa->maps.n; i++)
+		((struct pp_proc *)pa)->maps.entries[i].from_sideband = 1;
+	for (size_t i = 0; i < pb->maps.n; i++)
+		((struct pp_proc *)pb)->maps.entries[i].from_sideband = 1;
+	(void)installed_by_identity(u, pa);
+	(void)installed_by_identity(u, pb);
+	for (int round = 0; round < 3; round++) {
+		CHECK_EQ_U64(installed_by_identity(u, pa), na);
+		CHECK_EQ_U64(installed_by_identity(u, pb), nb);
+	}
+	/* one table for the program and its copy */
+	{
+		const struct pp_bpf_unwind_proc *la = mem_proc(m, (uint32_t)a);
+		const struct pp_bpf_unwind_proc *lb = mem_proc(m, (uint32_t)b);
+		const struct pp_bpf_unwind_mapping *ma = la ? mapping_of(la, a, "/chain") : NULL;
+		const struct pp_bpf_unwind_mapping *mb =
+		    lb ? mapping_of(lb, b, "/chain_copy") : NULL;
+
+		REQUIRE(ma != NULL && mb != NULL);
+		CHECK_EQ_U64(ma->first_word, mb->first_word);
+		CHECK(ma->nr_pages > 0 && ma->nr_pages == mb->nr_pages);
+	}
+	pp_unwinder_free(u);
+	stop(a);
+	stop(b);
+	stop(c);
+	pp_proc_cache_free(pc);
+	mem_sink_free(m);
+}
+
 /*
  * A process with more executable mappings than a list holds (JIT code in hundreds of
  * regions): its files' mappings keep their room, in the order of addresses, and the code of
@@ -1589,6 +1683,8 @@ TEST_LIST = {
      a_process_read_from_proc_is_not_read_again_where_mappings_are_reported},
     {"drain_for_waits_a_bounded_time", drain_for_waits_a_bounded_time},
     {"files_keep_their_room_in_a_full_list", files_keep_their_room_in_a_full_list},
+    {"files_sharing_a_table_are_each_found_again_without_an_open",
+     files_sharing_a_table_are_each_found_again_without_an_open},
     {"partial_tables_find_rows_as_walks_reach_them", partial_tables_find_rows_as_walks_reach_them},
     {"a_copy_of_an_image_replaced_by_exec_is_walked_with_that_images_mappings",
      a_copy_of_an_image_replaced_by_exec_is_walked_with_that_images_mappings},
