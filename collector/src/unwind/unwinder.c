@@ -775,11 +775,13 @@ out:
 #define PARTIAL_SHORT_MAX 32
 /*
  * Rows found are written at most this often, all tables' at once, and this long after the
- * first found since the last write: each write makes a table's run again and moves its
- * holders, and under churn walks find an FDE every few ms. Samples meeting code found but not
- * written meanwhile take copies, walked as before (their stacks whole, their cost the ring's).
+ * first found since the last write: each write makes a table's run again (thousands of FDEs'
+ * rows for a few new ones) and moves its holders, and under churn walks find an FDE every few
+ * ms. Samples meeting code found but not written meanwhile take copies, walked as before
+ * (their stacks whole, their cost the ring's): under the churn loop no more of them every 5 s
+ * than every 500 ms, where the writes were a tenth of the steady state's CPU.
  */
-#define PARTIAL_WRITE_MS 500
+#define PARTIAL_WRITE_MS 5000
 #define PARTIAL_KEEP_MS 300000
 
 /*
@@ -2481,7 +2483,7 @@ void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out)
  *   tables' writes meet 30-60 pieces in 20 s: 64 keep them all mapped (4 MiB at most), where
  *   16 for reads and a mapping per write unmapped 15 times a second.
  * - A write of up to two pieces goes through them (the partial tables' runs, rewritten every
- *   500 ms). A larger one (a whole table's run) maps its own pages once.
+ *   5 s at most). A larger one (a whole table's run) maps its own pages once.
  * BPF_MAP_UPDATE_BATCH costs the kernel a copy and an update per row (70 ms of system time
  * for 240k rows here): it remains for a kernel that refuses the mmap.
  */
