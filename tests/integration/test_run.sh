@@ -98,7 +98,7 @@ pp_check "windows are aligned to the interval" \
 pp_check "the pprof windows read in go tool pprof" \
 	bash -c "go tool pprof -raw '$(ls "$T/files"/*.pb.gz | sort | tail -n1)' >/dev/null 2>&1 || ! command -v go >/dev/null"
 
-# --- SIGTERM in a window's grace (the 250 ms after its end, samples held for the next) -----
+# --- SIGTERM in a window's grace (the 450 ms after its end, samples held for the next) -----
 # The ended window keeps its length and the held samples start a partial window of their own.
 # The stop comes 200 ms after a boundary, once sampling runs, beside the test's workload: a
 # partial window without samples is not written (clean run ci47, busy: the agent started late,

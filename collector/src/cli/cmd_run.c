@@ -43,7 +43,7 @@
 #include "sampler.h"
 #include "session.h"
 
-#define POLL_INTERVAL_MS 100
+#define POLL_INTERVAL_MS PP_SHIM_POLL_PROMPT_MS
 #define NS_PER_S 1000000000ull
 
 extern char **environ;

@@ -1176,16 +1176,19 @@ int pp_shim_attach(struct pp_shim *shim, int perf_fd, uint32_t cookie)
 }
 
 /*
- * 100, not 5, 20 or 50: a process's list is written up to 100 ms later, and the samples it
- * takes meanwhile carry a copy of their stack, walked once it is (PP_SF_USTACK_RAW), so they
- * lose no frames. Under a loop starting 100 programs a second (bench_churn.sh) 20 took a
+ * 200, not 5, 20, 50 or 100: a process's list is written up to 200 ms later, and the samples
+ * it takes meanwhile carry a copy of their stack, walked once it is (PP_SF_USTACK_RAW), so
+ * they lose no frames. Under a loop starting 100 programs a second (bench_churn.sh) 20 took a
  * quarter less CPU than 5, and 50 a fifth less than 20 at 20 Hz (a seventh at 99 Hz, where a
  * sixth more samples came as copies). 100 against 50, side by side (bench/ab_churn.sh, 5
  * rounds): 0.76 of the CPU at 20 Hz, 0.78 at 99 Hz, for a sixth more copies again, of which
  * 1.5-1.8% of the samples (against 0.9-1.2%) ended before their stack did. 200 against 100:
- * 0.94 at 99 Hz (4 rounds), for copies again.
+ * 0.94 at 99 Hz (4 rounds), for copies again. Later, with the poll's timeout 200 ms too
+ * (PP_SHIM_POLL_PROMPT_MS, the loop woke at most 1000 / 100 times a second either way):
+ * 0.83-0.86 at 99 Hz (3 rounds), a quarter more samples before their process's list (2,146-
+ * 2,165 -> 2,679-2,804 a capture), their copies as often whole (96.3%).
  */
-#define WAKE_QUIET_MS 100
+#define WAKE_QUIET_MS 200
 /* A wake fd that fired this recently keeps the polls prompt (pp_shim_poll_interval_ms). */
 #define SOURCE_ACTIVE_MS 2000
 

@@ -203,7 +203,7 @@ void pp_shim_detach_all(struct pp_shim *shim);
  */
 int pp_shim_poll(struct pp_shim *shim, int timeout_ms, pp_shim_record_fn cb, void *ctx);
 
-#define PP_SHIM_POLL_PROMPT_MS 100
+#define PP_SHIM_POLL_PROMPT_MS 200
 #define PP_SHIM_POLL_QUIET_MS 1000
 /*
  * The longest the next pp_shim_poll should wait, in ms. The shim wakes the poll itself when a
