@@ -2177,10 +2177,15 @@ void pp_unwinder_free(struct pp_unwinder *u)
 		free(u->done_head);
 		u->done_head = next;
 	}
-	for (uint32_t i = 0; u->procs && i <= u->procs_mask; i++) {
-		free(u->procs[i].tables);
-		free(u->procs[i].maps);
-		free(u->procs[i].map_tables);
+	/* the live ones: a walk over every slot touched 16,384 of them, most never used */
+	for (uint32_t i = 0; u->procs && u->live_tgids && i < u->nlive; i++) {
+		struct proc *p = proc_find(u, u->live_tgids[i], false);
+
+		if (!p)
+			continue;
+		free(p->tables);
+		free(p->maps);
+		free(p->map_tables);
 	}
 	for (uint32_t i = 0; u->tables && i < u->tables_hwm; i++) {
 		if (u->tables[i].in_use && u->tables[i].partial)
