@@ -151,19 +151,43 @@ static int post(struct pp_symloader *l, const struct pp_symload_result *r)
 	return 0;
 }
 
+/*
+ * How a mapping names its file without an open: the side-band's device, inode and generation;
+ * for a maps line (a process read from /proc, and its forks), its device and inode with its
+ * path's hash where the generation goes, bit 63 set (a generation is 32 bits: none has it).
+ * Never a deleted file's maps line: without a generation a later file could take its name.
+ * false where the mapping has none.
+ */
+static bool mapping_identity(const struct pp_map_entry *m, struct pp_file_identity *id)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	*id = (struct pp_file_identity){m->dev_major, m->dev_minor, m->inode, m->ino_generation};
+	if (!m->inode)
+		return false;
+	if (m->from_sideband)
+		return true;
+	if (m->deleted || !m->path || !m->path[0])
+		return false;
+	for (const char *p = m->path; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	id->ino_generation = (1ull << 63) | (h >> 1);
+	return true;
+}
+
 /* A mapping's table: opened the safe way, read through the cache. */
 static void load_mapping(struct pp_symloader *l, const struct request *rq,
 			 struct pp_symload_result *out, enum pp_mapped_via *via)
 {
 	const struct pp_elf_symbols *syms;
 	char root[300];
-	struct pp_file_identity id = {rq->map.dev_major, rq->map.dev_minor, rq->map.inode,
-				      rq->map.ino_generation};
+	struct pp_file_identity id;
+	bool named = mapping_identity(&rq->map, &id);
 	uint32_t root_pid;
 	int fd;
 
-	/* a file the side-band named and a get found before: no open */
-	if (id.inode && rq->map.from_sideband) {
+	/* a file the mapping named as a get found it lately: no open */
+	if (named) {
 		syms = pp_symcache_get_identity(l->cache, &id);
 		if (syms) {
 			*via = PP_MAPPED_VIA_IDENTITY;
@@ -180,7 +204,7 @@ static void load_mapping(struct pp_symloader *l, const struct request *rq,
 	snprintf(root, sizeof(root), "%s/%u/root", l->proc_root, root_pid);
 	syms = pp_symcache_get_fd(l->cache, fd, root, rq->map.path, NULL);
 	out->err = syms ? 0 : errno;
-	if (syms && id.inode && rq->map.from_sideband)
+	if (syms && named)
 		pp_symcache_add_identity(l->cache, &id, fd);
 	/* the cache may evict it at the next get: the taker holds its own reference */
 	out->syms = pp_elf_symbols_ref((struct pp_elf_symbols *)syms);

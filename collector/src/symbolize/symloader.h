@@ -72,8 +72,8 @@ struct pp_symloader_stats {
 	uint64_t queue_full;		   /* requests refused: the queue was full */
 	uint64_t via_map_files;		   /* files opened through /proc/PID/map_files */
 	uint64_t via_root;		   /* ... by their path in the process's root, checked */
-	uint64_t via_relative;	      /* ... the process gone: by their path in a relative's root */
-	uint64_t via_identity;	      /* files not opened: cached under the side-band's identity */
+	uint64_t via_relative; /* ... the process gone: by their path in a relative's root */
+	uint64_t via_identity; /* files not opened: cached under the name the mapping gives */
 	uint64_t not_the_mapped_file; /* the path led to another file: refused (ESTALE) */
 	uint64_t open_failed;	      /* gone, unreachable, not a regular file */
 	uint64_t debug_loads;	      /* debug files (debuginfod) read for late naming */

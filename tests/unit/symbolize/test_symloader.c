@@ -1,8 +1,9 @@
 /*
  * Tests of the symbol loader's worker and how it is woken: a loader woken per request reads a
  * file as it is asked; one woken by its caller (the agent's poll loop) leaves what was queued
- * until pp_symloader_kick or a wait, and then reads all of it. The file is this test's own
- * executable, mapped as /proc/self/maps says.
+ * until pp_symloader_kick or a wait, and then reads all of it; a file a maps line names is
+ * found again without an open. The file is this test's own executable, mapped as
+ * /proc/self/maps says.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -135,7 +136,49 @@ TEST(kicked_by_caller_reads_at_the_kick_or_a_wait)
 	pp_maps_fini(&maps);
 }
 
+/*
+ * A file named by a maps line (a process read from /proc, as this one is) is found again by
+ * that name without an open, as one the side-band named is; a deleted file's maps line names
+ * nothing (a later file could take its inode), so it is opened each time.
+ */
+TEST(a_file_named_by_its_maps_line_is_found_again_without_an_open)
+{
+	struct pp_symloader_stats st;
+	struct pp_maps maps = {0};
+	const struct pp_map_entry *m;
+	struct pp_map_entry deleted;
+	struct pp_symload_result r;
+	struct pp_symloader *l = loader_and_code(false, &maps, &m);
+
+	REQUIRE(l);
+	REQUIRE(!m->from_sideband && m->inode);
+	CHECK_EQ_U64(pp_symloader_submit(l, 1, (uint32_t)getpid(), NULL, m), 0);
+	drain(l, 1);
+	pp_symloader_get_stats(l, &st);
+	CHECK_EQ_U64(st.via_identity, 0);
+	CHECK_EQ_U64(st.via_map_files + st.via_root, 1);
+	CHECK_EQ_U64(pp_symloader_submit(l, 2, (uint32_t)getpid(), NULL, m), 0);
+	drain(l, 1);
+	pp_symloader_get_stats(l, &st);
+	CHECK_EQ_U64(st.via_identity, 1);
+	CHECK_EQ_U64(st.via_map_files + st.via_root, 1);
+
+	/* opened through map_files, or refused without it (its path names another file) */
+	deleted = *m;
+	deleted.deleted = 1;
+	CHECK_EQ_U64(pp_symloader_submit(l, 3, (uint32_t)getpid(), NULL, &deleted), 0);
+	CHECK_EQ_U64(pp_symloader_wait_result(l, 30000), 0);
+	REQUIRE(pp_symloader_take(l, &r, 1) == 1);
+	pp_elf_symbols_free(r.syms);
+	pp_symloader_get_stats(l, &st);
+	CHECK_EQ_U64(st.via_identity, 1);
+	pp_symloader_free(l);
+	pp_maps_fini(&maps);
+}
+
 TEST_LIST = {
+    {"a_file_named_by_its_maps_line_is_found_again_without_an_open",
+     a_file_named_by_its_maps_line_is_found_again_without_an_open},
     {"woken_per_request_without_kick_by_caller", woken_per_request_without_kick_by_caller},
     {"kicked_by_caller_reads_at_the_kick_or_a_wait", kicked_by_caller_reads_at_the_kick_or_a_wait},
 };
