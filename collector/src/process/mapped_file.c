@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "base/hash.h"
 #include "base/root_open.h"
 
 /* The mapping's file, as /proc/PID/maps names it: its device and inode. */
@@ -72,6 +73,19 @@ static int open_in_root(const char *proc_root, uint32_t pid, const struct pp_map
 	}
 	close(pfd);
 	return fd;
+}
+
+bool pp_mapped_file_identity(const struct pp_map_entry *m, struct pp_file_identity *id)
+{
+	*id = (struct pp_file_identity){m->dev_major, m->dev_minor, m->inode, m->ino_generation};
+	if (!m->inode)
+		return false;
+	if (m->from_sideband)
+		return true;
+	if (m->deleted || !m->path || !m->path[0])
+		return false;
+	id->ino_generation = (1ull << 63) | (pp_hash_str(m->path) >> 1);
+	return true;
 }
 
 int pp_mapped_file_open(const char *proc_root, uint32_t pid, const struct pp_map_entry *m,

@@ -11,6 +11,7 @@
 #ifndef PP_COLLECTOR_MAPPED_FILE_H
 #define PP_COLLECTOR_MAPPED_FILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "procmaps.h"
@@ -21,8 +22,25 @@ enum pp_mapped_via {
 	PP_MAPPED_VIA_MAP_FILES, /* /proc/PID/map_files (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE) */
 	PP_MAPPED_VIA_ROOT,	 /* the path inside /proc/PID/root, identity checked */
 	PP_MAPPED_VIA_RELATIVE,	 /* the process was gone: the path in a relative's root, checked */
-	PP_MAPPED_VIA_IDENTITY,	 /* not opened: a cache knew the file by the side-band's identity */
+	PP_MAPPED_VIA_IDENTITY,	 /* not opened: a cache knew the file by the mapping's identity */
 };
+
+/* A file as a mapping names it: device, inode and generation (pp_mapped_file_identity). */
+struct pp_file_identity {
+	uint32_t dev_major, dev_minor;
+	uint64_t inode, ino_generation;
+};
+
+/*
+ * How mapping m names its file without an open, for a cache to find the file it found the
+ * last time an open confirmed that name (for a while: an inode freed and given to a new file
+ * misleads the lookup until then): the side-band's device, inode and generation; for a maps
+ * line (a process read from /proc, and its forks), its device and inode with its path's hash
+ * where the generation goes, bit 63 set (a generation is 32 bits: none has it). Never a deleted
+ * file's maps line: without a generation a later file could take its name. false where m has
+ * no name.
+ */
+bool pp_mapped_file_identity(const struct pp_map_entry *m, struct pp_file_identity *id);
 
 /*
  * An O_CLOEXEC read-only fd of mapping m of process pid (proc_root NULL: "/proc"), or -errno:

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "debug_file.h"
+#include "process/mapped_file.h"
 #include "elf_symbols.h"
 #include "symbol_store.h"
 
@@ -36,13 +37,7 @@ struct pp_symcache_stats {
 	uint64_t debug_missing;	     /* stripped files for which neither had one (yet) */
 	uint64_t debug_errors;	     /* debug files found but unusable (corrupt, too big) */
 	uint64_t forgotten;	     /* entries dropped by pp_symcache_forget_build_id */
-	uint64_t identity_hits;	     /* of hits, found by the side-band's identity: no open */
-};
-
-/* A file as the kernel's side-band names it (PERF_RECORD_MMAP2). */
-struct pp_file_identity {
-	uint32_t dev_major, dev_minor;
-	uint64_t inode, ino_generation;
+	uint64_t identity_hits;	     /* of hits, found by the mapping's identity: no open */
 };
 
 /*

@@ -151,30 +151,6 @@ static int post(struct pp_symloader *l, const struct pp_symload_result *r)
 	return 0;
 }
 
-/*
- * How a mapping names its file without an open: the side-band's device, inode and generation;
- * for a maps line (a process read from /proc, and its forks), its device and inode with its
- * path's hash where the generation goes, bit 63 set (a generation is 32 bits: none has it).
- * Never a deleted file's maps line: without a generation a later file could take its name.
- * false where the mapping has none.
- */
-static bool mapping_identity(const struct pp_map_entry *m, struct pp_file_identity *id)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	*id = (struct pp_file_identity){m->dev_major, m->dev_minor, m->inode, m->ino_generation};
-	if (!m->inode)
-		return false;
-	if (m->from_sideband)
-		return true;
-	if (m->deleted || !m->path || !m->path[0])
-		return false;
-	for (const char *p = m->path; *p; p++)
-		h = (h ^ (uint8_t)*p) * 1099511628211ull;
-	id->ino_generation = (1ull << 63) | (h >> 1);
-	return true;
-}
-
 /* A mapping's table: opened the safe way, read through the cache. */
 static void load_mapping(struct pp_symloader *l, const struct request *rq,
 			 struct pp_symload_result *out, enum pp_mapped_via *via)
@@ -182,7 +158,7 @@ static void load_mapping(struct pp_symloader *l, const struct request *rq,
 	const struct pp_elf_symbols *syms;
 	char root[300];
 	struct pp_file_identity id;
-	bool named = mapping_identity(&rq->map, &id);
+	bool named = pp_mapped_file_identity(&rq->map, &id);
 	uint32_t root_pid;
 	int fd;
 

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
+
 /* Names in sets of WAYS by their hash: a full set loses the name confirmed longest ago. */
 #define WAYS 4
 
@@ -18,13 +20,11 @@ struct pp_file_ids {
 	struct entry *entries; /* (set_mask + 1) * WAYS */
 };
 
-/* FNV-1a, never 0 (the empty entry's). */
+/* Never 0 (the empty entry's). */
 static uint64_t key_hash(const char *key)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = pp_hash_str(key);
 
-	for (; *key; key++)
-		h = (h ^ (uint8_t)*key) * 1099511628211ull;
 	return h ? h : 1;
 }
 

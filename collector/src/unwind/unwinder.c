@@ -27,6 +27,7 @@
 #include "base/log.h"
 #include "base/elf_read.h"
 #include "base/fsutil.h"
+#include "base/hash.h"
 #include "process/mapped_file.h"
 #include "process/procmaps.h"
 #include "symbolize/elf_symbols.h"
@@ -253,15 +254,6 @@ static uint64_t hash_exec_lines(const char *s, size_t n)
 				h = (h ^ (uint8_t)s[j]) * 1099511628211ull;
 		i = end + 1;
 	}
-	return h;
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*s)
-		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
 	return h;
 }
 
@@ -1163,8 +1155,8 @@ static struct table *partial_new(struct pp_unwinder *u, int fd, const struct sta
 		pp_fde_lookup_free(l);
 		return NULL;
 	}
-	snprintf(t->key, sizeof(t->key), "p:%016" PRIx64, hash_str(stat_key));
-	t->hash = hash_str(t->key);
+	snprintf(t->key, sizeof(t->key), "p:%016" PRIx64, pp_hash_str(stat_key));
+	t->hash = pp_hash_str(t->key);
 	t->in_use = 1;
 	t->partial = l;
 	t->nloads = (uint32_t)pp_fde_lookup_get_loads(l, t->loads);
@@ -1214,7 +1206,7 @@ static void partial_promote(struct pp_unwinder *u, struct table *t)
 	t->users--;
 	partial_forget(t);
 	snprintf(t->key, sizeof(t->key), "%s", key);
-	t->hash = hash_str(key);
+	t->hash = pp_hash_str(key);
 	t->has_digest = digested;
 	if (digested)
 		memcpy(t->digest, digest, sizeof(t->digest));
@@ -1284,24 +1276,15 @@ static void table_found_as(struct pp_unwinder *u, struct table *t, const char *s
 	pp_file_ids_note(u->file_ids, id_key, &id);
 }
 
-/*
- * How a mapping names its file without an open: "d:" the side-band's device, inode and inode
- * generation, as perf names its files; "m:" a maps line's device, inode and path, for a
- * process read from /proc and its forks (no generation there: a name a later file could take
- * once this one is deleted, so never for a deleted one, and only while an open confirmed it
- * lately, as for "d:"). "" where it has none.
- */
+/* How a mapping names its file without an open (pp_mapped_file_identity), "" for none. */
 static void mapping_name(const struct pp_map_entry *e, char *out, size_t size)
 {
+	struct pp_file_identity id;
+
 	out[0] = '\0';
-	if (!e->inode)
-		return;
-	if (e->from_sideband)
-		snprintf(out, size, "d:%x:%x:%" PRIu64 ":%" PRIu64, e->dev_major, e->dev_minor,
-			 e->inode, e->ino_generation);
-	else if (!e->deleted && e->path)
-		snprintf(out, size, "m:%x:%x:%" PRIu64 ":%016" PRIx64, e->dev_major, e->dev_minor,
-			 e->inode, hash_str(e->path));
+	if (pp_mapped_file_identity(e, &id))
+		snprintf(out, size, "d:%x:%x:%" PRIu64 ":%" PRIu64, id.dev_major, id.dev_minor,
+			 id.inode, id.ino_generation);
 }
 
 /* The table for a mapping, built if new: NULL when the mapping gets none. */
@@ -1359,7 +1342,7 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 		if (digested && u->cache)
 			pp_table_cache_note_digest(u->cache, &st, digest);
 	}
-	h = hash_str(key);
+	h = pp_hash_str(key);
 	t = table_find(u, key, h);
 	/* built, without CFI, or too big for the rows free when it was tried: not again */
 	if (t && (t->none || t->nr || (t->no_room && t->no_room_frees == u->frees))) {

@@ -3,7 +3,8 @@
  * real /proc/PID/maps entry is parsed, and the open must reach that very file through
  * map_files, or by its path inside the process's root with the device and inode checked;
  * a path swapped for a link to another file, a FIFO, a deleted file or a stale entry must be
- * refused, never followed and never blocking.
+ * refused, never followed and never blocking; and the name a mapping gives its file for a
+ * cache.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -204,9 +205,47 @@ TEST(refuses_what_is_not_a_file_mapping)
 	CHECK(pp_mapped_file_open(NULL, (uint32_t)getpid(), NULL, NULL) == -EINVAL);
 }
 
+/*
+ * The name a mapping gives its file for a cache: the side-band's identity as it is; a maps
+ * line's device and inode with its path's hash, bit 63 set, so it equals no side-band
+ * generation and no other path's; none for a deleted file's line or a mapping without an inode.
+ */
+TEST(a_mapping_names_its_file_by_the_side_band_or_its_maps_line)
+{
+	struct pp_map_entry e = {.kind = PP_MAP_KIND_FILE,
+				 .dev_major = 254,
+				 .dev_minor = 1,
+				 .inode = 4242,
+				 .ino_generation = 0x9abcdef0,
+				 .from_sideband = 1,
+				 .path = "/usr/lib/libc.so.6"};
+	struct pp_file_identity a, b;
+
+	CHECK(pp_mapped_file_identity(&e, &a));
+	CHECK(a.dev_major == 254 && a.dev_minor == 1 && a.inode == 4242);
+	CHECK_EQ_U64(a.ino_generation, 0x9abcdef0);
+
+	e.from_sideband = 0;
+	e.ino_generation = 0;
+	CHECK(pp_mapped_file_identity(&e, &a));
+	CHECK(a.dev_major == 254 && a.dev_minor == 1 && a.inode == 4242);
+	CHECK(a.ino_generation >> 63);
+	e.path = "/usr/lib/libm.so.6";
+	CHECK(pp_mapped_file_identity(&e, &b));
+	CHECK(b.ino_generation >> 63 && b.ino_generation != a.ino_generation);
+
+	e.deleted = 1;
+	CHECK(!pp_mapped_file_identity(&e, &b));
+	e.deleted = 0;
+	e.inode = 0;
+	CHECK(!pp_mapped_file_identity(&e, &b));
+}
+
 TEST_LIST = {
     {"map_files_and_root_reach_the_mapped_file", map_files_and_root_reach_the_mapped_file},
     {"refuses_what_is_not_a_file_mapping", refuses_what_is_not_a_file_mapping},
+    {"a_mapping_names_its_file_by_the_side_band_or_its_maps_line",
+     a_mapping_names_its_file_by_the_side_band_or_its_maps_line},
 };
 
 TEST_MAIN()
