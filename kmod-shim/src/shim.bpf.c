@@ -418,13 +418,22 @@ struct {
 	__type(value, struct pp_bpf_unwind_rule);
 } unwind_rules SEC(".maps");
 
+/* Preallocated: 16-byte values, and a perf_event program may use no other hash before 5.13. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, PP_UNWIND_MAX_PROCS);
 	__type(key, __u32);
 	__type(value, struct pp_bpf_unwind_proc);
 } unwind_procs SEC(".maps");
+
+/* Every process's list of mappings, each a run the collector writes through an mmap. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, PP_UNWIND_MAPPING_SLOTS); /* 1 without tables (the loader) */
+	__type(key, __u32);
+	__type(value, struct pp_bpf_unwind_mapping);
+} unwind_mappings SEC(".maps");
 
 /*
  * The registers a walk is at, in a per-CPU map rather than on the stack: the verifier tracks
@@ -507,9 +516,20 @@ static __always_inline __u32 bsearch_step(__u32 base, __u32 half, __u64 below)
 	return base + half * (__u32)(1 - below);
 }
 
-/* The mapping holding pc: binary search of the process's sorted mappings. */
-static __always_inline struct pp_bpf_unwind_mapping *uw_mapping(struct pp_bpf_unwind_proc *proc,
-								__u64 pc, const int fixed)
+/* Entry i of a process's list, or NULL past its end (the entries after are another's). */
+static __always_inline struct pp_bpf_unwind_mapping *uw_list_entry(struct pp_bpf_unwind_proc *proc,
+								   __u32 i)
+{
+	__u32 key = proc->first + (i & (PP_UNWIND_MAX_MAPPINGS - 1));
+
+	if (i >= proc->nr)
+		return NULL;
+	return bpf_map_lookup_elem(&unwind_mappings, &key);
+}
+
+/* The mapping holding pc (*idx: its entry): binary search of the process's sorted list. */
+static __always_inline struct pp_bpf_unwind_mapping *
+uw_mapping(struct pp_bpf_unwind_proc *proc, __u64 pc, const int fixed, __u32 *idx)
 {
 	__u32 base = 0, n = proc->nr;
 	struct pp_bpf_unwind_mapping *m;
@@ -521,12 +541,15 @@ static __always_inline struct pp_bpf_unwind_mapping *uw_mapping(struct pp_bpf_un
 
 		if (!fixed && !half) /* found: a way out of the loop, not a fork of it */
 			break;
-		m = &proc->m[(base + half) & (PP_UNWIND_MAX_MAPPINGS - 1)];
+		m = uw_list_entry(proc, base + half);
+		if (!m)
+			return NULL;
 		base = bsearch_step(base, half, (pc - m->start) >> 63);
 		n -= half;
 	}
-	m = &proc->m[base & (PP_UNWIND_MAX_MAPPINGS - 1)];
-	return m->start <= pc && pc < m->end ? m : NULL;
+	m = uw_list_entry(proc, base);
+	*idx = base;
+	return m && m->start <= pc && pc < m->end ? m : NULL;
 }
 
 /*
@@ -656,11 +679,13 @@ static __always_inline long uw_step_body(__u32 i, struct uw_state *s, const int 
 	m = NULL;
 	if (s->proc) {
 		/* callers are mostly in the mapping of the frame before: look there first */
-		m = &s->proc->m[s->r->last_mapping & (PP_UNWIND_MAX_MAPPINGS - 1)];
-		if (!(m->start <= pc && pc < m->end)) {
-			m = uw_mapping(s->proc, pc, fixed);
+		__u32 idx = 0;
+
+		m = uw_list_entry(s->proc, s->r->last_mapping);
+		if (!m || !(m->start <= pc && pc < m->end)) {
+			m = uw_mapping(s->proc, pc, fixed, &idx);
 			if (m)
-				s->r->last_mapping = m - s->proc->m;
+				s->r->last_mapping = idx;
 		}
 	}
 	if (!m && s->proc && (s->proc->flags & PP_UW_PROC_ALL_MAPPINGS)) {

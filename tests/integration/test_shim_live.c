@@ -352,13 +352,16 @@ static void run_variant_walk(enum pp_shim_variant variant, int stacks, int mem, 
 	CHECK(pp_shim_loaded_variant(shim) == variant);
 	check_verifier_cost(shim, walk != PP_USTACK_AUTO ? 0 : bounded ? 2 : 1);
 	if (walk == PP_USTACK_AUTO) {
-		uint32_t nr_rows;
+		uint32_t nr_rows, nr_slots;
 		int rows_fd = pp_shim_unwind_rows_fd(shim, &nr_rows);
+		int mappings_fd = pp_shim_unwind_mappings_fd(shim, &nr_slots);
 
 		CHECK(nr_rows ==
 		      ((16u << 20) - PP_UW_MAX_RULES * sizeof(struct pp_bpf_unwind_rule)) / 4);
-		sink = pp_unwinder_bpf_sink_new(rows_fd, nr_rows, pp_shim_unwind_rules_fd(shim),
-						pp_shim_unwind_procs_fd(shim));
+		CHECK(nr_slots == PP_UNWIND_MAPPING_SLOTS);
+		sink =
+		    pp_unwinder_bpf_sink_new(rows_fd, nr_rows, pp_shim_unwind_rules_fd(shim),
+					     pp_shim_unwind_procs_fd(shim), mappings_fd, nr_slots);
 		REQUIRE(sink != NULL);
 		unwinder = pp_unwinder_new(sink, &(struct pp_unwinder_opts){0});
 		REQUIRE(unwinder != NULL);

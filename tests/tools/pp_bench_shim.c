@@ -150,11 +150,13 @@ static int run_one(enum pp_shim_variant variant, enum comparison cmp, int b, uns
 		return -1;
 	}
 	if (opts.ustack_walk == PP_USTACK_AUTO) {
-		uint32_t nr_rows;
+		uint32_t nr_rows, nr_slots;
 		int rows_fd = pp_shim_unwind_rows_fd(shim, &nr_rows);
+		int mappings_fd = pp_shim_unwind_mappings_fd(shim, &nr_slots);
 
-		sink = pp_unwinder_bpf_sink_new(rows_fd, nr_rows, pp_shim_unwind_rules_fd(shim),
-						pp_shim_unwind_procs_fd(shim));
+		sink =
+		    pp_unwinder_bpf_sink_new(rows_fd, nr_rows, pp_shim_unwind_rules_fd(shim),
+					     pp_shim_unwind_procs_fd(shim), mappings_fd, nr_slots);
 		unwinder = sink ? pp_unwinder_new(sink, &(struct pp_unwinder_opts){0}) : NULL;
 		for (int i = 0; unwinder && i < nbusy; i++)
 			if (pp_unwinder_install(unwinder, (uint32_t)busy[i]))

@@ -460,6 +460,10 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 		family(f, "pebsprof_unwind_processes", "gauge",
 		       "Processes whose mappings the shim unwinds with tables.");
 		value(f, "pebsprof_unwind_processes", s->unwind_procs_live);
+		family(f, "pebsprof_unwind_processes_no_room_total", "counter",
+		       "Process lists the shim's array of list entries had no room for (their "
+		       "samples carry stack copies).");
+		value(f, "pebsprof_unwind_processes_no_room_total", s->unwind_procs_no_room);
 	}
 	family(f, "pebsprof_process_images_total", "counter",
 	       "Process images the collector made, by source: the kernel's side-band reports of "

@@ -159,6 +159,7 @@ struct pp_health_snapshot {
 	uint64_t unwind_tables_built, unwind_tables_shared, unwind_tables_none;
 	uint64_t unwind_tables_evicted, unwind_tables_no_room, unwind_tables_too_big;
 	uint64_t unwind_rows_used, unwind_rows_total, unwind_rules_used, unwind_procs_live;
+	uint64_t unwind_procs_no_room; /* lists the shim's entry array had no room for */
 	uint64_t unwind_tables_rebuilt, unwind_maps_reads, unwind_procs_from_events;
 	/* partial tables (unwinder.h): started, compiled whole since, FDEs found, runs written */
 	uint64_t unwind_partial_tables, unwind_partial_promoted, unwind_partial_fdes;

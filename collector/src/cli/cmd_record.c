@@ -696,8 +696,7 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	       "(%llu refused), %llu too big, %llu evicted (%llu built again), %llu did not fit; "
 	       "%llu of %llu rows (%.1f MiB) and %llu rules in use; %llu process installs (%llu "
 	       "from mappings the kernel reports, %llu maps reads; %llu released, %llu live, %llu "
-	       "gone "
-	       "before), %llu files found by identity, %llu "
+	       "gone before, %llu lists without room), %llu files found by identity, %llu "
 	       "mappings (%llu without a table: %llu of files without CFI, %llu unopened, %llu "
 	       "that did not fit, %llu not placed)\n",
 	       (unsigned long long)us.tables_built, (double)us.build_ns / 1e6,
@@ -710,10 +709,11 @@ static void print_unwinding(struct pp_unwinder *u, const uint64_t c[PP_CNT__MAX]
 	       (unsigned long long)us.rules_used, (unsigned long long)us.procs_installed,
 	       (unsigned long long)us.procs_from_events, (unsigned long long)us.maps_reads,
 	       (unsigned long long)us.procs_released, (unsigned long long)us.procs_live,
-	       (unsigned long long)us.procs_failed, (unsigned long long)us.tables_by_identity,
-	       (unsigned long long)us.mappings, (unsigned long long)us.mappings_no_table,
-	       (unsigned long long)us.mappings_no_cfi, (unsigned long long)us.mappings_unopened,
-	       (unsigned long long)us.mappings_no_room, (unsigned long long)us.mappings_unplaced);
+	       (unsigned long long)us.procs_failed, (unsigned long long)us.procs_no_room,
+	       (unsigned long long)us.tables_by_identity, (unsigned long long)us.mappings,
+	       (unsigned long long)us.mappings_no_table, (unsigned long long)us.mappings_no_cfi,
+	       (unsigned long long)us.mappings_unopened, (unsigned long long)us.mappings_no_room,
+	       (unsigned long long)us.mappings_unplaced);
 	printf("partial unwind tables: %llu files (%llu FDEs found at an earlier start, looked up "
 	       "again at once; rows found as walks reach their code: %llu FDEs "
 	       "for %llu frames of stack copies; the shim met code not found yet %llu times), "

@@ -815,6 +815,7 @@ static void health_tick(struct agent *ag, int stopping)
 		snap.unwind_rules_used = us.rules_used;
 		snap.unwind_tables_too_big = us.tables_too_big;
 		snap.unwind_procs_live = us.procs_live;
+		snap.unwind_procs_no_room = us.procs_no_room;
 	}
 	/* Progress: the BPF program ran, or records came out of the ring buffer. */
 	kernel = snap.shim[PP_CNT_SAMPLES] + ss.decode.samples + ss.decode.tasks;

@@ -126,12 +126,14 @@ static int open_unwinder(struct pp_sampler *s, const struct pp_sampler_opts *opt
 	    .kick_by_caller = true,
 	    .tables_only = opts->ustack_walk == PP_USTACK_DWARF,
 	    .max_frames = opts->req.stack_depth};
-	struct pp_bpf_unwind_proc *none;
-	uint32_t nr_rows;
+	struct pp_bpf_unwind_list *none;
+	uint32_t nr_rows, nr_slots;
 	int rows_fd = pp_shim_unwind_rows_fd(s->shim, &nr_rows);
+	int mappings_fd = pp_shim_unwind_mappings_fd(s->shim, &nr_slots);
 
-	s->unwind_sink = pp_unwinder_bpf_sink_new(
-	    rows_fd, nr_rows, pp_shim_unwind_rules_fd(s->shim), pp_shim_unwind_procs_fd(s->shim));
+	s->unwind_sink =
+	    pp_unwinder_bpf_sink_new(rows_fd, nr_rows, pp_shim_unwind_rules_fd(s->shim),
+				     pp_shim_unwind_procs_fd(s->shim), mappings_fd, nr_slots);
 	if (!s->unwind_sink) {
 		pp_error("cannot use the shim's unwind table maps (%u rows): %s", nr_rows,
 			 strerror(errno));

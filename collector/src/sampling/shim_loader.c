@@ -58,7 +58,7 @@ struct pp_shim {
 	struct bpf_object *obj;
 	struct bpf_program *on_sample;
 	struct bpf_map *rings, *counters, *target_tgids, *cgroup_filter, *cgroup_levels;
-	struct bpf_map *unwind_rows, *unwind_rules, *unwind_procs; /* PP_USTACK_AUTO, _DWARF */
+	struct bpf_map *unwind_rows, *unwind_rules, *unwind_procs, *unwind_mappings; /* tables */
 	int table_loop; /* the table walker with a bounded loop (no bpf_loop) */
 	struct ring_buffer *rb;
 	int wake_epfd; /* -1, or an epoll of rb's and the fds of pp_shim_add_wake_fd */
@@ -804,6 +804,7 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	shim->unwind_rows = bpf_object__find_map_by_name(shim->obj, "unwind_rows");
 	shim->unwind_rules = bpf_object__find_map_by_name(shim->obj, "unwind_rules");
 	shim->unwind_procs = bpf_object__find_map_by_name(shim->obj, "unwind_procs");
+	shim->unwind_mappings = bpf_object__find_map_by_name(shim->obj, "unwind_mappings");
 	on_fork = bpf_object__find_program_by_name(shim->obj, "on_fork");
 	on_exec = bpf_object__find_program_by_name(shim->obj, "on_exec");
 	on_exit = bpf_object__find_program_by_name(shim->obj, "on_exit");
@@ -825,8 +826,9 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	if (!shim->on_sample || !on_fork || !on_exec || !on_exit || !on_wakeup || !shim->rings ||
 	    !shim->counters || !shim->target_tgids || !shim->cgroup_filter ||
 	    !shim->cgroup_levels || !all_progs || !shim->unwind_rows || !shim->unwind_rules ||
-	    !shim->unwind_procs || !shim->off_cpu_waiting || !shim->off_cpu_records ||
-	    !shim->off_cpu_tasks || !on_wakeup_deferred || !on_exit_deferred) {
+	    !shim->unwind_procs || !shim->unwind_mappings || !shim->off_cpu_waiting ||
+	    !shim->off_cpu_records || !shim->off_cpu_tasks || !on_wakeup_deferred ||
+	    !on_exit_deferred) {
 		snprintf(err, errlen, "BPF shim object is incomplete (build mismatch)");
 		ret = -ENOENT;
 		goto fail;
@@ -837,13 +839,7 @@ struct pp_shim *pp_shim_load(const struct pp_shim_opts *opts, char *err, size_t 
 	if (!tables) {
 		bpf_map__set_max_entries(shim->unwind_rules, 1);
 		bpf_map__set_max_entries(shim->unwind_procs, 1);
-	} else if (pick == 2) {
-		/*
-		 * Before 5.13 perf_event programs may use only preallocated hash maps: the
-		 * process lists are, for fewer processes (8 KiB each).
-		 */
-		bpf_map__set_map_flags(shim->unwind_procs, 0);
-		bpf_map__set_max_entries(shim->unwind_procs, PP_UNWIND_MAX_PROCS_PREALLOC);
+		bpf_map__set_max_entries(shim->unwind_mappings, 1);
 	}
 	/*
 	 * off-CPU: the switch tracepoint, and the program that runs as a task resumes (where
@@ -1032,6 +1028,13 @@ int pp_shim_table_walker_bounded(const struct pp_shim *shim)
 int pp_shim_unwind_procs_fd(const struct pp_shim *shim)
 {
 	return bpf_map__fd(shim->unwind_procs);
+}
+
+int pp_shim_unwind_mappings_fd(const struct pp_shim *shim, uint32_t *nr_slots)
+{
+	if (nr_slots)
+		*nr_slots = bpf_map__max_entries(shim->unwind_mappings);
+	return bpf_map__fd(shim->unwind_mappings);
 }
 
 uint32_t pp_unwind_rows_for_bytes(uint64_t bytes)

@@ -178,12 +178,14 @@ int pp_shim_sample_prog_fd(const struct pp_shim *shim);
 
 /*
  * The unwind table maps (PP_USTACK_AUTO, _DWARF; layout in record.h): the row array (its
- * size in 4-byte words in *nr_rows), the rule array and the per-process mapping hash. Without
- * tables the maps exist with one entry.
+ * size in 4-byte words in *nr_rows), the rule array, the per-process hash of lists and the
+ * array of their entries (its size in *nr_slots). Without tables the maps exist with one
+ * entry.
  */
 int pp_shim_unwind_rows_fd(const struct pp_shim *shim, uint32_t *nr_rows);
 int pp_shim_unwind_rules_fd(const struct pp_shim *shim);
 int pp_shim_unwind_procs_fd(const struct pp_shim *shim);
+int pp_shim_unwind_mappings_fd(const struct pp_shim *shim, uint32_t *nr_slots);
 /* Whether the table walker loaded is the bounded-loop one (64 frames, user-mode samples). */
 int pp_shim_table_walker_bounded(const struct pp_shim *shim);
 /* The 4-byte rows a table budget in bytes buys (0: PP_UNWIND_TABLE_BYTES_DEFAULT). */

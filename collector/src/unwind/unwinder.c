@@ -31,6 +31,7 @@
 #include "process/mapped_file.h"
 #include "process/procmaps.h"
 #include "symbolize/elf_symbols.h"
+#include "extents.h"
 #include "file_ids.h"
 #include "table_cache.h"
 #include "unwind_pack.h"
@@ -114,10 +115,6 @@ struct table {
 	uint8_t whole_failed;	 /* compiling it whole failed: partial for good */
 };
 
-struct extent {
-	uint32_t first, n;
-};
-
 /* What the worker keeps per installed process: the tables its list names. */
 struct proc {
 	uint32_t tgid;
@@ -194,10 +191,8 @@ struct pp_unwinder {
 	pthread_mutex_t work; /* everything below */
 	struct table *tables;
 	uint64_t tick;
-	uint64_t frees; /* runs of rows freed so far: a table that did not fit may now */
-	struct extent *free_ext;
-	uint32_t nfree, free_cap;
-	struct proc *procs; /* open addressing like seen */
+	struct pp_extents rows; /* the row array's free runs: a table that did not fit may since */
+	struct proc *procs;	/* open addressing like seen */
 	uint32_t procs_mask;
 	/*
 	 * The procs' tgids, dense: what visits every process (a partial table's holders moved)
@@ -205,7 +200,7 @@ struct pp_unwinder {
 	 */
 	uint32_t *live_tgids;
 	uint32_t nlive;
-	struct pp_bpf_unwind_proc *scratch;
+	struct pp_bpf_unwind_list *scratch;
 	struct pp_unwind_rules *rules; /* the rule array's contents */
 	struct pp_table_cache *cache;  /* NULL: none */
 	uint32_t *walk_words;	       /* a page's rows, read for a walk (1 << PP_UW_PAGE_SHIFT) */
@@ -392,58 +387,16 @@ static void proc_del(struct pp_unwinder *u, struct proc *p)
 
 static int rows_alloc(struct pp_unwinder *u, uint32_t n, uint32_t *first)
 {
-	for (uint32_t i = 0; i < u->nfree; i++) {
-		if (u->free_ext[i].n < n)
-			continue;
-		*first = u->free_ext[i].first;
-		u->free_ext[i].first += n;
-		u->free_ext[i].n -= n;
-		if (!u->free_ext[i].n) {
-			memmove(&u->free_ext[i], &u->free_ext[i + 1],
-				(u->nfree - i - 1) * sizeof(*u->free_ext));
-			u->nfree--;
-		}
-		u->st.rows_used += n;
-		return 0;
-	}
-	return -ENOSPC;
+	int ret = pp_extents_alloc(&u->rows, n, first);
+
+	u->st.rows_used = u->rows.used;
+	return ret;
 }
 
 static void rows_free(struct pp_unwinder *u, uint32_t first, uint32_t n)
 {
-	uint32_t i = 0;
-
-	u->frees++;
-	while (i < u->nfree && u->free_ext[i].first < first)
-		i++;
-	u->st.rows_used -= n;
-	/* merge with the run before, the run after, or both */
-	if (i > 0 && u->free_ext[i - 1].first + u->free_ext[i - 1].n == first) {
-		u->free_ext[i - 1].n += n;
-		if (i < u->nfree && first + n == u->free_ext[i].first) {
-			u->free_ext[i - 1].n += u->free_ext[i].n;
-			memmove(&u->free_ext[i], &u->free_ext[i + 1],
-				(u->nfree - i - 1) * sizeof(*u->free_ext));
-			u->nfree--;
-		}
-		return;
-	}
-	if (i < u->nfree && first + n == u->free_ext[i].first) {
-		u->free_ext[i].first = first;
-		u->free_ext[i].n += n;
-		return;
-	}
-	if (u->nfree == u->free_cap) { /* runs between tables: never more than tables + 1 */
-		struct extent *ne = realloc(u->free_ext, 2 * u->free_cap * sizeof(*ne));
-
-		if (!ne)
-			return; /* the rows are lost to allocation, still counted as used */
-		u->free_ext = ne;
-		u->free_cap *= 2;
-	}
-	memmove(&u->free_ext[i + 1], &u->free_ext[i], (u->nfree - i) * sizeof(*u->free_ext));
-	u->free_ext[i] = (struct extent){first, n};
-	u->nfree++;
+	pp_extents_free(&u->rows, first, n);
+	u->st.rows_used = u->rows.used;
 }
 
 /* The least recently installed table with rows that no live process uses, or NULL. */
@@ -721,7 +674,7 @@ static int table_build(struct pp_unwinder *u, struct table *t, int fd,
 	}
 	if (ret == -ENOSPC) {
 		t->no_room = 1;
-		t->no_room_frees = u->frees;
+		t->no_room_frees = u->rows.frees;
 		u->st.tables_no_room++;
 		pp_debug("unwind: no room for the rules of %s", t->key);
 		goto out;
@@ -732,7 +685,7 @@ static int table_build(struct pp_unwinder *u, struct table *t, int fd,
 	ret = run_write(u, pk, &t->first, &no_room);
 	if (!ret || no_room) {
 		t->no_room = no_room;
-		t->no_room_frees = u->frees;
+		t->no_room_frees = u->rows.frees;
 	}
 	if (no_room) {
 		u->st.tables_no_room++;
@@ -788,7 +741,7 @@ static void move_holders(struct pp_unwinder *u, const struct table *t, uint64_t 
 
 	for (uint32_t i = 0; holders && i < u->nlive; i++) {
 		struct proc *p = proc_find(u, u->live_tgids[i], false);
-		struct pp_bpf_unwind_proc *out = u->scratch;
+		struct pp_bpf_unwind_list *out = u->scratch;
 		bool moved = false;
 
 		if (!p->map_tables)
@@ -1345,7 +1298,7 @@ static struct table *table_for(struct pp_unwinder *u, uint32_t tgid, const uint3
 	h = pp_hash_str(key);
 	t = table_find(u, key, h);
 	/* built, without CFI, or too big for the rows free when it was tried: not again */
-	if (t && (t->none || t->nr || (t->no_room && t->no_room_frees == u->frees))) {
+	if (t && (t->none || t->nr || (t->no_room && t->no_room_frees == u->rows.frees))) {
 		u->st.tables_shared += t->nr != 0;
 		table_found_as(u, t, stat_key, id_key);
 		pp_cfi_source_free(cs);
@@ -1417,7 +1370,7 @@ static void do_release(struct pp_unwinder *u, uint32_t tgid)
 static uint32_t *make_list(struct pp_unwinder *u, uint32_t tgid, const struct pp_maps *maps,
 			   const uint32_t *relatives, bool shim, uint32_t *nheld, bool *all)
 {
-	struct pp_bpf_unwind_proc *out = u->scratch;
+	struct pp_bpf_unwind_list *out = u->scratch;
 	uint32_t *held = calloc(maps->n ? maps->n : 1, sizeof(*held)), files_left = 0;
 
 	*nheld = 0;
@@ -1497,7 +1450,7 @@ static int do_install(struct pp_unwinder *u, uint32_t tgid, const struct pp_maps
 		      const uint32_t *relatives)
 {
 	uint64_t maps_hash = 0;
-	struct pp_bpf_unwind_proc *out = u->scratch;
+	struct pp_bpf_unwind_list *out = u->scratch;
 	uint32_t *held = NULL, nheld = 0;
 	bool all = true; /* every executable mapping listed */
 	struct pp_maps maps;
@@ -1585,6 +1538,8 @@ listed:
 	p->list_flags = out->flags;
 	ret = u->sink.set_proc(u->sink.ctx, tgid, out);
 	if (ret) {
+		if (ret == -ENOSPC)
+			u->st.procs_no_room++;
 		unhold(u, p);
 		proc_del(u, p);
 		u->st.procs_live--;
@@ -1717,7 +1672,7 @@ static void walk_with(struct pp_unwinder *u, const struct proc *p, struct later 
 static void do_walk_image(struct pp_unwinder *u, struct later *w, const struct pp_maps *maps,
 			  const uint32_t *relatives)
 {
-	const struct pp_bpf_unwind_proc *out = u->scratch;
+	const struct pp_bpf_unwind_list *out = u->scratch;
 	struct proc image = {.tgid = w->tgid};
 	bool all;
 
@@ -2062,6 +2017,7 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 {
 	struct pp_unwinder *u = calloc(1, sizeof(*u));
 	uint32_t slots;
+	bool rows_ok;
 
 	if (!u || !sink || !sink->nr_rows) {
 		free(u);
@@ -2094,9 +2050,8 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	u->seen_mask = u->procs_mask = slots - 1;
 	u->tables = calloc(u->max_tables, sizeof(*u->tables));
 	u->file_ids = pp_file_ids_new(2 * u->max_tables);
-	u->free_cap = 64;
-	u->free_ext = malloc(u->free_cap * sizeof(*u->free_ext));
 	u->scratch = malloc(sizeof(*u->scratch));
+	rows_ok = pp_extents_init(&u->rows, sink->nr_rows) == 0;
 	if (sink->read_rows) /* without it no walk is queued */
 		u->walk_words = malloc(sizeof(*u->walk_words) << PP_UW_PAGE_SHIFT);
 	u->rules = pp_unwind_rules_new(PP_UW_MAX_RULES);
@@ -2104,14 +2059,12 @@ struct pp_unwinder *pp_unwinder_new(const struct pp_unwinder_sink *sink,
 	pthread_mutex_init(&u->work, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	pthread_cond_init(&u->idle, NULL);
-	if (!u->seen || !u->procs || !u->live_tgids || !u->tables || !u->file_ids || !u->free_ext ||
+	if (!u->seen || !u->procs || !u->live_tgids || !u->tables || !u->file_ids || !rows_ok ||
 	    !u->scratch || !u->rules || (sink->read_rows && !u->walk_words)) {
 		pp_unwinder_free(u);
 		errno = ENOMEM;
 		return NULL;
 	}
-	u->free_ext[0] = (struct extent){0, sink->nr_rows};
-	u->nfree = 1;
 	u->st.rows_total = sink->nr_rows;
 	if (opts && opts->table_cache_dir && opts->table_cache_dir[0]) {
 		struct pp_table_cache_opts co = {.dir = opts->table_cache_dir,
@@ -2187,7 +2140,7 @@ void pp_unwinder_free(struct pp_unwinder *u)
 	free(u->live_tgids);
 	free(u->tables);
 	pp_file_ids_free(u->file_ids);
-	free(u->free_ext);
+	pp_extents_fini(&u->rows);
 	free(u->scratch);
 	free(u->walk_words);
 	free(u->fde_rows);
@@ -2480,10 +2433,39 @@ void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out)
 #define READ_PIECES 64
 #define WRITE_THROUGH_PIECES 2
 
+/*
+ * A run of unwind_mappings given back stays unused this long: a walk that read the list
+ * before it was replaced or removed may still be reading it (a walk takes microseconds, in
+ * an interrupt or under RCU), and must not find another process's mappings there.
+ */
+#define LIST_COOL_MS 1000
+
+/* A process's run of unwind_mappings, by tgid (open addressing; tgid 0: empty). */
+struct list_run {
+	uint32_t tgid, first, n;
+};
+
+/* A run given back at since_ms, reused once it cooled (LIST_COOL_MS). */
+struct cooling_run {
+	uint32_t first, n;
+	uint64_t since_ms;
+};
+
 struct bpf_sink {
 	struct pp_unwinder_sink sink;
-	int rows_fd, rules_fd, procs_fd;
+	int rows_fd, rules_fd, procs_fd, mappings_fd;
 	bool no_mmap, no_batch;
+	/* the lists' entries: mapped (NULL: written by map updates), their free runs, each
+	 * process's run, and the runs cooling in the order they were given back */
+	struct pp_bpf_unwind_mapping *entries;
+	size_t entries_len;
+	uint32_t nr_slots;
+	struct pp_extents free_slots;
+	struct list_run *runs;
+	uint32_t runs_mask;
+	struct cooling_run *cooling;
+	uint32_t cool_head, cool_n, cool_cap; /* a ring */
+	uint32_t runs_used;
 	uint32_t keys[BATCH_ROWS];
 	uint64_t vals[BATCH_ROWS];
 	struct {
@@ -2677,32 +2659,175 @@ static int bpf_write_rule(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule
 	return bpf_map_update_elem(b->rules_fd, &i, rule, BPF_ANY) ? -errno : 0;
 }
 
-static int bpf_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_proc *p)
+static uint32_t run_home(const struct bpf_sink *b, uint32_t tgid)
+{
+	return hash32(tgid) & b->runs_mask;
+}
+
+/* tgid's slot in runs: its entry, or the empty one where it would go. */
+static struct list_run *run_slot(struct bpf_sink *b, uint32_t tgid)
+{
+	uint32_t i = run_home(b, tgid);
+
+	while (b->runs[i].tgid && b->runs[i].tgid != tgid)
+		i = (i + 1) & b->runs_mask;
+	return &b->runs[i];
+}
+
+/* Empties slot e, moving later entries of its cluster back (no tombstones). */
+static void run_remove(struct bpf_sink *b, struct list_run *e)
+{
+	uint32_t i = (uint32_t)(e - b->runs), j = i;
+
+	for (;;) {
+		uint32_t k;
+
+		j = (j + 1) & b->runs_mask;
+		if (!b->runs[j].tgid)
+			break;
+		k = run_home(b, b->runs[j].tgid);
+		/* the entry at j may move to i unless its home lies cyclically in (i, j] */
+		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
+			b->runs[i] = b->runs[j];
+			i = j;
+		}
+	}
+	b->runs[i].tgid = 0;
+}
+
+/* A run no list names any more: free once it cooled. */
+static void run_cool(struct bpf_sink *b, uint32_t first, uint32_t n)
+{
+	if (!n)
+		return;
+	if (b->cool_n == b->cool_cap) {
+		uint32_t cap = b->cool_cap ? 2 * b->cool_cap : 256;
+		struct cooling_run *c = malloc(cap * sizeof(*c));
+
+		if (!c)
+			return; /* lost to the lists until the agent restarts: never reused early */
+		for (uint32_t i = 0; i < b->cool_n; i++)
+			c[i] = b->cooling[(b->cool_head + i) % b->cool_cap];
+		free(b->cooling);
+		b->cooling = c;
+		b->cool_cap = cap;
+		b->cool_head = 0;
+	}
+	b->cooling[(b->cool_head + b->cool_n) % b->cool_cap] =
+	    (struct cooling_run){first, n, now_ms()};
+	b->cool_n++;
+}
+
+static void runs_reclaim(struct bpf_sink *b)
+{
+	uint64_t now = now_ms();
+
+	while (b->cool_n && b->cooling[b->cool_head].since_ms + LIST_COOL_MS <= now) {
+		const struct cooling_run *c = &b->cooling[b->cool_head];
+
+		pp_extents_free(&b->free_slots, c->first, c->n);
+		b->cool_head = (b->cool_head + 1) % b->cool_cap;
+		b->cool_n--;
+	}
+}
+
+static int write_entries(struct bpf_sink *b, uint32_t first, const struct pp_bpf_unwind_mapping *m,
+			 uint32_t n);
+
+/*
+ * The list's entries in a run of their own, then the process's value naming them: a walk
+ * finds either the old list whole or the new one whole. The old run cools.
+ */
+static int bpf_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p)
 {
 	struct bpf_sink *b = ctx;
+	struct pp_bpf_unwind_proc v = {.nr = p->nr, .flags = p->flags};
+	struct list_run *e;
+	int ret;
 
-	return bpf_map_update_elem(b->procs_fd, &tgid, p, BPF_ANY) ? -errno : 0;
+	if (p->nr > PP_UNWIND_MAX_MAPPINGS || !tgid)
+		return -EINVAL;
+	e = run_slot(b, tgid);
+	if (!e->tgid && b->runs_used + 1 > (b->runs_mask + 1) / 2)
+		return -ENOSPC; /* the hash stays half empty; the procs map is full before */
+	runs_reclaim(b);
+	if (p->nr && pp_extents_alloc(&b->free_slots, p->nr, &v.first))
+		return -ENOSPC;
+	ret = write_entries(b, v.first, p->m, p->nr);
+	if (!ret && bpf_map_update_elem(b->procs_fd, &tgid, &v, BPF_ANY))
+		ret = -errno;
+	if (ret) { /* never named: free at once */
+		pp_extents_free(&b->free_slots, v.first, v.nr);
+		return ret;
+	}
+	if (e->tgid)
+		run_cool(b, e->first, e->n);
+	else
+		b->runs_used++;
+	*e = (struct list_run){tgid, v.first, v.nr};
+	return 0;
 }
 
 static void bpf_del_proc(void *ctx, uint32_t tgid)
 {
 	struct bpf_sink *b = ctx;
+	struct list_run *e;
 
 	(void)bpf_map_delete_elem(b->procs_fd, &tgid);
+	e = tgid ? run_slot(b, tgid) : NULL;
+	if (!e || !e->tgid)
+		return;
+	run_cool(b, e->first, e->n);
+	run_remove(b, e);
+	b->runs_used--;
+}
+
+static int write_entries(struct bpf_sink *b, uint32_t first, const struct pp_bpf_unwind_mapping *m,
+			 uint32_t n)
+{
+	if ((uint64_t)first + n > b->nr_slots)
+		return -ERANGE;
+	if (b->entries) {
+		memcpy(b->entries + first, m, n * sizeof(*m));
+		return 0;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t key = first + i;
+
+		if (bpf_map_update_elem(b->mappings_fd, &key, &m[i], BPF_ANY))
+			return -errno;
+	}
+	return 0;
 }
 
 struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows, int rules_fd,
-						  int procs_fd)
+						  int procs_fd, int mappings_fd, uint32_t nr_slots)
 {
 	struct bpf_sink *b = calloc(1, sizeof(*b));
+	uint32_t runs = pow2_at_least(2 * PP_UNWIND_MAX_PROCS);
+	void *m;
 
 	if (!b)
 		return NULL;
-	if (rows_fd < 0 || rules_fd < 0 || procs_fd < 0) {
+	if (rows_fd < 0 || rules_fd < 0 || procs_fd < 0 || mappings_fd < 0 || !nr_slots) {
 		free(b);
 		errno = EBADF;
 		return NULL;
 	}
+	b->runs = calloc(runs, sizeof(*b->runs));
+	if (!b->runs || pp_extents_init(&b->free_slots, nr_slots)) {
+		pp_extents_fini(&b->free_slots);
+		free(b->runs);
+		free(b);
+		errno = ENOMEM;
+		return NULL;
+	}
+	b->runs_mask = runs - 1;
+	b->nr_slots = nr_slots;
+	b->mappings_fd = mappings_fd;
+	b->entries_len = (size_t)nr_slots * sizeof(*b->entries);
+	m = mmap(NULL, b->entries_len, PROT_READ | PROT_WRITE, MAP_SHARED, mappings_fd, 0);
+	b->entries = m == MAP_FAILED ? NULL : m; /* without: written by map updates */
 	b->rows_fd = rows_fd;
 	b->rules_fd = rules_fd;
 	b->procs_fd = procs_fd;
@@ -2722,8 +2847,15 @@ void pp_unwinder_bpf_sink_free(struct pp_unwinder_sink *sink)
 {
 	struct bpf_sink *b = (struct bpf_sink *)sink;
 
-	for (int i = 0; b && i < READ_PIECES; i++)
+	if (!b)
+		return;
+	for (int i = 0; i < READ_PIECES; i++)
 		if (b->pieces[i].m)
 			munmap(b->pieces[i].m, b->pieces[i].len);
-	free(sink);
+	if (b->entries)
+		munmap(b->entries, b->entries_len);
+	pp_extents_fini(&b->free_slots);
+	free(b->runs);
+	free(b->cooling);
+	free(b);
 }

@@ -33,7 +33,7 @@ struct pp_unwinder_sink {
 	/* Write the rule at index i of the rule array (before any row names it): 0 or -errno. */
 	int (*write_rule)(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule *rule);
 	/* Set or replace a process's mapping list: 0 or -errno. */
-	int (*set_proc)(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_proc *p);
+	int (*set_proc)(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p);
 	/* Remove a process's mapping list (absent is fine). */
 	void (*del_proc)(void *ctx, uint32_t tgid);
 	/*
@@ -94,6 +94,7 @@ struct pp_unwinder_stats {
 	uint64_t procs_live;	      /* lists in the kernel now */
 	uint64_t procs_failed;	      /* /proc/PID/maps unreadable (gone, or no permission) */
 	uint64_t procs_dropped;	      /* the queue or the process bound was full */
+	uint64_t procs_no_room;	      /* lists the shim's entry array had no room for */
 	uint64_t procs_swept;	      /* released because /proc no longer had them (exit unseen) */
 	uint64_t tables_built;	      /* files whose CFI was compiled */
 	uint64_t tables_shared;	      /* mappings served by a table built before */
@@ -229,11 +230,12 @@ uint32_t pp_unwinder_walks_waiting(struct pp_unwinder *u);
 
 /*
  * A sink writing to the shim's maps: rows_fd the row array of nr_rows words, rules_fd the rule
- * array (PP_UW_MAX_RULES), procs_fd the per-process hash. Freed with pp_unwinder_bpf_sink_free
- * after the unwinder.
+ * array (PP_UW_MAX_RULES), procs_fd the per-process hash, mappings_fd the array of nr_slots
+ * entries its lists are runs of (a list that finds no run free is refused, -ENOSPC). Freed
+ * with pp_unwinder_bpf_sink_free after the unwinder.
  */
 struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows, int rules_fd,
-						  int procs_fd);
+						  int procs_fd, int mappings_fd, uint32_t nr_slots);
 void pp_unwinder_bpf_sink_free(struct pp_unwinder_sink *sink);
 
 #endif /* PP_COLLECTOR_UNWINDER_H */

@@ -415,10 +415,11 @@ struct pp_bpf_unwind_mapping {
 	__u32 nr_pages;	  /* 0: no table (frame pointers in PP_USTACK_AUTO) */
 };
 
-#define PP_UNWIND_MAX_MAPPINGS 256	      /* executable mappings per process in unwind_procs */
+#define PP_UNWIND_MAX_MAPPINGS 256	      /* executable mappings in one process's list */
 #define PP_UNWIND_MAX_FRAME_BYTES (16u << 20) /* one frame larger than this is a wrong step */
 #define PP_UNWIND_MAX_PROCS 8192	      /* processes in unwind_procs */
-#define PP_UNWIND_MAX_PROCS_PREALLOC 1024     /* ... before 5.13 (preallocated: 8 MiB) */
+/* entries of unwind_mappings, every process's list (8 MiB: 32 a process when all are in) */
+#define PP_UNWIND_MAPPING_SLOTS (1u << 18)
 
 /*
  * The list holds every executable mapping its process had when it was written (files with
@@ -428,7 +429,20 @@ struct pp_bpf_unwind_mapping {
  */
 #define PP_UW_PROC_ALL_MAPPINGS 0x1
 
+/*
+ * unwind_procs' value: a process's list, its nr entries from index first of unwind_mappings
+ * (one array for every list: a list written or dropped costs the kernel a small value, not a
+ * list's worth of memory to allocate, copy and free).
+ */
 struct pp_bpf_unwind_proc {
+	__u32 nr;
+	__u32 flags; /* PP_UW_PROC_* */
+	__u32 first;
+	__u32 pad;
+};
+
+/* A process's list as the collector makes it: the entries it writes to unwind_mappings. */
+struct pp_bpf_unwind_list {
 	__u32 nr;
 	__u32 flags; /* PP_UW_PROC_* */
 	struct pp_bpf_unwind_mapping m[PP_UNWIND_MAX_MAPPINGS];
@@ -436,6 +450,7 @@ struct pp_bpf_unwind_proc {
 
 _Static_assert(sizeof(struct pp_bpf_unwind_rule) == 12, "pp_bpf_unwind_rule layout");
 _Static_assert(sizeof(struct pp_bpf_unwind_mapping) == 32, "pp_bpf_unwind_mapping layout");
+_Static_assert(sizeof(struct pp_bpf_unwind_proc) == 16, "pp_bpf_unwind_proc layout");
 
 #define PP_IP_FILTER_NONE 0
 #define PP_IP_FILTER_USER_ONLY 1   /* drop samples whose ip is a kernel address */

@@ -1926,7 +1926,7 @@ static int sink_take_rule(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule
 	return 0;
 }
 
-static int sink_take_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_proc *p)
+static int sink_take_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p)
 {
 	(void)ctx, (void)tgid, (void)p;
 	return 0;

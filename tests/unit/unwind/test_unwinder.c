@@ -41,7 +41,7 @@ struct mem_sink {
 	struct pp_bpf_unwind_rule rules[PP_UW_MAX_RULES];
 	struct {
 		uint32_t tgid;
-		struct pp_bpf_unwind_proc p;
+		struct pp_bpf_unwind_list p;
 	} procs[MAX_PROCS];
 	unsigned sets, dels;
 };
@@ -66,7 +66,7 @@ static int mem_write_rule(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule
 	return 0;
 }
 
-static int mem_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_proc *p)
+static int mem_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p)
 {
 	struct mem_sink *m = ctx;
 	int free_slot = -1;
@@ -132,7 +132,7 @@ static void mem_sink_free(struct mem_sink *m)
 	free(m);
 }
 
-static const struct pp_bpf_unwind_proc *mem_proc(struct mem_sink *m, uint32_t tgid)
+static const struct pp_bpf_unwind_list *mem_proc(struct mem_sink *m, uint32_t tgid)
 {
 	for (int i = 0; i < MAX_PROCS; i++)
 		if (m->procs[i].tgid == tgid)
@@ -209,7 +209,7 @@ static void stop(pid_t pid)
 }
 
 /* The list's mapping of a file whose path contains name, found through /proc/PID/maps. */
-static const struct pp_bpf_unwind_mapping *mapping_of(const struct pp_bpf_unwind_proc *p, pid_t pid,
+static const struct pp_bpf_unwind_mapping *mapping_of(const struct pp_bpf_unwind_list *p, pid_t pid,
 						      const char *name)
 {
 	char path[64], line[512];
@@ -238,7 +238,7 @@ TEST(a_process_gets_its_mappings_and_tables)
 	struct mem_sink *m;
 	struct pp_unwinder *u;
 	struct pp_unwinder_stats st;
-	const struct pp_bpf_unwind_proc *p;
+	const struct pp_bpf_unwind_list *p;
 	const struct pp_bpf_unwind_mapping *lib, *libc, *vdso;
 	struct pp_unwind_table *t;
 	char path[PATH_MAX];
@@ -415,7 +415,7 @@ TEST(a_small_budget_evicts_unused_tables_and_counts_what_does_not_fit)
 	struct mem_sink *m = mem_sink_new(40000);
 	struct pp_unwinder *u;
 	struct pp_unwinder_stats st;
-	const struct pp_bpf_unwind_proc *p;
+	const struct pp_bpf_unwind_list *p;
 	const struct pp_bpf_unwind_mapping *cxx, *libc;
 	pid_t a, c;
 
@@ -635,8 +635,8 @@ TEST(files_sharing_a_table_are_each_found_again_without_an_open)
 	}
 	/* one table for the program and its copy */
 	{
-		const struct pp_bpf_unwind_proc *la = mem_proc(m, (uint32_t)a);
-		const struct pp_bpf_unwind_proc *lb = mem_proc(m, (uint32_t)b);
+		const struct pp_bpf_unwind_list *la = mem_proc(m, (uint32_t)a);
+		const struct pp_bpf_unwind_list *lb = mem_proc(m, (uint32_t)b);
 		const struct pp_bpf_unwind_mapping *ma = la ? mapping_of(la, a, "/chain") : NULL;
 		const struct pp_bpf_unwind_mapping *mb =
 		    lb ? mapping_of(lb, b, "/chain_copy") : NULL;
@@ -662,7 +662,7 @@ TEST(files_keep_their_room_in_a_full_list)
 {
 	struct pp_proc_cache *pc = pp_proc_cache_new(&(struct pp_proc_cache_opts){.capacity = 8});
 	struct mem_sink *m = mem_sink_new(1u << 20);
-	const struct pp_bpf_unwind_proc *bp;
+	const struct pp_bpf_unwind_list *bp;
 	struct pp_unwinder_stats st;
 	const struct pp_proc *p;
 	struct pp_unwinder *u;
@@ -767,7 +767,7 @@ TEST(a_caller_kicked_worker_installs_at_the_kick)
 /* A sink whose process lists wait for the test to open a gate: the worker stays busy. */
 static volatile int g_gate_open;
 
-static int gated_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_proc *p)
+static int gated_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p)
 {
 	for (int i = 0; i < 10000 && !__atomic_load_n(&g_gate_open, __ATOMIC_ACQUIRE); i++)
 		usleep(1000);
@@ -827,7 +827,7 @@ TEST(a_second_start_reads_the_tables_from_the_cache)
 	char dir[600];
 	struct pp_unwinder_opts o = {0};
 	struct pp_unwinder_stats s1, s2;
-	const struct pp_bpf_unwind_proc *p1, *p2;
+	const struct pp_bpf_unwind_list *p1, *p2;
 	pid_t a;
 
 	if (fixture() != 1)
@@ -1320,7 +1320,7 @@ TEST(partial_tables_find_rows_as_walks_reach_them)
 	struct mem_sink *m = mem_sink_new(1u << 20);
 	char want[64][64], got[128];
 	const struct pp_bpf_unwind_mapping *libc, *lib;
-	const struct pp_bpf_unwind_proc *p;
+	const struct pp_bpf_unwind_list *p;
 	const struct pp_bpf_unwind_rule *r;
 	struct pp_unwinder_stats st, st2;
 	struct walked_box box = {0};
@@ -1396,7 +1396,7 @@ TEST(partial_tables_find_rows_as_walks_reach_them)
 	r = shim_rule_at(m, libc, libc->start + (libc->end - libc->start) / 2);
 	CHECK(r && r->cfa_rule == PP_UW_CFA_DEFERRED);
 	{ /* the other live process, which shares libc's table, was moved to the new run too */
-		const struct pp_bpf_unwind_proc *pb = mem_proc(m, (uint32_t)other_b);
+		const struct pp_bpf_unwind_list *pb = mem_proc(m, (uint32_t)other_b);
 		const struct pp_bpf_unwind_mapping *libc_b =
 		    pb ? mapping_of(pb, other_b, "libc.so.6") : NULL;
 
@@ -1624,7 +1624,7 @@ TEST(the_bpf_sink_reads_what_it_wrote)
 	if (fd < 0 && (errno == EPERM || errno == EACCES))
 		SKIP("cannot create BPF maps here: needs root or CAP_BPF");
 	REQUIRE(fd >= 0);
-	sink = pp_unwinder_bpf_sink_new(fd, nr_rows, fd, fd);
+	sink = pp_unwinder_bpf_sink_new(fd, nr_rows, fd, fd, fd, 1);
 	mirror = calloc(nr_rows, sizeof(*mirror));
 	buf = malloc(nr_rows * sizeof(*buf));
 	REQUIRE(sink && mirror && buf);
@@ -1664,8 +1664,129 @@ TEST(the_bpf_sink_reads_what_it_wrote)
 	close(fd);
 }
 
+/* A list of n entries whose starts say which list and entry they are. */
+static void fill_list(struct pp_bpf_unwind_list *l, uint32_t n, uint64_t tag)
+{
+	memset(l, 0, sizeof(*l));
+	l->nr = n;
+	l->flags = PP_UW_PROC_ALL_MAPPINGS;
+	for (uint32_t i = 0; i < n; i++) {
+		l->m[i].start = tag << 32 | (uint64_t)i << 12;
+		l->m[i].end = l->m[i].start + 0x1000;
+		l->m[i].first_word = (uint32_t)tag;
+	}
+}
+
+/* What the kernel's maps hold for tgid: 0 and its value and entries, or -errno. */
+static int kernel_list(int procs_fd, int mappings_fd, uint32_t tgid, struct pp_bpf_unwind_proc *v,
+		       struct pp_bpf_unwind_mapping *m)
+{
+	if (bpf_map_lookup_elem(procs_fd, &tgid, v))
+		return -errno;
+	for (uint32_t i = 0; i < v->nr; i++) {
+		uint32_t key = v->first + i;
+
+		if (bpf_map_lookup_elem(mappings_fd, &key, &m[i]))
+			return -errno;
+	}
+	return 0;
+}
+
+/*
+ * Process lists over real BPF maps: each list is a run of the entry array the process's value
+ * names; a list replaced or removed keeps its entries as they were until its run cooled (a
+ * walk may still read them), and only then is its room given to another list; a list that
+ * finds no room is refused, and the list before it stays.
+ */
+TEST(the_bpf_sink_writes_each_list_as_a_run_and_reuses_it_only_once_cooled)
+{
+	const uint32_t slots = 64;
+	LIBBPF_OPTS(bpf_map_create_opts, mm, .map_flags = BPF_F_MMAPABLE);
+	struct pp_bpf_unwind_list *l = malloc(sizeof(*l)), *l2 = malloc(sizeof(*l2));
+	struct pp_bpf_unwind_mapping got[PP_UNWIND_MAX_MAPPINGS];
+	struct pp_bpf_unwind_proc v, old;
+	int rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "pp_test_rows", 4, 8, 64, &mm);
+	int procs = bpf_map_create(BPF_MAP_TYPE_HASH, "pp_test_procs", 4, sizeof(v),
+				   PP_UNWIND_MAX_PROCS, NULL);
+	int maps = bpf_map_create(BPF_MAP_TYPE_ARRAY, "pp_test_lists", 4,
+				  sizeof(struct pp_bpf_unwind_mapping), slots, &mm);
+	struct pp_unwinder_sink *sink;
+	struct timespec t0, t1;
+	int ret;
+
+	if (rows < 0 && (errno == EPERM || errno == EACCES))
+		SKIP("cannot create BPF maps here: needs root or CAP_BPF");
+	REQUIRE(rows >= 0 && procs >= 0 && maps >= 0 && l && l2);
+	sink = pp_unwinder_bpf_sink_new(rows, 128, rows, procs, maps, slots);
+	REQUIRE(sink != NULL);
+
+	fill_list(l, 3, 1);
+	REQUIRE(sink->set_proc(sink->ctx, 100, l) == 0);
+	REQUIRE(kernel_list(procs, maps, 100, &v, got) == 0);
+	CHECK(v.nr == 3 && v.flags == PP_UW_PROC_ALL_MAPPINGS && v.first + 3 <= slots);
+	CHECK(memcmp(got, l->m, 3 * sizeof(*got)) == 0);
+	old = v;
+
+	/* replaced: a run of its own; the old entries still hold the old list */
+	fill_list(l2, 5, 2);
+	REQUIRE(sink->set_proc(sink->ctx, 100, l2) == 0);
+	REQUIRE(kernel_list(procs, maps, 100, &v, got) == 0);
+	CHECK(v.nr == 5 && memcmp(got, l2->m, 5 * sizeof(*got)) == 0);
+	CHECK(v.first >= old.first + old.nr || v.first + v.nr <= old.first);
+	for (uint32_t i = 0; i < old.nr; i++) {
+		uint32_t key = old.first + i;
+		struct pp_bpf_unwind_mapping e;
+
+		REQUIRE(bpf_map_lookup_elem(maps, &key, &e) == 0);
+		CHECK(memcmp(&e, &l->m[i], sizeof(e)) == 0);
+	}
+
+	/* 3 cooling + 5 named + 50 = 58 of 64: the next 10 find no room, and 101 keeps its list */
+	fill_list(l, 50, 3);
+	REQUIRE(sink->set_proc(sink->ctx, 101, l) == 0);
+	fill_list(l2, 10, 4);
+	CHECK(sink->set_proc(sink->ctx, 102, l2) == -ENOSPC);
+	CHECK(bpf_map_lookup_elem(procs, &(uint32_t){102}, &v) != 0 && errno == ENOENT);
+	fill_list(l2, 7, 5);
+	CHECK(sink->set_proc(sink->ctx, 101, l2) == -ENOSPC);
+	REQUIRE(kernel_list(procs, maps, 101, &v, got) == 0);
+	CHECK(v.nr == 50 && memcmp(got, l->m, 50 * sizeof(*got)) == 0);
+
+	/* removed: gone from the hash at once; its 5 entries cool with the 3 */
+	sink->del_proc(sink->ctx, 100);
+	CHECK(bpf_map_lookup_elem(procs, &(uint32_t){100}, &v) != 0 && errno == ENOENT);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fill_list(l2, 8, 6); /* room once both cooled: the 8 entries before 101's */
+	while ((ret = sink->set_proc(sink->ctx, 102, l2)) == -ENOSPC) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (t1.tv_sec - t0.tv_sec > 10)
+			break;
+		usleep(20 * 1000);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CHECK(ret == 0);
+	/* not before the cooling time (1 s), less a tick for the clocks' grain */
+	CHECK((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 990);
+	REQUIRE(kernel_list(procs, maps, 102, &v, got) == 0);
+	CHECK(v.nr == 8 && memcmp(got, l2->m, 8 * sizeof(*got)) == 0);
+
+	/* an empty list (the agent's own) takes no entries */
+	fill_list(l2, 0, 7);
+	CHECK(sink->set_proc(sink->ctx, 103, l2) == 0);
+	REQUIRE(kernel_list(procs, maps, 103, &v, got) == 0);
+	CHECK(v.nr == 0);
+	pp_unwinder_bpf_sink_free(sink);
+	free(l);
+	free(l2);
+	close(rows);
+	close(procs);
+	close(maps);
+}
+
 TEST_LIST = {
     {"the_bpf_sink_reads_what_it_wrote", the_bpf_sink_reads_what_it_wrote},
+    {"the_bpf_sink_writes_each_list_as_a_run_and_reuses_it_only_once_cooled",
+     the_bpf_sink_writes_each_list_as_a_run_and_reuses_it_only_once_cooled},
     {"found_fdes_are_kept_while_the_agent_runs", found_fdes_are_kept_while_the_agent_runs},
     {"an_earlier_starts_fdes_are_looked_up_at_once", an_earlier_starts_fdes_are_looked_up_at_once},
     {"a_file_claiming_anothers_build_id_gets_its_own_table",
