@@ -1589,6 +1589,7 @@ static bool walk_rule(struct walk_ctx *c, const struct pp_bpf_unwind_mapping *m,
 {
 	struct pp_unwinder *u = c->u;
 	uint32_t page, bounds[2], n;
+	const uint32_t *words;
 
 	if (rel >> 32 || (rel >> PP_UW_PAGE_SHIFT) >= m->nr_pages)
 		return false;
@@ -1598,9 +1599,18 @@ static bool walk_rule(struct walk_ctx *c, const struct pp_bpf_unwind_mapping *m,
 		return false;
 	n = pp_unwind_packed_page_rows(bounds[0], bounds[1], m->nr_pages,
 				       u->sink.nr_rows - m->first_word);
-	return n && !u->sink.read_rows(u->sink.ctx, m->first_word + bounds[0], n, u->walk_words) &&
-	       pp_unwind_packed_page_find(u->walk_words, n,
-					  (uint32_t)rel & ((1u << PP_UW_PAGE_SHIFT) - 1), rule);
+	if (!n)
+		return false;
+	/* searched where the sink keeps them mapped; copied only where it does not */
+	words =
+	    u->sink.peek_rows ? u->sink.peek_rows(u->sink.ctx, m->first_word + bounds[0], n) : NULL;
+	if (!words) {
+		if (u->sink.read_rows(u->sink.ctx, m->first_word + bounds[0], n, u->walk_words))
+			return false;
+		words = u->walk_words;
+	}
+	return pp_unwind_packed_page_find(words, n, (uint32_t)rel & ((1u << PP_UW_PAGE_SHIFT) - 1),
+					  rule);
 }
 
 /* Code of a partial table no walk reached before: its FDE found now (a miss, counted). */
@@ -2652,6 +2662,21 @@ static int bpf_read_rows(void *ctx, uint32_t first, uint32_t n, uint32_t *out)
 	return 0;
 }
 
+/* In place, where one kept piece holds them whole. */
+static const uint32_t *bpf_peek_rows(void *ctx, uint32_t first, uint32_t n)
+{
+	struct bpf_sink *b = ctx;
+	uint64_t off = (uint64_t)first * sizeof(uint32_t), poff, plen;
+	const uint8_t *m;
+
+	if (b->no_mmap || !n || (uint64_t)first + n > b->sink.nr_rows)
+		return NULL;
+	m = map_piece(b, off, &poff, &plen);
+	if (!m || off + (uint64_t)n * sizeof(uint32_t) > poff + plen)
+		return NULL;
+	return (const uint32_t *)(const void *)(m + (off - poff));
+}
+
 static int bpf_write_rule(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule *rule)
 {
 	struct bpf_sink *b = ctx;
@@ -2837,6 +2862,7 @@ struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows,
 	    .set_proc = bpf_set_proc,
 	    .del_proc = bpf_del_proc,
 	    .read_rows = bpf_read_rows,
+	    .peek_rows = bpf_peek_rows,
 	    .ctx = b,
 	    .nr_rows = nr_rows,
 	};

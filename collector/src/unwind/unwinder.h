@@ -41,6 +41,11 @@ struct pp_unwinder_sink {
 	 * not walked (pp_unwinder_walk_later refuses them).
 	 */
 	int (*read_rows)(void *ctx, uint32_t first, uint32_t n, uint32_t *out);
+	/*
+	 * The n words at index first of the row array where they lie, valid until the sink's
+	 * next call; NULL where they cannot be had in place (read_rows then). NULL: none.
+	 */
+	const uint32_t *(*peek_rows)(void *ctx, uint32_t first, uint32_t n);
 	void *ctx;
 	uint32_t nr_rows; /* the row array's size, in 4-byte words */
 };

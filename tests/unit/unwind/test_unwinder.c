@@ -1620,6 +1620,7 @@ TEST(the_bpf_sink_reads_what_it_wrote)
 	uint32_t *mirror, *buf;
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "pp_test_rows", 4, 8, nr_rows / 2, &opts);
+	int peeked = 0;
 
 	if (fd < 0 && (errno == EPERM || errno == EACCES))
 		SKIP("cannot create BPF maps here: needs root or CAP_BPF");
@@ -1643,10 +1644,23 @@ TEST(the_bpf_sink_reads_what_it_wrote)
 			uint32_t rn = (uint32_t)(sink_rand(&x) % 3000) + 1;
 			uint32_t rfirst = (uint32_t)(sink_rand(&x) % (nr_rows - rn + 1));
 
+			const uint32_t *in_place;
+
 			REQUIRE(sink->read_rows(sink->ctx, rfirst, rn, buf) == 0);
 			CHECK(memcmp(buf, mirror + rfirst, rn * sizeof(*buf)) == 0);
+			/* in place where one kept piece (64 KiB) holds the run, the same words */
+			in_place = sink->peek_rows(sink->ctx, rfirst, rn);
+			if (rfirst / 16384 == (rfirst + rn - 1) / 16384) {
+				REQUIRE(in_place != NULL);
+				CHECK(memcmp(in_place, mirror + rfirst, rn * sizeof(*buf)) == 0);
+				peeked++;
+			} else {
+				CHECK(in_place == NULL);
+			}
 		}
 	}
+	CHECK(peeked > 1000);
+	CHECK(sink->peek_rows(sink->ctx, nr_rows - 1, 2) == NULL);
 	CHECK(sink->write_rows(sink->ctx, nr_rows - 1, buf, 2) == -ERANGE);
 	CHECK(sink->read_rows(sink->ctx, nr_rows - 1, 2, buf) == -ERANGE);
 	REQUIRE(sink->read_rows(sink->ctx, 0, nr_rows, buf) == 0);
