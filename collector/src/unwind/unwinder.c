@@ -2461,15 +2461,54 @@ struct cooling_run {
 	uint64_t since_ms;
 };
 
+/*
+ * Pieces of an mmapable array kept mapped, least recently used out: a mapping of a BPF array
+ * is resident whole, so the agent maps the pieces it uses, never the array.
+ */
+struct pieces {
+	int fd;
+	uint64_t total; /* the array's bytes */
+	struct {
+		uint8_t *m; /* NULL: unused */
+		uint64_t off, len, used;
+	} p[READ_PIECES];
+	uint64_t reads;
+};
+
+static uint8_t *map_piece(struct pieces *ps, uint64_t off, uint64_t *piece_off,
+			  uint64_t *piece_len);
+
+/* Copies len bytes to offset off of the array through its pieces: 0, or -errno. */
+static int write_through(struct pieces *ps, uint64_t off, const void *src, uint64_t len)
+{
+	const uint8_t *from = src;
+	uint64_t end = off + len;
+
+	while (off < end) {
+		uint64_t poff, plen, take;
+		uint8_t *piece = map_piece(ps, off, &poff, &plen);
+
+		if (!piece)
+			return -errno;
+		take = poff + plen - off < end - off ? poff + plen - off : end - off;
+		memcpy(piece + (off - poff), from, (size_t)take);
+		from += take;
+		off += take;
+	}
+	return 0;
+}
+
 struct bpf_sink {
 	struct pp_unwinder_sink sink;
 	int rows_fd, rules_fd, procs_fd, mappings_fd;
 	bool no_mmap, no_batch;
-	/* the lists' entries: mapped (NULL: written by map updates), their free runs, each
-	 * process's run, and the runs cooling in the order they were given back */
-	struct pp_bpf_unwind_mapping *entries;
-	size_t entries_len;
+	/*
+	 * the lists' entries (written through the pieces they are in, else by batch updates),
+	 * their free runs, each process's run, and the runs cooling in the order they were
+	 * given back
+	 */
 	uint32_t nr_slots;
+	bool entries_no_mmap, entries_no_batch;
 	struct pp_extents free_slots;
 	struct list_run *runs;
 	uint32_t runs_mask;
@@ -2478,15 +2517,8 @@ struct bpf_sink {
 	uint32_t runs_used;
 	uint32_t keys[BATCH_ROWS];
 	uint64_t vals[BATCH_ROWS];
-	struct {
-		uint8_t *m; /* NULL: unused */
-		uint64_t off, len, used;
-	} pieces[READ_PIECES];
-	uint64_t reads;
+	struct pieces rows, entries;
 };
-
-static uint8_t *map_piece(struct bpf_sink *b, uint64_t off, uint64_t *piece_off,
-			  uint64_t *piece_len);
 
 /* Whether the pieces holding [off, end) of the row array are few enough to write through. */
 static bool write_through_pieces(uint64_t off, uint64_t end)
@@ -2501,23 +2533,10 @@ static int write_rows_mmap(struct bpf_sink *b, uint32_t first, const uint32_t *w
 	uint64_t start = off & ~(uint64_t)(page - 1);
 	uint64_t end = off + (uint64_t)n * sizeof(*words);
 	size_t len = (size_t)((end - start + page - 1) & ~(uint64_t)(page - 1));
-	const uint8_t *src = (const uint8_t *)words;
 	uint8_t *m;
 
-	if (write_through_pieces(off, end)) {
-		while (off < end) {
-			uint64_t poff, plen, take;
-			uint8_t *piece = map_piece(b, off, &poff, &plen);
-
-			if (!piece)
-				return -errno;
-			take = poff + plen - off < end - off ? poff + plen - off : end - off;
-			memcpy(piece + (off - poff), src, (size_t)take);
-			src += take;
-			off += take;
-		}
-		return 0;
-	}
+	if (write_through_pieces(off, end))
+		return write_through(&b->rows, off, words, end - off);
 	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->rows_fd, (off_t)start);
 	if (m == MAP_FAILED)
 		return -errno;
@@ -2591,42 +2610,47 @@ static int bpf_write_rows(void *ctx, uint32_t first, const uint32_t *words, uint
 	return write_rows_update(b, first, words, n);
 }
 
-/* The mapped piece holding byte off of the row array, mapped if need be; NULL: no mmap. */
-static uint8_t *map_piece(struct bpf_sink *b, uint64_t off, uint64_t *piece_off,
-			  uint64_t *piece_len)
+/* The mapped piece holding byte off of the array, mapped if need be; NULL: no mmap. */
+static uint8_t *map_piece(struct pieces *ps, uint64_t off, uint64_t *piece_off, uint64_t *piece_len)
 {
 	uint64_t start = off & ~(uint64_t)(READ_PIECE - 1);
-	uint64_t total = (uint64_t)b->sink.nr_rows * sizeof(uint32_t);
-	uint64_t len = total - start < READ_PIECE ? total - start : READ_PIECE;
+	uint64_t len = ps->total - start < READ_PIECE ? ps->total - start : READ_PIECE;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	int victim = 0;
 	uint8_t *m;
 
 	for (int i = 0; i < READ_PIECES; i++) {
-		if (b->pieces[i].m && b->pieces[i].off == start) {
-			b->pieces[i].used = ++b->reads;
+		if (ps->p[i].m && ps->p[i].off == start) {
+			ps->p[i].used = ++ps->reads;
 			*piece_off = start;
-			*piece_len = b->pieces[i].len;
-			return b->pieces[i].m;
+			*piece_len = ps->p[i].len;
+			return ps->p[i].m;
 		}
-		if (!b->pieces[i].m || b->pieces[i].used < b->pieces[victim].used)
+		if (!ps->p[i].m || ps->p[i].used < ps->p[victim].used)
 			victim = i;
-		if (!b->pieces[i].m)
+		if (!ps->p[i].m)
 			break;
 	}
 	len = (len + page - 1) & ~(uint64_t)(page - 1);
-	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->rows_fd, (off_t)start);
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, ps->fd, (off_t)start);
 	if (m == MAP_FAILED)
 		return NULL;
-	if (b->pieces[victim].m)
-		munmap(b->pieces[victim].m, b->pieces[victim].len);
-	b->pieces[victim].m = m;
-	b->pieces[victim].off = start;
-	b->pieces[victim].len = len;
-	b->pieces[victim].used = ++b->reads;
+	if (ps->p[victim].m)
+		munmap(ps->p[victim].m, ps->p[victim].len);
+	ps->p[victim].m = m;
+	ps->p[victim].off = start;
+	ps->p[victim].len = len;
+	ps->p[victim].used = ++ps->reads;
 	*piece_off = start;
 	*piece_len = len;
 	return m;
+}
+
+static void pieces_unmap(struct pieces *ps)
+{
+	for (int i = 0; i < READ_PIECES; i++)
+		if (ps->p[i].m)
+			munmap(ps->p[i].m, ps->p[i].len);
 }
 
 /* Reads through the pieces kept mapped, else pair by pair. */
@@ -2640,7 +2664,7 @@ static int bpf_read_rows(void *ctx, uint32_t first, uint32_t n, uint32_t *out)
 		return -ERANGE;
 	while (!b->no_mmap && off < end) {
 		uint64_t poff, plen, take;
-		const uint8_t *m = map_piece(b, off, &poff, &plen);
+		const uint8_t *m = map_piece(&b->rows, off, &poff, &plen);
 
 		if (!m)
 			break;
@@ -2671,7 +2695,7 @@ static const uint32_t *bpf_peek_rows(void *ctx, uint32_t first, uint32_t n)
 
 	if (b->no_mmap || !n || (uint64_t)first + n > b->sink.nr_rows)
 		return NULL;
-	m = map_piece(b, off, &poff, &plen);
+	m = map_piece(&b->rows, off, &poff, &plen);
 	if (!m || off + (uint64_t)n * sizeof(uint32_t) > poff + plen)
 		return NULL;
 	return (const uint32_t *)(const void *)(m + (off - poff));
@@ -2810,18 +2834,31 @@ static void bpf_del_proc(void *ctx, uint32_t tgid)
 static int write_entries(struct bpf_sink *b, uint32_t first, const struct pp_bpf_unwind_mapping *m,
 			 uint32_t n)
 {
-	if ((uint64_t)first + n > b->nr_slots)
-		return -ERANGE;
-	if (b->entries) {
-		memcpy(b->entries + first, m, n * sizeof(*m));
-		return 0;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t key = first + i;
+	uint32_t keys[PP_UNWIND_MAX_MAPPINGS];
 
-		if (bpf_map_update_elem(b->mappings_fd, &key, &m[i], BPF_ANY))
-			return -errno;
+	if ((uint64_t)first + n > b->nr_slots || n > PP_UNWIND_MAX_MAPPINGS)
+		return -ERANGE;
+	if (!b->entries_no_mmap) {
+		if (write_through(&b->entries, (uint64_t)first * sizeof(*m), m, n * sizeof(*m)) ==
+		    0)
+			return 0;
+		b->entries_no_mmap = true;
 	}
+	for (uint32_t i = 0; i < n; i++)
+		keys[i] = first + i;
+	if (n && !b->entries_no_batch) {
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		uint32_t count = n;
+
+		if (bpf_map_update_batch(b->mappings_fd, keys, m, &count, &opts) == 0)
+			return 0;
+		if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP)
+			return -errno;
+		b->entries_no_batch = true; /* a kernel without batch operations on arrays */
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (bpf_map_update_elem(b->mappings_fd, &keys[i], &m[i], BPF_ANY))
+			return -errno;
 	return 0;
 }
 
@@ -2830,7 +2867,6 @@ struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows,
 {
 	struct bpf_sink *b = calloc(1, sizeof(*b));
 	uint32_t runs = pow2_at_least(2 * PP_UNWIND_MAX_PROCS);
-	void *m;
 
 	if (!b)
 		return NULL;
@@ -2850,9 +2886,10 @@ struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows,
 	b->runs_mask = runs - 1;
 	b->nr_slots = nr_slots;
 	b->mappings_fd = mappings_fd;
-	b->entries_len = (size_t)nr_slots * sizeof(*b->entries);
-	m = mmap(NULL, b->entries_len, PROT_READ | PROT_WRITE, MAP_SHARED, mappings_fd, 0);
-	b->entries = m == MAP_FAILED ? NULL : m; /* without: written by map updates */
+	b->entries.fd = mappings_fd;
+	b->entries.total = (uint64_t)nr_slots * sizeof(struct pp_bpf_unwind_mapping);
+	b->rows.fd = rows_fd;
+	b->rows.total = (uint64_t)nr_rows * sizeof(uint32_t);
 	b->rows_fd = rows_fd;
 	b->rules_fd = rules_fd;
 	b->procs_fd = procs_fd;
@@ -2875,11 +2912,8 @@ void pp_unwinder_bpf_sink_free(struct pp_unwinder_sink *sink)
 
 	if (!b)
 		return;
-	for (int i = 0; i < READ_PIECES; i++)
-		if (b->pieces[i].m)
-			munmap(b->pieces[i].m, b->pieces[i].len);
-	if (b->entries)
-		munmap(b->entries, b->entries_len);
+	pieces_unmap(&b->rows);
+	pieces_unmap(&b->entries);
 	pp_extents_fini(&b->free_slots);
 	free(b->runs);
 	free(b->cooling);
