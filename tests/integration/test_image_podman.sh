@@ -32,7 +32,8 @@ cleanup_podman() {
 	podman_ rm -f -t 0 pp-agent >/dev/null 2>&1
 	podman_ rmi -f localhost/pebsprof:ci >/dev/null 2>&1
 }
-trap 'cleanup_podman' EXIT
+# the library's cleanup too: its trap is replaced, and with it the sink's kill and $PP_TMP
+trap 'cleanup_podman; pp_cleanup' EXIT
 
 # --- the image, from the staged tree ------------------------------------------------------------
 mkdir -p "$T/ctx"
