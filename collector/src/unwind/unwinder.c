@@ -2500,15 +2500,14 @@ static int write_through(struct pieces *ps, uint64_t off, const void *src, uint6
 
 struct bpf_sink {
 	struct pp_unwinder_sink sink;
-	int rows_fd, rules_fd, procs_fd, mappings_fd;
-	bool no_mmap, no_batch;
+	int rules_fd, procs_fd;
+	bool no_mmap, no_batch; /* the kernel refused an array's mmap, its batch updates */
 	/*
 	 * the lists' entries (written through the pieces they are in, else by batch updates),
 	 * their free runs, each process's run, and the runs cooling in the order they were
 	 * given back
 	 */
 	uint32_t nr_slots;
-	bool entries_no_mmap, entries_no_batch;
 	struct pp_extents free_slots;
 	struct list_run *runs;
 	uint32_t runs_mask;
@@ -2537,11 +2536,36 @@ static int write_rows_mmap(struct bpf_sink *b, uint32_t first, const uint32_t *w
 
 	if (write_through_pieces(off, end))
 		return write_through(&b->rows, off, words, end - off);
-	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->rows_fd, (off_t)start);
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->rows.fd, (off_t)start);
 	if (m == MAP_FAILED)
 		return -errno;
 	memcpy(m + (off - start), words, (size_t)n * sizeof(*words));
 	munmap(m, len);
+	return 0;
+}
+
+/*
+ * n values of vsize bytes at keys into the array fd: one batch update where the kernel has
+ * them (5.6+), else one update each.
+ */
+static int update_each(struct bpf_sink *b, int fd, const uint32_t *keys, const void *vals,
+		       size_t vsize, uint32_t n)
+{
+	if (!n)
+		return 0;
+	if (!b->no_batch) {
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		uint32_t got = n;
+
+		if (bpf_map_update_batch(fd, keys, vals, &got, &opts) == 0)
+			return 0;
+		if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP)
+			return -errno;
+		b->no_batch = true; /* a kernel without batch operations on arrays */
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (bpf_map_update_elem(fd, &keys[i], (const uint8_t *)vals + i * vsize, BPF_ANY))
+			return -errno;
 	return 0;
 }
 
@@ -2552,6 +2576,7 @@ static int write_rows_mmap(struct bpf_sink *b, uint32_t first, const uint32_t *w
 static int write_rows_update(struct bpf_sink *b, uint32_t first, const uint32_t *words, uint32_t n)
 {
 	uint32_t k0 = first / 2, k1 = (first + n - 1) / 2;
+	int ret;
 
 	for (uint32_t k = k0; k <= k1;) {
 		uint32_t count = k1 - k + 1 < BATCH_ROWS ? k1 - k + 1 : BATCH_ROWS;
@@ -2568,27 +2593,15 @@ static int write_rows_update(struct bpf_sink *b, uint32_t first, const uint32_t 
 				} else {
 					uint64_t old = 0;
 
-					(void)bpf_map_lookup_elem(b->rows_fd, &b->keys[i], &old);
+					(void)bpf_map_lookup_elem(b->rows.fd, &b->keys[i], &old);
 					memcpy(&pair[h], (uint32_t *)&old + h, sizeof(pair[h]));
 				}
 			}
 			memcpy(&b->vals[i], pair, sizeof(pair));
 		}
-		if (!b->no_batch) {
-			LIBBPF_OPTS(bpf_map_batch_opts, opts);
-			uint32_t got = count;
-
-			if (bpf_map_update_batch(b->rows_fd, b->keys, b->vals, &got, &opts) == 0) {
-				k += count;
-				continue;
-			}
-			if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP)
-				return -errno;
-			b->no_batch = true; /* a kernel without batch operations on arrays */
-		}
-		for (uint32_t i = 0; i < count; i++)
-			if (bpf_map_update_elem(b->rows_fd, &b->keys[i], &b->vals[i], BPF_ANY))
-				return -errno;
+		ret = update_each(b, b->rows.fd, b->keys, b->vals, sizeof(*b->vals), count);
+		if (ret)
+			return ret;
 		k += count;
 	}
 	return 0;
@@ -2677,7 +2690,7 @@ static int bpf_read_rows(void *ctx, uint32_t first, uint32_t n, uint32_t *out)
 		uint32_t key = w / 2, pair[2];
 		uint64_t v;
 
-		if (bpf_map_lookup_elem(b->rows_fd, &key, &v))
+		if (bpf_map_lookup_elem(b->rows.fd, &key, &v))
 			return -errno;
 		memcpy(pair, &v, sizeof(pair));
 		for (; w < first + n && w / 2 == key; w++)
@@ -2838,28 +2851,15 @@ static int write_entries(struct bpf_sink *b, uint32_t first, const struct pp_bpf
 
 	if ((uint64_t)first + n > b->nr_slots || n > PP_UNWIND_MAX_MAPPINGS)
 		return -ERANGE;
-	if (!b->entries_no_mmap) {
+	if (!b->no_mmap) {
 		if (write_through(&b->entries, (uint64_t)first * sizeof(*m), m, n * sizeof(*m)) ==
 		    0)
 			return 0;
-		b->entries_no_mmap = true;
+		b->no_mmap = true;
 	}
 	for (uint32_t i = 0; i < n; i++)
 		keys[i] = first + i;
-	if (n && !b->entries_no_batch) {
-		LIBBPF_OPTS(bpf_map_batch_opts, opts);
-		uint32_t count = n;
-
-		if (bpf_map_update_batch(b->mappings_fd, keys, m, &count, &opts) == 0)
-			return 0;
-		if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP)
-			return -errno;
-		b->entries_no_batch = true; /* a kernel without batch operations on arrays */
-	}
-	for (uint32_t i = 0; i < n; i++)
-		if (bpf_map_update_elem(b->mappings_fd, &keys[i], &m[i], BPF_ANY))
-			return -errno;
-	return 0;
+	return update_each(b, b->entries.fd, keys, m, sizeof(*m), n);
 }
 
 struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows, int rules_fd,
@@ -2885,12 +2885,10 @@ struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows,
 	}
 	b->runs_mask = runs - 1;
 	b->nr_slots = nr_slots;
-	b->mappings_fd = mappings_fd;
 	b->entries.fd = mappings_fd;
 	b->entries.total = (uint64_t)nr_slots * sizeof(struct pp_bpf_unwind_mapping);
 	b->rows.fd = rows_fd;
 	b->rows.total = (uint64_t)nr_rows * sizeof(uint32_t);
-	b->rows_fd = rows_fd;
 	b->rules_fd = rules_fd;
 	b->procs_fd = procs_fd;
 	b->sink = (struct pp_unwinder_sink){
