@@ -151,7 +151,8 @@ static int open_unwinder(struct pp_sampler *s, const struct pp_sampler_opts *opt
 	 */
 	none = calloc(1, sizeof(*none));
 	if (none)
-		(void)s->unwind_sink->set_proc(s->unwind_sink->ctx, (uint32_t)getpid(), none);
+		(void)s->unwind_sink->set_proc(s->unwind_sink->ctx, (uint32_t)getpid(), none,
+					       &(uint64_t){0}); /* empty: it lies nowhere */
 	free(none);
 	return PP_EXIT_OK;
 }

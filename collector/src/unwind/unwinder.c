@@ -127,6 +127,7 @@ struct proc {
 	uint32_t nmaps;
 	uint32_t list_flags; /* PP_UW_PROC_* of the list as installed */
 	uint32_t live_at;    /* its place in live_tgids */
+	uint64_t list_at;    /* where the sink keeps its list (the sink's own note) */
 };
 
 /* The sample path's view: processes queued or installed, and when their maps were read. */
@@ -761,8 +762,17 @@ static void move_holders(struct pp_unwinder *u, const struct table *t, uint64_t 
 		out->nr = p->nmaps;
 		out->flags = p->list_flags;
 		memcpy(out->m, p->maps, p->nmaps * sizeof(*p->maps));
-		if (u->sink.set_proc(u->sink.ctx, p->tgid, out))
+		if (u->sink.set_proc(u->sink.ctx, p->tgid, out, &p->list_at)) {
+			/*
+			 * The kernel's list still names the old run, whose rows are let go next
+			 * and reused: the process goes without one (its samples carry stack
+			 * copies, walked here with the moved list) rather than walk another
+			 * table's rows.
+			 */
+			u->sink.del_proc(u->sink.ctx, p->tgid, p->list_at);
+			p->list_at = 0;
 			u->st.partial_move_failed++;
+		}
 	}
 }
 
@@ -1355,7 +1365,7 @@ static void do_release(struct pp_unwinder *u, uint32_t tgid)
 	if (!p)
 		return;
 	unhold(u, p);
-	u->sink.del_proc(u->sink.ctx, tgid);
+	u->sink.del_proc(u->sink.ctx, tgid, p->list_at);
 	proc_del(u, p);
 	u->st.procs_released++;
 	u->st.procs_live--;
@@ -1536,10 +1546,12 @@ listed:
 	/* the copies of walks meeting code outside the list are walked with the list kept */
 	out->flags = all && p->nmaps ? PP_UW_PROC_ALL_MAPPINGS : 0;
 	p->list_flags = out->flags;
-	ret = u->sink.set_proc(u->sink.ctx, tgid, out);
+	ret = u->sink.set_proc(u->sink.ctx, tgid, out, &p->list_at);
 	if (ret) {
 		if (ret == -ENOSPC)
 			u->st.procs_no_room++;
+		/* a list made before names the tables let go below: it goes too */
+		u->sink.del_proc(u->sink.ctx, tgid, p->list_at);
 		unhold(u, p);
 		proc_del(u, p);
 		u->st.procs_live--;
@@ -2450,10 +2462,13 @@ void pp_unwinder_get_stats(struct pp_unwinder *u, struct pp_unwinder_stats *out)
  */
 #define LIST_COOL_MS 1000
 
-/* A process's run of unwind_mappings, by tgid (open addressing; tgid 0: empty). */
-struct list_run {
-	uint32_t tgid, first, n;
-};
+/*
+ * Where a process's list lies, as the sink tells the unwinder to keep it: its run of
+ * unwind_mappings, first << 32 | n (0: none).
+ */
+#define LIST_AT(first, n) ((uint64_t)(first) << 32 | (n))
+#define LIST_FIRST(at) ((uint32_t)((at) >> 32))
+#define LIST_N(at) ((uint32_t)(at))
 
 /* A run given back at since_ms, reused once it cooled (LIST_COOL_MS). */
 struct cooling_run {
@@ -2504,16 +2519,13 @@ struct bpf_sink {
 	bool no_mmap, no_batch; /* the kernel refused an array's mmap, its batch updates */
 	/*
 	 * the lists' entries (written through the pieces they are in, else by batch updates),
-	 * their free runs, each process's run, and the runs cooling in the order they were
-	 * given back
+	 * their free runs, and the runs cooling in the order they were given back; where each
+	 * process's run lies the unwinder keeps (LIST_AT)
 	 */
 	uint32_t nr_slots;
 	struct pp_extents free_slots;
-	struct list_run *runs;
-	uint32_t runs_mask;
 	struct cooling_run *cooling;
 	uint32_t cool_head, cool_n, cool_cap; /* a ring */
-	uint32_t runs_used;
 	uint32_t keys[BATCH_ROWS];
 	uint64_t vals[BATCH_ROWS];
 	struct pieces rows, entries;
@@ -2721,42 +2733,6 @@ static int bpf_write_rule(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule
 	return bpf_map_update_elem(b->rules_fd, &i, rule, BPF_ANY) ? -errno : 0;
 }
 
-static uint32_t run_home(const struct bpf_sink *b, uint32_t tgid)
-{
-	return hash32(tgid) & b->runs_mask;
-}
-
-/* tgid's slot in runs: its entry, or the empty one where it would go. */
-static struct list_run *run_slot(struct bpf_sink *b, uint32_t tgid)
-{
-	uint32_t i = run_home(b, tgid);
-
-	while (b->runs[i].tgid && b->runs[i].tgid != tgid)
-		i = (i + 1) & b->runs_mask;
-	return &b->runs[i];
-}
-
-/* Empties slot e, moving later entries of its cluster back (no tombstones). */
-static void run_remove(struct bpf_sink *b, struct list_run *e)
-{
-	uint32_t i = (uint32_t)(e - b->runs), j = i;
-
-	for (;;) {
-		uint32_t k;
-
-		j = (j + 1) & b->runs_mask;
-		if (!b->runs[j].tgid)
-			break;
-		k = run_home(b, b->runs[j].tgid);
-		/* the entry at j may move to i unless its home lies cyclically in (i, j] */
-		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
-			b->runs[i] = b->runs[j];
-			i = j;
-		}
-	}
-	b->runs[i].tgid = 0;
-}
-
 /* A run no list names any more: free once it cooled. */
 static void run_cool(struct bpf_sink *b, uint32_t first, uint32_t n)
 {
@@ -2800,48 +2776,35 @@ static int write_entries(struct bpf_sink *b, uint32_t first, const struct pp_bpf
  * The list's entries in a run of their own, then the process's value naming them: a walk
  * finds either the old list whole or the new one whole. The old run cools.
  */
-static int bpf_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p)
+static int bpf_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p, uint64_t *at)
 {
 	struct bpf_sink *b = ctx;
 	struct pp_bpf_unwind_proc v = {.nr = p->nr, .flags = p->flags};
-	struct list_run *e;
 	int ret;
 
 	if (p->nr > PP_UNWIND_MAX_MAPPINGS || !tgid)
 		return -EINVAL;
-	e = run_slot(b, tgid);
-	if (!e->tgid && b->runs_used + 1 > (b->runs_mask + 1) / 2)
-		return -ENOSPC; /* the hash stays half empty; the procs map is full before */
 	runs_reclaim(b);
 	if (p->nr && pp_extents_alloc(&b->free_slots, p->nr, &v.first))
 		return -ENOSPC;
 	ret = write_entries(b, v.first, p->m, p->nr);
 	if (!ret && bpf_map_update_elem(b->procs_fd, &tgid, &v, BPF_ANY))
-		ret = -errno;
-	if (ret) { /* never named: free at once */
+		ret = errno == E2BIG ? -ENOSPC : -errno; /* E2BIG: the procs map is full */
+	if (ret) {					 /* never named: free at once */
 		pp_extents_free(&b->free_slots, v.first, v.nr);
 		return ret;
 	}
-	if (e->tgid)
-		run_cool(b, e->first, e->n);
-	else
-		b->runs_used++;
-	*e = (struct list_run){tgid, v.first, v.nr};
+	run_cool(b, LIST_FIRST(*at), LIST_N(*at));
+	*at = LIST_AT(v.first, v.nr);
 	return 0;
 }
 
-static void bpf_del_proc(void *ctx, uint32_t tgid)
+static void bpf_del_proc(void *ctx, uint32_t tgid, uint64_t at)
 {
 	struct bpf_sink *b = ctx;
-	struct list_run *e;
 
 	(void)bpf_map_delete_elem(b->procs_fd, &tgid);
-	e = tgid ? run_slot(b, tgid) : NULL;
-	if (!e || !e->tgid)
-		return;
-	run_cool(b, e->first, e->n);
-	run_remove(b, e);
-	b->runs_used--;
+	run_cool(b, LIST_FIRST(at), LIST_N(at));
 }
 
 static int write_entries(struct bpf_sink *b, uint32_t first, const struct pp_bpf_unwind_mapping *m,
@@ -2866,7 +2829,6 @@ struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows,
 						  int procs_fd, int mappings_fd, uint32_t nr_slots)
 {
 	struct bpf_sink *b = calloc(1, sizeof(*b));
-	uint32_t runs = pow2_at_least(2 * PP_UNWIND_MAX_PROCS);
 
 	if (!b)
 		return NULL;
@@ -2875,15 +2837,11 @@ struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows,
 		errno = EBADF;
 		return NULL;
 	}
-	b->runs = calloc(runs, sizeof(*b->runs));
-	if (!b->runs || pp_extents_init(&b->free_slots, nr_slots)) {
-		pp_extents_fini(&b->free_slots);
-		free(b->runs);
+	if (pp_extents_init(&b->free_slots, nr_slots)) {
 		free(b);
 		errno = ENOMEM;
 		return NULL;
 	}
-	b->runs_mask = runs - 1;
 	b->nr_slots = nr_slots;
 	b->entries.fd = mappings_fd;
 	b->entries.total = (uint64_t)nr_slots * sizeof(struct pp_bpf_unwind_mapping);
@@ -2913,7 +2871,6 @@ void pp_unwinder_bpf_sink_free(struct pp_unwinder_sink *sink)
 	pieces_unmap(&b->rows);
 	pieces_unmap(&b->entries);
 	pp_extents_fini(&b->free_slots);
-	free(b->runs);
 	free(b->cooling);
 	free(b);
 }

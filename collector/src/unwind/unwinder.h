@@ -32,10 +32,14 @@ struct pp_unwinder_sink {
 	int (*write_rows)(void *ctx, uint32_t first, const uint32_t *words, uint32_t n);
 	/* Write the rule at index i of the rule array (before any row names it): 0 or -errno. */
 	int (*write_rule)(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule *rule);
-	/* Set or replace a process's mapping list: 0 or -errno. */
-	int (*set_proc)(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p);
-	/* Remove a process's mapping list (absent is fine). */
-	void (*del_proc)(void *ctx, uint32_t tgid);
+	/*
+	 * Set or replace a process's mapping list: 0 or -errno (-ENOSPC: no room; the list
+	 * before stays). *at is the sink's note of where the process's list lies, 0 before its
+	 * first: the caller keeps it for the process's next set_proc and its del_proc.
+	 */
+	int (*set_proc)(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p, uint64_t *at);
+	/* Remove a process's mapping list, at as set_proc left it (absent is fine). */
+	void (*del_proc)(void *ctx, uint32_t tgid, uint64_t at);
 	/*
 	 * Read n words at index first of the row array: 0 or -errno. NULL: stack copies are
 	 * not walked (pp_unwinder_walk_later refuses them).

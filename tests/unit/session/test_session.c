@@ -1926,15 +1926,16 @@ static int sink_take_rule(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule
 	return 0;
 }
 
-static int sink_take_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p)
+static int sink_take_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p,
+			  uint64_t *at)
 {
-	(void)ctx, (void)tgid, (void)p;
+	(void)ctx, (void)tgid, (void)p, (void)at;
 	return 0;
 }
 
-static void sink_drop_proc(void *ctx, uint32_t tgid)
+static void sink_drop_proc(void *ctx, uint32_t tgid, uint64_t at)
 {
-	(void)ctx, (void)tgid;
+	(void)ctx, (void)tgid, (void)at;
 }
 
 static int sink_read_none(void *ctx, uint32_t first, uint32_t n, uint32_t *out)

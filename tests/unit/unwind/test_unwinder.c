@@ -44,6 +44,8 @@ struct mem_sink {
 		struct pp_bpf_unwind_list p;
 	} procs[MAX_PROCS];
 	unsigned sets, dels;
+	bool refuse;	   /* set_proc finds no room */
+	unsigned wrong_at; /* del_proc given a note set_proc did not leave for that process */
 };
 
 static int mem_write_rows(void *ctx, uint32_t first, const uint32_t *words, uint32_t n)
@@ -66,13 +68,17 @@ static int mem_write_rule(void *ctx, uint32_t i, const struct pp_bpf_unwind_rule
 	return 0;
 }
 
-static int mem_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p)
+/* The note a list leaves (*at) is its slot + 1. */
+static int mem_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p, uint64_t *at)
 {
 	struct mem_sink *m = ctx;
 	int free_slot = -1;
 
+	if (m->refuse)
+		return -ENOSPC;
 	for (int i = 0; i < MAX_PROCS; i++) {
 		if (m->procs[i].tgid == tgid) {
+			m->wrong_at += *at != (uint64_t)i + 1;
 			m->procs[i].p = *p;
 			m->sets++;
 			return 0;
@@ -82,19 +88,25 @@ static int mem_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_lis
 	}
 	if (free_slot < 0)
 		return -E2BIG;
+	m->wrong_at += *at != 0;
 	m->procs[free_slot].tgid = tgid;
 	m->procs[free_slot].p = *p;
+	*at = (uint64_t)free_slot + 1;
 	m->sets++;
 	return 0;
 }
 
-static void mem_del_proc(void *ctx, uint32_t tgid)
+static void mem_del_proc(void *ctx, uint32_t tgid, uint64_t at)
 {
 	struct mem_sink *m = ctx;
+	uint64_t had = 0;
 
 	for (int i = 0; i < MAX_PROCS; i++)
-		if (m->procs[i].tgid == tgid)
+		if (m->procs[i].tgid == tgid) {
 			m->procs[i].tgid = 0;
+			had = (uint64_t)i + 1;
+		}
+	m->wrong_at += at != had;
 	m->dels++;
 }
 
@@ -559,6 +571,61 @@ TEST(a_process_read_from_proc_is_not_read_again_where_mappings_are_reported)
 	mem_sink_free(m);
 }
 
+/*
+ * A process's list made again that the sink refuses (no room for it) takes the list before
+ * with it: that list names tables the process lets go, whose rows are reused once they are
+ * evicted, and a walk over it would read another file's rows. The next change installs it
+ * again.
+ */
+TEST(a_refused_reinstall_removes_the_list_before)
+{
+	struct pp_proc_cache *pc = pp_proc_cache_new(&(struct pp_proc_cache_opts){.capacity = 8});
+	struct mem_sink *m = mem_sink_new(1u << 20);
+	struct pp_unwinder_stats st;
+	const struct pp_proc *p;
+	struct pp_unwinder *u;
+	pid_t a;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL && pc != NULL);
+	a = start("chain");
+	p = pp_proc_cache_get(pc, (uint32_t)a);
+	REQUIRE(p != NULL && p->maps.n > 0);
+	u = pp_unwinder_new(&m->sink,
+			    &(struct pp_unwinder_opts){.worker = true, .mmap_reports = true});
+	REQUIRE(u != NULL);
+	pp_unwinder_note_proc(u, p);
+	pp_unwinder_drain(u);
+	REQUIRE(mem_proc(m, (uint32_t)a) != NULL);
+	REQUIRE(mem_proc(m, (uint32_t)a)->nr > 0);
+
+	m->refuse = true;
+	((struct pp_proc *)p)->maps_version++; /* a library mapped since: made again */
+	pp_unwinder_note_proc(u, p);
+	pp_unwinder_drain(u);
+	pp_unwinder_get_stats(u, &st);
+	CHECK_EQ_U64(st.procs_no_room, 1);
+	CHECK_EQ_U64(st.procs_live, 0);
+	CHECK(mem_proc(m, (uint32_t)a) == NULL);
+
+	m->refuse = false;
+	((struct pp_proc *)p)->maps_version++;
+	pp_unwinder_note_proc(u, p);
+	pp_unwinder_drain(u);
+	pp_unwinder_get_stats(u, &st);
+	CHECK(mem_proc(m, (uint32_t)a) != NULL);
+	CHECK_EQ_U64(st.procs_live, 1);
+	pp_unwinder_release(u, (uint32_t)a);
+	pp_unwinder_drain(u);
+	CHECK(mem_proc(m, (uint32_t)a) == NULL);
+	CHECK_EQ_U64(m->wrong_at, 0);
+	pp_unwinder_free(u);
+	stop(a);
+	pp_proc_cache_free(pc);
+	mem_sink_free(m);
+}
+
 /* The executable mappings of files in pid's maps: what an install asks a table for. */
 static unsigned exec_file_mappings(const struct pp_proc *p)
 {
@@ -767,11 +834,12 @@ TEST(a_caller_kicked_worker_installs_at_the_kick)
 /* A sink whose process lists wait for the test to open a gate: the worker stays busy. */
 static volatile int g_gate_open;
 
-static int gated_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p)
+static int gated_set_proc(void *ctx, uint32_t tgid, const struct pp_bpf_unwind_list *p,
+			  uint64_t *at)
 {
 	for (int i = 0; i < 10000 && !__atomic_load_n(&g_gate_open, __ATOMIC_ACQUIRE); i++)
 		usleep(1000);
-	return mem_set_proc(ctx, tgid, p);
+	return mem_set_proc(ctx, tgid, p, at);
 }
 
 /* The end of a capture waits for the worker a bounded time: said when it is still busy. */
@@ -1456,6 +1524,48 @@ static bool libc_text(pid_t pid, unsigned long *lo, unsigned long *hi, unsigned 
 }
 
 /*
+ * A partial table's new run that a holder's list cannot be moved to (the sink refuses it):
+ * that list goes, since it names the old run, whose rows are let go and reused. The walk
+ * that found the rows comes out whole all the same, from the list kept here.
+ */
+TEST(a_holder_whose_list_cannot_move_to_a_new_run_loses_it)
+{
+	struct mem_sink *m = mem_sink_new(1u << 20);
+	struct walked_box box = {0};
+	struct pp_chain_dump d = {0};
+	struct pp_unwinder_stats st;
+	struct pp_unwinder *u;
+	uint8_t *stack = NULL;
+	uint32_t len;
+	pid_t pid;
+
+	if (fixture() != 1)
+		SKIP(g_skip_reason);
+	REQUIRE(m != NULL);
+	pid = chain_dumped("partial-refused", &d, &stack, &len);
+	REQUIRE(pid > 0 && stack != NULL);
+	u = pp_unwinder_new(&m->sink, &(struct pp_unwinder_opts){.partial_min_fdes = 1});
+	REQUIRE(u != NULL);
+	REQUIRE(pp_unwinder_install(u, (uint32_t)pid) == 0);
+	REQUIRE(mem_proc(m, (uint32_t)pid) != NULL);
+
+	m->refuse = true;
+	REQUIRE(walk_dump(u, (uint32_t)pid, &d, stack, len, "refused") == 0);
+	pp_unwinder_drain(u);
+	CHECK_EQ_U64(pp_unwinder_take_walked(u, keep_walked, &box), 1);
+	CHECK(box.w[0].status == 0 && box.w[0].why == PP_UNWIND_END);
+	pp_unwinder_get_stats(u, &st);
+	CHECK(st.partial_writes >= 1);
+	CHECK(st.partial_move_failed >= 1);
+	CHECK(mem_proc(m, (uint32_t)pid) == NULL);
+	CHECK_EQ_U64(m->wrong_at, 0);
+	stop(pid);
+	free(stack);
+	pp_unwinder_free(u);
+	mem_sink_free(m);
+}
+
+/*
  * The FDEs an earlier start found in a partial table come back at the next start, all looked
  * up at once, in one pass over the rows: hundreds of them here, every 64th byte of the first
  * half of libc's code. The shim then finds at each of those addresses the rule libc's whole
@@ -1719,6 +1829,7 @@ TEST(the_bpf_sink_writes_each_list_as_a_run_and_reuses_it_only_once_cooled)
 	struct pp_bpf_unwind_list *l = malloc(sizeof(*l)), *l2 = malloc(sizeof(*l2));
 	struct pp_bpf_unwind_mapping got[PP_UNWIND_MAX_MAPPINGS];
 	struct pp_bpf_unwind_proc v, old;
+	uint64_t at[4] = {0}, old_at; /* the sink's notes of tgids 100 to 103 */
 	int rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "pp_test_rows", 4, 8, 64, &mm);
 	int procs = bpf_map_create(BPF_MAP_TYPE_HASH, "pp_test_procs", 4, sizeof(v),
 				   PP_UNWIND_MAX_PROCS, NULL);
@@ -1735,7 +1846,7 @@ TEST(the_bpf_sink_writes_each_list_as_a_run_and_reuses_it_only_once_cooled)
 	REQUIRE(sink != NULL);
 
 	fill_list(l, 3, 1);
-	REQUIRE(sink->set_proc(sink->ctx, 100, l) == 0);
+	REQUIRE(sink->set_proc(sink->ctx, 100, l, &at[0]) == 0);
 	REQUIRE(kernel_list(procs, maps, 100, &v, got) == 0);
 	CHECK(v.nr == 3 && v.flags == PP_UW_PROC_ALL_MAPPINGS && v.first + 3 <= slots);
 	CHECK(memcmp(got, l->m, 3 * sizeof(*got)) == 0);
@@ -1743,7 +1854,7 @@ TEST(the_bpf_sink_writes_each_list_as_a_run_and_reuses_it_only_once_cooled)
 
 	/* replaced: a run of its own; the old entries still hold the old list */
 	fill_list(l2, 5, 2);
-	REQUIRE(sink->set_proc(sink->ctx, 100, l2) == 0);
+	REQUIRE(sink->set_proc(sink->ctx, 100, l2, &at[0]) == 0);
 	REQUIRE(kernel_list(procs, maps, 100, &v, got) == 0);
 	CHECK(v.nr == 5 && memcmp(got, l2->m, 5 * sizeof(*got)) == 0);
 	CHECK(v.first >= old.first + old.nr || v.first + v.nr <= old.first);
@@ -1757,21 +1868,24 @@ TEST(the_bpf_sink_writes_each_list_as_a_run_and_reuses_it_only_once_cooled)
 
 	/* 3 cooling + 5 named + 50 = 58 of 64: the next 10 find no room, and 101 keeps its list */
 	fill_list(l, 50, 3);
-	REQUIRE(sink->set_proc(sink->ctx, 101, l) == 0);
+	REQUIRE(sink->set_proc(sink->ctx, 101, l, &at[1]) == 0);
 	fill_list(l2, 10, 4);
-	CHECK(sink->set_proc(sink->ctx, 102, l2) == -ENOSPC);
+	CHECK(sink->set_proc(sink->ctx, 102, l2, &at[2]) == -ENOSPC);
 	CHECK(bpf_map_lookup_elem(procs, &(uint32_t){102}, &v) != 0 && errno == ENOENT);
+	CHECK(at[2] == 0);
 	fill_list(l2, 7, 5);
-	CHECK(sink->set_proc(sink->ctx, 101, l2) == -ENOSPC);
+	old_at = at[1];
+	CHECK(sink->set_proc(sink->ctx, 101, l2, &at[1]) == -ENOSPC);
 	REQUIRE(kernel_list(procs, maps, 101, &v, got) == 0);
 	CHECK(v.nr == 50 && memcmp(got, l->m, 50 * sizeof(*got)) == 0);
+	CHECK(at[1] == old_at); /* the note still says where the list before lies */
 
 	/* removed: gone from the hash at once; its 5 entries cool with the 3 */
-	sink->del_proc(sink->ctx, 100);
+	sink->del_proc(sink->ctx, 100, at[0]);
 	CHECK(bpf_map_lookup_elem(procs, &(uint32_t){100}, &v) != 0 && errno == ENOENT);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	fill_list(l2, 8, 6); /* room once both cooled: the 8 entries before 101's */
-	while ((ret = sink->set_proc(sink->ctx, 102, l2)) == -ENOSPC) {
+	while ((ret = sink->set_proc(sink->ctx, 102, l2, &at[2])) == -ENOSPC) {
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (t1.tv_sec - t0.tv_sec > 10)
 			break;
@@ -1786,7 +1900,7 @@ TEST(the_bpf_sink_writes_each_list_as_a_run_and_reuses_it_only_once_cooled)
 
 	/* an empty list (the agent's own) takes no entries */
 	fill_list(l2, 0, 7);
-	CHECK(sink->set_proc(sink->ctx, 103, l2) == 0);
+	CHECK(sink->set_proc(sink->ctx, 103, l2, &at[3]) == 0);
 	REQUIRE(kernel_list(procs, maps, 103, &v, got) == 0);
 	CHECK(v.nr == 0);
 	pp_unwinder_bpf_sink_free(sink);
@@ -1808,6 +1922,9 @@ TEST_LIST = {
     {"a_second_start_reads_the_tables_from_the_cache",
      a_second_start_reads_the_tables_from_the_cache},
     {"a_process_gets_its_mappings_and_tables", a_process_gets_its_mappings_and_tables},
+    {"a_refused_reinstall_removes_the_list_before", a_refused_reinstall_removes_the_list_before},
+    {"a_holder_whose_list_cannot_move_to_a_new_run_loses_it",
+     a_holder_whose_list_cannot_move_to_a_new_run_loses_it},
     {"files_are_compiled_once_and_releases_free_processes",
      files_are_compiled_once_and_releases_free_processes},
     {"a_small_budget_evicts_unused_tables_and_counts_what_does_not_fit",
