@@ -507,6 +507,16 @@ TEST(the_worker_installs_noted_processes)
 	mem_sink_free(m);
 }
 
+/* The side-band reported a library mapped since by p: its list is made again, then the stats. */
+static void mapped_since(struct pp_unwinder *u, const struct pp_proc *p,
+			 struct pp_unwinder_stats *st)
+{
+	((struct pp_proc *)p)->maps_version++;
+	pp_unwinder_note_proc(u, p);
+	pp_unwinder_drain(u);
+	pp_unwinder_get_stats(u, st);
+}
+
 /*
  * Where the kernel reports every process's mappings, a process read from /proc (the process
  * cache's entry, made before the agent saw it start) is installed from the mappings the cache
@@ -546,11 +556,7 @@ TEST(a_process_read_from_proc_is_not_read_again_where_mappings_are_reported)
 			CHECK_EQ_U64(st.maps_reads, 0);
 			CHECK_EQ_U64(st.procs_from_events, 1);
 			CHECK_EQ_U64(st.procs_unchanged, 0);
-			/* a library mapped since, as the side-band reports it */
-			((struct pp_proc *)p)->maps_version++;
-			pp_unwinder_note_proc(u, p);
-			pp_unwinder_drain(u);
-			pp_unwinder_get_stats(u, &st);
+			mapped_since(u, p, &st);
 			CHECK_EQ_U64(st.procs_from_events, 2);
 			CHECK_EQ_U64(st.maps_reads, 0);
 		} else {
@@ -601,19 +607,13 @@ TEST(a_refused_reinstall_removes_the_list_before)
 	REQUIRE(mem_proc(m, (uint32_t)a)->nr > 0);
 
 	m->refuse = true;
-	((struct pp_proc *)p)->maps_version++; /* a library mapped since: made again */
-	pp_unwinder_note_proc(u, p);
-	pp_unwinder_drain(u);
-	pp_unwinder_get_stats(u, &st);
+	mapped_since(u, p, &st);
 	CHECK_EQ_U64(st.procs_no_room, 1);
 	CHECK_EQ_U64(st.procs_live, 0);
 	CHECK(mem_proc(m, (uint32_t)a) == NULL);
 
 	m->refuse = false;
-	((struct pp_proc *)p)->maps_version++;
-	pp_unwinder_note_proc(u, p);
-	pp_unwinder_drain(u);
-	pp_unwinder_get_stats(u, &st);
+	mapped_since(u, p, &st);
 	CHECK(mem_proc(m, (uint32_t)a) != NULL);
 	CHECK_EQ_U64(st.procs_live, 1);
 	pp_unwinder_release(u, (uint32_t)a);
@@ -645,10 +645,7 @@ static uint64_t installed_by_identity(struct pp_unwinder *u, const struct pp_pro
 	struct pp_unwinder_stats before, after;
 
 	pp_unwinder_get_stats(u, &before);
-	((struct pp_proc *)p)->maps_version++; /* a library mapped since: installed again */
-	pp_unwinder_note_proc(u, p);
-	pp_unwinder_drain(u);
-	pp_unwinder_get_stats(u, &after);
+	mapped_since(u, p, &after);
 	return after.tables_by_identity - before.tables_by_identity;
 }
 
