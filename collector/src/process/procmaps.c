@@ -8,6 +8,7 @@
 #include "procmaps.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -283,6 +284,9 @@ int pp_maps_parse(const char *buf, size_t len, struct pp_maps *out)
 			out->bad_lines++;
 		p = nl ? nl + 1 : end;
 	}
+	out->cap = lines;
+	out->strings_len = (size_t)(pool - out->strings);
+	out->strings_cap = len + 1;
 	normalize(out);
 	return 0;
 }
@@ -342,34 +346,39 @@ void pp_map_entry_set_name(struct pp_map_entry *e, char *name)
 
 size_t pp_maps_bytes(const struct pp_maps *m)
 {
-	size_t b = m->n * sizeof(m->entries[0]);
-
-	for (size_t i = 0; i < m->n; i++)
-		b += strlen(m->entries[i].path) + 1;
-	return b;
+	return m->cap * sizeof(m->entries[0]) + m->strings_cap;
 }
 
 /*
  * Rebuild m from the entries of old (paths copied into one new pool) with *extra among them:
  * the caller has sized ents for them. Takes ownership of ents.
  */
-static int maps_rebuild(struct pp_maps *m, struct pp_map_entry *ents, size_t n,
-			const struct pp_map_entry *extra, size_t extra_len)
+static int maps_rebuild(struct pp_maps *m, struct pp_map_entry *ents, size_t n, size_t cap)
 {
 	size_t pool_len = 0, off = 0;
+	const char *prev = NULL;
 	char *pool;
 
 	for (size_t i = 0; i < n; i++)
-		pool_len += (&ents[i] == extra ? extra_len : strlen(ents[i].path)) + 1;
+		if (!i || ents[i].path != ents[i - 1].path)
+			pool_len += strlen(ents[i].path) + 1;
 	pool = malloc(pool_len ? pool_len : 1);
 	if (!pool) {
 		free(ents);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
-		size_t len = &ents[i] == extra ? extra_len : strlen(ents[i].path);
+		const char *old = ents[i].path;
+		size_t len;
 
-		memcpy(pool + off, ents[i].path, len);
+		/* a file's segments side by side share their path, as pp_maps_insert made them */
+		if (i && old == prev) {
+			ents[i].path = ents[i - 1].path;
+			continue;
+		}
+		prev = old;
+		len = strlen(old);
+		memcpy(pool + off, old, len);
 		pool[off + len] = '\0';
 		ents[i].path = pool + off;
 		off += len + 1;
@@ -377,56 +386,142 @@ static int maps_rebuild(struct pp_maps *m, struct pp_map_entry *ents, size_t n,
 	free(m->entries);
 	free(m->strings);
 	m->entries = ents;
+	m->cap = cap;
 	m->strings = pool;
+	m->strings_len = off;
+	m->strings_cap = pool_len ? pool_len : 1;
 	m->n = n;
 	return 0;
 }
 
+/* Room for n entries: 0 or -ENOMEM (m as it was). */
+static int entries_reserve(struct pp_maps *m, size_t n)
+{
+	struct pp_map_entry *ents;
+	size_t cap = m->cap ? m->cap : 8;
+
+	if (n <= m->cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	ents = realloc(m->entries, cap * sizeof(*ents));
+	if (!ents)
+		return -ENOMEM;
+	m->entries = ents;
+	m->cap = cap;
+	return 0;
+}
+
+/*
+ * A copy of path (len bytes) at the end of m's strings, which move to a bigger pool first
+ * when full: the paths still named, once each (a file's segments side by side share one),
+ * the cut-away ones left behind. NULL: no memory (m as it was).
+ */
+static const char *strings_append(struct pp_maps *m, const char *path, size_t len)
+{
+	size_t live = 0, cap, off = 0;
+	const char *prev = NULL;
+	char *pool, *copy;
+
+	if (m->strings_len + len + 1 <= m->strings_cap) {
+		copy = m->strings + m->strings_len;
+		memcpy(copy, path, len + 1);
+		m->strings_len += len + 1;
+		return copy;
+	}
+	for (size_t i = 0; i < m->n; i++)
+		if (!i || m->entries[i].path != m->entries[i - 1].path)
+			live += strlen(m->entries[i].path) + 1;
+	cap = 2 * (live + len + 1) > 256 ? 2 * (live + len + 1) : 256;
+	pool = malloc(cap);
+	if (!pool)
+		return NULL;
+	for (size_t i = 0; i < m->n; i++) {
+		struct pp_map_entry *ent = &m->entries[i];
+		const char *old = ent->path;
+		size_t n;
+
+		if (i && old == prev) {
+			ent->path = ent[-1].path;
+			continue;
+		}
+		prev = old;
+		n = strlen(old);
+		memcpy(pool + off, old, n + 1);
+		ent->path = pool + off;
+		off += n + 1;
+	}
+	copy = pool + off; /* before the old pool goes: path may lie in it */
+	memcpy(copy, path, len + 1);
+	free(m->strings);
+	m->strings = pool;
+	m->strings_len = off + len + 1;
+	m->strings_cap = cap;
+	return copy;
+}
+
+/*
+ * path as m holds it: where a neighbour of the place it goes ([lo, hi) and the one on each
+ * side) names the same file (the segments of a library the loader maps one by one), that
+ * neighbour's copy; else a new one. NULL: no memory.
+ */
+static const char *held_path(struct pp_maps *m, const char *path, size_t lo, size_t hi)
+{
+	for (size_t i = lo > 0 ? lo - 1 : 0; i < m->n && i <= hi; i++)
+		if (!strcmp(m->entries[i].path, path))
+			return m->entries[i].path;
+	return strings_append(m, path, strlen(path));
+}
+
+/*
+ * In place: the entries e overlaps, [lo, hi), give way to what is left of the first before e,
+ * e, and what is left of the last after it. The entries and strings grow by doubling, so a
+ * process's mappings reported one by one cost a shift each, not a copy of the whole list.
+ */
 int pp_maps_insert(struct pp_maps *m, const struct pp_map_entry *e)
 {
-	struct pp_map_entry *ents, *placed = NULL;
-	size_t n = 0, path_len;
+	struct pp_map_entry head, tail, placed = *e;
+	size_t lo = 0, hi, n_new;
+	bool keep_head, keep_tail;
 
 	if (!m || !e || e->start >= e->end || !e->path)
 		return -EINVAL;
-	path_len = strlen(e->path);
-	/* at most one older entry is split in two around e */
-	ents = calloc(m->n + 2, sizeof(*ents));
-	if (!ents)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->n; i++) {
-		const struct pp_map_entry *o = &m->entries[i];
+	/* the first entry ending after e starts, then the first starting at or after its end */
+	for (size_t span = m->n; span > 0;) {
+		size_t half = span / 2;
 
-		if (o->end <= e->start || o->start >= e->end) {
-			if (!placed && o->start >= e->end) {
-				placed = &ents[n];
-				ents[n++] = *e;
-			}
-			ents[n++] = *o;
-			continue;
-		}
-		/* o overlaps e: keep what lies outside it */
-		if (o->start < e->start) {
-			ents[n] = *o;
-			ents[n++].end = e->start;
-		}
-		if (!placed) {
-			placed = &ents[n];
-			ents[n++] = *e;
-		}
-		if (o->end > e->end) {
-			ents[n] = *o;
-			ents[n].start = e->end;
-			ents[n].offset += e->end - o->start;
-			n++;
+		if (m->entries[lo + half].end <= e->start) {
+			lo += half + 1;
+			span -= half + 1;
+		} else {
+			span = half;
 		}
 	}
-	if (!placed) {
-		placed = &ents[n];
-		ents[n++] = *e;
+	for (hi = lo; hi < m->n && m->entries[hi].start < e->end; hi++)
+		;
+	placed.path = held_path(m, e->path, lo, hi);
+	if (!placed.path || entries_reserve(m, m->n + 2))
+		return -ENOMEM;
+	keep_head = lo < hi && m->entries[lo].start < e->start;
+	keep_tail = lo < hi && m->entries[hi - 1].end > e->end;
+	if (keep_head) {
+		head = m->entries[lo];
+		head.end = e->start;
 	}
-	placed->path = e->path;
-	return maps_rebuild(m, ents, n, placed, path_len);
+	if (keep_tail) {
+		tail = m->entries[hi - 1];
+		tail.offset += e->end - tail.start;
+		tail.start = e->end;
+	}
+	n_new = (size_t)keep_head + 1 + (size_t)keep_tail;
+	memmove(&m->entries[lo + n_new], &m->entries[hi], (m->n - hi) * sizeof(*m->entries));
+	m->n = m->n - (hi - lo) + n_new;
+	if (keep_head)
+		m->entries[lo++] = head;
+	m->entries[lo++] = placed;
+	if (keep_tail)
+		m->entries[lo] = tail;
+	return 0;
 }
 
 int pp_maps_copy(struct pp_maps *dst, const struct pp_maps *src)
@@ -441,7 +536,7 @@ int pp_maps_copy(struct pp_maps *dst, const struct pp_maps *src)
 	if (!ents)
 		return -ENOMEM;
 	memcpy(ents, src->entries, src->n * sizeof(*ents));
-	err = maps_rebuild(dst, ents, src->n, NULL, 0);
+	err = maps_rebuild(dst, ents, src->n, src->n);
 	if (err)
 		memset(dst, 0, sizeof(*dst));
 	return err;

@@ -58,6 +58,11 @@ struct pp_maps {
 	/* The input was not in ascending address order (the kernel's order) and was sorted. */
 	uint8_t resorted;
 	char *strings; /* owns every entries[i].path */
+	/*
+	 * Room: entries for cap, strings for strings_cap bytes of which strings_len are taken
+	 * (pp_maps_insert appends to them; paths it cut away stay until the strings move).
+	 */
+	size_t cap, strings_len, strings_cap;
 };
 
 /*

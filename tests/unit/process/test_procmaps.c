@@ -443,6 +443,97 @@ TEST(insert_matches_page_model)
 	pp_maps_fini(&m);
 }
 
+static struct pp_map_entry file_mapping(uint64_t start, uint64_t end, uint64_t offset,
+					uint8_t perms, const char *path)
+{
+	return (struct pp_map_entry){.start = start,
+				     .end = end,
+				     .offset = offset,
+				     .perms = perms,
+				     .kind = PP_MAP_KIND_FILE,
+				     .inode = 7,
+				     .path = path};
+}
+
+/*
+ * A library as the loader maps it: its whole span first, then each segment over it. The
+ * segments share one copy of the path, and maps read from /proc take inserts after them
+ * with their paths intact, however often the strings move.
+ */
+TEST(insert_shares_a_files_path_and_keeps_parsed_paths)
+{
+	static const char text[] = "00400000-00401000 r-xp 00000000 08:01 11 /usr/bin/prog\n"
+				   "7f0000000000-7f0000001000 rw-p 00000000 00:00 0 \n";
+	char lib[] = "/usr/lib/x86_64-linux-gnu/libsomething-with-a-long-name.so.1";
+	const uint64_t base = 0x7f1000000000ull;
+	struct pp_map_entry e = file_mapping(base, base + 0x40000, 0, PP_MAP_READ, lib);
+	struct pp_maps m;
+	char name[64];
+
+	REQUIRE(pp_maps_parse(text, sizeof(text) - 1, &m) == 0);
+	REQUIRE(m.n == 2);
+
+	REQUIRE(pp_maps_insert(&m, &e) == 0);
+	e = file_mapping(base + 0x10000, base + 0x30000, 0x10000, PP_MAP_READ | PP_MAP_EXEC, lib);
+	REQUIRE(pp_maps_insert(&m, &e) == 0);
+	e = file_mapping(base + 0x30000, base + 0x40000, 0x30000, PP_MAP_READ | PP_MAP_WRITE, lib);
+	REQUIRE(pp_maps_insert(&m, &e) == 0);
+	lib[1] = 'X'; /* the caller's buffer is its own again */
+	REQUIRE(m.n == 5);
+	CHECK_EQ_U64(m.entries[2].start, base);
+	CHECK_EQ_U64(m.entries[2].end, base + 0x10000);
+	CHECK_EQ_U64(m.entries[3].perms, PP_MAP_READ | PP_MAP_EXEC);
+	CHECK_EQ_U64(m.entries[3].offset, 0x10000);
+	CHECK_STR(m.entries[3].path,
+		  "/usr/lib/x86_64-linux-gnu/libsomething-with-a-long-name.so.1");
+	CHECK(m.entries[2].path == m.entries[3].path && m.entries[3].path == m.entries[4].path);
+
+	/* many more files: the strings move several times; every path stays right */
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "/opt/app/lib%03d.so", i);
+		e = file_mapping(base + 0x100000 * (uint64_t)(i + 1),
+				 base + 0x100000 * (uint64_t)(i + 1) + 0x1000, 0,
+				 PP_MAP_READ | PP_MAP_EXEC, name);
+		REQUIRE(pp_maps_insert(&m, &e) == 0);
+	}
+	REQUIRE(m.n == 205);
+	CHECK_STR(m.entries[0].path, "/usr/bin/prog");
+	CHECK_STR(m.entries[1].path, "");
+	CHECK_STR(m.entries[4].path,
+		  "/usr/lib/x86_64-linux-gnu/libsomething-with-a-long-name.so.1");
+	for (int i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "/opt/app/lib%03d.so", i);
+		CHECK_STR(m.entries[5 + i].path, name);
+	}
+	CHECK(pp_maps_bytes(&m) >= m.n * sizeof(m.entries[0]));
+	pp_maps_fini(&m);
+}
+
+/*
+ * One range mapped over and over with new files (a process that maps and unmaps at one place):
+ * the strings the cut-away mappings leave behind are dropped when the strings move, so they
+ * stay within a small multiple of what is named.
+ */
+TEST(insert_over_one_range_keeps_its_strings_bounded)
+{
+	struct pp_maps m = {0};
+	char name[128];
+
+	for (int i = 0; i < 20000; i++) {
+		struct pp_map_entry e;
+
+		snprintf(name, sizeof(name),
+			 "/var/lib/some/rather/long/directory/name/file-%06d.bin", i);
+		e = file_mapping(0x10000, 0x20000, 0, PP_MAP_READ, name);
+		REQUIRE(pp_maps_insert(&m, &e) == 0);
+	}
+	REQUIRE(m.n == 1);
+	CHECK_STR(m.entries[0].path, "/var/lib/some/rather/long/directory/name/file-019999.bin");
+	CHECK(m.strings_cap <= 1024);
+	CHECK(m.cap <= 8);
+	pp_maps_fini(&m);
+}
+
 /* Names as PERF_RECORD_MMAP2 gives them. */
 TEST(entry_names_from_the_side_band)
 {
@@ -473,6 +564,10 @@ TEST_LIST = {
     {"find_matches_linear_scan", find_matches_linear_scan},
     {"live_self_maps", live_self_maps},
     {"insert_matches_page_model", insert_matches_page_model},
+    {"insert_shares_a_files_path_and_keeps_parsed_paths",
+     insert_shares_a_files_path_and_keeps_parsed_paths},
+    {"insert_over_one_range_keeps_its_strings_bounded",
+     insert_over_one_range_keeps_its_strings_bounded},
     {"entry_names_from_the_side_band", entry_names_from_the_side_band},
 };
 TEST_MAIN()
