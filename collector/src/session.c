@@ -19,6 +19,7 @@
 #include "symbolize/kernel_module.h"
 #include "symbolize/demangle.h"
 #include "memory/mem_attr.h"
+#include "process/mapped_file.h"
 #include "process/proc_cache.h"
 #include "symbolize/perf_map.h"
 #include "symbolize/symloader.h"
@@ -116,6 +117,24 @@ struct mapsym_slot {
 	uint32_t pid;
 	enum mapsym_state state;
 	struct pp_elf_symbols *syms;
+	bool named; /* id holds how the mapping names its file */
+	struct pp_file_identity id;
+};
+
+/*
+ * Symbol tables by the identity of the file a mapping named (pp_mapped_file_identity), as the
+ * loader's results brought them: a new process mapping a file the node runs all the time gets
+ * its table at once, without a request, placeholder frames, or naming them again when the
+ * result comes. An identity stands for its file IDSYM_TTL_MS after the result that showed it,
+ * as long as a frame kept by file (FILE_FRAME_EPOCH_NS) and the loader's own identities trust
+ * one; the loader verified it at most that long before.
+ */
+#define IDSYM_SLOTS 256
+#define IDSYM_TTL_MS 30000
+struct idsym_slot {
+	struct pp_file_identity id;
+	uint64_t until_ms;
+	struct pp_elf_symbols *syms; /* a reference; NULL: empty */
 };
 
 /*
@@ -153,6 +172,7 @@ struct pp_session {
 	uint64_t launcher_exec_ns; /* its exec's record's time; 0: not seen yet */
 	char launcher_comm[16];	   /* its name until the exec: ours */
 	struct mapsym_slot mapsyms[MAPSYM_SLOTS];
+	struct idsym_slot idsyms[IDSYM_SLOTS];
 	struct raw_stack **raw; /* open addressing, raw_cap slots (power of two) */
 	size_t raw_cap, raw_used;
 	size_t raw_bytes; /* held by the entries of the raw-stack table */
@@ -542,6 +562,8 @@ void pp_session_free(struct pp_session *s)
 	pp_vdso_fini(&s->vdso);
 	for (size_t i = 0; i < MAPSYM_SLOTS; i++)
 		pp_elf_symbols_free(s->mapsyms[i].syms);
+	for (size_t i = 0; i < IDSYM_SLOTS; i++)
+		pp_elf_symbols_free(s->idsyms[i].syms);
 	free(s->pending);
 	free(s->jit);
 	pp_perf_maps_free(s->perf_maps);
@@ -689,6 +711,34 @@ static void mapsym_clear(struct mapsym_slot *slot)
 
 static void apply_symbol_results(struct pp_session *s);
 
+static struct idsym_slot *idsym_slot(struct pp_session *s, const struct pp_file_identity *id)
+{
+	uint64_t h = mix64(((uint64_t)id->dev_major << 32 | id->dev_minor) ^ mix64(id->inode) ^
+			   mix64(id->ino_generation + 1));
+
+	return &s->idsyms[h & (IDSYM_SLOTS - 1)];
+}
+
+/* The table the loader last brought for identity id, while it stands for its file. */
+static struct pp_elf_symbols *idsym_get(struct pp_session *s, const struct pp_file_identity *id)
+{
+	struct idsym_slot *slot = idsym_slot(s, id);
+
+	if (!slot->syms || memcmp(&slot->id, id, sizeof(*id)) || mono_ms() >= slot->until_ms)
+		return NULL;
+	return slot->syms;
+}
+
+static void idsym_put(struct pp_session *s, const struct pp_file_identity *id,
+		      struct pp_elf_symbols *syms)
+{
+	struct idsym_slot *slot = idsym_slot(s, id);
+
+	pp_elf_symbols_free(slot->syms); /* a colliding identity takes the slot over */
+	*slot = (struct idsym_slot){
+	    .id = *id, .until_ms = mono_ms() + IDSYM_TTL_MS, .syms = pp_elf_symbols_ref(syms)};
+}
+
 /*
  * The symbol table of the file behind a mapping, from the loader: NULL while it is being read
  * (*pending gets the request's tag) or when it cannot be (*pending 0). The first sample of a
@@ -699,7 +749,10 @@ static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const 
 {
 	size_t i = mix64(((uint64_t)p->pid << 32) ^ m->start) & (MAPSYM_SLOTS - 1);
 	struct mapsym_slot *slot = &s->mapsyms[i];
+	struct pp_file_identity id = {0};
+	struct pp_elf_symbols *known;
 	uint64_t tag;
+	bool named;
 
 	*pending = 0;
 	if (slot->state != MAPSYM_EMPTY && slot->pid == p->pid &&
@@ -711,6 +764,19 @@ static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const 
 		return NULL;
 	}
 	mapsym_clear(slot);
+	named = pp_mapped_file_identity(m, &id);
+	if (named && (known = idsym_get(s, &id))) {
+		*slot = (struct mapsym_slot){.generation = p->generation,
+					     .start = m->start,
+					     .inode = m->inode,
+					     .pid = p->pid,
+					     .state = MAPSYM_READY,
+					     .syms = pp_elf_symbols_ref(known),
+					     .named = true,
+					     .id = id};
+		s->stats.symbol_tables_at_once++;
+		return slot->syms;
+	}
 	tag = ++s->next_tag << MAPSYM_SLOT_BITS | i;
 	if (pp_symloader_submit(s->loader, tag, p->pid, p->relatives, m) != 0)
 		return NULL; /* the queue is full: counted, and asked again at the next sample */
@@ -719,7 +785,9 @@ static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const 
 				     .inode = m->inode,
 				     .tag = tag,
 				     .pid = p->pid,
-				     .state = MAPSYM_PENDING};
+				     .state = MAPSYM_PENDING,
+				     .named = named,
+				     .id = id};
 	if (s->opts.symbol_wait_ms) {
 		uint64_t until = mono_ms() + s->opts.symbol_wait_ms, now;
 
@@ -1178,6 +1246,8 @@ static void apply_symbol_results(struct pp_session *s)
 			} else if (slot->state == MAPSYM_PENDING && slot->tag == r[k].tag) {
 				slot->state = MAPSYM_READY;
 				slot->syms = r[k].syms; /* the slot owns the reference now */
+				if (slot->named && slot->syms)
+					idsym_put(s, &slot->id, slot->syms);
 			} else {
 				pp_elf_symbols_free(
 				    r[k].syms); /* the slot went to another mapping */

@@ -241,9 +241,11 @@ struct pp_session_stats {
 	bool symbol_store_on;
 	int symbol_store_err;
 	struct pp_symbol_store_stats symbol_store;
-	uint64_t symbol_pending;  /* gauge: files queued or being read now */
-	uint64_t frames_pending;  /* frames made while their file was read: placeholders... */
-	uint64_t frames_resolved; /* ... of which the table's arrival named or placed */
+	uint64_t symbol_pending;	/* gauge: files queued or being read now */
+	uint64_t symbol_tables_at_once; /* mappings given a table the loader brought lately for
+					 * the file their identity names: no request, no waiting */
+	uint64_t frames_pending;	/* frames made while their file was read: placeholders... */
+	uint64_t frames_resolved;	/* ... of which the table's arrival named or placed */
 	/* Memory events (opts.mem_event). */
 	uint64_t mem_samples;	      /* samples with at least one real memory field */
 	uint64_t mem_no_fields;	      /* PP_SF_MEM_FIELDS set, but the kernel filled none */

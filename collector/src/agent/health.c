@@ -545,6 +545,11 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 	labelled(f, "pebsprof_frames_awaited_total", "state", "made", s->frames_awaited);
 	labelled(f, "pebsprof_frames_awaited_total", "state", "finished",
 		 s->frames_awaited_finished);
+	family(
+	    f, "pebsprof_symbol_tables_at_once_total", "counter",
+	    "Mappings of new processes given the symbol table the loader brought lately for the "
+	    "file their identity names: their frames named at once, nothing asked or waited for.");
+	value(f, "pebsprof_symbol_tables_at_once_total", s->symbol_tables_at_once);
 	family(f, "pebsprof_strings_cleaned_total", "counter",
 	       "Strings from processes (names, paths, comm) that were not valid UTF-8 or held "
 	       "control characters, sent cleaned.");

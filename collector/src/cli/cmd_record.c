@@ -878,7 +878,8 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 		printf("\n");
 		printf("symbol files: %llu opened (%llu through map_files, %llu by path in the "
 		       "process's root, %llu in a relative's root when the process was gone; "
-		       "%llu more known without an open); "
+		       "%llu more known without an open, %llu mappings named at once by a file "
+		       "known so); "
 		       "refused %llu (over the caps %llu, sparse %llu), not the "
 		       "mapped file %llu, unreachable %llu; %llu frames waited for their file "
 		       "(%llu finished)\n",
@@ -888,6 +889,7 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 		       (unsigned long long)st->symbol_via_root,
 		       (unsigned long long)st->symbol_via_relative,
 		       (unsigned long long)st->symbol_via_identity,
+		       (unsigned long long)st->symbol_tables_at_once,
 		       (unsigned long long)(st->symbol_too_big + st->symbol_refused),
 		       (unsigned long long)st->symbol_too_big,
 		       (unsigned long long)st->symbol_refused,

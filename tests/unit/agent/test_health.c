@@ -314,6 +314,7 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.sideband_lost = 65;
 	s.frames_awaited = 8;
 	s.frames_awaited_finished = 7;
+	s.symbol_tables_at_once = 11;
 	s.strings_cleaned = 9;
 	s.windows_closed = 12;
 	s.windows_exported = 11;
@@ -502,6 +503,11 @@ static const char metrics_tail[] =
     "# TYPE pebsprof_frames_awaited_total counter\n"
     "pebsprof_frames_awaited_total{state=\"made\"} 8\n"
     "pebsprof_frames_awaited_total{state=\"finished\"} 7\n"
+    "# HELP pebsprof_symbol_tables_at_once_total Mappings of new processes given the symbol table "
+    "the loader brought lately for the file their identity names: their frames named at once, "
+    "nothing asked or waited for.\n"
+    "# TYPE pebsprof_symbol_tables_at_once_total counter\n"
+    "pebsprof_symbol_tables_at_once_total 11\n"
     "# HELP pebsprof_strings_cleaned_total Strings from processes (names, paths, comm) that were "
     "not valid UTF-8 or held control characters, sent cleaned.\n"
     "# TYPE pebsprof_strings_cleaned_total counter\n"

@@ -868,6 +868,69 @@ TEST(frames_finished_from_a_file_serve_the_next_process)
 	fixture_fini(&f);
 }
 
+/*
+ * A file whose table the loader brought lately, by the identity its mapping names (device,
+ * inode, generation): the next process mapping it has a frame there that no process had
+ * before named at once, with no request and no placeholder; a mapping naming another
+ * identity at the same path is asked for as ever.
+ */
+TEST(a_file_known_by_its_identity_names_a_new_processs_frames_at_once)
+{
+	struct pp_session_opts opts = {.symbols_kicked_per_turn = true};
+	const struct pp_map_entry *code;
+	const struct pp_sample_info *si;
+	struct pp_session_stats st;
+	struct sess_fixture f;
+	struct pp_maps maps = {0};
+	char exe[PATH_MAX];
+	uint64_t first[1] = {FN_ADDR(sess_leaf_alpha) + 4}, next[1] = {FN_ADDR(sess_mid_gamma) + 8};
+	struct stat sb, other;
+	struct rec r;
+
+	if (kill((pid_t)NO_SUCH_PID, 0) == 0 || errno != ESRCH)
+		SKIP("pid 0x3ffffff0 exists on this machine");
+	REQUIRE(own_code(first[0], exe, &sb, &maps, &code) == 0);
+	REQUIRE(pp_maps_find(&maps, next[0]) == code);
+	g_async = 1;
+	REQUIRE(fixture_init(&f, &opts, 0) == 0);
+	g_async = 0;
+
+	sideband_exec_and_map(f.s, own_pid(), "sess-first", code, exe, &sb);
+	make_sample(&r, own_pid(), own_tid(), 1, NULL, 0, first, 1);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	CHECK(pp_session_wait_symbols(f.s, 10000) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.frames_pending, 1);
+	CHECK_EQ_U64(st.symbol_tables_at_once, 0);
+
+	/* gone already, a function the first never ran: named at once, nothing waited for */
+	sideband_exec_and_map(f.s, NO_SUCH_PID, "sess-next", code, exe, &sb);
+	make_sample(&r, NO_SUCH_PID, NO_SUCH_PID, 1, NULL, 0, next, 1);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	si = sample_of_tid(f.prof, NO_SUCH_PID);
+	REQUIRE(si && si->nlocations == 1);
+	CHECK_STR(loc_name(f.prof, si->locations[0]), "sess_mid_gamma");
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.symbol_tables_at_once, 1);
+	CHECK_EQ_U64(st.frames_pending, 1);
+
+	/* the same path as another file (another inode): not that table; asked, and not found */
+	other = sb;
+	other.st_ino ^= 0x5a5a5a;
+	sideband_exec_and_map(f.s, NO_SUCH_PID - 1, "sess-other", code, exe, &other);
+	make_sample(&r, NO_SUCH_PID - 1, NO_SUCH_PID - 1, 1, NULL, 0, next, 1);
+	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	CHECK(pp_session_wait_symbols(f.s, 10000) == 0);
+	si = sample_of_tid(f.prof, NO_SUCH_PID - 1);
+	REQUIRE(si && si->nlocations == 1);
+	CHECK(strcmp(loc_name(f.prof, si->locations[0]), "sess_mid_gamma") != 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.symbol_tables_at_once, 1);
+	CHECK_EQ_U64(st.frames_pending, 2);
+	pp_maps_fini(&maps);
+	fixture_fini(&f);
+}
+
 TEST(unmapped_address_is_unknown)
 {
 	struct pp_session_opts opts = {0};
@@ -2186,6 +2249,8 @@ TEST_LIST = {
     {"vdso_frames_are_named", vdso_frames_are_named},
     {"a_file_unopened_for_a_gone_process_is_named_for_the_next",
      a_file_unopened_for_a_gone_process_is_named_for_the_next},
+    {"a_file_known_by_its_identity_names_a_new_processs_frames_at_once",
+     a_file_known_by_its_identity_names_a_new_processs_frames_at_once},
     {"frames_finished_from_a_file_serve_the_next_process",
      frames_finished_from_a_file_serve_the_next_process},
     {"kernel_frames_resolve_through_kallsyms", kernel_frames_resolve_through_kallsyms},
