@@ -256,6 +256,17 @@ static int fixture_init(struct sess_fixture *f, struct pp_session_opts *opts, in
 	return f->s ? 0 : -1;
 }
 
+/* The fixture as the agent runs: the sample path never waits for symbol tables. */
+static int async_fixture_init(struct sess_fixture *f, struct pp_session_opts *opts)
+{
+	int ret;
+
+	g_async = 1;
+	ret = fixture_init(f, opts, 0);
+	g_async = 0;
+	return ret;
+}
+
 static void fixture_fini(struct sess_fixture *f)
 {
 	pp_session_free(f->s);
@@ -839,9 +850,7 @@ TEST(frames_finished_from_a_file_serve_the_next_process)
 		SKIP("pid 0x3ffffff0 exists on this machine");
 	REQUIRE(own_code(uf[0], exe, &sb, &maps, &code) == 0);
 	REQUIRE(pp_maps_find(&maps, uf[1]) == code);
-	g_async = 1;
-	REQUIRE(fixture_init(&f, &opts, 0) == 0);
-	g_async = 0;
+	REQUIRE(async_fixture_init(&f, &opts) == 0);
 
 	sideband_exec_and_map(f.s, own_pid(), "sess-first", code, exe, &sb);
 	make_sample(&r, own_pid(), own_tid(), 1, NULL, 0, uf, 2);
@@ -891,9 +900,7 @@ TEST(a_file_known_by_its_identity_names_a_new_processs_frames_at_once)
 		SKIP("pid 0x3ffffff0 exists on this machine");
 	REQUIRE(own_code(first[0], exe, &sb, &maps, &code) == 0);
 	REQUIRE(pp_maps_find(&maps, next[0]) == code);
-	g_async = 1;
-	REQUIRE(fixture_init(&f, &opts, 0) == 0);
-	g_async = 0;
+	REQUIRE(async_fixture_init(&f, &opts) == 0);
 
 	sideband_exec_and_map(f.s, own_pid(), "sess-first", code, exe, &sb);
 	make_sample(&r, own_pid(), own_tid(), 1, NULL, 0, first, 1);
@@ -1802,9 +1809,7 @@ TEST(frames_made_while_the_file_is_read_are_finished_in_place)
 	uint32_t ids[3];
 	uint64_t waited;
 
-	g_async = 1;
-	REQUIRE(fixture_init(&f, &opts, 0) == 0);
-	g_async = 0;
+	REQUIRE(async_fixture_init(&f, &opts) == 0);
 	make_sample(&r, own_pid(), own_tid(), 1000, NULL, 0, uf, 3);
 	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
 	REQUIRE(pp_profile_sample_count(f.prof) == 1);
