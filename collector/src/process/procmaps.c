@@ -349,24 +349,23 @@ size_t pp_maps_bytes(const struct pp_maps *m)
 	return m->cap * sizeof(m->entries[0]) + m->strings_cap;
 }
 
-/*
- * Rebuild m from the entries of old (paths copied into one new pool) with *extra among them:
- * the caller has sized ents for them. Takes ownership of ents.
- */
-static int maps_rebuild(struct pp_maps *m, struct pp_map_entry *ents, size_t n, size_t cap)
+/* The bytes ents' paths take, each once (entries side by side naming one copy share it). */
+static size_t paths_size(const struct pp_map_entry *ents, size_t n)
 {
-	size_t pool_len = 0, off = 0;
-	const char *prev = NULL;
-	char *pool;
+	size_t len = 0;
 
 	for (size_t i = 0; i < n; i++)
 		if (!i || ents[i].path != ents[i - 1].path)
-			pool_len += strlen(ents[i].path) + 1;
-	pool = malloc(pool_len ? pool_len : 1);
-	if (!pool) {
-		free(ents);
-		return -ENOMEM;
-	}
+			len += strlen(ents[i].path) + 1;
+	return len;
+}
+
+/* ents' paths copied to pool (paths_size bytes) and named there, still shared: the bytes used. */
+static size_t paths_copy(struct pp_map_entry *ents, size_t n, char *pool)
+{
+	const char *prev = NULL;
+	size_t off = 0;
+
 	for (size_t i = 0; i < n; i++) {
 		const char *old = ents[i].path;
 		size_t len;
@@ -378,17 +377,29 @@ static int maps_rebuild(struct pp_maps *m, struct pp_map_entry *ents, size_t n, 
 		}
 		prev = old;
 		len = strlen(old);
-		memcpy(pool + off, old, len);
-		pool[off + len] = '\0';
+		memcpy(pool + off, old, len + 1);
 		ents[i].path = pool + off;
 		off += len + 1;
 	}
+	return off;
+}
+
+/* m made of ents (n of them, room for cap), their paths copied into a pool of their own. */
+static int maps_rebuild(struct pp_maps *m, struct pp_map_entry *ents, size_t n, size_t cap)
+{
+	size_t pool_len = paths_size(ents, n);
+	char *pool = malloc(pool_len ? pool_len : 1);
+
+	if (!pool) {
+		free(ents);
+		return -ENOMEM;
+	}
+	m->strings_len = paths_copy(ents, n, pool); /* before m's own go: ents may name them */
 	free(m->entries);
 	free(m->strings);
 	m->entries = ents;
 	m->cap = cap;
 	m->strings = pool;
-	m->strings_len = off;
 	m->strings_cap = pool_len ? pool_len : 1;
 	m->n = n;
 	return 0;
@@ -419,8 +430,7 @@ static int entries_reserve(struct pp_maps *m, size_t n)
  */
 static const char *strings_append(struct pp_maps *m, const char *path, size_t len)
 {
-	size_t live = 0, cap, off = 0;
-	const char *prev = NULL;
+	size_t live, cap, off;
 	char *pool, *copy;
 
 	if (m->strings_len + len + 1 <= m->strings_cap) {
@@ -429,28 +439,12 @@ static const char *strings_append(struct pp_maps *m, const char *path, size_t le
 		m->strings_len += len + 1;
 		return copy;
 	}
-	for (size_t i = 0; i < m->n; i++)
-		if (!i || m->entries[i].path != m->entries[i - 1].path)
-			live += strlen(m->entries[i].path) + 1;
+	live = paths_size(m->entries, m->n);
 	cap = 2 * (live + len + 1) > 256 ? 2 * (live + len + 1) : 256;
 	pool = malloc(cap);
 	if (!pool)
 		return NULL;
-	for (size_t i = 0; i < m->n; i++) {
-		struct pp_map_entry *ent = &m->entries[i];
-		const char *old = ent->path;
-		size_t n;
-
-		if (i && old == prev) {
-			ent->path = ent[-1].path;
-			continue;
-		}
-		prev = old;
-		n = strlen(old);
-		memcpy(pool + off, old, n + 1);
-		ent->path = pool + off;
-		off += n + 1;
-	}
+	off = paths_copy(m->entries, m->n, pool);
 	copy = pool + off; /* before the old pool goes: path may lie in it */
 	memcpy(copy, path, len + 1);
 	free(m->strings);
