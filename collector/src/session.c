@@ -122,15 +122,20 @@ struct mapsym_slot {
 };
 
 /*
+ * How long a file's identity (device, inode, generation) stands for the file once it was
+ * seen to: an inode number reused by another file misleads the session no longer (frames kept
+ * by file, FILE_FRAME_PID; symbol tables by identity, below), as in the loader's cache.
+ */
+#define FILE_FRAME_EPOCH_NS (30 * 1000000000ull)
+
+/*
  * Symbol tables by the identity of the file a mapping named (pp_mapped_file_identity), as the
  * loader's results brought them: a new process mapping a file the node runs all the time gets
  * its table at once, without a request, placeholder frames, or naming them again when the
- * result comes. An identity stands for its file IDSYM_TTL_MS after the result that showed it,
- * as long as a frame kept by file (FILE_FRAME_EPOCH_NS) and the loader's own identities trust
- * one; the loader verified it at most that long before.
+ * result comes. An identity stands for its file FILE_FRAME_EPOCH_NS after the result that
+ * showed it; the loader verified it at most that long before.
  */
 #define IDSYM_SLOTS 256
-#define IDSYM_TTL_MS 30000
 struct idsym_slot {
 	struct pp_file_identity id;
 	uint64_t until_ms;
@@ -735,8 +740,9 @@ static void idsym_put(struct pp_session *s, const struct pp_file_identity *id,
 	struct idsym_slot *slot = idsym_slot(s, id);
 
 	pp_elf_symbols_free(slot->syms); /* a colliding identity takes the slot over */
-	*slot = (struct idsym_slot){
-	    .id = *id, .until_ms = mono_ms() + IDSYM_TTL_MS, .syms = pp_elf_symbols_ref(syms)};
+	*slot = (struct idsym_slot){.id = *id,
+				    .until_ms = mono_ms() + FILE_FRAME_EPOCH_NS / 1000000u,
+				    .syms = pp_elf_symbols_ref(syms)};
 }
 
 /*
@@ -748,11 +754,9 @@ static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const 
 						    const struct pp_map_entry *m, uint64_t *pending)
 {
 	size_t i = mix64(((uint64_t)p->pid << 32) ^ m->start) & (MAPSYM_SLOTS - 1);
-	struct mapsym_slot *slot = &s->mapsyms[i];
-	struct pp_file_identity id = {0};
+	struct mapsym_slot *slot = &s->mapsyms[i], fresh;
 	struct pp_elf_symbols *known;
 	uint64_t tag;
-	bool named;
 
 	*pending = 0;
 	if (slot->state != MAPSYM_EMPTY && slot->pid == p->pid &&
@@ -764,30 +768,22 @@ static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const 
 		return NULL;
 	}
 	mapsym_clear(slot);
-	named = pp_mapped_file_identity(m, &id);
-	if (named && (known = idsym_get(s, &id))) {
-		*slot = (struct mapsym_slot){.generation = p->generation,
-					     .start = m->start,
-					     .inode = m->inode,
-					     .pid = p->pid,
-					     .state = MAPSYM_READY,
-					     .syms = pp_elf_symbols_ref(known),
-					     .named = true,
-					     .id = id};
+	fresh = (struct mapsym_slot){
+	    .generation = p->generation, .start = m->start, .inode = m->inode, .pid = p->pid};
+	fresh.named = pp_mapped_file_identity(m, &fresh.id);
+	if (fresh.named && (known = idsym_get(s, &fresh.id))) {
+		fresh.state = MAPSYM_READY;
+		fresh.syms = pp_elf_symbols_ref(known);
+		*slot = fresh;
 		s->stats.symbol_tables_at_once++;
 		return slot->syms;
 	}
 	tag = ++s->next_tag << MAPSYM_SLOT_BITS | i;
 	if (pp_symloader_submit(s->loader, tag, p->pid, p->relatives, m) != 0)
 		return NULL; /* the queue is full: counted, and asked again at the next sample */
-	*slot = (struct mapsym_slot){.generation = p->generation,
-				     .start = m->start,
-				     .inode = m->inode,
-				     .tag = tag,
-				     .pid = p->pid,
-				     .state = MAPSYM_PENDING,
-				     .named = named,
-				     .id = id};
+	fresh.tag = tag;
+	fresh.state = MAPSYM_PENDING;
+	*slot = fresh;
 	if (s->opts.symbol_wait_ms) {
 		uint64_t until = mono_ms() + s->opts.symbol_wait_ms, now;
 
@@ -914,7 +910,6 @@ static void file_frame(struct pp_session *s, const struct pp_elf_symbols *syms, 
  * misleads it no longer), as in the symbol cache.
  */
 #define FILE_FRAME_PID UINT32_MAX
-#define FILE_FRAME_EPOCH_NS (30 * 1000000000ull)
 
 /* location as the frame at file offset off of the file whose frames' key is file_key */
 static void file_frame_put(struct pp_session *s, uint64_t file_key, uint64_t off, uint32_t location)
