@@ -2522,7 +2522,6 @@ struct bpf_sink {
 	 * their free runs, and the runs cooling in the order they were given back; where each
 	 * process's run lies the unwinder keeps (LIST_AT)
 	 */
-	uint32_t nr_slots;
 	struct pp_extents free_slots;
 	struct cooling_run *cooling;
 	uint32_t cool_head, cool_n, cool_cap; /* a ring */
@@ -2769,8 +2768,24 @@ static void runs_reclaim(struct bpf_sink *b)
 	}
 }
 
+/* A list's n entries into the run at first: through the pieces they are in, else by updates. */
 static int write_entries(struct bpf_sink *b, uint32_t first, const struct pp_bpf_unwind_mapping *m,
-			 uint32_t n);
+			 uint32_t n)
+{
+	uint32_t keys[PP_UNWIND_MAX_MAPPINGS];
+
+	if (((uint64_t)first + n) * sizeof(*m) > b->entries.total || n > PP_UNWIND_MAX_MAPPINGS)
+		return -ERANGE;
+	if (!b->no_mmap) {
+		if (write_through(&b->entries, (uint64_t)first * sizeof(*m), m, n * sizeof(*m)) ==
+		    0)
+			return 0;
+		b->no_mmap = true;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		keys[i] = first + i;
+	return update_each(b, b->entries.fd, keys, m, sizeof(*m), n);
+}
 
 /*
  * The list's entries in a run of their own, then the process's value naming them: a walk
@@ -2807,24 +2822,6 @@ static void bpf_del_proc(void *ctx, uint32_t tgid, uint64_t at)
 	run_cool(b, LIST_FIRST(at), LIST_N(at));
 }
 
-static int write_entries(struct bpf_sink *b, uint32_t first, const struct pp_bpf_unwind_mapping *m,
-			 uint32_t n)
-{
-	uint32_t keys[PP_UNWIND_MAX_MAPPINGS];
-
-	if ((uint64_t)first + n > b->nr_slots || n > PP_UNWIND_MAX_MAPPINGS)
-		return -ERANGE;
-	if (!b->no_mmap) {
-		if (write_through(&b->entries, (uint64_t)first * sizeof(*m), m, n * sizeof(*m)) ==
-		    0)
-			return 0;
-		b->no_mmap = true;
-	}
-	for (uint32_t i = 0; i < n; i++)
-		keys[i] = first + i;
-	return update_each(b, b->entries.fd, keys, m, sizeof(*m), n);
-}
-
 struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows, int rules_fd,
 						  int procs_fd, int mappings_fd, uint32_t nr_slots)
 {
@@ -2842,7 +2839,6 @@ struct pp_unwinder_sink *pp_unwinder_bpf_sink_new(int rows_fd, uint32_t nr_rows,
 		errno = ENOMEM;
 		return NULL;
 	}
-	b->nr_slots = nr_slots;
 	b->entries.fd = mappings_fd;
 	b->entries.total = (uint64_t)nr_slots * sizeof(struct pp_bpf_unwind_mapping);
 	b->rows.fd = rows_fd;
