@@ -42,9 +42,10 @@ die() {
 OLD=$1 NEW=$2
 [ "$(id -u)" -eq 0 ] || die "needs root"
 { [ -x "$OLD" ] && [ -x "$NEW" ]; } || die "OLD and NEW must be pebsprof binaries"
-for c in python3 perl gcc clang node sort; do
-	command -v $c >/dev/null || die "needs $c"
-done
+# shellcheck source=bench/churn_loop.sh
+. "$SRC/bench/churn_loop.sh"
+missing=$(churn_missing)
+[ -z "$missing" ] || die "needs $missing"
 T=$(mktemp -d /tmp/pp-ab-churn.XXXXXX)
 LOOP=
 trap '[ -n "$LOOP" ] && kill $LOOP 2>/dev/null; wait 2>/dev/null; [ $KEEP = 1 ] && echo "kept in $T" || rm -rf "$T"' EXIT
@@ -53,14 +54,10 @@ unknown_pct() {
 	python3 "$SRC/tests/integration/stack_checks.py" unknown folded "$1" |
 		awk '{ printf "%.1f%%", $2 ? 100 * $1 / $2 : 0 }'
 }
-# shellcheck source=bench/churn_loop.sh
-. "$SRC/bench/churn_loop.sh"
 churn_setup "$T" || die "cannot build the workload"
 
 echo "ab_churn: $ROUNDS rounds, $HZ Hz, $D s after 10 s, $(nproc) CPUs, kernel $(uname -r)"
-churn_loop "$T" >/dev/null 2>&1 &
-LOOP=$!
-sleep 3
+churn_start "$T"
 # the warm cache both start from: what a restarted agent finds
 # shellcheck disable=SC2086 # AGENT_ARGS: words
 "$OLD" record -a -F "$HZ" -d 20 --unwind-table-cache "$T/warm/t" --symbol-table-cache "$T/warm/s" \

@@ -51,9 +51,11 @@ die() {
 }
 [ "$(id -u)" -eq 0 ] || die "needs root"
 [ -x "$PP" ] || die "build pebsprof first (-b BUILD_DIR)"
-for c in python3 perl gcc clang node sort perf; do
-	command -v $c >/dev/null || die "needs $c"
-done
+# shellcheck source=bench/churn_loop.sh
+. "$SRC/bench/churn_loop.sh"
+missing=$(churn_missing)
+[ -z "$missing" ] || die "needs $missing"
+command -v perf >/dev/null || die "needs perf"
 T=$(mktemp -d /tmp/pp-bench-churn.XXXXXX)
 LOOP=
 trap '[ -n "$LOOP" ] && kill $LOOP 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
@@ -61,8 +63,6 @@ trap '[ -n "$LOOP" ] && kill $LOOP 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' E
 # cpu_of CMD...: runs CMD; its output, then "cpu_s S maxrss_kb K" (its and its children's)
 cpu_of() { python3 "$SRC/bench/cpu_of.py" "$@"; }
 
-# shellcheck source=bench/churn_loop.sh
-. "$SRC/bench/churn_loop.sh"
 churn_setup "$T" || die "cannot build the workload"
 
 field() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p" | tail -1; }
@@ -88,9 +88,7 @@ steady() { steady_cpu "$2" "$PP" record -a -F "$1" -d $((10 + $2 + 5)) --unwind-
 pct() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print('%.1f' % (100 * a / b if b else 0))" "$1" "$2"; }
 
 echo "bench_churn: ${D} s per capture, rates $RATES, $(nproc) CPUs, kernel $(uname -r)"
-churn_loop "$T" >/dev/null 2>&1 &
-LOOP=$!
-sleep 3
+churn_start "$T"
 ROWS=()
 ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print('%.2f' % (a / b) if b else '-')" "$1" "$2"; }
 for HZ in ${RATES//,/ }; do

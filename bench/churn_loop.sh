@@ -1,16 +1,36 @@
 #!/bin/bash
-# The churn loop of bench_churn.sh and ab_churn.sh, sourced: a node that never stops starting
-# programs. churn_setup DIR builds its two programs of our own (150 ms and 30 ms of work, no
+# The churn loop of bench_churn.sh, ab_churn.sh and churn_split.sh, sourced: a node that never
+# stops starting programs. churn_setup DIR builds its two programs of our own (150 ms and 30 ms of work, no
 # frame pointers, the second stripped) and its inputs in DIR (0, or 1 when they could not be
 # built); churn_loop DIR starts python3, perl, gcc, clang, node, sort, sh and the two over and
-# over, about 200 programs a second on 2 CPUs, until killed. Both read the agent's CPU with
-# run_ns and take medians with median.
+# over, about 200 programs a second on 2 CPUs, until killed; churn_start runs it in the
+# background (its pid in LOOP), churn_missing names a program it needs that is not here. The
+# benches read the agent's CPU with run_ns and take medians with median.
 
 # run_ns PID: the nanoseconds PID's threads have run (schedstat: exact, where the ticks of
 # /proc/PID/stat miss a process that runs in short bursts, as perf record does)
 run_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 # median N...: the middle one (the lower middle of an even count)
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# churn_missing: the first program the loop runs that this machine lacks (nothing: none)
+churn_missing() {
+	local c
+	for c in python3 perl gcc clang node sort; do
+		command -v $c >/dev/null || {
+			echo $c
+			return
+		}
+	done
+}
+
+# churn_start DIR: the loop in the background, its pid in LOOP, given 3 s to get going
+churn_start() {
+	churn_loop "$1" >/dev/null 2>&1 &
+	# shellcheck disable=SC2034 # the caller's, for its EXIT trap
+	LOOP=$!
+	sleep 3
+}
 
 churn_setup() {
 	local T=$1

@@ -46,14 +46,13 @@ PP=$BUILD/collector/pebsprof
 [ -x "$PP" ] || die "no $PP: build first (cmake --build $BUILD)"
 command -v perf >/dev/null || die "needs perf (linux-perf)"
 [ "$LONG" -gt "$SHORT" ] || die "-l must be longer than -s"
-for c in python3 perl gcc clang node sort; do
-	command -v $c >/dev/null || die "needs $c"
-done
+# shellcheck source=bench/churn_loop.sh
+. "$SRC/bench/churn_loop.sh"
+missing=$(churn_missing)
+[ -z "$missing" ] || die "needs $missing"
 T=$(mktemp -d /tmp/pp-churn-split.XXXXXX)
 LOOP=
 trap '[ -n "$LOOP" ] && kill $LOOP 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
-# shellcheck source=bench/churn_loop.sh
-. "$SRC/bench/churn_loop.sh"
 churn_setup "$T" || die "cannot build the workload"
 # cpu_ms CMD...: the CPU in ms CMD took, as wait4() reports it (bench/cpu_of.py)
 cpu_ms() { python3 "$SRC/bench/cpu_of.py" "$@" | awk '/^cpu_s / { printf "%d\n", $2 * 1000 }'; }
@@ -73,9 +72,7 @@ side_by_side() {
 }
 
 echo "churn_split: $ROUNDS rounds, $HZ Hz, captures of $SHORT s and $LONG s, $(nproc) CPUs, kernel $(uname -r)${AGENT_ARGS:+, pebsprof $AGENT_ARGS}"
-churn_loop "$T" >/dev/null 2>&1 &
-LOOP=$!
-sleep 3
+churn_start "$T"
 # shellcheck disable=SC2086
 "$PP" record -a -F "$HZ" -d 10 --unwind-table-cache "$T/warm/t" --symbol-table-cache "$T/warm/s" \
 	$AGENT_ARGS -o "$T/warm.pb.gz" >/dev/null 2>&1 || die "pebsprof could not record"
