@@ -1,12 +1,15 @@
 #!/bin/bash
 # Two builds of the agent side by side on the churn loop of bench_churn.sh: both record the same
-# node at the same time, each from its own copy of one warm cache, and each one's CPU over D
+# node at the same time, each from a copy of its own warm cache, and each one's CPU over D
 # seconds after a 10 s warm-up is read from schedstat. What one change costs or saves under
 # churn, where two runs one after the other differ by a third on a 2-CPU VM (the host's
 # preemption shows in either run, not in both).
 #
-# usage: sudo bench/ab_churn.sh [-d SECONDS] [-F HZ] [-r ROUNDS] [-a ARGS] OLD NEW
+# usage: sudo bench/ab_churn.sh [-m MODE] [-d SECONDS] [-F HZ] [-r ROUNDS] [-a ARGS] OLD NEW
 #   OLD, NEW  two pebsprof binaries (copy build/collector/pebsprof aside between builds)
+#   -m  record (default: one capture each) or run (the agent as a node runs it: a window
+#       every 10 s, each written to a directory of its own by the file exporter, stopped by
+#       SIGINT once measured; no [unknown] column)
 #   -d  seconds measured after the warm-up (default 20)
 #   -F  the sampling rate (default 99)
 #   -r  rounds (default 5): a line each, then the medians and NEW / OLD of each round
@@ -20,8 +23,10 @@ HZ=99
 ROUNDS=5
 AGENT_ARGS=
 KEEP=0
-while getopts "d:F:r:a:kh" opt; do
+MODE=record
+while getopts "m:d:F:r:a:kh" opt; do
 	case $opt in
+	m) MODE=$OPTARG ;;
 	d) D=$OPTARG ;;
 	F) HZ=$OPTARG ;;
 	r) ROUNDS=$OPTARG ;;
@@ -38,7 +43,8 @@ die() {
 	echo "ab_churn: $*" >&2
 	exit 1
 }
-[ $# -eq 2 ] || die "usage: ab_churn.sh [-d S] [-F HZ] [-r N] [-a ARGS] OLD NEW"
+[ $# -eq 2 ] || die "usage: ab_churn.sh [-m MODE] [-d S] [-F HZ] [-r N] [-a ARGS] OLD NEW"
+case $MODE in record | run) ;; *) die "-m: record or run" ;; esac
 OLD=$1 NEW=$2
 [ "$(id -u)" -eq 0 ] || die "needs root"
 { [ -x "$OLD" ] && [ -x "$NEW" ]; } || die "OLD and NEW must be pebsprof binaries"
@@ -55,33 +61,64 @@ unknown_pct() {
 		awk '{ printf "%.1f%%", $2 ? 100 * $1 / $2 : 0 }'
 }
 churn_setup "$T" || die "cannot build the workload"
+# windows X: how many windows the agent of cache copy X wrote (run)
+windows() {
+	local f n=0
+	for f in "$T/$1.windows"/*.pb.gz; do [ -e "$f" ] && n=$((n + 1)); done
+	echo $n
+}
+# agent BIN X N: BIN as MODE says, from the cache copy $T/X, round N, in the background
+agent() {
+	local bin=$1 x=$2 n=$3
+	if [ "$MODE" = run ]; then
+		{ rm -rf "$T/$x.windows" && mkdir "$T/$x.windows"; } || die "cannot make $T/$x.windows"
+		# shellcheck disable=SC2086 # AGENT_ARGS: words
+		"$bin" run -F "$HZ" --interval 10 --exporter file --output-dir "$T/$x.windows" \
+			--unwind-table-cache "$T/$x/t" --symbol-table-cache "$T/$x/s" $AGENT_ARGS \
+			>"$T/$x$n.out" 2>&1 &
+	else
+		# shellcheck disable=SC2086
+		"$bin" record -a -F "$HZ" -d $((10 + D + 5)) --unwind-table-cache "$T/$x/t" \
+			--symbol-table-cache "$T/$x/s" $AGENT_ARGS -o "$T/$x.pb.gz" -o "$T/$x$n.folded" \
+			>"$T/$x$n.out" 2>&1 &
+	fi
+}
 
-echo "ab_churn: $ROUNDS rounds, $HZ Hz, $D s after 10 s, $(nproc) CPUs, kernel $(uname -r)"
+echo "ab_churn: $MODE, $ROUNDS rounds, $HZ Hz, $D s after 10 s, $(nproc) CPUs, kernel $(uname -r)"
 churn_start "$T"
-# the warm cache both start from: what a restarted agent finds
+# the warm caches they start from, each its own binary's (what a restarted agent finds; a
+# change to what a cache holds would make the other's useless to it), made side by side
 # shellcheck disable=SC2086 # AGENT_ARGS: words
-"$OLD" record -a -F "$HZ" -d 20 --unwind-table-cache "$T/warm/t" --symbol-table-cache "$T/warm/s" \
-	$AGENT_ARGS -o "$T/warm.pb.gz" >/dev/null 2>&1 || die "OLD could not record"
+"$OLD" record -a -F "$HZ" -d 20 --unwind-table-cache "$T/warm_a/t" --symbol-table-cache "$T/warm_a/s" \
+	$AGENT_ARGS -o "$T/warm_a.pb.gz" >/dev/null 2>&1 &
+pa=$!
+# shellcheck disable=SC2086
+"$NEW" record -a -F "$HZ" -d 20 --unwind-table-cache "$T/warm_b/t" --symbol-table-cache "$T/warm_b/s" \
+	$AGENT_ARGS -o "$T/warm_b.pb.gz" >/dev/null 2>&1 &
+pb=$!
+wait $pa || die "OLD could not record"
+wait $pb || die "NEW could not record"
 R_OLD=() R_NEW=() R_RATIO=()
 for ((r = 1; r <= ROUNDS; r++)); do
 	rm -rf "$T/a" "$T/b"
-	{ cp -a "$T/warm" "$T/a" && cp -a "$T/warm" "$T/b"; } || die "cannot copy the cache"
-	# shellcheck disable=SC2086
-	"$OLD" record -a -F "$HZ" -d $((10 + D + 5)) --unwind-table-cache "$T/a/t" \
-		--symbol-table-cache "$T/a/s" $AGENT_ARGS -o "$T/a.pb.gz" -o "$T/a$r.folded" >"$T/a$r.out" 2>&1 &
+	{ cp -a "$T/warm_a" "$T/a" && cp -a "$T/warm_b" "$T/b"; } || die "cannot copy the caches"
+	agent "$OLD" a "$r"
 	pa=$!
-	# shellcheck disable=SC2086
-	"$NEW" record -a -F "$HZ" -d $((10 + D + 5)) --unwind-table-cache "$T/b/t" \
-		--symbol-table-cache "$T/b/s" $AGENT_ARGS -o "$T/b.pb.gz" -o "$T/b$r.folded" >"$T/b$r.out" 2>&1 &
+	agent "$NEW" b "$r"
 	pb=$!
 	sleep 10
 	a0=$(run_ns $pa) b0=$(run_ns $pb)
 	sleep "$D"
 	a1=$(run_ns $pa) b1=$(run_ns $pb)
+	[ "$MODE" = run ] && kill -INT $pa $pb
 	wait $pa $pb
 	old_ms=$(((a1 - a0) / 1000000)) new_ms=$(((b1 - b0) / 1000000))
 	ratio=$(python3 -c "import sys; print('%.2f' % (int(sys.argv[2]) / int(sys.argv[1])))" "$old_ms" "$new_ms")
-	echo "round $r: OLD $old_ms ms, NEW $new_ms ms (NEW / OLD $ratio); [unknown] weight OLD $(unknown_pct "$T/a$r.folded"), NEW $(unknown_pct "$T/b$r.folded")"
+	if [ "$MODE" = run ]; then
+		echo "round $r: OLD $old_ms ms, NEW $new_ms ms (NEW / OLD $ratio); windows OLD $(windows a), NEW $(windows b)"
+	else
+		echo "round $r: OLD $old_ms ms, NEW $new_ms ms (NEW / OLD $ratio); [unknown] weight OLD $(unknown_pct "$T/a$r.folded"), NEW $(unknown_pct "$T/b$r.folded")"
+	fi
 	R_OLD+=("$old_ms") R_NEW+=("$new_ms") R_RATIO+=("$ratio")
 done
 echo "medians: OLD $(median "${R_OLD[@]}") ms, NEW $(median "${R_NEW[@]}") ms; NEW / OLD of a round: median $(median "${R_RATIO[@]}"), $(printf '%s\n' "${R_RATIO[@]}" | sort -n | tr '\n' ' ')"
