@@ -18,6 +18,7 @@
 #include "symbolize/kallsyms.h"
 #include "symbolize/kernel_module.h"
 #include "symbolize/demangle.h"
+#include "symbolize/name_memo.h"
 #include "memory/mem_attr.h"
 #include "process/mapped_file.h"
 #include "process/proc_cache.h"
@@ -40,6 +41,10 @@ static uint64_t mono_ms(void)
  * window (its samples then carry no time in it). */
 #define HOLD_MAX_BYTES (8u << 20)
 #define DEFAULT_MAX_CACHED_FRAMES (1u << 16)
+/* The names of the last windows' frames (symbolize/name_memo.h): ~2-3 thousand a window under
+ * the churn bench, each one or two names of ~40 bytes. */
+#define NAME_MEMO_SLOTS (1u << 14)
+#define NAME_MEMO_BYTES (1u << 20)
 #define MAX_FRAMES (2 * PP_MAX_STACK_DEPTH + 2) /* + the ip and a data-object frame */
 
 /* (pid, process generation, address) -> location id of the current profile. */
@@ -200,6 +205,7 @@ struct pp_session {
 	struct pp_perf_maps *perf_maps; /* NULL: not read */
 	struct frame_slot *frames;
 	size_t frames_cap, frames_used;
+	struct pp_name_memo *names; /* NULL: frames are not named here (addresses_only) */
 	uint32_t kernel_mapping;
 	struct pp_mem_objcache *objs; /* memory events only */
 	struct dtype_slot *dtypes;    /* memory events only: DTYPE_SLOTS */
@@ -513,6 +519,12 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 		cap <<= 1;
 	s->frames_cap = cap < 16 ? 16 : cap;
 	s->frames = calloc(s->frames_cap, sizeof(*s->frames));
+	if (!opts->addresses_only &&
+	    !(s->names = pp_name_memo_new(NAME_MEMO_SLOTS, NAME_MEMO_BYTES))) {
+		pp_session_free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (!opts->addresses_only && !opts->no_perf_maps) {
 		struct pp_perf_maps_opts mo = {
 		    .proc_root = s->proc_root,
@@ -575,6 +587,7 @@ void pp_session_free(struct pp_session *s)
 	pp_mem_objcache_free(s->objs);
 	free(s->dtypes);
 	free(s->frames);
+	pp_name_memo_free(s->names);
 	free(s->proc_root);
 	free(s->held);
 	free(s);
@@ -604,7 +617,13 @@ void pp_session_get_stats(const struct pp_session *s, struct pp_session_stats *o
 	out->processes_cached = pp_proc_cache_count(s->procs);
 	out->process_cache_bytes =
 	    pp_proc_cache_bytes(s->procs) + pp_proc_cache_buffer_bytes(s->procs);
-	out->frame_cache_bytes = s->frames_cap * sizeof(*s->frames);
+	{
+		struct pp_name_memo_stats ns;
+
+		pp_name_memo_stats(s->names, &ns);
+		out->frame_cache_bytes = s->frames_cap * sizeof(*s->frames) + ns.bytes;
+		out->name_memo_resets = ns.resets;
+	}
 	{
 		struct pp_proc_cache_stats ps;
 		struct pp_sideband_stats sbs;
@@ -850,6 +869,26 @@ static const char *jit_name(struct pp_session *s, const struct pp_proc *p, uint6
  * the placeholder "file+0xaddr" that keeps its identity for a backend. Fills loc (address,
  * function, unnamed, mapping_id) and counts where the name came from.
  */
+/*
+ * syms's name of vaddr (demangled, in demangled or the memo) and *raw its symbol: from the
+ * memo where a window before asked already (valid until the memo's next put).
+ */
+static const char *symbol_name(struct pp_session *s, const struct pp_elf_symbols *syms,
+			       uint64_t vaddr, const char **raw, char *demangled, size_t dsize)
+{
+	uint64_t table = pp_elf_symbols_serial(syms);
+	const char *name;
+
+	if (pp_name_memo_get(s->names, table, vaddr, &name, raw)) {
+		s->stats.names_memoized++;
+		return name;
+	}
+	*raw = pp_elf_symbols_lookup(syms, vaddr, NULL);
+	name = pp_demangle(*raw, demangled, dsize);
+	pp_name_memo_put(s->names, table, vaddr, name, *raw);
+	return name;
+}
+
 static void file_frame(struct pp_session *s, const struct pp_elf_symbols *syms, uint64_t addr,
 		       const struct pp_map_entry *m, const struct pp_proc *p,
 		       struct pp_location_info *loc, char *placeholder, size_t psize,
@@ -862,8 +901,7 @@ static void file_frame(struct pp_session *s, const struct pp_elf_symbols *syms, 
 
 	if (syms && pp_elf_symbols_map_addr(syms, addr, m->start, m->offset, &vaddr) == 0) {
 		placed = 1;
-		raw = pp_elf_symbols_lookup(syms, vaddr, NULL);
-		name = pp_demangle(raw, demangled, dsize);
+		name = symbol_name(s, syms, vaddr, &raw, demangled, dsize);
 		if (name)
 			s->stats.named[source_of(syms)]++;
 	}

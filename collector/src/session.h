@@ -211,12 +211,16 @@ struct pp_session_stats {
 	 * frames are bare.
 	 */
 	uint64_t samples_unreadable;
-	uint64_t frames;	      /* frames symbolized (cache hits included) */
-	uint64_t frames_cached;	      /* answered by the frame cache */
-	uint64_t frames_unmapped;     /* user address in no mapping */
-	uint64_t frames_no_symbol;    /* mapped, but no symbol covers it */
-	uint64_t frames_no_file;      /* the mapped file could not be read */
-	uint64_t frame_cache_resets;  /* the frame cache was full and started over */
+	uint64_t frames;	     /* frames symbolized (cache hits included) */
+	uint64_t frames_cached;	     /* answered by the frame cache */
+	uint64_t frames_unmapped;    /* user address in no mapping */
+	uint64_t frames_no_symbol;   /* mapped, but no symbol covers it */
+	uint64_t frames_no_file;     /* the mapped file could not be read */
+	uint64_t frame_cache_resets; /* the frame cache was full and started over */
+	/* frames named from the name their table gave before (a window or an identity earlier):
+	 * no search of the table, no demangling (symbolize/name_memo.h) */
+	uint64_t names_memoized;
+	uint64_t name_memo_resets;    /* the memo was full and started over */
 	uint64_t task_events;	      /* exec/exit records seen */
 	uint64_t add_errors;	      /* samples the profile refused (memory) */
 	uint64_t raw_stack_hits;      /* samples aggregated onto an already seen raw stack */

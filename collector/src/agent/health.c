@@ -550,6 +550,10 @@ static void render_sampling(FILE *f, const struct pp_health_snapshot *s)
 	    "Mappings of new processes given the symbol table the loader brought lately for the "
 	    "file their identity names: their frames named at once, nothing asked or waited for.");
 	value(f, "pebsprof_symbol_tables_at_once_total", s->symbol_tables_at_once);
+	family(f, "pebsprof_frames_named_again_total", "counter",
+	       "Frames named again (in a new window, or once their file's identity expired) from "
+	       "the name their symbol table gave before: no search of the table, no demangling.");
+	value(f, "pebsprof_frames_named_again_total", s->names_memoized);
 	family(f, "pebsprof_strings_cleaned_total", "counter",
 	       "Strings from processes (names, paths, comm) that were not valid UTF-8 or held "
 	       "control characters, sent cleaned.");

@@ -188,6 +188,7 @@ struct pp_health_snapshot {
 	uint64_t frames_awaited, frames_awaited_finished; /* made while their file was read */
 	uint64_t
 	    symbol_tables_at_once; /* mappings named by a table known by their file's identity */
+	uint64_t names_memoized;   /* frames named again from the name found before */
 	uint64_t strings_cleaned;  /* strings that were not clean text, summed per window */
 	/* Windows and export. */
 	uint64_t windows_closed;	  /* windows ended at an interval boundary */

@@ -867,6 +867,11 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 			first = 0;
 		}
 		printf("%s, unnamed %llu", named ? ")" : "", (unsigned long long)st->unnamed);
+		if (st->names_memoized)
+			printf("; named again from names found before %llu (the memo started over "
+			       "%llu times)",
+			       (unsigned long long)st->names_memoized,
+			       (unsigned long long)st->name_memo_resets);
 		if (st->perf_map_refused || st->perf_map_bad_lines)
 			printf("; perf maps refused %llu, bad lines %llu",
 			       (unsigned long long)st->perf_map_refused,

@@ -785,6 +785,7 @@ static void health_tick(struct agent *ag, int stopping)
 	snap.frames_awaited = ss.frames_pending;
 	snap.frames_awaited_finished = ss.frames_resolved;
 	snap.symbol_tables_at_once = ss.symbol_tables_at_once;
+	snap.names_memoized = ss.names_memoized;
 	snap.strings_cleaned = ag->strings_cleaned;
 	pp_shim_read_counters(ag->smp.shim, snap.shim);
 	if (ag->smp.unwinder) {

@@ -40,6 +40,7 @@
 
 struct pp_elf_symbols {
 	atomic_size_t refs; /* tables are shared across threads: the last reference frees */
+	uint64_t serial;    /* pp_elf_symbols_serial */
 	char build_id[PP_BUILD_ID_HEX_SIZE];
 	char debuglink[256];
 	uint32_t debuglink_crc;
@@ -60,6 +61,19 @@ struct pp_elf_symbols {
 	void *map;
 	size_t map_len;
 };
+
+/* A new table, holding its one reference, with a serial no other table had. */
+static struct pp_elf_symbols *symbols_alloc(void)
+{
+	static atomic_uint_fast64_t serials;
+	struct pp_elf_symbols *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	atomic_init(&s->refs, 1);
+	s->serial = atomic_fetch_add(&serials, 1) + 1;
+	return s;
+}
 
 /* Per-section facts the symbol filters need, indexed by section number. */
 struct sec_info {
@@ -918,10 +932,9 @@ static int build_from_elf(Elf *elf, const struct pp_elf_src *src, unsigned int f
 	err = read_ehdr(&r);
 	if (err)
 		return err;
-	s = calloc(1, sizeof(*s));
+	s = symbols_alloc();
 	if (!s)
 		return -ENOMEM;
-	atomic_init(&s->refs, 1);
 	s->elf_class = gelf_getclass(elf);
 	s->elf_type = r.ehdr.e_type;
 	err = read_segments(&r, s);
@@ -1149,6 +1162,11 @@ size_t pp_elf_symbols_bytes(const struct pp_elf_symbols *s)
 		return 0;
 	return sizeof(*s) + (s->nfuncs + s->ndata) * sizeof(struct pp_elf_symbol) +
 	       s->nsegs * sizeof(struct pp_elf_segment) + s->names_len;
+}
+
+uint64_t pp_elf_symbols_serial(const struct pp_elf_symbols *s)
+{
+	return s ? s->serial : 0;
 }
 
 const char *pp_elf_symbols_build_id(const struct pp_elf_symbols *s)
@@ -1621,10 +1639,9 @@ struct pp_elf_symbols *pp_elf_symbols_decode(const void *buf, size_t len, size_t
 		goto fail;
 	}
 	err = ENOMEM;
-	s = calloc(1, sizeof(*s));
+	s = symbols_alloc();
 	if (!s)
 		goto fail;
-	atomic_init(&s->refs, 1);
 	s->source = (enum pp_symbol_source)h.source;
 	s->elf_class = (int)h.cls;
 	s->elf_type = (int)h.type;

@@ -93,6 +93,12 @@ struct pp_elf_symbols *pp_elf_symbols_ref(struct pp_elf_symbols *s);
 void pp_elf_symbols_free(struct pp_elf_symbols *s);
 
 /*
+ * A number no other table of this process had or will have (1, 2, ...; 0 for NULL): what
+ * names a table in caches that outlive it, where its address could be a later table's.
+ */
+uint64_t pp_elf_symbols_serial(const struct pp_elf_symbols *s);
+
+/*
  * Read only the build id of the ELF file behind fd (cheaper than building the table: notes
  * only). Writes the lower-case hex id, or "" when the file has none, into out (out_size >= 1).
  * Returns 0, -ENOEXEC / -EINVAL as above, or -ENOSPC when out is too small for the id.

@@ -315,6 +315,7 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.frames_awaited = 8;
 	s.frames_awaited_finished = 7;
 	s.symbol_tables_at_once = 11;
+	s.names_memoized = 13;
 	s.strings_cleaned = 9;
 	s.windows_closed = 12;
 	s.windows_exported = 11;
@@ -508,6 +509,11 @@ static const char metrics_tail[] =
     "nothing asked or waited for.\n"
     "# TYPE pebsprof_symbol_tables_at_once_total counter\n"
     "pebsprof_symbol_tables_at_once_total 11\n"
+    "# HELP pebsprof_frames_named_again_total Frames named again (in a new window, or once their "
+    "file's identity expired) from the name their symbol table gave before: no search of the "
+    "table, no demangling.\n"
+    "# TYPE pebsprof_frames_named_again_total counter\n"
+    "pebsprof_frames_named_again_total 13\n"
     "# HELP pebsprof_strings_cleaned_total Strings from processes (names, paths, comm) that were "
     "not valid UTF-8 or held control characters, sent cleaned.\n"
     "# TYPE pebsprof_strings_cleaned_total counter\n"

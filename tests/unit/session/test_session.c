@@ -1190,6 +1190,7 @@ TEST(small_frame_cache_resets_and_names_stay_right)
 TEST(new_profile_drops_cached_ids)
 {
 	struct pp_session_opts opts = {0};
+	struct pp_session_stats st;
 	struct sess_fixture f;
 	struct pp_profile *p2;
 	struct rec r;
@@ -1206,11 +1207,16 @@ TEST(new_profile_drops_cached_ids)
 	}
 	make_sample(&r, own_pid(), 2, 1, kf, 1, uf, 2);
 	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.names_memoized, 0);
 
 	p2 = new_profile();
 	REQUIRE(p2);
 	pp_session_set_profile(f.s, p2);
 	CHECK(pp_session_handle_decoded(f.s, &r.d) == 0);
+	/* the user frames are named again from what the symbol table said the window before */
+	pp_session_get_stats(f.s, &st);
+	CHECK_EQ_U64(st.names_memoized, 2);
 	REQUIRE(pp_profile_sample_count(p2) == 1);
 	const struct pp_sample_info *si = pp_profile_get_sample(p2, 0);
 	REQUIRE(si->nlocations == 3);
