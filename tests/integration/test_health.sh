@@ -82,6 +82,17 @@ pp_check "windows counted" bash -c "[ '$(metric "$T/m2" pebsprof_windows_total)'
 pp_check "up, healthy and the version" \
 	bash -c "grep -qx 'pebsprof_up 1' '$T/m2' && grep -qx 'pebsprof_healthy 1' '$T/m2' &&
 		grep -q '^pebsprof_build_info{version=\"[0-9.]*\"} 1$' '$T/m2'"
+# the agent's CPU by thread, read as /metrics is asked: its live threads' run time, which only
+# grows, read again after
+cpu_after=$(cat /proc/"$AGENT"/task/*/schedstat | awk '{ s += $1 } END { printf "%.3f\n", s / 1e9 }')
+cpu_live=$(awk '/^pebsprof_cpu_seconds_total\{/ && $1 !~ /exited/ { s += $2 } END { printf "%.3f\n", s }' "$T/m2")
+pp_check "CPU by thread: main, unwinder, sender and health named; their $cpu_live s within the $cpu_after s the threads ran by the time it was read" \
+	bash -c "awk '\$1 == \"pebsprof_cpu_seconds_total{thread=\\\"main\\\"}\" && \$2 > 0 { m = 1 } END { exit !m }' '$T/m2' &&
+		grep -q '^pebsprof_cpu_seconds_total{thread=\"unwinder\"} ' '$T/m2' &&
+		grep -q '^pebsprof_cpu_seconds_total{thread=\"sender\"} ' '$T/m2' &&
+		grep -q '^pebsprof_cpu_seconds_total{thread=\"health\"} ' '$T/m2' &&
+		grep -q '^pebsprof_cpu_seconds_total{thread=\"exited\"} ' '$T/m2' &&
+		awk -v p='$cpu_live' -v a='$cpu_after' 'BEGIN { exit !(p > 0 && p <= a + 0.002) }'"
 pp_check "losses by reason and queue bytes are exported" \
 	bash -c "grep -q '^pebsprof_lost_samples_total{reason=\"ringbuf_full\"} [0-9]*$' '$T/m2' &&
 		grep -q '^pebsprof_export_queue_bytes [0-9]*$' '$T/m2'"

@@ -613,6 +613,21 @@ static void render_transport(FILE *f, const struct pp_health_snapshot *s)
 
 static const int http_codes[6] = {200, 400, 404, 405, 431, 503};
 
+/* The agent's CPU by thread (base/self_cpu.h); the names are [a-z0-9_-] as read. */
+static void render_cpu(FILE *f, const struct pp_self_cpu *c)
+{
+	if (!c->total_ns && !c->n)
+		return;
+	family(f, "pebsprof_cpu_seconds_total", "counter",
+	       "The agent's CPU time, user and system, by thread: main (the ring buffer, the "
+	       "side-band, naming frames, windows), unwinder, symloader, sender, health; exited: "
+	       "threads that ended.");
+	for (size_t i = 0; i < c->n; i++)
+		fprintf(f, "pebsprof_cpu_seconds_total{thread=\"%s\"} %.3f\n", c->threads[i].name,
+			secs(c->threads[i].ns));
+	fprintf(f, "pebsprof_cpu_seconds_total{thread=\"exited\"} %.3f\n", secs(c->exited_ns));
+}
+
 int pp_metrics_render(const struct pp_health_snapshot *s, const struct pp_health_limits *l,
 		      uint64_t now_ns, char **out, size_t *len)
 {
@@ -632,6 +647,7 @@ int pp_metrics_render(const struct pp_health_snapshot *s, const struct pp_health
 	fputs("\"} 1\n", f);
 	family(f, "pebsprof_healthy", "gauge", "1 when /healthz answers 200, else 0.");
 	value(f, "pebsprof_healthy", st == PP_HEALTH_OK);
+	render_cpu(f, &s->cpu);
 	render_sampling(f, s);
 	family(f, "pebsprof_windows_total", "counter", "Windows closed at an interval boundary.");
 	value(f, "pebsprof_windows_total", s->windows_closed);
@@ -912,6 +928,9 @@ static void conn_answer(struct pp_health_server *s, struct conn *c, int parse_re
 	snap = s->snap;
 	pthread_mutex_unlock(&s->lock);
 	snap.http = s->http;
+	/* read where it is shown: /healthz is probed every few seconds, /metrics less */
+	if (parse_ret == 0 && path_is(req, "/metrics"))
+		(void)pp_self_cpu_read(NULL, &snap.cpu);
 	code = pp_health_response(parse_ret, req, &snap, &s->limits, now, &c->out, &c->out_len);
 	if (code < 0) {
 		conn_close(s, c);

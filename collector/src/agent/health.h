@@ -57,6 +57,7 @@
 #include <pebsprof/record.h>
 #include <pebsprof/transport.h>
 
+#include "base/self_cpu.h"
 #include "sampling/record_decode.h"
 
 /* Bound on the request line and headers; longer requests get 431. */
@@ -203,6 +204,8 @@ struct pp_health_snapshot {
 	uint64_t profiles_cut, requests_cut, requests_packed, samples_oversize;
 	uint64_t label_names_dropped; /* left out for Pyroscope's 30 names, summed per window */
 	struct pp_health_http_stats http;
+	/* the agent's CPU time by thread, read as /metrics is asked (none: not shown) */
+	struct pp_self_cpu cpu;
 };
 
 enum pp_health_status {

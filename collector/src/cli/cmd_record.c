@@ -26,6 +26,7 @@
 #include "cli_util.h"
 #include "config.h"
 #include "containers.h"
+#include "base/self_cpu.h"
 #include "base/deadline.h"
 #include "base/log.h"
 #include "metadata/host_name.h"
@@ -818,6 +819,20 @@ static void print_containers(const struct pp_container_meta *meta)
 	       (unsigned long long)cs.unresolved);
 }
 
+/* What the capture cost the agent so far, by thread (base/self_cpu.h). */
+static void print_cpu(void)
+{
+	struct pp_self_cpu c;
+
+	if (pp_self_cpu_read(NULL, &c))
+		return;
+	printf("agent cpu: %.3f s (", (double)c.total_ns / 1e9);
+	for (size_t i = 0; i < c.n; i++)
+		printf("%s%s %.3f", i ? ", " : "", c.threads[i].name,
+		       (double)c.threads[i].ns / 1e9);
+	printf("%sexited %.3f)\n", c.n ? ", " : "", (double)c.exited_ns / 1e9);
+}
+
 static void print_summary(const struct record_args *a, const struct pp_profile *profile,
 			  const uint64_t counters[PP_CNT__MAX], const struct pp_session_stats *st,
 			  double seconds, const char *off_cpu_at, struct pp_session *session)
@@ -939,6 +954,7 @@ static void print_summary(const struct record_args *a, const struct pp_profile *
 	       (unsigned long long)st->processes_cached, (double)st->symbol_cache_bytes / (1 << 20),
 	       (unsigned long long)st->symbol_files_cached,
 	       (double)st->frame_cache_bytes / (1 << 20), (double)st->raw_stack_bytes / (1 << 20));
+	print_cpu();
 	if (st->samples_unreadable)
 		printf("%llu samples from processes whose maps or binaries could not be read "
 		       "(CAP_SYS_PTRACE "

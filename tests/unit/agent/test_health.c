@@ -316,6 +316,10 @@ static struct pp_health_snapshot known_snapshot(void)
 	s.frames_awaited_finished = 7;
 	s.symbol_tables_at_once = 11;
 	s.names_memoized = 13;
+	s.cpu = (struct pp_self_cpu){.total_ns = 3500000000u,
+				     .threads = {{"main", 2000000000u}, {"unwinder", 1000000000u}},
+				     .n = 2,
+				     .exited_ns = 500000000u};
 	s.strings_cleaned = 9;
 	s.windows_closed = 12;
 	s.windows_exported = 11;
@@ -367,6 +371,13 @@ static const char metrics_head[] =
     "# HELP pebsprof_healthy 1 when /healthz answers 200, else 0.\n"
     "# TYPE pebsprof_healthy gauge\n"
     "pebsprof_healthy 1\n"
+    "# HELP pebsprof_cpu_seconds_total The agent's CPU time, user and system, by thread: main (the "
+    "ring buffer, the side-band, naming frames, windows), unwinder, symloader, sender, health; "
+    "exited: threads that ended.\n"
+    "# TYPE pebsprof_cpu_seconds_total counter\n"
+    "pebsprof_cpu_seconds_total{thread=\"main\"} 2.000\n"
+    "pebsprof_cpu_seconds_total{thread=\"unwinder\"} 1.000\n"
+    "pebsprof_cpu_seconds_total{thread=\"exited\"} 0.500\n"
     "# HELP pebsprof_samples_total Samples added to profiles.\n"
     "# TYPE pebsprof_samples_total counter\n"
     "pebsprof_samples_total 1234\n"
