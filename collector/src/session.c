@@ -47,12 +47,17 @@ static uint64_t mono_ms(void)
 #define NAME_MEMO_BYTES (1u << 20)
 #define MAX_FRAMES (2 * PP_MAX_STACK_DEPTH + 2) /* + the ip and a data-object frame */
 
-/* (pid, process generation, address) -> location id of the current profile. */
+/*
+ * (pid, process generation, address) -> location id of the current profile. A slot of an
+ * earlier stamp is empty: the cache starts over (each window, or full) by a new stamp, where
+ * clearing its MiB cost more than a window's lookups on a VM whose host reclaims memory.
+ */
 struct frame_slot {
 	uint64_t addr;
 	uint64_t generation;
 	uint32_t pid;
 	uint32_t location; /* 0: empty slot */
+	uint32_t stamp;	   /* the cache's stamp when filled */
 };
 
 /* What a memory sample adds to its raw stack's key and sums (all 0 for other samples). */
@@ -205,6 +210,7 @@ struct pp_session {
 	struct pp_perf_maps *perf_maps; /* NULL: not read */
 	struct frame_slot *frames;
 	size_t frames_cap, frames_used;
+	uint32_t frames_stamp;	    /* slots of another stamp are empty */
 	struct pp_name_memo *names; /* NULL: frames are not named here (addresses_only) */
 	uint32_t kernel_mapping;
 	struct pp_mem_objcache *objs; /* memory events only */
@@ -239,6 +245,12 @@ static struct frame_slot *frame_slot(struct pp_session *s, uint32_t pid, uint64_
 	for (;;) {
 		struct frame_slot *slot = &s->frames[i];
 
+		if (slot->stamp != s->frames_stamp) {
+			/* left from before the cache started over: empty, and made so */
+			slot->location = 0;
+			slot->stamp = s->frames_stamp;
+			return slot;
+		}
 		if (!slot->location ||
 		    (slot->addr == addr && slot->pid == pid && slot->generation == gen))
 			return slot;
@@ -248,7 +260,10 @@ static struct frame_slot *frame_slot(struct pp_session *s, uint32_t pid, uint64_
 
 static void frame_cache_reset(struct pp_session *s)
 {
-	memset(s->frames, 0, s->frames_cap * sizeof(*s->frames));
+	if (++s->frames_stamp == 0) { /* every 2^32 starts: clear it once */
+		memset(s->frames, 0, s->frames_cap * sizeof(*s->frames));
+		s->frames_stamp = 1;
+	}
 	s->frames_used = 0;
 }
 
@@ -265,6 +280,7 @@ static void frame_cache_put(struct pp_session *s, struct frame_slot *slot, uint3
 	slot->pid = pid;
 	slot->generation = gen;
 	slot->location = location;
+	slot->stamp = s->frames_stamp;
 	s->frames_used++;
 }
 
@@ -519,6 +535,7 @@ struct pp_session *pp_session_new(const struct pp_session_opts *opts, struct pp_
 		cap <<= 1;
 	s->frames_cap = cap < 16 ? 16 : cap;
 	s->frames = calloc(s->frames_cap, sizeof(*s->frames));
+	s->frames_stamp = 1; /* calloc's slots (stamp 0) are empty */
 	if (!opts->addresses_only &&
 	    !(s->names = pp_name_memo_new(NAME_MEMO_SLOTS, NAME_MEMO_BYTES))) {
 		pp_session_free(s);
