@@ -680,7 +680,11 @@ static int gzip_body(const uint8_t *in, size_t len, uint8_t **out, size_t *out_l
 	memset(&zs, 0, sizeof(zs));
 	if (len > UINT32_MAX)
 		return -E2BIG;
-	if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	/*
+	 * Fastest: a 10 s window of the churn bench (161 KB of OTLP) takes 1.7 ms to 67 KB, where
+	 * level 6 took 4.4 ms to 61 KB; every node pays the CPU, the backend the 10% more bytes.
+	 */
+	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	bound = deflateBound(&zs, (uLong)len);
 	buf = malloc(bound);
