@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/deadline.h"
+#include "base/hash.h"
 #include "base/vec.h"
 #include "symbolize/elf_symbols.h"
 #include "symbolize/kallsyms.h"
@@ -226,21 +227,11 @@ struct pp_session {
 	struct pp_session_stats stats;
 };
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 static struct frame_slot *frame_slot(struct pp_session *s, uint32_t pid, uint64_t gen,
 				     uint64_t addr)
 {
 	size_t mask = s->frames_cap - 1;
-	size_t i = mix64(addr ^ ((uint64_t)pid << 32) ^ (gen * 0x9e3779b97f4a7c15ull)) & mask;
+	size_t i = pp_mix64(addr ^ ((uint64_t)pid << 32) ^ (gen * 0x9e3779b97f4a7c15ull)) & mask;
 
 	for (;;) {
 		struct frame_slot *slot = &s->frames[i];
@@ -346,7 +337,7 @@ static uint64_t raw_hash(const struct pp_decoded *d, uint64_t generation, uint32
 	h = (h ^ cgroup_id ^ ((uint64_t)wait_of(rec) << 40)) * k;
 	for (uint32_t i = 0; i < n; i++)
 		h = ((h ^ pp_decoded_frame(d, i)) * k) ^ (h >> 29);
-	h = mix64(h);
+	h = pp_mix64(h);
 	return h ? h : 1; /* 0 marks an empty slot */
 }
 
@@ -754,8 +745,8 @@ static void apply_symbol_results(struct pp_session *s);
 
 static struct idsym_slot *idsym_slot(struct pp_session *s, const struct pp_file_identity *id)
 {
-	uint64_t h = mix64(((uint64_t)id->dev_major << 32 | id->dev_minor) ^ mix64(id->inode) ^
-			   mix64(id->ino_generation + 1));
+	uint64_t h = pp_mix64(((uint64_t)id->dev_major << 32 | id->dev_minor) ^
+			      pp_mix64(id->inode) ^ pp_mix64(id->ino_generation + 1));
 
 	return &s->idsyms[h & (IDSYM_SLOTS - 1)];
 }
@@ -789,7 +780,7 @@ static void idsym_put(struct pp_session *s, const struct pp_file_identity *id,
 static const struct pp_elf_symbols *mapping_symbols(struct pp_session *s, const struct pp_proc *p,
 						    const struct pp_map_entry *m, uint64_t *pending)
 {
-	size_t i = mix64(((uint64_t)p->pid << 32) ^ m->start) & (MAPSYM_SLOTS - 1);
+	size_t i = pp_mix64(((uint64_t)p->pid << 32) ^ m->start) & (MAPSYM_SLOTS - 1);
 	struct mapsym_slot *slot = &s->mapsyms[i], fresh;
 	struct pp_elf_symbols *known;
 	uint64_t tag;
@@ -1026,9 +1017,9 @@ static void finish_pending(struct pp_session *s, const struct pending_loc *pl,
 
 static uint64_t file_frame_key(const struct pp_session *s, const struct pp_map_entry *m)
 {
-	uint64_t k = mix64(((uint64_t)m->dev_major << 32 | m->dev_minor) ^ mix64(m->inode));
+	uint64_t k = pp_mix64(((uint64_t)m->dev_major << 32 | m->dev_minor) ^ pp_mix64(m->inode));
 
-	return mix64(k ^ mix64(m->ino_generation + s->file_frame_epoch)) | 1;
+	return pp_mix64(k ^ pp_mix64(m->ino_generation + s->file_frame_epoch)) | 1;
 }
 
 static uint32_t user_location(struct pp_session *s, const struct pp_proc *p, uint64_t addr)
@@ -1522,7 +1513,7 @@ static void data_type_frames(struct pp_session *s, const struct pp_proc *p, uint
 		dev = (uint32_t)m->dev_major << 20 | m->dev_minor;
 		inode = m->inode;
 	}
-	i = mix64(inode ^ (off * 0x9e3779b97f4a7c15ull) ^ dev) & (DTYPE_SLOTS - 1);
+	i = pp_mix64(inode ^ (off * 0x9e3779b97f4a7c15ull) ^ dev) & (DTYPE_SLOTS - 1);
 	slot = &s->dtypes[i];
 	if (slot->state == DTYPE_EMPTY || slot->inode != inode || slot->dev != dev ||
 	    slot->file_offset != off) {

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
+
 #define DEFAULT_OBJ_CAPACITY 4096
 
 int pp_mem_sample_get(const struct pp_sample *rec, struct pp_mem_sample *out)
@@ -198,14 +200,8 @@ void pp_mem_objcache_free(struct pp_mem_objcache *c)
 
 static uint64_t key_hash(const struct pp_mem_obj_key *k)
 {
-	uint64_t h = k->start ^ ((uint64_t)k->pid << 40) ^ (k->generation * 0x9e3779b97f4a7c15ull);
-
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h;
+	return pp_mix64(k->start ^ ((uint64_t)k->pid << 40) ^
+			(k->generation * 0x9e3779b97f4a7c15ull));
 }
 
 static int key_eq(const struct pp_mem_obj_key *a, const struct pp_mem_obj_key *b)

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
+
 #define MIN_SLOTS 64
 #define MAX_NAME_BYTES (1u << 30) /* offsets are 32-bit */
 
@@ -23,16 +25,6 @@ struct pp_name_memo {
 	size_t names_used, names_cap;
 	struct pp_name_memo_stats st;
 };
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
 
 struct pp_name_memo *pp_name_memo_new(size_t slots, size_t name_bytes)
 {
@@ -67,7 +59,7 @@ void pp_name_memo_free(struct pp_name_memo *m)
 
 static struct slot *slot_of(const struct pp_name_memo *m, uint64_t table, uint64_t vaddr)
 {
-	size_t i = mix64(vaddr ^ (table * 0x9e3779b97f4a7c15ull)) & m->mask;
+	size_t i = pp_mix64(vaddr ^ (table * 0x9e3779b97f4a7c15ull)) & m->mask;
 
 	for (;;) {
 		struct slot *s = &m->slots[i];

@@ -112,23 +112,28 @@ TEST(schedstat_text)
 
 TEST(thread_names)
 {
+	static const struct {
+		const char *comm;
+		int main_thread;
+		size_t size;
+		const char *want;
+	} cases[] = {
+	    {"pebsprof\n", 1, PP_SELF_CPU_NAME_MAX, "main"},
+	    {"pp-unwinder\n", 0, PP_SELF_CPU_NAME_MAX, "unwinder"},
+	    {"pp-k8s-meta\n", 0, PP_SELF_CPU_NAME_MAX, "k8s-meta"},
+	    /* what a thread may set itself: no label breaks, no escapes */
+	    {"a\"b\x1b[1m{}\n", 0, PP_SELF_CPU_NAME_MAX, "a_b__1m__"},
+	    {"", 0, PP_SELF_CPU_NAME_MAX, "_"},
+	    {"pp-", 0, PP_SELF_CPU_NAME_MAX, "_"},
+	    {"abcdefghijklmnopqrstuvwxyz", 0, 8, "abcdefg"},
+	};
 	char out[PP_SELF_CPU_NAME_MAX];
 
-	pp_self_cpu_name("pebsprof\n", 9, 1, out, sizeof(out));
-	CHECK_STR(out, "main");
-	pp_self_cpu_name("pp-unwinder\n", 12, 0, out, sizeof(out));
-	CHECK_STR(out, "unwinder");
-	pp_self_cpu_name("pp-k8s-meta\n", 12, 0, out, sizeof(out));
-	CHECK_STR(out, "k8s-meta");
-	/* what a thread may set itself: no label breaks, no escapes */
-	pp_self_cpu_name("a\"b\x1b[1m{}\n", 11, 0, out, sizeof(out));
-	CHECK_STR(out, "a_b__1m__");
-	pp_self_cpu_name("", 0, 0, out, sizeof(out));
-	CHECK_STR(out, "_");
-	pp_self_cpu_name("pp-", 3, 0, out, sizeof(out));
-	CHECK_STR(out, "_");
-	pp_self_cpu_name("abcdefghijklmnopqrstuvwxyz", 26, 0, out, 8);
-	CHECK_STR(out, "abcdefg");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pp_self_cpu_name(cases[i].comm, strlen(cases[i].comm), cases[i].main_thread, out,
+				 cases[i].size);
+		CHECK_STR(out, cases[i].want);
+	}
 }
 
 TEST_LIST = {
