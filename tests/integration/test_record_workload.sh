@@ -58,6 +58,17 @@ fi
 grep -Eiq 'sample' "$T/main.out" "$T/main.err" && grep -Eiq 'lost|loss' "$T/main.out" "$T/main.err" &&
 	pp_ok "the summary reports sample and loss counts" ||
 	pp_fail "the summary has no sample/loss counts"
+# agent cpu: TOTAL s (main M, unwinder U, ..., exited E): the parts are the total's
+cpu_line=$(grep '^agent cpu: ' "$T/main.out")
+if echo "$cpu_line" | awk '{
+	gsub(/[(),]/, " "); t = $3; n = 0; sum = 0; main = 0
+	for (i = 5; i < NF; i += 2) { sum += $(i + 1); n++; if ($i == "main") main = $(i + 1) }
+	exit !(t > 0 && main > 0 && n >= 3 && sum >= t - 0.001 * n && sum <= t + 0.02)
+}'; then
+	pp_ok "the summary gives the agent's CPU by thread, the parts its total: $cpu_line"
+else
+	pp_fail "no agent cpu line whose parts make its total: '$cpu_line'"
+fi
 
 if pp_pprof_raw "$T/w.pb.gz" "$T/w.raw"; then
 	pp_ok "go tool pprof decodes w.pb.gz"
