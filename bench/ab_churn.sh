@@ -86,15 +86,17 @@ agent() {
 
 echo "ab_churn: $MODE, $ROUNDS rounds, $HZ Hz, $D s after 10 s, $(nproc) CPUs, kernel $(uname -r)"
 churn_start "$T"
+# warm BIN X: BIN's 20 s capture into the cache $T/warm_X, in the background
+warm() {
+	# shellcheck disable=SC2086 # AGENT_ARGS: words
+	"$1" record -a -F "$HZ" -d 20 --unwind-table-cache "$T/warm_$2/t" \
+		--symbol-table-cache "$T/warm_$2/s" $AGENT_ARGS -o "$T/warm_$2.pb.gz" >/dev/null 2>&1 &
+}
 # the warm caches they start from, each its own binary's (what a restarted agent finds; a
 # change to what a cache holds would make the other's useless to it), made side by side
-# shellcheck disable=SC2086 # AGENT_ARGS: words
-"$OLD" record -a -F "$HZ" -d 20 --unwind-table-cache "$T/warm_a/t" --symbol-table-cache "$T/warm_a/s" \
-	$AGENT_ARGS -o "$T/warm_a.pb.gz" >/dev/null 2>&1 &
+warm "$OLD" a
 pa=$!
-# shellcheck disable=SC2086
-"$NEW" record -a -F "$HZ" -d 20 --unwind-table-cache "$T/warm_b/t" --symbol-table-cache "$T/warm_b/s" \
-	$AGENT_ARGS -o "$T/warm_b.pb.gz" >/dev/null 2>&1 &
+warm "$NEW" b
 pb=$!
 wait $pa || die "OLD could not record"
 wait $pb || die "NEW could not record"

@@ -872,12 +872,6 @@ static const char *jit_name(struct pp_session *s, const struct pp_proc *p, uint6
 }
 
 /*
- * A frame at addr in file mapping m: its ELF address, name and mapping from the file's table
- * syms (NULL: not read, or not yet), else a JIT perf map for memfd code (p not NULL), else
- * the placeholder "file+0xaddr" that keeps its identity for a backend. Fills loc (address,
- * function, unnamed, mapping_id) and counts where the name came from.
- */
-/*
  * syms's name of vaddr (demangled, in demangled or the memo) and *raw its symbol: from the
  * memo where a window before asked already (valid until the memo's next put).
  */
@@ -897,6 +891,12 @@ static const char *symbol_name(struct pp_session *s, const struct pp_elf_symbols
 	return name;
 }
 
+/*
+ * A frame at addr in file mapping m: its ELF address, name and mapping from the file's table
+ * syms (NULL: not read, or not yet), else a JIT perf map for memfd code (p not NULL), else
+ * the placeholder "file+0xaddr" that keeps its identity for a backend. Fills loc (address,
+ * function, unnamed, mapping_id) and counts where the name came from.
+ */
 static void file_frame(struct pp_session *s, const struct pp_elf_symbols *syms, uint64_t addr,
 		       const struct pp_map_entry *m, const struct pp_proc *p,
 		       struct pp_location_info *loc, char *placeholder, size_t psize,
